@@ -1,0 +1,33 @@
+# The two commands of the README: `make demo` and `make check`. Both install
+# what is missing (deploy/install-deps.sh), configure and build first.
+
+BUILD ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARP_WERROR=ON
+
+.PHONY: all deps configure build check demo bench clean
+
+all: build
+
+deps:
+	@bash deploy/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > /dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# Every unit, golden and integration test, through ctest.
+check: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The main job on the embedded default, in a temp dir that is removed after.
+demo: build
+	@bash tests/demo.sh $(BUILD)/bin
+
+bench: build
+	@bash tests/bench/run_all.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

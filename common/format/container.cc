@@ -1,0 +1,195 @@
+#include "common/format/container.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/io/aligned_buffer.h"
+#include "common/io/file.h"
+#include "common/status.h"
+
+namespace warp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Checks that `extent` is aligned, sized for the tensor, inside [begin, limit),
+// and returns its end.
+absl::StatusOr<uint64_t> CheckExtent(const Extent& extent, uint64_t expected_bytes,
+                                     uint64_t alignment, uint64_t begin, uint64_t limit,
+                                     std::string_view what) {
+  if (extent.offset % alignment != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(what), ": offset ", extent.offset, " is not a multiple of ", alignment));
+  }
+  if (extent.bytes != expected_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", extent.bytes,
+                                                   " bytes, but its format and shape need ",
+                                                   expected_bytes));
+  }
+  if (extent.offset < begin) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(what), ": offset ", extent.offset, " overlaps the previous tensor (ends at ",
+                     begin, ")"));
+  }
+  if (extent.offset + extent.bytes > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": extent [", extent.offset, ", ",
+                                                   extent.offset + extent.bytes,
+                                                   ") runs past the end at ", limit));
+  }
+  return extent.offset + extent.bytes;
+}
+
+// Checks the tensors of a trunk or a record: sizes from format and shape,
+// alignment, increasing non-overlapping extents inside `limit` bytes.
+absl::Status CheckTensors(const std::vector<TensorEntry>& tensors, uint64_t alignment,
+                          uint64_t limit, std::string_view where) {
+  uint64_t end = 0;
+  for (const TensorEntry& tensor : tensors) {
+    const std::string what = absl::StrCat(std::string(where), " tensor ", tensor.name);
+    WARP_ASSIGN_OR_RETURN(end, CheckExtent(tensor.data, DataBytes(tensor.format, tensor.shape),
+                                           alignment, end, limit, what + " data"));
+    if (tensor.scale) {
+      WARP_ASSIGN_OR_RETURN(end,
+                            CheckExtent(*tensor.scale, ScaleBytes(tensor.format, tensor.shape),
+                                        alignment, end, limit, what + " scale"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>& shard_map) {
+  const std::string where = absl::StrCat("bank of layer ", bank.layer);
+  if (bank.record_bytes == 0 || bank.record_bytes % kBankAlignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": record_bytes ", bank.record_bytes,
+                                                   " is not a positive multiple of ",
+                                                   kBankAlignment));
+  }
+  if (bank.payload_bytes + kRecordFooterBytes > bank.record_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": payload_bytes ", bank.payload_bytes,
+                                                   " leaves no room for the ", kRecordFooterBytes,
+                                                   "-byte footer in record_bytes ",
+                                                   bank.record_bytes));
+  }
+  if (bank.file.empty() || bank.file.find('/') != std::string::npos || bank.file == ".." ||
+      bank.file == ".") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": file \"", bank.file, "\" must be a plain file name"));
+  }
+  if (shard_map && shard_map->owner.size() < bank.num_experts) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": shard_map.owner names ",
+                                                   shard_map->owner.size(), " experts, the bank ",
+                                                   bank.num_experts));
+  }
+  return CheckTensors(bank.matrices, kSubTensorAlignment, bank.payload_bytes, where);
+}
+
+absl::Status CheckManifest(const Manifest& manifest) {
+  WARP_RETURN_IF_ERROR(CheckTensors(manifest.trunk, kBankAlignment, manifest.trunk_bytes, "trunk"));
+  for (size_t i = 0; i < manifest.banks.size(); ++i) {
+    if (i > 0 && manifest.banks[i].layer <= manifest.banks[i - 1].layer) {
+      return absl::InvalidArgumentError(absl::StrCat("banks[", i, "]: layer ",
+                                                     manifest.banks[i].layer,
+                                                     " is not above the previous bank's layer"));
+    }
+    WARP_RETURN_IF_ERROR(CheckBankEntry(manifest.banks[i], manifest.shard_map));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFileSize(const fs::path& path, uint64_t expected, std::string_view rule) {
+  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
+  WARP_ASSIGN_OR_RETURN(uint64_t size, FileSize(file.fd.get(), path.string()));
+  if (size != expected) {
+    return absl::DataLossError(
+        absl::StrCat(path.string(), ": size ", size, " is not ", std::string(rule), " = ", expected));
+  }
+  return absl::OkStatus();
+}
+
+// Reads the 4 KiB page holding the footer of the record in `slot`.
+absl::Status CheckFooter(const OpenedFile& file, const fs::path& path, const BankEntry& bank,
+                         uint32_t slot, const RecordExpectation& expected) {
+  AlignedBuffer page(kBankAlignment);
+  const uint64_t offset = (uint64_t{slot} + 1) * bank.record_bytes - kBankAlignment;
+  WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), page.span(), offset, path.string()));
+  absl::Status status = CheckRecord(page.span(), expected, /*check_crc=*/false);
+  if (!status.ok()) {
+    return Annotate(status, absl::StrCat(path.string(), " @", slot * bank.record_bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string BankFileName(uint32_t layer) { return absl::StrCat("experts-L", layer, ".bin"); }
+
+Container::Container(fs::path dir, Manifest manifest)
+    : dir_(std::move(dir)), manifest_(std::move(manifest)) {
+  for (const BankEntry& bank : manifest_.banks) {
+    std::vector<uint32_t> held;
+    std::vector<int32_t> slots(bank.num_experts, -1);
+    for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+      const ShardMap* map = manifest_.shard_map ? &*manifest_.shard_map : nullptr;
+      if (map && map->owner[expert] != map->shard_index) continue;
+      slots[expert] = static_cast<int32_t>(held.size());
+      held.push_back(expert);
+    }
+    held_experts_.push_back(std::move(held));
+    slot_of_expert_.push_back(std::move(slots));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
+                                                           const Options& options) {
+  const fs::path manifest_path = dir / kManifestFile;
+  WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(manifest_path));
+  WARP_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(text, manifest_path.string()));
+  WARP_RETURN_IF_ERROR(Annotate(CheckManifest(manifest), manifest_path.string()));
+
+  auto container = std::unique_ptr<Container>(new Container(dir, std::move(manifest)));
+  const Manifest& m = container->manifest_;
+  WARP_RETURN_IF_ERROR(CheckFileSize(container->TrunkPath(), m.trunk_bytes,
+                                     "trunk.bytes of the manifest"));
+  for (size_t i = 0; i < m.banks.size(); ++i) {
+    const BankEntry& bank = m.banks[i];
+    const fs::path path = container->BankPath(bank);
+    const uint64_t held = container->held_experts_[i].size();
+    WARP_RETURN_IF_ERROR(CheckFileSize(
+        path, bank.record_bytes * held,
+        absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
+    if (!options.check_footers || held == 0) continue;
+    WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
+    for (uint32_t slot : {uint32_t{0}, static_cast<uint32_t>(held - 1)}) {
+      const uint32_t expert = container->held_experts_[i][slot];
+      WARP_RETURN_IF_ERROR(
+          CheckFooter(file, path, bank, slot, container->Expectation(bank.layer, expert)));
+    }
+  }
+  return container;
+}
+
+std::optional<uint64_t> Container::RecordOffset(uint32_t layer, uint32_t expert) const {
+  for (size_t i = 0; i < manifest_.banks.size(); ++i) {
+    const BankEntry& bank = manifest_.banks[i];
+    if (bank.layer != layer) continue;
+    if (expert >= bank.num_experts || slot_of_expert_[i][expert] < 0) return std::nullopt;
+    return static_cast<uint64_t>(slot_of_expert_[i][expert]) * bank.record_bytes;
+  }
+  return std::nullopt;
+}
+
+RecordExpectation Container::Expectation(uint32_t layer, uint32_t expert) const {
+  const BankEntry* bank = manifest_.FindBank(layer);
+  WARP_CHECK(bank != nullptr);
+  return RecordExpectation{.layer = layer,
+                           .expert = expert,
+                           .payload_bytes = bank->payload_bytes,
+                           .fingerprint = manifest_.fingerprint};
+}
+
+const std::vector<uint32_t>& Container::HeldExperts(const BankEntry& bank) const {
+  const size_t index = static_cast<size_t>(&bank - manifest_.banks.data());
+  WARP_CHECK(index < held_experts_.size());
+  return held_experts_[index];
+}
+
+}  // namespace warp

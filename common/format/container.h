@@ -1,0 +1,69 @@
+#pragma once
+
+// A NAME.warp container opened for reading: the parsed manifest plus every
+// check that makes the hot read path safe without further validation (file
+// sizes, alignment, extents, footers of the first and last record of each bank).
+// Reading records is the store's job; this class only says where they are.
+//
+// Thread-safe: immutable after Open().
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/format/bank_format.h"
+#include "common/format/manifest.h"
+
+namespace warp {
+
+class Container {
+ public:
+  struct Options {
+    // Read the first and last record footer of each bank at open to check
+    // magic, key and fingerprint. One 4 KiB read per checked record.
+    bool check_footers = true;
+  };
+
+  // Opens and validates the container directory `dir`. Errors are
+  // NotFound / InvalidArgument / FailedPrecondition / DataLoss and name the
+  // file and the problem, e.g. "m.warp/experts-L3.bin: size 12288 is not
+  // record_bytes 4096 x 4 experts = 16384".
+  static absl::StatusOr<std::unique_ptr<Container>> Open(const std::filesystem::path& dir,
+                                                         const Options& options);
+  static absl::StatusOr<std::unique_ptr<Container>> Open(const std::filesystem::path& dir) {
+    return Open(dir, Options{});
+  }
+
+  const Manifest& manifest() const { return manifest_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path TrunkPath() const { return dir_ / kTrunkFile; }
+  std::filesystem::path BankPath(const BankEntry& bank) const { return dir_ / bank.file; }
+
+  // Byte offset of the record of (layer, expert) in its bank file, or nullopt
+  // when the layer is dense, the expert is out of range, or another shard holds it.
+  std::optional<uint64_t> RecordOffset(uint32_t layer, uint32_t expert) const;
+
+  // What the record of (layer, expert) must contain. REQUIRES: layer has a bank.
+  RecordExpectation Expectation(uint32_t layer, uint32_t expert) const;
+
+  // Experts of `bank` whose records this directory holds, in file order.
+  const std::vector<uint32_t>& HeldExperts(const BankEntry& bank) const;
+
+ private:
+  Container(std::filesystem::path dir, Manifest manifest);
+
+  std::filesystem::path dir_;
+  Manifest manifest_;
+  // Indexed like manifest_.banks: held experts in file order, and for each
+  // expert its slot in the file (-1 if not held).
+  std::vector<std::vector<uint32_t>> held_experts_;
+  std::vector<std::vector<int32_t>> slot_of_expert_;
+};
+
+// The bank file name the writer uses for `layer`: "experts-L{layer}.bin".
+std::string BankFileName(uint32_t layer);
+
+}  // namespace warp

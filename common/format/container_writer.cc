@@ -1,0 +1,157 @@
+#include "common/format/container_writer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/crc32c.h"
+#include "common/format/container.h"
+#include "common/status.h"
+
+namespace warp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Trunk tensors are streamed through a buffer of this size: large enough for
+// full-speed sequential writes, small enough to keep the writer's memory flat.
+constexpr uint64_t kTrunkChunkBytes = 8 << 20;
+
+}  // namespace
+
+BankEntry LayoutBank(uint32_t layer, uint32_t num_experts,
+                     const std::vector<TensorSpec>& matrices) {
+  BankEntry bank;
+  bank.layer = layer;
+  bank.file = BankFileName(layer);
+  bank.num_experts = num_experts;
+  uint64_t end = 0;
+  for (const TensorSpec& spec : matrices) {
+    WARP_CHECK(ShapeProblem(spec.format, spec.shape).empty());
+    TensorEntry entry{.name = spec.name, .format = spec.format, .shape = spec.shape};
+    entry.data = {AlignUp(end, kSubTensorAlignment), DataBytes(spec.format, spec.shape)};
+    end = entry.data.offset + entry.data.bytes;
+    if (HasScale(spec.format)) {
+      entry.scale = Extent{AlignUp(end, kSubTensorAlignment), ScaleBytes(spec.format, spec.shape)};
+      end = entry.scale->offset + entry.scale->bytes;
+    }
+    bank.matrices.push_back(std::move(entry));
+  }
+  bank.payload_bytes = end;
+  bank.record_bytes = RecordBytesFor(end);
+  return bank;
+}
+
+ContainerWriter::ContainerWriter(fs::path dir, Manifest header, const Options& options,
+                                 OpenedFile trunk)
+    : dir_(std::move(dir)),
+      manifest_(std::move(header)),
+      options_(options),
+      trunk_(std::move(trunk)),
+      chunk_(kTrunkChunkBytes) {}
+
+absl::StatusOr<std::unique_ptr<ContainerWriter>> ContainerWriter::Create(const fs::path& dir,
+                                                                         Manifest header,
+                                                                         const Options& options) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) return absl::InternalError(absl::StrCat(dir.string(), ": ", error.message()));
+  if (fs::exists(dir / kManifestFile)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(dir.string(), ": already holds a container; remove it first"));
+  }
+  header.format_version = kFormatVersion;
+  header.trunk.clear();
+  header.banks.clear();
+  header.trunk_bytes = 0;
+  WARP_ASSIGN_OR_RETURN(OpenedFile trunk, OpenForWrite(dir / kTrunkFile, options.direct_io));
+  return std::unique_ptr<ContainerWriter>(
+      new ContainerWriter(dir, std::move(header), options, std::move(trunk)));
+}
+
+absl::StatusOr<uint32_t> ContainerWriter::WriteSubTensor(uint64_t bytes, const ChunkFiller& fill,
+                                                         uint32_t crc) {
+  const std::string path = (dir_ / kTrunkFile).string();
+  for (uint64_t done = 0; done < bytes; done += kTrunkChunkBytes) {
+    const uint64_t n = std::min(kTrunkChunkBytes, bytes - done);
+    std::span<std::byte> chunk = chunk_.span().first(n);
+    fill(done, chunk);
+    crc = Crc32cExtend(crc, chunk);
+    // Pad the tail to the 4 KiB boundary where the next sub-tensor starts.
+    const uint64_t padded = AlignUp(n, kBankAlignment);
+    std::memset(chunk_.data() + n, 0, padded - n);
+    WARP_RETURN_IF_ERROR(PwriteFull(trunk_.fd.get(), chunk_.span().first(padded),
+                                    manifest_.trunk_bytes + done, path));
+  }
+  manifest_.trunk_bytes += AlignUp(bytes, kBankAlignment);
+  return crc;
+}
+
+absl::Status ContainerWriter::AddTrunkTensor(const TensorSpec& spec, const ChunkFiller& data,
+                                             const ChunkFiller& scale) {
+  if (std::string problem = ShapeProblem(spec.format, spec.shape); !problem.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("trunk tensor ", spec.name, ": ", problem));
+  }
+  TensorEntry entry{.name = spec.name, .format = spec.format, .shape = spec.shape};
+  entry.data = {manifest_.trunk_bytes, DataBytes(spec.format, spec.shape)};
+  WARP_ASSIGN_OR_RETURN(uint32_t crc, WriteSubTensor(entry.data.bytes, data, 0));
+  if (HasScale(spec.format)) {
+    entry.scale = Extent{manifest_.trunk_bytes, ScaleBytes(spec.format, spec.shape)};
+    WARP_ASSIGN_OR_RETURN(crc, WriteSubTensor(entry.scale->bytes, scale, crc));
+  }
+  entry.crc32c = crc;
+  manifest_.trunk.push_back(std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::Status ContainerWriter::BeginBank(const BankEntry& bank) {
+  WARP_CHECK(!bank_.fd.valid());
+  WARP_CHECK(manifest_.banks.empty() || manifest_.banks.back().layer < bank.layer);
+  bank_path_ = dir_ / bank.file;
+  WARP_ASSIGN_OR_RETURN(bank_, OpenForWrite(bank_path_, options_.direct_io));
+  manifest_.banks.push_back(bank);
+  next_expert_ = 0;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RecordFooter> ContainerWriter::AppendRecord(std::span<std::byte> record) {
+  WARP_CHECK(bank_.fd.valid());
+  const BankEntry& bank = manifest_.banks.back();
+  WARP_CHECK(record.size() == bank.record_bytes && next_expert_ < bank.num_experts);
+  WARP_CHECK(reinterpret_cast<uintptr_t>(record.data()) % kBankAlignment == 0);  // O_DIRECT
+  std::memset(record.data() + bank.payload_bytes, 0, bank.record_bytes - bank.payload_bytes);
+  RecordFooter footer{.layer = bank.layer,
+                      .expert = next_expert_,
+                      .payload_crc32c = Crc32c(record.first(bank.payload_bytes)),
+                      .payload_bytes = bank.payload_bytes,
+                      .fingerprint = manifest_.fingerprint};
+  EncodeFooter(footer, record);
+  WARP_RETURN_IF_ERROR(PwriteFull(bank_.fd.get(), record,
+                                  uint64_t{next_expert_} * bank.record_bytes,
+                                  bank_path_.string()));
+  ++next_expert_;
+  return footer;
+}
+
+absl::Status ContainerWriter::EndBank() {
+  WARP_CHECK(bank_.fd.valid());
+  WARP_CHECK(next_expert_ == manifest_.banks.back().num_experts);
+  if (::fdatasync(bank_.fd.get()) != 0) return ErrnoToStatus(errno, bank_path_.string());
+  bank_ = OpenedFile{};
+  return absl::OkStatus();
+}
+
+absl::Status ContainerWriter::Finish() {
+  WARP_CHECK(!bank_.fd.valid());
+  if (::fdatasync(trunk_.fd.get()) != 0) {
+    return ErrnoToStatus(errno, (dir_ / kTrunkFile).string());
+  }
+  trunk_ = OpenedFile{};
+  return WriteFileAtomically(dir_ / kManifestFile, ManifestToJson(manifest_).dump(1) + "\n");
+}
+
+}  // namespace warp

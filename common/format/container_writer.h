@@ -1,0 +1,90 @@
+#pragma once
+
+// Writes a NAME.warp container in one streaming pass: trunk tensors chunk by
+// chunk, then each bank record by record, then manifest.json last (atomically),
+// so memory stays bounded by one record plus one chunk whatever the model size,
+// and a crash leaves no manifest rather than a half-valid container.
+//
+// Thread-compatible: one thread drives a writer.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/format/bank_format.h"
+#include "common/format/manifest.h"
+#include "common/io/aligned_buffer.h"
+#include "common/io/file.h"
+
+namespace warp {
+
+// Shape and format of one tensor before it has a place in a file.
+struct TensorSpec {
+  std::string name;
+  TensorFormat format = TensorFormat::kF32;
+  std::vector<uint64_t> shape;
+};
+
+// Lays out the matrices of one expert record: each sub-tensor at the next
+// multiple of 64, payload then padding then footer, record_bytes a multiple
+// of 4096. REQUIRES: every spec passes ShapeProblem().
+BankEntry LayoutBank(uint32_t layer, uint32_t num_experts, const std::vector<TensorSpec>& matrices);
+
+class ContainerWriter {
+ public:
+  struct Options {
+    bool direct_io = true;  // write with O_DIRECT where the filesystem allows
+  };
+
+  // Fills `out` with the bytes at [offset, offset + out.size()) of one sub-tensor.
+  using ChunkFiller = std::function<void(uint64_t offset, std::span<std::byte> out)>;
+
+  // Creates `dir` (which must not hold a manifest.json yet). `header` supplies
+  // architecture, config, fingerprint, source and tokenizer; trunk and banks
+  // are filled in by the calls below.
+  static absl::StatusOr<std::unique_ptr<ContainerWriter>> Create(const std::filesystem::path& dir,
+                                                                 Manifest header,
+                                                                 const Options& options);
+
+  // Appends one tensor to trunk.bin at the next 4 KiB boundary. `scale` is
+  // ignored for formats without scales.
+  absl::Status AddTrunkTensor(const TensorSpec& spec, const ChunkFiller& data,
+                              const ChunkFiller& scale);
+
+  // Starts experts-L{layer}.bin. `bank` comes from LayoutBank().
+  absl::Status BeginBank(const BankEntry& bank);
+
+  // Writes the record of the next expert (0, 1, 2, ... in order). `record` is
+  // record_bytes long, 4 KiB aligned, with the payload filled in; this sets the padding to
+  // zero and writes the footer with the payload CRC. Returns the footer.
+  absl::StatusOr<RecordFooter> AppendRecord(std::span<std::byte> record);
+
+  // Flushes the bank; REQUIRES: every expert of it was appended.
+  absl::Status EndBank();
+
+  // Writes manifest.json. The container can be opened afterwards.
+  absl::Status Finish();
+
+  const Manifest& manifest() const { return manifest_; }
+
+ private:
+  ContainerWriter(std::filesystem::path dir, Manifest header, const Options& options,
+                  OpenedFile trunk);
+  absl::StatusOr<uint32_t> WriteSubTensor(uint64_t bytes, const ChunkFiller& fill, uint32_t crc);
+
+  std::filesystem::path dir_;
+  Manifest manifest_;
+  Options options_;
+  OpenedFile trunk_;
+  AlignedBuffer chunk_;  // staging buffer for trunk writes
+  OpenedFile bank_;      // the bank being written, if any
+  std::filesystem::path bank_path_;
+  uint32_t next_expert_ = 0;
+};
+
+}  // namespace warp

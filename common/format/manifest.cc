@@ -1,0 +1,313 @@
+#include "common/format/manifest.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace warp {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Typed access to one JSON object that names the field path in every error.
+class FieldReader {
+ public:
+  FieldReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {}
+
+  absl::StatusOr<const json*> Field(std::string_view key) const {
+    auto it = object_.find(std::string(key));
+    if (it == object_.end()) return Error(key, "missing");
+    return &*it;
+  }
+
+  absl::StatusOr<uint64_t> Uint(std::string_view key) const {
+    WARP_ASSIGN_OR_RETURN(const json* value, Field(key));
+    if (!value->is_number_unsigned()) return Error(key, "must be a non-negative integer");
+    return value->get<uint64_t>();
+  }
+
+  absl::StatusOr<uint32_t> Uint32(std::string_view key) const {
+    WARP_ASSIGN_OR_RETURN(uint64_t value, Uint(key));
+    if (value > UINT32_MAX) return Error(key, "does not fit in 32 bits");
+    return static_cast<uint32_t>(value);
+  }
+
+  absl::StatusOr<std::string> String(std::string_view key) const {
+    WARP_ASSIGN_OR_RETURN(const json* value, Field(key));
+    if (!value->is_string()) return Error(key, "must be a string");
+    return value->get<std::string>();
+  }
+
+  absl::StatusOr<const json*> Array(std::string_view key) const {
+    WARP_ASSIGN_OR_RETURN(const json* value, Field(key));
+    if (!value->is_array()) return Error(key, "must be an array");
+    return value;
+  }
+
+  absl::StatusOr<const json*> Object(std::string_view key) const {
+    WARP_ASSIGN_OR_RETURN(const json* value, Field(key));
+    if (!value->is_object()) return Error(key, "must be an object");
+    return value;
+  }
+
+  bool HasNonNull(std::string_view key) const {
+    auto it = object_.find(std::string(key));
+    return it != object_.end() && !it->is_null();
+  }
+
+  std::string Path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : absl::StrCat(path_, ".", std::string(key));
+  }
+
+  absl::Status Error(std::string_view key, std::string_view problem) const {
+    return absl::InvalidArgumentError(absl::StrCat(Path(key), ": ", std::string(problem)));
+  }
+
+ private:
+  const json& object_;
+  std::string path_;
+};
+
+absl::StatusOr<FieldReader> ObjectAt(const json& value, std::string path) {
+  if (!value.is_object()) return absl::InvalidArgumentError(path + ": must be an object");
+  return FieldReader(value, std::move(path));
+}
+
+json ExtentToJson(const Extent& extent) {
+  return json{{"offset", extent.offset}, {"bytes", extent.bytes}};
+}
+
+absl::StatusOr<Extent> ParseExtent(const FieldReader& parent, std::string_view key) {
+  WARP_ASSIGN_OR_RETURN(const json* value, parent.Object(key));
+  FieldReader reader(*value, parent.Path(key));
+  Extent extent;
+  WARP_ASSIGN_OR_RETURN(extent.offset, reader.Uint("offset"));
+  WARP_ASSIGN_OR_RETURN(extent.bytes, reader.Uint("bytes"));
+  return extent;
+}
+
+json TensorToJson(const TensorEntry& tensor) {
+  json out{{"name", tensor.name},
+           {"format", TensorFormatName(tensor.format)},
+           {"shape", tensor.shape},
+           {"data", ExtentToJson(tensor.data)}};
+  if (tensor.scale) out["scale"] = ExtentToJson(*tensor.scale);
+  if (tensor.crc32c) out["crc32c"] = *tensor.crc32c;
+  return out;
+}
+
+absl::StatusOr<TensorEntry> ParseTensor(const json& value, const std::string& path) {
+  WARP_ASSIGN_OR_RETURN(FieldReader reader, ObjectAt(value, path));
+  TensorEntry tensor;
+  WARP_ASSIGN_OR_RETURN(tensor.name, reader.String("name"));
+  WARP_ASSIGN_OR_RETURN(std::string format, reader.String("format"));
+  std::optional<TensorFormat> parsed = ParseTensorFormat(format);
+  if (!parsed) return reader.Error("format", absl::StrCat("unknown tensor format \"", format, "\""));
+  tensor.format = *parsed;
+  WARP_ASSIGN_OR_RETURN(const json* shape, reader.Array("shape"));
+  for (const json& dim : *shape) {
+    if (!dim.is_number_unsigned()) return reader.Error("shape", "must hold non-negative integers");
+    tensor.shape.push_back(dim.get<uint64_t>());
+  }
+  if (std::string problem = ShapeProblem(tensor.format, tensor.shape); !problem.empty()) {
+    return reader.Error("shape", problem);
+  }
+  WARP_ASSIGN_OR_RETURN(tensor.data, ParseExtent(reader, "data"));
+  if (HasScale(tensor.format)) {
+    WARP_ASSIGN_OR_RETURN(tensor.scale, ParseExtent(reader, "scale"));
+  }
+  if (reader.HasNonNull("crc32c")) {
+    WARP_ASSIGN_OR_RETURN(tensor.crc32c, reader.Uint32("crc32c"));
+  }
+  return tensor;
+}
+
+absl::StatusOr<std::vector<TensorEntry>> ParseTensors(const FieldReader& parent,
+                                                      std::string_view key) {
+  WARP_ASSIGN_OR_RETURN(const json* array, parent.Array(key));
+  std::vector<TensorEntry> tensors;
+  for (size_t i = 0; i < array->size(); ++i) {
+    WARP_ASSIGN_OR_RETURN(TensorEntry tensor,
+                          ParseTensor((*array)[i], absl::StrCat(parent.Path(key), "[", i, "]")));
+    tensors.push_back(std::move(tensor));
+  }
+  return tensors;
+}
+
+absl::StatusOr<BankEntry> ParseBank(const json& value, const std::string& path) {
+  WARP_ASSIGN_OR_RETURN(FieldReader reader, ObjectAt(value, path));
+  BankEntry bank;
+  WARP_ASSIGN_OR_RETURN(bank.layer, reader.Uint32("layer"));
+  WARP_ASSIGN_OR_RETURN(bank.file, reader.String("file"));
+  WARP_ASSIGN_OR_RETURN(bank.num_experts, reader.Uint32("num_experts"));
+  WARP_ASSIGN_OR_RETURN(bank.record_bytes, reader.Uint("record_bytes"));
+  WARP_ASSIGN_OR_RETURN(bank.payload_bytes, reader.Uint("payload_bytes"));
+  WARP_ASSIGN_OR_RETURN(bank.matrices, ParseTensors(reader, "matrices"));
+  return bank;
+}
+
+absl::StatusOr<TokenizerRef> ParseTokenizer(const FieldReader& parent) {
+  WARP_ASSIGN_OR_RETURN(const json* value, parent.Object("tokenizer"));
+  FieldReader reader(*value, "tokenizer");
+  TokenizerRef tokenizer;
+  WARP_ASSIGN_OR_RETURN(const json* files, reader.Array("files"));
+  for (const json& file : *files) {
+    if (!file.is_string()) return reader.Error("files", "must hold strings");
+    tokenizer.files.push_back(file.get<std::string>());
+  }
+  if (reader.HasNonNull("chat_template")) {
+    WARP_ASSIGN_OR_RETURN(tokenizer.chat_template, reader.String("chat_template"));
+  }
+  return tokenizer;
+}
+
+absl::StatusOr<ShardMap> ParseShardMap(const FieldReader& parent) {
+  WARP_ASSIGN_OR_RETURN(const json* value, parent.Object("shard_map"));
+  FieldReader reader(*value, "shard_map");
+  ShardMap map;
+  WARP_ASSIGN_OR_RETURN(map.num_shards, reader.Uint32("num_shards"));
+  WARP_ASSIGN_OR_RETURN(map.shard_index, reader.Uint32("shard_index"));
+  if (map.num_shards == 0 || map.shard_index >= map.num_shards) {
+    return reader.Error("shard_index", absl::StrCat(map.shard_index, " is not below num_shards ",
+                                                    map.num_shards));
+  }
+  WARP_ASSIGN_OR_RETURN(const json* owner, reader.Array("owner"));
+  for (const json& shard : *owner) {
+    if (!shard.is_number_unsigned() || shard.get<uint64_t>() >= map.num_shards) {
+      return reader.Error("owner", "must hold shard indices below num_shards");
+    }
+    map.owner.push_back(shard.get<uint32_t>());
+  }
+  return map;
+}
+
+absl::StatusOr<uint64_t> ParseFingerprint(const FieldReader& reader) {
+  WARP_ASSIGN_OR_RETURN(std::string hex, reader.String("fingerprint"));
+  uint64_t fingerprint = 0;
+  if (hex.size() != 16 || !absl::SimpleHexAtoi(hex, &fingerprint)) {
+    return reader.Error("fingerprint", absl::StrCat("\"", hex, "\" is not 16 hex digits"));
+  }
+  return fingerprint;
+}
+
+absl::StatusOr<Manifest> ParseManifestJson(const json& root) {
+  if (!root.is_object()) return absl::InvalidArgumentError("top level: must be an object");
+  FieldReader reader(root, "");
+  Manifest manifest;
+  WARP_ASSIGN_OR_RETURN(manifest.format_version, reader.Uint32("format_version"));
+  if (manifest.format_version != kFormatVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("format_version ", manifest.format_version,
+                     " is not supported (this build reads version ", kFormatVersion, ")"));
+  }
+  WARP_ASSIGN_OR_RETURN(manifest.architecture, reader.String("architecture"));
+  WARP_ASSIGN_OR_RETURN(const json* config, reader.Object("config"));
+  manifest.config = *config;
+  WARP_ASSIGN_OR_RETURN(manifest.fingerprint, ParseFingerprint(reader));
+  if (reader.HasNonNull("source")) {
+    WARP_ASSIGN_OR_RETURN(manifest.source, reader.String("source"));
+  }
+  if (reader.HasNonNull("tokenizer")) {
+    WARP_ASSIGN_OR_RETURN(manifest.tokenizer, ParseTokenizer(reader));
+  }
+  if (reader.HasNonNull("codebooks")) {
+    WARP_ASSIGN_OR_RETURN(manifest.codebooks_file, reader.String("codebooks"));
+  }
+  WARP_ASSIGN_OR_RETURN(const json* trunk, reader.Object("trunk"));
+  FieldReader trunk_reader(*trunk, "trunk");
+  WARP_ASSIGN_OR_RETURN(manifest.trunk_bytes, trunk_reader.Uint("bytes"));
+  WARP_ASSIGN_OR_RETURN(manifest.trunk, ParseTensors(trunk_reader, "tensors"));
+  WARP_ASSIGN_OR_RETURN(const json* banks, reader.Array("banks"));
+  for (size_t i = 0; i < banks->size(); ++i) {
+    WARP_ASSIGN_OR_RETURN(BankEntry bank, ParseBank((*banks)[i], absl::StrCat("banks[", i, "]")));
+    manifest.banks.push_back(std::move(bank));
+  }
+  if (reader.HasNonNull("shard_map")) {
+    WARP_ASSIGN_OR_RETURN(manifest.shard_map, ParseShardMap(reader));
+  }
+  return manifest;
+}
+
+}  // namespace
+
+const BankEntry* Manifest::FindBank(uint32_t layer) const {
+  for (const BankEntry& bank : banks) {
+    if (bank.layer == layer) return &bank;
+  }
+  return nullptr;
+}
+
+const TensorEntry* Manifest::FindTrunkTensor(std::string_view name) const {
+  for (const TensorEntry& tensor : trunk) {
+    if (tensor.name == name) return &tensor;
+  }
+  return nullptr;
+}
+
+std::string FingerprintHex(uint64_t fingerprint) { return absl::StrFormat("%016x", fingerprint); }
+
+json ManifestToJson(const Manifest& manifest) {
+  json trunk_tensors = json::array();
+  for (const TensorEntry& tensor : manifest.trunk) trunk_tensors.push_back(TensorToJson(tensor));
+  json banks = json::array();
+  for (const BankEntry& bank : manifest.banks) {
+    json matrices = json::array();
+    for (const TensorEntry& matrix : bank.matrices) matrices.push_back(TensorToJson(matrix));
+    banks.push_back({{"layer", bank.layer},
+                     {"file", bank.file},
+                     {"num_experts", bank.num_experts},
+                     {"record_bytes", bank.record_bytes},
+                     {"payload_bytes", bank.payload_bytes},
+                     {"matrices", std::move(matrices)}});
+  }
+  json out{{"format", "warp"},
+           {"format_version", manifest.format_version},
+           {"architecture", manifest.architecture},
+           {"config", manifest.config},
+           {"fingerprint", FingerprintHex(manifest.fingerprint)},
+           {"source", manifest.source},
+           {"tokenizer", nullptr},
+           {"codebooks", nullptr},
+           {"trunk", {{"file", kTrunkFile}, {"bytes", manifest.trunk_bytes},
+                      {"tensors", std::move(trunk_tensors)}}},
+           {"banks", std::move(banks)},
+           {"shard_map", nullptr}};
+  if (manifest.tokenizer) {
+    out["tokenizer"] = {{"files", manifest.tokenizer->files},
+                        {"chat_template", manifest.tokenizer->chat_template}};
+  }
+  if (manifest.codebooks_file) out["codebooks"] = *manifest.codebooks_file;
+  if (manifest.shard_map) {
+    out["shard_map"] = {{"num_shards", manifest.shard_map->num_shards},
+                        {"shard_index", manifest.shard_map->shard_index},
+                        {"owner", manifest.shard_map->owner}};
+  }
+  return out;
+}
+
+absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source_name) {
+  // nlohmann::ordered_json reports syntax errors only by exception; this is the one
+  // place WARP catches one, converting it to a Status at the boundary.
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source_name), ": malformed JSON at byte ", error.byte, ": ", error.what()));
+  }
+  absl::StatusOr<Manifest> manifest = ParseManifestJson(root);
+  if (!manifest.ok()) return Annotate(manifest.status(), source_name);
+  return manifest;
+}
+
+uint32_t ExpertsHeld(const BankEntry& bank, const std::optional<ShardMap>& shard_map) {
+  if (!shard_map) return bank.num_experts;
+  uint32_t held = 0;
+  for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+    held += shard_map->owner[expert] == shard_map->shard_index;
+  }
+  return held;
+}
+
+}  // namespace warp

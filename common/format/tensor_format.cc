@@ -1,0 +1,98 @@
+#include "common/format/tensor_format.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace warp {
+namespace {
+
+struct FormatInfo {
+  TensorFormat format;
+  std::string_view name;
+};
+
+constexpr FormatInfo kFormats[] = {
+    {TensorFormat::kF32, "f32"},
+    {TensorFormat::kF16, "f16"},
+    {TensorFormat::kBF16, "bf16"},
+    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128"},
+    {TensorFormat::kQ8B32, "q8_b32"},
+    {TensorFormat::kQ4B32, "q4_b32"},
+};
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string_view TensorFormatName(TensorFormat format) {
+  for (const FormatInfo& info : kFormats) {
+    if (info.format == format) return info.name;
+  }
+  return "unknown";
+}
+
+std::optional<TensorFormat> ParseTensorFormat(std::string_view name) {
+  for (const FormatInfo& info : kFormats) {
+    if (info.name == name) return info.format;
+  }
+  return std::nullopt;
+}
+
+bool HasScale(TensorFormat format) {
+  return format == TensorFormat::kF8E4M3B128 || format == TensorFormat::kQ8B32 ||
+         format == TensorFormat::kQ4B32;
+}
+
+uint64_t NumElements(const std::vector<uint64_t>& shape) {
+  uint64_t n = 1;
+  for (uint64_t dim : shape) n *= dim;
+  return n;
+}
+
+std::string ShapeProblem(TensorFormat format, const std::vector<uint64_t>& shape) {
+  if (shape.empty() || shape.size() > 2) {
+    return absl::StrCat("shape must have 1 or 2 dimensions, has ", shape.size());
+  }
+  for (uint64_t dim : shape) {
+    if (dim == 0) return "shape has a zero dimension";
+  }
+  if (!HasScale(format)) return "";
+  if (shape.size() != 2) {
+    return absl::StrCat(std::string(TensorFormatName(format)), " needs a 2-D shape");
+  }
+  if (format != TensorFormat::kF8E4M3B128 && shape[1] % kRowBlock != 0) {
+    return absl::StrCat(std::string(TensorFormatName(format)), " needs columns divisible by ", kRowBlock,
+                        ", has ", shape[1]);
+  }
+  return "";
+}
+
+uint64_t DataBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
+  const uint64_t n = NumElements(shape);
+  switch (format) {
+    case TensorFormat::kF32:
+      return n * 4;
+    case TensorFormat::kF16:
+    case TensorFormat::kBF16:
+      return n * 2;
+    case TensorFormat::kF8E4M3B128:
+    case TensorFormat::kQ8B32:
+      return n;
+    case TensorFormat::kQ4B32:
+      return n / 2;
+  }
+  return 0;
+}
+
+uint64_t ScaleBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
+  switch (format) {
+    case TensorFormat::kF8E4M3B128:
+      return CeilDiv(shape[0], kFp8Block) * CeilDiv(shape[1], kFp8Block) * 4;
+    case TensorFormat::kQ8B32:
+    case TensorFormat::kQ4B32:
+      return shape[0] * (shape[1] / kRowBlock) * 2;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace warp

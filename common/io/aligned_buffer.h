@@ -1,0 +1,45 @@
+#pragma once
+
+// A heap buffer aligned for O_DIRECT. Move-only: copying record-sized buffers
+// must be explicit.
+//
+// Thread-compatible.
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <span>
+
+#include "common/check.h"
+
+namespace warp {
+
+class AlignedBuffer {
+ public:
+  static constexpr size_t kAlignment = 4096;
+
+  AlignedBuffer() = default;
+  // Zero-filled buffer of `bytes` rounded up to kAlignment.
+  explicit AlignedBuffer(size_t bytes)
+      : size_((bytes + kAlignment - 1) / kAlignment * kAlignment),
+        data_(static_cast<std::byte*>(std::aligned_alloc(kAlignment, size_ == 0 ? kAlignment : size_))) {
+    WARP_CHECK(data_ != nullptr);
+    std::memset(data_.get(), 0, size_);
+  }
+
+  std::byte* data() { return data_.get(); }
+  const std::byte* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  std::span<std::byte> span() { return {data_.get(), size_}; }
+  std::span<const std::byte> span() const { return {data_.get(), size_}; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  size_t size_ = 0;
+  std::unique_ptr<std::byte, Free> data_;
+};
+
+}  // namespace warp

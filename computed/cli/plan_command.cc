@@ -1,0 +1,95 @@
+// computed plan MODEL.warp [--context N] [--budget SIZE]
+// Reads only the manifest.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "common/format/container.h"
+#include "common/io/file.h"
+#include "common/memory/memory_limits.h"
+#include "computed/cli/commands.h"
+#include "computed/planner/planner.h"
+
+namespace warp::computed {
+namespace {
+
+struct PlanFlags {
+  std::string model;
+  uint64_t context = 4096;
+  std::string budget;
+};
+
+void PrintRow(std::string_view name, uint64_t bytes, std::string_view detail) {
+  std::printf("%-13s %12s  %s\n", std::string(name).c_str(), FormatBytes(bytes).c_str(),
+              std::string(detail).c_str());
+}
+
+void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
+  const uint64_t record_bytes =
+      manifest.banks.empty() ? 0 : manifest.banks.front().record_bytes;
+  std::printf("model         %s, %u MoE layers x %llu experts, top-%u, fingerprint %s\n",
+              manifest.architecture.c_str(), plan.num_moe_layers,
+              static_cast<unsigned long long>(plan.num_moe_layers ? plan.num_records /
+                                                                        plan.num_moe_layers
+                                                                  : 0),
+              plan.experts_per_token, FingerprintHex(manifest.fingerprint).c_str());
+  PrintRow("trunk", plan.trunk_bytes, "dense weights, resident");
+  PrintRow("kv/state", plan.kv_bytes,
+           absl::StrCat(plan.context_tokens, " tokens x ", plan.kv_bytes_per_token, " B"));
+  PrintRow("working set", plan.working_set_bytes,
+           absl::StrCat(plan.experts_per_token, " experts x ", plan.num_moe_layers,
+                        " MoE layers x ", record_bytes, " B records, per token"));
+  PrintRow("banks", plan.bank_bytes, absl::StrCat(plan.num_records, " records on disk"));
+  PrintRow("floor", plan.floor_bytes, "trunk + kv + one working set");
+  PrintRow("recommended", plan.recommended_bytes,
+           absl::StrCat("floor + ", kRecommendedWorkingSets, " working sets, at most resident (",
+                        FormatBytes(plan.resident_bytes), ")"));
+}
+
+absl::Status Run(const PlanFlags& flags) {
+  // Only the manifest: plan must stay instant on a 1 TB model.
+  const std::filesystem::path manifest_path = std::filesystem::path(flags.model) / kManifestFile;
+  auto text = ReadFileToString(manifest_path);
+  if (!text.ok()) return text.status();
+  auto manifest = ParseManifest(*text, manifest_path.string());
+  if (!manifest.ok()) return manifest.status();
+  auto plan = ComputePlan(*manifest, flags.context);
+  if (!plan.ok()) return plan.status();
+  PrintPlan(*manifest, *plan);
+
+  auto limits = ReadMemoryLimits();
+  if (!limits.ok()) return limits.status();
+  std::optional<uint64_t> requested;
+  if (!flags.budget.empty()) {
+    auto parsed = ParseByteSize(flags.budget);
+    if (!parsed.ok()) return parsed.status();
+    requested = *parsed;
+  }
+  auto decision = ResolveBudget(*plan, requested, *limits);
+  if (!decision.ok()) return decision.status();
+  PrintRow(requested ? "budget" : "default", decision->budget_bytes,
+           absl::StrCat(decision->rule, "; expert cache ", FormatBytes(decision->cache_bytes)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CommandRunner AddPlanCommand(CLI::App& app) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* cmd = app.add_subcommand("plan", "Print the memory plan of a model (manifest only)");
+  cmd->add_option("model", flags->model, "MODEL.warp")->required();
+  cmd->add_option("--context", flags->context, "Context length in tokens")->capture_default_str();
+  cmd->add_option("--budget", flags->budget, "Check this budget instead of the default, e.g. 8G");
+  return [cmd, flags]() {
+    if (!cmd->parsed()) return -1;
+    absl::Status status = Run(*flags);
+    if (status.ok()) return 0;
+    std::fprintf(stderr, "computed plan: %s\n", std::string(status.message()).c_str());
+    return 1;
+  };
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,25 @@
+// computed: the compute client of WARP. Subcommands: synth, plan.
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "common/logging.h"
+#include "computed/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"computed: run Mixture-of-Experts models larger than RAM"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  std::vector<warp::computed::CommandRunner> runners = {
+      warp::computed::AddSynthCommand(app),
+      warp::computed::AddPlanCommand(app),
+  };
+  CLI11_PARSE(app, argc, argv);
+  warp::InitLogging(log_level);
+  for (const auto& run : runners) {
+    if (int code = run(); code >= 0) return code;
+  }
+  return 2;
+}

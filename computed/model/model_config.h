@@ -1,0 +1,64 @@
+#pragma once
+
+// The hyper-parameters of one supported architecture, read from the
+// Hugging Face config.json that a container's manifest carries. Validated
+// once here so that planning, synthesis and kernels can trust the shapes.
+//
+// Thread-compatible value type.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace warp::computed {
+
+enum class Architecture {
+  kDeepseekV3,  // DeepSeek V3 / Kimi K2: MLA, sigmoid group routing, shared experts
+  kQwen3Moe,    // Qwen3-MoE: GQA with q/k norm, softmax top-k
+};
+
+std::string_view ArchitectureName(Architecture arch);
+absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type);
+
+struct ModelConfig {
+  Architecture arch = Architecture::kDeepseekV3;
+  uint32_t hidden_size = 0;
+  uint32_t num_layers = 0;
+  uint32_t vocab_size = 0;
+  uint32_t num_heads = 0;
+  uint32_t num_kv_heads = 0;
+  uint32_t head_dim = 0;  // GQA families
+  uint32_t intermediate_size = 0;      // dense MLP layers
+  uint32_t moe_intermediate_size = 0;  // one routed expert
+  uint32_t num_experts = 0;            // routed experts per MoE layer
+  uint32_t experts_per_token = 0;      // top-k
+  uint32_t num_shared_experts = 0;
+  bool tie_word_embeddings = false;
+  // MLA (deepseek_v3). q_lora_rank 0 means q_proj without LoRA.
+  uint32_t q_lora_rank = 0;
+  uint32_t kv_lora_rank = 0;
+  uint32_t qk_nope_head_dim = 0;
+  uint32_t qk_rope_head_dim = 0;
+  uint32_t v_head_dim = 0;
+  std::vector<bool> moe_layer;  // [num_layers]: true where the MLP is routed experts
+
+  bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
+  uint32_t NumMoeLayers() const;
+
+  // Bytes of attention state one token adds across all layers, as the engine
+  // keeps it (float32): MLA caches the compressed latent plus the rope key,
+  // (kv_lora_rank + qk_rope_head_dim) x 4 per layer; GQA caches K and V,
+  // 2 x num_kv_heads x head_dim x 4 per layer.
+  uint64_t KvBytesPerToken() const;
+};
+
+// Reads `config` (a config.json object) for `model_type`. Errors name the
+// key, e.g. "config.json: n_routed_experts: missing".
+absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view model_type,
+                                             const nlohmann::ordered_json& config);
+
+}  // namespace warp::computed

@@ -1,0 +1,82 @@
+#include "computed/planner/planner.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "common/status.h"
+#include "computed/model/model_config.h"
+
+namespace warp::computed {
+
+absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens) {
+  WARP_ASSIGN_OR_RETURN(ModelConfig model,
+                        ParseModelConfig(manifest.architecture, manifest.config));
+  PlanFigures plan;
+  plan.trunk_bytes = manifest.trunk_bytes;
+  plan.context_tokens = context_tokens;
+  plan.kv_bytes_per_token = model.KvBytesPerToken();
+  plan.kv_bytes = plan.kv_bytes_per_token * context_tokens;
+  plan.experts_per_token = model.experts_per_token;
+  plan.num_moe_layers = static_cast<uint32_t>(manifest.banks.size());
+  for (const BankEntry& bank : manifest.banks) {
+    plan.num_records += bank.num_experts;
+    plan.working_set_bytes += uint64_t{model.experts_per_token} * bank.record_bytes;
+    plan.bank_bytes += uint64_t{bank.num_experts} * bank.record_bytes;
+  }
+  plan.floor_bytes = plan.trunk_bytes + plan.kv_bytes + plan.working_set_bytes;
+  plan.resident_bytes = plan.trunk_bytes + plan.kv_bytes + plan.bank_bytes;
+  plan.recommended_bytes = std::min(
+      plan.resident_bytes, plan.floor_bytes + kRecommendedWorkingSets * plan.working_set_bytes);
+  return plan;
+}
+
+namespace {
+
+BudgetDecision Decide(const PlanFigures& plan, uint64_t budget, std::string rule) {
+  return BudgetDecision{.budget_bytes = budget,
+                        .cache_bytes = budget - plan.trunk_bytes - plan.kv_bytes,
+                        .rule = std::move(rule)};
+}
+
+}  // namespace
+
+absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
+                                             std::optional<uint64_t> requested,
+                                             const MemoryLimits& limits) {
+  const std::string floor_parts =
+      absl::StrCat("trunk ", FormatBytes(plan.trunk_bytes), " + KV ", FormatBytes(plan.kv_bytes),
+                   " for ", plan.context_tokens, " tokens + one working set ",
+                   FormatBytes(plan.working_set_bytes));
+  if (requested) {
+    if (*requested < plan.floor_bytes) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("budget ", FormatBytes(*requested), " is below the floor: this model needs ",
+                       "at least ", FormatBytes(plan.floor_bytes), " (", floor_parts, ")"));
+    }
+    return Decide(plan, *requested, "--budget");
+  }
+  const uint64_t available = limits.available_bytes();
+  const uint64_t usable = available / 4 * 3;
+  const std::string source =
+      limits.cgroup_limit_bytes ? absl::StrCat("cgroup limit in ", limits.cgroup_source)
+                                : std::string("/proc/meminfo MemAvailable");
+  if (usable < plan.floor_bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "not enough memory: this model needs at least ", FormatBytes(plan.floor_bytes), " (",
+        floor_parts, "), but 3/4 of the ", FormatBytes(available), " available (", source,
+        ") is ", FormatBytes(usable)));
+  }
+  const uint64_t working_sets =
+      plan.working_set_bytes == 0 ? 0 : (usable - plan.floor_bytes) / plan.working_set_bytes;
+  const uint64_t budget =
+      std::min(plan.resident_bytes, plan.floor_bytes + working_sets * plan.working_set_bytes);
+  return Decide(plan, budget,
+                absl::StrCat(budget == plan.resident_bytes
+                                 ? std::string("fully resident")
+                                 : absl::StrCat("floor + ", working_sets, " working sets"),
+                             ", within 3/4 of ", FormatBytes(available), " available (", source,
+                             ")"));
+}
+
+}  // namespace warp::computed

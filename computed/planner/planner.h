@@ -1,0 +1,55 @@
+#pragma once
+
+// Planner: the memory figures of a model, from its manifest alone, and the
+// budget a run gets (DESIGN.md#memory-budget). Knows nothing of files or
+// caches; the engine enforces what it decides.
+//
+// Thread-compatible: pure functions over values.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/format/manifest.h"
+#include "common/memory/memory_limits.h"
+
+namespace warp::computed {
+
+// Cached working sets the recommended budget adds on top of the floor: enough
+// to keep the experts of the last few tokens resident. A starting heuristic
+// until usage.warp (--learn) measures the hot set.
+inline constexpr uint64_t kRecommendedWorkingSets = 4;
+
+struct PlanFigures {
+  uint64_t trunk_bytes = 0;
+  uint64_t context_tokens = 0;
+  uint64_t kv_bytes_per_token = 0;
+  uint64_t kv_bytes = 0;
+  uint32_t experts_per_token = 0;
+  uint32_t num_moe_layers = 0;
+  uint64_t num_records = 0;         // routed experts over all MoE layers
+  uint64_t working_set_bytes = 0;   // experts_per_token x record_bytes, summed over MoE layers
+  uint64_t bank_bytes = 0;          // every record of every bank
+  uint64_t floor_bytes = 0;         // trunk + kv + one working set
+  uint64_t resident_bytes = 0;      // trunk + kv + bank_bytes: nothing streams
+  uint64_t recommended_bytes = 0;   // min(resident, floor + 4 working sets)
+};
+
+absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens);
+
+struct BudgetDecision {
+  uint64_t budget_bytes = 0;  // trunk + kv + cache
+  uint64_t cache_bytes = 0;   // what the expert cache may hold
+  std::string rule;           // how it was chosen, for the log and `plan`
+};
+
+// The default budget: floor + N working sets for the largest N within 3/4 of
+// the memory available to this process (cgroup limits respected), capped at
+// fully resident. `requested` (--budget) overrides it. Below the floor:
+// FailedPrecondition saying how much memory is needed.
+absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
+                                             std::optional<uint64_t> requested,
+                                             const MemoryLimits& limits);
+
+}  // namespace warp::computed

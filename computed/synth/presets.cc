@@ -1,0 +1,225 @@
+#include "computed/synth/presets.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "common/format/bank_format.h"
+#include "common/status.h"
+#include "computed/model/model_config.h"
+#include "computed/model/tensor_specs.h"
+
+namespace warp::computed {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json DeepseekTiny() {
+  return json{{"model_type", "deepseek_v3"},
+              {"architectures", {"DeepseekV3ForCausalLM"}},
+              {"vocab_size", 256},
+              {"hidden_size", 64},
+              {"intermediate_size", 128},
+              {"moe_intermediate_size", 32},
+              {"num_hidden_layers", 4},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 4},
+              {"n_shared_experts", 1},
+              {"n_routed_experts", 16},
+              {"num_experts_per_tok", 4},
+              {"n_group", 4},
+              {"topk_group", 2},
+              {"routed_scaling_factor", 2.5},
+              {"scoring_func", "sigmoid"},
+              {"topk_method", "noaux_tc"},
+              {"norm_topk_prob", true},
+              {"first_k_dense_replace", 1},
+              {"moe_layer_freq", 1},
+              {"q_lora_rank", 32},
+              {"kv_lora_rank", 32},
+              {"qk_nope_head_dim", 16},
+              {"qk_rope_head_dim", 8},
+              {"v_head_dim", 16},
+              {"max_position_embeddings", 4096},
+              {"rope_theta", 10000.0},
+              {"rope_scaling", nullptr},
+              {"rms_norm_eps", 1e-6},
+              {"hidden_act", "silu"},
+              {"attention_bias", false},
+              {"tie_word_embeddings", false}};
+}
+
+// Kimi K2's expert and attention shapes (hidden 7168, moe_intermediate 2048,
+// 384 experts, top-8, MLA 1536/512/128/64/128, YaRN x32). Fewer layers, all
+// MoE, and a 32768-token vocabulary instead of 163840 so the trunk stays near
+// 1 GiB and a benchmark's budget goes to experts.
+json K2Slice() {
+  return json{{"model_type", "deepseek_v3"},
+              {"architectures", {"DeepseekV3ForCausalLM"}},
+              {"vocab_size", 32768},
+              {"hidden_size", 7168},
+              {"intermediate_size", 18432},
+              {"moe_intermediate_size", 2048},
+              {"num_hidden_layers", 2},
+              {"num_attention_heads", 64},
+              {"num_key_value_heads", 64},
+              {"n_shared_experts", 1},
+              {"n_routed_experts", 384},
+              {"num_experts_per_tok", 8},
+              {"n_group", 1},
+              {"topk_group", 1},
+              {"routed_scaling_factor", 2.827},
+              {"scoring_func", "sigmoid"},
+              {"topk_method", "noaux_tc"},
+              {"norm_topk_prob", true},
+              {"first_k_dense_replace", 0},
+              {"moe_layer_freq", 1},
+              {"q_lora_rank", 1536},
+              {"kv_lora_rank", 512},
+              {"qk_nope_head_dim", 128},
+              {"qk_rope_head_dim", 64},
+              {"v_head_dim", 128},
+              {"max_position_embeddings", 131072},
+              {"rope_theta", 50000.0},
+              {"rope_scaling",
+               {{"type", "yarn"},
+                {"factor", 32.0},
+                {"original_max_position_embeddings", 4096},
+                {"beta_fast", 1.0},
+                {"beta_slow", 1.0},
+                {"mscale", 1.0},
+                {"mscale_all_dim", 1.0}}},
+              {"rms_norm_eps", 1e-6},
+              {"hidden_act", "silu"},
+              {"attention_bias", false},
+              {"tie_word_embeddings", false}};
+}
+
+json Qwen3Tiny() {
+  return json{{"model_type", "qwen3_moe"},
+              {"architectures", {"Qwen3MoeForCausalLM"}},
+              {"vocab_size", 256},
+              {"hidden_size", 64},
+              {"intermediate_size", 128},
+              {"moe_intermediate_size", 32},
+              {"num_hidden_layers", 4},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 2},
+              {"head_dim", 16},
+              {"num_experts", 16},
+              {"num_experts_per_tok", 4},
+              {"decoder_sparse_step", 1},
+              {"mlp_only_layers", json::array()},
+              {"norm_topk_prob", true},
+              {"max_position_embeddings", 4096},
+              {"rope_theta", 1000000.0},
+              {"rope_scaling", nullptr},
+              {"rms_norm_eps", 1e-6},
+              {"hidden_act", "silu"},
+              {"attention_bias", false},
+              {"tie_word_embeddings", false}};
+}
+
+// Qwen3-30B-A3B shapes (hidden 2048, 128 experts of 768, top-8, GQA 32/4 x
+// 128), 4 of its 48 layers, vocabulary cut from 151936 to 32768.
+json Qwen3A3bSlice() {
+  json config = Qwen3Tiny();
+  config.update(json{{"vocab_size", 32768},
+                     {"hidden_size", 2048},
+                     {"intermediate_size", 6144},
+                     {"moe_intermediate_size", 768},
+                     {"num_hidden_layers", 4},
+                     {"num_attention_heads", 32},
+                     {"num_key_value_heads", 4},
+                     {"head_dim", 128},
+                     {"num_experts", 128},
+                     {"num_experts_per_tok", 8},
+                     {"max_position_embeddings", 40960}});
+  return config;
+}
+
+uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
+  uint64_t bytes = 0;
+  for (const TensorSpec& spec : TrunkTensorSpecs(config, format)) {
+    bytes += AlignUp(DataBytes(spec.format, spec.shape), kBankAlignment);
+    bytes += AlignUp(ScaleBytes(spec.format, spec.shape), kBankAlignment);
+  }
+  return bytes;
+}
+
+const char* ExpertCountKey(std::string_view arch) {
+  return arch == "qwen3_moe" ? "num_experts" : "n_routed_experts";
+}
+
+}  // namespace
+
+const std::vector<Preset>& AllPresets() {
+  static const std::vector<Preset> presets = {
+      {"deepseek_v3", "tiny", "4 layers, 16 experts of 64x32, top-4, MLA; about 1 MiB",
+       DeepseekTiny(), TensorFormat::kBF16, TensorFormat::kF32},
+      {"deepseek_v3", "k2-slice", "Kimi K2 shapes: hidden 7168, 384 experts of 2048, top-8, q4",
+       K2Slice(), TensorFormat::kQ4B32, TensorFormat::kBF16},
+      {"qwen3_moe", "tiny", "4 layers, 16 experts of 64x32, top-4, GQA; about 1 MiB",
+       Qwen3Tiny(), TensorFormat::kBF16, TensorFormat::kF32},
+      {"qwen3_moe", "a3b-slice", "Qwen3-30B-A3B shapes: hidden 2048, 128 experts of 768, top-8",
+       Qwen3A3bSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
+  };
+  return presets;
+}
+
+absl::StatusOr<Preset> FindPreset(std::string_view arch, std::string_view name) {
+  std::string known;
+  for (const Preset& preset : AllPresets()) {
+    if (preset.arch == arch && preset.name == name) return preset;
+    absl::StrAppend(&known, known.empty() ? "" : ", ", preset.arch, "/", preset.name);
+  }
+  return absl::NotFoundError(absl::StrCat("no preset \"", std::string(name), "\" for architecture \"",
+                                          std::string(arch), "\" (known: ", known, ")"));
+}
+
+absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const json& config,
+                                        TensorFormat expert_format, TensorFormat trunk_format) {
+  WARP_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(arch, config));
+  const uint64_t record_bytes =
+      LayoutBank(0, model.num_experts, ExpertMatrixSpecs(model, expert_format)).record_bytes;
+  return TrunkBytes(model, trunk_format) +
+         uint64_t{model.NumMoeLayers()} * model.num_experts * record_bytes;
+}
+
+absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
+                                 TensorFormat expert_format, TensorFormat trunk_format,
+                                 uint64_t target_bytes) {
+  json scaled = config;
+  const uint32_t first_moe = config.value("first_k_dense_replace", 0u);
+  auto bytes_with = [&](uint32_t layers, uint32_t experts) -> absl::StatusOr<uint64_t> {
+    scaled["num_hidden_layers"] = layers;
+    scaled[ExpertCountKey(arch)] = experts;
+    return ContainerBytes(arch, scaled, expert_format, trunk_format);
+  };
+  const uint32_t all_experts = config.value(ExpertCountKey(arch), 0u);
+  // More layers first: they keep the real expert count and so the real routing.
+  uint32_t layers = first_moe + 1;
+  WARP_ASSIGN_OR_RETURN(uint64_t bytes, bytes_with(layers, all_experts));
+  if (bytes <= target_bytes) {
+    while (true) {
+      WARP_ASSIGN_OR_RETURN(uint64_t next, bytes_with(layers + 1, all_experts));
+      if (next > target_bytes) break;
+      ++layers;
+    }
+    WARP_RETURN_IF_ERROR(bytes_with(layers, all_experts).status());
+    return scaled;
+  }
+  // One MoE layer is already too big: drop experts, keeping whole routing groups.
+  const uint32_t group = std::max(1u, config.value("n_group", 1u));
+  const uint32_t min_experts =
+      (config.value("num_experts_per_tok", 1u) + group - 1) / group * group;
+  for (uint32_t experts = all_experts / group * group; experts >= min_experts; experts -= group) {
+    WARP_ASSIGN_OR_RETURN(bytes, bytes_with(layers, experts));
+    if (bytes <= target_bytes) return scaled;
+    if (experts < group + min_experts) break;
+  }
+  WARP_ASSIGN_OR_RETURN(bytes, bytes_with(layers, min_experts));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--size ", FormatBytes(target_bytes), " is below the smallest ",
+                   std::string(arch), " model of this preset (", FormatBytes(bytes), ")"));
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,42 @@
+#pragma once
+
+// Named synthetic model shapes: each is a Hugging Face style config.json plus
+// default storage formats, and can be scaled to a target container size.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/format/tensor_format.h"
+#include "nlohmann/json.hpp"
+
+namespace warp::computed {
+
+struct Preset {
+  std::string arch;   // model_type, e.g. "deepseek_v3"
+  std::string name;   // e.g. "tiny", "k2-slice"
+  std::string about;  // one line for --help
+  nlohmann::ordered_json config;
+  TensorFormat expert_format = TensorFormat::kBF16;
+  TensorFormat trunk_format = TensorFormat::kBF16;
+};
+
+const std::vector<Preset>& AllPresets();
+absl::StatusOr<Preset> FindPreset(std::string_view arch, std::string_view name);
+
+// Bytes of the container `config` would produce with these formats (trunk.bin
+// plus every bank; manifest excluded).
+absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::ordered_json& config,
+                                        TensorFormat expert_format, TensorFormat trunk_format);
+
+// Returns `config` with num_hidden_layers (and, when even the smallest layer
+// count is too big, the routed expert count) chosen so the container is as
+// large as possible without exceeding `target_bytes`. Fails if even one MoE
+// layer with top-k experts does not fit, naming the smallest possible size.
+absl::StatusOr<nlohmann::ordered_json> ScaleToSize(std::string_view arch, const nlohmann::ordered_json& config,
+                                           TensorFormat expert_format, TensorFormat trunk_format,
+                                           uint64_t target_bytes);
+
+}  // namespace warp::computed

@@ -1,0 +1,38 @@
+#pragma once
+
+// Seeded random tensor bytes for synthetic models. Counter-based: every
+// 8-byte word of a tensor is a pure function of (stream, word index), so a
+// tensor can be generated chunk by chunk, in any order, in bounded memory,
+// and the same seed always gives the same bytes.
+//
+// Values are zero-centred and symmetric (DESIGN.md#testing: biased codes make
+// every token route to the same experts and flatter caches): a code of 0 is
+// as likely as its mirror, and q4 never uses the asymmetric code -8.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "common/format/tensor_format.h"
+
+namespace warp::computed {
+
+struct FillSpec {
+  TensorFormat format = TensorFormat::kF32;
+  std::vector<uint64_t> shape;
+  float center = 0.0f;     // mean of the real values
+  float amplitude = 1.0f;  // real values span about center +- amplitude
+};
+
+// Stream key of one tensor: mixes the seed with a name that identifies it
+// (e.g. "model.layers.3.mlp.gate.weight" or "L3/E17/gate_proj").
+uint64_t StreamKey(uint64_t seed, std::string_view name);
+
+// Bytes [offset, offset + out.size()) of the data sub-tensor.
+void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out);
+
+// Bytes [offset, offset + out.size()) of the scale sub-tensor (block formats).
+void FillScale(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out);
+
+}  // namespace warp::computed

@@ -1,0 +1,146 @@
+#include "computed/synth/synth_model.h"
+
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "common/format/container_writer.h"
+#include "common/hash.h"
+#include "common/io/aligned_buffer.h"
+#include "common/logging.h"
+#include "common/progress.h"
+#include "common/status.h"
+#include "computed/model/model_config.h"
+#include "computed/model/tensor_specs.h"
+#include "computed/synth/presets.h"
+#include "computed/synth/random_fill.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Value ranges that keep activations near unit scale: matrices U(-a, a) with
+// a = sqrt(3 / in_features), so each output has about the variance of one
+// input; the router the same, so its logits spread with std ~1 and tokens
+// pick different experts; norms near 1.
+FillSpec TrunkFill(const TensorSpec& spec) {
+  FillSpec fill{.format = spec.format, .shape = spec.shape};
+  if (absl::EndsWith(spec.name, "e_score_correction_bias")) {
+    fill.amplitude = 0.1f;
+  } else if (spec.shape.size() == 1) {
+    fill.center = 1.0f;
+    fill.amplitude = 0.1f;
+  } else if (spec.name == "model.embed_tokens.weight") {
+    fill.amplitude = 1.0f;
+  } else {
+    fill.amplitude = std::sqrt(3.0f / static_cast<float>(spec.shape[1]));
+  }
+  return fill;
+}
+
+FillSpec ExpertFill(const TensorEntry& matrix) {
+  return FillSpec{.format = matrix.format,
+                  .shape = matrix.shape,
+                  .amplitude = std::sqrt(3.0f / static_cast<float>(matrix.shape[1]))};
+}
+
+std::string SourceLine(const SynthOptions& options, TensorFormat experts, TensorFormat trunk) {
+  std::string line = absl::StrCat("computed synth --arch ", options.arch, " --preset ",
+                                  options.preset, " --seed ", options.seed, " --experts ",
+                                  std::string(TensorFormatName(experts)), " --trunk ",
+                                  std::string(TensorFormatName(trunk)));
+  if (options.target_bytes) absl::StrAppend(&line, " --size ", *options.target_bytes);
+  return line;
+}
+
+absl::Status WriteTrunk(ContainerWriter& writer, const ModelConfig& model, TensorFormat format,
+                        uint64_t seed, ProgressBar& progress) {
+  for (const TensorSpec& spec : TrunkTensorSpecs(model, format)) {
+    const FillSpec fill = TrunkFill(spec);
+    const uint64_t stream = StreamKey(seed, spec.name);
+    auto data = [&](uint64_t offset, std::span<std::byte> out) {
+      FillData(fill, stream, offset, out);
+    };
+    auto scale = [&](uint64_t offset, std::span<std::byte> out) {
+      FillScale(fill, stream, offset, out);
+    };
+    const uint64_t before = writer.manifest().trunk_bytes;
+    WARP_RETURN_IF_ERROR(writer.AddTrunkTensor(spec, data, scale));
+    progress.Advance(writer.manifest().trunk_bytes - before);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteBanks(ContainerWriter& writer, const ModelConfig& model, TensorFormat format,
+                        uint64_t seed, ProgressBar& progress) {
+  const std::vector<TensorSpec> specs = ExpertMatrixSpecs(model, format);
+  for (uint32_t layer = 0; layer < model.num_layers; ++layer) {
+    if (!model.IsMoeLayer(layer)) continue;
+    const BankEntry bank = LayoutBank(layer, model.num_experts, specs);
+    WARP_RETURN_IF_ERROR(writer.BeginBank(bank));
+    AlignedBuffer record(bank.record_bytes);
+    for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+      for (const TensorEntry& matrix : bank.matrices) {
+        const FillSpec fill = ExpertFill(matrix);
+        const uint64_t stream =
+            StreamKey(seed, absl::StrCat("L", layer, "/E", expert, "/", matrix.name));
+        FillData(fill, stream, 0, record.span().subspan(matrix.data.offset, matrix.data.bytes));
+        if (matrix.scale) {
+          FillScale(fill, stream, 0,
+                    record.span().subspan(matrix.scale->offset, matrix.scale->bytes));
+        }
+      }
+      WARP_RETURN_IF_ERROR(writer.AppendRecord(record.span()).status());
+      progress.Advance(bank.record_bytes);
+    }
+    WARP_RETURN_IF_ERROR(writer.EndBank());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOptions& options) {
+  WARP_ASSIGN_OR_RETURN(Preset preset, FindPreset(options.arch, options.preset));
+  const TensorFormat expert_format = options.expert_format.value_or(preset.expert_format);
+  const TensorFormat trunk_format = options.trunk_format.value_or(preset.trunk_format);
+  if (expert_format == TensorFormat::kF8E4M3B128 || trunk_format == TensorFormat::kF8E4M3B128) {
+    return absl::InvalidArgumentError(
+        "synth does not write f8_e4m3_b128; FP8 comes from converted releases");
+  }
+  nlohmann::ordered_json config = preset.config;
+  if (options.target_bytes) {
+    WARP_ASSIGN_OR_RETURN(config, ScaleToSize(options.arch, config, expert_format, trunk_format,
+                                              *options.target_bytes));
+  }
+  WARP_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(options.arch, config));
+  WARP_ASSIGN_OR_RETURN(uint64_t total_bytes,
+                        ContainerBytes(options.arch, config, expert_format, trunk_format));
+
+  Manifest header;
+  header.architecture = options.arch;
+  header.config = config;
+  header.source = SourceLine(options, expert_format, trunk_format);
+  // The fingerprint names this build: same preset, size, formats and seed give
+  // the same fingerprint, anything else a different one.
+  header.fingerprint = Fnv1a64(absl::StrCat(config.dump(), "\n", header.source));
+
+  auto& log = Logger("computed.synth");
+  log.info("writing {} ({} {}, {} layers, {} experts/layer, {}) to {}", options.preset,
+           options.arch, TensorFormatName(expert_format), model.num_layers, model.num_experts,
+           FormatBytes(total_bytes), out.string());
+  WARP_ASSIGN_OR_RETURN(auto writer, ContainerWriter::Create(out, std::move(header),
+                                                             {.direct_io = options.direct_io}));
+  ProgressBar progress("synth", total_bytes, options.show_progress);
+  WARP_RETURN_IF_ERROR(WriteTrunk(*writer, model, trunk_format, options.seed, progress));
+  WARP_RETURN_IF_ERROR(WriteBanks(*writer, model, expert_format, options.seed, progress));
+  WARP_RETURN_IF_ERROR(writer->Finish());
+  progress.Finish();
+  return SynthResult{.manifest = writer->manifest(),
+                     .bytes_written = progress.done_bytes(),
+                     .seconds = progress.elapsed_seconds()};
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,108 @@
+#include "expertd/verify.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
+#include "common/format/container.h"
+#include "common/io/aligned_buffer.h"
+#include "common/io/file.h"
+#include "common/progress.h"
+#include "common/status.h"
+
+namespace warp::expertd {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t TotalBytes(const Container& container, bool check_trunk) {
+  uint64_t total = 0;
+  for (const TensorEntry& tensor : container.manifest().trunk) {
+    if (!check_trunk) break;
+    total += tensor.data.bytes + (tensor.scale ? tensor.scale->bytes : 0);
+  }
+  for (const BankEntry& bank : container.manifest().banks) {
+    total += bank.record_bytes * container.HeldExperts(bank).size();
+  }
+  return total;
+}
+
+absl::Status VerifyBank(const Container& container, const BankEntry& bank,
+                        const VerifyOptions& options, AlignedBuffer& buffer,
+                        ProgressBar& progress, VerifyReport& report) {
+  const fs::path path = container.BankPath(bank);
+  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
+  const std::vector<uint32_t>& experts = container.HeldExperts(bank);
+  const uint64_t per_read = std::max<uint64_t>(1, options.read_chunk_bytes / bank.record_bytes);
+  for (size_t first = 0; first < experts.size(); first += per_read) {
+    const size_t count = std::min<size_t>(per_read, experts.size() - first);
+    const uint64_t offset = first * bank.record_bytes;
+    std::span<std::byte> bytes = buffer.span().first(count * bank.record_bytes);
+    WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), bytes, offset, path.string()));
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t expert = experts[first + i];
+      absl::Status status =
+          CheckRecord(bytes.subspan(i * bank.record_bytes, bank.record_bytes),
+                      container.Expectation(bank.layer, expert), /*check_crc=*/true);
+      if (!status.ok()) {
+        report.problems.push_back(absl::StrCat(status.message(), " (", path.string(), " @",
+                                               offset + i * bank.record_bytes, ")"));
+      }
+      ++report.records_checked;
+    }
+    report.bytes_read += bytes.size();
+    progress.Advance(bytes.size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyTrunk(const Container& container, ProgressBar& progress,
+                         VerifyReport& report) {
+  const fs::path path = container.TrunkPath();
+  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
+  std::string bytes;
+  for (const TensorEntry& tensor : container.manifest().trunk) {
+    uint32_t crc = 0;
+    for (const std::optional<Extent>& extent : {std::optional(tensor.data), tensor.scale}) {
+      if (!extent) continue;
+      bytes.resize(extent->bytes);
+      WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), std::as_writable_bytes(std::span(bytes)),
+                                     extent->offset, path.string()));
+      crc = Crc32cExtend(crc, bytes);
+      report.bytes_read += extent->bytes;
+      progress.Advance(extent->bytes);
+    }
+    if (tensor.crc32c && crc != *tensor.crc32c) {
+      report.problems.push_back(absl::StrCat("trunk tensor ", tensor.name, ": checksum mismatch (",
+                                             path.string(), " @", tensor.data.offset, ")"));
+    }
+    ++report.trunk_tensors_checked;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<VerifyReport> VerifyContainer(const fs::path& dir, const VerifyOptions& options) {
+  // Footers are checked record by record below, so a bad first record is
+  // reported with the others instead of failing the open.
+  WARP_ASSIGN_OR_RETURN(auto container, Container::Open(dir, {.check_footers = false}));
+  VerifyReport report;
+  ProgressBar progress("verify", TotalBytes(*container, options.check_trunk),
+                       options.show_progress);
+  if (options.check_trunk) WARP_RETURN_IF_ERROR(VerifyTrunk(*container, progress, report));
+  uint64_t max_record = 0;
+  for (const BankEntry& bank : container->manifest().banks) {
+    max_record = std::max(max_record, bank.record_bytes);
+  }
+  // A read is whole records, at most read_chunk_bytes unless one record is larger.
+  AlignedBuffer buffer(std::max(max_record, options.read_chunk_bytes));
+  for (const BankEntry& bank : container->manifest().banks) {
+    WARP_RETURN_IF_ERROR(VerifyBank(*container, bank, options, buffer, progress, report));
+  }
+  progress.Finish();
+  report.seconds = progress.elapsed_seconds();
+  return report;
+}
+
+}  // namespace warp::expertd

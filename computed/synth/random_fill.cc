@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
+#include <bit>
 #include <cstring>
 
 #include "common/check.h"
@@ -31,64 +31,83 @@ constexpr float kQ4CodeStd = 4.1833f;   // sqrt(2 * (1+4+...+49) / 16)
 constexpr float kQ8CodeStd = 73.323f;   // ~127 / sqrt(3)
 constexpr float kUniformStd = 0.57735f;  // std of U(-1, 1)
 
-float Uniform(uint64_t bits, int width) {  // in [-1, 1)
-  return static_cast<float>(bits & ((uint64_t{1} << width) - 1)) * std::ldexp(2.0f, -width) - 1.0f;
+// The low `kWidth` bits of `bits` as a uniform value in [-1, 1). Builds the
+// float from its bit pattern (1.mantissa in [1, 2)) instead of an int-to-float
+// conversion: the fill loops run at several GB/s.
+template <int kWidth>
+inline float Uniform(uint64_t bits) {
+  constexpr int kMantissaBits = kWidth < 23 ? kWidth : 23;
+  const uint32_t mantissa = static_cast<uint32_t>(bits & ((uint64_t{1} << kMantissaBits) - 1))
+                            << (23 - kMantissaBits);
+  return std::bit_cast<float>(0x3f800000u | mantissa) * 2.0f - 3.0f;
 }
 
-// One 8-byte word of the data sub-tensor.
-void DataWord(const FillSpec& spec, uint64_t hash, uint8_t out[8]) {
-  switch (spec.format) {
-    case TensorFormat::kF32:
-      for (int k = 0; k < 2; ++k) {
-        const float v = spec.center + spec.amplitude * Uniform(hash >> (32 * k), 32);
-        std::memcpy(out + 4 * k, &v, 4);
-      }
-      return;
-    case TensorFormat::kF16:
-    case TensorFormat::kBF16:
-      for (int k = 0; k < 4; ++k) {
-        const float v = spec.center + spec.amplitude * Uniform(hash >> (16 * k), 16);
-        const uint16_t h = spec.format == TensorFormat::kF16 ? FloatToHalf(v) : FloatToBf16(v);
-        std::memcpy(out + 2 * k, &h, 2);
-      }
-      return;
-    case TensorFormat::kQ8B32:
-      for (int k = 0; k < 8; ++k) {
-        const uint8_t b = static_cast<uint8_t>(hash >> (8 * k));
-        out[k] = static_cast<uint8_t>(b == 255 ? 0 : static_cast<int>(b) - 127);
-      }
-      return;
-    case TensorFormat::kQ4B32:
-      for (int k = 0; k < 8; ++k) out[k] = kQ4Table[static_cast<uint8_t>(hash >> (8 * k))];
-      return;
-    case TensorFormat::kF8E4M3B128:
-      WARP_CHECK(false && "synthetic FP8 is not supported");
+// One 8-byte word of the data sub-tensor (little-endian), specialized per
+// format so the fill loop has no per-word dispatch.
+template <TensorFormat kFormat>
+inline uint64_t DataWord(float center, float amplitude, uint64_t hash) {
+  uint64_t word = 0;
+  if constexpr (kFormat == TensorFormat::kF32) {
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      const float v = center + amplitude * Uniform<32>(hash >> (32 * k));
+      word |= uint64_t{std::bit_cast<uint32_t>(v)} << (32 * k);
+    }
+  } else if constexpr (kFormat == TensorFormat::kF16 || kFormat == TensorFormat::kBF16) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const float v = center + amplitude * Uniform<16>(hash >> (16 * k));
+      // bf16 truncates instead of rounding: any pattern is as good a random value.
+      const uint16_t h = kFormat == TensorFormat::kF16
+                             ? FloatToHalf(v)
+                             : static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16);
+      word |= uint64_t{h} << (16 * k);
+    }
+  } else if constexpr (kFormat == TensorFormat::kQ8B32) {
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const uint8_t b = static_cast<uint8_t>(hash >> (8 * k));
+      const uint8_t code = static_cast<uint8_t>(b == 255 ? 0 : static_cast<int>(b) - 127);
+      word |= uint64_t{code} << (8 * k);
+    }
+  } else if constexpr (kFormat == TensorFormat::kQ4B32) {
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      word |= uint64_t{kQ4Table[static_cast<uint8_t>(hash >> (8 * k))]} << (8 * k);
+    }
   }
+  return word;
 }
 
-// One 8-byte word (four f16 scales) of the scale sub-tensor: the scale that
-// gives codes the spread of U(-amplitude, amplitude), times 0.75..1.25 per block.
-void ScaleWord(const FillSpec& spec, uint64_t hash, uint8_t out[8]) {
-  WARP_CHECK(spec.format == TensorFormat::kQ8B32 || spec.format == TensorFormat::kQ4B32);
-  const float code_std = spec.format == TensorFormat::kQ4B32 ? kQ4CodeStd : kQ8CodeStd;
-  const float base = spec.amplitude * kUniformStd / code_std;
+// One 8-byte word (four f16 scales) of the scale sub-tensor: `base` (the
+// scale that gives codes the spread of U(-amplitude, amplitude)) times
+// 0.75..1.25 per block.
+inline uint64_t ScaleWord(float base, uint64_t hash) {
+  uint64_t word = 0;
+#pragma GCC unroll 4
   for (int k = 0; k < 4; ++k) {
-    const uint16_t h = FloatToHalf(base * (1.0f + 0.25f * Uniform(hash >> (16 * k), 16)));
-    std::memcpy(out + 2 * k, &h, 2);
+    const uint16_t h = FloatToHalf(base * (1.0f + 0.25f * Uniform<16>(hash >> (16 * k))));
+    word |= uint64_t{h} << (16 * k);
   }
+  return word;
 }
 
 template <typename WordFn>
-void FillWords(uint64_t stream, uint64_t offset, std::span<std::byte> out, WordFn word_fn) {
+inline void FillWords(uint64_t stream, uint64_t offset, std::span<std::byte> out, WordFn word_fn) {
   uint64_t pos = offset;
   const uint64_t end = offset + out.size();
+  std::byte* dst = out.data();
   while (pos < end) {
-    const uint64_t word = pos / 8;
-    uint8_t bytes[8];
-    word_fn(SplitMix64(stream ^ SplitMix64(word)), bytes);
-    const uint64_t skip = pos - word * 8;
+    const uint64_t index = pos / 8;
+    const uint64_t word = word_fn(SplitMix64(stream + index * 0x9e3779b97f4a7c15ull));
+    const uint64_t skip = pos - index * 8;
     const uint64_t n = std::min<uint64_t>(8 - skip, end - pos);
-    std::memcpy(out.data() + (pos - offset), bytes + skip, n);
+    if (n == 8) {
+      std::memcpy(dst, &word, 8);  // the common case: a whole aligned word
+    } else {
+      std::memcpy(dst, reinterpret_cast<const std::byte*>(&word) + skip, n);
+    }
+    dst += n;
     pos += n;
   }
 }
@@ -100,14 +119,35 @@ uint64_t StreamKey(uint64_t seed, std::string_view name) {
 }
 
 void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out) {
-  FillWords(stream, offset, out,
-            [&](uint64_t hash, uint8_t bytes[8]) { DataWord(spec, hash, bytes); });
+  auto fill = [&]<TensorFormat kFormat>() {
+    FillWords(stream, offset, out,
+              [center = spec.center, amplitude = spec.amplitude](uint64_t hash) {
+                return DataWord<kFormat>(center, amplitude, hash);
+              });
+  };
+  switch (spec.format) {
+    case TensorFormat::kF32:
+      return fill.template operator()<TensorFormat::kF32>();
+    case TensorFormat::kF16:
+      return fill.template operator()<TensorFormat::kF16>();
+    case TensorFormat::kBF16:
+      return fill.template operator()<TensorFormat::kBF16>();
+    case TensorFormat::kQ8B32:
+      return fill.template operator()<TensorFormat::kQ8B32>();
+    case TensorFormat::kQ4B32:
+      return fill.template operator()<TensorFormat::kQ4B32>();
+    case TensorFormat::kF8E4M3B128:
+      WARP_CHECK(false && "synthetic FP8 is not supported");
+  }
 }
 
 void FillScale(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out) {
+  WARP_CHECK(spec.format == TensorFormat::kQ8B32 || spec.format == TensorFormat::kQ4B32);
+  const float code_std = spec.format == TensorFormat::kQ4B32 ? kQ4CodeStd : kQ8CodeStd;
+  const float base = spec.amplitude * kUniformStd / code_std;
   const uint64_t scale_stream = SplitMix64(stream ^ 0x5ca1e5ca1e5ca1e5ull);
   FillWords(scale_stream, offset, out,
-            [&](uint64_t hash, uint8_t bytes[8]) { ScaleWord(spec, hash, bytes); });
+            [&](uint64_t hash) { return ScaleWord(base, hash); });
 }
 
 }  // namespace warp::computed

@@ -31,8 +31,9 @@ int RunVerify(const std::vector<std::string>& dirs, bool quiet) {
                 warp::FormatBytes(report->bytes_read).c_str(), report->seconds,
                 warp::FormatBytes(report->seconds > 0 ? report->bytes_read / report->seconds : 0)
                     .c_str(),
-                report->problems.empty()
-                    ? "OK"
+                report->problems.empty() ? "OK"
+                : report->problems.size() == 1
+                    ? "1 problem"
                     : (std::to_string(report->problems.size()) + " problems").c_str());
     if (!report->problems.empty()) exit_code = 1;
   }

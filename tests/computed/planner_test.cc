@@ -1,0 +1,193 @@
+#include "computed/planner/planner.h"
+
+#include <fstream>
+
+#include "common/format/container.h"
+#include "computed/synth/synth_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp::computed {
+namespace {
+
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+constexpr uint64_t kGiB = 1024 * kMiB;
+
+// The deepseek_v3 "tiny" preset, by hand (f32 trunk, bf16 experts, every
+// trunk tensor padded to 4 KiB pages):
+//   embed_tokens [256, 64] f32                         = 65536
+//   layer 0 (dense):
+//     input_layernorm [64] -> 1 page                   =  4096
+//     q_a_proj [32, 64] = 8192, q_a_layernorm 4096, q_b_proj [4*24, 32] = 12288
+//     kv_a_proj_with_mqa [40, 64] = 10240 -> 12288, kv_a_layernorm 4096,
+//     kv_b_proj [4*32, 32] = 16384, o_proj [64, 64] = 16384
+//     post_attention_layernorm 4096                    -> attention block 81920
+//     mlp gate/up [128, 64], down [64, 128]: 3 x 32768 = 98304  -> 180224
+//   layers 1-3 (MoE): attention 81920 + router [16, 64] 4096 + bias [16] 4096
+//     + shared expert gate/up [32, 64], down [64, 32]: 3 x 8192 = 114688 each
+//   norm 4096 + lm_head [256, 64] 65536
+//   trunk = 65536 + 180224 + 3 * 114688 + 4096 + 65536  = 659456
+// One record: gate, up [32, 64] and down [64, 32] bf16, 4096 bytes each,
+// payload 12288 + 32-byte footer -> 16384 bytes.
+// KV per token: (kv_lora_rank 32 + qk_rope_head_dim 8) x 4 B x 4 layers = 640.
+constexpr uint64_t kTinyTrunk = 659456;
+constexpr uint64_t kTinyRecord = 16384;
+constexpr uint64_t kTinyKvPerToken = 640;
+constexpr uint64_t kTinyWorkingSet = 4 * 3 * kTinyRecord;  // top-4 x 3 MoE layers
+constexpr uint64_t kTinyBanks = 16 * 3 * kTinyRecord;      // 16 experts x 3 layers
+
+class PlannerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto result = SynthesizeModel(dir_ / "tiny.warp", {.arch = "deepseek_v3", .preset = "tiny"});
+    WARP_ASSERT_OK(result);
+    manifest_ = result->manifest;
+  }
+
+  warp::testing::TempDir dir_;
+  Manifest manifest_;
+};
+
+TEST_F(PlannerTest, TinyFiguresMatchHandArithmetic) {
+  auto plan = ComputePlan(manifest_, /*context_tokens=*/1000);
+  WARP_ASSERT_OK(plan);
+  EXPECT_EQ(plan->trunk_bytes, kTinyTrunk);
+  EXPECT_EQ(plan->kv_bytes_per_token, kTinyKvPerToken);
+  EXPECT_EQ(plan->kv_bytes, 1000 * kTinyKvPerToken);
+  EXPECT_EQ(plan->experts_per_token, 4u);
+  EXPECT_EQ(plan->num_moe_layers, 3u);
+  EXPECT_EQ(plan->num_records, 48u);
+  EXPECT_EQ(plan->working_set_bytes, kTinyWorkingSet);
+  EXPECT_EQ(plan->bank_bytes, kTinyBanks);
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->resident_bytes, kTinyTrunk + 640000 + kTinyBanks);
+  // floor + 4 working sets (2 MiB + 768 KiB) is above resident, so resident.
+  EXPECT_EQ(plan->recommended_bytes, plan->resident_bytes);
+}
+
+TEST_F(PlannerTest, TrunkFigureEqualsTrunkFileSize) {
+  auto plan = ComputePlan(manifest_, 1);
+  WARP_ASSERT_OK(plan);
+  EXPECT_EQ(plan->trunk_bytes, std::filesystem::file_size(dir_ / "tiny.warp" / "trunk.bin"));
+}
+
+TEST_F(PlannerTest, QwenKvIsKeysAndValuesOfKvHeads) {
+  auto result = SynthesizeModel(dir_ / "q.warp", {.arch = "qwen3_moe", .preset = "tiny"});
+  WARP_ASSERT_OK(result);
+  auto plan = ComputePlan(result->manifest, 10);
+  WARP_ASSERT_OK(plan);
+  // 2 (K and V) x 2 kv heads x head_dim 16 x 4 B x 4 layers.
+  EXPECT_EQ(plan->kv_bytes_per_token, 2u * 2 * 16 * 4 * 4);
+  EXPECT_EQ(plan->num_moe_layers, 4u);
+}
+
+PlanFigures FakePlan() {
+  return PlanFigures{.trunk_bytes = 1 * kGiB,
+                     .context_tokens = 100,
+                     .kv_bytes = 1 * kMiB,
+                     .working_set_bytes = 100 * kMiB,
+                     .bank_bytes = 10 * kGiB,
+                     .floor_bytes = 1 * kGiB + 1 * kMiB + 100 * kMiB,
+                     .resident_bytes = 11 * kGiB + 1 * kMiB};
+}
+
+MemoryLimits Available(uint64_t bytes) {
+  return MemoryLimits{.mem_total_bytes = 64 * kGiB, .mem_available_bytes = bytes};
+}
+
+TEST(ResolveBudgetTest, RequestedBelowFloorIsRefusedWithTheFigureNeeded) {
+  auto decision = ResolveBudget(FakePlan(), 1 * kGiB, Available(32 * kGiB));
+  EXPECT_THAT(decision, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("needs at least 1.10 GiB")));
+  EXPECT_THAT(decision, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("budget 1.00 GiB is below the floor")));
+}
+
+TEST(ResolveBudgetTest, RequestedBudgetIsTakenAsIs) {
+  auto decision = ResolveBudget(FakePlan(), 2 * kGiB, Available(1 * kGiB));
+  WARP_ASSERT_OK(decision);
+  EXPECT_EQ(decision->budget_bytes, 2 * kGiB);
+  EXPECT_EQ(decision->cache_bytes, 2 * kGiB - 1 * kGiB - 1 * kMiB);
+}
+
+TEST(ResolveBudgetTest, DefaultAddsWholeWorkingSetsWithinThreeQuartersOfAvailable) {
+  const PlanFigures plan = FakePlan();
+  // 3/4 of 2 GiB = 1536 MiB; floor is 1125 MiB; room for 4 working sets of 100 MiB.
+  auto decision = ResolveBudget(plan, std::nullopt, Available(2 * kGiB));
+  WARP_ASSERT_OK(decision);
+  EXPECT_EQ(decision->budget_bytes, plan.floor_bytes + 4 * plan.working_set_bytes);
+  EXPECT_THAT(decision->rule, HasSubstr("floor + 4 working sets"));
+  EXPECT_THAT(decision->rule, HasSubstr("MemAvailable"));
+}
+
+TEST(ResolveBudgetTest, DefaultIsCappedAtFullyResident) {
+  const PlanFigures plan = FakePlan();
+  auto decision = ResolveBudget(plan, std::nullopt, Available(100 * kGiB));
+  WARP_ASSERT_OK(decision);
+  EXPECT_EQ(decision->budget_bytes, plan.resident_bytes);
+  EXPECT_EQ(decision->cache_bytes, plan.bank_bytes);
+  EXPECT_THAT(decision->rule, HasSubstr("fully resident"));
+}
+
+TEST(ResolveBudgetTest, DefaultBelowFloorIsRefused) {
+  auto decision = ResolveBudget(FakePlan(), std::nullopt, Available(1 * kGiB));
+  EXPECT_THAT(decision, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("not enough memory: this model needs at least 1.10 GiB")));
+}
+
+TEST(ResolveBudgetTest, CgroupRoomWinsOverMachineMemory) {
+  MemoryLimits limits = Available(32 * kGiB);
+  limits.cgroup_limit_bytes = 3 * kGiB;
+  limits.cgroup_usage_bytes = 1 * kGiB;
+  limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
+  const PlanFigures plan = FakePlan();
+  auto decision = ResolveBudget(plan, std::nullopt, limits);
+  WARP_ASSERT_OK(decision);
+  // Room 2 GiB -> usable 1536 MiB -> 4 working sets, as above.
+  EXPECT_EQ(decision->budget_bytes, plan.floor_bytes + 4 * plan.working_set_bytes);
+  EXPECT_THAT(decision->rule, HasSubstr("cgroup limit in /sys/fs/cgroup/app/memory.max"));
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& contents) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << contents;
+}
+
+TEST(ResolveBudgetTest, FakeCgroupV2TreeLimitsTheDefault) {
+  warp::testing::TempDir root;
+  WriteFile(root / "proc/meminfo", "MemTotal:       25165824 kB\nMemAvailable:   20971520 kB\n");
+  WriteFile(root / "proc/self/cgroup", "0::/warp.slice/run.scope\n");
+  WriteFile(root / "sys/fs/cgroup/warp.slice/run.scope/memory.max", "max\n");
+  WriteFile(root / "sys/fs/cgroup/warp.slice/memory.max", std::to_string(2 * kGiB) + "\n");
+  WriteFile(root / "sys/fs/cgroup/warp.slice/memory.current", std::to_string(512 * kMiB) + "\n");
+  auto limits = ReadMemoryLimits(root.path());
+  WARP_ASSERT_OK(limits);
+  const PlanFigures plan = FakePlan();
+  auto decision = ResolveBudget(plan, std::nullopt, *limits);
+  WARP_ASSERT_OK(decision);
+  // Room 1536 MiB -> usable 1152 MiB -> floor (1125 MiB) + 0 working sets.
+  EXPECT_EQ(decision->budget_bytes, plan.floor_bytes);
+  EXPECT_THAT(decision->rule, HasSubstr("warp.slice/memory.max"));
+}
+
+TEST(ResolveBudgetTest, FakeCgroupV1TreeTooSmallIsRefused) {
+  warp::testing::TempDir root;
+  WriteFile(root / "proc/meminfo", "MemTotal:       25165824 kB\nMemAvailable:   20971520 kB\n");
+  WriteFile(root / "proc/self/cgroup", "5:memory:/batch\n");
+  WriteFile(root / "sys/fs/cgroup/memory/batch/memory.limit_in_bytes",
+            std::to_string(1 * kGiB) + "\n");
+  WriteFile(root / "sys/fs/cgroup/memory/batch/memory.usage_in_bytes", "0\n");
+  auto limits = ReadMemoryLimits(root.path());
+  WARP_ASSERT_OK(limits);
+  EXPECT_THAT(ResolveBudget(FakePlan(), std::nullopt, *limits),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cgroup limit")));
+}
+
+}  // namespace
+}  // namespace warp::computed

@@ -1,0 +1,199 @@
+#include "computed/synth/synth_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "common/format/container.h"
+#include "common/io/file.h"
+#include "common/numeric/half.h"
+#include "computed/model/model_config.h"
+#include "computed/synth/presets.h"
+#include "expertd/verify.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp::computed {
+namespace {
+
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+void ExpectOpensAndVerifies(const std::filesystem::path& dir) {
+  auto container = Container::Open(dir);
+  WARP_ASSERT_OK(container);
+  auto report = expertd::VerifyContainer(dir, {});
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->problems, ::testing::IsEmpty());
+  uint64_t records = 0;
+  for (const BankEntry& bank : (*container)->manifest().banks) records += bank.num_experts;
+  EXPECT_EQ(report->records_checked, records);
+  EXPECT_GT(records, 0u);
+}
+
+struct PresetCase {
+  std::string arch;
+  std::string preset;
+  std::optional<uint64_t> size;              // keeps the realistic shapes small enough for CI
+  std::optional<TensorFormat> trunk_format;  // q4 trunk: a few hundred MB instead of ~1.3 GB
+};
+
+class SynthPresetTest : public ::testing::TestWithParam<PresetCase> {};
+
+TEST_P(SynthPresetTest, WritesAContainerThatOpensAndVerifies) {
+  const PresetCase& c = GetParam();
+  warp::testing::TempDir dir;
+  auto result = SynthesizeModel(dir / "m.warp", {.arch = c.arch,
+                                                 .preset = c.preset,
+                                                 .target_bytes = c.size,
+                                                 .trunk_format = c.trunk_format});
+  WARP_ASSERT_OK(result);
+  ExpectOpensAndVerifies(dir / "m.warp");
+  if (c.size) {
+    EXPECT_LE(result->bytes_written, *c.size);
+  }
+  auto model = ParseModelConfig(c.arch, result->manifest.config);
+  WARP_ASSERT_OK(model);
+  EXPECT_EQ(result->manifest.banks.size(), model->NumMoeLayers());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPresets, SynthPresetTest,
+    ::testing::Values(PresetCase{"deepseek_v3", "tiny"}, PresetCase{"qwen3_moe", "tiny"},
+                      PresetCase{"deepseek_v3", "k2-slice", 600ull << 20, TensorFormat::kQ4B32},
+                      PresetCase{"qwen3_moe", "a3b-slice", 200ull << 20, TensorFormat::kQ4B32}),
+    [](const auto& info) {
+      std::string name = info.param.arch + "_" + info.param.preset;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 4u); }
+
+TEST(SynthTest, SameSeedGivesSameBytesOtherSeedDiffers) {
+  warp::testing::TempDir dir;
+  for (const char* name : {"a.warp", "b.warp"}) {
+    WARP_ASSERT_OK(SynthesizeModel(dir / name, {.seed = 5}));
+  }
+  WARP_ASSERT_OK(SynthesizeModel(dir / "c.warp", {.seed = 6}));
+  auto read = [&](const char* name, const char* file) {
+    auto bytes = ReadFileToString(dir / name / file);
+    EXPECT_TRUE(bytes.ok());
+    return bytes.value_or("");
+  };
+  EXPECT_EQ(read("a.warp", "experts-L1.bin"), read("b.warp", "experts-L1.bin"));
+  EXPECT_EQ(read("a.warp", "trunk.bin"), read("b.warp", "trunk.bin"));
+  EXPECT_EQ(read("a.warp", "manifest.json"), read("b.warp", "manifest.json"));
+  EXPECT_NE(read("a.warp", "experts-L1.bin"), read("c.warp", "experts-L1.bin"));
+  EXPECT_NE(read("a.warp", "manifest.json"), read("c.warp", "manifest.json"));
+}
+
+TEST(SynthTest, SizeScalesLayersThenExpertsToFitTheTarget) {
+  auto preset = FindPreset("deepseek_v3", "k2-slice");
+  WARP_ASSERT_OK(preset);
+  const uint64_t target = 30ull << 30;
+  auto scaled = ScaleToSize("deepseek_v3", preset->config, TensorFormat::kQ4B32,
+                            TensorFormat::kBF16, target);
+  WARP_ASSERT_OK(scaled);
+  EXPECT_EQ((*scaled)["n_routed_experts"], 384);  // keeps the real expert count
+  auto bytes = ContainerBytes("deepseek_v3", *scaled, TensorFormat::kQ4B32, TensorFormat::kBF16);
+  WARP_ASSERT_OK(bytes);
+  EXPECT_LE(*bytes, target);
+  auto bigger = *scaled;
+  bigger["num_hidden_layers"] = (*scaled)["num_hidden_layers"].get<uint32_t>() + 1;
+  auto bigger_bytes =
+      ContainerBytes("deepseek_v3", bigger, TensorFormat::kQ4B32, TensorFormat::kBF16);
+  WARP_ASSERT_OK(bigger_bytes);
+  EXPECT_GT(*bigger_bytes, target);
+}
+
+TEST(SynthTest, SizeBelowTheSmallestModelIsRefusedWithTheMinimum) {
+  warp::testing::TempDir dir;
+  EXPECT_THAT(SynthesizeModel(dir / "m.warp", {.preset = "tiny", .target_bytes = 1000}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is below the smallest deepseek_v3 model of this preset")));
+}
+
+TEST(SynthTest, UnknownPresetNamesTheKnownOnes) {
+  warp::testing::TempDir dir;
+  EXPECT_THAT(SynthesizeModel(dir / "m.warp", {.preset = "huge"}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("deepseek_v3/k2-slice")));
+}
+
+TEST(SynthTest, RefusesToOverwriteAContainer) {
+  warp::testing::TempDir dir;
+  WARP_ASSERT_OK(SynthesizeModel(dir / "m.warp", {}));
+  EXPECT_THAT(SynthesizeModel(dir / "m.warp", {}),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("m.warp")));
+}
+
+// DESIGN.md#testing: synthetic weights must be zero-centred, or every token
+// routes to the same experts and caches look far better than they are.
+TEST(SynthTest, Q4CodesAreZeroCentred) {
+  warp::testing::TempDir dir;
+  auto result = SynthesizeModel(dir / "m.warp", {.expert_format = TensorFormat::kQ4B32});
+  WARP_ASSERT_OK(result);
+  const BankEntry& bank = result->manifest.banks.front();
+  auto bytes = ReadFileToString(dir / "m.warp" / bank.file);
+  WARP_ASSERT_OK(bytes);
+  double sum = 0;
+  double sum_sq = 0;
+  uint64_t n = 0;
+  for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+    for (const TensorEntry& matrix : bank.matrices) {
+      const uint64_t base = expert * bank.record_bytes + matrix.data.offset;
+      for (uint64_t i = 0; i < matrix.data.bytes; ++i) {
+        const uint8_t b = static_cast<uint8_t>((*bytes)[base + i]);
+        for (int v : {(b & 15) - 8, (b >> 4) - 8}) {
+          ASSERT_NE(v, -8) << "q4 code -8 breaks the symmetry";
+          sum += v;
+          sum_sq += v * v;
+          ++n;
+        }
+      }
+    }
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.05);
+  EXPECT_NEAR(std::sqrt(sum_sq / n), 4.18, 0.1);
+}
+
+// The router of a synthetic model spreads tokens over experts: for random
+// unit-scale hidden states, the top-k picks cover most experts.
+TEST(SynthTest, RouterSpreadsRandomTokensOverExperts) {
+  warp::testing::TempDir dir;
+  auto result = SynthesizeModel(dir / "m.warp", {.arch = "qwen3_moe", .preset = "tiny"});
+  WARP_ASSERT_OK(result);
+  const TensorEntry* router = result->manifest.FindTrunkTensor("model.layers.1.mlp.gate.weight");
+  ASSERT_NE(router, nullptr);
+  ASSERT_EQ(router->format, TensorFormat::kF32);
+  auto trunk = ReadFileToString(dir / "m.warp" / "trunk.bin");
+  WARP_ASSERT_OK(trunk);
+  const uint64_t experts = router->shape[0];
+  const uint64_t hidden = router->shape[1];
+  std::vector<float> weights(experts * hidden);
+  std::memcpy(weights.data(), trunk->data() + router->data.offset, router->data.bytes);
+  std::set<uint64_t> chosen;
+  uint64_t state = 42;
+  for (int token = 0; token < 32; ++token) {
+    std::vector<float> x(hidden);
+    for (float& v : x) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      v = static_cast<float>(static_cast<int64_t>(state >> 33) % 2001 - 1000) / 577.0f;
+    }
+    std::vector<std::pair<float, uint64_t>> logits;
+    for (uint64_t e = 0; e < experts; ++e) {
+      float dot = 0;
+      for (uint64_t i = 0; i < hidden; ++i) dot += weights[e * hidden + i] * x[i];
+      logits.push_back({dot, e});
+    }
+    std::partial_sort(logits.begin(), logits.begin() + 4, logits.end(), std::greater<>());
+    for (int k = 0; k < 4; ++k) chosen.insert(logits[k].second);
+  }
+  EXPECT_GE(chosen.size(), experts * 3 / 4);
+}
+
+}  // namespace
+}  // namespace warp::computed

@@ -1,0 +1,25 @@
+#include "tests/testing/run_command.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace warp::testing {
+
+CommandResult RunBinary(const std::string& binary, const std::string& args) {
+  const char* bin_dir = std::getenv("WARP_BIN_DIR");
+  const std::string command =
+      std::string(bin_dir ? bin_dir : "build/bin") + "/" + binary + " " + args + " 2>&1";
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace warp::testing

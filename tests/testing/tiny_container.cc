@@ -1,0 +1,52 @@
+#include "tests/testing/tiny_container.h"
+
+#include <cstring>
+
+#include "common/format/container_writer.h"
+#include "common/io/aligned_buffer.h"
+#include "common/status.h"
+
+namespace warp::testing {
+
+std::byte RecordByte(uint32_t layer, uint32_t expert, uint64_t i) {
+  return static_cast<std::byte>((layer * 31 + expert * 7 + i) & 0xff);
+}
+
+absl::StatusOr<Manifest> WriteTinyContainer(const std::filesystem::path& dir,
+                                            const TinyContainerOptions& options) {
+  Manifest header;
+  header.architecture = "test";
+  header.config = {{"num_experts", options.num_experts}};
+  header.fingerprint = options.fingerprint;
+  header.source = "tests/testing/tiny_container";
+  WARP_ASSIGN_OR_RETURN(auto writer, ContainerWriter::Create(dir, std::move(header), {}));
+  auto fill = [](uint64_t offset, std::span<std::byte> out) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>((offset + i) % 251);
+  };
+  WARP_RETURN_IF_ERROR(writer->AddTrunkTensor(
+      {.name = "model.norm.weight", .format = TensorFormat::kF32, .shape = {32}}, fill, fill));
+  WARP_RETURN_IF_ERROR(writer->AddTrunkTensor(
+      {.name = "lm_head.weight", .format = TensorFormat::kQ8B32, .shape = {4, 32}}, fill, fill));
+  const uint64_t rows = options.rows;
+  const std::vector<TensorSpec> matrices = {
+      {.name = "gate_proj", .format = TensorFormat::kF32, .shape = {rows, 32}},
+      {.name = "up_proj", .format = TensorFormat::kF32, .shape = {rows, 32}},
+      {.name = "down_proj", .format = TensorFormat::kF32, .shape = {32, rows}},
+  };
+  for (uint32_t layer = 1; layer <= options.num_layers; ++layer) {
+    const BankEntry bank = LayoutBank(layer, options.num_experts, matrices);
+    WARP_RETURN_IF_ERROR(writer->BeginBank(bank));
+    AlignedBuffer record(bank.record_bytes);
+    for (uint32_t expert = 0; expert < options.num_experts; ++expert) {
+      for (uint64_t i = 0; i < bank.payload_bytes; ++i) {
+        record.data()[i] = RecordByte(layer, expert, i);
+      }
+      WARP_RETURN_IF_ERROR(writer->AppendRecord(record.span()).status());
+    }
+    WARP_RETURN_IF_ERROR(writer->EndBank());
+  }
+  WARP_RETURN_IF_ERROR(writer->Finish());
+  return writer->manifest();
+}
+
+}  // namespace warp::testing

@@ -318,7 +318,7 @@ Manifest FullManifest() {
   bank.file = "experts-L3.bin";
   bank.num_experts = 4;
   bank.record_bytes = 8192;
-  bank.payload_bytes = 4160;
+  bank.payload_bytes = 4224;
   bank.matrices.push_back(TensorEntry{.name = "gate_proj",
                                       .format = TensorFormat::kF8E4M3B128,
                                       .shape = {64, 64},

@@ -7,10 +7,15 @@ function(warp_add_test name)
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} warp_testing GTest::gmock GTest::gtest_main)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-  gtest_discover_tests(${name}
-    PROPERTIES LABELS "${ARG_LABELS}"
-    ENVIRONMENT "WARP_BIN_DIR=${CMAKE_BINARY_DIR}/bin;WARP_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
-    DISCOVERY_TIMEOUT 60)
+  # Where CLI tests find the binaries and golden tests the docs; the
+  # environment variables of the same names override these.
+  target_compile_definitions(${name} PRIVATE
+    WARP_TEST_BIN_DIR="${CMAKE_BINARY_DIR}/bin" WARP_TEST_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  if(ARG_LABELS)
+    gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()
 
 # warp_add_bench(NAME SRCS ...): built with the tests, never run by ctest.

@@ -22,7 +22,7 @@ namespace {
 
 std::string FormatDoc() {
   const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  std::ifstream in(std::filesystem::path(source_dir ? source_dir : ".") / "docs" / "FORMAT.md");
+  std::ifstream in(std::filesystem::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "docs" / "FORMAT.md");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

@@ -10,7 +10,7 @@ namespace warp::testing {
 CommandResult RunBinary(const std::string& binary, const std::string& args) {
   const char* bin_dir = std::getenv("WARP_BIN_DIR");
   const std::string command =
-      std::string(bin_dir ? bin_dir : "build/bin") + "/" + binary + " " + args + " 2>&1";
+      std::string(bin_dir ? bin_dir : WARP_TEST_BIN_DIR) + "/" + binary + " " + args + " 2>&1";
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;

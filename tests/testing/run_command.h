@@ -1,6 +1,6 @@
 #pragma once
 
-// Runs a built binary (from $WARP_BIN_DIR, set by warp_add_test) for CLI
+// Runs a built binary (from $WARP_BIN_DIR, else the build's bin/) for CLI
 // tests, capturing its exit code and combined stdout + stderr.
 
 #include <string>

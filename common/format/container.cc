@@ -30,7 +30,7 @@ absl::StatusOr<uint64_t> CheckExtent(const Extent& extent, uint64_t expected_byt
         absl::StrCat(std::string(what), ": offset ", extent.offset, " overlaps the previous tensor (ends at ",
                      begin, ")"));
   }
-  if (extent.offset + extent.bytes > limit) {
+  if (extent.bytes > limit || extent.offset > limit - extent.bytes) {  // no overflow
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": extent [", extent.offset, ", ",
                                                    extent.offset + extent.bytes,
                                                    ") runs past the end at ", limit));
@@ -63,7 +63,7 @@ absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>
                                                    " is not a positive multiple of ",
                                                    kBankAlignment));
   }
-  if (bank.payload_bytes + kRecordFooterBytes > bank.record_bytes) {
+  if (bank.payload_bytes > bank.record_bytes - kRecordFooterBytes) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": payload_bytes ", bank.payload_bytes,
                                                    " leaves no room for the ", kRecordFooterBytes,
                                                    "-byte footer in record_bytes ",
@@ -153,6 +153,11 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
     const BankEntry& bank = m.banks[i];
     const fs::path path = container->BankPath(bank);
     const uint64_t held = container->held_experts_[i].size();
+    if (held > 0 && bank.record_bytes > UINT64_MAX / held) {
+      return absl::InvalidArgumentError(absl::StrCat(manifest_path.string(), ": bank of layer ",
+                                                     bank.layer, ": record_bytes x ", held,
+                                                     " experts overflows 64 bits"));
+    }
     WARP_RETURN_IF_ERROR(CheckFileSize(
         path, bank.record_bytes * held,
         absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));

@@ -20,6 +20,8 @@ namespace fs = std::filesystem;
 // Trunk tensors are streamed through a buffer of this size: large enough for
 // full-speed sequential writes, small enough to keep the writer's memory flat.
 constexpr uint64_t kTrunkChunkBytes = 8 << 20;
+// Buffers in flight: one being filled, one being written, one queued.
+constexpr size_t kWriteBuffers = 3;
 
 }  // namespace
 
@@ -52,7 +54,7 @@ ContainerWriter::ContainerWriter(fs::path dir, Manifest header, const Options& o
       manifest_(std::move(header)),
       options_(options),
       trunk_(std::move(trunk)),
-      chunk_(kTrunkChunkBytes) {}
+      io_(kWriteBuffers) {}
 
 absl::StatusOr<std::unique_ptr<ContainerWriter>> ContainerWriter::Create(const fs::path& dir,
                                                                          Manifest header,
@@ -73,19 +75,17 @@ absl::StatusOr<std::unique_ptr<ContainerWriter>> ContainerWriter::Create(const f
       new ContainerWriter(dir, std::move(header), options, std::move(trunk)));
 }
 
-absl::StatusOr<uint32_t> ContainerWriter::WriteSubTensor(uint64_t bytes, const ChunkFiller& fill,
-                                                         uint32_t crc) {
-  const std::string path = (dir_ / kTrunkFile).string();
+uint32_t ContainerWriter::WriteSubTensor(uint64_t bytes, const ChunkFiller& fill, uint32_t crc) {
   for (uint64_t done = 0; done < bytes; done += kTrunkChunkBytes) {
     const uint64_t n = std::min(kTrunkChunkBytes, bytes - done);
-    std::span<std::byte> chunk = chunk_.span().first(n);
-    fill(done, chunk);
-    crc = Crc32cExtend(crc, chunk);
+    AlignedBuffer chunk = io_.Acquire(kTrunkChunkBytes);
+    fill(done, chunk.span().first(n));
+    crc = Crc32cExtend(crc, chunk.span().first(n));
     // Pad the tail to the 4 KiB boundary where the next sub-tensor starts.
     const uint64_t padded = AlignUp(n, kBankAlignment);
-    std::memset(chunk_.data() + n, 0, padded - n);
-    WARP_RETURN_IF_ERROR(PwriteFull(trunk_.fd.get(), chunk_.span().first(padded),
-                                    manifest_.trunk_bytes + done, path));
+    std::memset(chunk.data() + n, 0, padded - n);
+    io_.Submit(trunk_.fd.get(), (dir_ / kTrunkFile).string(), std::move(chunk), padded,
+               manifest_.trunk_bytes + done);
   }
   manifest_.trunk_bytes += AlignUp(bytes, kBankAlignment);
   return crc;
@@ -98,10 +98,10 @@ absl::Status ContainerWriter::AddTrunkTensor(const TensorSpec& spec, const Chunk
   }
   TensorEntry entry{.name = spec.name, .format = spec.format, .shape = spec.shape};
   entry.data = {manifest_.trunk_bytes, DataBytes(spec.format, spec.shape)};
-  WARP_ASSIGN_OR_RETURN(uint32_t crc, WriteSubTensor(entry.data.bytes, data, 0));
+  uint32_t crc = WriteSubTensor(entry.data.bytes, data, 0);
   if (HasScale(spec.format)) {
     entry.scale = Extent{manifest_.trunk_bytes, ScaleBytes(spec.format, spec.shape)};
-    WARP_ASSIGN_OR_RETURN(crc, WriteSubTensor(entry.scale->bytes, scale, crc));
+    crc = WriteSubTensor(entry.scale->bytes, scale, crc);
   }
   entry.crc32c = crc;
   manifest_.trunk.push_back(std::move(entry));
@@ -118,11 +118,18 @@ absl::Status ContainerWriter::BeginBank(const BankEntry& bank) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<RecordFooter> ContainerWriter::AppendRecord(std::span<std::byte> record) {
+std::span<std::byte> ContainerWriter::NextRecord() {
   WARP_CHECK(bank_.fd.valid());
   const BankEntry& bank = manifest_.banks.back();
-  WARP_CHECK(record.size() == bank.record_bytes && next_expert_ < bank.num_experts);
-  WARP_CHECK(reinterpret_cast<uintptr_t>(record.data()) % kBankAlignment == 0);  // O_DIRECT
+  WARP_CHECK(next_expert_ < bank.num_experts);
+  if (record_.size() == 0) record_ = io_.Acquire(bank.record_bytes);
+  return record_.span().first(bank.record_bytes);
+}
+
+RecordFooter ContainerWriter::CommitRecord() {
+  const BankEntry& bank = manifest_.banks.back();
+  WARP_CHECK(record_.size() >= bank.record_bytes);
+  std::span<std::byte> record = record_.span().first(bank.record_bytes);
   std::memset(record.data() + bank.payload_bytes, 0, bank.record_bytes - bank.payload_bytes);
   RecordFooter footer{.layer = bank.layer,
                       .expert = next_expert_,
@@ -130,9 +137,9 @@ absl::StatusOr<RecordFooter> ContainerWriter::AppendRecord(std::span<std::byte> 
                       .payload_bytes = bank.payload_bytes,
                       .fingerprint = manifest_.fingerprint};
   EncodeFooter(footer, record);
-  WARP_RETURN_IF_ERROR(PwriteFull(bank_.fd.get(), record,
-                                  uint64_t{next_expert_} * bank.record_bytes,
-                                  bank_path_.string()));
+  io_.Submit(bank_.fd.get(), bank_path_.string(), std::move(record_), bank.record_bytes,
+             uint64_t{next_expert_} * bank.record_bytes);
+  record_ = AlignedBuffer();
   ++next_expert_;
   return footer;
 }
@@ -140,6 +147,7 @@ absl::StatusOr<RecordFooter> ContainerWriter::AppendRecord(std::span<std::byte> 
 absl::Status ContainerWriter::EndBank() {
   WARP_CHECK(bank_.fd.valid());
   WARP_CHECK(next_expert_ == manifest_.banks.back().num_experts);
+  WARP_RETURN_IF_ERROR(io_.Drain());
   if (::fdatasync(bank_.fd.get()) != 0) return ErrnoToStatus(errno, bank_path_.string());
   bank_ = OpenedFile{};
   return absl::OkStatus();
@@ -147,6 +155,7 @@ absl::Status ContainerWriter::EndBank() {
 
 absl::Status ContainerWriter::Finish() {
   WARP_CHECK(!bank_.fd.valid());
+  WARP_RETURN_IF_ERROR(io_.Drain());
   if (::fdatasync(trunk_.fd.get()) != 0) {
     return ErrnoToStatus(errno, (dir_ / kTrunkFile).string());
   }

@@ -2,8 +2,9 @@
 
 // Writes a NAME.warp container in one streaming pass: trunk tensors chunk by
 // chunk, then each bank record by record, then manifest.json last (atomically),
-// so memory stays bounded by one record plus one chunk whatever the model size,
-// and a crash leaves no manifest rather than a half-valid container.
+// so memory stays bounded by a few records or chunks whatever the model size,
+// and a crash leaves no manifest rather than a half-valid container. Writes
+// run on a background thread while the caller fills the next buffer.
 //
 // Thread-compatible: one thread drives a writer.
 
@@ -19,6 +20,7 @@
 #include "common/format/bank_format.h"
 #include "common/format/manifest.h"
 #include "common/io/aligned_buffer.h"
+#include "common/io/background_writer.h"
 #include "common/io/file.h"
 
 namespace warp {
@@ -59,12 +61,17 @@ class ContainerWriter {
   // Starts experts-L{layer}.bin. `bank` comes from LayoutBank().
   absl::Status BeginBank(const BankEntry& bank);
 
-  // Writes the record of the next expert (0, 1, 2, ... in order). `record` is
-  // record_bytes long, 4 KiB aligned, with the payload filled in; this sets the padding to
-  // zero and writes the footer with the payload CRC. Returns the footer.
-  absl::StatusOr<RecordFooter> AppendRecord(std::span<std::byte> record);
+  // The buffer of the next expert's record (0, 1, 2, ... in order),
+  // record_bytes long: fill its payload, then CommitRecord(). Zero-copy: the
+  // buffer is written out in the background while the next one is filled.
+  std::span<std::byte> NextRecord();
 
-  // Flushes the bank; REQUIRES: every expert of it was appended.
+  // Zeroes the padding, writes the footer with the payload CRC, and queues
+  // the record for writing. Returns the footer. REQUIRES: NextRecord() first.
+  RecordFooter CommitRecord();
+
+  // Waits for the bank's writes and flushes it; write errors surface here.
+  // REQUIRES: every expert of the bank was committed.
   absl::Status EndBank();
 
   // Writes manifest.json. The container can be opened afterwards.
@@ -75,16 +82,18 @@ class ContainerWriter {
  private:
   ContainerWriter(std::filesystem::path dir, Manifest header, const Options& options,
                   OpenedFile trunk);
-  absl::StatusOr<uint32_t> WriteSubTensor(uint64_t bytes, const ChunkFiller& fill, uint32_t crc);
+  uint32_t WriteSubTensor(uint64_t bytes, const ChunkFiller& fill, uint32_t crc);
 
   std::filesystem::path dir_;
   Manifest manifest_;
   Options options_;
   OpenedFile trunk_;
-  AlignedBuffer chunk_;  // staging buffer for trunk writes
-  OpenedFile bank_;      // the bank being written, if any
+  OpenedFile bank_;  // the bank being written, if any
   std::filesystem::path bank_path_;
   uint32_t next_expert_ = 0;
+  AlignedBuffer record_;  // the record between NextRecord() and CommitRecord()
+  // Declared after the files it writes to, so it is destroyed (and drained) first.
+  BackgroundWriter io_;
 };
 
 }  // namespace warp

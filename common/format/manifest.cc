@@ -1,5 +1,7 @@
 #include "common/format/manifest.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -111,7 +113,7 @@ absl::StatusOr<TensorEntry> ParseTensor(const json& value, const std::string& pa
     tensor.shape.push_back(dim.get<uint64_t>());
   }
   if (std::string problem = ShapeProblem(tensor.format, tensor.shape); !problem.empty()) {
-    return reader.Error("shape", problem);
+    return reader.Error("shape", absl::StrCat("tensor ", tensor.name, ": ", problem));
   }
   WARP_ASSIGN_OR_RETURN(tensor.data, ParseExtent(reader, "data"));
   if (HasScale(tensor.format)) {
@@ -185,7 +187,10 @@ absl::StatusOr<ShardMap> ParseShardMap(const FieldReader& parent) {
 absl::StatusOr<uint64_t> ParseFingerprint(const FieldReader& reader) {
   WARP_ASSIGN_OR_RETURN(std::string hex, reader.String("fingerprint"));
   uint64_t fingerprint = 0;
-  if (hex.size() != 16 || !absl::SimpleHexAtoi(hex, &fingerprint)) {
+  const bool all_hex = std::all_of(hex.begin(), hex.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  });
+  if (hex.size() != 16 || !all_hex || !absl::SimpleHexAtoi(hex, &fingerprint)) {
     return reader.Error("fingerprint", absl::StrCat("\"", hex, "\" is not 16 hex digits"));
   }
   return fingerprint;

@@ -83,7 +83,8 @@ nlohmann::ordered_json ManifestToJson(const Manifest& manifest);
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source_name);
 
 // Number of experts of `bank` held by the shard described by `shard_map`
-// (all of them when unsharded).
+// (all of them when unsharded). REQUIRES: shard_map->owner covers every
+// expert of the bank (Container::Open checks it).
 uint32_t ExpertsHeld(const BankEntry& bank, const std::optional<ShardMap>& shard_map);
 
 // Lower-case 16-digit hex, the manifest's spelling of a fingerprint.

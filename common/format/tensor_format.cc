@@ -19,6 +19,8 @@ constexpr FormatInfo kFormats[] = {
     {TensorFormat::kQ4B32, "q4_b32"},
 };
 
+constexpr uint64_t kMaxElements = uint64_t{1} << 56;
+
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
@@ -52,8 +54,13 @@ std::string ShapeProblem(TensorFormat format, const std::vector<uint64_t>& shape
   if (shape.empty() || shape.size() > 2) {
     return absl::StrCat("shape must have 1 or 2 dimensions, has ", shape.size());
   }
+  uint64_t elements = 1;
   for (uint64_t dim : shape) {
     if (dim == 0) return "shape has a zero dimension";
+    // Bounded so that byte sizes (up to 4 bytes an element) never overflow.
+    if (__builtin_mul_overflow(elements, dim, &elements) || elements > kMaxElements) {
+      return absl::StrCat("shape has more than 2^56 elements");
+    }
   }
   if (!HasScale(format)) return "";
   if (shape.size() != 2) {

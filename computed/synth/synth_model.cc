@@ -1,13 +1,13 @@
 #include "computed/synth/synth_model.h"
 
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "common/format/container_writer.h"
 #include "common/hash.h"
-#include "common/io/aligned_buffer.h"
 #include "common/logging.h"
 #include "common/progress.h"
 #include "common/status.h"
@@ -46,6 +46,21 @@ FillSpec ExpertFill(const TensorEntry& matrix) {
                   .amplitude = std::sqrt(3.0f / static_cast<float>(matrix.shape[1]))};
 }
 
+// Fills bytes [offset, offset + out.size()) of a sub-tensor with `fill`, on
+// two threads when there is enough to share: one core fills bf16 at ~1.3 GB/s,
+// less than the disk takes.
+void FillInParallel(uint64_t offset, std::span<std::byte> out,
+                    const ContainerWriter::ChunkFiller& fill) {
+  constexpr size_t kMinParallelBytes = 1 << 20;
+  if (out.size() < kMinParallelBytes) {
+    fill(offset, out);
+    return;
+  }
+  const size_t half = out.size() / 2 / 64 * 64;
+  std::jthread helper([&] { fill(offset + half, out.subspan(half)); });
+  fill(offset, out.first(half));
+}
+
 std::string SourceLine(const SynthOptions& options, TensorFormat experts, TensorFormat trunk) {
   std::string line = absl::StrCat("computed synth --arch ", options.arch, " --preset ",
                                   options.preset, " --seed ", options.seed, " --experts ",
@@ -61,7 +76,9 @@ absl::Status WriteTrunk(ContainerWriter& writer, const ModelConfig& model, Tenso
     const FillSpec fill = TrunkFill(spec);
     const uint64_t stream = StreamKey(seed, spec.name);
     auto data = [&](uint64_t offset, std::span<std::byte> out) {
-      FillData(fill, stream, offset, out);
+      FillInParallel(offset, out, [&](uint64_t o, std::span<std::byte> part) {
+        FillData(fill, stream, o, part);
+      });
     };
     auto scale = [&](uint64_t offset, std::span<std::byte> out) {
       FillScale(fill, stream, offset, out);
@@ -80,19 +97,21 @@ absl::Status WriteBanks(ContainerWriter& writer, const ModelConfig& model, Tenso
     if (!model.IsMoeLayer(layer)) continue;
     const BankEntry bank = LayoutBank(layer, model.num_experts, specs);
     WARP_RETURN_IF_ERROR(writer.BeginBank(bank));
-    AlignedBuffer record(bank.record_bytes);
     for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+      std::span<std::byte> record = writer.NextRecord();
       for (const TensorEntry& matrix : bank.matrices) {
         const FillSpec fill = ExpertFill(matrix);
         const uint64_t stream =
             StreamKey(seed, absl::StrCat("L", layer, "/E", expert, "/", matrix.name));
-        FillData(fill, stream, 0, record.span().subspan(matrix.data.offset, matrix.data.bytes));
+        FillInParallel(0, record.subspan(matrix.data.offset, matrix.data.bytes),
+                       [&](uint64_t offset, std::span<std::byte> part) {
+                         FillData(fill, stream, offset, part);
+                       });
         if (matrix.scale) {
-          FillScale(fill, stream, 0,
-                    record.span().subspan(matrix.scale->offset, matrix.scale->bytes));
+          FillScale(fill, stream, 0, record.subspan(matrix.scale->offset, matrix.scale->bytes));
         }
       }
-      WARP_RETURN_IF_ERROR(writer.AppendRecord(record.span()).status());
+      writer.CommitRecord();
       progress.Advance(bank.record_bytes);
     }
     WARP_RETURN_IF_ERROR(writer.EndBank());

@@ -104,8 +104,8 @@ TEST(ParseManifestTest, BankThatIsNotAnObjectIsRejected) {
 TEST(ParseManifestTest, ConfigThatIsNotAnObjectIsRejected) {
   json root = ValidManifestJson();
   root["config"] = json::array();
-  EXPECT_THAT(Parse(root), StatusIs(absl::StatusCode::kInvalidArgument,
-                                    HasSubstr("config: must be an object")));
+  EXPECT_THAT(Parse(root),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("config: must be an object")));
 }
 
 TEST(ParseManifestTest, ShapeWithNegativeDimensionIsRejected) {
@@ -119,7 +119,7 @@ TEST(ParseManifestTest, ShapeWithZeroDimensionIsRejected) {
   json root = ValidManifestJson();
   root["banks"][0]["matrices"][0]["shape"] = {8, 0};
   EXPECT_THAT(Parse(root), StatusIs(absl::StatusCode::kInvalidArgument,
-                                    HasSubstr("banks[0].matrices[0].shape: shape has a zero")));
+                                    HasSubstr("banks[0].matrices[0].shape: tensor gate_proj: shape has a zero")));
 }
 
 TEST(ParseManifestTest, ScaledFormatWithoutScaleIsRejected) {
@@ -181,8 +181,9 @@ TEST(ParseManifestTest, ShardIndexNotBelowNumShardsIsRejected) {
 TEST(ParseManifestTest, ZeroShardsIsRejected) {
   json root = ValidManifestJson();
   root["shard_map"] = {{"num_shards", 0}, {"shard_index", 0}, {"owner", json::array()}};
-  EXPECT_THAT(Parse(root), StatusIs(absl::StatusCode::kInvalidArgument,
-                                    HasSubstr("shard_map.shard_index: 0 is not below num_shards 0")));
+  EXPECT_THAT(Parse(root),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shard_map.shard_index: 0 is not below num_shards 0")));
 }
 
 TEST(ParseManifestTest, OwnerNamingUnknownShardIsRejected) {

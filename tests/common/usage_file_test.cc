@@ -89,7 +89,8 @@ TEST(UsageFileTest, TooShortIsDataLoss) {
   EXPECT_THAT(DecodeUsage(bytes.substr(0, bytes.size() - 1), kSource),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr("m.warp/usage.warp"), HasSubstr("too short"))));
-  EXPECT_THAT(DecodeUsage("", kSource), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("too short")));
+  EXPECT_THAT(DecodeUsage("", kSource),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("too short")));
 }
 
 TEST(UsageFileTest, BadMagicIsDataLoss) {
@@ -104,19 +105,19 @@ TEST(UsageFileTest, WrongVersionIsDataLoss) {
   std::string bytes = EncodeUsage(SampleTable());
   bytes[4] = 2;
   Reseal(bytes);
-  EXPECT_THAT(DecodeUsage(bytes, kSource),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr("m.warp/usage.warp"),
-                             HasSubstr("version 2 is not supported"))));
+  EXPECT_THAT(
+      DecodeUsage(bytes, kSource),
+      StatusIs(absl::StatusCode::kDataLoss,
+               AllOf(HasSubstr("m.warp/usage.warp"), HasSubstr("version 2 is not supported"))));
 }
 
 TEST(UsageFileTest, ExtraTrailingByteIsSizeMismatch) {
   std::string bytes = EncodeUsage(SampleTable());
   bytes.push_back('\0');
-  EXPECT_THAT(DecodeUsage(bytes, kSource),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr("m.warp/usage.warp"),
-                             HasSubstr("size 101 does not match 4 entries"))));
+  EXPECT_THAT(
+      DecodeUsage(bytes, kSource),
+      StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr("m.warp/usage.warp"),
+                                                  HasSubstr("size 101 does not match 4 entries"))));
 }
 
 TEST(UsageFileTest, MissingEntryIsSizeMismatch) {
@@ -152,8 +153,8 @@ TEST(UsageFileTest, OutOfOrderEntriesAreDataLoss) {
   UsageTable table = SampleTable();
   std::swap(table.entries[1], table.entries[2]);  // (2,1) before (1,3)
   EXPECT_THAT(DecodeUsage(EncodeUsage(table), kSource),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr("m.warp/usage.warp"), HasSubstr("entry 2 is out of order"))));
+              StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr("m.warp/usage.warp"),
+                                                          HasSubstr("entry 2 is out of order"))));
 }
 
 TEST(UsageFileTest, DuplicateEntriesAreDataLoss) {
@@ -174,9 +175,9 @@ TEST(UsageTableTest, MergeSumsCountsAndTokensAndKeepsSortOrder) {
   a.Merge(b);
   EXPECT_EQ(a.fingerprint, 9u);
   EXPECT_EQ(a.tokens, 150u);
-  EXPECT_THAT(a.entries, ElementsAre(ExpertUsage{0, 0, 2}, ExpertUsage{0, 1, 5},
-                                     ExpertUsage{1, 0, 10}, ExpertUsage{2, 5, 4},
-                                     ExpertUsage{3, 2, 11}, ExpertUsage{4, 0, 6}));
+  EXPECT_THAT(a.entries,
+              ElementsAre(ExpertUsage{0, 0, 2}, ExpertUsage{0, 1, 5}, ExpertUsage{1, 0, 10},
+                          ExpertUsage{2, 5, 4}, ExpertUsage{3, 2, 11}, ExpertUsage{4, 0, 6}));
   // The merged table is still a valid file.
   WARP_EXPECT_OK(DecodeUsage(EncodeUsage(a), kSource));
 }

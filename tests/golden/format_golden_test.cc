@@ -63,14 +63,15 @@ Manifest WriteExample(const std::filesystem::path& dir) {
                   {.name = "up_proj", .format = TensorFormat::kF32, .shape = {1, 4}},
                   {.name = "down_proj", .format = TensorFormat::kF32, .shape = {4, 1}}});
   EXPECT_TRUE((*writer)->BeginBank(bank).ok());
-  AlignedBuffer record(bank.record_bytes);
   for (uint32_t expert = 0; expert < 2; ++expert) {
     const float k = static_cast<float>(expert + 1);
-    FillFloats(record.span().subspan(bank.matrices[0].data.offset), {k, 2 * k, 3 * k, 4 * k});
-    FillFloats(record.span().subspan(bank.matrices[1].data.offset), {-k, -2 * k, -3 * k, -4 * k});
-    FillFloats(record.span().subspan(bank.matrices[2].data.offset),
+    std::span<std::byte> record = (*writer)->NextRecord();
+    std::memset(record.data(), 0, record.size());
+    FillFloats(record.subspan(bank.matrices[0].data.offset), {k, 2 * k, 3 * k, 4 * k});
+    FillFloats(record.subspan(bank.matrices[1].data.offset), {-k, -2 * k, -3 * k, -4 * k});
+    FillFloats(record.subspan(bank.matrices[2].data.offset),
                {0.5f * k, 0.25f * k, 0.125f * k, 0.0625f * k});
-    EXPECT_TRUE((*writer)->AppendRecord(record.span()).ok());
+    (*writer)->CommitRecord();
   }
   EXPECT_TRUE((*writer)->EndBank().ok());
   EXPECT_TRUE((*writer)->Finish().ok());

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "common/format/container_writer.h"
-#include "common/io/aligned_buffer.h"
 #include "common/status.h"
 
 namespace warp::testing {
@@ -36,12 +35,10 @@ absl::StatusOr<Manifest> WriteTinyContainer(const std::filesystem::path& dir,
   for (uint32_t layer = 1; layer <= options.num_layers; ++layer) {
     const BankEntry bank = LayoutBank(layer, options.num_experts, matrices);
     WARP_RETURN_IF_ERROR(writer->BeginBank(bank));
-    AlignedBuffer record(bank.record_bytes);
     for (uint32_t expert = 0; expert < options.num_experts; ++expert) {
-      for (uint64_t i = 0; i < bank.payload_bytes; ++i) {
-        record.data()[i] = RecordByte(layer, expert, i);
-      }
-      WARP_RETURN_IF_ERROR(writer->AppendRecord(record.span()).status());
+      std::span<std::byte> record = writer->NextRecord();
+      for (uint64_t i = 0; i < bank.payload_bytes; ++i) record[i] = RecordByte(layer, expert, i);
+      writer->CommitRecord();
     }
     WARP_RETURN_IF_ERROR(writer->EndBank());
   }

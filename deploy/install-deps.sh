@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages WARP builds and tests with. Idempotent: asks
 # apt-get for nothing when every package is already present.
+#   deploy/install-deps.sh          build and test dependencies
+#   deploy/install-deps.sh --bench  also the benchmark tools (fio)
 set -euo pipefail
 
 packages=(
@@ -9,6 +11,9 @@ packages=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev liburing-dev
 )
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(fio)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

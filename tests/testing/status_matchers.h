@@ -19,7 +19,9 @@ const absl::Status& GetStatus(const absl::StatusOr<T>& status_or) {
 
 // Matches a Status or StatusOr whose code is `code` and whose message matches
 // `message_matcher`, e.g. StatusIs(absl::StatusCode::kNotFound, HasSubstr("x")).
-MATCHER_P2(StatusIs, code, message_matcher, "") {
+MATCHER_P2(StatusIs, code, message_matcher,
+           "has code " + absl::StatusCodeToString(code) + " and a message that " +
+               ::testing::DescribeMatcher<std::string>(message_matcher)) {
   const absl::Status& status = GetStatus(arg);
   *result_listener << "status is " << status;
   return status.code() == code &&

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `make bench`: the foundation's benchmarks, each next to its hardware bound,
+# measured in the same run. Figures go to docs/EFFICIENCY.md.
+#   tests/bench/run_all.sh BUILD_DIR [SIZE]     SIZE of the synthetic model, default 8G
+# The model is written under $TMPDIR (default /tmp) and deleted at the end.
+set -euo pipefail
+build=${1:-build}
+size=${2:-8G}
+bash "$(dirname "$0")/../../deploy/install-deps.sh" --bench
+work=$(mktemp -d "${TMPDIR:-/tmp}/warp-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+echo "== CRC32C vs memory read bandwidth"
+"$build/bench/crc32c_bench" 256
+
+echo
+echo "== synth write vs fio sequential O_DIRECT write (same filesystem, same size)"
+"$build/bin/computed" synth --arch deepseek_v3 --preset k2-slice --size "$size" --quiet \
+  "$work/k2.warp" | tail -1
+bytes=$(du -sb "$work/k2.warp" | cut -f1)
+fio --name=write --filename="$work/fio.bin" --rw=write --bs=8M --direct=1 \
+  --size="$bytes" --ioengine=psync --numjobs=1 --group_reporting 2>/dev/null |
+  grep -E "^ +WRITE:" | sed 's/^ */fio /'
+rm -f "$work/fio.bin"
+
+echo
+echo "== expertd verify (read + CRC of every record) vs fio O_DIRECT read of the bank"
+"$build/bin/expertd" verify --quiet "$work/k2.warp"
+bank=$(ls "$work"/k2.warp/experts-L*.bin | head -1)
+record=$(python3 -c "import json,sys; print(json.load(open('$work/k2.warp/manifest.json'))['banks'][0]['record_bytes'])")
+fio --name=read --filename="$bank" --rw=read --bs=64M --direct=1 --ioengine=psync \
+  --readonly 2>/dev/null | grep -E "^ +READ:" | sed 's/^ */fio 64M seq: /'
+fio --name=read --filename="$bank" --rw=randread --bs="$record" --direct=1 --ioengine=psync \
+  --readonly --size=4G 2>/dev/null | grep -E "^ +READ:" | sed 's/^ */fio 1 record random: /'

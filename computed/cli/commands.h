@@ -7,10 +7,16 @@
 #include <functional>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 
 namespace warp::computed {
 
+// Returns the exit code, or -1 if its subcommand was not the one given.
 using CommandRunner = std::function<int()>;
+
+// A runner for `cmd` that calls `run` and turns its status into the exit code,
+// printing "computed NAME: message" on failure.
+CommandRunner MakeRunner(CLI::App* cmd, std::function<absl::Status()> run);
 
 CommandRunner AddSynthCommand(CLI::App& app);
 CommandRunner AddPlanCommand(CLI::App& app);

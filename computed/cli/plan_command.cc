@@ -83,13 +83,7 @@ CommandRunner AddPlanCommand(CLI::App& app) {
   cmd->add_option("model", flags->model, "MODEL.warp")->required();
   cmd->add_option("--context", flags->context, "Context length in tokens")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Check this budget instead of the default, e.g. 8G");
-  return [cmd, flags]() {
-    if (!cmd->parsed()) return -1;
-    absl::Status status = Run(*flags);
-    if (status.ok()) return 0;
-    std::fprintf(stderr, "computed plan: %s\n", std::string(status.message()).c_str());
-    return 1;
-  };
+  return MakeRunner(cmd, [flags] { return Run(*flags); });
 }
 
 }  // namespace warp::computed

@@ -85,13 +85,7 @@ CommandRunner AddSynthCommand(CLI::App& app) {
   cmd->add_option("--trunk", flags->trunk, "Trunk matrix format (default: the preset's)");
   cmd->add_flag("--no-direct", flags->no_direct, "Write through the page cache, not O_DIRECT");
   cmd->add_flag("--quiet", flags->quiet, "No progress bar");
-  return [cmd, flags]() {
-    if (!cmd->parsed()) return -1;
-    absl::Status status = Run(*flags);
-    if (status.ok()) return 0;
-    std::fprintf(stderr, "computed synth: %s\n", std::string(status.message()).c_str());
-    return 1;
-  };
+  return MakeRunner(cmd, [flags] { return Run(*flags); });
 }
 
 }  // namespace warp::computed

@@ -9,7 +9,7 @@ namespace warp {
 namespace {
 
 constexpr const char* kLoggerNames[] = {
-    "warp",          "common.format", "expertd",        "expertd.store",    "expertd.rpc",
+    "warp",          "common.format", "expertd",         "expertd.store",    "expertd.rpc",
     "expertd.uds",   "computed",      "computed.engine", "computed.planner", "computed.client",
     "computed.synth"};
 

@@ -46,7 +46,8 @@ void ProgressBar::Finish() {
 void ProgressBar::Draw(bool final_line) {
   const double seconds = elapsed_seconds();
   const double fraction =
-      total_bytes_ == 0 ? 1.0 : static_cast<double>(done_bytes_) / static_cast<double>(total_bytes_);
+      total_bytes_ == 0 ? 1.0
+                        : static_cast<double>(done_bytes_) / static_cast<double>(total_bytes_);
   const double rate = seconds > 0 ? static_cast<double>(done_bytes_) / seconds : 0.0;
   const int filled = static_cast<int>(fraction * kBarWidth + 0.5);
   std::string bar(static_cast<size_t>(std::min(filled, kBarWidth)), '#');
@@ -55,11 +56,11 @@ void ProgressBar::Draw(bool final_line) {
   if (final_line) {
     tail = "in " + std::to_string(static_cast<int>(seconds + 0.5)) + " s";
   } else if (rate > 0) {
-    tail = "ETA " + std::to_string(static_cast<int>((total_bytes_ - done_bytes_) / rate + 0.5)) +
-           " s";
+    tail =
+        "ETA " + std::to_string(static_cast<int>((total_bytes_ - done_bytes_) / rate + 0.5)) + " s";
   }
-  std::fprintf(stderr, "%s%s [%s] %3d%% %s/%s %s/s %s%s", interactive_ ? "\r" : "",
-               label_.c_str(), bar.c_str(), static_cast<int>(fraction * 100 + 0.5),
+  std::fprintf(stderr, "%s%s [%s] %3d%% %s/%s %s/s %s%s", interactive_ ? "\r" : "", label_.c_str(),
+               bar.c_str(), static_cast<int>(fraction * 100 + 0.5),
                FormatBytes(done_bytes_).c_str(), FormatBytes(total_bytes_).c_str(),
                FormatBytes(static_cast<uint64_t>(rate)).c_str(), tail.c_str(),
                final_line ? "\n" : "   ");

@@ -40,7 +40,8 @@ absl::StatusCode ErrnoToCode(int err) {
 }  // namespace
 
 absl::Status ErrnoToStatus(int err, std::string_view context) {
-  return absl::Status(ErrnoToCode(err), absl::StrCat(std::string(context), ": ", std::strerror(err)));
+  return absl::Status(ErrnoToCode(err),
+                      absl::StrCat(std::string(context), ": ", std::strerror(err)));
 }
 
 absl::Status Annotate(const absl::Status& status, std::string_view context) {

@@ -11,11 +11,11 @@
 #define WARP_STATUS_CONCAT_INNER(a, b) a##b
 #define WARP_STATUS_CONCAT(a, b) WARP_STATUS_CONCAT_INNER(a, b)
 
-#define WARP_RETURN_IF_ERROR(expr)                                 \
-  do {                                                             \
-    if (absl::Status warp_status_ = (expr); !warp_status_.ok()) {  \
-      return warp_status_;                                         \
-    }                                                              \
+#define WARP_RETURN_IF_ERROR(expr)                                \
+  do {                                                            \
+    if (absl::Status warp_status_ = (expr); !warp_status_.ok()) { \
+      return warp_status_;                                        \
+    }                                                             \
   } while (0)
 
 #define WARP_ASSIGN_OR_RETURN(lhs, expr) \

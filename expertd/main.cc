@@ -15,8 +15,7 @@ namespace {
 int RunVerify(const std::vector<std::string>& dirs, bool quiet) {
   int exit_code = 0;
   for (const std::string& dir : dirs) {
-    auto report = warp::expertd::VerifyContainer(
-        dir, {.show_progress = !quiet});
+    auto report = warp::expertd::VerifyContainer(dir, {.show_progress = !quiet});
     if (!report.ok()) {
       std::fprintf(stderr, "expertd verify: %s\n", std::string(report.status().message()).c_str());
       exit_code = 1;
@@ -25,16 +24,16 @@ int RunVerify(const std::vector<std::string>& dirs, bool quiet) {
     for (const std::string& problem : report->problems) {
       std::fprintf(stderr, "%s\n", problem.c_str());
     }
-    std::printf("%s: %llu records, %llu trunk tensors, %s in %.2f s (%s/s): %s\n", dir.c_str(),
-                static_cast<unsigned long long>(report->records_checked),
-                static_cast<unsigned long long>(report->trunk_tensors_checked),
-                warp::FormatBytes(report->bytes_read).c_str(), report->seconds,
-                warp::FormatBytes(report->seconds > 0 ? report->bytes_read / report->seconds : 0)
-                    .c_str(),
-                report->problems.empty() ? "OK"
-                : report->problems.size() == 1
-                    ? "1 problem"
-                    : (std::to_string(report->problems.size()) + " problems").c_str());
+    std::printf(
+        "%s: %llu records, %llu trunk tensors, %s in %.2f s (%s/s): %s\n", dir.c_str(),
+        static_cast<unsigned long long>(report->records_checked),
+        static_cast<unsigned long long>(report->trunk_tensors_checked),
+        warp::FormatBytes(report->bytes_read).c_str(), report->seconds,
+        warp::FormatBytes(report->seconds > 0 ? report->bytes_read / report->seconds : 0).c_str(),
+        report->problems.empty() ? "OK"
+        : report->problems.size() == 1
+            ? "1 problem"
+            : (std::to_string(report->problems.size()) + " problems").c_str());
     if (!report->problems.empty()) exit_code = 1;
   }
   return exit_code;

@@ -29,8 +29,8 @@ uint64_t TotalBytes(const Container& container, bool check_trunk) {
 }
 
 absl::Status VerifyBank(const Container& container, const BankEntry& bank,
-                        const VerifyOptions& options, AlignedBuffer& buffer,
-                        ProgressBar& progress, VerifyReport& report) {
+                        const VerifyOptions& options, AlignedBuffer& buffer, ProgressBar& progress,
+                        VerifyReport& report) {
   const fs::path path = container.BankPath(bank);
   WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
   const std::vector<uint32_t>& experts = container.HeldExperts(bank);
@@ -60,8 +60,8 @@ absl::Status VerifyBank(const Container& container, const BankEntry& bank,
 // Streams each trunk sub-tensor through `buffer` with O_DIRECT: extents start
 // on 4 KiB boundaries and trunk.bin is padded to one, so aligned reads of the
 // rounded-up length stay inside the file.
-absl::Status VerifyTrunk(const Container& container, AlignedBuffer& buffer,
-                         ProgressBar& progress, VerifyReport& report) {
+absl::Status VerifyTrunk(const Container& container, AlignedBuffer& buffer, ProgressBar& progress,
+                         VerifyReport& report) {
   const fs::path path = container.TrunkPath();
   WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
   for (const TensorEntry& tensor : container.manifest().trunk) {
@@ -71,8 +71,7 @@ absl::Status VerifyTrunk(const Container& container, AlignedBuffer& buffer,
       for (uint64_t done = 0; done < extent->bytes; done += buffer.size()) {
         const uint64_t n = std::min<uint64_t>(buffer.size(), extent->bytes - done);
         std::span<std::byte> bytes = buffer.span().first(AlignUp(n, kBankAlignment));
-        WARP_RETURN_IF_ERROR(
-            PreadFull(file.fd.get(), bytes, extent->offset + done, path.string()));
+        WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), bytes, extent->offset + done, path.string()));
         crc = Crc32cExtend(crc, bytes.first(n));
       }
       report.bytes_read += extent->bytes;

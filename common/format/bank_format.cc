@@ -33,22 +33,21 @@ absl::Status CheckRecord(std::span<const std::byte> record, const RecordExpectat
   const std::string where = absl::StrCat("expert ", expected.expert, " of layer ", expected.layer);
   const RecordFooter footer = DecodeFooter(record);
   if (footer.magic != kRecordMagic) {
-    return absl::DataLossError(
-        absl::StrFormat("%s: bad footer magic 0x%08x (want 0x%08x)", where, footer.magic,
-                        kRecordMagic));
+    return absl::DataLossError(absl::StrFormat("%s: bad footer magic 0x%08x (want 0x%08x)", where,
+                                               footer.magic, kRecordMagic));
   }
   if (footer.layer != expected.layer || footer.expert != expected.expert) {
-    return absl::DataLossError(absl::StrCat(where, ": footer names expert ", footer.expert,
-                                            " of layer ", footer.layer));
+    return absl::DataLossError(
+        absl::StrCat(where, ": footer names expert ", footer.expert, " of layer ", footer.layer));
   }
   if (footer.fingerprint != expected.fingerprint) {
-    return absl::DataLossError(absl::StrFormat(
-        "%s: footer fingerprint %016x differs from the manifest's %016x", where,
-        footer.fingerprint, expected.fingerprint));
+    return absl::DataLossError(
+        absl::StrFormat("%s: footer fingerprint %016x differs from the manifest's %016x", where,
+                        footer.fingerprint, expected.fingerprint));
   }
   if (footer.payload_bytes != expected.payload_bytes) {
-    return absl::DataLossError(absl::StrCat(where, ": footer payload_bytes ",
-                                            footer.payload_bytes, " differs from the manifest's ",
+    return absl::DataLossError(absl::StrCat(where, ": footer payload_bytes ", footer.payload_bytes,
+                                            " differs from the manifest's ",
                                             expected.payload_bytes));
   }
   if (check_crc) {

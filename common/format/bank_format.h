@@ -50,11 +50,11 @@ inline constexpr uint32_t kRecordMagic = 0x52505857;
 // The last 32 bytes of every record.
 struct RecordFooter {
   uint32_t magic = kRecordMagic;
-  uint32_t layer = 0;          // decoder layer index
-  uint32_t expert = 0;         // expert index within the layer
+  uint32_t layer = 0;           // decoder layer index
+  uint32_t expert = 0;          // expert index within the layer
   uint32_t payload_crc32c = 0;  // CRC32C of bytes [0, payload_bytes) of the record
-  uint64_t payload_bytes = 0;  // bytes before the zero padding
-  uint64_t fingerprint = 0;    // the model fingerprint of manifest.json
+  uint64_t payload_bytes = 0;   // bytes before the zero padding
+  uint64_t fingerprint = 0;     // the model fingerprint of manifest.json
 };
 static_assert(sizeof(RecordFooter) == kRecordFooterBytes);
 

@@ -17,8 +17,8 @@ absl::StatusOr<uint64_t> CheckExtent(const Extent& extent, uint64_t expected_byt
                                      uint64_t alignment, uint64_t begin, uint64_t limit,
                                      std::string_view what) {
   if (extent.offset % alignment != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(what), ": offset ", extent.offset, " is not a multiple of ", alignment));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": offset ", extent.offset,
+                                                   " is not a multiple of ", alignment));
   }
   if (extent.bytes != expected_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", extent.bytes,
@@ -26,13 +26,13 @@ absl::StatusOr<uint64_t> CheckExtent(const Extent& extent, uint64_t expected_byt
                                                    expected_bytes));
   }
   if (extent.offset < begin) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(what), ": offset ", extent.offset, " overlaps the previous tensor (ends at ",
-                     begin, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": offset ", extent.offset,
+                                                   " overlaps the previous tensor (ends at ", begin,
+                                                   ")"));
   }
   if (extent.bytes > limit || extent.offset > limit - extent.bytes) {  // no overflow
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": extent [", extent.offset, ", ",
-                                                   extent.offset + extent.bytes,
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": extent [", extent.offset,
+                                                   ", ", extent.offset + extent.bytes,
                                                    ") runs past the end at ", limit));
   }
   return extent.offset + extent.bytes;
@@ -48,9 +48,8 @@ absl::Status CheckTensors(const std::vector<TensorEntry>& tensors, uint64_t alig
     WARP_ASSIGN_OR_RETURN(end, CheckExtent(tensor.data, DataBytes(tensor.format, tensor.shape),
                                            alignment, end, limit, what + " data"));
     if (tensor.scale) {
-      WARP_ASSIGN_OR_RETURN(end,
-                            CheckExtent(*tensor.scale, ScaleBytes(tensor.format, tensor.shape),
-                                        alignment, end, limit, what + " scale"));
+      WARP_ASSIGN_OR_RETURN(end, CheckExtent(*tensor.scale, ScaleBytes(tensor.format, tensor.shape),
+                                             alignment, end, limit, what + " scale"));
     }
   }
   return absl::OkStatus();
@@ -64,10 +63,9 @@ absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>
                                                    kBankAlignment));
   }
   if (bank.payload_bytes > bank.record_bytes - kRecordFooterBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": payload_bytes ", bank.payload_bytes,
-                                                   " leaves no room for the ", kRecordFooterBytes,
-                                                   "-byte footer in record_bytes ",
-                                                   bank.record_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": payload_bytes ", bank.payload_bytes, " leaves no room for the ",
+                     kRecordFooterBytes, "-byte footer in record_bytes ", bank.record_bytes));
   }
   if (bank.file.empty() || bank.file.find('/') != std::string::npos || bank.file == ".." ||
       bank.file == ".") {
@@ -99,8 +97,8 @@ absl::Status CheckFileSize(const fs::path& path, uint64_t expected, std::string_
   WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
   WARP_ASSIGN_OR_RETURN(uint64_t size, FileSize(file.fd.get(), path.string()));
   if (size != expected) {
-    return absl::DataLossError(
-        absl::StrCat(path.string(), ": size ", size, " is not ", std::string(rule), " = ", expected));
+    return absl::DataLossError(absl::StrCat(path.string(), ": size ", size, " is not ",
+                                            std::string(rule), " = ", expected));
   }
   return absl::OkStatus();
 }
@@ -147,8 +145,8 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
 
   auto container = std::unique_ptr<Container>(new Container(dir, std::move(manifest)));
   const Manifest& m = container->manifest_;
-  WARP_RETURN_IF_ERROR(CheckFileSize(container->TrunkPath(), m.trunk_bytes,
-                                     "trunk.bytes of the manifest"));
+  WARP_RETURN_IF_ERROR(
+      CheckFileSize(container->TrunkPath(), m.trunk_bytes, "trunk.bytes of the manifest"));
   for (size_t i = 0; i < m.banks.size(); ++i) {
     const BankEntry& bank = m.banks[i];
     const fs::path path = container->BankPath(bank);
@@ -158,9 +156,9 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
                                                      bank.layer, ": record_bytes x ", held,
                                                      " experts overflows 64 bits"));
     }
-    WARP_RETURN_IF_ERROR(CheckFileSize(
-        path, bank.record_bytes * held,
-        absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
+    WARP_RETURN_IF_ERROR(
+        CheckFileSize(path, bank.record_bytes * held,
+                      absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
     if (!options.check_footers || held == 0) continue;
     WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
     for (uint32_t slot : {uint32_t{0}, static_cast<uint32_t>(held - 1)}) {

@@ -105,7 +105,8 @@ absl::StatusOr<TensorEntry> ParseTensor(const json& value, const std::string& pa
   WARP_ASSIGN_OR_RETURN(tensor.name, reader.String("name"));
   WARP_ASSIGN_OR_RETURN(std::string format, reader.String("format"));
   std::optional<TensorFormat> parsed = ParseTensorFormat(format);
-  if (!parsed) return reader.Error("format", absl::StrCat("unknown tensor format \"", format, "\""));
+  if (!parsed)
+    return reader.Error("format", absl::StrCat("unknown tensor format \"", format, "\""));
   tensor.format = *parsed;
   WARP_ASSIGN_OR_RETURN(const json* shape, reader.Array("shape"));
   for (const json& dim : *shape) {
@@ -171,8 +172,8 @@ absl::StatusOr<ShardMap> ParseShardMap(const FieldReader& parent) {
   WARP_ASSIGN_OR_RETURN(map.num_shards, reader.Uint32("num_shards"));
   WARP_ASSIGN_OR_RETURN(map.shard_index, reader.Uint32("shard_index"));
   if (map.num_shards == 0 || map.shard_index >= map.num_shards) {
-    return reader.Error("shard_index", absl::StrCat(map.shard_index, " is not below num_shards ",
-                                                    map.num_shards));
+    return reader.Error("shard_index",
+                        absl::StrCat(map.shard_index, " is not below num_shards ", map.num_shards));
   }
   WARP_ASSIGN_OR_RETURN(const json* owner, reader.Array("owner"));
   for (const json& shard : *owner) {
@@ -274,8 +275,10 @@ json ManifestToJson(const Manifest& manifest) {
            {"source", manifest.source},
            {"tokenizer", nullptr},
            {"codebooks", nullptr},
-           {"trunk", {{"file", kTrunkFile}, {"bytes", manifest.trunk_bytes},
-                      {"tensors", std::move(trunk_tensors)}}},
+           {"trunk",
+            {{"file", kTrunkFile},
+             {"bytes", manifest.trunk_bytes},
+             {"tensors", std::move(trunk_tensors)}}},
            {"banks", std::move(banks)},
            {"shard_map", nullptr}};
   if (manifest.tokenizer) {
@@ -298,8 +301,8 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view s
   try {
     root = json::parse(text);
   } catch (const json::parse_error& error) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(source_name), ": malformed JSON at byte ", error.byte, ": ", error.what()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(source_name), ": malformed JSON at byte ", error.byte, ": ", error.what()));
   }
   absl::StatusOr<Manifest> manifest = ParseManifestJson(root);
   if (!manifest.ok()) return Annotate(manifest.status(), source_name);

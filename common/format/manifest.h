@@ -29,21 +29,21 @@ struct Extent {
 
 // One dense tensor in trunk.bin or one matrix inside an expert record.
 struct TensorEntry {
-  std::string name;             // Hugging Face name (trunk) or gate_proj/up_proj/down_proj
+  std::string name;  // Hugging Face name (trunk) or gate_proj/up_proj/down_proj
   TensorFormat format = TensorFormat::kF32;
   std::vector<uint64_t> shape;  // row-major; matrices are [out_features, in_features]
   Extent data;
-  std::optional<Extent> scale;  // present iff HasScale(format)
+  std::optional<Extent> scale;     // present iff HasScale(format)
   std::optional<uint32_t> crc32c;  // trunk only: CRC32C of data bytes then scale bytes
 };
 
 // The experts of one MoE layer: the file experts-L{layer}.bin.
 struct BankEntry {
-  uint32_t layer = 0;        // decoder layer index
-  std::string file;          // relative to the container directory
-  uint32_t num_experts = 0;  // routed experts of this layer in the whole model
-  uint64_t record_bytes = 0;   // multiple of 4096
-  uint64_t payload_bytes = 0;  // <= record_bytes - 32
+  uint32_t layer = 0;                 // decoder layer index
+  std::string file;                   // relative to the container directory
+  uint32_t num_experts = 0;           // routed experts of this layer in the whole model
+  uint64_t record_bytes = 0;          // multiple of 4096
+  uint64_t payload_bytes = 0;         // <= record_bytes - 32
   std::vector<TensorEntry> matrices;  // in record order
 };
 
@@ -55,19 +55,19 @@ struct TokenizerRef {
 // Which shard holds which experts. Absent from an unsharded container.
 struct ShardMap {
   uint32_t num_shards = 1;
-  uint32_t shard_index = 0;       // the shard this directory holds
-  std::vector<uint32_t> owner;    // owner[expert] = shard index; same for every layer
+  uint32_t shard_index = 0;     // the shard this directory holds
+  std::vector<uint32_t> owner;  // owner[expert] = shard index; same for every layer
 };
 
 struct Manifest {
   uint32_t format_version = kFormatVersion;
-  std::string architecture;      // Hugging Face model_type, e.g. "deepseek_v3"
-  nlohmann::ordered_json config;         // the release's config.json (synth writes one alike)
-  uint64_t fingerprint = 0;      // written into every record footer
-  std::string source;            // how the container was made, for humans
+  std::string architecture;       // Hugging Face model_type, e.g. "deepseek_v3"
+  nlohmann::ordered_json config;  // the release's config.json (synth writes one alike)
+  uint64_t fingerprint = 0;       // written into every record footer
+  std::string source;             // how the container was made, for humans
   std::optional<TokenizerRef> tokenizer;
   std::optional<std::string> codebooks_file;  // only for vector-quantized formats
-  uint64_t trunk_bytes = 0;      // size of trunk.bin
+  uint64_t trunk_bytes = 0;                   // size of trunk.bin
   std::vector<TensorEntry> trunk;
   std::vector<BankEntry> banks;  // increasing layer order
   std::optional<ShardMap> shard_map;

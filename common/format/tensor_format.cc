@@ -11,12 +11,9 @@ struct FormatInfo {
 };
 
 constexpr FormatInfo kFormats[] = {
-    {TensorFormat::kF32, "f32"},
-    {TensorFormat::kF16, "f16"},
-    {TensorFormat::kBF16, "bf16"},
-    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128"},
-    {TensorFormat::kQ8B32, "q8_b32"},
-    {TensorFormat::kQ4B32, "q4_b32"},
+    {TensorFormat::kF32, "f32"},      {TensorFormat::kF16, "f16"},
+    {TensorFormat::kBF16, "bf16"},    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128"},
+    {TensorFormat::kQ8B32, "q8_b32"}, {TensorFormat::kQ4B32, "q4_b32"},
 };
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 56;
@@ -67,8 +64,8 @@ std::string ShapeProblem(TensorFormat format, const std::vector<uint64_t>& shape
     return absl::StrCat(std::string(TensorFormatName(format)), " needs a 2-D shape");
   }
   if (format != TensorFormat::kF8E4M3B128 && shape[1] % kRowBlock != 0) {
-    return absl::StrCat(std::string(TensorFormatName(format)), " needs columns divisible by ", kRowBlock,
-                        ", has ", shape[1]);
+    return absl::StrCat(std::string(TensorFormatName(format)), " needs columns divisible by ",
+                        kRowBlock, ", has ", shape[1]);
   }
   return "";
 }

@@ -23,7 +23,8 @@ class AlignedBuffer {
   // Zero-filled buffer of `bytes` rounded up to kAlignment.
   explicit AlignedBuffer(size_t bytes)
       : size_((bytes + kAlignment - 1) / kAlignment * kAlignment),
-        data_(static_cast<std::byte*>(std::aligned_alloc(kAlignment, size_ == 0 ? kAlignment : size_))) {
+        data_(static_cast<std::byte*>(
+            std::aligned_alloc(kAlignment, size_ == 0 ? kAlignment : size_))) {
     WARP_CHECK(data_ != nullptr);
     std::memset(data_.get(), 0, size_);
   }

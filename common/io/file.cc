@@ -63,8 +63,8 @@ absl::Status PreadFull(int fd, std::span<std::byte> out, uint64_t offset, std::s
       return ErrnoToStatus(errno, absl::StrCat(std::string(path), " @", offset + done));
     }
     if (n == 0) {
-      return absl::DataLossError(absl::StrCat(std::string(path), ": short read at ", offset, ": got ", done,
-                                              " of ", out.size(), " bytes"));
+      return absl::DataLossError(absl::StrCat(std::string(path), ": short read at ", offset,
+                                              ": got ", done, " of ", out.size(), " bytes"));
     }
     done += static_cast<size_t>(n);
   }
@@ -95,8 +95,8 @@ absl::StatusOr<std::string> ReadFileToString(const std::filesystem::path& path) 
   WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
   WARP_ASSIGN_OR_RETURN(uint64_t size, FileSize(file.fd.get(), path.string()));
   std::string contents(size, '\0');
-  WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), std::as_writable_bytes(std::span(contents)), 0,
-                                 path.string()));
+  WARP_RETURN_IF_ERROR(
+      PreadFull(file.fd.get(), std::as_writable_bytes(std::span(contents)), 0, path.string()));
   return contents;
 }
 

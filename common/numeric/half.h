@@ -37,11 +37,11 @@ inline uint16_t FloatToHalf(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;          // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;         // rounds to >= 65520: infinity
-  if (abs < 0x38800000u) {                               // below 2^-14: subnormal half
+  if (abs > 0x7f800000u) return sign | 0x7e00u;                // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;               // rounds to >= 65520: infinity
+  if (abs < 0x38800000u) {                                     // below 2^-14: subnormal half
     const float scaled = std::bit_cast<float>(abs) * 0x1p24f;  // in units of 2^-24
-    const float rounded = __builtin_nearbyintf(scaled);  // ties to even (default mode)
+    const float rounded = __builtin_nearbyintf(scaled);        // ties to even (default mode)
     return sign | static_cast<uint16_t>(rounded);
   }
   const uint32_t rounding = 0xfffu + ((abs >> 13) & 1u);

@@ -28,13 +28,11 @@ void PrintRow(std::string_view name, uint64_t bytes, std::string_view detail) {
 }
 
 void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
-  const uint64_t record_bytes =
-      manifest.banks.empty() ? 0 : manifest.banks.front().record_bytes;
+  const uint64_t record_bytes = manifest.banks.empty() ? 0 : manifest.banks.front().record_bytes;
   std::printf("model         %s, %u MoE layers x %llu experts, top-%u, fingerprint %s\n",
               manifest.architecture.c_str(), plan.num_moe_layers,
-              static_cast<unsigned long long>(plan.num_moe_layers ? plan.num_records /
-                                                                        plan.num_moe_layers
-                                                                  : 0),
+              static_cast<unsigned long long>(
+                  plan.num_moe_layers ? plan.num_records / plan.num_moe_layers : 0),
               plan.experts_per_token, FingerprintHex(manifest.fingerprint).c_str());
   PrintRow("trunk", plan.trunk_bytes, "dense weights, resident");
   PrintRow("kv/state", plan.kv_bytes,

@@ -63,10 +63,11 @@ absl::Status Run(const SynthFlags& flags) {
   options.trunk_format = *trunk;
   auto result = SynthesizeModel(flags.out, options);
   if (!result.ok()) return result.status();
-  std::printf("wrote %s: %s in %.1f s (%s/s), %zu banks, fingerprint %s\n", flags.out.c_str(),
-              FormatBytes(result->bytes_written).c_str(), result->seconds,
-              FormatBytes(result->seconds > 0 ? result->bytes_written / result->seconds : 0).c_str(),
-              result->manifest.banks.size(), FingerprintHex(result->manifest.fingerprint).c_str());
+  std::printf(
+      "wrote %s: %s in %.1f s (%s/s), %zu banks, fingerprint %s\n", flags.out.c_str(),
+      FormatBytes(result->bytes_written).c_str(), result->seconds,
+      FormatBytes(result->seconds > 0 ? result->bytes_written / result->seconds : 0).c_str(),
+      result->manifest.banks.size(), FingerprintHex(result->manifest.fingerprint).c_str());
   return absl::OkStatus();
 }
 

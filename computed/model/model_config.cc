@@ -9,7 +9,8 @@ namespace {
 using json = nlohmann::ordered_json;
 
 absl::Status KeyError(std::string_view key, std::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat("config.json: ", std::string(key), ": ", std::string(problem)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("config.json: ", std::string(key), ": ", std::string(problem)));
 }
 
 absl::StatusOr<uint32_t> GetUint(const json& config, std::string_view key) {
@@ -69,13 +70,14 @@ absl::Status ParseDeepseekV3(const json& config, ModelConfig& out) {
 
 absl::Status ParseQwen3Moe(const json& config, ModelConfig& out) {
   WARP_ASSIGN_OR_RETURN(out.num_experts, GetUint(config, "num_experts"));
-  WARP_ASSIGN_OR_RETURN(out.head_dim,
-                        GetUintOr(config, "head_dim", out.hidden_size / std::max(1u, out.num_heads)));
+  WARP_ASSIGN_OR_RETURN(
+      out.head_dim, GetUintOr(config, "head_dim", out.hidden_size / std::max(1u, out.num_heads)));
   WARP_ASSIGN_OR_RETURN(uint32_t step, GetUintOr(config, "decoder_sparse_step", 1));
   if (step == 0) return KeyError("decoder_sparse_step", "must be positive");
   out.moe_layer.assign(out.num_layers, false);
   for (uint32_t layer = 0; layer < out.num_layers; ++layer) {
-    // As Qwen3MoeDecoderLayer: sparse when (layer + 1) % step == 0 and not listed in mlp_only_layers.
+    // As Qwen3MoeDecoderLayer: sparse when (layer + 1) % step == 0 and not listed in
+    // mlp_only_layers.
     out.moe_layer[layer] = (layer + 1) % step == 0;
   }
   if (auto it = config.find("mlp_only_layers"); it != config.end() && !it->is_null()) {
@@ -101,9 +103,8 @@ absl::Status Validate(const ModelConfig& config) {
     return KeyError("num_key_value_heads", "must divide num_attention_heads");
   }
   if (config.experts_per_token == 0 || config.experts_per_token > config.num_experts) {
-    return KeyError("num_experts_per_tok",
-                    absl::StrCat(config.experts_per_token, " is not in [1, ", config.num_experts,
-                                 "] routed experts"));
+    return KeyError("num_experts_per_tok", absl::StrCat(config.experts_per_token, " is not in [1, ",
+                                                        config.num_experts, "] routed experts"));
   }
   return absl::OkStatus();
 }

@@ -31,7 +31,7 @@ struct ModelConfig {
   uint32_t vocab_size = 0;
   uint32_t num_heads = 0;
   uint32_t num_kv_heads = 0;
-  uint32_t head_dim = 0;  // GQA families
+  uint32_t head_dim = 0;               // GQA families
   uint32_t intermediate_size = 0;      // dense MLP layers
   uint32_t moe_intermediate_size = 0;  // one routed expert
   uint32_t num_experts = 0;            // routed experts per MoE layer

@@ -44,10 +44,9 @@ BudgetDecision Decide(const PlanFigures& plan, uint64_t budget, std::string rule
 absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
                                              std::optional<uint64_t> requested,
                                              const MemoryLimits& limits) {
-  const std::string floor_parts =
-      absl::StrCat("trunk ", FormatBytes(plan.trunk_bytes), " + KV ", FormatBytes(plan.kv_bytes),
-                   " for ", plan.context_tokens, " tokens + one working set ",
-                   FormatBytes(plan.working_set_bytes));
+  const std::string floor_parts = absl::StrCat(
+      "trunk ", FormatBytes(plan.trunk_bytes), " + KV ", FormatBytes(plan.kv_bytes), " for ",
+      plan.context_tokens, " tokens + one working set ", FormatBytes(plan.working_set_bytes));
   if (requested) {
     if (*requested < plan.floor_bytes) {
       return absl::FailedPreconditionError(
@@ -58,25 +57,25 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
   }
   const uint64_t available = limits.available_bytes();
   const uint64_t usable = available / 4 * 3;
-  const std::string source =
-      limits.cgroup_limit_bytes ? absl::StrCat("cgroup limit in ", limits.cgroup_source)
-                                : std::string("/proc/meminfo MemAvailable");
+  const std::string source = limits.cgroup_limit_bytes
+                                 ? absl::StrCat("cgroup limit in ", limits.cgroup_source)
+                                 : std::string("/proc/meminfo MemAvailable");
   if (usable < plan.floor_bytes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "not enough memory: this model needs at least ", FormatBytes(plan.floor_bytes), " (",
-        floor_parts, "), but 3/4 of the ", FormatBytes(available), " available (", source,
-        ") is ", FormatBytes(usable)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("not enough memory: this model needs at least ", FormatBytes(plan.floor_bytes),
+                     " (", floor_parts, "), but 3/4 of the ", FormatBytes(available),
+                     " available (", source, ") is ", FormatBytes(usable)));
   }
   const uint64_t working_sets =
       plan.working_set_bytes == 0 ? 0 : (usable - plan.floor_bytes) / plan.working_set_bytes;
   const uint64_t budget =
       std::min(plan.resident_bytes, plan.floor_bytes + working_sets * plan.working_set_bytes);
-  return Decide(plan, budget,
-                absl::StrCat(budget == plan.resident_bytes
-                                 ? std::string("fully resident")
-                                 : absl::StrCat("floor + ", working_sets, " working sets"),
-                             ", within 3/4 of ", FormatBytes(available), " available (", source,
-                             ")"));
+  return Decide(
+      plan, budget,
+      absl::StrCat(budget == plan.resident_bytes
+                       ? std::string("fully resident")
+                       : absl::StrCat("floor + ", working_sets, " working sets"),
+                   ", within 3/4 of ", FormatBytes(available), " available (", source, ")"));
 }
 
 }  // namespace warp::computed

@@ -28,12 +28,12 @@ struct PlanFigures {
   uint64_t kv_bytes = 0;
   uint32_t experts_per_token = 0;
   uint32_t num_moe_layers = 0;
-  uint64_t num_records = 0;         // routed experts over all MoE layers
-  uint64_t working_set_bytes = 0;   // experts_per_token x record_bytes, summed over MoE layers
-  uint64_t bank_bytes = 0;          // every record of every bank
-  uint64_t floor_bytes = 0;         // trunk + kv + one working set
-  uint64_t resident_bytes = 0;      // trunk + kv + bank_bytes: nothing streams
-  uint64_t recommended_bytes = 0;   // min(resident, floor + 4 working sets)
+  uint64_t num_records = 0;        // routed experts over all MoE layers
+  uint64_t working_set_bytes = 0;  // experts_per_token x record_bytes, summed over MoE layers
+  uint64_t bank_bytes = 0;         // every record of every bank
+  uint64_t floor_bytes = 0;        // trunk + kv + one working set
+  uint64_t resident_bytes = 0;     // trunk + kv + bank_bytes: nothing streams
+  uint64_t recommended_bytes = 0;  // min(resident, floor + 4 working sets)
 };
 
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens);

@@ -85,28 +85,17 @@ json K2Slice() {
 }
 
 json Qwen3Tiny() {
-  return json{{"model_type", "qwen3_moe"},
-              {"architectures", {"Qwen3MoeForCausalLM"}},
-              {"vocab_size", 256},
-              {"hidden_size", 64},
-              {"intermediate_size", 128},
-              {"moe_intermediate_size", 32},
-              {"num_hidden_layers", 4},
-              {"num_attention_heads", 4},
-              {"num_key_value_heads", 2},
-              {"head_dim", 16},
-              {"num_experts", 16},
-              {"num_experts_per_tok", 4},
-              {"decoder_sparse_step", 1},
-              {"mlp_only_layers", json::array()},
-              {"norm_topk_prob", true},
-              {"max_position_embeddings", 4096},
-              {"rope_theta", 1000000.0},
-              {"rope_scaling", nullptr},
-              {"rms_norm_eps", 1e-6},
-              {"hidden_act", "silu"},
-              {"attention_bias", false},
-              {"tie_word_embeddings", false}};
+  return json{{"model_type", "qwen3_moe"}, {"architectures", {"Qwen3MoeForCausalLM"}},
+              {"vocab_size", 256},         {"hidden_size", 64},
+              {"intermediate_size", 128},  {"moe_intermediate_size", 32},
+              {"num_hidden_layers", 4},    {"num_attention_heads", 4},
+              {"num_key_value_heads", 2},  {"head_dim", 16},
+              {"num_experts", 16},         {"num_experts_per_tok", 4},
+              {"decoder_sparse_step", 1},  {"mlp_only_layers", json::array()},
+              {"norm_topk_prob", true},    {"max_position_embeddings", 4096},
+              {"rope_theta", 1000000.0},   {"rope_scaling", nullptr},
+              {"rms_norm_eps", 1e-6},      {"hidden_act", "silu"},
+              {"attention_bias", false},   {"tie_word_embeddings", false}};
 }
 
 // Qwen3-30B-A3B shapes (hidden 2048, 128 experts of 768, top-8, GQA 32/4 x
@@ -148,8 +137,8 @@ const std::vector<Preset>& AllPresets() {
        DeepseekTiny(), TensorFormat::kBF16, TensorFormat::kF32},
       {"deepseek_v3", "k2-slice", "Kimi K2 shapes: hidden 7168, 384 experts of 2048, top-8, q4",
        K2Slice(), TensorFormat::kQ4B32, TensorFormat::kBF16},
-      {"qwen3_moe", "tiny", "4 layers, 16 experts of 64x32, top-4, GQA; about 1 MiB",
-       Qwen3Tiny(), TensorFormat::kBF16, TensorFormat::kF32},
+      {"qwen3_moe", "tiny", "4 layers, 16 experts of 64x32, top-4, GQA; about 1 MiB", Qwen3Tiny(),
+       TensorFormat::kBF16, TensorFormat::kF32},
       {"qwen3_moe", "a3b-slice", "Qwen3-30B-A3B shapes: hidden 2048, 128 experts of 768, top-8",
        Qwen3A3bSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
   };
@@ -162,8 +151,9 @@ absl::StatusOr<Preset> FindPreset(std::string_view arch, std::string_view name) 
     if (preset.arch == arch && preset.name == name) return preset;
     absl::StrAppend(&known, known.empty() ? "" : ", ", preset.arch, "/", preset.name);
   }
-  return absl::NotFoundError(absl::StrCat("no preset \"", std::string(name), "\" for architecture \"",
-                                          std::string(arch), "\" (known: ", known, ")"));
+  return absl::NotFoundError(absl::StrCat("no preset \"", std::string(name),
+                                          "\" for architecture \"", std::string(arch),
+                                          "\" (known: ", known, ")"));
 }
 
 absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const json& config,

@@ -35,8 +35,10 @@ absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::o
 // count is too big, the routed expert count) chosen so the container is as
 // large as possible without exceeding `target_bytes`. Fails if even one MoE
 // layer with top-k experts does not fit, naming the smallest possible size.
-absl::StatusOr<nlohmann::ordered_json> ScaleToSize(std::string_view arch, const nlohmann::ordered_json& config,
-                                           TensorFormat expert_format, TensorFormat trunk_format,
-                                           uint64_t target_bytes);
+absl::StatusOr<nlohmann::ordered_json> ScaleToSize(std::string_view arch,
+                                                   const nlohmann::ordered_json& config,
+                                                   TensorFormat expert_format,
+                                                   TensorFormat trunk_format,
+                                                   uint64_t target_bytes);
 
 }  // namespace warp::computed

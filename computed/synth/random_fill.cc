@@ -27,8 +27,8 @@ constexpr std::array<uint8_t, 256> MakeQ4Table() {
 constexpr std::array<uint8_t, 256> kQ4Table = MakeQ4Table();
 
 // Standard deviation of one code, to turn an amplitude into a block scale.
-constexpr float kQ4CodeStd = 4.1833f;   // sqrt(2 * (1+4+...+49) / 16)
-constexpr float kQ8CodeStd = 73.323f;   // ~127 / sqrt(3)
+constexpr float kQ4CodeStd = 4.1833f;    // sqrt(2 * (1+4+...+49) / 16)
+constexpr float kQ8CodeStd = 73.323f;    // ~127 / sqrt(3)
 constexpr float kUniformStd = 0.57735f;  // std of U(-1, 1)
 
 // The low `kWidth` bits of `bits` as a uniform value in [-1, 1). Builds the
@@ -146,8 +146,7 @@ void FillScale(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span
   const float code_std = spec.format == TensorFormat::kQ4B32 ? kQ4CodeStd : kQ8CodeStd;
   const float base = spec.amplitude * kUniformStd / code_std;
   const uint64_t scale_stream = SplitMix64(stream ^ 0x5ca1e5ca1e5ca1e5ull);
-  FillWords(scale_stream, offset, out,
-            [&](uint64_t hash) { return ScaleWord(base, hash); });
+  FillWords(scale_stream, offset, out, [&](uint64_t hash) { return ScaleWord(base, hash); });
 }
 
 }  // namespace warp::computed

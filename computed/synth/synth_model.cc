@@ -62,10 +62,10 @@ void FillInParallel(uint64_t offset, std::span<std::byte> out,
 }
 
 std::string SourceLine(const SynthOptions& options, TensorFormat experts, TensorFormat trunk) {
-  std::string line = absl::StrCat("computed synth --arch ", options.arch, " --preset ",
-                                  options.preset, " --seed ", options.seed, " --experts ",
-                                  std::string(TensorFormatName(experts)), " --trunk ",
-                                  std::string(TensorFormatName(trunk)));
+  std::string line =
+      absl::StrCat("computed synth --arch ", options.arch, " --preset ", options.preset, " --seed ",
+                   options.seed, " --experts ", std::string(TensorFormatName(experts)), " --trunk ",
+                   std::string(TensorFormatName(trunk)));
   if (options.target_bytes) absl::StrAppend(&line, " --size ", *options.target_bytes);
   return line;
 }

@@ -118,8 +118,10 @@ TEST(ParseManifestTest, ShapeWithNegativeDimensionIsRejected) {
 TEST(ParseManifestTest, ShapeWithZeroDimensionIsRejected) {
   json root = ValidManifestJson();
   root["banks"][0]["matrices"][0]["shape"] = {8, 0};
-  EXPECT_THAT(Parse(root), StatusIs(absl::StatusCode::kInvalidArgument,
-                                    HasSubstr("banks[0].matrices[0].shape: tensor gate_proj: shape has a zero")));
+  EXPECT_THAT(
+      Parse(root),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("banks[0].matrices[0].shape: tensor gate_proj: shape has a zero")));
 }
 
 TEST(ParseManifestTest, ScaledFormatWithoutScaleIsRejected) {

@@ -27,8 +27,8 @@ class ComputedCliTest : public ::testing::Test {
 TEST_F(ComputedCliTest, PlanPrintsEveryFigure) {
   auto result = RunBinary("computed", "plan --context 1000 " + Model());
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  for (const char* row : {"trunk", "kv/state", "working set", "banks", "floor", "recommended",
-                          "default"}) {
+  for (const char* row :
+       {"trunk", "kv/state", "working set", "banks", "floor", "recommended", "default"}) {
     EXPECT_THAT(result.output, HasSubstr(row));
   }
   EXPECT_THAT(result.output, HasSubstr("1000 tokens x 640 B"));

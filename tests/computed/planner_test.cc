@@ -137,8 +137,9 @@ TEST(ResolveBudgetTest, DefaultIsCappedAtFullyResident) {
 
 TEST(ResolveBudgetTest, DefaultBelowFloorIsRefused) {
   auto decision = ResolveBudget(FakePlan(), std::nullopt, Available(1 * kGiB));
-  EXPECT_THAT(decision, StatusIs(absl::StatusCode::kFailedPrecondition,
-                                 HasSubstr("not enough memory: this model needs at least 1.10 GiB")));
+  EXPECT_THAT(decision,
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("not enough memory: this model needs at least 1.10 GiB")));
 }
 
 TEST(ResolveBudgetTest, CgroupRoomWinsOverMachineMemory) {

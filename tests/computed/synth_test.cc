@@ -1,5 +1,3 @@
-#include "computed/synth/synth_model.h"
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -10,6 +8,7 @@
 #include "common/numeric/half.h"
 #include "computed/model/model_config.h"
 #include "computed/synth/presets.h"
+#include "computed/synth/synth_model.h"
 #include "expertd/verify.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -46,10 +45,9 @@ class SynthPresetTest : public ::testing::TestWithParam<PresetCase> {};
 TEST_P(SynthPresetTest, WritesAContainerThatOpensAndVerifies) {
   const PresetCase& c = GetParam();
   warp::testing::TempDir dir;
-  auto result = SynthesizeModel(dir / "m.warp", {.arch = c.arch,
-                                                 .preset = c.preset,
-                                                 .target_bytes = c.size,
-                                                 .trunk_format = c.trunk_format});
+  auto result = SynthesizeModel(
+      dir / "m.warp",
+      {.arch = c.arch, .preset = c.preset, .target_bytes = c.size, .trunk_format = c.trunk_format});
   WARP_ASSERT_OK(result);
   ExpectOpensAndVerifies(dir / "m.warp");
   if (c.size) {
@@ -95,8 +93,8 @@ TEST(SynthTest, SizeScalesLayersThenExpertsToFitTheTarget) {
   auto preset = FindPreset("deepseek_v3", "k2-slice");
   WARP_ASSERT_OK(preset);
   const uint64_t target = 30ull << 30;
-  auto scaled = ScaleToSize("deepseek_v3", preset->config, TensorFormat::kQ4B32,
-                            TensorFormat::kBF16, target);
+  auto scaled =
+      ScaleToSize("deepseek_v3", preset->config, TensorFormat::kQ4B32, TensorFormat::kBF16, target);
   WARP_ASSERT_OK(scaled);
   EXPECT_EQ((*scaled)["n_routed_experts"], 384);  // keeps the real expert count
   auto bytes = ContainerBytes("deepseek_v3", *scaled, TensorFormat::kQ4B32, TensorFormat::kBF16);

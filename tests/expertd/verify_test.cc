@@ -60,10 +60,9 @@ TEST_F(VerifyTest, OneFlippedPayloadByteNamesLayerExpertFileAndOffset) {
   FlipByte("experts-L2.bin", 2 * RecordBytes() + 100);
   auto report = VerifyContainer(model_, {});
   WARP_ASSERT_OK(report);
-  EXPECT_THAT(report->problems,
-              ElementsAre(absl::StrCat("expert 2 of layer 2: checksum mismatch (",
-                                       (model_ / "experts-L2.bin").string(), " @",
-                                       2 * RecordBytes(), ")")));
+  EXPECT_THAT(report->problems, ElementsAre(absl::StrCat("expert 2 of layer 2: checksum mismatch (",
+                                                         (model_ / "experts-L2.bin").string(), " @",
+                                                         2 * RecordBytes(), ")")));
   EXPECT_EQ(report->records_checked, 8u);  // the bad record did not stop the scan
 }
 
@@ -80,7 +79,8 @@ TEST_F(VerifyTest, CorruptFooterOfTheFirstRecordIsReportedNotFatal) {
   auto report = VerifyContainer(model_, {});
   WARP_ASSERT_OK(report);
   ASSERT_EQ(report->problems.size(), 1u);
-  EXPECT_THAT(report->problems[0], HasSubstr("expert 0 of layer 1: footer names expert 0 of layer 0"));
+  EXPECT_THAT(report->problems[0],
+              HasSubstr("expert 0 of layer 1: footer names expert 0 of layer 0"));
 }
 
 TEST_F(VerifyTest, FlippedTrunkByteNamesTheTensor) {

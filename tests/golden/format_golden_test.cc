@@ -22,7 +22,8 @@ namespace {
 
 std::string FormatDoc() {
   const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  std::ifstream in(std::filesystem::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "docs" / "FORMAT.md");
+  std::ifstream in(std::filesystem::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "docs" /
+                   "FORMAT.md");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -52,11 +53,11 @@ Manifest WriteExample(const std::filesystem::path& dir) {
   auto writer = ContainerWriter::Create(dir, header, {});
   EXPECT_TRUE(writer.ok());
   auto ones = [](uint64_t, std::span<std::byte> out) { FillFloats(out, {1, 1, 1, 1}); };
-  EXPECT_TRUE((*writer)
-                  ->AddTrunkTensor({.name = "model.norm.weight", .format = TensorFormat::kF32,
-                                    .shape = {4}},
-                                   ones, ones)
-                  .ok());
+  EXPECT_TRUE(
+      (*writer)
+          ->AddTrunkTensor(
+              {.name = "model.norm.weight", .format = TensorFormat::kF32, .shape = {4}}, ones, ones)
+          .ok());
   const BankEntry bank =
       LayoutBank(3, 2,
                  {{.name = "gate_proj", .format = TensorFormat::kF32, .shape = {1, 4}},
@@ -108,9 +109,8 @@ TEST_F(FormatGoldenTest, TrunkEntryJsonMatchesTheDoc) {
 }
 
 TEST_F(FormatGoldenTest, UsageHexDumpMatchesTheDoc) {
-  UsageTable table{.fingerprint = 0x0123456789abcdefull,
-                   .tokens = 56,
-                   .entries = {{3, 0, 40}, {3, 1, 16}}};
+  UsageTable table{
+      .fingerprint = 0x0123456789abcdefull, .tokens = 56, .entries = {{3, 0, 40}, {3, 1, 16}}};
   const std::string bytes = EncodeUsage(table);
   const std::string dump = warp::testing::HexDump(std::as_bytes(std::span(bytes)), 0);
   EXPECT_EQ(GoldenBlock(doc_, "usage-hexdump"), dump) << "docs/FORMAT.md block:\n" << dump;

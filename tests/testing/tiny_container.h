@@ -14,9 +14,9 @@
 namespace warp::testing {
 
 struct TinyContainerOptions {
-  uint32_t num_layers = 2;   // banks are layers 1 .. num_layers (layer 0 is dense)
+  uint32_t num_layers = 2;  // banks are layers 1 .. num_layers (layer 0 is dense)
   uint32_t num_experts = 4;
-  uint64_t rows = 8;         // of each f32 matrix gate/up/down: [rows, 32], [rows, 32], [32, rows]
+  uint64_t rows = 8;  // of each f32 matrix gate/up/down: [rows, 32], [rows, 32], [32, rows]
   uint64_t fingerprint = 0x0123456789abcdefull;
 };
 

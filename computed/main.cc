@@ -1,4 +1,4 @@
-// computed: the compute client of WARP. Subcommands: synth, plan.
+// computed: the compute client of WARP. Subcommands: convert, synth, plan.
 
 #include <string>
 #include <vector>
@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   std::vector<warp::computed::CommandRunner> runners = {
+      warp::computed::AddConvertCommand(app),
       warp::computed::AddSynthCommand(app),
       warp::computed::AddPlanCommand(app),
   };

@@ -74,6 +74,11 @@ class ContainerWriter {
   // REQUIRES: every expert of the bank was committed.
   absl::Status EndBank();
 
+  // Names the tokenizer files copied into the directory (before Finish()).
+  void SetTokenizer(std::optional<TokenizerRef> tokenizer) {
+    manifest_.tokenizer = std::move(tokenizer);
+  }
+
   // Writes manifest.json. The container can be opened afterwards.
   absl::Status Finish();
 

@@ -18,6 +18,7 @@ using CommandRunner = std::function<int()>;
 // printing "computed NAME: message" on failure.
 CommandRunner MakeRunner(CLI::App* cmd, std::function<absl::Status()> run);
 
+CommandRunner AddConvertCommand(CLI::App& app);
 CommandRunner AddSynthCommand(CLI::App& app);
 CommandRunner AddPlanCommand(CLI::App& app);
 

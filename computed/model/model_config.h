@@ -19,6 +19,24 @@ namespace warp::computed {
 enum class Architecture {
   kDeepseekV3,  // DeepSeek V3 / Kimi K2: MLA, sigmoid group routing, shared experts
   kQwen3Moe,    // Qwen3-MoE: GQA with q/k norm, softmax top-k
+  kGlm4Moe,     // GLM-4.5: GQA with biases and q/k norm, partial rope, sigmoid group routing
+  kMixtral,     // Mixtral: GQA, softmax top-2
+};
+
+enum class RouterKind {
+  kSoftmaxTopK,        // softmax over all experts, top-k (qwen3_moe, mixtral)
+  kSigmoidGroupTopK,   // sigmoid + selection bias, group-limited top-k (deepseek_v3, glm4_moe)
+};
+
+// YaRN rope scaling (rope_scaling.type == "yarn"), as DeepSeek V3 / Kimi K2 ship it.
+struct YarnScaling {
+  bool enabled = false;
+  double factor = 1.0;
+  double original_max_position = 4096;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double mscale = 1.0;
+  double mscale_all_dim = 0.0;
 };
 
 std::string_view ArchitectureName(Architecture arch);
@@ -45,6 +63,19 @@ struct ModelConfig {
   uint32_t qk_rope_head_dim = 0;
   uint32_t v_head_dim = 0;
   std::vector<bool> moe_layer;  // [num_layers]: true where the MLP is routed experts
+  // Numerics and routing.
+  float rms_norm_eps = 1e-6f;
+  double rope_theta = 10000.0;
+  bool rope_interleaved = false;       // deepseek_v3: rope on interleaved (even, odd) pairs
+  float partial_rotary_factor = 1.0f;  // glm4_moe: rope on the first head_dim x factor dims
+  YarnScaling yarn;
+  bool attention_bias = false;         // q/k/v projections carry biases (glm4_moe)
+  bool qk_norm = false;                // RMSNorm of q and k per head before rope
+  RouterKind router = RouterKind::kSoftmaxTopK;
+  bool norm_topk_prob = false;
+  float routed_scaling_factor = 1.0f;
+  uint32_t n_group = 1;
+  uint32_t topk_group = 1;
 
   bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
   uint32_t NumMoeLayers() const;

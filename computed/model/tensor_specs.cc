@@ -59,15 +59,39 @@ void AddGqaAttention(const ModelConfig& c, const std::string& p, SpecList& specs
   specs.Add(p + "q_proj.weight", {q_dim, c.hidden_size});
   specs.Add(p + "k_proj.weight", {kv_dim, c.hidden_size});
   specs.Add(p + "v_proj.weight", {kv_dim, c.hidden_size});
+  if (c.attention_bias) {
+    specs.Add(p + "q_proj.bias", {q_dim});
+    specs.Add(p + "k_proj.bias", {kv_dim});
+    specs.Add(p + "v_proj.bias", {kv_dim});
+  }
   specs.Add(p + "o_proj.weight", {c.hidden_size, q_dim});
-  specs.Add(p + "q_norm.weight", {c.head_dim});
-  specs.Add(p + "k_norm.weight", {c.head_dim});
+  if (c.qk_norm) {
+    specs.Add(p + "q_norm.weight", {c.head_dim});
+    specs.Add(p + "k_norm.weight", {c.head_dim});
+  }
 }
 
 }  // namespace
 
 bool IsPrecisionCritical(const TensorSpec& spec) {
-  return spec.shape.size() == 1 || absl::EndsWith(spec.name, "mlp.gate.weight");
+  return spec.shape.size() == 1 || absl::EndsWith(spec.name, ".gate.weight");
+}
+
+std::string RouterName(const ModelConfig& c, uint32_t layer) {
+  return absl::StrCat("model.layers.", layer,
+                      c.arch == Architecture::kMixtral ? ".block_sparse_moe" : ".mlp",
+                      ".gate.weight");
+}
+
+std::string ExpertTensorName(const ModelConfig& c, uint32_t layer, uint32_t expert,
+                             std::string_view matrix) {
+  if (c.arch == Architecture::kMixtral) {
+    const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
+    return absl::StrCat("model.layers.", layer, ".block_sparse_moe.experts.", expert, ".", w,
+                        ".weight");
+  }
+  return absl::StrCat("model.layers.", layer, ".mlp.experts.", expert, ".", std::string(matrix),
+                      ".weight");
 }
 
 std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matrix_format) {
@@ -87,8 +111,8 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
       specs.AddMlp(p + "mlp", hidden, c.intermediate_size);
       continue;
     }
-    specs.Add(p + "mlp.gate.weight", {c.num_experts, hidden});
-    if (c.arch == Architecture::kDeepseekV3) {
+    specs.Add(RouterName(c, layer), {c.num_experts, hidden});
+    if (c.router == RouterKind::kSigmoidGroupTopK) {
       specs.Add(p + "mlp.gate.e_score_correction_bias", {c.num_experts});
     }
     if (c.num_shared_experts > 0) {

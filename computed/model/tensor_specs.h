@@ -4,6 +4,8 @@
 // names, and the matrices of one routed-expert record. The converter, the
 // synthesizer and the engine all follow these lists.
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/format/container_writer.h"
@@ -21,5 +23,13 @@ std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorForma
 
 // True for tensors stored f32 whatever the trunk format (norms, biases, routers).
 bool IsPrecisionCritical(const TensorSpec& spec);
+
+// Hugging Face name of the router weight of MoE layer `layer`.
+std::string RouterName(const ModelConfig& config, uint32_t layer);
+
+// Hugging Face name of one routed expert's matrix ("gate_proj", "up_proj",
+// "down_proj"); Mixtral's w1/w3/w2 map to gate/up/down.
+std::string ExpertTensorName(const ModelConfig& config, uint32_t layer, uint32_t expert,
+                             std::string_view matrix);
 
 }  // namespace warp::computed

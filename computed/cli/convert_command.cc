@@ -1,0 +1,49 @@
+// computed convert HF_DIR OUT.warp [--experts native|q8|q4] [--trunk native|bf16|q8]
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "common/byte_size.h"
+#include "computed/cli/commands.h"
+#include "computed/convert/converter.h"
+
+namespace warp::computed {
+namespace {
+
+struct ConvertFlags {
+  std::string hf_dir;
+  std::string out;
+  ConvertOptions options;
+  bool no_direct = false;
+  bool quiet = false;
+};
+
+absl::Status Run(ConvertFlags& flags) {
+  flags.options.direct_io = !flags.no_direct;
+  flags.options.show_progress = !flags.quiet;
+  auto result = ConvertCheckpoint(flags.hf_dir, flags.out, flags.options);
+  if (!result.ok()) return result.status();
+  std::printf("wrote %s: %zu banks, read %s in %.1f s, fingerprint %s\n", flags.out.c_str(),
+              result->manifest.banks.size(), FormatBytes(result->bytes_read).c_str(),
+              result->seconds, FingerprintHex(result->manifest.fingerprint).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CommandRunner AddConvertCommand(CLI::App& app) {
+  auto flags = std::make_shared<ConvertFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("convert", "Convert a Hugging Face checkpoint to a .warp container");
+  cmd->add_option("hf_dir", flags->hf_dir, "Directory with config.json and *.safetensors")
+      ->required();
+  cmd->add_option("out", flags->out, "Output directory, e.g. model.warp")->required();
+  cmd->add_option("--experts", flags->options.experts, "native (default), q8 or q4");
+  cmd->add_option("--trunk", flags->options.trunk, "native (default), bf16 or q8");
+  cmd->add_flag("--no-direct", flags->no_direct, "Write through the page cache, not O_DIRECT");
+  cmd->add_flag("--quiet", flags->quiet, "No progress bar");
+  return MakeRunner(cmd, [flags] { return Run(*flags); });
+}
+
+}  // namespace warp::computed

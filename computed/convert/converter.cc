@@ -1,0 +1,289 @@
+#include "computed/convert/converter.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/byte_size.h"
+#include "common/format/container_writer.h"
+#include "common/hash.h"
+#include "common/io/file.h"
+#include "common/logging.h"
+#include "common/progress.h"
+#include "common/status.h"
+#include "computed/convert/encode.h"
+#include "computed/convert/safetensors.h"
+#include "computed/model/model_config.h"
+#include "computed/model/tensor_specs.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+// Tokenizer and chat-template files copied into the container when present.
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
+                                           "tokenizer.model", "tiktoken.model",
+                                           "special_tokens_map.json"};
+constexpr const char* kChatTemplateFile = "chat_template.jinja";
+
+std::string ShapeString(const std::vector<uint64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
+  switch (tensor.dtype) {
+    case SourceDtype::kF32:
+      return TensorFormat::kF32;
+    case SourceDtype::kF16:
+      return TensorFormat::kF16;
+    case SourceDtype::kBF16:
+      return TensorFormat::kBF16;
+    case SourceDtype::kF8E4M3:
+      return TensorFormat::kF8E4M3B128;
+  }
+  return absl::InternalError("unreachable");
+}
+
+bool IsPassthrough(TensorFormat format, const SourceTensor& tensor) {
+  absl::StatusOr<TensorFormat> native = NativeFormat(tensor);
+  return native.ok() && *native == format;
+}
+
+// One tensor of the checkpoint as the container will store it.
+struct SourcedTensor {
+  TensorSpec spec;
+  const SourceTensor* source = nullptr;
+  const SourceTensor* scale_inv = nullptr;  // FP8 only
+};
+
+class Converter {
+ public:
+  Converter(const Checkpoint& checkpoint, const ModelConfig& model, const ConvertOptions& options,
+            ProgressBar& progress)
+      : checkpoint_(checkpoint), model_(model), options_(options), progress_(progress) {}
+
+  absl::StatusOr<SourcedTensor> Source(const std::string& name, const std::vector<uint64_t>& shape,
+                                       TensorFormat format) const {
+    const SourceTensor* source = checkpoint_.Find(name);
+    if (source == nullptr) {
+      return absl::NotFoundError(absl::StrCat("tensor ", name, " is missing from the checkpoint"));
+    }
+    if (source->shape != shape) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " has shape ",
+                                                     ShapeString(source->shape),
+                                                     "; config.json implies ", ShapeString(shape)));
+    }
+    SourcedTensor out{.spec = {.name = name, .format = format, .shape = shape}, .source = source};
+    if (source->dtype == SourceDtype::kF8E4M3) {
+      out.scale_inv = checkpoint_.Find(name + "_scale_inv");
+      if (out.scale_inv == nullptr) {
+        return absl::NotFoundError(absl::StrCat("tensor ", name, " is F8_E4M3 but ", name,
+                                                "_scale_inv is missing"));
+      }
+    }
+    if (std::string problem = ShapeProblem(format, shape); !problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, ": ", problem));
+    }
+    return out;
+  }
+
+  // The trunk format of one tensor for the --trunk choice.
+  absl::StatusOr<TensorFormat> TrunkFormat(const TensorSpec& spec,
+                                           const SourceTensor& source) const {
+    if (IsPrecisionCritical(spec)) return TensorFormat::kF32;
+    if (options_.trunk == "native") return NativeFormat(source);
+    if (options_.trunk == "bf16") return TensorFormat::kBF16;
+    // q8: rows that are not whole 32-blocks stay bf16.
+    return ShapeProblem(TensorFormat::kQ8B32, spec.shape).empty() ? TensorFormat::kQ8B32
+                                                                  : TensorFormat::kBF16;
+  }
+
+  // Fills bytes [offset, offset + out.size()) of the data (or scale) sub-tensor.
+  absl::Status Fill(const SourcedTensor& t, bool scale, uint64_t offset,
+                    std::span<std::byte> out) const {
+    if (IsPassthrough(t.spec.format, *t.source)) {
+      return scale ? checkpoint_.Read(*t.scale_inv, offset, out)
+                   : checkpoint_.Read(*t.source, offset, out);
+    }
+    const uint64_t cols = t.spec.shape.size() == 2 ? t.spec.shape[1] : t.spec.shape[0];
+    const uint64_t rows = t.spec.shape.size() == 2 ? t.spec.shape[0] : 1;
+    const uint64_t row_bytes = scale ? ScaleBytes(t.spec.format, {1, cols})
+                                     : DataBytes(t.spec.format, {1, cols});
+    const uint64_t first = offset / row_bytes;
+    const uint64_t last = std::min(rows, (offset + out.size() + row_bytes - 1) / row_bytes);
+    std::vector<float> values((last - first) * cols);
+    WARP_RETURN_IF_ERROR(
+        checkpoint_.ReadRowsAsFloat(*t.source, t.scale_inv, first, last - first, values));
+    std::vector<std::byte> data(DataBytes(t.spec.format, {last - first, cols}));
+    std::vector<std::byte> scales(ScaleBytes(t.spec.format, {last - first, cols}));
+    EncodeRows(t.spec.format, values, cols, data, scales);
+    const std::vector<std::byte>& encoded = scale ? scales : data;
+    std::memcpy(out.data(), encoded.data() + (offset - first * row_bytes), out.size());
+    return absl::OkStatus();
+  }
+
+  absl::Status WriteTrunk(ContainerWriter& writer) const {
+    for (const TensorSpec& spec : TrunkTensorSpecs(model_, TensorFormat::kF32)) {
+      const SourceTensor* source = checkpoint_.Find(spec.name);
+      if (source == nullptr) {
+        return absl::NotFoundError(
+            absl::StrCat("tensor ", spec.name, " is missing from the checkpoint"));
+      }
+      WARP_ASSIGN_OR_RETURN(TensorFormat format, TrunkFormat(spec, *source));
+      WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(spec.name, spec.shape, format));
+      absl::Status status;
+      auto filler = [&](bool scale) {
+        return [&, scale](uint64_t offset, std::span<std::byte> out) {
+          if (status.ok()) status = Fill(t, scale, offset, out);
+        };
+      };
+      WARP_RETURN_IF_ERROR(writer.AddTrunkTensor(t.spec, filler(false), filler(true)));
+      WARP_RETURN_IF_ERROR(status);
+      progress_.Advance(source->bytes + (t.scale_inv ? t.scale_inv->bytes : 0));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<TensorFormat> ExpertFormat(uint32_t layer) const {
+    if (options_.experts == "q8") return TensorFormat::kQ8B32;
+    if (options_.experts == "q4") return TensorFormat::kQ4B32;
+    const std::string name = ExpertTensorName(model_, layer, 0, "gate_proj");
+    const SourceTensor* source = checkpoint_.Find(name);
+    if (source == nullptr) {
+      return absl::NotFoundError(absl::StrCat("tensor ", name, " is missing from the checkpoint"));
+    }
+    return NativeFormat(*source);
+  }
+
+  absl::Status WriteBanks(ContainerWriter& writer) const {
+    for (uint32_t layer = 0; layer < model_.num_layers; ++layer) {
+      if (!model_.IsMoeLayer(layer)) continue;
+      WARP_ASSIGN_OR_RETURN(TensorFormat format, ExpertFormat(layer));
+      const BankEntry bank =
+          LayoutBank(layer, model_.num_experts, ExpertMatrixSpecs(model_, format));
+      WARP_RETURN_IF_ERROR(writer.BeginBank(bank));
+      for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+        std::span<std::byte> record = writer.NextRecord();
+        for (const TensorEntry& matrix : bank.matrices) {
+          const std::string name = ExpertTensorName(model_, layer, expert, matrix.name);
+          WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(name, matrix.shape, format));
+          if (options_.experts == "native" && !IsPassthrough(format, *t.source)) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "tensor ", name, " is ", std::string(SourceDtypeName(t.source->dtype)),
+                " but expert 0 of the layer is ", std::string(TensorFormatName(format)),
+                "; --experts native needs one dtype per layer"));
+          }
+          WARP_RETURN_IF_ERROR(
+              Fill(t, false, 0, record.subspan(matrix.data.offset, matrix.data.bytes)));
+          if (matrix.scale) {
+            WARP_RETURN_IF_ERROR(
+                Fill(t, true, 0, record.subspan(matrix.scale->offset, matrix.scale->bytes)));
+          }
+          progress_.Advance(t.source->bytes + (t.scale_inv ? t.scale_inv->bytes : 0));
+        }
+        writer.CommitRecord();
+      }
+      WARP_RETURN_IF_ERROR(writer.EndBank());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const Checkpoint& checkpoint_;
+  const ModelConfig& model_;
+  const ConvertOptions& options_;
+  ProgressBar& progress_;
+};
+
+absl::Status CheckOptions(const ConvertOptions& options) {
+  if (options.experts != "native" && options.experts != "q8" && options.experts != "q4") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--experts ", options.experts, ": expected native, q8 or q4"));
+  }
+  if (options.trunk != "native" && options.trunk != "bf16" && options.trunk != "q8") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trunk ", options.trunk, ": expected native, bf16 or q8"));
+  }
+  return absl::OkStatus();
+}
+
+// Copies the tokenizer files the release ships; returns the manifest reference.
+absl::StatusOr<std::optional<TokenizerRef>> CopyTokenizer(const fs::path& from,
+                                                          const fs::path& to) {
+  TokenizerRef ref;
+  std::error_code error;
+  for (const char* name : kTokenizerFiles) {
+    if (!fs::exists(from / name)) continue;
+    fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing, error);
+    if (error) return absl::InternalError(absl::StrCat((to / name).string(), ": ", error.message()));
+    ref.files.push_back(name);
+  }
+  if (fs::exists(from / kChatTemplateFile)) {
+    fs::copy_file(from / kChatTemplateFile, to / kChatTemplateFile,
+                  fs::copy_options::overwrite_existing, error);
+    if (error) return absl::InternalError(error.message());
+    ref.chat_template = kChatTemplateFile;
+  }
+  if (ref.files.empty() && ref.chat_template.empty()) return std::nullopt;
+  return ref;
+}
+
+// Identifies the checkpoint: its config and every tensor's name, dtype, shape and size.
+uint64_t CheckpointFingerprint(const json& config, const Checkpoint& checkpoint,
+                               const ConvertOptions& options) {
+  uint64_t hash = Fnv1a64(config.dump());
+  hash = Fnv1a64(absl::StrCat("experts=", options.experts, " trunk=", options.trunk), hash);
+  for (const auto& [name, tensor] : checkpoint.tensors()) {
+    hash = Fnv1a64(absl::StrCat(name, ":", std::string(SourceDtypeName(tensor.dtype)),
+                                ShapeString(tensor.shape),
+                                ":", tensor.bytes, ";"),
+                   hash);
+  }
+  return hash;
+}
+
+}  // namespace
+
+absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& hf_dir, const fs::path& out,
+                                                const ConvertOptions& options) {
+  WARP_RETURN_IF_ERROR(CheckOptions(options));
+  const fs::path config_path = hf_dir / "config.json";
+  WARP_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(config_path));
+  json config = json::parse(config_text, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(config_path.string(), ": not a JSON object"));
+  }
+  const std::string model_type = config.value("model_type", std::string());
+  absl::StatusOr<ModelConfig> model = ParseModelConfig(model_type, config);
+  if (!model.ok()) return Annotate(model.status(), config_path.string());
+  WARP_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(hf_dir));
+
+  Manifest header;
+  header.architecture = std::string(ArchitectureName(model->arch));
+  header.config = config;
+  header.source = absl::StrCat("computed convert ", hf_dir.string(), " --experts ",
+                               options.experts, " --trunk ", options.trunk);
+  header.fingerprint = CheckpointFingerprint(config, *checkpoint, options);
+  WARP_ASSIGN_OR_RETURN(auto writer, ContainerWriter::Create(out, std::move(header),
+                                                             {.direct_io = options.direct_io}));
+  Logger("computed").info("converting {} ({}, {} layers, {} experts/layer, {}) to {}",
+                          hf_dir.string(), model_type, model->num_layers, model->num_experts,
+                          FormatBytes(checkpoint->total_bytes()), out.string());
+  ProgressBar progress("convert", checkpoint->total_bytes(), options.show_progress);
+  Converter converter(*checkpoint, *model, options, progress);
+  absl::Status status = converter.WriteTrunk(*writer);
+  if (status.ok()) status = converter.WriteBanks(*writer);
+  if (!status.ok()) return Annotate(status, hf_dir.string());
+  WARP_ASSIGN_OR_RETURN(std::optional<TokenizerRef> tokenizer, CopyTokenizer(hf_dir, out));
+  writer->SetTokenizer(tokenizer);
+  WARP_RETURN_IF_ERROR(writer->Finish());
+  progress.Finish();
+  return ConvertResult{.manifest = writer->manifest(),
+                       .bytes_read = progress.done_bytes(),
+                       .seconds = progress.elapsed_seconds()};
+}
+
+}  // namespace warp::computed

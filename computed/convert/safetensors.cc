@@ -1,0 +1,254 @@
+#include "computed/convert/safetensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/numeric/half.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// A safetensors header larger than this is not a checkpoint we can trust.
+constexpr uint64_t kMaxHeaderBytes = 100 << 20;
+
+absl::StatusOr<SourceDtype> ParseDtype(const std::string& name) {
+  if (name == "F32") return SourceDtype::kF32;
+  if (name == "F16") return SourceDtype::kF16;
+  if (name == "BF16") return SourceDtype::kBF16;
+  if (name == "F8_E4M3") return SourceDtype::kF8E4M3;
+  return absl::InvalidArgumentError(
+      absl::StrCat("dtype ", name, " is not supported (F32, F16, BF16, F8_E4M3)"));
+}
+
+json ParseJsonOrNull(const std::string& text) {
+  // nlohmann::json reports syntax errors by exception only; caught at this boundary.
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error&) {
+    return json();
+  }
+}
+
+absl::StatusOr<SourceTensor> ParseEntry(const std::string& name, const json& entry,
+                                        uint64_t data_begin, uint64_t file_size) {
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+      !entry.contains("data_offsets") || !entry["dtype"].is_string() ||
+      !entry["shape"].is_array() || !entry["data_offsets"].is_array() ||
+      entry["data_offsets"].size() != 2) {
+    return absl::InvalidArgumentError("needs dtype, shape and data_offsets [begin, end]");
+  }
+  SourceTensor tensor{.name = name};
+  WARP_ASSIGN_OR_RETURN(tensor.dtype, ParseDtype(entry["dtype"].get<std::string>()));
+  uint64_t elements = 1;
+  for (const json& dim : entry["shape"]) {
+    if (!dim.is_number_unsigned()) return absl::InvalidArgumentError("shape must be unsigned");
+    tensor.shape.push_back(dim.get<uint64_t>());
+    if (__builtin_mul_overflow(elements, tensor.shape.back(), &elements)) {
+      return absl::InvalidArgumentError("shape overflows");
+    }
+  }
+  const json& offsets = entry["data_offsets"];
+  if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+    return absl::InvalidArgumentError("data_offsets must be unsigned");
+  }
+  const uint64_t begin = offsets[0].get<uint64_t>();
+  const uint64_t end = offsets[1].get<uint64_t>();
+  if (end < begin || end > file_size - data_begin) {
+    return absl::DataLossError(absl::StrCat("data_offsets [", begin, ", ", end,
+                                            ") run past the end of the file (data section is ",
+                                            file_size - data_begin, " bytes)"));
+  }
+  if (end - begin != elements * SourceDtypeBytes(tensor.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("data is ", end - begin, " bytes but shape ",
+                                                   entry["shape"].dump(), " of ",
+                                                   entry["dtype"].get<std::string>(), " needs ",
+                                                   elements * SourceDtypeBytes(tensor.dtype)));
+  }
+  tensor.offset = data_begin + begin;
+  tensor.bytes = end - begin;
+  return tensor;
+}
+
+}  // namespace
+
+std::string_view SourceDtypeName(SourceDtype dtype) {
+  switch (dtype) {
+    case SourceDtype::kF32:
+      return "F32";
+    case SourceDtype::kF16:
+      return "F16";
+    case SourceDtype::kBF16:
+      return "BF16";
+    case SourceDtype::kF8E4M3:
+      return "F8_E4M3";
+  }
+  return "?";
+}
+
+uint64_t SourceDtypeBytes(SourceDtype dtype) {
+  switch (dtype) {
+    case SourceDtype::kF32:
+      return 4;
+    case SourceDtype::kF16:
+    case SourceDtype::kBF16:
+      return 2;
+    case SourceDtype::kF8E4M3:
+      return 1;
+  }
+  return 0;
+}
+
+float Fp8E4M3ToFloat(uint8_t code) {
+  const int sign = code >> 7;
+  const int exp = (code >> 3) & 0xf;
+  const int mant = code & 0x7;
+  float value;
+  if (exp == 0xf && mant == 0x7) {
+    value = std::nanf("");
+  } else if (exp == 0) {
+    value = std::ldexp(static_cast<float>(mant), -9);  // subnormal: mant/8 * 2^-6
+  } else {
+    value = std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, exp - 7);
+  }
+  return sign ? -value : value;
+}
+
+absl::Status Checkpoint::AddFile(const fs::path& path) {
+  const std::string where = path.string();
+  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
+  WARP_ASSIGN_OR_RETURN(uint64_t size, FileSize(file.fd.get(), where));
+  uint64_t header_bytes = 0;
+  if (size < 8) return absl::DataLossError(absl::StrCat(where, ": truncated (", size, " bytes)"));
+  WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(),
+                                 std::as_writable_bytes(std::span(&header_bytes, 1)), 0, where));
+  if (header_bytes > kMaxHeaderBytes || header_bytes > size - 8) {
+    return absl::DataLossError(absl::StrCat(where, ": header of ", header_bytes,
+                                            " bytes does not fit in the ", size,
+                                            "-byte file (truncated?)"));
+  }
+  std::string header(header_bytes, '\0');
+  WARP_RETURN_IF_ERROR(
+      PreadFull(file.fd.get(), std::as_writable_bytes(std::span(header)), 8, where));
+  const json root = ParseJsonOrNull(header);
+  if (!root.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": header is not a JSON object"));
+  }
+  for (const auto& [name, entry] : root.items()) {
+    if (name == "__metadata__") continue;
+    absl::StatusOr<SourceTensor> tensor = ParseEntry(name, entry, 8 + header_bytes, size);
+    if (!tensor.ok()) return Annotate(tensor.status(), absl::StrCat(where, ": tensor ", name));
+    tensor->file = paths_.size();
+    total_bytes_ += tensor->bytes;
+    if (!tensors_.emplace(name, *std::move(tensor)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", name, " appears twice"));
+    }
+  }
+  paths_.push_back(path);
+  fds_.push_back(std::move(file.fd));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const fs::path& dir) {
+  auto checkpoint = std::unique_ptr<Checkpoint>(new Checkpoint());
+  const fs::path index = dir / "model.safetensors.index.json";
+  std::vector<fs::path> files;
+  if (fs::exists(index)) {
+    WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index));
+    const json root = ParseJsonOrNull(text);
+    if (!root.is_object() || !root.contains("weight_map") || !root["weight_map"].is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(index.string(), ": needs a \"weight_map\" object"));
+    }
+    for (const auto& [name, file] : root["weight_map"].items()) {
+      if (!file.is_string()) return absl::InvalidArgumentError(index.string() + ": bad entry");
+      const fs::path path = dir / file.get<std::string>();
+      if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
+    }
+  } else {
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(dir, error)) {
+      if (absl::EndsWith(entry.path().string(), ".safetensors")) files.push_back(entry.path());
+    }
+    if (error) return absl::NotFoundError(absl::StrCat(dir.string(), ": ", error.message()));
+    std::sort(files.begin(), files.end());
+  }
+  if (files.empty()) {
+    return absl::NotFoundError(absl::StrCat(dir.string(), ": no *.safetensors files"));
+  }
+  for (const fs::path& file : files) WARP_RETURN_IF_ERROR(checkpoint->AddFile(file));
+  return checkpoint;
+}
+
+const SourceTensor* Checkpoint::Find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
+                              std::span<std::byte> out) const {
+  return PreadFull(fds_[tensor.file].get(), out, tensor.offset + offset,
+                   paths_[tensor.file].string());
+}
+
+absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
+                                         uint64_t row_begin, uint64_t num_rows,
+                                         std::span<float> out) const {
+  const uint64_t cols = tensor.shape.size() == 2 ? tensor.shape[1] : tensor.bytes /
+                                                                       SourceDtypeBytes(tensor.dtype);
+  const uint64_t elem = SourceDtypeBytes(tensor.dtype);
+  std::vector<std::byte> raw(num_rows * cols * elem);
+  WARP_RETURN_IF_ERROR(Read(tensor, row_begin * cols * elem, raw));
+  std::vector<float> scales;
+  uint64_t scale_cols = 0;
+  if (tensor.dtype == SourceDtype::kF8E4M3) {
+    if (scale_inv == nullptr || scale_inv->dtype != SourceDtype::kF32 ||
+        scale_inv->shape.size() != 2 || tensor.shape.size() != 2 ||
+        scale_inv->shape[0] != (tensor.shape[0] + 127) / 128 ||
+        scale_inv->shape[1] != (cols + 127) / 128) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor ", tensor.name, ": F8_E4M3 needs a F32 ", tensor.name,
+          "_scale_inv of shape [ceil(rows/128), ceil(cols/128)]"));
+    }
+    scale_cols = scale_inv->shape[1];
+    scales.resize(scale_inv->bytes / 4);
+    WARP_RETURN_IF_ERROR(Read(*scale_inv, 0, std::as_writable_bytes(std::span(scales))));
+  }
+  for (uint64_t i = 0; i < num_rows * cols; ++i) {
+    const std::byte* p = raw.data() + i * elem;
+    switch (tensor.dtype) {
+      case SourceDtype::kF32:
+        std::memcpy(&out[i], p, 4);
+        break;
+      case SourceDtype::kF16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        out[i] = HalfToFloat(h);
+        break;
+      }
+      case SourceDtype::kBF16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        out[i] = Bf16ToFloat(h);
+        break;
+      }
+      case SourceDtype::kF8E4M3: {
+        const uint64_t row = row_begin + i / cols;
+        const uint64_t col = i % cols;
+        out[i] = Fp8E4M3ToFloat(static_cast<uint8_t>(*p)) *
+                 scales[(row / 128) * scale_cols + col / 128];
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,70 @@
+#pragma once
+
+// Reader of Hugging Face checkpoints in safetensors form: one file, or many
+// with model.safetensors.index.json. Validates every header at open (dtype,
+// shape, offsets inside the file, sizes) so reads need no further checks.
+// Streams: nothing is held in memory but the headers.
+//
+// Thread-safe after Open (reads are preads).
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/io/file.h"
+
+namespace warp::computed {
+
+enum class SourceDtype { kF32, kF16, kBF16, kF8E4M3 };
+
+std::string_view SourceDtypeName(SourceDtype dtype);
+uint64_t SourceDtypeBytes(SourceDtype dtype);
+
+struct SourceTensor {
+  std::string name;
+  SourceDtype dtype = SourceDtype::kF32;
+  std::vector<uint64_t> shape;
+  uint64_t offset = 0;  // absolute, in `file`
+  uint64_t bytes = 0;
+  size_t file = 0;      // index into Checkpoint files
+};
+
+class Checkpoint {
+ public:
+  // Opens `dir`: model.safetensors.index.json if present, else every
+  // *.safetensors file in it. Errors name the file and tensor.
+  static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(const std::filesystem::path& dir);
+
+  const SourceTensor* Find(const std::string& name) const;
+  const std::map<std::string, SourceTensor>& tensors() const { return tensors_; }
+  uint64_t total_bytes() const { return total_bytes_; }
+
+  // Reads bytes [offset, offset + out.size()) of `tensor`'s data.
+  absl::Status Read(const SourceTensor& tensor, uint64_t offset, std::span<std::byte> out) const;
+
+  // Reads rows [row_begin, row_begin + num_rows) of a 1-D or 2-D tensor as
+  // float32 (1-D: the whole tensor is one row). FP8 tensors need `scale_inv`
+  // ([ceil(rows/128), ceil(cols/128)] f32) and are dequantized code x scale.
+  absl::Status ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
+                               uint64_t row_begin, uint64_t num_rows,
+                               std::span<float> out) const;
+
+ private:
+  Checkpoint() = default;
+  absl::Status AddFile(const std::filesystem::path& path);
+
+  std::vector<std::filesystem::path> paths_;
+  std::vector<ScopedFd> fds_;
+  std::map<std::string, SourceTensor> tensors_;
+  uint64_t total_bytes_ = 0;
+};
+
+// Exact value of every FP8 E4M3 (OCP "fn": no infinities, 0x7f/0xff NaN) code.
+float Fp8E4M3ToFloat(uint8_t code);
+
+}  // namespace warp::computed

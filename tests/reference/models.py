@@ -1,0 +1,552 @@
+"""Independent plain-PyTorch reference forward pass for four MoE LLM families.
+
+Families (selected by ``config["model_type"]``):
+
+* ``deepseek_v3``  - DeepSeek-V3 / Kimi-K2: MLA attention (optional q-LoRA),
+  interleaved RoPE on the rope sub-head, optional YaRN, sigmoid +
+  ``e_score_correction_bias`` group-limited routing, shared experts,
+  ``first_k_dense_replace`` dense layers.
+* ``qwen3_moe``    - GQA with per-head q_norm/k_norm (before RoPE), softmax
+  router, optional top-k renormalisation, ``mlp_only_layers`` /
+  ``decoder_sparse_step``.
+* ``glm4_moe``     - GQA with q/k/v biases, optional q/k norm, partial rotary,
+  DeepSeek-style sigmoid group routing + shared experts.
+* ``mixtral``      - GQA, softmax top-k router, renormalised top-k weights,
+  ``block_sparse_moe.experts.N.w{1,2,3}``.
+
+Specification: Hugging Face transformers modeling code
+(``models/<family>/modeling_<family>.py``, ``modeling_rope_utils.py``).
+Everything is computed in float32 on CPU; weights are given to
+``ReferenceModel`` already dequantised to float32 (see ``load_checkpoint``).
+The implementation deliberately uses a full causal recompute (no KV cache).
+
+This file depends only on torch, numpy and the Python standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+# ---------------------------------------------------------------------------
+# Numeric formats (bf16 / fp8-e4m3) and a minimal safetensors reader
+# ---------------------------------------------------------------------------
+
+
+def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
+    """uint16 bf16 bit patterns -> float32 (exact)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> uint16 bf16 bit patterns, round-to-nearest-even (no NaN input)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    rounding = ((u >> 16) & 1) + 0x7FFF
+    return ((u + rounding) >> 16).astype(np.uint16)
+
+
+def e4m3_table() -> np.ndarray:
+    """float32 value of each of the 256 OCP FP8 E4M3 ("fn") codes; 0x7F/0xFF -> NaN."""
+    vals = np.zeros(256, dtype=np.float64)
+    for code in range(256):
+        s = -1.0 if code & 0x80 else 1.0
+        e = (code >> 3) & 0xF
+        m = code & 0x7
+        if e == 0xF and m == 0x7:
+            vals[code] = np.nan
+        elif e == 0:
+            vals[code] = s * (m / 8.0) * 2.0 ** (1 - 7)
+        else:
+            vals[code] = s * (1.0 + m / 8.0) * 2.0 ** (e - 7)
+    return vals.astype(np.float32)
+
+
+_E4M3 = e4m3_table()
+
+
+def f32_to_e4m3(x: np.ndarray) -> np.ndarray:
+    """Round float32 to the nearest E4M3 code (ties to even mantissa), saturating at +-448."""
+    x = np.asarray(x, dtype=np.float32)
+    pos = _E4M3[0:0x7F].astype(np.float64)  # codes 0x00..0x7E, strictly increasing 0..448
+    a = np.minimum(np.abs(x).astype(np.float64), 448.0)
+    hi = np.searchsorted(pos, a, side="left")  # first code with value >= a
+    hi = np.clip(hi, 0, len(pos) - 1)
+    lo = np.clip(hi - 1, 0, len(pos) - 1)
+    d_hi = pos[hi] - a
+    d_lo = a - pos[lo]
+    pick_lo = (d_lo < d_hi) | ((d_lo == d_hi) & (lo % 2 == 0))
+    code = np.where(pick_lo, lo, hi).astype(np.uint8)
+    code = np.where(a == pos[hi], hi, code).astype(np.uint8)
+    sign = (np.signbit(x) & (code != 0)).astype(np.uint8) << 7
+    return (code | sign).astype(np.uint8)
+
+
+def e4m3_to_f32(codes: np.ndarray) -> np.ndarray:
+    return _E4M3[codes.astype(np.int64)]
+
+
+def read_safetensors(path: str) -> Dict[str, Tuple[str, List[int], bytes]]:
+    """Return {name: (dtype, shape, raw bytes)} from one .safetensors file."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8 : 8 + n].decode("utf-8"))
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        out[name] = (info["dtype"], list(info["shape"]), blob[base + b : base + e])
+    return out
+
+
+def decode_tensor(dtype: str, shape: List[int], raw: bytes) -> np.ndarray:
+    """Raw safetensors payload -> float32 numpy array (F8 returns the *codes* as uint8)."""
+    if dtype == "F32":
+        arr = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    elif dtype == "BF16":
+        arr = bf16_bits_to_f32(np.frombuffer(raw, dtype="<u2"))
+    elif dtype == "F16":
+        arr = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+    elif dtype == "F8_E4M3":
+        arr = np.frombuffer(raw, dtype=np.uint8).copy()
+    else:
+        raise ValueError(f"unsupported dtype {dtype}")
+    return arr.reshape(shape)
+
+
+def dequant_fp8_block(codes: np.ndarray, scale_inv: np.ndarray, block=(128, 128)) -> np.ndarray:
+    """DeepSeek block FP8: w[i, j] = e4m3(codes[i, j]) * scale_inv[i // 128, j // 128]."""
+    rows, cols = codes.shape
+    br, bc = block
+    s = np.repeat(np.repeat(scale_inv, br, axis=0), bc, axis=1)[:rows, :cols]
+    return (e4m3_to_f32(codes) * s).astype(np.float32)
+
+
+def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
+    """Load config.json and all weights of a checkpoint directory as float32 tensors.
+
+    Handles a single ``model.safetensors`` or a sharded checkpoint with
+    ``model.safetensors.index.json``; F8_E4M3 weights are dequantised with
+    their ``<name>_scale_inv`` tensor (which is then dropped from the dict).
+    """
+    with open(os.path.join(fixture_dir, "config.json")) as f:
+        config = json.load(f)
+    index_path = os.path.join(fixture_dir, "model.safetensors.index.json")
+    if os.path.exists(index_path):
+        with open(index_path) as f:
+            index = json.load(f)
+        files = sorted(set(index["weight_map"].values()))
+    else:
+        index = None
+        files = ["model.safetensors"]
+    raw: Dict[str, Tuple[str, List[int], bytes]] = {}
+    for fn in files:
+        part = read_safetensors(os.path.join(fixture_dir, fn))
+        for k, v in part.items():
+            assert k not in raw, f"duplicate tensor {k}"
+            if index is not None:
+                assert index["weight_map"][k] == fn, f"{k} found in {fn}, index says {index['weight_map'][k]}"
+            raw[k] = v
+    if index is not None:
+        assert set(raw) == set(index["weight_map"]), "index weight_map does not match shard contents"
+    block = tuple((config.get("quantization_config") or {}).get("weight_block_size", [128, 128]))
+    weights: Dict[str, torch.Tensor] = {}
+    for name, (dtype, shape, data) in raw.items():
+        if name.endswith("_scale_inv"):
+            continue
+        arr = decode_tensor(dtype, shape, data)
+        if dtype == "F8_E4M3":
+            sdt, sshape, sdata = raw[name + "_scale_inv"]
+            arr = dequant_fp8_block(arr, decode_tensor(sdt, sshape, sdata), block)
+        weights[name] = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
+    return config, weights
+
+
+# ---------------------------------------------------------------------------
+# Building blocks
+# ---------------------------------------------------------------------------
+
+
+def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """HF *RMSNorm: x * rsqrt(mean(x^2, -1) + eps) * weight (float32)."""
+    var = x.pow(2).mean(-1, keepdim=True)
+    return w * (x * torch.rsqrt(var + eps))
+
+
+def linear(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:
+    y = x @ w.t()
+    return y + b if b is not None else y
+
+
+def swiglu(x, wg, wu, wd):
+    """down(silu(gate(x)) * up(x))."""
+    return linear(torch.nn.functional.silu(linear(x, wg)) * linear(x, wu), wd)
+
+
+def yarn_get_mscale(scale: float = 1.0, mscale: float = 1.0) -> float:
+    if scale <= 1:
+        return 1.0
+    return 0.1 * mscale * math.log(scale) + 1.0
+
+
+def rope_parameters(config: dict, dim: int) -> Tuple[torch.Tensor, float]:
+    """inv_freq [dim/2] and the cos/sin attention factor (HF ROPE_INIT_FUNCTIONS).
+
+    default: inv_freq[i] = 1 / theta^(2i/dim), factor 1.
+    yarn:    HF _compute_yarn_parameters (modeling_rope_utils.py).
+    """
+    base = float(config["rope_theta"])
+    rs = config.get("rope_scaling")
+    rope_type = None
+    if isinstance(rs, dict):
+        rope_type = rs.get("rope_type", rs.get("type"))
+    idx = torch.arange(0, dim, 2, dtype=torch.int64).float()
+    if rope_type in (None, "default"):
+        return 1.0 / (base ** (idx / dim)), 1.0
+    if rope_type != "yarn":
+        raise NotImplementedError(rope_type)
+    factor = float(rs["factor"])
+    attention_factor = rs.get("attention_factor")
+    mscale = rs.get("mscale")
+    mscale_all_dim = rs.get("mscale_all_dim")
+    orig = rs.get("original_max_position_embeddings") or config["max_position_embeddings"]
+    if attention_factor is None:
+        if mscale and mscale_all_dim:
+            attention_factor = float(yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim))
+        else:
+            attention_factor = yarn_get_mscale(factor)
+    beta_fast = rs.get("beta_fast") or 32
+    beta_slow = rs.get("beta_slow") or 1
+
+    def find_correction_dim(num_rot):
+        return (dim * math.log(orig / (num_rot * 2 * math.pi))) / (2 * math.log(base))
+
+    low = max(math.floor(find_correction_dim(beta_fast)), 0)
+    high = min(math.ceil(find_correction_dim(beta_slow)), dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+    extrap_factor = 1 - ramp
+    pos_freqs = base ** (idx / dim)
+    inv_extra = 1.0 / pos_freqs
+    inv_inter = 1.0 / (factor * pos_freqs)
+    inv_freq = inv_inter * (1 - extrap_factor) + inv_extra * extrap_factor
+    return inv_freq, float(attention_factor)
+
+
+def rope_cos_sin(inv_freq: torch.Tensor, attention_factor: float, seq_len: int):
+    """cos/sin of shape [S, dim] with HF layout emb = cat(freqs, freqs)."""
+    pos = torch.arange(seq_len, dtype=torch.float32)
+    freqs = pos[:, None] * inv_freq[None, :].float()
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos() * attention_factor, emb.sin() * attention_factor
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def apply_rope_half(x, cos, sin):
+    """NeoX/HF rotate_half RoPE on the first cos.shape[-1] dims of x (partial rotary)."""
+    rd = cos.shape[-1]
+    xr, xp = x[..., :rd], x[..., rd:]
+    return torch.cat((xr * cos + rotate_half(xr) * sin, xp), dim=-1)
+
+
+def apply_rope_interleave(x, cos, sin):
+    """HF apply_rotary_pos_emb_interleave: de-interleave (d/2,2)->(2,d/2), then rotate_half.
+
+    NB: the output is in de-interleaved order [rot(x0,x1).re, rot(x2,x3).re, ...,
+    rot(x0,x1).im, ...]; identical permutation is applied to q and k so q.k is
+    the same as rotating the (x[2i], x[2i+1]) pairs in place.
+    """
+    *lead, d = x.shape
+    x = x.reshape(*lead, d // 2, 2).transpose(-1, -2).reshape(*lead, d)
+    return x * cos + rotate_half(x) * sin
+
+
+def causal_attention(q, k, v, scale):
+    """q [H,S,Dqk], k [H,S,Dqk], v [H,S,Dv] (kv already expanded to H heads)."""
+    S = q.shape[1]
+    scores = (q @ k.transpose(1, 2)) * scale
+    mask = torch.triu(torch.ones(S, S, dtype=torch.bool), diagonal=1)
+    scores = scores.masked_fill(mask, float("-inf"))
+    p = torch.softmax(scores, dim=-1)
+    return p @ v  # [H,S,Dv]
+
+
+def repeat_kv(x, n_rep):
+    """[KV,S,D] -> [KV*n_rep,S,D]; query head h uses kv head h // n_rep."""
+    return x.repeat_interleave(n_rep, dim=0) if n_rep > 1 else x
+
+
+# ---------------------------------------------------------------------------
+# Routers
+# ---------------------------------------------------------------------------
+
+
+def route_softmax(logits: torch.Tensor, top_k: int, norm_topk_prob: bool):
+    """Qwen3-MoE / Mixtral: softmax over all experts (f32), top-k, optional renorm."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    w, idx = torch.topk(probs, top_k, dim=-1)
+    if norm_topk_prob:
+        w = w / w.sum(dim=-1, keepdim=True)
+    srt = torch.sort(probs, dim=-1, descending=True).values
+    info = {
+        "criterion": probs,
+        "margin": (srt[:, top_k - 1] - srt[:, top_k]) if top_k < probs.shape[-1] else torch.full((probs.shape[0],), float("inf")),
+        "logit_margin": None,
+        "group_margin": torch.full((probs.shape[0],), float("inf")),
+        "zero_fill_agrees": torch.ones(probs.shape[0], dtype=torch.bool),
+    }
+    ls = torch.sort(logits, dim=-1, descending=True).values
+    if top_k < logits.shape[-1]:
+        info["logit_margin"] = ls[:, top_k - 1] - ls[:, top_k]
+    return idx, w, info
+
+
+def route_sigmoid_group(logits, bias, n_group, topk_group, top_k, norm_topk_prob, routed_scaling_factor):
+    """DeepSeek-V3 / GLM-4-MoE "noaux_tc" routing.
+
+    scores = sigmoid(logits); choice = scores + bias
+    group score = sum of the top-2 `choice` values in each group; keep topk_group groups
+    experts of other groups are masked to -inf (never selectable)
+    idx = top-k of masked choice; weights = scores[idx] (un-biased)
+    if norm_topk_prob: weights /= sum(weights) + 1e-20;  weights *= routed_scaling_factor
+    """
+    T, E = logits.shape
+    scores = torch.sigmoid(logits.float())
+    choice = scores + bias[None, :].float()
+    g = choice.view(T, n_group, E // n_group)
+    group_scores = g.topk(2, dim=-1)[0].sum(dim=-1)  # [T, n_group]
+    gidx = torch.topk(group_scores, topk_group, dim=-1)[1]
+    gmask = torch.zeros_like(group_scores, dtype=torch.bool)
+    gmask.scatter_(1, gidx, True)
+    emask = gmask[:, :, None].expand(T, n_group, E // n_group).reshape(T, E)
+    masked = choice.masked_fill(~emask, float("-inf"))
+    idx = torch.topk(masked, top_k, dim=-1)[1]
+    w = scores.gather(1, idx)
+    if norm_topk_prob:
+        w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
+    w = w * routed_scaling_factor
+
+    # diagnostics: selection margins, and whether HF's masked_fill(..., 0.0) picks the same set
+    srt = torch.sort(masked, dim=-1, descending=True).values
+    margin = srt[:, top_k - 1] - srt[:, top_k] if top_k < E else torch.full((T,), float("inf"))
+    margin = torch.where(torch.isnan(margin), torch.full_like(margin, float("inf")), margin)
+    if topk_group < n_group:
+        gs = torch.sort(group_scores, dim=-1, descending=True).values
+        gmargin = gs[:, topk_group - 1] - gs[:, topk_group]
+    else:
+        gmargin = torch.full((T,), float("inf"))
+    zero_masked = choice.masked_fill(~emask, 0.0)
+    idx0 = torch.topk(zero_masked, top_k, dim=-1)[1]
+    agree = (torch.sort(idx0, dim=-1).values == torch.sort(idx, dim=-1).values).all(dim=-1)
+    info = {"criterion": masked, "margin": margin, "group_margin": gmargin, "zero_fill_agrees": agree,
+            "logit_margin": None}
+    return idx, w, info
+
+
+def moe_combine(x, idx, w, expert_fn):
+    """sum_k w[t,k] * expert_{idx[t,k]}(x[t])."""
+    out = torch.zeros_like(x)
+    T, K = idx.shape
+    for e in torch.unique(idx).tolist():
+        tok, slot = torch.where(idx == e)
+        out.index_add_(0, tok, expert_fn(e, x[tok]) * w[tok, slot][:, None])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------
+
+
+class ReferenceModel:
+    """Reference causal LM. ``forward(tokens)`` -> logits [S, vocab] (float32)."""
+
+    def __init__(self, config: dict, weights: Dict[str, torch.Tensor]):
+        self.c = config
+        self.w = {k: v.float() for k, v in weights.items()}
+        self.mt = config["model_type"]
+        if self.mt not in ("deepseek_v3", "qwen3_moe", "glm4_moe", "mixtral"):
+            raise NotImplementedError(self.mt)
+        c = config
+        if self.mt == "deepseek_v3":
+            self.rope_dim = c["qk_rope_head_dim"]  # DeepseekV3Config.head_dim = qk_rope_head_dim
+        else:
+            head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+            self.head_dim = head_dim
+            self.rope_dim = int(head_dim * c.get("partial_rotary_factor", 1.0))
+        self.inv_freq, self.attn_factor = rope_parameters(c, self.rope_dim)
+        self.trace: List[dict] = []
+
+    # -- helpers ------------------------------------------------------------
+    def W(self, name):
+        return self.w[name]
+
+    def has(self, name):
+        return name in self.w
+
+    def is_moe_layer(self, i: int) -> bool:
+        c = self.c
+        if self.mt in ("deepseek_v3", "glm4_moe"):
+            return i >= c["first_k_dense_replace"]
+        if self.mt == "qwen3_moe":
+            return (i not in c.get("mlp_only_layers", [])) and c["num_experts"] > 0 and (i + 1) % c["decoder_sparse_step"] == 0
+        return True  # mixtral
+
+    # -- attention ----------------------------------------------------------
+    def attn_mla(self, i, x, cos, sin):
+        c, p = self.c, f"model.layers.{i}.self_attn."
+        S = x.shape[0]
+        H = c["num_attention_heads"]
+        dn, dr, dv, r = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"], c["kv_lora_rank"]
+        if c.get("q_lora_rank") is None:
+            q = linear(x, self.W(p + "q_proj.weight"))
+        else:
+            qa = linear(x, self.W(p + "q_a_proj.weight"))
+            # NB: HF builds q_a_layernorm / kv_a_layernorm with the default eps=1e-6
+            q = linear(rms_norm(qa, self.W(p + "q_a_layernorm.weight"), 1e-6), self.W(p + "q_b_proj.weight"))
+        q = q.view(S, H, dn + dr).transpose(0, 1)  # [H,S,dn+dr]
+        q_nope, q_rot = q[..., :dn], q[..., dn:]
+        ckv = linear(x, self.W(p + "kv_a_proj_with_mqa.weight"))  # [S, r+dr]
+        c_kv, k_rot = ckv[:, :r], ckv[:, r:]
+        kv = linear(rms_norm(c_kv, self.W(p + "kv_a_layernorm.weight"), 1e-6), self.W(p + "kv_b_proj.weight"))
+        kv = kv.view(S, H, dn + dv).transpose(0, 1)  # [H,S,dn+dv]
+        k_nope, v = kv[..., :dn], kv[..., dn:]
+        k_rot = k_rot.view(1, S, dr)
+        if c.get("rope_interleave", True):
+            q_rot = apply_rope_interleave(q_rot, cos, sin)
+            k_rot = apply_rope_interleave(k_rot, cos, sin)
+        else:
+            q_rot = apply_rope_half(q_rot, cos, sin)
+            k_rot = apply_rope_half(k_rot, cos, sin)
+        k_rot = k_rot.expand(H, S, dr)
+        qs = torch.cat((q_nope, q_rot), dim=-1)
+        ks = torch.cat((k_nope, k_rot), dim=-1)
+        scale = (dn + dr) ** -0.5
+        rs = c.get("rope_scaling")
+        if isinstance(rs, dict):
+            mad = rs.get("mscale_all_dim", 0)
+            if mad:
+                m = yarn_get_mscale(rs["factor"], mad)
+                scale = scale * m * m
+        o = causal_attention(qs, ks, v, scale)  # [H,S,dv]
+        o = o.transpose(0, 1).reshape(S, H * dv)
+        return linear(o, self.W(p + "o_proj.weight"))
+
+    def attn_gqa(self, i, x, cos, sin):
+        c, p = self.c, f"model.layers.{i}.self_attn."
+        S = x.shape[0]
+        H, KV, D = c["num_attention_heads"], c["num_key_value_heads"], self.head_dim
+        b = (lambda n: self.w.get(p + n))
+        q = linear(x, self.W(p + "q_proj.weight"), b("q_proj.bias")).view(S, H, D)
+        k = linear(x, self.W(p + "k_proj.weight"), b("k_proj.bias")).view(S, KV, D)
+        v = linear(x, self.W(p + "v_proj.weight"), b("v_proj.bias")).view(S, KV, D)
+        use_qk_norm = (self.mt == "qwen3_moe") or (self.mt == "glm4_moe" and c.get("use_qk_norm", False))
+        if use_qk_norm:  # per-head RMSNorm over head_dim, BEFORE rope
+            q = rms_norm(q, self.W(p + "q_norm.weight"), c["rms_norm_eps"])
+            k = rms_norm(k, self.W(p + "k_norm.weight"), c["rms_norm_eps"])
+        q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
+        q = apply_rope_half(q, cos, sin)
+        k = apply_rope_half(k, cos, sin)
+        n_rep = H // KV
+        o = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), D ** -0.5)
+        o = o.transpose(0, 1).reshape(S, H * D)
+        return linear(o, self.W(p + "o_proj.weight"), b("o_proj.bias"))
+
+    # -- feed-forward -------------------------------------------------------
+    def mlp(self, i, x, pos_offset_trace: bool = True):
+        c = self.c
+        p = f"model.layers.{i}."
+        if not self.is_moe_layer(i):
+            return swiglu(x, self.W(p + "mlp.gate_proj.weight"), self.W(p + "mlp.up_proj.weight"),
+                          self.W(p + "mlp.down_proj.weight"))
+        if self.mt == "mixtral":
+            logits = linear(x, self.W(p + "block_sparse_moe.gate.weight"))
+            idx, w, info = route_softmax(logits, c["num_experts_per_tok"], True)
+            ep = p + "block_sparse_moe.experts."
+            fn = lambda e, xx: swiglu(xx, self.W(f"{ep}{e}.w1.weight"), self.W(f"{ep}{e}.w3.weight"),
+                                      self.W(f"{ep}{e}.w2.weight"))
+        elif self.mt == "qwen3_moe":
+            logits = linear(x, self.W(p + "mlp.gate.weight"))
+            idx, w, info = route_softmax(logits, c["num_experts_per_tok"], c["norm_topk_prob"])
+            ep = p + "mlp.experts."
+            fn = lambda e, xx: swiglu(xx, self.W(f"{ep}{e}.gate_proj.weight"), self.W(f"{ep}{e}.up_proj.weight"),
+                                      self.W(f"{ep}{e}.down_proj.weight"))
+        else:  # deepseek_v3 / glm4_moe
+            logits = linear(x, self.W(p + "mlp.gate.weight"))
+            idx, w, info = route_sigmoid_group(
+                logits, self.W(p + "mlp.gate.e_score_correction_bias"), c["n_group"], c["topk_group"],
+                c["num_experts_per_tok"], c["norm_topk_prob"], c["routed_scaling_factor"])
+            ep = p + "mlp.experts."
+            fn = lambda e, xx: swiglu(xx, self.W(f"{ep}{e}.gate_proj.weight"), self.W(f"{ep}{e}.up_proj.weight"),
+                                      self.W(f"{ep}{e}.down_proj.weight"))
+        out = moe_combine(x, idx, w, fn)
+        if self.mt in ("deepseek_v3", "glm4_moe") and c.get("n_shared_experts", 0):
+            sp = p + "mlp.shared_experts."
+            out = out + swiglu(x, self.W(sp + "gate_proj.weight"), self.W(sp + "up_proj.weight"),
+                               self.W(sp + "down_proj.weight"))
+        self.trace.append({"layer": i, "idx": idx, "weights": w, **info})
+        return out
+
+    # -- full model ---------------------------------------------------------
+    @torch.no_grad()
+    def forward(self, tokens: List[int]) -> torch.Tensor:
+        c = self.c
+        self.trace = []
+        ids = torch.tensor(tokens, dtype=torch.long)
+        S = ids.shape[0]
+        h = self.W("model.embed_tokens.weight")[ids]
+        cos, sin = rope_cos_sin(self.inv_freq, self.attn_factor, S)
+        eps = c["rms_norm_eps"]
+        for i in range(c["num_hidden_layers"]):
+            p = f"model.layers.{i}."
+            x = rms_norm(h, self.W(p + "input_layernorm.weight"), eps)
+            a = self.attn_mla(i, x, cos, sin) if self.mt == "deepseek_v3" else self.attn_gqa(i, x, cos, sin)
+            h = h + a
+            x = rms_norm(h, self.W(p + "post_attention_layernorm.weight"), eps)
+            h = h + self.mlp(i, x)
+        h = rms_norm(h, self.W("model.norm.weight"), eps)
+        return linear(h, self.W("lm_head.weight"))
+
+    def greedy(self, tokens: List[int], n: int) -> List[int]:
+        """n greedy steps; every step recomputes the full sequence (no cache)."""
+        seq = list(tokens)
+        out = []
+        for _ in range(n):
+            nxt = int(torch.argmax(self.forward(seq)[-1]).item())
+            out.append(nxt)
+            seq.append(nxt)
+        return out
+
+
+def run_fixture(fixture_dir: str):
+    """Recompute (logits, greedy) for a fixture directory from its files only."""
+    config, weights = load_checkpoint(fixture_dir)
+    with open(os.path.join(fixture_dir, "tokens.txt")) as f:
+        tokens = [int(t) for t in f.read().strip().split(",")]
+    m = ReferenceModel(config, weights)
+    return m.forward(tokens), m.greedy(tokens, 16)
+
+
+if __name__ == "__main__":
+    import sys
+
+    for d in sys.argv[1:]:
+        logits, greedy = run_fixture(d)
+        ref = np.fromfile(os.path.join(d, "logits.f32"), dtype="<f4").reshape(logits.shape)
+        with open(os.path.join(d, "greedy.txt")) as f:
+            g = [int(t) for t in f.read().strip().split(",")]
+        print(d, "max|dlogit| =", float(np.abs(ref - logits.numpy()).max()), "greedy ok =", g == greedy)

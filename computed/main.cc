@@ -1,4 +1,4 @@
-// computed: the compute client of WARP. Subcommands: convert, synth, plan.
+// computed: the compute client of WARP. Subcommands: convert, logits, synth, plan.
 
 #include <string>
 #include <vector>
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   std::vector<warp::computed::CommandRunner> runners = {
       warp::computed::AddConvertCommand(app),
+      warp::computed::AddLogitsCommand(app),
       warp::computed::AddSynthCommand(app),
       warp::computed::AddPlanCommand(app),
   };

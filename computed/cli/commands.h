@@ -19,6 +19,7 @@ using CommandRunner = std::function<int()>;
 CommandRunner MakeRunner(CLI::App* cmd, std::function<absl::Status()> run);
 
 CommandRunner AddConvertCommand(CLI::App& app);
+CommandRunner AddLogitsCommand(CLI::App& app);
 CommandRunner AddSynthCommand(CLI::App& app);
 CommandRunner AddPlanCommand(CLI::App& app);
 

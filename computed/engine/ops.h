@@ -1,0 +1,53 @@
+#pragma once
+
+// The small per-token operations of the forward pass (norms, activations,
+// softmax, rotary embedding), in float32 with a fixed summation order so the
+// result of a token never depends on what else is in its batch. Matrix
+// products are in kernels/matmul.h.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "computed/model/model_config.h"
+
+namespace warp::computed {
+
+// out = x * rsqrt(mean(x^2) + eps) * weight. `out` may alias `x`.
+void RmsNorm(std::span<const float> x, std::span<const float> weight, float eps,
+             std::span<float> out);
+
+// gate[i] = silu(gate[i]) * up[i].
+void SiluMul(std::span<float> gate, std::span<const float> up);
+
+// In-place softmax; returns nothing. Subtracts the max first.
+void Softmax(std::span<float> x);
+
+// Rotary position embedding of one architecture: the frequencies (with YaRN
+// when configured) and how pairs are formed. Thread-safe after construction.
+class Rope {
+ public:
+  // `dim` is the rotated width: qk_rope_head_dim (MLA) or head_dim x
+  // partial_rotary_factor (GQA).
+  Rope(const ModelConfig& config, uint32_t dim);
+
+  // Rotates the first `dim` values of `x` for position `pos`. Interleaved
+  // (DeepSeek): pairs (x[2i], x[2i+1]); otherwise (x[i], x[i + dim/2]).
+  void Apply(std::span<float> x, uint32_t pos) const;
+
+  uint32_t dim() const { return dim_; }
+  // YaRN's attention factor on cos/sin (1 without YaRN).
+  float attention_factor() const { return attention_factor_; }
+
+ private:
+  uint32_t dim_;
+  bool interleaved_;
+  float attention_factor_ = 1.0f;
+  std::vector<float> inv_freq_;  // [dim / 2]
+};
+
+// YaRN's softmax-scale multiplier for DeepSeek MLA: mscale(factor, mscale_all_dim)^2
+// when YaRN is on and mscale_all_dim is set, else 1.
+float MlaSoftmaxScaleFactor(const ModelConfig& config);
+
+}  // namespace warp::computed

@@ -1,0 +1,81 @@
+#include "computed/engine/router.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "computed/engine/ops.h"
+
+namespace warp::computed {
+namespace {
+
+// Indices of the `k` largest `scores`, best first; ties go to the lower index.
+std::vector<uint32_t> TopK(std::span<const float> scores, uint32_t k) {
+  std::vector<uint32_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](uint32_t a, uint32_t b) {
+    return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
+  });
+  order.resize(k);
+  return order;
+}
+
+Routing SoftmaxTopK(const ModelConfig& config, std::span<const float> logits, uint32_t top_k) {
+  std::vector<float> probs(logits.begin(), logits.end());
+  Softmax(probs);
+  Routing routing{.experts = TopK(probs, top_k)};
+  float sum = 0.0f;
+  for (uint32_t expert : routing.experts) {
+    routing.weights.push_back(probs[expert]);
+    sum += probs[expert];
+  }
+  if (config.norm_topk_prob) {
+    for (float& w : routing.weights) w /= sum;
+  }
+  return routing;
+}
+
+Routing SigmoidGroupTopK(const ModelConfig& config, std::span<const float> logits,
+                         std::span<const float> bias, uint32_t top_k) {
+  const size_t n = logits.size();
+  std::vector<float> scores(n);
+  std::vector<float> choice(n);
+  for (size_t e = 0; e < n; ++e) {
+    scores[e] = 1.0f / (1.0f + std::exp(-logits[e]));
+    choice[e] = scores[e] + (bias.empty() ? 0.0f : bias[e]);
+  }
+  // Group score: the sum of the two best biased scores in the group.
+  const size_t group_size = n / config.n_group;
+  std::vector<float> group_scores(config.n_group);
+  for (uint32_t g = 0; g < config.n_group; ++g) {
+    std::span<const float> members(choice.data() + g * group_size, group_size);
+    const std::vector<uint32_t> best = TopK(members, std::min<uint32_t>(2, group_size));
+    for (uint32_t i : best) group_scores[g] += members[i];
+  }
+  std::vector<float> masked(n, -std::numeric_limits<float>::infinity());
+  for (uint32_t g : TopK(group_scores, config.topk_group)) {
+    std::copy_n(choice.begin() + g * group_size, group_size, masked.begin() + g * group_size);
+  }
+  Routing routing{.experts = TopK(masked, top_k)};
+  float sum = 0.0f;
+  for (uint32_t expert : routing.experts) {
+    routing.weights.push_back(scores[expert]);
+    sum += scores[expert];
+  }
+  for (float& w : routing.weights) {
+    if (config.norm_topk_prob) w /= sum + 1e-20f;
+    w *= config.routed_scaling_factor;
+  }
+  return routing;
+}
+
+}  // namespace
+
+Routing Route(const ModelConfig& config, std::span<const float> logits,
+              std::span<const float> bias, uint32_t top_k) {
+  if (config.router == RouterKind::kSoftmaxTopK) return SoftmaxTopK(config, logits, top_k);
+  return SigmoidGroupTopK(config, logits, bias, top_k);
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,343 @@
+// The AVX-512 kernels of MatMulRows (matmul.h). This file alone is compiled with
+// -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c; matmul.cc calls it
+// only when DetectIsa() says the CPU has all of them.
+//
+// One zmm register holds the 16 accumulator lanes of one (row, token) output,
+// so the summation order of matmul.h maps onto it directly: zmm lane L is
+// acc[L]. A tile of R rows x T tokens keeps R*T accumulators in registers:
+// each 16 columns of a row are dequantized once and used by the T tokens, and
+// the R rows give R independent fma chains, which hides the fma latency when
+// T is small (one chain alone runs at one fma per 4 cycles).
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (`__m512 __Y = __Y;`),
+// which -W(maybe-)uninitialized reports at every inlined use.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "computed/kernels/matmul.h"
+
+namespace warp::computed::kernels::internal {
+namespace {
+
+constexpr uint64_t kLanes = 16;
+constexpr uint64_t kWholeRow = uint64_t{1} << 60;  // Prepare() group for formats without one
+
+// Step 3 of the summation order: the same tree as ReduceLanes in matmul.cc.
+inline float Reduce(__m512 acc) {
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));  // lanes 0, 1: s4[i] + s4[i + 2]
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+inline uint64_t Load64(const std::byte* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Row decoders. Each turns one row of one format into float32 weights bit-equal
+// to DequantizeRow:
+//   kStep columns per Load(), as kVecs vectors of 16; Prepare(col, end) runs
+//   before the Loads of columns [col, end), a group of at most kGroup columns;
+//   LoadTail(col, mask) gives the partial last 16 columns (formats with kHasTail).
+
+struct F32Row {
+  static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
+  static constexpr int kVecs = 1;
+  static constexpr bool kHasTail = true;
+  const float* p;
+
+  void Init(const MatrixView& w, uint64_t row) {
+    p = reinterpret_cast<const float*>(w.data) + row * w.cols;
+  }
+  void Prepare(uint64_t, uint64_t) {}
+  void Load(uint64_t col, __m512* out) const { out[0] = _mm512_loadu_ps(p + col); }
+  __m512 LoadTail(uint64_t col, __mmask16 mask) const {
+    return _mm512_maskz_loadu_ps(mask, p + col);
+  }
+};
+
+struct F16Row {
+  static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
+  static constexpr int kVecs = 1;
+  static constexpr bool kHasTail = true;
+  const uint16_t* p;
+
+  void Init(const MatrixView& w, uint64_t row) {
+    p = reinterpret_cast<const uint16_t*>(w.data) + row * w.cols;
+  }
+  void Prepare(uint64_t, uint64_t) {}
+  void Load(uint64_t col, __m512* out) const {
+    out[0] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + col)));
+  }
+  __m512 LoadTail(uint64_t col, __mmask16 mask) const {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p + col));
+  }
+};
+
+struct Bf16Row {
+  static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
+  static constexpr int kVecs = 1;
+  static constexpr bool kHasTail = true;
+  const uint16_t* p;
+
+  static __m512 Widen(__m256i bf16) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16), 16));
+  }
+  void Init(const MatrixView& w, uint64_t row) {
+    p = reinterpret_cast<const uint16_t*>(w.data) + row * w.cols;
+  }
+  void Prepare(uint64_t, uint64_t) {}
+  void Load(uint64_t col, __m512* out) const {
+    out[0] = Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + col)));
+  }
+  __m512 LoadTail(uint64_t col, __mmask16 mask) const {
+    return Widen(_mm256_maskz_loadu_epi16(mask, p + col));
+  }
+};
+
+// E4M3 without a table: the code's sign, exponent and mantissa moved to the
+// binary32 positions (sign | code[6:0] << 20) read as a float, times 2^120 to
+// rebias the exponent from 7 to 127, is exact for normal and subnormal codes
+// (a subnormal code becomes an f32 subnormal first, so this assumes the default
+// MXCSR: DAZ off). NaN codes (|code| == 0x7f) are patched to the table's NaN.
+struct F8Row {
+  static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
+  static constexpr int kVecs = 1;
+  static constexpr bool kHasTail = true;
+  const uint8_t* p;
+  const float* scales;  // the row's 128-row block of the scale grid
+
+  static __m512 Decode(__m128i codes, __m512 scale) {
+    const __m512i wide = _mm512_cvtepi8_epi32(codes);  // sign-extended: bits 31..7 = sign
+    const __m512i bits =
+        _mm512_and_si512(_mm512_slli_epi32(wide, 20), _mm512_set1_epi32(int32_t(0x87f00000)));
+    __m512 value = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0x1p120f));
+    const __m128i magnitude_7f = _mm_set1_epi8(0x7f);
+    const __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_and_si128(codes, magnitude_7f), magnitude_7f);
+    if (nan != 0) [[unlikely]] {
+      const __m512i nan_bits = _mm512_or_si512(
+          _mm512_and_si512(wide, _mm512_set1_epi32(int32_t(0x80000000))),
+          _mm512_set1_epi32(0x7fc00000));
+      value = _mm512_mask_mov_ps(value, nan, _mm512_castsi512_ps(nan_bits));
+    }
+    return _mm512_mul_ps(value, scale);
+  }
+  void Init(const MatrixView& w, uint64_t row) {
+    p = reinterpret_cast<const uint8_t*>(w.data) + row * w.cols;
+    const uint64_t blocks_per_row = (w.cols + kFp8Block - 1) / kFp8Block;
+    scales = reinterpret_cast<const float*>(w.scale) + (row / kFp8Block) * blocks_per_row;
+  }
+  void Prepare(uint64_t, uint64_t) {}
+  void Load(uint64_t col, __m512* out) const {
+    out[0] = Decode(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + col)),
+                    _mm512_set1_ps(scales[col / kFp8Block]));
+  }
+  __m512 LoadTail(uint64_t col, __mmask16 mask) const {
+    return Decode(_mm_maskz_loadu_epi8(mask, p + col), _mm512_set1_ps(scales[col / kFp8Block]));
+  }
+};
+
+// Row-block formats: Prepare() converts the f16 scales of 16 blocks (512
+// columns) at once into `scale`, so that each block's scale is one broadcast
+// load instead of a scalar conversion.
+struct BlockScales {
+  static constexpr uint64_t kGroup = 16 * kRowBlock;
+  const uint16_t* f16;
+  alignas(64) float f32[16];
+
+  void Init(const MatrixView& w, uint64_t row) {
+    f16 = reinterpret_cast<const uint16_t*>(w.scale) + row * (w.cols / kRowBlock);
+  }
+  void Prepare(uint64_t col, uint64_t end) {
+    const uint64_t block = col / kRowBlock, count = (end - col) / kRowBlock;  // 1..16
+    const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << count) - 1);
+    _mm512_store_ps(f32, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, f16 + block)));
+  }
+  __m512 Get(uint64_t col) const { return _mm512_set1_ps(f32[(col / kRowBlock) % 16]); }
+};
+
+struct Q8Row {
+  static constexpr uint64_t kStep = kRowBlock, kGroup = BlockScales::kGroup;
+  static constexpr int kVecs = 2;
+  static constexpr bool kHasTail = false;
+  const int8_t* p;
+  BlockScales scale;
+
+  void Init(const MatrixView& w, uint64_t row) {
+    p = reinterpret_cast<const int8_t*>(w.data) + row * w.cols;
+    scale.Init(w, row);
+  }
+  void Prepare(uint64_t col, uint64_t end) { scale.Prepare(col, end); }
+  void Load(uint64_t col, __m512* out) const {
+    const __m512 s = scale.Get(col);
+    for (int v = 0; v < 2; ++v) {
+      const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + col + 16 * v));
+      out[v] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)), s);
+    }
+  }
+};
+
+constexpr std::array<uint8_t, 64> MakeQ4Spread() {
+  std::array<uint8_t, 64> control{};
+  for (int column = 0; column < 16; ++column) {
+    control[4 * column] = static_cast<uint8_t>(column / 2);        // byte c/2 of the lane's 8
+    for (int k = 1; k < 4; ++k) control[4 * column + k] = 0x80;  // zero
+  }
+  return control;
+}
+alignas(64) constexpr std::array<uint8_t, 64> kQ4Spread = MakeQ4Spread();
+alignas(64) constexpr std::array<int32_t, 16> kQ4Shift = {0, 4, 0, 4, 0, 4, 0, 4,
+                                                          0, 4, 0, 4, 0, 4, 0, 4};
+alignas(64) constexpr std::array<float, 16> kQ4Codes = {-8, -7, -6, -5, -4, -3, -2, -1,
+                                                        0,  1,  2,  3,  4,  5,  6,  7};
+
+// q4: per block, a 16-entry table (nibble - 8) * scale (one multiply per entry,
+// so each entry is bit-equal to the scalar dequantization), then per 16
+// columns: broadcast their 8 bytes, vpshufb puts byte c/2 under column c,
+// vpsrlvd moves the high nibble down in odd columns, and vpermps looks the
+// nibble up (it reads only the low 4 bits of each index, so no mask is needed).
+struct Q4Row {
+  static constexpr uint64_t kStep = kRowBlock, kGroup = BlockScales::kGroup;
+  static constexpr int kVecs = 2;
+  static constexpr bool kHasTail = false;
+  const std::byte* p;
+  BlockScales scale;
+
+  void Init(const MatrixView& w, uint64_t row) {
+    p = w.data + row * (w.cols / 2);
+    scale.Init(w, row);
+  }
+  void Prepare(uint64_t col, uint64_t end) { scale.Prepare(col, end); }
+  void Load(uint64_t col, __m512* out) const {
+    const __m512 table = _mm512_mul_ps(_mm512_load_ps(kQ4Codes.data()), scale.Get(col));
+    const __m512i spread = _mm512_load_si512(kQ4Spread.data());
+    const __m512i shift = _mm512_load_si512(kQ4Shift.data());
+    for (int v = 0; v < 2; ++v) {
+      const __m512i bytes = _mm512_set1_epi64(static_cast<int64_t>(Load64(p + col / 2 + 8 * v)));
+      const __m512i nibbles = _mm512_srlv_epi32(_mm512_shuffle_epi8(bytes, spread), shift);
+      out[v] = _mm512_permutexvar_ps(nibbles, table);
+    }
+  }
+};
+
+// R rows x T tokens of the output. x points at the tile's first token, y at
+// its first token's row 0.
+template <class Row, int R, int T>
+void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_stride) {
+  const uint64_t cols = w.cols;
+  Row rows[R];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) rows[i].Init(w, row + i);
+  __m512 acc[R][T];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  const uint64_t full = cols - cols % Row::kStep;
+  for (uint64_t group = 0; group < full; group += Row::kGroup) {
+    const uint64_t end = std::min(full, group + Row::kGroup);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) rows[i].Prepare(group, end);
+    for (uint64_t col = group; col < end; col += Row::kStep) {
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        __m512 weights[Row::kVecs];
+        rows[i].Load(col, weights);
+#pragma GCC unroll 2
+        for (int v = 0; v < Row::kVecs; ++v) {
+#pragma GCC unroll 8
+          for (int j = 0; j < T; ++j) {
+            const __m512 xv = _mm512_loadu_ps(x + j * cols + col + kLanes * v);
+            acc[i][j] = _mm512_fmadd_ps(weights[v], xv, acc[i][j]);
+          }
+        }
+      }
+    }
+  }
+  if constexpr (Row::kHasTail) {
+    if (full < cols) {  // lanes past the last column keep their value
+      const auto mask = static_cast<__mmask16>((uint32_t{1} << (cols - full)) - 1);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        const __m512 weights = rows[i].LoadTail(full, mask);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const __m512 xv = _mm512_maskz_loadu_ps(mask, x + j * cols + full);
+          acc[i][j] = _mm512_mask3_fmadd_ps(weights, xv, acc[i][j], mask);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) y[j * y_stride + row + i] = Reduce(acc[i][j]);
+  }
+}
+
+// Tiles: up to 8 tokens share each dequantized chunk; 4 rows at a time while
+// that stays within the 32 zmm registers (R*T accumulators + T inputs), else 2.
+constexpr size_t kMaxTileTokens = 8;
+constexpr uint64_t kRowGroup = 4;
+constexpr int RowsPerTile(int tokens) { return tokens <= 4 ? 4 : 2; }
+
+// Rows [row, row + num_rows) (num_rows <= kRowGroup) for T tokens.
+template <class Row, int T>
+void RowGroup(const MatrixView& w, uint64_t row, uint64_t num_rows, const float* x, float* y,
+              size_t y_stride) {
+  constexpr int R = RowsPerTile(T);
+  uint64_t r = row;
+  for (; r + R <= row + num_rows; r += R) Tile<Row, R, T>(w, r, x, y, y_stride);
+  for (; r < row + num_rows; ++r) Tile<Row, 1, T>(w, r, x, y, y_stride);
+}
+
+// Row groups outermost, so a group's weights are read from memory once and
+// stay in L1/L2 for the later token tiles.
+template <class Row>
+void MatMulFormat(const MatrixView& w, const float* x, size_t num_tokens, size_t row_begin,
+                  size_t row_end, float* y, size_t y_stride) {
+  using GroupFn = void (*)(const MatrixView&, uint64_t, uint64_t, const float*, float*, size_t);
+  static constexpr GroupFn kByTokens[kMaxTileTokens] = {
+      RowGroup<Row, 1>, RowGroup<Row, 2>, RowGroup<Row, 3>, RowGroup<Row, 4>,
+      RowGroup<Row, 5>, RowGroup<Row, 6>, RowGroup<Row, 7>, RowGroup<Row, 8>};
+  for (uint64_t row = row_begin; row < row_end; row += kRowGroup) {
+    const uint64_t num_rows = std::min<uint64_t>(kRowGroup, row_end - row);
+    for (size_t t0 = 0; t0 < num_tokens; t0 += kMaxTileTokens) {
+      const size_t tokens = std::min(kMaxTileTokens, num_tokens - t0);
+      kByTokens[tokens - 1](w, row, num_rows, x + t0 * w.cols, y + t0 * y_stride, y_stride);
+    }
+  }
+}
+
+}  // namespace
+
+void MatMulRowsAvx512(const MatrixView& w, const float* x, size_t num_tokens, size_t row_begin,
+                      size_t row_end, float* y, size_t y_stride) {
+  switch (w.format) {
+    case TensorFormat::kF32:
+      return MatMulFormat<F32Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
+    case TensorFormat::kF16:
+      return MatMulFormat<F16Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
+    case TensorFormat::kBF16:
+      return MatMulFormat<Bf16Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
+    case TensorFormat::kF8E4M3B128:
+      return MatMulFormat<F8Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
+    case TensorFormat::kQ8B32:
+      return MatMulFormat<Q8Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
+    case TensorFormat::kQ4B32:
+      return MatMulFormat<Q4Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
+  }
+}
+
+}  // namespace warp::computed::kernels::internal

@@ -1,0 +1,494 @@
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/format/tensor_format.h"
+#include "common/numeric/half.h"
+#include "computed/kernels/matmul.h"
+#include "computed/kernels/matrix_view.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace warp::computed::kernels {
+namespace {
+
+// A matrix and its bytes, owned by the test.
+struct StoredMatrix {
+  TensorFormat format = TensorFormat::kF32;
+  uint64_t rows = 0, cols = 0;
+  std::vector<std::byte> data, scale;
+
+  StoredMatrix(TensorFormat f, uint64_t r, uint64_t c)
+      : format(f),
+        rows(r),
+        cols(c),
+        data(DataBytes(f, {r, c})),
+        scale(ScaleBytes(f, {r, c})) {}
+
+  MatrixView View() const {
+    return {.format = format,
+            .rows = rows,
+            .cols = cols,
+            .data = data.data(),
+            .scale = scale.empty() ? nullptr : scale.data()};
+  }
+  template <typename T>
+  void Set(std::vector<std::byte>& bytes, uint64_t index, T value) {
+    std::memcpy(bytes.data() + index * sizeof(T), &value, sizeof(T));
+  }
+};
+
+// Restores the active ISA at the end of a scope.
+class ScopedIsa {
+ public:
+  explicit ScopedIsa(Isa isa) : saved_(ActiveIsa()) { SetIsaForTesting(isa); }
+  ~ScopedIsa() { SetIsaForTesting(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (IsaSupported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+std::vector<Isa> SupportedSimdIsas() {
+  std::vector<Isa> isas = SupportedIsas();
+  isas.erase(isas.begin());
+  return isas;
+}
+
+float Uniform(std::mt19937_64& rng, float lo, float hi) {
+  return std::uniform_real_distribution<float>(lo, hi)(rng);
+}
+
+// Random weights with sane magnitudes; f8 avoids the NaN codes (NaN payloads
+// are not part of the bit-equality contract).
+StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols,
+                          std::mt19937_64& rng) {
+  StoredMatrix m(format, rows, cols);
+  const uint64_t n = rows * cols;
+  switch (format) {
+    case TensorFormat::kF32:
+      for (uint64_t i = 0; i < n; ++i) m.Set(m.data, i, Uniform(rng, -1, 1));
+      break;
+    case TensorFormat::kF16:
+      for (uint64_t i = 0; i < n; ++i) m.Set(m.data, i, FloatToHalf(Uniform(rng, -2, 2)));
+      break;
+    case TensorFormat::kBF16:
+      for (uint64_t i = 0; i < n; ++i) m.Set(m.data, i, FloatToBf16(Uniform(rng, -2, 2)));
+      break;
+    case TensorFormat::kF8E4M3B128:
+      for (std::byte& b : m.data) {
+        uint8_t code;
+        do code = static_cast<uint8_t>(rng()); while ((code & 0x7f) == 0x7f);
+        b = std::byte{code};
+      }
+      for (uint64_t i = 0; i < m.scale.size() / 4; ++i) m.Set(m.scale, i, Uniform(rng, 1e-3, 1e-2));
+      break;
+    case TensorFormat::kQ8B32:
+    case TensorFormat::kQ4B32:
+      for (std::byte& b : m.data) b = std::byte{static_cast<uint8_t>(rng())};
+      for (uint64_t i = 0; i < m.scale.size() / 2; ++i) {
+        m.Set(m.scale, i, FloatToHalf(Uniform(rng, 1e-3, 5e-2)));
+      }
+      break;
+  }
+  return m;
+}
+
+std::vector<float> RandomVector(size_t n, std::mt19937_64& rng) {
+  std::vector<float> v(n);
+  for (float& f : v) f = Uniform(rng, -1, 1);
+  return v;
+}
+
+constexpr uint32_t kSentinelBits = 0x7fbadbad;  // a NaN no kernel produces
+
+std::vector<float> SentinelBuffer(size_t n) {
+  return std::vector<float>(n, std::bit_cast<float>(kSentinelBits));
+}
+
+// Runs MatMulRows under `isa` into a sentinel-filled [num_tokens, y_stride] buffer.
+std::vector<float> Run(Isa isa, const MatrixView& w, const std::vector<float>& x,
+                       size_t num_tokens, size_t row_begin, size_t row_end, size_t y_stride) {
+  ScopedIsa scoped(isa);
+  std::vector<float> y = SentinelBuffer(num_tokens * y_stride);
+  MatMulRows(w, x, num_tokens, row_begin, row_end, y, y_stride);
+  return y;
+}
+
+// Empty if `got` rows [row_begin, row_end) equal `want` (stride want_stride) bit for bit
+// and every other element of `got` is still the sentinel; else the first difference.
+std::string CompareRows(const std::vector<float>& got, size_t got_stride,
+                        const std::vector<float>& want, size_t want_stride, size_t num_tokens,
+                        size_t row_begin, size_t row_end) {
+  for (size_t t = 0; t < num_tokens; ++t) {
+    for (size_t r = 0; r < got_stride; ++r) {
+      const float g = got[t * got_stride + r];
+      const bool in_range = r >= row_begin && r < row_end;
+      const float w = in_range ? want[t * want_stride + r] : std::bit_cast<float>(kSentinelBits);
+      if (std::memcmp(&g, &w, sizeof(float)) != 0) {
+        return "token " + std::to_string(t) + " row " + std::to_string(r) + ": got " +
+               std::to_string(g) + " (0x" + std::to_string(std::bit_cast<uint32_t>(g)) +
+               "), want " + std::to_string(w) + " (0x" +
+               std::to_string(std::bit_cast<uint32_t>(w)) + ")";
+      }
+    }
+  }
+  return "";
+}
+
+struct Shape {
+  uint64_t rows, cols;
+};
+
+// Random shapes a format can store, plus the edge cases of each.
+std::vector<Shape> TestShapes(TensorFormat format, std::mt19937_64& rng) {
+  std::vector<Shape> shapes;
+  auto rows = [&] { return std::uniform_int_distribution<uint64_t>(1, 70)(rng); };
+  auto any_cols = [&] { return std::uniform_int_distribution<uint64_t>(1, 300)(rng); };
+  switch (format) {
+    case TensorFormat::kQ8B32:
+    case TensorFormat::kQ4B32:
+      for (uint64_t blocks : {1, 2, 8, 9, 16, 17, 37}) shapes.push_back({rows(), 32 * blocks});
+      for (int i = 0; i < 12; ++i) {
+        shapes.push_back({rows(), 32 * std::uniform_int_distribution<uint64_t>(1, 40)(rng)});
+      }
+      break;
+    case TensorFormat::kF8E4M3B128:
+      shapes.insert(shapes.end(), {{130, 200}, {200, 130}, {129, 257}, {3, 128}, {5, 7}});
+      for (int i = 0; i < 12; ++i) shapes.push_back({rows(), any_cols()});
+      break;
+    default:
+      for (uint64_t cols : {1, 4, 15, 16, 17, 31, 32, 40}) shapes.push_back({rows(), cols});
+      for (int i = 0; i < 12; ++i) shapes.push_back({rows(), any_cols()});
+      break;
+  }
+  return shapes;
+}
+
+// ---------------------------------------------------------------------------
+// DequantizeRow against hand-computed values.
+
+TEST(DequantizeRowTest, F32IsAsStored) {
+  StoredMatrix m(TensorFormat::kF32, 2, 3);
+  const float values[6] = {1.5f, -2.25f, 3e-8f, 0.0f, -0.0f, 1e30f};
+  for (int i = 0; i < 6; ++i) m.Set(m.data, i, values[i]);
+  std::vector<float> row(3);
+  DequantizeRow(m.View(), 1, row);
+  EXPECT_EQ(std::bit_cast<uint32_t>(row[0]), 0u);
+  EXPECT_EQ(std::bit_cast<uint32_t>(row[1]), 0x80000000u);
+  EXPECT_EQ(row[2], 1e30f);
+}
+
+TEST(DequantizeRowTest, F16IsExact) {
+  StoredMatrix m(TensorFormat::kF16, 1, 4);
+  const uint16_t codes[4] = {0x3c00, 0xc000, 0x0001, 0x7bff};
+  for (int i = 0; i < 4; ++i) m.Set(m.data, i, codes[i]);
+  std::vector<float> row(4);
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_THAT(row, ::testing::ElementsAre(1.0f, -2.0f, 0x1p-24f, 65504.0f));
+}
+
+TEST(DequantizeRowTest, Bf16IsTheUpperHalf) {
+  StoredMatrix m(TensorFormat::kBF16, 1, 3);
+  const uint16_t codes[3] = {0x3f80, 0xc040, 0x0001};
+  for (int i = 0; i < 3; ++i) m.Set(m.data, i, codes[i]);
+  std::vector<float> row(3);
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_THAT(row, ::testing::ElementsAre(1.0f, -3.0f, 0x1p-133f));
+}
+
+TEST(DequantizeRowTest, E4M3Codes) {
+  EXPECT_EQ(E4M3ToFloat(0x00), 0.0f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(E4M3ToFloat(0x80)), 0x80000000u);  // -0
+  EXPECT_EQ(E4M3ToFloat(0x38), 1.0f);     // 0 0111 000: 2^0
+  EXPECT_EQ(E4M3ToFloat(0xb8), -1.0f);
+  EXPECT_EQ(E4M3ToFloat(0x3c), 1.5f);     // 0 0111 100
+  EXPECT_EQ(E4M3ToFloat(0x40), 2.0f);     // 0 1000 000
+  EXPECT_EQ(E4M3ToFloat(0xc4), -3.0f);    // 1 1000 100: -(1 + 4/8) * 2
+  EXPECT_EQ(E4M3ToFloat(0x7e), 448.0f);   // the largest finite
+  EXPECT_EQ(E4M3ToFloat(0x08), 0x1p-6f);  // the smallest normal
+  EXPECT_EQ(E4M3ToFloat(0x01), 0x1p-9f);  // subnormals: mantissa * 2^-9
+  EXPECT_EQ(E4M3ToFloat(0x07), 7 * 0x1p-9f);
+  EXPECT_TRUE(std::isnan(E4M3ToFloat(0x7f)));
+  EXPECT_TRUE(std::isnan(E4M3ToFloat(0xff)));
+}
+
+TEST(DequantizeRowTest, F8UsesTheScaleOfItsBlock) {
+  // [130, 130]: scale grid [2, 2] = {0.5, 4, 0.25, 8}.
+  StoredMatrix m(TensorFormat::kF8E4M3B128, 130, 130);
+  const float scales[4] = {0.5f, 4.0f, 0.25f, 8.0f};
+  for (int i = 0; i < 4; ++i) m.Set(m.scale, i, scales[i]);
+  auto code = [&](uint64_t r, uint64_t c, uint8_t v) { m.data[r * 130 + c] = std::byte{v}; };
+  code(0, 0, 0x38);    // 1.0 * 0.5
+  code(0, 127, 0xc4);  // -3 * 0.5
+  code(0, 128, 0x01);  // 2^-9 * 4
+  code(0, 129, 0x7e);  // 448 * 4
+  code(129, 0, 0x40);  // 2 * 0.25
+  code(129, 129, 0xb8);  // -1 * 8
+  std::vector<float> row(130);
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_EQ(row[0], 0.5f);
+  EXPECT_EQ(row[127], -1.5f);
+  EXPECT_EQ(row[128], 0x1p-7f);
+  EXPECT_EQ(row[129], 1792.0f);
+  EXPECT_EQ(row[1], 0.0f);
+  DequantizeRow(m.View(), 129, row);
+  EXPECT_EQ(row[0], 0.5f);
+  EXPECT_EQ(row[129], -8.0f);
+}
+
+TEST(DequantizeRowTest, Q8IsCodeTimesBlockScale) {
+  StoredMatrix m(TensorFormat::kQ8B32, 1, 64);
+  m.Set(m.scale, 0, uint16_t{0x3800});  // 0.5
+  m.Set(m.scale, 1, uint16_t{0x4000});  // 2.0
+  m.data[0] = std::byte{0x80};   // -128
+  m.data[31] = std::byte{0x7f};  // 127
+  m.data[32] = std::byte{0xff};  // -1
+  m.data[63] = std::byte{0x03};
+  std::vector<float> row(64);
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_EQ(row[0], -64.0f);
+  EXPECT_EQ(row[31], 63.5f);
+  EXPECT_EQ(row[32], -2.0f);
+  EXPECT_EQ(row[63], 6.0f);
+  EXPECT_EQ(row[1], 0.0f);
+}
+
+TEST(DequantizeRowTest, Q4LowNibbleFirstMinusEight) {
+  StoredMatrix m(TensorFormat::kQ4B32, 1, 64);
+  m.Set(m.scale, 0, uint16_t{0x3800});  // 0.5
+  m.Set(m.scale, 1, uint16_t{0x4000});  // 2.0
+  for (std::byte& b : m.data) b = std::byte{0x88};  // both nibbles 8: zero
+  m.data[0] = std::byte{0x9a};   // elements 0 (low 0xa) and 1 (high 0x9)
+  m.data[15] = std::byte{0x0f};  // elements 30 (0xf) and 31 (0x0)
+  m.data[16] = std::byte{0x80};  // elements 32 (0x0) and 33 (0x8)
+  std::vector<float> row(64);
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_EQ(row[0], 1.0f);    // (10 - 8) * 0.5
+  EXPECT_EQ(row[1], 0.5f);    // (9 - 8) * 0.5
+  EXPECT_EQ(row[30], 3.5f);   // (15 - 8) * 0.5
+  EXPECT_EQ(row[31], -4.0f);  // (0 - 8) * 0.5
+  EXPECT_EQ(row[32], -16.0f);  // (0 - 8) * 2
+  EXPECT_EQ(row[33], 0.0f);
+  EXPECT_EQ(row[2], 0.0f);
+}
+
+// ---------------------------------------------------------------------------
+// ISA selection and the summation order.
+
+TEST(IsaTest, DetectionAndNames) {
+  EXPECT_EQ(IsaName(Isa::kScalar), "scalar");
+  EXPECT_EQ(IsaName(Isa::kAvx2), "avx2");
+  EXPECT_EQ(IsaName(Isa::kAvx512), "avx512");
+  EXPECT_TRUE(IsaSupported(Isa::kScalar));
+  EXPECT_TRUE(IsaSupported(DetectIsa()));
+  EXPECT_EQ(ActiveIsa(), DetectIsa());
+  {
+    ScopedIsa scoped(Isa::kScalar);
+    EXPECT_EQ(ActiveIsa(), Isa::kScalar);
+  }
+  EXPECT_EQ(ActiveIsa(), DetectIsa());
+  std::printf("[          ] ISAs tested here:");
+  for (Isa isa : SupportedIsas()) std::printf(" %s", std::string(IsaName(isa)).c_str());
+  std::printf("\n");
+}
+
+StoredMatrix F32Row(const std::vector<float>& values) {
+  StoredMatrix m(TensorFormat::kF32, 1, values.size());
+  for (size_t i = 0; i < values.size(); ++i) m.Set(m.data, i, values[i]);
+  return m;
+}
+
+// 17 columns: lane 0 gets columns 0 and 16, so 1e8 cancels before the ones of
+// lanes 1..15 are added (a left-to-right sum would give 0).
+TEST(SummationOrderTest, SixteenLanesByColumn) {
+  const StoredMatrix w = F32Row(std::vector<float>(17, 1.0f));
+  std::vector<float> x(17, 1.0f);
+  x[0] = 1e8f;
+  x[16] = -1e8f;
+  for (Isa isa : SupportedIsas()) {
+    EXPECT_EQ(Run(isa, w.View(), x, 1, 0, 1, 1)[0], 15.0f) << IsaName(isa);
+  }
+}
+
+// Lanes 0 and 8 meet first in the tree: 2^24 and -2^24 cancel exactly and the
+// ones of lanes 1 and 9 survive (a sequential or pairwise sum would give 1).
+TEST(SummationOrderTest, FixedReductionTree) {
+  const StoredMatrix w = F32Row(std::vector<float>(16, 1.0f));
+  std::vector<float> x(16, 0.0f);
+  x[0] = 0x1p24f;
+  x[1] = 1.0f;
+  x[8] = -0x1p24f;
+  x[9] = 1.0f;
+  for (Isa isa : SupportedIsas()) {
+    EXPECT_EQ(Run(isa, w.View(), x, 1, 0, 1, 1)[0], 2.0f) << IsaName(isa);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Every format x every ISA.
+
+class MatMulTest : public ::testing::TestWithParam<TensorFormat> {
+ protected:
+  std::mt19937_64 rng_{0x5eed0000u + static_cast<unsigned>(GetParam())};
+
+  size_t RandomTokens() { return std::uniform_int_distribution<size_t>(1, 9)(rng_); }
+  std::pair<size_t, size_t> RandomRange(uint64_t rows) {
+    size_t a = std::uniform_int_distribution<size_t>(0, rows)(rng_);
+    size_t b = std::uniform_int_distribution<size_t>(0, rows)(rng_);
+    if (a > b) std::swap(a, b);
+    if (a == b) return {0, rows};
+    return {a, b};
+  }
+};
+
+TEST_P(MatMulTest, SimdEqualsScalarBitForBit) {
+  for (const Shape& shape : TestShapes(GetParam(), rng_)) {
+    SCOPED_TRACE("shape [" + std::to_string(shape.rows) + ", " + std::to_string(shape.cols) + "]");
+    const StoredMatrix w = RandomMatrix(GetParam(), shape.rows, shape.cols, rng_);
+    const size_t tokens = RandomTokens();
+    const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
+    std::vector<float> want = SentinelBuffer(tokens * shape.rows);
+    internal::MatMulRowsScalar(w.View(), x.data(), tokens, 0, shape.rows, want.data(), shape.rows);
+    for (Isa isa : SupportedIsas()) {
+      const auto [begin, end] = RandomRange(shape.rows);
+      const size_t stride = shape.rows + std::uniform_int_distribution<size_t>(0, 3)(rng_);
+      SCOPED_TRACE(std::string(IsaName(isa)) + " tokens " + std::to_string(tokens) + " rows [" +
+                   std::to_string(begin) + ", " + std::to_string(end) + ")");
+      const std::vector<float> got = Run(isa, w.View(), x, tokens, begin, end, stride);
+      EXPECT_EQ(CompareRows(got, stride, want, shape.rows, tokens, begin, end), "");
+    }
+  }
+}
+
+TEST_P(MatMulTest, BatchEqualsSingleTokenCalls) {
+  for (const Shape& shape : TestShapes(GetParam(), rng_)) {
+    const StoredMatrix w = RandomMatrix(GetParam(), shape.rows, shape.cols, rng_);
+    const size_t tokens = RandomTokens();
+    const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
+    for (Isa isa : SupportedIsas()) {
+      SCOPED_TRACE(std::string(IsaName(isa)) + " shape [" + std::to_string(shape.rows) + ", " +
+                   std::to_string(shape.cols) + "] tokens " + std::to_string(tokens));
+      const std::vector<float> batch = Run(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
+      std::vector<float> singles = SentinelBuffer(tokens * shape.rows);
+      ScopedIsa scoped(isa);
+      for (size_t t = 0; t < tokens; ++t) {
+        MatMulRows(w.View(), std::span(x).subspan(t * shape.cols, shape.cols), 1, 0, shape.rows,
+                   std::span(singles).subspan(t * shape.rows, shape.rows), shape.rows);
+      }
+      EXPECT_EQ(CompareRows(batch, shape.rows, singles, shape.rows, tokens, 0, shape.rows), "");
+    }
+  }
+}
+
+// The thread split: rows cut into random pieces, each its own call.
+TEST_P(MatMulTest, SplitRowRangesEqualWholeRange) {
+  for (const Shape& shape : TestShapes(GetParam(), rng_)) {
+    const StoredMatrix w = RandomMatrix(GetParam(), shape.rows, shape.cols, rng_);
+    const size_t tokens = RandomTokens();
+    const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
+    for (Isa isa : SupportedIsas()) {
+      const std::vector<float> whole = Run(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
+      std::vector<float> pieces = SentinelBuffer(tokens * shape.rows);
+      ScopedIsa scoped(isa);
+      for (size_t begin = 0; begin < shape.rows;) {
+        const size_t end =
+            std::min<size_t>(shape.rows, begin + std::uniform_int_distribution<size_t>(1, 7)(rng_));
+        MatMulRows(w.View(), x, tokens, begin, end, pieces, shape.rows);
+        begin = end;
+      }
+      EXPECT_EQ(CompareRows(pieces, shape.rows, whole, shape.rows, tokens, 0, shape.rows), "")
+          << IsaName(isa);
+    }
+  }
+}
+
+// The scalar reference against a double-precision dot of DequantizeRow: the
+// error bound of a float sum scales with sum |w x|, so that is the reference
+// magnitude (relative to the result itself, cancellation would make any bound
+// meaningless).
+TEST_P(MatMulTest, ScalarIsCloseToDoubleDot) {
+  for (const Shape& shape : TestShapes(GetParam(), rng_)) {
+    const StoredMatrix w = RandomMatrix(GetParam(), shape.rows, shape.cols, rng_);
+    const size_t tokens = RandomTokens();
+    const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
+    const std::vector<float> y = Run(Isa::kScalar, w.View(), x, tokens, 0, shape.rows, shape.rows);
+    std::vector<float> row(shape.cols);
+    for (uint64_t r = 0; r < shape.rows; ++r) {
+      DequantizeRow(w.View(), r, row);
+      for (size_t t = 0; t < tokens; ++t) {
+        double dot = 0, magnitude = 0;
+        for (uint64_t c = 0; c < shape.cols; ++c) {
+          dot += double{row[c]} * x[t * shape.cols + c];
+          magnitude += std::abs(double{row[c]} * x[t * shape.cols + c]);
+        }
+        ASSERT_LE(std::abs(y[t * shape.rows + r] - dot), 1e-5 * magnitude + 1e-30)
+            << "row " << r << " token " << t;
+      }
+    }
+  }
+}
+
+// A k2 expert's row length (7168 columns: whole 512-column scale groups) and
+// one with a partial last group, every token-tile size.
+TEST_P(MatMulTest, LongRowsAllTileSizes) {
+  for (uint64_t cols : {uint64_t{7168}, uint64_t{7168 + 96}}) {
+    const StoredMatrix w = RandomMatrix(GetParam(), 11, cols, rng_);
+    const std::vector<float> x = RandomVector(9 * cols, rng_);
+    std::vector<float> want = SentinelBuffer(9 * 11);
+    internal::MatMulRowsScalar(w.View(), x.data(), 9, 0, 11, want.data(), 11);
+    for (Isa isa : SupportedSimdIsas()) {
+      for (size_t tokens = 1; tokens <= 9; ++tokens) {
+        const std::vector<float> got = Run(isa, w.View(), x, tokens, 0, 11, 11);
+        EXPECT_EQ(CompareRows(got, 11, want, 11, tokens, 0, 11), "")
+            << IsaName(isa) << " cols " << cols << " tokens " << tokens;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, MatMulTest,
+                         ::testing::Values(TensorFormat::kF32, TensorFormat::kF16,
+                                           TensorFormat::kBF16, TensorFormat::kF8E4M3B128,
+                                           TensorFormat::kQ8B32, TensorFormat::kQ4B32),
+                         [](const ::testing::TestParamInfo<TensorFormat>& info) {
+                           return std::string(TensorFormatName(info.param));
+                         });
+
+TEST(MatMulF8Test, NanCodesGiveNanInEveryIsa) {
+  std::mt19937_64 rng(7);
+  StoredMatrix w = RandomMatrix(TensorFormat::kF8E4M3B128, 6, 40, rng);
+  w.data[2 * 40 + 5] = std::byte{0x7f};
+  w.data[4 * 40 + 33] = std::byte{0xff};  // in the tail chunk
+  const std::vector<float> x = RandomVector(40, rng);
+  for (Isa isa : SupportedIsas()) {
+    const std::vector<float> y = Run(isa, w.View(), x, 1, 0, 6, 6);
+    for (int r = 0; r < 6; ++r) {
+      EXPECT_EQ(std::isnan(y[r]), r == 2 || r == 4) << IsaName(isa) << " row " << r;
+    }
+  }
+}
+
+TEST(MatMulTest, EmptyRangeWritesNothing) {
+  std::mt19937_64 rng(1);
+  const StoredMatrix w = RandomMatrix(TensorFormat::kQ4B32, 4, 64, rng);
+  const std::vector<float> x = RandomVector(64, rng);
+  for (Isa isa : SupportedIsas()) {
+    const std::vector<float> y = Run(isa, w.View(), x, 1, 2, 2, 4);
+    EXPECT_EQ(CompareRows(y, 4, y, 4, 1, 0, 0), "");
+  }
+}
+
+}  // namespace
+}  // namespace warp::computed::kernels

@@ -1,0 +1,532 @@
+#!/usr/bin/python3
+"""Generate the golden MoE fixtures in tests/fixtures/<variant>/.
+
+Run from the repository root (Debian torch 1.13 + numpy, no other deps):
+
+    /usr/bin/python3 tests/reference/make_fixtures.py
+
+For every variant this writes
+
+    config.json            HF-style config (model_type, architectures, torch_dtype, ...)
+    model.safetensors      weights (or model-0000{1,2}-of-00002.safetensors +
+                           model.safetensors.index.json for the split variant)
+    tokens.txt             prompt token ids, comma separated (24 tokens)
+    logits.f32             float32 LE [24][vocab] logits of ONE prefill of tokens.txt
+    greedy.txt             16 greedy tokens after the prompt (each step = full recompute)
+    routing.json           (debug aid) chosen experts / weights per MoE layer per prompt position
+
+plus tests/fixtures/manifest.json with seeds, sizes and the measured margins.
+
+Determinism: every variant has a fixed base seed; weights and tokens come from
+``torch.Generator`` seeded with (base seed + attempt).  An attempt is rejected
+(and the next seed tried) unless, over the full prompt+greedy sequence:
+  * top-1 vs top-2 logit margin  > LOGIT_MARGIN at every position,
+  * k-th vs (k+1)-th routing-criterion margin > ROUTE_MARGIN at every MoE
+    layer/position (and the group-selection margin for group-limited routing),
+  * at least half of the experts of every MoE layer are used somewhere,
+  * group routing selects the same experts whether excluded groups are
+    filled with -inf (DeepSeek reference) or 0.0 (HF masked_fill(..., 0.0)),
+  * greedy output has >= 4 distinct tokens and never emits eos_token_id.
+After writing, every fixture is re-loaded from disk with an independent
+safetensors reader (models.load_checkpoint) and recomputed; the result must
+match what was written bit-for-bit.
+
+The forward pass lives in models.py (float32, eager causal attention).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shutil
+import struct
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+import models  # noqa: E402
+
+OUT_ROOT = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
+N_PROMPT = 24
+N_GREEDY = 16
+LOGIT_MARGIN = 1e-2   # stricter than the 1e-3 required
+ROUTE_MARGIN = 1e-3   # stricter than the 1e-4 required
+MAX_ATTEMPTS = 2000
+
+torch.set_num_threads(1)  # bitwise reproducibility of CPU matmuls
+
+# ---------------------------------------------------------------------------
+# safetensors writer
+# ---------------------------------------------------------------------------
+
+_DT_SIZE = {"F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1}
+
+
+def write_safetensors(path: str, tensors: dict):
+    """tensors: {name: (dtype_str, np.ndarray already in storage dtype)}.
+
+    Layout as the reference Rust implementation writes it: tensors sorted by
+    (dtype alignment descending, name), packed back to back; header JSON padded
+    with spaces to a multiple of 8 bytes.
+    """
+    order = sorted(tensors, key=lambda n: (-_DT_SIZE[tensors[n][0]], n))
+    header = {}
+    blobs = []
+    off = 0
+    for name in order:
+        dt, arr = tensors[name]
+        raw = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+        assert len(raw) == int(np.prod(arr.shape)) * _DT_SIZE[dt]
+        header[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    header["__metadata__"] = {"format": "pt"}
+    hjson = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hjson += b" " * ((-len(hjson)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hjson)))
+        f.write(hjson)
+        for b in blobs:
+            f.write(b)
+    return off
+
+
+# ---------------------------------------------------------------------------
+# Variants
+# ---------------------------------------------------------------------------
+
+COMMON = {
+    "vocab_size": 256,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "hidden_act": "silu",
+    "max_position_embeddings": 64,
+    "initializer_range": 0.02,
+    "attention_dropout": 0.0,
+    "use_cache": True,
+    "tie_word_embeddings": False,
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+}
+
+DS_BASE = {
+    **COMMON,
+    "model_type": "deepseek_v3",
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "num_hidden_layers": 3,
+    "intermediate_size": 160,
+    "moe_intermediate_size": 32,
+    "q_lora_rank": 32,
+    "kv_lora_rank": 32,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 16,
+    "v_head_dim": 32,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 16,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 4,
+    "n_group": 4,
+    "topk_group": 2,
+    "first_k_dense_replace": 1,
+    "moe_layer_freq": 1,
+    "routed_scaling_factor": 2.5,
+    "norm_topk_prob": True,
+    "topk_method": "noaux_tc",
+    "scoring_func": "sigmoid",
+    "rope_theta": 10000.0,
+    "rope_scaling": None,
+    "rope_interleave": True,
+    "attention_bias": False,
+    "rms_norm_eps": 1e-6,
+    "num_nextn_predict_layers": 0,
+    "ep_size": 1,
+}
+
+QWEN_BASE = {
+    **COMMON,
+    "model_type": "qwen3_moe",
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "num_hidden_layers": 3,
+    "num_key_value_heads": 2,
+    "head_dim": 32,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "num_experts": 16,
+    "num_experts_per_tok": 4,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [0],
+    "norm_topk_prob": True,
+    "rope_theta": 1000000.0,
+    "rope_scaling": None,
+    "rms_norm_eps": 1e-6,
+    "attention_bias": False,
+    "use_sliding_window": False,
+    "sliding_window": None,
+    "max_window_layers": 3,
+    "router_aux_loss_coef": 0.001,
+    "output_router_logits": False,
+}
+
+GLM_BASE = {
+    **COMMON,
+    "model_type": "glm4_moe",
+    "architectures": ["Glm4MoeForCausalLM"],
+    "num_hidden_layers": 3,
+    "num_key_value_heads": 2,
+    "head_dim": 32,
+    "partial_rotary_factor": 0.5,
+    "attention_bias": True,
+    "use_qk_norm": True,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 8,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 2,
+    "n_group": 1,
+    "topk_group": 1,
+    "first_k_dense_replace": 1,
+    "routed_scaling_factor": 2.5,
+    "norm_topk_prob": True,
+    "rope_theta": 1000000.0,
+    "rope_scaling": None,
+    "rms_norm_eps": 1e-5,
+    "num_nextn_predict_layers": 0,
+}
+
+MIXTRAL_BASE = {
+    **COMMON,
+    "model_type": "mixtral",
+    "architectures": ["MixtralForCausalLM"],
+    "num_hidden_layers": 3,
+    "num_key_value_heads": 2,
+    "intermediate_size": 32,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "rope_theta": 1000000.0,
+    "rms_norm_eps": 1e-5,
+    "sliding_window": None,
+    "router_jitter_noise": 0.0,
+    "router_aux_loss_coef": 0.02,
+    "output_router_logits": False,
+}
+
+
+def _v(name, base, storage, seed, split=False, **over):
+    cfg = copy.deepcopy(base)
+    cfg.update(over)
+    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16", "fp8": "bfloat16"}[storage]
+    if storage == "fp8":
+        cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3",
+                                      "weight_block_size": [128, 128], "activation_scheme": "dynamic"}
+    return {"name": name, "config": cfg, "storage": storage, "seed": seed, "split": split}
+
+
+VARIANTS = [
+    _v("deepseek_v3_f32", DS_BASE, "f32", 1000),
+    _v("deepseek_v3_bf16", DS_BASE, "bf16", 2000),
+    _v("deepseek_v3_yarn_f32", DS_BASE, "f32", 3000,
+       n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=2,
+       rope_theta=1000.0, max_position_embeddings=64,
+       rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                     "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}),
+    _v("deepseek_v3_fp8", DS_BASE, "fp8", 4000),
+    _v("deepseek_v3_noqlora_f32", DS_BASE, "f32", 5000, split=True,
+       q_lora_rank=None, n_routed_experts=8, num_experts_per_tok=2, n_group=1, topk_group=1,
+       routed_scaling_factor=2.827),
+    _v("qwen3_moe_f32", QWEN_BASE, "f32", 6000),
+    _v("qwen3_moe_bf16", QWEN_BASE, "bf16", 7000),
+    _v("qwen3_moe_nonorm_f32", QWEN_BASE, "f32", 8000,
+       num_hidden_layers=4, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+       mlp_only_layers=[], decoder_sparse_step=2, intermediate_size=64, max_window_layers=4),
+    _v("glm4_moe_f32", GLM_BASE, "f32", 9000),
+    _v("mixtral_f32", MIXTRAL_BASE, "f32", 10000),
+]
+
+# ---------------------------------------------------------------------------
+# Weight generation (float32 master copy, in checkpoint order)
+# ---------------------------------------------------------------------------
+
+
+def gen_weights(cfg: dict, g: torch.Generator) -> dict:
+    mt = cfg["model_type"]
+    Hd, V, H = cfg["hidden_size"], cfg["vocab_size"], cfg["num_attention_heads"]
+    w = {}
+
+    def lin(name, out_f, in_f, scale=1.0):
+        w[name] = torch.randn(out_f, in_f, generator=g) * (scale / math.sqrt(in_f))
+
+    def norm(name, n):
+        w[name] = 0.9 + 0.2 * torch.rand(n, generator=g)
+
+    def vec(name, n, std):
+        w[name] = torch.randn(n, generator=g) * std
+
+    def mlp3(prefix, inter, names=("gate_proj", "up_proj", "down_proj")):
+        lin(f"{prefix}.{names[0]}.weight", inter, Hd)
+        lin(f"{prefix}.{names[1]}.weight", inter, Hd)
+        lin(f"{prefix}.{names[2]}.weight", Hd, inter)
+
+    w["model.embed_tokens.weight"] = torch.randn(V, Hd, generator=g)
+    model = models.ReferenceModel.__new__(models.ReferenceModel)
+    model.c, model.mt = cfg, mt
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        norm(p + "input_layernorm.weight", Hd)
+        a = p + "self_attn."
+        if mt == "deepseek_v3":
+            dn, dr, dv, r = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"], cfg["kv_lora_rank"]
+            if cfg["q_lora_rank"] is None:
+                lin(a + "q_proj.weight", H * (dn + dr), Hd)
+            else:
+                lin(a + "q_a_proj.weight", cfg["q_lora_rank"], Hd)
+                norm(a + "q_a_layernorm.weight", cfg["q_lora_rank"])
+                lin(a + "q_b_proj.weight", H * (dn + dr), cfg["q_lora_rank"])
+            lin(a + "kv_a_proj_with_mqa.weight", r + dr, Hd)
+            norm(a + "kv_a_layernorm.weight", r)
+            lin(a + "kv_b_proj.weight", H * (dn + dv), r)
+            lin(a + "o_proj.weight", Hd, H * dv)
+        else:
+            D = cfg.get("head_dim") or Hd // H
+            KV = cfg["num_key_value_heads"]
+            lin(a + "q_proj.weight", H * D, Hd)
+            lin(a + "k_proj.weight", KV * D, Hd)
+            lin(a + "v_proj.weight", KV * D, Hd)
+            if mt == "glm4_moe" and cfg["attention_bias"]:
+                vec(a + "q_proj.bias", H * D, 0.1)
+                vec(a + "k_proj.bias", KV * D, 0.1)
+                vec(a + "v_proj.bias", KV * D, 0.1)
+            lin(a + "o_proj.weight", Hd, H * D)
+            if mt == "qwen3_moe" or (mt == "glm4_moe" and cfg.get("use_qk_norm")):
+                norm(a + "q_norm.weight", D)
+                norm(a + "k_norm.weight", D)
+        norm(p + "post_attention_layernorm.weight", Hd)
+        if not model.is_moe_layer(i):
+            mlp3(p + "mlp", cfg["intermediate_size"])
+        elif mt == "mixtral":
+            E = cfg["num_local_experts"]
+            lin(p + "block_sparse_moe.gate.weight", E, Hd, scale=2.0)
+            for e in range(E):
+                mlp3(f"{p}block_sparse_moe.experts.{e}", cfg["intermediate_size"], ("w1", "w3", "w2"))
+        elif mt == "qwen3_moe":
+            E = cfg["num_experts"]
+            lin(p + "mlp.gate.weight", E, Hd, scale=2.0)
+            for e in range(E):
+                mlp3(f"{p}mlp.experts.{e}", cfg["moe_intermediate_size"])
+        else:
+            E = cfg["n_routed_experts"]
+            lin(p + "mlp.gate.weight", E, Hd, scale=2.0)
+            vec(p + "mlp.gate.e_score_correction_bias", E, 0.05)
+            for e in range(E):
+                mlp3(f"{p}mlp.experts.{e}", cfg["moe_intermediate_size"])
+            mlp3(p + "mlp.shared_experts", cfg["moe_intermediate_size"] * cfg["n_shared_experts"])
+    norm("model.norm.weight", Hd)
+    lin("lm_head.weight", V, Hd, scale=2.0)
+    return w
+
+
+def is_fp8_weight(name: str, arr: torch.Tensor) -> bool:
+    """DeepSeek FP8 layout: every 2-D linear weight in attention and MLP/experts/shared
+    experts is FP8; router (mlp.gate.weight), norms, embeddings, lm_head are not."""
+    if arr.dim() != 2 or not name.startswith("model.layers."):
+        return False
+    if name.endswith("mlp.gate.weight"):
+        return False
+    return ".self_attn." in name or ".mlp." in name
+
+
+def to_storage(weights: dict, storage: str):
+    """-> (stored {name: (dtype, np array)}, dequantised f32 {name: tensor})."""
+    stored, deq = {}, {}
+    for name, t in weights.items():
+        a = t.numpy().astype(np.float32)
+        if storage == "f32" or name.endswith("e_score_correction_bias"):
+            stored[name] = ("F32", a)
+            deq[name] = torch.from_numpy(a.copy())
+        elif storage == "bf16" or not is_fp8_weight(name, t):
+            bits = models.f32_to_bf16_bits(a)
+            stored[name] = ("BF16", bits)
+            deq[name] = torch.from_numpy(models.bf16_bits_to_f32(bits).copy())
+        else:  # fp8 block quantisation, 128x128 blocks
+            rows, cols = a.shape
+            nr, nc = -(-rows // 128), -(-cols // 128)
+            scale = np.zeros((nr, nc), dtype=np.float32)
+            codes = np.zeros((rows, cols), dtype=np.uint8)
+            for bi in range(nr):
+                for bj in range(nc):
+                    blk = a[bi * 128:(bi + 1) * 128, bj * 128:(bj + 1) * 128]
+                    amax = float(np.abs(blk).max())
+                    s = np.float32(amax / 448.0) if amax > 0 else np.float32(1.0)
+                    scale[bi, bj] = s
+                    codes[bi * 128:(bi + 1) * 128, bj * 128:(bj + 1) * 128] = models.f32_to_e4m3(blk / s)
+            stored[name] = ("F8_E4M3", codes)
+            stored[name + "_scale_inv"] = ("F32", scale)
+            deq[name] = torch.from_numpy(models.dequant_fp8_block(codes, scale))
+    return stored, deq
+
+
+# ---------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------
+
+
+def analyse(model: models.ReferenceModel, seq):
+    """Full forward over seq; returns margins / usage stats for the acceptance test."""
+    logits = model.forward(seq)
+    top2 = torch.topk(logits, 2, dim=-1).values
+    logit_margin = float((top2[:, 0] - top2[:, 1]).min())
+    route_margin = math.inf
+    group_margin = math.inf
+    softmax_logit_margin = math.inf
+    zero_fill_ok = True
+    usage = {}
+    n_experts = None
+    for tr in model.trace:
+        route_margin = min(route_margin, float(tr["margin"].min()))
+        group_margin = min(group_margin, float(tr["group_margin"].min()))
+        if tr["logit_margin"] is not None:
+            softmax_logit_margin = min(softmax_logit_margin, float(tr["logit_margin"].min()))
+        zero_fill_ok &= bool(tr["zero_fill_agrees"].all())
+        n_experts = tr["criterion"].shape[-1]
+        usage[tr["layer"]] = sorted(set(tr["idx"].flatten().tolist()))
+    min_used = min((len(u) for u in usage.values()), default=0)
+    return {
+        "logits": logits,
+        "logit_margin": logit_margin,
+        "route_margin": route_margin,
+        "group_margin": group_margin,
+        "softmax_router_logit_margin": softmax_logit_margin,
+        "zero_fill_agrees": zero_fill_ok,
+        "experts_used_min": min_used,
+        "n_experts": n_experts,
+        "usage": usage,
+    }
+
+
+def build_variant(v: dict):
+    cfg = v["config"]
+    V = cfg["vocab_size"]
+    for attempt in range(MAX_ATTEMPTS):
+        seed = v["seed"] + attempt
+        torch.manual_seed(seed)
+        g = torch.Generator().manual_seed(seed)
+        weights = gen_weights(cfg, g)
+        tokens = torch.randint(2, V, (N_PROMPT,), generator=g).tolist()
+        stored, deq = to_storage(weights, v["storage"])
+        model = models.ReferenceModel(cfg, deq)
+        greedy = model.greedy(tokens, N_GREEDY)
+        full = tokens + greedy
+        st = analyse(model, full)
+        argmax = torch.argmax(st["logits"], dim=-1).tolist()
+        ok = (
+            st["logit_margin"] > LOGIT_MARGIN
+            and st["route_margin"] > ROUTE_MARGIN
+            and st["group_margin"] > ROUTE_MARGIN
+            and st["zero_fill_agrees"]
+            and 2 * st["experts_used_min"] >= st["n_experts"]
+            and argmax[N_PROMPT - 1:N_PROMPT - 1 + N_GREEDY] == greedy
+            and cfg["eos_token_id"] not in greedy
+            and len(set(greedy)) >= 4
+        )
+        if ok:
+            return seed, attempt, weights, stored, deq, tokens, greedy, st
+    raise RuntimeError(f"{v['name']}: no acceptable seed in {MAX_ATTEMPTS} attempts")
+
+
+def write_variant(v, stored, tokens, greedy, prefill_logits, routing):
+    d = os.path.join(OUT_ROOT, v["name"])
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(v["config"], f, indent=2)
+        f.write("\n")
+    if not v["split"]:
+        write_safetensors(os.path.join(d, "model.safetensors"), stored)
+    else:
+        names = list(stored)  # checkpoint (model) order
+        sizes = [stored[n][1].nbytes for n in names]
+        total = sum(sizes)
+        shards = [{}, {}]
+        acc = 0
+        for n, s in zip(names, sizes):
+            shards[0 if acc < total / 2 else 1][n] = stored[n]
+            acc += s
+        files = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+        wm = {}
+        for fn, sh in zip(files, shards):
+            write_safetensors(os.path.join(d, fn), sh)
+            for n in sh:
+                wm[n] = fn
+        with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(wm.items()))}, f, indent=2)
+            f.write("\n")
+    with open(os.path.join(d, "tokens.txt"), "w") as f:
+        f.write(",".join(str(t) for t in tokens) + "\n")
+    with open(os.path.join(d, "greedy.txt"), "w") as f:
+        f.write(",".join(str(t) for t in greedy) + "\n")
+    prefill_logits.numpy().astype("<f4").tofile(os.path.join(d, "logits.f32"))
+    with open(os.path.join(d, "routing.json"), "w") as f:
+        json.dump(routing, f)
+        f.write("\n")
+    return d
+
+
+def dir_size(d):
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+
+
+def main():
+    os.makedirs(OUT_ROOT, exist_ok=True)
+    manifest = {"generator": "tests/reference/make_fixtures.py", "n_prompt": N_PROMPT, "n_greedy": N_GREEDY,
+                "acceptance": {"logit_margin_gt": LOGIT_MARGIN, "route_margin_gt": ROUTE_MARGIN},
+                "variants": {}}
+    for v in VARIANTS:
+        seed, attempt, weights, stored, deq, tokens, greedy, st = build_variant(v)
+        model = models.ReferenceModel(v["config"], deq)
+        prefill = model.forward(tokens)
+        routing = {str(tr["layer"]): {"experts": tr["idx"].tolist(),
+                                      "weights": [[round(float(x), 6) for x in row] for row in tr["weights"]]}
+                   for tr in model.trace}
+        d = write_variant(v, stored, tokens, greedy, prefill, routing)
+
+        # independent round trip: read the files back and recompute
+        logits2, greedy2 = models.run_fixture(d)
+        on_disk = np.fromfile(os.path.join(d, "logits.f32"), dtype="<f4").reshape(N_PROMPT, -1)
+        assert np.array_equal(on_disk, logits2.numpy()), f"{v['name']}: reload mismatch"
+        assert greedy2 == greedy, f"{v['name']}: greedy reload mismatch"
+
+        nbytes = dir_size(d)
+        info = {
+            "seed": seed, "rejected_seeds": attempt, "storage": v["storage"], "split": v["split"],
+            "bytes": nbytes, "n_tensors": len([n for n in stored]),
+            "min_top1_top2_logit_margin": st["logit_margin"],
+            "min_route_margin": st["route_margin"],
+            "min_group_margin": None if math.isinf(st["group_margin"]) else st["group_margin"],
+            "min_softmax_router_logit_margin": None if math.isinf(st["softmax_router_logit_margin"])
+            else st["softmax_router_logit_margin"],
+            "experts_used_per_moe_layer": {str(k): len(u) for k, u in st["usage"].items()},
+            "n_experts": st["n_experts"],
+            "max_abs_logit": float(prefill.abs().max()),
+            "greedy": greedy,
+        }
+        manifest["variants"][v["name"]] = info
+        print(f"{v['name']:28s} seed={seed:<6d} rejected={attempt:<3d} size={nbytes/1e6:.3f}MB "
+              f"logit_margin={st['logit_margin']:.4g} route_margin={st['route_margin']:.4g} "
+              f"group_margin={info['min_group_margin']} used={info['experts_used_per_moe_layer']}/{st['n_experts']}",
+              flush=True)
+    total = sum(x["bytes"] for x in manifest["variants"].values())
+    manifest["total_bytes"] = total
+    with open(os.path.join(OUT_ROOT, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    print(f"total fixture size: {total/1e6:.3f} MB")
+
+
+if __name__ == "__main__":
+    main()

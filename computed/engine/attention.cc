@@ -16,6 +16,10 @@ float Dot(const float* a, const float* b, size_t n) {
   return sum;
 }
 
+// q_a_layernorm and kv_a_layernorm are built with DeepseekV3RMSNorm's default
+// eps in the Hugging Face code, not with config.rms_norm_eps.
+constexpr float kLatentNormEps = 1e-6f;
+
 // Multi-head latent attention (DeepSeek V3 / Kimi K2).
 class MlaAttention : public Attention {
  public:
@@ -50,7 +54,7 @@ class MlaAttention : public Attention {
       Linear(pool_, q_a_, x.data(), n, q_a.data());
       for (uint32_t t = 0; t < n; ++t) {
         std::span<float> row(q_a.data() + uint64_t{t} * c_.q_lora_rank, c_.q_lora_rank);
-        RmsNorm(row, q_a_norm_, c_.rms_norm_eps, row);
+        RmsNorm(row, q_a_norm_, kLatentNormEps, row);
       }
       Linear(pool_, q_b_, q_a.data(), n, q.data());
     } else {
@@ -61,7 +65,7 @@ class MlaAttention : public Attention {
     for (uint32_t t = 0; t < n; ++t) {  // fill the cache first: later tokens see earlier ones
       const uint32_t pos = first_pos + t;
       const float* row = kv_a.data() + uint64_t{t} * (lora + rope);
-      RmsNorm({row, lora}, kv_a_norm_, c_.rms_norm_eps, {&latent_[uint64_t{pos} * lora], lora});
+      RmsNorm({row, lora}, kv_a_norm_, kLatentNormEps, {&latent_[uint64_t{pos} * lora], lora});
       std::copy_n(row + lora, rope, &k_rope_[uint64_t{pos} * rope]);
       rope_.Apply({&k_rope_[uint64_t{pos} * rope], rope}, pos);
     }

@@ -118,7 +118,7 @@ std::vector<float> SentinelBuffer(size_t n) {
 }
 
 // Runs MatMulRows under `isa` into a sentinel-filled [num_tokens, y_stride] buffer.
-std::vector<float> Run(Isa isa, const MatrixView& w, const std::vector<float>& x,
+std::vector<float> RunMatMul(Isa isa, const MatrixView& w, const std::vector<float>& x,
                        size_t num_tokens, size_t row_begin, size_t row_end, size_t y_stride) {
   ScopedIsa scoped(isa);
   std::vector<float> y = SentinelBuffer(num_tokens * y_stride);
@@ -165,7 +165,10 @@ std::vector<Shape> TestShapes(TensorFormat format, std::mt19937_64& rng) {
       }
       break;
     case TensorFormat::kF8E4M3B128:
-      shapes.insert(shapes.end(), {{130, 200}, {200, 130}, {129, 257}, {3, 128}, {5, 7}});
+      for (Shape shape : {Shape{130, 200}, Shape{200, 130}, Shape{129, 257}, Shape{3, 128},
+                          Shape{5, 7}}) {
+        shapes.push_back(shape);
+      }
       for (int i = 0; i < 12; ++i) shapes.push_back({rows(), any_cols()});
       break;
     default:
@@ -318,7 +321,7 @@ TEST(SummationOrderTest, SixteenLanesByColumn) {
   x[0] = 1e8f;
   x[16] = -1e8f;
   for (Isa isa : SupportedIsas()) {
-    EXPECT_EQ(Run(isa, w.View(), x, 1, 0, 1, 1)[0], 15.0f) << IsaName(isa);
+    EXPECT_EQ(RunMatMul(isa, w.View(), x, 1, 0, 1, 1)[0], 15.0f) << IsaName(isa);
   }
 }
 
@@ -332,7 +335,7 @@ TEST(SummationOrderTest, FixedReductionTree) {
   x[8] = -0x1p24f;
   x[9] = 1.0f;
   for (Isa isa : SupportedIsas()) {
-    EXPECT_EQ(Run(isa, w.View(), x, 1, 0, 1, 1)[0], 2.0f) << IsaName(isa);
+    EXPECT_EQ(RunMatMul(isa, w.View(), x, 1, 0, 1, 1)[0], 2.0f) << IsaName(isa);
   }
 }
 
@@ -366,7 +369,7 @@ TEST_P(MatMulTest, SimdEqualsScalarBitForBit) {
       const size_t stride = shape.rows + std::uniform_int_distribution<size_t>(0, 3)(rng_);
       SCOPED_TRACE(std::string(IsaName(isa)) + " tokens " + std::to_string(tokens) + " rows [" +
                    std::to_string(begin) + ", " + std::to_string(end) + ")");
-      const std::vector<float> got = Run(isa, w.View(), x, tokens, begin, end, stride);
+      const std::vector<float> got = RunMatMul(isa, w.View(), x, tokens, begin, end, stride);
       EXPECT_EQ(CompareRows(got, stride, want, shape.rows, tokens, begin, end), "");
     }
   }
@@ -380,7 +383,7 @@ TEST_P(MatMulTest, BatchEqualsSingleTokenCalls) {
     for (Isa isa : SupportedIsas()) {
       SCOPED_TRACE(std::string(IsaName(isa)) + " shape [" + std::to_string(shape.rows) + ", " +
                    std::to_string(shape.cols) + "] tokens " + std::to_string(tokens));
-      const std::vector<float> batch = Run(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
+      const std::vector<float> batch = RunMatMul(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
       std::vector<float> singles = SentinelBuffer(tokens * shape.rows);
       ScopedIsa scoped(isa);
       for (size_t t = 0; t < tokens; ++t) {
@@ -399,7 +402,7 @@ TEST_P(MatMulTest, SplitRowRangesEqualWholeRange) {
     const size_t tokens = RandomTokens();
     const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
     for (Isa isa : SupportedIsas()) {
-      const std::vector<float> whole = Run(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
+      const std::vector<float> whole = RunMatMul(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
       std::vector<float> pieces = SentinelBuffer(tokens * shape.rows);
       ScopedIsa scoped(isa);
       for (size_t begin = 0; begin < shape.rows;) {
@@ -423,7 +426,7 @@ TEST_P(MatMulTest, ScalarIsCloseToDoubleDot) {
     const StoredMatrix w = RandomMatrix(GetParam(), shape.rows, shape.cols, rng_);
     const size_t tokens = RandomTokens();
     const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
-    const std::vector<float> y = Run(Isa::kScalar, w.View(), x, tokens, 0, shape.rows, shape.rows);
+    const std::vector<float> y = RunMatMul(Isa::kScalar, w.View(), x, tokens, 0, shape.rows, shape.rows);
     std::vector<float> row(shape.cols);
     for (uint64_t r = 0; r < shape.rows; ++r) {
       DequantizeRow(w.View(), r, row);
@@ -450,7 +453,7 @@ TEST_P(MatMulTest, LongRowsAllTileSizes) {
     internal::MatMulRowsScalar(w.View(), x.data(), 9, 0, 11, want.data(), 11);
     for (Isa isa : SupportedSimdIsas()) {
       for (size_t tokens = 1; tokens <= 9; ++tokens) {
-        const std::vector<float> got = Run(isa, w.View(), x, tokens, 0, 11, 11);
+        const std::vector<float> got = RunMatMul(isa, w.View(), x, tokens, 0, 11, 11);
         EXPECT_EQ(CompareRows(got, 11, want, 11, tokens, 0, 11), "")
             << IsaName(isa) << " cols " << cols << " tokens " << tokens;
       }
@@ -473,7 +476,7 @@ TEST(MatMulF8Test, NanCodesGiveNanInEveryIsa) {
   w.data[4 * 40 + 33] = std::byte{0xff};  // in the tail chunk
   const std::vector<float> x = RandomVector(40, rng);
   for (Isa isa : SupportedIsas()) {
-    const std::vector<float> y = Run(isa, w.View(), x, 1, 0, 6, 6);
+    const std::vector<float> y = RunMatMul(isa, w.View(), x, 1, 0, 6, 6);
     for (int r = 0; r < 6; ++r) {
       EXPECT_EQ(std::isnan(y[r]), r == 2 || r == 4) << IsaName(isa) << " row " << r;
     }
@@ -485,7 +488,7 @@ TEST(MatMulTest, EmptyRangeWritesNothing) {
   const StoredMatrix w = RandomMatrix(TensorFormat::kQ4B32, 4, 64, rng);
   const std::vector<float> x = RandomVector(64, rng);
   for (Isa isa : SupportedIsas()) {
-    const std::vector<float> y = Run(isa, w.View(), x, 1, 2, 2, 4);
+    const std::vector<float> y = RunMatMul(isa, w.View(), x, 1, 2, 2, 4);
     EXPECT_EQ(CompareRows(y, 4, y, 4, 1, 0, 0), "");
   }
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/numeric/half.h"
 #include "common/status.h"
+#include "computed/kernels/matrix_view.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed {
@@ -104,21 +105,6 @@ uint64_t SourceDtypeBytes(SourceDtype dtype) {
       return 1;
   }
   return 0;
-}
-
-float Fp8E4M3ToFloat(uint8_t code) {
-  const int sign = code >> 7;
-  const int exp = (code >> 3) & 0xf;
-  const int mant = code & 0x7;
-  float value;
-  if (exp == 0xf && mant == 0x7) {
-    value = std::nanf("");
-  } else if (exp == 0) {
-    value = std::ldexp(static_cast<float>(mant), -9);  // subnormal: mant/8 * 2^-6
-  } else {
-    value = std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, exp - 7);
-  }
-  return sign ? -value : value;
 }
 
 absl::Status Checkpoint::AddFile(const fs::path& path) {
@@ -242,7 +228,7 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
       case SourceDtype::kF8E4M3: {
         const uint64_t row = row_begin + i / cols;
         const uint64_t col = i % cols;
-        out[i] = Fp8E4M3ToFloat(static_cast<uint8_t>(*p)) *
+        out[i] = kernels::E4M3ToFloat(static_cast<uint8_t>(*p)) *
                  scales[(row / 128) * scale_cols + col / 128];
         break;
       }

@@ -64,7 +64,4 @@ class Checkpoint {
   uint64_t total_bytes_ = 0;
 };
 
-// Exact value of every FP8 E4M3 (OCP "fn": no infinities, 0x7f/0xff NaN) code.
-float Fp8E4M3ToFloat(uint8_t code);
-
 }  // namespace warp::computed

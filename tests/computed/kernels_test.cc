@@ -1,6 +1,8 @@
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <span>
 #include <string>
@@ -12,6 +14,11 @@
 #include "computed/kernels/matrix_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
+namespace warp {
+// Readable parameter names in gtest output.
+void PrintTo(TensorFormat format, std::ostream* os) { *os << TensorFormatName(format); }
+}  // namespace warp
 
 namespace warp::computed::kernels {
 namespace {
@@ -137,10 +144,10 @@ std::string CompareRows(const std::vector<float>& got, size_t got_stride,
       const bool in_range = r >= row_begin && r < row_end;
       const float w = in_range ? want[t * want_stride + r] : std::bit_cast<float>(kSentinelBits);
       if (std::memcmp(&g, &w, sizeof(float)) != 0) {
-        return "token " + std::to_string(t) + " row " + std::to_string(r) + ": got " +
-               std::to_string(g) + " (0x" + std::to_string(std::bit_cast<uint32_t>(g)) +
-               "), want " + std::to_string(w) + " (0x" +
-               std::to_string(std::bit_cast<uint32_t>(w)) + ")";
+        char message[160];
+        std::snprintf(message, sizeof(message), "token %zu row %zu: got %.9g (%08x), want %.9g (%08x)",
+                      t, r, g, std::bit_cast<uint32_t>(g), w, std::bit_cast<uint32_t>(w));
+        return message;
       }
     }
   }

@@ -1,0 +1,144 @@
+// computed convert: what it refuses, and how it names the problem.
+
+#include <fstream>
+
+#include "common/format/container.h"
+#include "computed/convert/converter.h"
+#include "computed/convert/safetensors.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+fs::path FixtureDir(const std::string& name) {
+  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
+  return fs::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests" / "fixtures" / name;
+}
+
+// A writable copy of a fixture checkpoint, to damage.
+class ConvertTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::copy(FixtureDir("qwen3_moe_f32"), hf_, fs::copy_options::recursive);
+  }
+
+  absl::Status Convert(const ConvertOptions& options = {}) {
+    return ConvertCheckpoint(hf_, dir_ / "out.warp", options).status();
+  }
+
+  void EditConfig(const std::function<void(json&)>& edit) {
+    std::ifstream in(hf_ / "config.json");
+    json config = json::parse(in);
+    edit(config);
+    std::ofstream(hf_ / "config.json") << config.dump(2);
+  }
+
+  // Rewrites model.safetensors with `edit` applied to its header.
+  void EditHeader(const std::function<void(json&)>& edit) {
+    const fs::path path = hf_ / "model.safetensors";
+    std::ifstream in(path, std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    in.read(header.data(), static_cast<std::streamsize>(n));
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    json root = json::parse(header);
+    edit(root);
+    std::string text = root.dump();
+    text.resize((text.size() + 7) / 8 * 8, ' ');
+    const uint64_t size = text.size();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out << text << data;
+  }
+
+  warp::testing::TempDir dir_;
+  fs::path hf_ = dir_ / "hf";
+};
+
+TEST_F(ConvertTest, ConvertsAndOpens) {
+  WARP_ASSERT_OK(Convert());
+  WARP_EXPECT_OK(Container::Open(dir_ / "out.warp"));
+}
+
+TEST_F(ConvertTest, TruncatedSafetensorsIsRefusedNamingTheFile) {
+  fs::resize_file(hf_ / "model.safetensors", fs::file_size(hf_ / "model.safetensors") - 1000);
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kDataLoss,
+                                  AllOf(HasSubstr("model.safetensors"),
+                                        HasSubstr("run past the end of the file"))));
+}
+
+TEST_F(ConvertTest, TruncatedHeaderIsRefused) {
+  fs::resize_file(hf_ / "model.safetensors", 100);
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kDataLoss,
+                                  AllOf(HasSubstr("model.safetensors"), HasSubstr("header"))));
+}
+
+TEST_F(ConvertTest, HeaderOffsetsPastTheFileAreRefusedNamingTheTensor) {
+  EditHeader([](json& root) {
+    root["model.norm.weight"]["data_offsets"] = {uint64_t{1} << 40, (uint64_t{1} << 40) + 256};
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kDataLoss,
+                                  AllOf(HasSubstr("tensor model.norm.weight"),
+                                        HasSubstr("run past the end"))));
+}
+
+TEST_F(ConvertTest, UnsupportedDtypeIsRefusedByName) {
+  EditHeader([](json& root) { root["model.norm.weight"]["dtype"] = "I64"; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("model.norm.weight"),
+                                        HasSubstr("dtype I64 is not supported"))));
+}
+
+TEST_F(ConvertTest, ConfigMissingARequiredFieldIsRefused) {
+  EditConfig([](json& config) { config.erase("num_experts"); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("config.json"),
+                                        HasSubstr("num_experts: missing"))));
+}
+
+TEST_F(ConvertTest, UnknownArchitectureIsRefused) {
+  EditConfig([](json& config) { config["model_type"] = "llama"; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("architecture \"llama\" is not supported")));
+}
+
+TEST_F(ConvertTest, TensorWithTheWrongShapeIsRefused) {
+  EditConfig([](json& config) { config["moe_intermediate_size"] = 64; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("tensor model.layers.1.mlp.experts.0.gate_proj"),
+                                        HasSubstr("has shape"), HasSubstr("config.json implies"))));
+}
+
+TEST_F(ConvertTest, MissingTensorIsRefusedByName) {
+  EditHeader([](json& root) { root.erase("model.layers.2.mlp.experts.3.down_proj.weight"); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kNotFound,
+                                  HasSubstr("tensor model.layers.2.mlp.experts.3.down_proj.weight "
+                                            "is missing from the checkpoint")));
+}
+
+TEST_F(ConvertTest, UnknownFormatOptionIsRefused) {
+  EXPECT_THAT(Convert({.experts = "q3"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--experts q3")));
+}
+
+TEST_F(ConvertTest, QuantizedFormatsConvert) {
+  WARP_ASSERT_OK(ConvertCheckpoint(hf_, dir_ / "q8.warp", {.experts = "q8", .trunk = "q8"}));
+  auto container = Container::Open(dir_ / "q8.warp");
+  WARP_ASSERT_OK(container);
+  EXPECT_EQ((*container)->manifest().banks[0].matrices[0].format, TensorFormat::kQ8B32);
+  WARP_ASSERT_OK(ConvertCheckpoint(hf_, dir_ / "q4.warp", {.experts = "q4", .trunk = "bf16"}));
+}
+
+}  // namespace
+}  // namespace warp::computed

@@ -1,0 +1,100 @@
+// q8/q4 expert formats against the native conversion of the same checkpoint:
+// measured (KL divergence of the next-token distributions, top-1 agreement)
+// and printed for docs/EFFICIENCY.md; asserted only within sane bounds.
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "common/format/container.h"
+#include "common/store/bank_set.h"
+#include "computed/convert/converter.h"
+#include "computed/engine/thread_pool.h"
+#include "computed/engine/transformer.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<float> RunPrompt(const fs::path& model, const std::vector<int32_t>& tokens) {
+  auto container = Container::Open(model);
+  EXPECT_TRUE(container.ok()) << container.status();
+  std::shared_ptr<const Container> shared = std::move(*container);
+  auto banks = BankSet::Open(shared);
+  LocalExpertSource source(std::move(*banks));
+  ThreadPool pool(2);
+  auto transformer = Transformer::Create(shared, source, pool, {.max_positions = 64});
+  EXPECT_TRUE(transformer.ok()) << transformer.status();
+  auto logits = (*transformer)->Forward(tokens);
+  EXPECT_TRUE(logits.ok()) << logits.status();
+  return logits.value_or(std::vector<float>{});
+}
+
+std::vector<double> LogSoftmax(const float* logits, size_t n) {
+  const double max = *std::max_element(logits, logits + n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp(logits[i] - max);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = logits[i] - max - std::log(sum);
+  return out;
+}
+
+struct Quality {
+  double mean_kl = 0;
+  double top1_agreement = 0;
+};
+
+Quality Compare(const std::vector<float>& native, const std::vector<float>& quant, size_t vocab) {
+  Quality q;
+  const size_t positions = native.size() / vocab;
+  for (size_t pos = 0; pos < positions; ++pos) {
+    const std::vector<double> p = LogSoftmax(&native[pos * vocab], vocab);
+    const std::vector<double> r = LogSoftmax(&quant[pos * vocab], vocab);
+    for (size_t i = 0; i < vocab; ++i) q.mean_kl += std::exp(p[i]) * (p[i] - r[i]);
+    const auto argmax = [&](const float* row) { return std::max_element(row, row + vocab) - row; };
+    q.top1_agreement += argmax(&native[pos * vocab]) == argmax(&quant[pos * vocab]);
+  }
+  q.mean_kl /= positions;
+  q.top1_agreement /= positions;
+  return q;
+}
+
+class QuantQualityTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuantQualityTest, QuantizedExpertsStayCloseToNative) {
+  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
+  const fs::path fixture =
+      fs::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests/fixtures" / GetParam();
+  std::vector<int32_t> tokens;
+  {
+    std::ifstream in(fixture / "tokens.txt");
+    std::string id;
+    while (std::getline(in, id, ',')) tokens.push_back(std::stoi(id));
+  }
+  warp::testing::TempDir dir;
+  WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "native.warp", {}));
+  const std::vector<float> native = RunPrompt(dir / "native.warp", tokens);
+  const size_t vocab = native.size() / tokens.size();
+  for (const char* format : {"q8", "q4"}) {
+    const fs::path path = dir / (std::string(format) + ".warp");
+    WARP_ASSERT_OK(ConvertCheckpoint(fixture, path, {.experts = format}));
+    const Quality q = Compare(native, RunPrompt(path, tokens), vocab);
+    std::printf("[quality] %s experts=%s: mean KL %.5f nats, top-1 agreement %.1f%%\n",
+                GetParam().c_str(), format, q.mean_kl, 100 * q.top1_agreement);
+    // Sane bounds only: tiny random-weight models are harder on quantization
+    // than trained ones; the figures themselves go to docs/EFFICIENCY.md.
+    EXPECT_LT(q.mean_kl, std::string(format) == "q8" ? 0.01 : 0.5);
+    EXPECT_GE(q.top1_agreement, std::string(format) == "q8" ? 0.9 : 0.5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QuantQualityTest,
+                         ::testing::Values("deepseek_v3_f32", "qwen3_moe_f32", "glm4_moe_f32",
+                                           "mixtral_f32"));
+
+}  // namespace
+}  // namespace warp::computed

@@ -17,6 +17,7 @@
 #include "common/format/container.h"
 #include "common/store/bank_set.h"
 #include "computed/cli/commands.h"
+#include "computed/engine/sampler.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
 
@@ -30,6 +31,7 @@ struct LogitsFlags {
   uint32_t greedy = 0;
   uint32_t threads = 0;
   uint32_t prefill_chunk = 0;  // 0: the whole prompt in one prefill
+  SamplerOptions sampling;     // temperature 0: greedy
 };
 
 absl::StatusOr<std::vector<int32_t>> ParseTokens(const std::string& text) {
@@ -44,10 +46,6 @@ absl::StatusOr<std::vector<int32_t>> ParseTokens(const std::string& text) {
   }
   if (tokens.empty()) return absl::InvalidArgumentError("--tokens: no token ids given");
   return tokens;
-}
-
-int32_t Argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 absl::Status Run(const LogitsFlags& flags) {
@@ -81,13 +79,14 @@ absl::Status Run(const LogitsFlags& flags) {
   }
   if (flags.greedy > 0) {
     std::vector<int32_t> generated;
-    int32_t next = Argmax({logits.data() + logits.size() - vocab, vocab});
+    Sampler sampler(flags.sampling);
+    int32_t next = sampler.Sample({logits.data() + logits.size() - vocab, vocab});
     for (uint32_t i = 0; i < flags.greedy; ++i) {
       generated.push_back(next);
       if (i + 1 == flags.greedy) break;
       auto step = (*transformer)->Forward({&next, 1});
       if (!step.ok()) return step.status();
-      next = Argmax(*step);
+      next = sampler.Sample(*step);
     }
     std::printf("%s\n", absl::StrJoin(generated, ",").c_str());
   }
@@ -102,7 +101,12 @@ CommandRunner AddLogitsCommand(CLI::App& app) {
   cmd->add_option("model", flags->model, "MODEL.warp")->required();
   cmd->add_option("--tokens", flags->tokens, "Prompt token ids, comma-separated")->required();
   cmd->add_option("--out", flags->out, "Write float32 [positions][vocab] here");
-  cmd->add_option("--greedy", flags->greedy, "Then decode N tokens greedily and print them");
+  cmd->add_option("--greedy", flags->greedy,
+                  "Then decode N tokens (greedily unless --temperature) and print them");
+  cmd->add_option("--temperature", flags->sampling.temperature, "Sampling temperature (0: greedy)");
+  cmd->add_option("--top-k", flags->sampling.top_k, "Sample among the k best tokens (0: all)");
+  cmd->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass (1: off)");
+  cmd->add_option("--seed", flags->sampling.seed, "Sampling seed");
   cmd->add_option("--threads", flags->threads, "Compute threads (default: all cores)");
   cmd->add_option("--prefill-chunk", flags->prefill_chunk,
                   "Tokens per prefill chunk (default: the whole prompt)");

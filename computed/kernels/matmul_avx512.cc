@@ -24,6 +24,9 @@
 
 #include "computed/kernels/matmul.h"
 
+#ifndef PF
+#define PF 1024
+#endif
 namespace warp::computed::kernels::internal {
 namespace {
 
@@ -219,6 +222,7 @@ struct Q4Row {
   }
   void Prepare(uint64_t col, uint64_t end) { scale.Prepare(col, end); }
   void Load(uint64_t col, __m512* out) const {
+    _mm_prefetch(reinterpret_cast<const char*>(p + col / 2 + PF), _MM_HINT_T0);
     const __m512 table = _mm512_mul_ps(_mm512_load_ps(kQ4Codes.data()), scale.Get(col));
     const __m512i spread = _mm512_load_si512(kQ4Spread.data());
     const __m512i shift = _mm512_load_si512(kQ4Shift.data());

@@ -1,5 +1,8 @@
 // The computed command line as a user runs it: exit codes and messages.
 
+#include <filesystem>
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/run_command.h"
@@ -69,6 +72,68 @@ TEST_F(ComputedCliTest, SynthHelpListsThePresets) {
   auto result = RunBinary("computed", "synth --help");
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_THAT(result.output, HasSubstr("deepseek_v3 / k2-slice"));
+}
+
+}  // namespace
+}  // namespace warp::computed
+
+namespace warp::computed {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
+  return (std::filesystem::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests" /
+          "fixtures" / name)
+      .string();
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+class LogitsCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto result =
+        RunBinary("computed", "convert --quiet " + Fixture("mixtral_f32") + " " + Model());
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  std::string Model() const { return (dir_ / "m.warp").string(); }
+  warp::testing::TempDir dir_;
+};
+
+TEST_F(LogitsCliTest, GreedyPrintsTheReferenceContinuation) {
+  const std::string tokens = ReadText(Fixture("mixtral_f32") + "/tokens.txt");
+  const std::string out = (dir_ / "logits.f32").string();
+  auto result = RunBinary("computed", "logits " + Model() + " --tokens " + tokens +
+                                          " --greedy 16 --out " + out + " --prefill-chunk 7");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr(ReadText(Fixture("mixtral_f32") + "/greedy.txt")));
+  EXPECT_EQ(std::filesystem::file_size(out), 24u * 256 * sizeof(float));  // [positions][vocab]
+}
+
+TEST_F(LogitsCliTest, TokenOutsideTheVocabularyIsRefused) {
+  auto result = RunBinary("computed", "logits " + Model() + " --tokens 1,2,999");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("token 999 at index 2 is outside the vocabulary of 256"));
+}
+
+TEST_F(LogitsCliTest, MalformedTokensAreRefused) {
+  auto result = RunBinary("computed", "logits " + Model() + " --tokens 1,x");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("--tokens: \"x\" is not a token id"));
+}
+
+TEST_F(LogitsCliTest, SeededSamplingRepeats) {
+  const std::string args = "logits " + Model() + " --tokens 5,6,7 --greedy 8 --temperature 1.5 "
+                           "--top-k 20 --top-p 0.9 --seed 42";
+  auto first = RunBinary("computed", args);
+  auto second = RunBinary("computed", args);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output, second.output);
 }
 
 }  // namespace

@@ -1,13 +1,19 @@
 // expertd: the expert-storage daemon of one disk, and its offline tools.
-// Subcommands: verify.
+// Subcommands: serve, verify, shard.
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "common/byte_size.h"
 #include "common/logging.h"
+#include "expertd/serve.h"
+#include "expertd/serve_command.h"
+#include "expertd/shard.h"
+#include "expertd/shard_verify.h"
 #include "expertd/verify.h"
 
 namespace {
@@ -39,6 +45,49 @@ int RunVerify(const std::vector<std::string>& dirs, bool quiet) {
   return exit_code;
 }
 
+// `expertd verify MODEL SHARD...`: the shards checked against the model as a set.
+int RunVerifySet(const std::vector<std::string>& dirs, bool quiet) {
+  const std::vector<std::filesystem::path> shards(dirs.begin() + 1, dirs.end());
+  auto report = warp::expertd::VerifyShardSet(dirs[0], shards, {.show_progress = !quiet});
+  if (!report.ok()) {
+    std::fprintf(stderr, "expertd verify: %s\n", std::string(report.status().message()).c_str());
+    return 1;
+  }
+  for (const std::string& problem : report->problems) std::fprintf(stderr, "%s\n", problem.c_str());
+  const size_t problems = report->problems.size();
+  std::printf(
+      "%s + %zu shards: %llu records, %llu trunk tensors, %s in %.2f s (%s/s): %s\n",
+      dirs[0].c_str(), shards.size(), static_cast<unsigned long long>(report->records_checked),
+      static_cast<unsigned long long>(report->trunk_tensors_checked),
+      warp::FormatBytes(report->bytes_read).c_str(), report->seconds,
+      warp::FormatBytes(report->seconds > 0 ? report->bytes_read / report->seconds : 0).c_str(),
+      problems == 0   ? "OK"
+      : problems == 1 ? "1 problem"
+                      : (std::to_string(problems) + " problems").c_str());
+  return problems == 0 ? 0 : 1;
+}
+
+int RunShard(const std::string& model, const std::vector<std::string>& dirs,
+             const std::vector<double>& weights, bool quiet) {
+  const std::vector<std::filesystem::path> paths(dirs.begin(), dirs.end());
+  auto report = warp::expertd::ShardContainer(model, paths, weights, !quiet);
+  if (!report.ok()) {
+    std::fprintf(stderr, "expertd shard: %s\n", std::string(report.status().message()).c_str());
+    return 1;
+  }
+  for (size_t s = 0; s < dirs.size(); ++s) {
+    const auto experts = std::count(report->owner.begin(), report->owner.end(), s);
+    std::printf("%s: shard %zu of %zu, %lld experts per layer, %llu records\n", dirs[s].c_str(), s,
+                dirs.size(), static_cast<long long>(experts),
+                static_cast<unsigned long long>(report->records[s]));
+  }
+  std::printf(
+      "%s: sharded into %zu directories, %s in %.2f s (%s/s)\n", model.c_str(), dirs.size(),
+      warp::FormatBytes(report->bytes_copied).c_str(), report->seconds,
+      warp::FormatBytes(report->seconds > 0 ? report->bytes_copied / report->seconds : 0).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,8 +103,33 @@ int main(int argc, char** argv) {
   verify->add_option("model", verify_dirs, "MODEL.warp [SHARD_DIR ...]")->required();
   verify->add_flag("--quiet", quiet, "No progress bar");
 
+  std::string shard_model;
+  std::vector<std::string> shard_dirs;
+  std::vector<double> shard_weights;
+  CLI::App* shard = app.add_subcommand(
+      "shard", "Split the expert banks of a container across directories (one per disk)");
+  shard->add_option("model", shard_model, "MODEL.warp")->required();
+  shard->add_option("--dirs", shard_dirs, "Shard directories A,B[,C...]; none may hold a container")
+      ->delimiter(',')
+      ->required();
+  shard
+      ->add_option("--weights", shard_weights,
+                   "W1,W2,...: one positive weight per directory; experts in proportion "
+                   "(default: expert e to shard e % N)")
+      ->delimiter(',');
+  shard->add_flag("--quiet", quiet, "No progress bar");
+
+  auto serve = warp::expertd::AddServeCommand(app);
+
   CLI11_PARSE(app, argc, argv);
   warp::InitLogging(log_level);
-  if (verify->parsed()) return RunVerify(verify_dirs, quiet);
+  if (verify->parsed()) {
+    return verify_dirs.size() > 1 ? RunVerifySet(verify_dirs, quiet)
+                                  : RunVerify(verify_dirs, quiet);
+  }
+  if (shard->parsed()) return RunShard(shard_model, shard_dirs, shard_weights, quiet);
+  // Before any thread starts, so every thread inherits the mask and sigwait sees the signal.
+  warp::expertd::BlockTerminationSignals();
+  if (int code = serve(); code >= 0) return code;
   return 2;
 }

@@ -6,9 +6,10 @@
 
 namespace warp {
 
-absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(
-    std::shared_ptr<const Container> container) {
-  auto banks = std::unique_ptr<BankSet>(new BankSet(std::move(container)));
+absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Container> container,
+                                                       Options options) {
+  if (!options.pread) options.pread = PreadFull;
+  auto banks = std::unique_ptr<BankSet>(new BankSet(std::move(container), std::move(options)));
   bool warned = false;
   for (const BankEntry& bank : banks->container_->manifest().banks) {
     WARP_ASSIGN_OR_RETURN(OpenedFile file,
@@ -36,24 +37,16 @@ absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key) const {
   const std::string path = container_->BankPath(*bank).string();
   auto buffer = std::make_shared<AlignedBuffer>(bank->record_bytes);
   std::span<std::byte> bytes = buffer->span().first(bank->record_bytes);
-  absl::Status status = PreadFull(files_[index].fd.get(), bytes, *offset, path);
+  absl::Status status = options_.pread(files_[index].fd.get(), bytes, *offset, path);
   if (!status.ok()) {
     return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
   }
-  status = CheckRecord(bytes, container_->Expectation(key.layer, key.expert), /*check_crc=*/true);
+  status = CheckRecord(bytes, container_->Expectation(key.layer, key.expert), options_.verify);
   if (!status.ok()) {
     return absl::Status(status.code(),
                         absl::StrCat(status.message(), " (", path, " @", *offset, ")"));
   }
   return ExpertRecord{.key = key, .buffer = std::move(buffer), .record_bytes = bank->record_bytes};
-}
-
-std::vector<absl::StatusOr<ExpertRecord>> LocalExpertSource::Read(
-    std::span<const ExpertKey> keys) {
-  std::vector<absl::StatusOr<ExpertRecord>> records;
-  records.reserve(keys.size());
-  for (const ExpertKey& key : keys) records.push_back(banks_->ReadRecord(key));
-  return records;
 }
 
 }  // namespace warp

@@ -2,11 +2,16 @@
 
 // BankSet: the open bank files of one container directory, and verified
 // reads of whole records from them (one aligned O_DIRECT pread per record;
-// buffered where the filesystem refuses O_DIRECT, with one warning).
+// buffered where the filesystem refuses O_DIRECT, with one warning). The
+// pread can be swapped for a faulty one in tests (EIO, short reads, bit
+// flips, delays).
 //
 // Thread-safe: immutable after Open; reads are preads.
 
+#include <functional>
 #include <memory>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,33 +21,35 @@
 
 namespace warp {
 
+// Same contract as PreadFull (common/io/file.h).
+using PreadFn = std::function<absl::Status(int fd, std::span<std::byte> out, uint64_t offset,
+                                           std::string_view path)>;
+
 class BankSet {
  public:
-  static absl::StatusOr<std::unique_ptr<BankSet>> Open(std::shared_ptr<const Container> container);
+  struct Options {
+    bool verify = true;  // CRC32C of every record (footers are always checked)
+    PreadFn pread;       // null: PreadFull
+  };
 
-  // Reads and verifies the record of `key`. NotFound if this directory does
-  // not hold it; DataLoss "expert E of layer L: checksum mismatch (FILE @ OFFSET)".
+  static absl::StatusOr<std::unique_ptr<BankSet>> Open(std::shared_ptr<const Container> container,
+                                                       Options options);
+
+  // Reads and verifies the record of `key` into a new buffer. NotFound if this
+  // directory does not hold it; DataLoss "expert E of layer L: checksum
+  // mismatch (FILE @ OFFSET)" for a corrupt record.
   absl::StatusOr<ExpertRecord> ReadRecord(const ExpertKey& key) const;
 
   const Container& container() const { return *container_; }
+  const std::shared_ptr<const Container>& shared_container() const { return container_; }
 
  private:
-  explicit BankSet(std::shared_ptr<const Container> container)
-      : container_(std::move(container)) {}
+  BankSet(std::shared_ptr<const Container> container, Options options)
+      : container_(std::move(container)), options_(std::move(options)) {}
 
   std::shared_ptr<const Container> container_;
+  Options options_;
   std::vector<OpenedFile> files_;  // indexed like manifest().banks
-};
-
-// The embedded ExpertSource: reads straight from local bank files.
-// Thread-safe.
-class LocalExpertSource : public ExpertSource {
- public:
-  explicit LocalExpertSource(std::unique_ptr<BankSet> banks) : banks_(std::move(banks)) {}
-  std::vector<absl::StatusOr<ExpertRecord>> Read(std::span<const ExpertKey> keys) override;
-
- private:
-  std::unique_ptr<BankSet> banks_;
 };
 
 }  // namespace warp

@@ -4,13 +4,22 @@
 // interface for the embedded store, the Unix-socket client and the gRPC
 // client, so the forward pass never knows which it talks to. Records are
 // always verified (footer + CRC32C) before they are handed out.
+//
+// Reads are asynchronous: Read() issues a batch and returns at once; the
+// caller consumes each record from the ReadBatch as it completes.
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/io/aligned_buffer.h"
 
 namespace warp {
@@ -19,15 +28,51 @@ struct ExpertKey {
   uint32_t layer = 0;   // decoder layer index
   uint32_t expert = 0;  // routed expert within the layer
   friend bool operator==(const ExpertKey&, const ExpertKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const ExpertKey& key) {
+    return H::combine(std::move(h), key.layer, key.expert);
+  }
 };
 
-// One verified record. The buffer is shared: a cache may hold the same bytes.
+// Order in which queued reads are served; mirrors warp.v1.Priority.
+enum class Priority { kDemand, kCertain, kLookahead };
+
+// One verified record. `buffer` is shared: a cache may hold the same bytes.
+// While `lease` is alive the store keeps the record resident (never evicted
+// or reused); dropping the record releases it.
 struct ExpertRecord {
   ExpertKey key;
   std::shared_ptr<const AlignedBuffer> buffer;
   uint64_t record_bytes = 0;
+  std::shared_ptr<void> lease;
 
   std::span<const std::byte> bytes() const { return buffer->span().first(record_bytes); }
+};
+
+// The completions of one batch of reads, in completion order. Producers call
+// Complete() from any thread, exactly once per index.
+//
+// Thread-safe.
+class ReadBatch {
+ public:
+  explicit ReadBatch(size_t size) : size_(size) {}
+
+  size_t size() const { return size_; }
+
+  void Complete(size_t index, absl::StatusOr<ExpertRecord> record);
+
+  // Blocks until the next record completes and returns (index in the batch,
+  // result); nullopt once all have been returned.
+  std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> Next();
+
+  // Waits for all and returns them in key order.
+  std::vector<absl::StatusOr<ExpertRecord>> WaitAll();
+
+ private:
+  const size_t size_;
+  absl::Mutex mu_;
+  std::deque<std::pair<size_t, absl::StatusOr<ExpertRecord>>> done_ ABSL_GUARDED_BY(mu_);
+  size_t returned_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Thread-safe.
@@ -35,10 +80,23 @@ class ExpertSource {
  public:
   virtual ~ExpertSource() = default;
 
-  // Reads every key and returns one result per key, in key order. A bad key
-  // (unknown, corrupt, I/O error) fails only itself, with a message naming the
-  // layer, expert and file.
-  virtual std::vector<absl::StatusOr<ExpertRecord>> Read(std::span<const ExpertKey> keys) = 0;
+  // Issues reads of every key and returns at once. A bad key (unknown,
+  // corrupt, I/O error) fails only itself, with a message naming the layer,
+  // expert and file or address.
+  virtual std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys,
+                                          Priority priority) = 0;
+
+  // Hints: fetch these into the source's cache if it has one. Returns at once.
+  virtual void Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+    (void)keys;
+    (void)priority;
+  }
+
+  // Blocking convenience: every record, in key order.
+  std::vector<absl::StatusOr<ExpertRecord>> ReadAll(std::span<const ExpertKey> keys,
+                                                    Priority priority = Priority::kDemand) {
+    return Read(keys, priority)->WaitAll();
+  }
 };
 
 }  // namespace warp

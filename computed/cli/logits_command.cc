@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/format/container.h"
-#include "common/store/bank_set.h"
+#include "common/store/expert_store.h"
 #include "computed/cli/commands.h"
 #include "computed/engine/sampler.h"
 #include "computed/engine/thread_pool.h"
@@ -54,9 +54,9 @@ absl::Status Run(const LogitsFlags& flags) {
   auto container = Container::Open(flags.model);
   if (!container.ok()) return container.status();
   std::shared_ptr<const Container> shared = std::move(*container);
-  auto banks = BankSet::Open(shared);
-  if (!banks.ok()) return banks.status();
-  LocalExpertSource source(std::move(*banks));
+  auto store = ExpertStore::Open(shared, {});
+  if (!store.ok()) return store.status();
+  ExpertStore& source = **store;
   ThreadPool pool(flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency()));
   const uint32_t max_positions = static_cast<uint32_t>(tokens->size()) + flags.greedy + 1;
   auto transformer = Transformer::Create(shared, source, pool, {.max_positions = max_positions});

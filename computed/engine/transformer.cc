@@ -135,7 +135,7 @@ absl::Status Transformer::Moe(uint32_t layer, std::span<const float> x, uint32_t
       keys.push_back({layer, expert});
     }
   }
-  std::vector<absl::StatusOr<ExpertRecord>> records = experts_.Read(keys);
+  std::vector<absl::StatusOr<ExpertRecord>> records = experts_.ReadAll(keys);
   for (const auto& record : records) {
     if (!record.ok()) return record.status();
     ++stats_.expert_reads;

@@ -24,8 +24,11 @@
 
 #include "computed/kernels/matmul.h"
 
-#ifndef PF
-#define PF 1024
+#ifndef XB
+#define XB 16384
+#endif
+#ifndef RG
+#define RG 16
 #endif
 namespace warp::computed::kernels::internal {
 namespace {
@@ -222,7 +225,6 @@ struct Q4Row {
   }
   void Prepare(uint64_t col, uint64_t end) { scale.Prepare(col, end); }
   void Load(uint64_t col, __m512* out) const {
-    _mm_prefetch(reinterpret_cast<const char*>(p + col / 2 + PF), _MM_HINT_T0);
     const __m512 table = _mm512_mul_ps(_mm512_load_ps(kQ4Codes.data()), scale.Get(col));
     const __m512i spread = _mm512_load_si512(kQ4Spread.data());
     const __m512i shift = _mm512_load_si512(kQ4Shift.data());
@@ -234,10 +236,13 @@ struct Q4Row {
   }
 };
 
-// R rows x T tokens of the output. x points at the tile's first token, y at
-// its first token's row 0.
+// Columns [col_begin, col_end) of R rows x T tokens. acc[i * T + j] holds the 16
+// lanes of row `row + i`, token j between column blocks: a store and a reload
+// of a register are exact, so blocking does not change the summation order.
+// x points at the tile's first token.
 template <class Row, int R, int T>
-void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_stride) {
+void TileColumns(const MatrixView& w, uint64_t row, const float* x, uint64_t col_begin,
+                 uint64_t col_end, __m512* acc_io) {
   const uint64_t cols = w.cols;
   Row rows[R];
 #pragma GCC unroll 8
@@ -246,11 +251,12 @@ void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (int j = 0; j < T; ++j) acc[i][j] = acc_io[i * T + j];
   }
   const uint64_t full = cols - cols % Row::kStep;
-  for (uint64_t group = 0; group < full; group += Row::kGroup) {
-    const uint64_t end = std::min(full, group + Row::kGroup);
+  const uint64_t full_end = std::min(col_end, full);
+  for (uint64_t group = col_begin; group < full_end; group += Row::kGroup) {
+    const uint64_t end = std::min(full_end, group + Row::kGroup);
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) rows[i].Prepare(group, end);
     for (uint64_t col = group; col < end; col += Row::kStep) {
@@ -270,7 +276,7 @@ void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_
     }
   }
   if constexpr (Row::kHasTail) {
-    if (full < cols) {  // lanes past the last column keep their value
+    if (col_end == cols && full < cols) {  // lanes past the last column keep their value
       const auto mask = static_cast<__mmask16>((uint32_t{1} << (cols - full)) - 1);
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
@@ -286,33 +292,57 @@ void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) y[j * y_stride + row + i] = Reduce(acc[i][j]);
+    for (int j = 0; j < T; ++j) acc_io[i * T + j] = acc[i][j];
   }
 }
 
 // Tiles: up to 8 tokens share each dequantized chunk; 4 rows at a time while
 // that stays within the 32 zmm registers (R*T accumulators + T inputs), else 2.
-constexpr size_t kMaxTileTokens = 8;
-constexpr uint64_t kRowGroup = 4;
-constexpr int RowsPerTile(int tokens) { return tokens <= 4 ? 4 : 2; }
+#ifndef MT
+#define MT 8
+#endif
+constexpr size_t kMaxTileTokens = MT;
+#ifndef RP
+#define RP(t) (t<=4?4:2)
+#endif
+constexpr int RowsPerTile(int tokens) { return RP(tokens); }
 
-// Rows [row, row + num_rows) (num_rows <= kRowGroup) for T tokens.
+// Column blocks keep the inputs of a token tile in L1 while every row of a row
+// group uses them: unblocked, 8 tokens x 7168 columns (229 KB) streamed from L2
+// once per row tile and ran 2.5x slower than from L1.
+constexpr uint64_t kInputBlockBytes = XB;  // of x per column block
+constexpr uint64_t kRowGroup = RG;
+constexpr uint64_t BlockCols(int tokens) {
+  return std::max<uint64_t>(512, kInputBlockBytes / (4 * tokens) / 512 * 512);
+}
+
+// Rows [row, row + num_rows) (num_rows <= kRowGroup) for T tokens; y points at
+// the tile's first token.
 template <class Row, int T>
 void RowGroup(const MatrixView& w, uint64_t row, uint64_t num_rows, const float* x, float* y,
               size_t y_stride) {
   constexpr int R = RowsPerTile(T);
-  uint64_t r = row;
-  for (; r + R <= row + num_rows; r += R) Tile<Row, R, T>(w, r, x, y, y_stride);
-  for (; r < row + num_rows; ++r) Tile<Row, 1, T>(w, r, x, y, y_stride);
+  constexpr uint64_t kBlock = BlockCols(T);
+  __m512 acc[kRowGroup * T];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  for (uint64_t col = 0; col < w.cols; col += kBlock) {
+    const uint64_t end = std::min(w.cols, col + kBlock);
+    uint64_t i = 0;
+    for (; i + R <= num_rows; i += R) TileColumns<Row, R, T>(w, row + i, x, col, end, &acc[i * T]);
+    for (; i < num_rows; ++i) TileColumns<Row, 1, T>(w, row + i, x, col, end, &acc[i * T]);
+  }
+  for (uint64_t i = 0; i < num_rows; ++i) {
+    for (int j = 0; j < T; ++j) y[j * y_stride + row + i] = Reduce(acc[i * T + j]);
+  }
 }
 
 // Row groups outermost, so a group's weights are read from memory once and
-// stay in L1/L2 for the later token tiles.
+// stay in L2 for the later token tiles.
 template <class Row>
 void MatMulFormat(const MatrixView& w, const float* x, size_t num_tokens, size_t row_begin,
                   size_t row_end, float* y, size_t y_stride) {
   using GroupFn = void (*)(const MatrixView&, uint64_t, uint64_t, const float*, float*, size_t);
-  static constexpr GroupFn kByTokens[kMaxTileTokens] = {
+  static constexpr GroupFn kByTokens[8] = {
       RowGroup<Row, 1>, RowGroup<Row, 2>, RowGroup<Row, 3>, RowGroup<Row, 4>,
       RowGroup<Row, 5>, RowGroup<Row, 6>, RowGroup<Row, 7>, RowGroup<Row, 8>};
   for (uint64_t row = row_begin; row < row_end; row += kRowGroup) {

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "common/format/container.h"
-#include "common/store/bank_set.h"
+#include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
@@ -24,8 +24,9 @@ std::vector<float> RunPrompt(const fs::path& model, const std::vector<int32_t>& 
   auto container = Container::Open(model);
   EXPECT_TRUE(container.ok()) << container.status();
   std::shared_ptr<const Container> shared = std::move(*container);
-  auto banks = BankSet::Open(shared);
-  LocalExpertSource source(std::move(*banks));
+  auto store = ExpertStore::Open(shared, {});
+  EXPECT_TRUE(store.ok()) << store.status();
+  ExpertSource& source = **store;
   ThreadPool pool(2);
   auto transformer = Transformer::Create(shared, source, pool, {.max_positions = 64});
   EXPECT_TRUE(transformer.ok()) << transformer.status();

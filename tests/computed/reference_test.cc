@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/format/container.h"
-#include "common/store/bank_set.h"
+#include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
@@ -60,9 +60,9 @@ class Model {
     auto container = Container::Open(container_dir);
     EXPECT_TRUE(container.ok()) << container.status();
     container_ = std::move(*container);
-    auto banks = BankSet::Open(container_);
-    EXPECT_TRUE(banks.ok()) << banks.status();
-    source_ = std::make_unique<LocalExpertSource>(std::move(*banks));
+    auto store = ExpertStore::Open(container_, {});
+    EXPECT_TRUE(store.ok()) << store.status();
+    source_ = std::move(*store);
     auto transformer =
         Transformer::Create(container_, *source_, pool_, {.max_positions = max_positions});
     EXPECT_TRUE(transformer.ok()) << transformer.status();
@@ -87,7 +87,7 @@ class Model {
  private:
   ThreadPool pool_;
   std::shared_ptr<const Container> container_;
-  std::unique_ptr<LocalExpertSource> source_;
+  std::unique_ptr<ExpertStore> source_;
   std::unique_ptr<Transformer> transformer_;
 };
 

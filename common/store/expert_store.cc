@@ -1,0 +1,212 @@
+#include "common/store/expert_store.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace warp {
+namespace {
+
+AccessKind KindOf(Priority priority) {
+  switch (priority) {
+    case Priority::kDemand:
+      return AccessKind::kDemand;
+    case Priority::kCertain:
+      return AccessKind::kCertain;
+    case Priority::kLookahead:
+      return AccessKind::kLookahead;
+  }
+  return AccessKind::kDemand;
+}
+
+size_t LatencyBucket(double ms) {
+  constexpr double kBounds[] = {0.1, 0.3, 1, 3, 10, 30, 100};
+  size_t bucket = 0;
+  while (bucket < 7 && ms >= kBounds[bucket]) ++bucket;
+  return bucket;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Open(
+    std::shared_ptr<const Container> container, Options options) {
+  WARP_ASSIGN_OR_RETURN(auto banks, BankSet::Open(std::move(container), options.banks));
+  return std::unique_ptr<ExpertStore>(new ExpertStore(std::move(banks), options));
+}
+
+ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, const Options& options)
+    : banks_(std::move(banks)), cache_(LfruCache::Options{.capacity_bytes = options.cache_bytes}) {
+  io_ = std::make_unique<IoEngine>(
+      options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
+      [this](const ExpertKey& key, Priority) { DropRead(key); });
+}
+
+ExpertStore::~ExpertStore() { io_.reset(); }  // joins the readers before the state goes
+
+ExpertRecord ExpertStore::LeasedRecord(const ExpertKey& key) {
+  cache_.Pin(key);
+  const std::shared_ptr<const AlignedBuffer>& buffer = buffers_.at(key);
+  // The lease unpins when the last copy of the record is dropped.
+  std::shared_ptr<void> lease(nullptr, [this, key](void*) { Release(key); });
+  return ExpertRecord{.key = key,
+                      .buffer = buffer,
+                      .record_bytes = container().manifest().FindBank(key.layer)->record_bytes,
+                      .lease = std::move(lease)};
+}
+
+void ExpertStore::Release(const ExpertKey& key) {
+  absl::MutexLock lock(&mu_);
+  cache_.Unpin(key);
+}
+
+void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) {
+  absl::ReleasableMutexLock lock(&mu_);
+  if (cache_.Touch(key, KindOf(priority))) {
+    ++stats_.hits;
+    ExpertRecord record = LeasedRecord(key);
+    lock.Release();
+    done(std::move(record));
+    return;
+  }
+  ++stats_.misses;
+  auto [it, inserted] = in_flight_.try_emplace(key);
+  InFlight& flight = it->second;
+  flight.waiters.push_back(std::move(done));
+  if (inserted) {
+    flight.priority = priority;
+    io_->Submit(key, priority);
+    return;
+  }
+  ++stats_.joined;
+  // A demand joining a queued speculative read must not wait behind the
+  // speculation: queue it again at the higher priority (the first to run wins).
+  if (!flight.started && priority < flight.priority) {
+    flight.priority = priority;
+    io_->Submit(key, priority);
+  }
+}
+
+void ExpertStore::RunRead(const ExpertKey& key) {
+  Priority priority;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = in_flight_.find(key);
+    if (it == in_flight_.end() || it->second.started) return;  // a duplicate job
+    it->second.started = true;
+    priority = it->second.priority;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ExpertRecord> record = banks_->ReadRecord(key);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  std::vector<Callback> waiters;
+  std::vector<absl::StatusOr<ExpertRecord>> results;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = in_flight_.find(key);
+    waiters = std::move(it->second.waiters);
+    in_flight_.erase(it);
+    ++stats_.latency_us_buckets[LatencyBucket(ms)];
+    bool cached = false;
+    if (record.ok()) {
+      stats_.read_bytes[static_cast<size_t>(priority)] += record->record_bytes;
+      if (std::optional<std::vector<ExpertKey>> evicted =
+              cache_.Insert(key, record->record_bytes, KindOf(priority))) {
+        for (const ExpertKey& old : *evicted) buffers_.erase(old);
+        buffers_[key] = record->buffer;
+        cached = true;
+      }
+    } else if (record.status().code() == absl::StatusCode::kDataLoss) {
+      ++stats_.crc_errors;  // never admitted
+    } else {
+      ++stats_.read_errors;
+    }
+    for (size_t i = 0; i < waiters.size(); ++i) {
+      results.push_back(record.ok() && cached ? absl::StatusOr<ExpertRecord>(LeasedRecord(key))
+                                              : record);
+    }
+  }
+  if (!record.ok() && record.status().code() == absl::StatusCode::kDataLoss) {
+    Logger("expertd.store").warn("{}", std::string(record.status().message()));
+  }
+  for (size_t i = 0; i < waiters.size(); ++i) waiters[i](std::move(results[i]));
+}
+
+void ExpertStore::DropRead(const ExpertKey& key) {
+  std::vector<Callback> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = in_flight_.find(key);
+    if (it == in_flight_.end() || it->second.started) return;
+    if (!it->second.waiters.empty() && it->second.priority != Priority::kLookahead) return;
+    ++stats_.lookahead_dropped;
+    waiters = std::move(it->second.waiters);
+    in_flight_.erase(it);
+  }
+  for (Callback& waiter : waiters) {
+    waiter(absl::CancelledError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
+                                             ": speculative read cancelled")));
+  }
+}
+
+std::shared_ptr<ReadBatch> ExpertStore::Read(std::span<const ExpertKey> keys,
+                                             Priority priority) {
+  auto batch = std::make_shared<ReadBatch>(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Fetch(keys[i], priority,
+          [batch, i](absl::StatusOr<ExpertRecord> record) { batch->Complete(i, std::move(record)); });
+  }
+  return batch;
+}
+
+void ExpertStore::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+  absl::MutexLock lock(&mu_);
+  for (const ExpertKey& key : keys) {
+    if (cache_.Contains(key) || in_flight_.contains(key)) continue;
+    in_flight_[key].priority = priority;
+    io_->Submit(key, priority);
+  }
+}
+
+size_t ExpertStore::CancelLookahead() { return io_->DropQueued(Priority::kLookahead); }
+
+bool ExpertStore::IsCached(const ExpertKey& key) const {
+  absl::MutexLock lock(&mu_);
+  return cache_.Contains(key);
+}
+
+std::map<std::string, uint64_t> ExpertStore::Counters() const {
+  absl::MutexLock lock(&mu_);
+  const LfruCache::Stats& cache = cache_.stats();
+  std::map<std::string, uint64_t> counters = {
+      {"cache_hits", stats_.hits},
+      {"cache_misses", stats_.misses},
+      {"reads_joined", stats_.joined},
+      {"crc_errors", stats_.crc_errors},
+      {"read_errors", stats_.read_errors},
+      {"read_bytes_demand", stats_.read_bytes[0]},
+      {"read_bytes_certain", stats_.read_bytes[1]},
+      {"read_bytes_lookahead", stats_.read_bytes[2]},
+      {"lookahead_dropped", stats_.lookahead_dropped},
+      {"cache_used_bytes", cache_.used_bytes()},
+      {"cache_capacity_bytes", cache_.capacity_bytes()},
+      {"cache_pinned_bytes", cache_.pinned_bytes()},
+      {"cache_evictions", cache.evictions},
+      {"cache_rejected_inserts", cache.rejected_inserts},
+      {"speculative_evicted_unused", cache.speculative_evicted_unused},
+      {"queue_depth", io_->queue_depth()},
+  };
+  constexpr const char* kBuckets[] = {"lt_0_1ms", "lt_0_3ms", "lt_1ms",  "lt_3ms",
+                                      "lt_10ms",  "lt_30ms",  "lt_100ms", "ge_100ms"};
+  for (size_t i = 0; i < 8; ++i) {
+    counters[absl::StrCat("read_latency_", kBuckets[i])] = stats_.latency_us_buckets[i];
+  }
+  std::map<std::string, uint64_t> named;
+  for (auto& [name, value] : counters) named["expertd.store." + name] = value;
+  return named;
+}
+
+}  // namespace warp

@@ -1,0 +1,47 @@
+#include "common/wire/proto_convert.h"
+
+namespace warp {
+
+v1::StatusProto ToProto(const absl::Status& status) {
+  v1::StatusProto proto;
+  proto.set_code(static_cast<int32_t>(status.code()));
+  proto.set_message(std::string(status.message()));
+  return proto;
+}
+
+absl::Status FromProto(const v1::StatusProto& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.code()), status.message());
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+v1::Priority ToProto(Priority priority) {
+  switch (priority) {
+    case Priority::kDemand:
+      return v1::PRIORITY_DEMAND;
+    case Priority::kCertain:
+      return v1::PRIORITY_CERTAIN;
+    case Priority::kLookahead:
+      return v1::PRIORITY_LOOKAHEAD;
+  }
+  return v1::PRIORITY_DEMAND;
+}
+
+Priority FromProto(v1::Priority priority) {
+  switch (priority) {
+    case v1::PRIORITY_CERTAIN:
+      return Priority::kCertain;
+    case v1::PRIORITY_LOOKAHEAD:
+      return Priority::kLookahead;
+    default:
+      return Priority::kDemand;
+  }
+}
+
+}  // namespace warp

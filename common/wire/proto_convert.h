@@ -1,0 +1,22 @@
+#pragma once
+
+// Conversions between absl and the warp.v1 wire types, in one place: status
+// codes, priorities, expert keys. gRPC status <-> absl::Status lives here too.
+
+#include "absl/status/status.h"
+#include "common/store/expert_source.h"
+#include "grpcpp/support/status.h"
+#include "warp/v1/expert.pb.h"
+
+namespace warp {
+
+v1::StatusProto ToProto(const absl::Status& status);
+absl::Status FromProto(const v1::StatusProto& status);
+
+grpc::Status ToGrpc(const absl::Status& status);
+absl::Status FromGrpc(const grpc::Status& status);
+
+v1::Priority ToProto(Priority priority);
+Priority FromProto(v1::Priority priority);
+
+}  // namespace warp

@@ -1,0 +1,171 @@
+#include "expertd/serve.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "common/format/container.h"
+#include "common/io/file.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "common/store/expert_store.h"
+#include "expertd/grpc_service.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "grpcpp/grpcpp.h"
+
+namespace warp::expertd {
+namespace {
+
+// Keeps the first parse error of a textproto, with its position.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (error.empty()) error = absl::StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  std::string error;
+};
+
+struct Listener {
+  std::string spec;     // as configured: unix:PATH or tcp:HOST:PORT
+  std::string address;  // as gRPC wants it
+  std::string socket_path;
+  int port = 0;         // the port gRPC bound, for tcp
+};
+
+absl::StatusOr<Listener> ParseListen(const std::string& spec) {
+  if (absl::StartsWith(spec, "unix:")) {
+    const std::string path = spec.substr(5);
+    if (path.empty() || path.size() > 107) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--listen ", spec, ": a Unix socket path needs 1 to 107 bytes"));
+    }
+    return Listener{.spec = spec, .address = spec, .socket_path = path};
+  }
+  if (absl::StartsWith(spec, "tcp:") && spec.rfind(':') > 4) {
+    return Listener{.spec = spec, .address = spec.substr(4)};
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--listen ", spec, ": expected unix:PATH or tcp:HOST:PORT"));
+}
+
+// A stale socket file (no daemon behind it) would make bind fail.
+void RemoveStaleSocket(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ExpertdConfig> LoadConfig(const std::string& path) {
+  WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  v1::ExpertdConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &config)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", errors.error));
+  }
+  return config;
+}
+
+absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
+  if (config.model().empty()) return absl::InvalidArgumentError("no --model given");
+  if (config.listen().empty()) return absl::InvalidArgumentError("no --listen address given");
+  for (const std::string& spec : config.listen()) WARP_RETURN_IF_ERROR(ParseListen(spec).status());
+  if (config.io_threads() == 0) config.set_io_threads(4);
+  if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
+  if (config.socket_mode() == 0) config.set_socket_mode(0660);
+  return config;
+}
+
+void BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+absl::Status Serve(const v1::ExpertdConfig& config) {
+  auto& log = Logger("expertd");
+  WARP_ASSIGN_OR_RETURN(std::shared_ptr<const Container> container,
+                        Container::Open(config.model()));
+  const Manifest& manifest = container->manifest();
+  uint64_t bank_bytes = 0;
+  for (const BankEntry& bank : manifest.banks) {
+    bank_bytes += bank.record_bytes * container->HeldExperts(bank).size();
+  }
+  log.info("model {}: {} banks, {} of records, fingerprint {}{}", config.model(),
+           manifest.banks.size(), FormatBytes(bank_bytes), FingerprintHex(manifest.fingerprint),
+           manifest.shard_map ? absl::StrCat(", shard ", manifest.shard_map->shard_index, "/",
+                                             manifest.shard_map->num_shards)
+                              : std::string());
+  WARP_ASSIGN_OR_RETURN(
+      auto store,
+      ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
+                                    .io_threads = config.io_threads(),
+                                    .banks = {.verify = !config.skip_crc()}}));
+  log.info("cache {}, {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
+           config.io_threads(), config.skip_crc() ? "off" : "on");
+
+  ExpertServiceImpl service(*store, config.max_keys_per_request());
+  grpc::ServerBuilder builder;
+  std::vector<Listener> listeners;
+  for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));
+  for (Listener& listener : listeners) {
+    if (!listener.socket_path.empty()) RemoveStaleSocket(listener.socket_path);
+    builder.AddListeningPort(listener.address, grpc::InsecureServerCredentials(),
+                             listener.socket_path.empty() ? &listener.port : nullptr);
+  }
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    std::string specs;
+    for (const Listener& l : listeners) absl::StrAppend(&specs, specs.empty() ? "" : ", ", l.spec);
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", specs, " (address in use, or no permission?)"));
+  }
+  for (const Listener& listener : listeners) {
+    std::string bound = listener.spec;
+    if (listener.socket_path.empty()) {
+      if (listener.port == 0) {
+        server->Shutdown();
+        return absl::UnavailableError(absl::StrCat("cannot listen on ", listener.spec));
+      }
+      bound = absl::StrCat("tcp:", listener.address.substr(0, listener.address.rfind(':')), ":",
+                           listener.port);
+    } else {
+      ::chmod(listener.socket_path.c_str(), config.socket_mode());
+    }
+    log.info("listening on {}", bound);
+    // One stdout line per address, for scripts and tests that bound port 0.
+    std::printf("listening %s\n", bound.c_str());
+  }
+  std::fflush(stdout);
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int signal = 0;
+  sigwait(&set, &signal);
+  log.info("signal {}: draining in-flight reads", signal);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  server->Wait();
+  for (const Listener& listener : listeners) {
+    if (!listener.socket_path.empty()) ::unlink(listener.socket_path.c_str());
+  }
+  log.info("drained; exiting");
+  return absl::OkStatus();
+}
+
+}  // namespace warp::expertd

@@ -1,0 +1,26 @@
+#pragma once
+
+// `expertd serve`: opens one container (or shard) as an ExpertStore and serves
+// it over gRPC on every listen address until SIGTERM/SIGINT, then drains:
+// in-flight reads finish, leases are released, the process exits 0.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "warp/v1/config.pb.h"
+
+namespace warp::expertd {
+
+// Reads a textproto ExpertdConfig. Errors name the file, line and column.
+absl::StatusOr<v1::ExpertdConfig> LoadConfig(const std::string& path);
+
+// Checks a config and fills defaults (io_threads, max keys, socket mode).
+absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config);
+
+// Serves until a termination signal. REQUIRES: SIGTERM and SIGINT are blocked
+// in every thread (BlockTerminationSignals() before any thread starts).
+absl::Status Serve(const v1::ExpertdConfig& config);
+
+void BlockTerminationSignals();
+
+}  // namespace warp::expertd

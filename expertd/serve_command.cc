@@ -1,0 +1,76 @@
+// expertd serve --model MODEL.warp [--shard I/N] --listen unix:PATH --listen tcp:HOST:PORT
+//   [--budget SIZE] [--io-threads N] [--no-verify] [--config FILE.textproto]
+
+#include "expertd/serve_command.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/byte_size.h"
+#include "common/logging.h"
+#include "expertd/serve.h"
+
+namespace warp::expertd {
+namespace {
+
+struct ServeFlags {
+  std::string config_path;
+  std::string model;
+  std::vector<std::string> listen;
+  std::string budget;
+  uint32_t io_threads = 0;
+  bool no_verify = false;
+  uint32_t max_keys = 0;
+};
+
+absl::Status Run(const ServeFlags& flags) {
+  v1::ExpertdConfig config;
+  if (!flags.config_path.empty()) {
+    auto loaded = LoadConfig(flags.config_path);
+    if (!loaded.ok()) return loaded.status();
+    config = *loaded;
+  }
+  if (!flags.model.empty()) config.set_model(flags.model);
+  if (!flags.listen.empty()) {
+    config.clear_listen();
+    for (const std::string& spec : flags.listen) config.add_listen(spec);
+  }
+  if (!flags.budget.empty()) {
+    auto budget = ParseByteSize(flags.budget);
+    if (!budget.ok()) return budget.status();
+    config.set_budget_bytes(*budget);
+  }
+  if (flags.io_threads) config.set_io_threads(flags.io_threads);
+  if (flags.no_verify) config.set_skip_crc(true);
+  if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
+  auto normalized = NormalizeConfig(config);
+  if (!normalized.ok()) return normalized.status();
+  if (!normalized->log_level().empty()) InitLogging(normalized->log_level());
+  return Serve(*normalized);
+}
+
+}  // namespace
+
+std::function<int()> AddServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a container's expert records");
+  cmd->add_option("--config", flags->config_path, "ExpertdConfig textproto; flags override it");
+  cmd->add_option("--model", flags->model, "Container (or shard) directory");
+  cmd->add_option("--listen", flags->listen, "unix:PATH or tcp:HOST:PORT (port 0: any); repeat");
+  cmd->add_option("--budget", flags->budget, "Record cache size, e.g. 8G (default 0: no cache)");
+  cmd->add_option("--io-threads", flags->io_threads, "Reads in flight (default 4)");
+  cmd->add_flag("--no-verify", flags->no_verify,
+                "Skip the CRC32C of records read (footers are still checked)");
+  cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
+  return [cmd, flags]() {
+    if (!cmd->parsed()) return -1;
+    const absl::Status status = Run(*flags);
+    if (status.ok()) return 0;
+    std::fprintf(stderr, "expertd serve: %s\n", std::string(status.message()).c_str());
+    return 1;
+  };
+}
+
+}  // namespace warp::expertd

@@ -1,0 +1,372 @@
+#include "common/store/lfru_cache.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace warp {
+
+// Lets gmock print keys in failure messages (found by ADL, so not in the unnamed namespace).
+static void PrintTo(const ExpertKey& key, std::ostream* os) {
+  *os << "L" << key.layer << "E" << key.expert;
+}
+
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::Optional;
+
+constexpr uint64_t kRecordBytes = 100;
+
+ExpertKey Key(uint32_t expert, uint32_t layer = 0) { return {.layer = layer, .expert = expert}; }
+
+LfruCache MakeCache(uint64_t num_records, uint64_t recent_window = 0) {
+  return LfruCache({.capacity_bytes = num_records * kRecordBytes, .recent_window = recent_window});
+}
+
+// Demand-inserts `key`, which must fit without eviction.
+void InsertFresh(LfruCache& cache, const ExpertKey& key, AccessKind kind = AccessKind::kDemand) {
+  ASSERT_THAT(cache.Insert(key, kRecordBytes, kind), Optional(IsEmpty()));
+}
+
+TEST(LfruCacheTest, FrequentKeySurvivesScanOfColdKeys) {
+  LfruCache cache = MakeCache(4);
+  InsertFresh(cache, Key(0));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
+
+  for (uint32_t expert = 1; expert <= 20; ++expert) {
+    std::optional<std::vector<ExpertKey>> evicted =
+        cache.Insert(Key(expert), kRecordBytes, AccessKind::kDemand);
+    ASSERT_TRUE(evicted.has_value());
+    EXPECT_THAT(*evicted, Not(Contains(Key(0))));
+  }
+  EXPECT_TRUE(cache.Contains(Key(0)));
+  EXPECT_EQ(cache.size(), 4u);
+  EXPECT_EQ(cache.stats().evictions, 17u);
+}
+
+TEST(LfruCacheTest, LeastRecentlyUsedIsEvictedAmongEqualFrequencies) {
+  LfruCache cache = MakeCache(3);
+  for (uint32_t expert : {0, 1, 2}) InsertFresh(cache, Key(expert));
+  // All reach frequency 2; key 1 is now the least recently used.
+  for (uint32_t expert : {1, 2, 0}) ASSERT_TRUE(cache.Touch(Key(expert), AccessKind::kDemand));
+
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(1))));
+}
+
+TEST(LfruCacheTest, LowerFrequencyIsEvictedBeforeOlderHigherFrequency) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1));
+  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));  // key 0: frequency 2, older
+
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(1))));
+}
+
+TEST(LfruCacheTest, LookaheadTouchDoesNotRaiseFrequency) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1));
+  ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kLookahead));
+
+  // Key 0 is the most recently touched but still has the lower frequency.
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(0))));
+}
+
+TEST(LfruCacheTest, CertainTouchCountsLikeDemand) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0), AccessKind::kCertain);
+  InsertFresh(cache, Key(1));
+  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kCertain));
+
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(1))));
+}
+
+TEST(LfruCacheTest, TouchOfMissingKeyReturnsFalse) {
+  LfruCache cache = MakeCache(2);
+  EXPECT_FALSE(cache.Touch(Key(7), AccessKind::kDemand));
+  InsertFresh(cache, Key(7, 3));
+  EXPECT_FALSE(cache.Touch(Key(7), AccessKind::kDemand));  // same expert, other layer
+  EXPECT_TRUE(cache.Touch(Key(7, 3), AccessKind::kLookahead));
+}
+
+TEST(LfruCacheTest, NeverExceedsCapacity) {
+  constexpr uint64_t kCapacityBytes = 1000;
+  LfruCache cache({.capacity_bytes = kCapacityBytes, .recent_window = 6});
+  std::mt19937 rng(20240611);
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> resident;  // (layer, expert) -> bytes
+  std::map<std::pair<uint32_t, uint32_t>, int> pins;
+  auto random_key = [&] {
+    return Key(std::uniform_int_distribution<uint32_t>(0, 19)(rng),
+               std::uniform_int_distribution<uint32_t>(0, 1)(rng));
+  };
+  const AccessKind kKinds[] = {AccessKind::kDemand, AccessKind::kCertain, AccessKind::kLookahead};
+
+  for (int step = 0; step < 20000; ++step) {
+    const ExpertKey key = random_key();
+    const auto id = std::make_pair(key.layer, key.expert);
+    const AccessKind kind = kKinds[std::uniform_int_distribution<int>(0, 2)(rng)];
+    const int op = std::uniform_int_distribution<int>(0, 9)(rng);
+    if (op <= 3) {
+      if (cache.Contains(key)) continue;
+      const uint64_t bytes = std::uniform_int_distribution<uint64_t>(0, 350)(rng);
+      const uint64_t pinned_before = cache.pinned_bytes();
+      std::optional<std::vector<ExpertKey>> evicted = cache.Insert(key, bytes, kind);
+      if (!evicted.has_value()) {
+        if (kind != AccessKind::kLookahead) {
+          EXPECT_GT(bytes, kCapacityBytes - pinned_before) << "step " << step;
+        }
+        continue;
+      }
+      for (const ExpertKey& victim : *evicted) {
+        const auto victim_id = std::make_pair(victim.layer, victim.expert);
+        EXPECT_EQ(pins[victim_id], 0) << "pinned key evicted at step " << step;
+        EXPECT_EQ(resident.erase(victim_id), 1u);
+      }
+      resident[id] = bytes;
+    } else if (op <= 6) {
+      EXPECT_EQ(cache.Touch(key, kind), resident.contains(id));
+    } else if (op == 7) {
+      if (resident.contains(id)) {
+        cache.Pin(key);
+        ++pins[id];
+      }
+    } else if (op == 8) {
+      if (pins[id] > 0) {
+        cache.Unpin(key);
+        --pins[id];
+      }
+    } else if (resident.contains(id) && pins[id] == 0) {
+      cache.Erase(key);
+      resident.erase(id);
+    }
+
+    uint64_t resident_bytes = 0;
+    uint64_t pinned_bytes = 0;
+    for (const auto& [resident_id, bytes] : resident) {
+      resident_bytes += bytes;
+      if (pins[resident_id] > 0) pinned_bytes += bytes;
+    }
+    ASSERT_LE(cache.used_bytes(), cache.capacity_bytes()) << "step " << step;
+    ASSERT_EQ(cache.used_bytes(), resident_bytes) << "step " << step;
+    ASSERT_EQ(cache.pinned_bytes(), pinned_bytes) << "step " << step;
+    ASSERT_EQ(cache.size(), resident.size()) << "step " << step;
+  }
+  for (const auto& [id, bytes] : resident) {
+    EXPECT_TRUE(cache.Contains(Key(id.second, id.first)));
+  }
+  EXPECT_GT(cache.stats().evictions, 0u);
+  EXPECT_GT(cache.stats().rejected_inserts, 0u);
+}
+
+TEST(LfruCacheTest, PinnedKeysAreNeverEvicted) {
+  LfruCache cache = MakeCache(3);
+  for (uint32_t expert : {0, 1, 2}) InsertFresh(cache, Key(expert));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(2), AccessKind::kDemand));
+  cache.Pin(Key(0));
+  cache.Pin(Key(1));
+  EXPECT_EQ(cache.pinned_bytes(), 2 * kRecordBytes);
+
+  // Keys 0 and 1 have the lowest frequency, but only key 2 may go.
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(2))));
+
+  cache.Pin(Key(3));
+  EXPECT_EQ(cache.Insert(Key(4), kRecordBytes, AccessKind::kDemand), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(4), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+  EXPECT_EQ(cache.stats().rejected_inserts, 2u);
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_EQ(cache.used_bytes(), 3 * kRecordBytes);
+}
+
+TEST(LfruCacheTest, PinCountsNest) {
+  LfruCache cache = MakeCache(1);
+  InsertFresh(cache, Key(0));
+  cache.Pin(Key(0));
+  cache.Pin(Key(0));
+  cache.Unpin(Key(0));
+  EXPECT_TRUE(cache.IsPinned(Key(0)));
+  EXPECT_EQ(cache.pinned_bytes(), kRecordBytes);
+  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes, AccessKind::kDemand), std::nullopt);
+
+  cache.Unpin(Key(0));
+  EXPECT_FALSE(cache.IsPinned(Key(0)));
+  EXPECT_EQ(cache.pinned_bytes(), 0u);
+  EXPECT_THAT(cache.Insert(Key(1), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(0))));
+}
+
+TEST(LfruCacheTest, LookaheadMayTakeFreeSpace) {
+  LfruCache cache = MakeCache(3);
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1), AccessKind::kLookahead);
+  EXPECT_TRUE(cache.Contains(Key(1)));
+  EXPECT_EQ(cache.used_bytes(), 2 * kRecordBytes);
+  EXPECT_EQ(cache.stats().inserts, 2u);
+  EXPECT_EQ(cache.stats().speculative_inserts, 1u);
+}
+
+TEST(LfruCacheTest, LookaheadNeverEvictsAWarmDemandRecord) {
+  LfruCache cache = MakeCache(2);  // window = number of resident entries
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1));
+
+  EXPECT_EQ(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+  EXPECT_TRUE(cache.Contains(Key(0)));
+  EXPECT_TRUE(cache.Contains(Key(1)));
+  EXPECT_EQ(cache.stats().rejected_inserts, 1u);
+  EXPECT_EQ(cache.stats().evictions, 0u);
+}
+
+TEST(LfruCacheTest, LookaheadEvictsOnlyColdUnpinnedRecords) {
+  LfruCache cache = MakeCache(2, /*recent_window=*/3);
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1));
+  cache.Pin(Key(1));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+  // Demand clock 4: key 0 (used at 1) is cold; a demand touch at 2 would still be warm.
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead),
+              Optional(ElementsAre(Key(0))));
+  ASSERT_TRUE(cache.Touch(Key(2), AccessKind::kDemand));
+  EXPECT_EQ(cache.Insert(Key(3), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+}
+
+TEST(LfruCacheTest, LookaheadMayEvictColdRecords) {
+  LfruCache cache = MakeCache(3, /*recent_window=*/2);
+  for (uint32_t expert : {0, 1, 2}) InsertFresh(cache, Key(expert));
+  // Key 0 gets the highest frequency but its last demand touch leaves the window.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(2), AccessKind::kDemand));
+
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kLookahead),
+              Optional(ElementsAre(Key(0))));
+  EXPECT_TRUE(cache.Contains(Key(1)));
+  EXPECT_TRUE(cache.Contains(Key(2)));
+  EXPECT_TRUE(cache.Contains(Key(3)));
+}
+
+TEST(LfruCacheTest, LookaheadEvictsUnusedSpeculativeRecordsFirst) {
+  LfruCache cache = MakeCache(3, /*recent_window=*/1);
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1), AccessKind::kLookahead);
+  InsertFresh(cache, Key(2));  // key 0 is now cold too
+
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kLookahead),
+              Optional(ElementsAre(Key(1))));
+  EXPECT_THAT(cache.Insert(Key(4), 2 * kRecordBytes, AccessKind::kLookahead),
+              Optional(ElementsAre(Key(3), Key(0))));
+}
+
+TEST(LfruCacheTest, LookaheadInsertUsedByDemandBecomesWarm) {
+  {
+    // Unused, a speculative record is cold and the next lookahead may take its place.
+    LfruCache cache = MakeCache(2);
+    InsertFresh(cache, Key(0), AccessKind::kLookahead);
+    InsertFresh(cache, Key(1));
+    EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead),
+                Optional(ElementsAre(Key(0))));
+  }
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0), AccessKind::kLookahead);
+  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
+  InsertFresh(cache, Key(1));
+  EXPECT_EQ(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+  EXPECT_TRUE(cache.Contains(Key(0)));
+}
+
+TEST(LfruCacheTest, SpeculativeEvictedUnusedIsCounted) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0), AccessKind::kLookahead);
+  InsertFresh(cache, Key(1), AccessKind::kLookahead);
+  ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kLookahead));  // a hint is not a use
+
+  // Key 0 never served a demand: frequency 0, evicted first and counted as waste.
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(0))));
+  EXPECT_EQ(cache.stats().speculative_evicted_unused, 1u);
+
+  // Key 1 was used before it went.
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(1))));
+  EXPECT_EQ(cache.stats().speculative_evicted_unused, 1u);
+  EXPECT_EQ(cache.stats().evictions, 2u);
+  EXPECT_EQ(cache.stats().speculative_inserts, 2u);
+}
+
+TEST(LfruCacheTest, TooLargeRecordIsRejected) {
+  LfruCache cache = MakeCache(1);
+  InsertFresh(cache, Key(0), AccessKind::kDemand);
+  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes + 1, AccessKind::kDemand), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes + 1, AccessKind::kLookahead), std::nullopt);
+  EXPECT_TRUE(cache.Contains(Key(0)));  // nothing evicted for a record that cannot fit
+  EXPECT_EQ(cache.used_bytes(), kRecordBytes);
+  EXPECT_EQ(cache.stats().rejected_inserts, 2u);
+  EXPECT_EQ(cache.stats().evictions, 0u);
+}
+
+TEST(LfruCacheTest, EraseFreesBytes) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  ASSERT_THAT(cache.Insert(Key(1), kRecordBytes / 2, AccessKind::kDemand), Optional(IsEmpty()));
+  cache.Erase(Key(0));
+  EXPECT_FALSE(cache.Contains(Key(0)));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.used_bytes(), kRecordBytes / 2);
+  EXPECT_EQ(cache.stats().evictions, 0u);
+
+  EXPECT_THAT(cache.Insert(Key(0), kRecordBytes, AccessKind::kDemand), Optional(IsEmpty()));
+}
+
+TEST(LfruCacheTest, FrequenciesAge) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
+  InsertFresh(cache, Key(1));
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+
+  // Without aging key 0 (1001 uses) would beat key 1 (201 uses).
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(0))));
+  EXPECT_TRUE(cache.Contains(Key(1)));
+}
+
+TEST(LfruCacheTest, RecentlyHotKeyStillBeatsAColdOneAfterAging) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1));
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));  // most recent, but rarely used
+
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+              Optional(ElementsAre(Key(0))));
+}
+
+TEST(LfruCacheDeathTest, ContractViolationsAbort) {
+  LfruCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  EXPECT_DEATH(cache.Insert(Key(0), kRecordBytes, AccessKind::kDemand), "WARP_CHECK");
+  EXPECT_DEATH(cache.Unpin(Key(0)), "WARP_CHECK");
+  EXPECT_DEATH(cache.Pin(Key(1)), "WARP_CHECK");
+  cache.Pin(Key(0));
+  EXPECT_DEATH(cache.Erase(Key(0)), "WARP_CHECK");
+}
+
+}  // namespace
+}  // namespace warp

@@ -1,0 +1,338 @@
+#include "expertd/shard.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/format/container.h"
+#include "expertd/shard_verify.h"
+#include "expertd/verify.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_container.h"
+
+namespace warp::expertd {
+namespace {
+
+namespace fs = std::filesystem;
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::warp::testing::StatusIs;
+
+constexpr uint32_t kLayers = 2;  // banks are layers 1 and 2
+constexpr uint32_t kExperts = 5;
+
+std::string ReadBytes(const fs::path& path, uint64_t offset, uint64_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string out(bytes, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(bytes));
+  EXPECT_EQ(static_cast<uint64_t>(in.gcount()), bytes) << path;
+  return out;
+}
+
+// XORs one byte of `path` with 0x01.
+void FlipByte(const fs::path& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << path;
+  unsigned char byte;
+  ASSERT_EQ(::pread(fd, &byte, 1, offset), 1);
+  byte ^= 0x01;
+  ASSERT_EQ(::pwrite(fd, &byte, 1, offset), 1);
+  ::close(fd);
+}
+
+class ShardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto manifest =
+        warp::testing::WriteTinyContainer(model_, {.num_layers = kLayers, .num_experts = kExperts});
+    WARP_ASSERT_OK(manifest);
+    manifest_ = *manifest;
+  }
+
+  std::vector<fs::path> Dirs(int n, const std::string& prefix = "s") const {
+    std::vector<fs::path> dirs;
+    for (int i = 0; i < n; ++i) dirs.push_back(dir_ / absl::StrCat(prefix, i));
+    return dirs;
+  }
+
+  uint64_t RecordBytes() const { return manifest_.banks[0].record_bytes; }
+
+  warp::testing::TempDir dir_;
+  fs::path model_ = dir_ / "m.warp";
+  Manifest manifest_;
+};
+
+TEST(AssignExpertsTest, DefaultIsExpertModuloShards) {
+  EXPECT_THAT(AssignExperts(5, 2, {}), ElementsAre(0, 1, 0, 1, 0));
+  EXPECT_THAT(AssignExperts(7, 3, {}), ElementsAre(0, 1, 2, 0, 1, 2, 0));
+}
+
+TEST(AssignExpertsTest, EqualWeightsAreTheDefault) {
+  EXPECT_EQ(AssignExperts(11, 3, {2.5, 2.5, 2.5}), AssignExperts(11, 3, {}));
+}
+
+TEST(AssignExpertsTest, WeightsDealExpertsToTheLowestAssignedPerWeight) {
+  // 0: tie, lower index; 1: 1/3 vs 0; 2: 1/3 vs 1; 3: 2/3 vs 1; 4: 1 vs 1, tie;
+  // 5: 4/3 vs 1; 6: 4/3 vs 2; 7: 5/3 vs 2.
+  EXPECT_THAT(AssignExperts(8, 2, {3, 1}), ElementsAre(0, 1, 0, 0, 0, 1, 0, 0));
+  const std::vector<uint32_t> owner = AssignExperts(256, 3, {1, 2, 1});
+  EXPECT_EQ(std::count(owner.begin(), owner.end(), 1u), 128);
+  EXPECT_EQ(std::count(owner.begin(), owner.end(), 0u), 64);
+}
+
+class ShardCountTest : public ShardTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ShardCountTest, EachShardIsAContainerHoldingExpertModuloNVerbatim) {
+  const uint32_t n = GetParam();
+  const std::vector<fs::path> dirs = Dirs(n);
+  auto report = ShardContainer(model_, dirs, {}, /*show_progress=*/false);
+  WARP_ASSERT_OK(report);
+  EXPECT_EQ(report->bytes_copied, kLayers * kExperts * RecordBytes());
+  for (uint32_t s = 0; s < n; ++s) {
+    SCOPED_TRACE(dirs[s].string());
+    auto shard = Container::Open(dirs[s]);
+    WARP_ASSERT_OK(shard);
+    const Manifest& m = (*shard)->manifest();
+    EXPECT_EQ(m.fingerprint, manifest_.fingerprint);
+    EXPECT_EQ(m.architecture, manifest_.architecture);
+    EXPECT_EQ(m.config, manifest_.config);
+    EXPECT_EQ(m.source, manifest_.source);
+    // The trunk stays with the original.
+    EXPECT_EQ(m.trunk_bytes, 0u);
+    EXPECT_THAT(m.trunk, IsEmpty());
+    EXPECT_EQ(fs::file_size(dirs[s] / "trunk.bin"), 0u);
+    ASSERT_TRUE(m.shard_map.has_value());
+    EXPECT_EQ(m.shard_map->num_shards, n);
+    EXPECT_EQ(m.shard_map->shard_index, s);
+    EXPECT_EQ(m.shard_map->owner, AssignExperts(kExperts, n, {}));
+    std::vector<uint32_t> want;
+    for (uint32_t e = s; e < kExperts; e += n) want.push_back(e);
+    EXPECT_EQ(report->records[s], kLayers * want.size());
+    ASSERT_EQ(m.banks.size(), kLayers);
+    for (const BankEntry& bank : m.banks) {
+      EXPECT_THAT((*shard)->HeldExperts(bank), ElementsAreArray(want));
+      for (uint32_t expert : want) {
+        const std::optional<uint64_t> offset = (*shard)->RecordOffset(bank.layer, expert);
+        ASSERT_TRUE(offset.has_value());
+        EXPECT_EQ(ReadBytes((*shard)->BankPath(bank), *offset, RecordBytes()),
+                  ReadBytes(model_ / bank.file, expert * RecordBytes(), RecordBytes()))
+            << "expert " << expert << " of layer " << bank.layer;
+      }
+    }
+    auto verified = VerifyContainer(dirs[s], {});
+    WARP_ASSERT_OK(verified);
+    EXPECT_THAT(verified->problems, IsEmpty());
+    EXPECT_EQ(verified->records_checked, kLayers * want.size());
+  }
+  auto set = VerifyShardSet(model_, dirs, {});
+  WARP_ASSERT_OK(set);
+  EXPECT_THAT(set->problems, IsEmpty());
+  EXPECT_EQ(set->records_checked, 2 * kLayers * kExperts);  // the model's and the shards'
+  EXPECT_EQ(set->trunk_tensors_checked, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoAndThree, ShardCountTest, ::testing::Values(2, 3));
+
+TEST_F(ShardTest, WeightsThreeToOneGiveShardZeroThreeQuarters) {
+  warp::testing::TempDir dir;
+  const fs::path model = dir / "m8.warp";
+  WARP_ASSERT_OK(warp::testing::WriteTinyContainer(model, {.num_experts = 8}));
+  const std::vector<fs::path> dirs = {dir / "big", dir / "small"};
+  auto report = ShardContainer(model, dirs, {3, 1}, /*show_progress=*/false);
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->records, ElementsAre(2 * 6, 2 * 2));
+  auto big = Container::Open(dirs[0]);
+  WARP_ASSERT_OK(big);
+  EXPECT_THAT((*big)->HeldExperts((*big)->manifest().banks[0]), ElementsAre(0, 2, 3, 4, 6, 7));
+  auto set = VerifyShardSet(model, dirs, {});
+  WARP_ASSERT_OK(set);
+  EXPECT_THAT(set->problems, IsEmpty());
+}
+
+TEST_F(ShardTest, FlippedShardByteIsAChecksumMismatchAndDiffersFromTheOriginal) {
+  const std::vector<fs::path> dirs = Dirs(2);
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  // Shard 1 holds experts 1 and 3: expert 3 is in slot 1.
+  const fs::path bank = dirs[1] / "experts-L2.bin";
+  FlipByte(bank, RecordBytes() + 100);
+  const std::string where = absl::StrCat(" (", bank.string(), " @", RecordBytes(), ")");
+  for (uint64_t chunk : {uint64_t{64} << 20, uint64_t{4096}}) {
+    SCOPED_TRACE(chunk);
+    auto report = VerifyShardSet(model_, dirs, {.read_chunk_bytes = chunk});
+    WARP_ASSERT_OK(report);
+    EXPECT_THAT(report->problems,
+                ElementsAre("expert 3 of layer 2: checksum mismatch" + where,
+                            "expert 3 of layer 2: differs from the original" + where));
+    EXPECT_EQ(report->records_checked, 2 * kLayers * kExperts);
+  }
+}
+
+TEST_F(ShardTest, DifferentPaddingIsCaughtOnlyByTheComparison) {
+  const std::vector<fs::path> dirs = Dirs(2);
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  FlipByte(dirs[0] / "experts-L1.bin", RecordBytes() - 64);  // expert 0, padding
+  auto report = VerifyShardSet(model_, dirs, {});
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->problems, ElementsAre(HasSubstr("expert 0 of layer 1: differs from the "
+                                                      "original")));
+}
+
+TEST_F(ShardTest, MissingShardIsReported) {
+  const std::vector<fs::path> dirs = Dirs(2);
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  auto report = VerifyShardSet(model_, {dirs[0]}, {});
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->problems, ElementsAre("shard 1 of 2 is missing",
+                                            "layer 1: 2 of 5 experts held by no shard: 1, 3",
+                                            "layer 2: 2 of 5 experts held by no shard: 1, 3"));
+}
+
+TEST_F(ShardTest, ShardGivenTwiceHoldsItsExpertsTwice) {
+  const std::vector<fs::path> dirs = Dirs(2);
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  auto report = VerifyShardSet(model_, {dirs[0], dirs[1], dirs[0]}, {});
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->problems, Contains(absl::StrCat(dirs[0].string(), ": shard_index 0 is also ",
+                                                      dirs[0].string(), "'s")));
+  EXPECT_THAT(report->problems,
+              Contains(absl::StrCat("expert 2 of layer 1: held by 2 shards (", dirs[0].string(),
+                                    ", ", dirs[0].string(), ")")));
+}
+
+TEST_F(ShardTest, ShardsOfAnotherModelOrMixedSplitsAreReported) {
+  const std::vector<fs::path> two = Dirs(2);
+  const std::vector<fs::path> three = Dirs(3, "t");
+  WARP_ASSERT_OK(ShardContainer(model_, two, {}, false));
+  WARP_ASSERT_OK(ShardContainer(model_, three, {}, false));
+  auto mixed = VerifyShardSet(model_, {two[0], three[1]}, {});
+  WARP_ASSERT_OK(mixed);
+  EXPECT_THAT(mixed->problems, Contains(HasSubstr(": num_shards 3 differs from")));
+
+  const fs::path other = dir_ / "other.warp";
+  WARP_ASSERT_OK(warp::testing::WriteTinyContainer(
+      other, {.num_layers = kLayers, .num_experts = kExperts, .fingerprint = 42}));
+  const std::vector<fs::path> others = Dirs(2, "o");
+  WARP_ASSERT_OK(ShardContainer(other, others, {}, false));
+  auto report = VerifyShardSet(model_, {two[0], others[1]}, {});
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->problems,
+              Contains(absl::StrCat(others[1].string(),
+                                    ": fingerprint 000000000000002a differs from the model's "
+                                    "0123456789abcdef")));
+  EXPECT_THAT(report->problems, Contains("shard 1 of 2 is missing"));
+  EXPECT_THAT(VerifyShardSet(two[0], {two[1]}, {}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("is itself shard 0 of 2")));
+}
+
+TEST_F(ShardTest, BadArgumentsAreRefusedByName) {
+  EXPECT_THAT(ShardContainer(model_, Dirs(1), {}, false),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("at least 2 shard directories, got 1")));
+  EXPECT_THAT(
+      ShardContainer(model_, Dirs(2), {1, 2, 3}, false),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 weights for 2 shard directories")));
+  EXPECT_THAT(ShardContainer(model_, Dirs(2), {1, 0}, false),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("weight 2 (0, for " + Dirs(2)[1].string() +
+                                 ") is not a positive number")));
+  EXPECT_THAT(ShardContainer(model_, Dirs(2), {-1, 1}, false),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("weight 1 (-1")));
+  EXPECT_THAT(ShardContainer(model_, {dir_ / "a", dir_ / "b" / ".." / "a"}, {}, false),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("given twice")));
+  EXPECT_THAT(ShardContainer(model_, {dir_ / "a", model_}, {}, false),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       HasSubstr(model_.string() + ": already holds a container")));
+  EXPECT_THAT(ShardContainer(dir_ / "nope.warp", Dirs(2), {}, false),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope.warp/manifest.json")));
+  EXPECT_FALSE(fs::exists(dir_ / "s0"));  // nothing was written
+
+  WARP_ASSERT_OK(ShardContainer(model_, Dirs(2), {}, false));
+  EXPECT_THAT(ShardContainer(model_, Dirs(2), {}, false),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("s0: already holds")));
+  EXPECT_THAT(ShardContainer(Dirs(2)[0], Dirs(2, "t"), {}, false),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is itself shard 0 of 2; shard the original")));
+}
+
+TEST_F(ShardTest, CorruptOriginalRecordIsNeverCopied) {
+  FlipByte(model_ / "experts-L1.bin", 2 * RecordBytes() + 5);
+  const std::vector<fs::path> dirs = Dirs(2);
+  EXPECT_THAT(ShardContainer(model_, dirs, {}, false),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(absl::StrCat("expert 2 of layer 1: checksum mismatch (",
+                                              (model_ / "experts-L1.bin").string(), " @",
+                                              2 * RecordBytes(), ")"))));
+  // The run left nothing behind: no manifest, no partial banks, no directories.
+  EXPECT_FALSE(fs::exists(dirs[0]));
+  EXPECT_FALSE(fs::exists(dirs[1]));
+}
+
+TEST_F(ShardTest, CommandShardsAndVerifiesTheSet) {
+  const std::vector<fs::path> dirs = Dirs(2);
+  const std::string list = dirs[0].string() + "," + dirs[1].string();
+  auto sharded =
+      warp::testing::RunBinary("expertd", "shard --quiet " + model_.string() + " --dirs " + list);
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+  EXPECT_THAT(sharded.output,
+              HasSubstr(dirs[0].string() + ": shard 0 of 2, 3 experts per layer, 6 records"));
+  EXPECT_THAT(sharded.output,
+              HasSubstr(dirs[1].string() + ": shard 1 of 2, 2 experts per layer, 4 records"));
+  EXPECT_THAT(sharded.output, HasSubstr("sharded into 2 directories"));
+
+  const std::string set = model_.string() + " " + dirs[0].string() + " " + dirs[1].string();
+  auto clean = warp::testing::RunBinary("expertd", "verify --quiet " + set);
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_THAT(clean.output, HasSubstr("+ 2 shards: 20 records, 2 trunk tensors"));
+  EXPECT_THAT(clean.output, HasSubstr(": OK"));
+
+  auto missing = warp::testing::RunBinary(
+      "expertd", "verify --quiet " + model_.string() + " " + dirs[0].string());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("shard 1 of 2 is missing"));
+
+  FlipByte(dirs[0] / "experts-L1.bin", RecordBytes() + 9);  // slot 1: expert 2
+  auto damaged = warp::testing::RunBinary("expertd", "verify --quiet " + set);
+  EXPECT_EQ(damaged.exit_code, 1);
+  EXPECT_THAT(damaged.output, HasSubstr("expert 2 of layer 1: checksum mismatch ("));
+  EXPECT_THAT(damaged.output, HasSubstr(absl::StrCat("expert 2 of layer 1: differs from the "
+                                                     "original (",
+                                                     (dirs[0] / "experts-L1.bin").string(), " @",
+                                                     RecordBytes(), ")")));
+  EXPECT_THAT(damaged.output, HasSubstr(": 2 problems\n"));
+}
+
+TEST_F(ShardTest, CommandRefusesBadArguments) {
+  auto one = warp::testing::RunBinary(
+      "expertd", "shard --quiet " + model_.string() + " --dirs " + Dirs(1)[0].string());
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_THAT(one.output, HasSubstr("expertd shard: sharding needs at least 2 shard directories"));
+
+  const std::string list = Dirs(2)[0].string() + "," + Dirs(2)[1].string();
+  auto weights = warp::testing::RunBinary(
+      "expertd", "shard --quiet " + model_.string() + " --dirs " + list + " --weights 1,0");
+  EXPECT_EQ(weights.exit_code, 1);
+  EXPECT_THAT(weights.output, HasSubstr("weight 2 (0, for"));
+  EXPECT_THAT(weights.output, HasSubstr("is not a positive number"));
+
+  auto taken = warp::testing::RunBinary(
+      "expertd", "shard --quiet " + model_.string() + " --dirs " + list + "," + model_.string());
+  EXPECT_EQ(taken.exit_code, 1);
+  EXPECT_THAT(taken.output, HasSubstr("already holds a container"));
+}
+
+}  // namespace
+}  // namespace warp::expertd

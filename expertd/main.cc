@@ -111,12 +111,14 @@ int main(int argc, char** argv) {
   shard->add_option("model", shard_model, "MODEL.warp")->required();
   shard->add_option("--dirs", shard_dirs, "Shard directories A,B[,C...]; none may hold a container")
       ->delimiter(',')
+      ->allow_extra_args(false)  // one A,B list: a positional after it stays the model
       ->required();
   shard
       ->add_option("--weights", shard_weights,
                    "W1,W2,...: one positive weight per directory; experts in proportion "
                    "(default: expert e to shard e % N)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   shard->add_flag("--quiet", quiet, "No progress bar");
 
   auto serve = warp::expertd::AddServeCommand(app);

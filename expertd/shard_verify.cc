@@ -263,9 +263,9 @@ absl::StatusOr<VerifyReport> VerifyShardSet(const fs::path& model,
                                             const VerifyOptions& options) {
   WARP_ASSIGN_OR_RETURN(auto container, Container::Open(model, {.check_footers = false}));
   if (const auto& map = container->manifest().shard_map) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(model.string(), ": is itself shard ", map->shard_index, " of ",
-                     map->num_shards, "; give the original container first, then its shards"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        model.string(), ": is itself shard ", map->shard_index, " of ", map->num_shards,
+        "; give the original container first, then its shards, or verify the shard alone"));
   }
   VerifyReport report;
   const std::vector<Shard> shards = OpenShards(*container, shard_dirs, report);

@@ -4,8 +4,9 @@
 //
 // A pair of ymm registers (V16) holds the 16 accumulator lanes of one
 // (row, token) output: lanes 0-7 in `lo`, 8-15 in `hi`, so lane L is acc[L] of
-// the summation order in matmul.h. Tiles work as in matmul_avx512.cc with half
-// the registers: R rows x T tokens with R*T <= 4 (8 ymm accumulators).
+// the summation order in matmul.h. The loop nest is that of matmul_avx512.cc
+// with half the registers: tiles of R rows x T tokens with R*T <= 4 (8 ymm
+// accumulators).
 
 #include <immintrin.h>
 
@@ -56,9 +57,11 @@ struct TailMask {
 // Row decoders, as in matmul_avx512.cc: kStep columns per Load() as kVecs V16s;
 // Prepare(col, end) before the Loads of [col, end); LoadTail(col, n) decodes the
 // partial last n < 16 columns from a zero-padded copy (once per row, so the
-// copy costs nothing that matters).
+// copy costs nothing that matters); `p` is the row's data and DataBytes(n) the
+// bytes of n of its columns.
 
 struct F32Row {
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols * 4; }
   static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
   static constexpr int kVecs = 1;
   static constexpr bool kHasTail = true;
@@ -78,6 +81,7 @@ struct F32Row {
 };
 
 struct F16Row {
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols * 2; }
   static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
   static constexpr int kVecs = 1;
   static constexpr bool kHasTail = true;
@@ -100,6 +104,7 @@ struct F16Row {
 };
 
 struct Bf16Row {
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols * 2; }
   static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
   static constexpr int kVecs = 1;
   static constexpr bool kHasTail = true;
@@ -124,6 +129,7 @@ struct Bf16Row {
 
 // E4M3 by moving bits and multiplying by 2^120; see F8Row in matmul_avx512.cc.
 struct F8Row {
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols; }
   static constexpr uint64_t kStep = 16, kGroup = kWholeRow;
   static constexpr int kVecs = 1;
   static constexpr bool kHasTail = true;
@@ -197,6 +203,7 @@ inline __m256 Int8ToFloat(__m128i codes) {  // the low 8 bytes
 }
 
 struct Q8Row {
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols; }
   static constexpr uint64_t kStep = kRowBlock, kGroup = BlockScales::kGroup;
   static constexpr int kVecs = 2;
   static constexpr bool kHasTail = false;
@@ -223,6 +230,7 @@ struct Q8Row {
 // order with byte ops (element 2i is the low nibble of byte i), made signed
 // (nibble - 8), then widened and converted like q8.
 struct Q4Row {
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols / 2; }
   static constexpr uint64_t kStep = kRowBlock, kGroup = BlockScales::kGroup;
   static constexpr int kVecs = 2;
   static constexpr bool kHasTail = false;
@@ -249,10 +257,12 @@ struct Q4Row {
 
 inline V16 LoadX(const float* x) { return {_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8)}; }
 
-// R rows x T tokens of the output. x points at the tile's first token, y at
-// its first token's row 0.
+// Columns [col_begin, col_end) of R rows x T tokens, as TileColumns in
+// matmul_avx512.cc: acc_io[i * T + j] carries row `row + i`, token j across
+// column blocks; x points at the tile's first token.
 template <class Row, int R, int T>
-void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_stride) {
+void TileColumns(const MatrixView& w, uint64_t row, const float* x, uint64_t col_begin,
+                 uint64_t col_end, V16* acc_io) {
   const uint64_t cols = w.cols;
   Row rows[R];
 #pragma GCC unroll 4
@@ -261,16 +271,22 @@ void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 4
-    for (int j = 0; j < T; ++j) acc[i][j] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int j = 0; j < T; ++j) acc[i][j] = acc_io[i * T + j];
   }
+  const uint64_t next_tile = R * Row::DataBytes(cols);  // prefetch distance, as in AVX-512
   const uint64_t full = cols - cols % Row::kStep;
-  for (uint64_t group = 0; group < full; group += Row::kGroup) {
-    const uint64_t end = std::min(full, group + Row::kGroup);
+  const uint64_t full_end = std::min(col_end, full);
+  for (uint64_t group = col_begin; group < full_end; group += Row::kGroup) {
+    const uint64_t end = std::min(full_end, group + Row::kGroup);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) rows[i].Prepare(group, end);
     for (uint64_t col = group; col < end; col += Row::kStep) {
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {
+        if (Row::DataBytes(col) % 64 < Row::DataBytes(Row::kStep)) {  // once per cache line
+          _mm_prefetch(reinterpret_cast<const char*>(rows[i].p) + Row::DataBytes(col) + next_tile,
+                       _MM_HINT_T0);
+        }
         V16 weights[Row::kVecs];
         rows[i].Load(col, weights);
 #pragma GCC unroll 2
@@ -284,7 +300,7 @@ void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_
     }
   }
   if constexpr (Row::kHasTail) {
-    if (full < cols) {  // lanes past the last column keep their value
+    if (col_end == cols && full < cols) {  // lanes past the last column keep their value
       const uint64_t n = cols - full;
       const TailMask mask(n);
 #pragma GCC unroll 4
@@ -304,23 +320,38 @@ void Tile(const MatrixView& w, uint64_t row, const float* x, float* y, size_t y_
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 4
-    for (int j = 0; j < T; ++j) y[j * y_stride + row + i] = Reduce(acc[i][j]);
+    for (int j = 0; j < T; ++j) acc_io[i * T + j] = acc[i][j];
   }
 }
 
 // Tiles: up to 4 tokens share each dequantized chunk, with R*T <= 4 so that the
 // accumulators take 8 of the 16 ymm registers.
 constexpr size_t kMaxTileTokens = 4;
-constexpr uint64_t kRowGroup = 4;
 constexpr int RowsPerTile(int tokens) { return tokens == 1 ? 4 : tokens == 2 ? 2 : 1; }
+
+// Column blocks and row groups as in matmul_avx512.cc.
+constexpr uint64_t kInputBlockBytes = 32 << 10;
+constexpr uint64_t kRowGroup = 16;
+constexpr uint64_t BlockCols(int tokens) {  // a multiple of every kGroup
+  return std::max<uint64_t>(512, kInputBlockBytes / (sizeof(float) * tokens) / 512 * 512);
+}
 
 template <class Row, int T>
 void RowGroup(const MatrixView& w, uint64_t row, uint64_t num_rows, const float* x, float* y,
               size_t y_stride) {
   constexpr int R = RowsPerTile(T);
-  uint64_t r = row;
-  for (; r + R <= row + num_rows; r += R) Tile<Row, R, T>(w, r, x, y, y_stride);
-  for (; r < row + num_rows; ++r) Tile<Row, 1, T>(w, r, x, y, y_stride);
+  constexpr uint64_t kBlock = BlockCols(T);
+  V16 acc[kRowGroup * T];
+  for (V16& a : acc) a = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (uint64_t col = 0; col < w.cols; col += kBlock) {
+    const uint64_t end = std::min(w.cols, col + kBlock);
+    uint64_t i = 0;
+    for (; i + R <= num_rows; i += R) TileColumns<Row, R, T>(w, row + i, x, col, end, &acc[i * T]);
+    for (; i < num_rows; ++i) TileColumns<Row, 1, T>(w, row + i, x, col, end, &acc[i * T]);
+  }
+  for (uint64_t i = 0; i < num_rows; ++i) {
+    for (int j = 0; j < T; ++j) y[j * y_stride + row + i] = Reduce(acc[i * T + j]);
+  }
 }
 
 template <class Row>

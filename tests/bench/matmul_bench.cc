@@ -132,33 +132,42 @@ struct Weights {
   }
 };
 
-struct Result {
-  double seconds_per_call = std::numeric_limits<double>::infinity();
+struct Contender {
+  size_t tokens;
+  Isa isa;
+  size_t calls_per_round = 0;
+  double best_seconds_per_call = std::numeric_limits<double>::infinity();
 };
 
-// Best over rounds of the mean time of a call, each call on the next copy.
-Result Measure(const Weights& weights, Isa isa, size_t tokens, const std::vector<float>& x,
-               std::vector<float>& y) {
-  SetIsaForTesting(isa);
-  size_t calls = weights.copies;
-  if (isa == Isa::kScalar) {  // time one call, then cap the rounds to the budget
+// Times every contender once per round, rounds interleaved so that frequency
+// and neighbour noise on a shared host hit all of them alike; keeps the best
+// mean time of a call, each call on the next copy of the weights.
+void RunRounds(const Weights& weights, const std::vector<float>& x, std::vector<float>& y,
+               std::vector<Contender>& contenders) {
+  for (Contender& c : contenders) {  // the scalar reference is slow: cap its calls
+    SetIsaForTesting(c.isa);
     const auto start = std::chrono::steady_clock::now();
-    MatMulRows(weights.View(0), x, tokens, 0, kRows, y, kRows);
+    MatMulRows(weights.View(0), x, c.tokens, 0, kRows, y, kRows);
     const double one = Seconds(start);
-    calls = std::clamp<size_t>(
-        static_cast<size_t>(kScalarSecondsPerContender / kRounds / one), 1, weights.copies);
+    c.calls_per_round = c.isa != Isa::kScalar
+                            ? weights.copies
+                            : std::clamp<size_t>(
+                                  static_cast<size_t>(kScalarSecondsPerContender / kRounds / one),
+                                  1, weights.copies);
   }
-  Result result;
   size_t copy = 0;
   for (int round = 0; round < kRounds; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    for (size_t call = 0; call < calls; ++call) {
-      MatMulRows(weights.View(copy), x, tokens, 0, kRows, y, kRows);
-      copy = (copy + 1) % weights.copies;
+    for (Contender& c : contenders) {
+      SetIsaForTesting(c.isa);
+      const auto start = std::chrono::steady_clock::now();
+      for (size_t call = 0; call < c.calls_per_round; ++call) {
+        MatMulRows(weights.View(copy), x, c.tokens, 0, kRows, y, kRows);
+        copy = (copy + 1) % weights.copies;
+      }
+      c.best_seconds_per_call =
+          std::min(c.best_seconds_per_call, Seconds(start) / c.calls_per_round);
     }
-    result.seconds_per_call = std::min(result.seconds_per_call, Seconds(start) / calls);
   }
-  return result;
 }
 
 int Run(size_t size_mib) {
@@ -181,19 +190,22 @@ int Run(size_t size_mib) {
   for (TensorFormat format :
        {TensorFormat::kQ4B32, TensorFormat::kQ8B32, TensorFormat::kBF16, TensorFormat::kF32}) {
     const Weights weights(format, size_mib << 20);
+    std::vector<Contender> contenders;
     for (size_t tokens : {size_t{1}, size_t{8}}) {
       for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-        if (!IsaSupported(isa)) continue;
-        const Result r = Measure(weights, isa, tokens, x, y);
-        const double gbps = weights.CopyBytes() / r.seconds_per_call / 1e9;
-        const double gflops = 2.0 * kRows * kCols * tokens / r.seconds_per_call / 1e9;
-        std::printf("%-8s %6zu %-7s %10.1f %9.2f %7.0f%% %9.1f\n",
-                    std::string(TensorFormatName(format)).c_str(), tokens,
-                    std::string(IsaName(isa)).c_str(), r.seconds_per_call * 1e6, gbps,
-                    100.0 * gbps / bound_gbps, gflops);
-        for (float v : y) sink += static_cast<uint64_t>(v != 0);
+        if (IsaSupported(isa)) contenders.push_back({.tokens = tokens, .isa = isa});
       }
     }
+    RunRounds(weights, x, y, contenders);
+    for (const Contender& c : contenders) {
+      const double gbps = weights.CopyBytes() / c.best_seconds_per_call / 1e9;
+      const double gflops = 2.0 * kRows * kCols * c.tokens / c.best_seconds_per_call / 1e9;
+      std::printf("%-8s %6zu %-7s %10.1f %9.2f %7.0f%% %9.1f\n",
+                  std::string(TensorFormatName(format)).c_str(), c.tokens,
+                  std::string(IsaName(c.isa)).c_str(), c.best_seconds_per_call * 1e6, gbps,
+                  100.0 * gbps / bound_gbps, gflops);
+    }
+    for (float v : y) sink += static_cast<uint64_t>(v != 0);
   }
   SetIsaForTesting(saved);
   std::printf("(sink %llu)\n", static_cast<unsigned long long>(sink));

@@ -450,10 +450,17 @@ TEST_P(MatMulTest, ScalarIsCloseToDoubleDot) {
   }
 }
 
-// A k2 expert's row length (7168 columns: whole 512-column scale groups) and
-// one with a partial last group, every token-tile size.
+// Rows long enough for the SIMD kernels' column blocks (2048 to 8192 columns
+// by token count) and scale groups: a k2 expert's 7168, a partial last scale
+// group (7264), and for formats with any width a short last block with a
+// partial last chunk (7268, 2049). Every token count up to 9.
 TEST_P(MatMulTest, LongRowsAllTileSizes) {
-  for (uint64_t cols : {uint64_t{7168}, uint64_t{7168 + 96}}) {
+  std::vector<uint64_t> widths = {7168, 7264};
+  if (GetParam() != TensorFormat::kQ8B32 && GetParam() != TensorFormat::kQ4B32) {
+    widths.push_back(7268);
+    widths.push_back(2049);
+  }
+  for (uint64_t cols : widths) {
     const StoredMatrix w = RandomMatrix(GetParam(), 11, cols, rng_);
     const std::vector<float> x = RandomVector(9 * cols, rng_);
     std::vector<float> want = SentinelBuffer(9 * 11);

@@ -187,8 +187,30 @@ TEST_F(ShardTest, DifferentPaddingIsCaughtOnlyByTheComparison) {
   FlipByte(dirs[0] / "experts-L1.bin", RecordBytes() - 64);  // expert 0, padding
   auto report = VerifyShardSet(model_, dirs, {});
   WARP_ASSERT_OK(report);
-  EXPECT_THAT(report->problems, ElementsAre(HasSubstr("expert 0 of layer 1: differs from the "
-                                                      "original")));
+  EXPECT_THAT(report->problems,
+              ElementsAre(HasSubstr("expert 0 of layer 1: differs from the original")));
+}
+
+TEST_F(ShardTest, ManyLargeRecordsAreWrittenInSeveralPiecesAndVerifiedInSmallChunks) {
+  warp::testing::TempDir dir;
+  const fs::path model = dir / "big.warp";
+  // 400 records of 100 KiB: each shard's 20 MiB goes out in several 8 MiB writes.
+  auto manifest =
+      warp::testing::WriteTinyContainer(model, {.num_layers = 1, .num_experts = 400, .rows = 256});
+  WARP_ASSERT_OK(manifest);
+  const std::vector<fs::path> dirs = {dir / "a", dir / "b"};
+  WARP_ASSERT_OK(ShardContainer(model, dirs, {}, false));
+  const uint64_t record_bytes = manifest->banks[0].record_bytes;
+  EXPECT_EQ(fs::file_size(dirs[1] / "experts-L1.bin"), 200 * record_bytes);
+  EXPECT_EQ(ReadBytes(dirs[1] / "experts-L1.bin", 150 * record_bytes, record_bytes),
+            ReadBytes(model / "experts-L1.bin", 301 * record_bytes, record_bytes));
+  FlipByte(dirs[1] / "experts-L1.bin", 150 * record_bytes + 3);  // expert 301
+  auto report = VerifyShardSet(model, dirs, {.read_chunk_bytes = 7 * record_bytes});
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->problems,
+              ElementsAre(HasSubstr("expert 301 of layer 1: checksum mismatch"),
+                          HasSubstr("expert 301 of layer 1: differs from the original")));
+  EXPECT_EQ(report->records_checked, 800u);
 }
 
 TEST_F(ShardTest, MissingShardIsReported) {

@@ -1,0 +1,220 @@
+#include "common/client/grpc_source.h"
+
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
+#include "common/format/bank_format.h"
+#include "common/logging.h"
+#include "common/wire/proto_convert.h"
+#include "grpcpp/grpcpp.h"
+
+namespace warp {
+namespace {
+
+// Checks a received record the way BankSet checks one read from disk, with
+// what the client knows: the key it asked for and the daemon's fingerprint.
+absl::Status CheckReceived(std::span<const std::byte> bytes, const ExpertKey& key,
+                           uint64_t fingerprint) {
+  if (bytes.size() < kBankAlignment || bytes.size() % kBankAlignment != 0) {
+    return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
+                                            ": received ", bytes.size(),
+                                            " bytes, not a whole record"));
+  }
+  const RecordFooter footer = DecodeFooter(bytes);
+  if (footer.payload_bytes > bytes.size() - kRecordFooterBytes) {
+    return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
+                                            ": footer payload_bytes out of range"));
+  }
+  return CheckRecord(bytes,
+                     {.layer = key.layer,
+                      .expert = key.expert,
+                      .payload_bytes = footer.payload_bytes,
+                      .fingerprint = fingerprint},
+                     /*check_crc=*/true);
+}
+
+}  // namespace
+
+std::string GrpcTarget(const std::string& address) {
+  return absl::StartsWith(address, "tcp:") ? address.substr(4) : address;
+}
+
+absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
+    const Options& options) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 4 << 20);
+  // Reconnect quickly after a daemon restart instead of gRPC's 1 s-and-up backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  auto channel = grpc::CreateCustomChannel(GrpcTarget(options.address),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto source = std::unique_ptr<GrpcExpertSource>(new GrpcExpertSource(options, channel));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options.connect_timeout);
+  context.set_wait_for_ready(true);
+  const grpc::Status status =
+      source->stub_->Describe(&context, v1::DescribeRequest(), &source->description_);
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrCat("expertd at ", options.address,
+                                               " is unreachable: ", status.error_message()));
+  }
+  return source;
+}
+
+GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel)
+    : options_(options),
+      channel_(std::move(channel)),
+      stub_(v1::ExpertStore::NewStub(channel_)) {
+  for (size_t i = 0; i < std::max<size_t>(1, options.reader_threads); ++i) {
+    threads_.emplace_back([this] { Loop(); });
+  }
+}
+
+GrpcExpertSource::~GrpcExpertSource() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  for (std::thread& thread : threads_) thread.join();
+}
+
+std::shared_ptr<ReadBatch> GrpcExpertSource::Read(std::span<const ExpertKey> keys,
+                                                  Priority priority) {
+  auto batch = std::make_shared<ReadBatch>(keys.size());
+  absl::MutexLock lock(&mu_);
+  jobs_.push_back(Job{.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = batch});
+  return batch;
+}
+
+void GrpcExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+  v1::PrefetchRequest request;
+  request.set_priority(ToProto(priority));
+  for (const ExpertKey& key : keys) {
+    v1::ExpertKey* proto = request.add_keys();
+    proto->set_layer(key.layer);
+    proto->set_expert(key.expert);
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  v1::PrefetchReply reply;
+  stub_->Prefetch(&context, request, &reply);  // a hint: failures are ignored
+}
+
+absl::StatusOr<v1::StatsReply> GrpcExpertSource::Stats() {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::StatsReply reply;
+  const grpc::Status status = stub_->Stats(&context, v1::StatsRequest(), &reply);
+  if (!status.ok()) return FromGrpc(status);
+  return reply;
+}
+
+void GrpcExpertSource::Loop() {
+  while (true) {
+    Job job;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !jobs_.empty(); };
+      mu_.Await(absl::Condition(&ready));
+      if (jobs_.empty()) return;  // stopping, nothing queued
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    RunJob(job);
+  }
+}
+
+void GrpcExpertSource::RunJob(const Job& job) {
+  std::vector<bool> done(job.keys.size(), false);
+  absl::Status last;
+  auto backoff = options_.backoff;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    last = Attempt(job, done);
+    if (last.ok()) return;
+    if (last.code() != absl::StatusCode::kUnavailable &&
+        last.code() != absl::StatusCode::kDeadlineExceeded) {
+      break;  // a request-level refusal: retrying cannot help
+    }
+    Logger("computed.client")
+        .warn("expertd at {}: {}; retrying in {} ms", options_.address,
+              std::string(last.message()), backoff.count());
+    std::this_thread::sleep_for(backoff);
+    backoff *= 2;
+  }
+  const bool unreachable = last.code() == absl::StatusCode::kUnavailable ||
+                           last.code() == absl::StatusCode::kDeadlineExceeded;
+  const absl::Status failure =
+      unreachable ? absl::UnavailableError(absl::StrCat("expertd at ", options_.address,
+                                                        " is unreachable after ",
+                                                        options_.max_attempts, " attempts: ",
+                                                        last.message()))
+                  : absl::Status(last.code(), absl::StrCat("expertd at ", options_.address, ": ",
+                                                           last.message()));
+  for (size_t i = 0; i < job.keys.size(); ++i) {
+    if (!done[i]) job.batch->Complete(i, failure);
+  }
+}
+
+absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) {
+  v1::ReadRequest request;
+  request.set_model_fingerprint(description_.model_fingerprint());
+  request.set_priority(ToProto(job.priority));
+  std::vector<size_t> index_of;  // request position -> batch index
+  for (size_t i = 0; i < job.keys.size(); ++i) {
+    if (done[i]) continue;
+    v1::ExpertKey* key = request.add_keys();
+    key->set_layer(job.keys[i].layer);
+    key->set_expert(job.keys[i].expert);
+    index_of.push_back(i);
+  }
+  grpc::ClientContext context;
+  // Fail fast while the daemon is down; RunJob's backoff decides how long to wait for it.
+  context.set_wait_for_ready(false);
+  context.set_deadline(std::chrono::system_clock::now() + options_.attempt_timeout);
+  std::unique_ptr<grpc::ClientReader<v1::ReadChunk>> reader = stub_->Read(&context, request);
+  v1::ReadChunk chunk;
+  std::shared_ptr<AlignedBuffer> buffer;
+  while (reader->Read(&chunk)) {
+    if (chunk.index() >= index_of.size()) {
+      return absl::DataLossError(absl::StrCat("chunk for request index ", chunk.index(),
+                                              " of ", index_of.size()));
+    }
+    const size_t i = index_of[chunk.index()];
+    const ExpertKey& key = job.keys[i];
+    if (chunk.has_status() && chunk.status().code() != 0) {
+      done[i] = true;
+      job.batch->Complete(i, FromProto(chunk.status()));
+      continue;
+    }
+    if (chunk.offset() == 0) buffer = std::make_shared<AlignedBuffer>(chunk.record_bytes());
+    if (buffer == nullptr || chunk.offset() + chunk.data().size() > buffer->size()) {
+      return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
+                                              ": chunk outside the record"));
+    }
+    std::memcpy(buffer->data() + chunk.offset(), chunk.data().data(), chunk.data().size());
+    if (!chunk.last()) continue;
+    const uint64_t record_bytes = chunk.record_bytes();
+    absl::Status status =
+        CheckReceived(buffer->span().first(record_bytes), key, description_.model_fingerprint());
+    done[i] = true;
+    if (!status.ok()) {
+      job.batch->Complete(i, absl::Status(status.code(), absl::StrCat(status.message(),
+                                                                      " (from expertd at ",
+                                                                      options_.address, ")")));
+    } else {
+      job.batch->Complete(i, ExpertRecord{.key = key, .buffer = buffer,
+                                          .record_bytes = record_bytes});
+    }
+    buffer.reset();
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpc(status);
+  for (size_t i = 0; i < done.size(); ++i) {
+    if (!done[i]) return absl::UnavailableError("stream ended before every record arrived");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace warp

@@ -1,0 +1,77 @@
+#pragma once
+
+// GrpcExpertSource: the ExpertSource of one remote expertd, over gRPC on TCP
+// or a Unix socket. Records arrive in <= 1 MiB chunks, are reassembled and
+// verified here (footer + CRC32C) before anyone sees them. If the daemon goes
+// away mid-batch, the keys not yet received are retried with backoff, so a
+// restarted daemon is picked up; a daemon gone for good fails those keys with
+// an error naming its address.
+//
+// Thread-safe. Owns its reader threads.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/store/expert_source.h"
+#include "warp/v1/expert_service.grpc.pb.h"
+
+namespace warp {
+
+class GrpcExpertSource : public ExpertSource {
+ public:
+  struct Options {
+    std::string address;  // as expertd --listen: "unix:PATH" or "tcp:HOST:PORT"
+    // Attempts per batch before its remaining keys fail; with the backoff
+    // doubling from 100 ms, 6 attempts wait about 6 s for a daemon to restart.
+    int max_attempts = 6;
+    std::chrono::milliseconds backoff{100};
+    std::chrono::milliseconds connect_timeout{5000};  // for Connect()'s Describe
+    std::chrono::milliseconds attempt_timeout{60000};  // one streaming Read
+    size_t reader_threads = 2;  // batches read concurrently
+  };
+
+  // Connects and reads the daemon's Describe. Errors name the address.
+  static absl::StatusOr<std::unique_ptr<GrpcExpertSource>> Connect(const Options& options);
+  ~GrpcExpertSource() override;
+
+  std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
+  void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
+
+  const v1::DescribeReply& description() const { return description_; }
+  absl::StatusOr<v1::StatsReply> Stats();
+
+ private:
+  struct Job {
+    std::vector<ExpertKey> keys;
+    Priority priority;
+    std::shared_ptr<ReadBatch> batch;
+  };
+
+  GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel);
+  void Loop();
+  void RunJob(const Job& job);
+  // One attempt: streams what it can; marks received keys in `done`.
+  absl::Status Attempt(const Job& job, std::vector<bool>& done);
+
+  Options options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ExpertStore::Stub> stub_;
+  v1::DescribeReply description_;
+  absl::Mutex mu_;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+// The gRPC target of an expertd --listen address.
+std::string GrpcTarget(const std::string& address);
+
+}  // namespace warp

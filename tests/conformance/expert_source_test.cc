@@ -1,0 +1,197 @@
+// One conformance suite for every ExpertSource: the embedded ExpertStore,
+// and the gRPC client against a real expertd process over a Unix socket and
+// over TCP (loopback, port 0).
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <functional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/client/grpc_source.h"
+#include "common/format/container.h"
+#include "common/io/file.h"
+#include "common/store/expert_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_container.h"
+
+namespace warp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+enum class Transport { kEmbedded, kGrpcUnix, kGrpcTcp };
+
+std::string TransportName(Transport transport) {
+  switch (transport) {
+    case Transport::kEmbedded:
+      return "Embedded";
+    case Transport::kGrpcUnix:
+      return "GrpcUnix";
+    case Transport::kGrpcTcp:
+      return "GrpcTcp";
+  }
+  return "?";
+}
+
+class ExpertSourceConformance : public ::testing::TestWithParam<Transport> {
+ protected:
+  void SetUp() override {
+    auto manifest = warp::testing::WriteTinyContainer(model_, {.num_layers = 2, .num_experts = 6});
+    WARP_ASSERT_OK(manifest);
+    manifest_ = *manifest;
+    StartSource();
+  }
+
+  void StartSource(const std::string& tcp_port = "0") {
+    if (GetParam() == Transport::kEmbedded) {
+      auto container = Container::Open(model_);
+      WARP_ASSERT_OK(container);
+      auto store = ExpertStore::Open(std::move(*container), {.cache_bytes = 1 << 20});
+      WARP_ASSERT_OK(store);
+      source_ = std::move(*store);
+      return;
+    }
+    const std::string listen = GetParam() == Transport::kGrpcUnix
+                                   ? "unix:" + (dir_ / "s.sock").string()
+                                   : "tcp:127.0.0.1:" + tcp_port;
+    auto daemon = warp::testing::Daemon::Start(
+        {"--model", model_.string(), "--listen", listen, "--budget", "1M"});
+    WARP_ASSERT_OK(daemon);
+    daemon_ = std::move(*daemon);
+    address_ = daemon_->addresses().at(0);
+    auto client = GrpcExpertSource::Connect(
+        {.address = address_, .max_attempts = 8, .backoff = std::chrono::milliseconds(50)});
+    WARP_ASSERT_OK(client);
+    source_ = std::move(*client);
+  }
+
+  std::string BankBytes(uint32_t layer, uint32_t expert) {
+    auto bytes = ReadFileToString(model_ / BankFileName(layer));
+    EXPECT_TRUE(bytes.ok());
+    const uint64_t record = manifest_.banks[0].record_bytes;
+    return bytes->substr(expert * record, record);
+  }
+
+  void FlipByte(uint32_t layer, uint32_t expert, uint64_t offset) {
+    const std::string path = (model_ / BankFileName(layer)).string();
+    const int fd = ::open(path.c_str(), O_RDWR);
+    unsigned char byte;
+    const uint64_t at = expert * manifest_.banks[0].record_bytes + offset;
+    ASSERT_EQ(::pread(fd, &byte, 1, at), 1);
+    byte ^= 0x20;
+    ASSERT_EQ(::pwrite(fd, &byte, 1, at), 1);
+    ::close(fd);
+  }
+
+  warp::testing::TempDir dir_;
+  fs::path model_ = dir_ / "m.warp";
+  Manifest manifest_;
+  std::unique_ptr<warp::testing::Daemon> daemon_;
+  std::string address_;
+  std::unique_ptr<ExpertSource> source_;
+};
+
+std::string AsString(const ExpertRecord& record) {
+  return std::string(reinterpret_cast<const char*>(record.bytes().data()), record.bytes().size());
+}
+
+TEST_P(ExpertSourceConformance, RecordsAreByteIdenticalToTheBank) {
+  std::vector<ExpertKey> keys;
+  for (uint32_t layer = 1; layer <= 2; ++layer) {
+    for (uint32_t expert = 0; expert < 6; ++expert) keys.push_back({layer, expert});
+  }
+  std::vector<absl::StatusOr<ExpertRecord>> records = source_->ReadAll(keys);
+  ASSERT_EQ(records.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    WARP_ASSERT_OK(records[i]);
+    EXPECT_EQ(AsString(*records[i]), BankBytes(keys[i].layer, keys[i].expert)) << i;
+  }
+}
+
+TEST_P(ExpertSourceConformance, RequestOrderIsKept) {
+  const std::vector<ExpertKey> keys = {{2, 5}, {1, 0}, {2, 1}, {1, 3}, {1, 0}};
+  std::vector<absl::StatusOr<ExpertRecord>> records = source_->ReadAll(keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    WARP_ASSERT_OK(records[i]);
+    EXPECT_EQ(records[i]->key, keys[i]);
+    EXPECT_EQ(AsString(*records[i]), BankBytes(keys[i].layer, keys[i].expert));
+  }
+}
+
+TEST_P(ExpertSourceConformance, EveryRecordIsConsumedOnceAsItCompletes) {
+  const std::vector<ExpertKey> keys = {{1, 1}, {1, 2}, {2, 3}, {2, 4}};
+  std::shared_ptr<ReadBatch> batch = source_->Read(keys, Priority::kDemand);
+  std::set<size_t> seen;
+  while (auto next = batch->Next()) {
+    WARP_EXPECT_OK(next->second);
+    EXPECT_TRUE(seen.insert(next->first).second);
+  }
+  EXPECT_EQ(seen.size(), keys.size());
+}
+
+TEST_P(ExpertSourceConformance, UnknownKeyIsNotFoundOthersStillServed) {
+  const std::vector<ExpertKey> keys = {{1, 0}, {1, 99}, {7, 0}, {2, 2}};
+  std::vector<absl::StatusOr<ExpertRecord>> records = source_->ReadAll(keys);
+  WARP_EXPECT_OK(records[0]);
+  EXPECT_THAT(records[1], StatusIs(absl::StatusCode::kNotFound, HasSubstr("expert 99 of layer 1")));
+  EXPECT_THAT(records[2], StatusIs(absl::StatusCode::kNotFound, HasSubstr("expert 0 of layer 7")));
+  WARP_EXPECT_OK(records[3]);
+}
+
+TEST_P(ExpertSourceConformance, CorruptRecordIsDataLossAndNotCached) {
+  FlipByte(1, 2, 100);
+  const std::vector<ExpertKey> keys = {{1, 1}, {1, 2}, {1, 3}};
+  std::vector<absl::StatusOr<ExpertRecord>> records = source_->ReadAll(keys);
+  WARP_EXPECT_OK(records[0]);
+  EXPECT_THAT(records[1], StatusIs(absl::StatusCode::kDataLoss,
+                                   HasSubstr("expert 2 of layer 1: checksum mismatch")));
+  WARP_EXPECT_OK(records[2]);
+  // Repaired on disk: the next read goes back to the disk, so nothing bad was cached.
+  FlipByte(1, 2, 100);
+  records = source_->ReadAll(keys);
+  WARP_ASSERT_OK(records[1]);
+  EXPECT_EQ(AsString(*records[1]), BankBytes(1, 2));
+}
+
+TEST_P(ExpertSourceConformance, DaemonRestartIsRecovered) {
+  if (GetParam() == Transport::kEmbedded) GTEST_SKIP() << "no daemon";
+  WARP_ASSERT_OK(source_->ReadAll({{ExpertKey{1, 1}}})[0]);
+  const std::string address = address_;
+  EXPECT_EQ(daemon_->Stop(SIGKILL), 128 + SIGKILL);
+  // The same address again: a new daemon process on the same socket or port.
+  std::vector<std::string> args = {"--model", model_.string(), "--listen", address};
+  std::shared_ptr<ReadBatch> batch = source_->Read({{ExpertKey{2, 3}}}, Priority::kDemand);
+  auto restarted = warp::testing::Daemon::Start(args);
+  WARP_ASSERT_OK(restarted);
+  auto record = batch->WaitAll()[0];
+  WARP_ASSERT_OK(record);
+  EXPECT_EQ(AsString(*record), BankBytes(2, 3));
+}
+
+TEST_P(ExpertSourceConformance, DaemonGoneForGoodNamesItsAddress) {
+  if (GetParam() == Transport::kEmbedded) GTEST_SKIP() << "no daemon";
+  auto client = GrpcExpertSource::Connect(
+      {.address = address_, .max_attempts = 3, .backoff = std::chrono::milliseconds(20)});
+  WARP_ASSERT_OK(client);
+  daemon_->Stop(SIGKILL);
+  auto record = (*client)->ReadAll({{ExpertKey{1, 1}}})[0];
+  EXPECT_THAT(record, StatusIs(absl::StatusCode::kUnavailable,
+                               HasSubstr("expertd at " + address_)));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSources, ExpertSourceConformance,
+                         ::testing::Values(Transport::kEmbedded, Transport::kGrpcUnix,
+                                           Transport::kGrpcTcp),
+                         [](const auto& info) { return TransportName(info.param); });
+
+}  // namespace
+}  // namespace warp

@@ -37,16 +37,18 @@ struct ExpertKey {
 // Order in which queued reads are served; mirrors warp.v1.Priority.
 enum class Priority { kDemand, kCertain, kLookahead };
 
-// One verified record. `buffer` is shared: a cache may hold the same bytes.
-// While `lease` is alive the store keeps the record resident (never evicted
-// or reused); dropping the record releases it.
+// One verified record: `data` points at its bytes, wherever they live (a
+// private heap buffer, a slot of the store's shared-memory cache, a client's
+// mapping of a daemon's cache). `owner` keeps them valid and is shared by the
+// copies of the record: for a cached record it is also the lease that keeps
+// the slot resident (never evicted or reused) until the last copy is dropped.
 struct ExpertRecord {
   ExpertKey key;
-  std::shared_ptr<const AlignedBuffer> buffer;
+  std::shared_ptr<const void> owner;
+  std::span<const std::byte> data;  // record_bytes long
   uint64_t record_bytes = 0;
-  std::shared_ptr<void> lease;
 
-  std::span<const std::byte> bytes() const { return buffer->span().first(record_bytes); }
+  std::span<const std::byte> bytes() const { return data.first(record_bytes); }
 };
 
 // The completions of one batch of reads, in completion order. Producers call
@@ -68,11 +70,17 @@ class ReadBatch {
   // Waits for all and returns them in key order.
   std::vector<absl::StatusOr<ExpertRecord>> WaitAll();
 
+  // Hands every completion, past and future, to `forward` instead of queueing
+  // it for Next() (which then must not be used). For sources built on others.
+  using Forward = std::function<void(size_t, absl::StatusOr<ExpertRecord>)>;
+  void ForwardTo(Forward forward);
+
  private:
   const size_t size_;
   absl::Mutex mu_;
   std::deque<std::pair<size_t, absl::StatusOr<ExpertRecord>>> done_ ABSL_GUARDED_BY(mu_);
   size_t returned_ ABSL_GUARDED_BY(mu_) = 0;
+  Forward forward_ ABSL_GUARDED_BY(mu_);
 };
 
 // Thread-safe.

@@ -10,8 +10,26 @@ namespace warp {
 
 void ReadBatch::Complete(size_t index, absl::StatusOr<ExpertRecord> record) {
   WARP_CHECK(index < size_);
-  absl::MutexLock lock(&mu_);
-  done_.emplace_back(index, std::move(record));
+  Forward forward;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!forward_) {
+      done_.emplace_back(index, std::move(record));
+      return;
+    }
+    forward = forward_;
+  }
+  forward(index, std::move(record));
+}
+
+void ReadBatch::ForwardTo(Forward forward) {
+  std::deque<std::pair<size_t, absl::StatusOr<ExpertRecord>>> earlier;
+  {
+    absl::MutexLock lock(&mu_);
+    forward_ = forward;
+    earlier.swap(done_);
+  }
+  for (auto& [index, record] : earlier) forward(index, std::move(record));
 }
 
 std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> ReadBatch::Next() {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -15,9 +16,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/format/container.h"
-#include "common/store/expert_store.h"
 #include "computed/cli/commands.h"
 #include "computed/engine/sampler.h"
+#include "computed/engine/sources.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
 
@@ -32,6 +33,8 @@ struct LogitsFlags {
   uint32_t threads = 0;
   uint32_t prefill_chunk = 0;  // 0: the whole prompt in one prefill
   SamplerOptions sampling;     // temperature 0: greedy
+  std::string banks;           // shard directories, comma-separated
+  std::string stores;          // expertd addresses, comma-separated
 };
 
 absl::StatusOr<std::vector<int32_t>> ParseTokens(const std::string& text) {
@@ -54,9 +57,13 @@ absl::Status Run(const LogitsFlags& flags) {
   auto container = Container::Open(flags.model);
   if (!container.ok()) return container.status();
   std::shared_ptr<const Container> shared = std::move(*container);
-  auto store = ExpertStore::Open(shared, {});
-  if (!store.ok()) return store.status();
-  ExpertStore& source = **store;
+  SourceOptions sources{.bank_dirs = SplitList(flags.banks), .stores = SplitList(flags.stores)};
+  if (sources.bank_dirs.empty()) {
+    if (const char* env = std::getenv("WARP_BANK_SHARDS")) sources.bank_dirs = SplitList(env);
+  }
+  auto opened = OpenExpertSource(shared, sources);
+  if (!opened.ok()) return opened.status();
+  ExpertSource& source = **opened;
   ThreadPool pool(flags.threads ? flags.threads : std::max(1u, std::thread::hardware_concurrency()));
   const uint32_t max_positions = static_cast<uint32_t>(tokens->size()) + flags.greedy + 1;
   auto transformer = Transformer::Create(shared, source, pool, {.max_positions = max_positions});
@@ -107,6 +114,10 @@ CommandRunner AddLogitsCommand(CLI::App& app) {
   cmd->add_option("--top-k", flags->sampling.top_k, "Sample among the k best tokens (0: all)");
   cmd->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass (1: off)");
   cmd->add_option("--seed", flags->sampling.seed, "Sampling seed");
+  cmd->add_option("--banks", flags->banks,
+                  "Shard directories to read experts from, comma-separated (env WARP_BANK_SHARDS)");
+  cmd->add_option("--stores", flags->stores,
+                  "expertd daemons to read experts from: unix:PATH,tcp:HOST:PORT,...");
   cmd->add_option("--threads", flags->threads, "Compute threads (default: all cores)");
   cmd->add_option("--prefill-chunk", flags->prefill_chunk,
                   "Tokens per prefill chunk (default: the whole prompt)");

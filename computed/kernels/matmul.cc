@@ -13,8 +13,8 @@
 namespace warp::computed::kernels {
 namespace {
 
-constexpr uint64_t kLanes = 16;      // accumulator lanes of the summation contract
-constexpr size_t kTileTokens = 8;    // tokens sharing one dequantized chunk in the reference
+constexpr uint64_t kLanes = 16;    // accumulator lanes of the summation contract
+constexpr size_t kTileTokens = 8;  // tokens sharing one dequantized chunk in the reference
 
 constexpr float E4M3Value(uint8_t code) {
   const uint32_t sign = uint32_t{code & 0x80u} << 24;
@@ -108,9 +108,8 @@ bool CpuHasAvx2() {
 }
 
 bool CpuHasAvx512() {
-  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512dq");
+  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 #endif
 
@@ -160,8 +159,8 @@ void MatMulRowsScalar(const MatrixView& w, const float* x, size_t num_tokens, si
 
 }  // namespace internal
 
-void MatMulRows(const MatrixView& w, std::span<const float> x, size_t num_tokens,
-                size_t row_begin, size_t row_end, std::span<float> y, size_t y_stride) {
+void MatMulRows(const MatrixView& w, std::span<const float> x, size_t num_tokens, size_t row_begin,
+                size_t row_end, std::span<float> y, size_t y_stride) {
   WARP_DCHECK(row_begin <= row_end && row_end <= w.rows);
   WARP_DCHECK(x.size() >= num_tokens * w.cols);
   WARP_DCHECK(num_tokens == 0 || y.size() >= (num_tokens - 1) * y_stride + row_end);

@@ -40,8 +40,8 @@ namespace warp::computed::kernels {
 // REQUIRES (checked by the caller at plan time; DCHECKed here):
 //   row_begin <= row_end <= w.rows; x.size() >= num_tokens * w.cols;
 //   y.size() >= (num_tokens - 1) * y_stride + row_end when num_tokens > 0.
-void MatMulRows(const MatrixView& w, std::span<const float> x, size_t num_tokens,
-                size_t row_begin, size_t row_end, std::span<float> y, size_t y_stride);
+void MatMulRows(const MatrixView& w, std::span<const float> x, size_t num_tokens, size_t row_begin,
+                size_t row_end, std::span<float> y, size_t y_stride);
 
 // Instruction sets, each a superset of the one before it.
 enum class Isa {
@@ -50,10 +50,10 @@ enum class Isa {
   kAvx512,  // the above + AVX-512 F, BW, VL, DQ
 };
 
-Isa DetectIsa();                  // the best this CPU supports
-bool IsaSupported(Isa isa);       // isa <= DetectIsa()
-Isa ActiveIsa();                  // what MatMulRows uses: DetectIsa() unless overridden
-void SetIsaForTesting(Isa isa);   // REQUIRES: IsaSupported(isa)
+Isa DetectIsa();                    // the best this CPU supports
+bool IsaSupported(Isa isa);         // isa <= DetectIsa()
+Isa ActiveIsa();                    // what MatMulRows uses: DetectIsa() unless overridden
+void SetIsaForTesting(Isa isa);     // REQUIRES: IsaSupported(isa)
 std::string_view IsaName(Isa isa);  // "scalar", "avx2", "avx512"
 
 // The per-ISA implementations behind MatMulRows, with its contract (arguments

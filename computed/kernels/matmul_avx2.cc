@@ -55,7 +55,8 @@ struct TailMask {
 };
 
 // Row decoders, as in matmul_avx512.cc: kStep columns per Load() as kVecs V16s;
-// Prepare(col, end) before the Loads of [col, end); LoadTail(col, n) decodes the
+// Prepare(col, end, ahead) before the Loads of [col, end) (prefetching what it
+// reads for the row `ahead` rows down); LoadTail(col, n) decodes the
 // partial last n < 16 columns from a zero-padded copy (once per row, so the
 // copy costs nothing that matters); `p` is the row's data and DataBytes(n) the
 // bytes of n of its columns.
@@ -71,7 +72,7 @@ struct F32Row {
   void Init(const MatrixView& w, uint64_t row) {
     p = reinterpret_cast<const float*>(w.data) + row * w.cols;
   }
-  void Prepare(uint64_t, uint64_t) {}
+  void Prepare(uint64_t, uint64_t, uint64_t) {}
   void Load(uint64_t col, V16* out) const { out[0] = Decode(p + col); }
   V16 LoadTail(uint64_t col, uint64_t n) const {
     float padded[16] = {};
@@ -94,7 +95,7 @@ struct F16Row {
   void Init(const MatrixView& w, uint64_t row) {
     p = reinterpret_cast<const uint16_t*>(w.data) + row * w.cols;
   }
-  void Prepare(uint64_t, uint64_t) {}
+  void Prepare(uint64_t, uint64_t, uint64_t) {}
   void Load(uint64_t col, V16* out) const { out[0] = Decode(p + col); }
   V16 LoadTail(uint64_t col, uint64_t n) const {
     uint16_t padded[16] = {};
@@ -118,7 +119,7 @@ struct Bf16Row {
   void Init(const MatrixView& w, uint64_t row) {
     p = reinterpret_cast<const uint16_t*>(w.data) + row * w.cols;
   }
-  void Prepare(uint64_t, uint64_t) {}
+  void Prepare(uint64_t, uint64_t, uint64_t) {}
   void Load(uint64_t col, V16* out) const { out[0] = Decode(p + col); }
   V16 LoadTail(uint64_t col, uint64_t n) const {
     uint16_t padded[16] = {};
@@ -146,9 +147,9 @@ struct F8Row {
     }
     const __m256i magnitude_7f = _mm256_set1_epi32(0x7f);
     const __m256i nan = _mm256_cmpeq_epi32(_mm256_and_si256(wide, magnitude_7f), magnitude_7f);
-    const __m256i nan_bits = _mm256_or_si256(
-        _mm256_and_si256(wide, _mm256_set1_epi32(int32_t(0x80000000))),
-        _mm256_set1_epi32(0x7fc00000));
+    const __m256i nan_bits =
+        _mm256_or_si256(_mm256_and_si256(wide, _mm256_set1_epi32(int32_t(0x80000000))),
+                        _mm256_set1_epi32(0x7fc00000));
     return _mm256_blendv_ps(value, _mm256_castsi256_ps(nan_bits), _mm256_castsi256_ps(nan));
   }
   static V16 Decode(const uint8_t* q, float scale) {
@@ -164,7 +165,7 @@ struct F8Row {
     const uint64_t blocks_per_row = (w.cols + kFp8Block - 1) / kFp8Block;
     scales = reinterpret_cast<const float*>(w.scale) + (row / kFp8Block) * blocks_per_row;
   }
-  void Prepare(uint64_t, uint64_t) {}
+  void Prepare(uint64_t, uint64_t, uint64_t) {}
   void Load(uint64_t col, V16* out) const { out[0] = Decode(p + col, scales[col / kFp8Block]); }
   V16 LoadTail(uint64_t col, uint64_t n) const {
     uint8_t padded[16] = {};
@@ -178,13 +179,17 @@ struct F8Row {
 struct BlockScales {
   static constexpr uint64_t kGroup = 8 * kRowBlock;
   const uint16_t* f16;
+  uint64_t row_blocks;
   alignas(32) float f32[8];
 
   void Init(const MatrixView& w, uint64_t row) {
-    f16 = reinterpret_cast<const uint16_t*>(w.scale) + row * (w.cols / kRowBlock);
+    row_blocks = w.cols / kRowBlock;
+    f16 = reinterpret_cast<const uint16_t*>(w.scale) + row * row_blocks;
   }
-  void Prepare(uint64_t col, uint64_t end) {
+  void Prepare(uint64_t col, uint64_t end, uint64_t ahead) {
     const uint64_t block = col / kRowBlock, count = (end - col) / kRowBlock;  // 1..8
+    // The scales' own stream, prefetched as in matmul_avx512.cc.
+    _mm_prefetch(reinterpret_cast<const char*>(f16 + block + ahead * row_blocks), _MM_HINT_T0);
     __m128i halves;
     if (count == 8) {
       halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(f16 + block));
@@ -214,7 +219,7 @@ struct Q8Row {
     p = reinterpret_cast<const int8_t*>(w.data) + row * w.cols;
     scale.Init(w, row);
   }
-  void Prepare(uint64_t col, uint64_t end) { scale.Prepare(col, end); }
+  void Prepare(uint64_t col, uint64_t end, uint64_t ahead) { scale.Prepare(col, end, ahead); }
   void Load(uint64_t col, V16* out) const {
     const __m256 s = scale.Get(col);
     for (int v = 0; v < 2; ++v) {
@@ -241,14 +246,14 @@ struct Q4Row {
     p = w.data + row * (w.cols / 2);
     scale.Init(w, row);
   }
-  void Prepare(uint64_t col, uint64_t end) { scale.Prepare(col, end); }
+  void Prepare(uint64_t col, uint64_t end, uint64_t ahead) { scale.Prepare(col, end, ahead); }
   void Load(uint64_t col, V16* out) const {
     const __m256 s = scale.Get(col);
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + col / 2));
     const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
     const __m128i lo = _mm_and_si128(packed, low4);
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);
-    const __m128i first = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight);  // columns 0..15
+    const __m128i first = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight);   // columns 0..15
     const __m128i second = _mm_sub_epi8(_mm_unpackhi_epi8(lo, hi), eight);  // columns 16..31
     out[0] = Mul({Int8ToFloat(first), Int8ToFloat(_mm_unpackhi_epi64(first, first))}, s);
     out[1] = Mul({Int8ToFloat(second), Int8ToFloat(_mm_unpackhi_epi64(second, second))}, s);
@@ -279,7 +284,7 @@ void TileColumns(const MatrixView& w, uint64_t row, const float* x, uint64_t col
   for (uint64_t group = col_begin; group < full_end; group += Row::kGroup) {
     const uint64_t end = std::min(full_end, group + Row::kGroup);
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) rows[i].Prepare(group, end);
+    for (int i = 0; i < R; ++i) rows[i].Prepare(group, end, R);
     for (uint64_t col = group; col < end; col += Row::kStep) {
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {

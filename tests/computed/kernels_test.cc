@@ -30,11 +30,7 @@ struct StoredMatrix {
   std::vector<std::byte> data, scale;
 
   StoredMatrix(TensorFormat f, uint64_t r, uint64_t c)
-      : format(f),
-        rows(r),
-        cols(c),
-        data(DataBytes(f, {r, c})),
-        scale(ScaleBytes(f, {r, c})) {}
+      : format(f), rows(r), cols(c), data(DataBytes(f, {r, c})), scale(ScaleBytes(f, {r, c})) {}
 
   MatrixView View() const {
     return {.format = format,
@@ -79,8 +75,7 @@ float Uniform(std::mt19937_64& rng, float lo, float hi) {
 
 // Random weights with sane magnitudes; f8 avoids the NaN codes (NaN payloads
 // are not part of the bit-equality contract).
-StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols,
-                          std::mt19937_64& rng) {
+StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols, std::mt19937_64& rng) {
   StoredMatrix m(format, rows, cols);
   const uint64_t n = rows * cols;
   switch (format) {
@@ -95,8 +90,8 @@ StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols,
       break;
     case TensorFormat::kF8E4M3B128:
       for (std::byte& b : m.data) {
-        uint8_t code;
-        do code = static_cast<uint8_t>(rng()); while ((code & 0x7f) == 0x7f);
+        uint8_t code = static_cast<uint8_t>(rng());
+        while ((code & 0x7f) == 0x7f) code = static_cast<uint8_t>(rng());
         b = std::byte{code};
       }
       for (uint64_t i = 0; i < m.scale.size() / 4; ++i) m.Set(m.scale, i, Uniform(rng, 1e-3, 1e-2));
@@ -126,7 +121,7 @@ std::vector<float> SentinelBuffer(size_t n) {
 
 // Runs MatMulRows under `isa` into a sentinel-filled [num_tokens, y_stride] buffer.
 std::vector<float> RunMatMul(Isa isa, const MatrixView& w, const std::vector<float>& x,
-                       size_t num_tokens, size_t row_begin, size_t row_end, size_t y_stride) {
+                             size_t num_tokens, size_t row_begin, size_t row_end, size_t y_stride) {
   ScopedIsa scoped(isa);
   std::vector<float> y = SentinelBuffer(num_tokens * y_stride);
   MatMulRows(w, x, num_tokens, row_begin, row_end, y, y_stride);
@@ -145,8 +140,9 @@ std::string CompareRows(const std::vector<float>& got, size_t got_stride,
       const float w = in_range ? want[t * want_stride + r] : std::bit_cast<float>(kSentinelBits);
       if (std::memcmp(&g, &w, sizeof(float)) != 0) {
         char message[160];
-        std::snprintf(message, sizeof(message), "token %zu row %zu: got %.9g (%08x), want %.9g (%08x)",
-                      t, r, g, std::bit_cast<uint32_t>(g), w, std::bit_cast<uint32_t>(w));
+        std::snprintf(message, sizeof(message),
+                      "token %zu row %zu: got %.9g (%08x), want %.9g (%08x)", t, r, g,
+                      std::bit_cast<uint32_t>(g), w, std::bit_cast<uint32_t>(w));
         return message;
       }
     }
@@ -172,8 +168,8 @@ std::vector<Shape> TestShapes(TensorFormat format, std::mt19937_64& rng) {
       }
       break;
     case TensorFormat::kF8E4M3B128:
-      for (Shape shape : {Shape{130, 200}, Shape{200, 130}, Shape{129, 257}, Shape{3, 128},
-                          Shape{5, 7}}) {
+      for (Shape shape :
+           {Shape{130, 200}, Shape{200, 130}, Shape{129, 257}, Shape{3, 128}, Shape{5, 7}}) {
         shapes.push_back(shape);
       }
       for (int i = 0; i < 12; ++i) shapes.push_back({rows(), any_cols()});
@@ -221,7 +217,7 @@ TEST(DequantizeRowTest, Bf16IsTheUpperHalf) {
 TEST(DequantizeRowTest, E4M3Codes) {
   EXPECT_EQ(E4M3ToFloat(0x00), 0.0f);
   EXPECT_EQ(std::bit_cast<uint32_t>(E4M3ToFloat(0x80)), 0x80000000u);  // -0
-  EXPECT_EQ(E4M3ToFloat(0x38), 1.0f);     // 0 0111 000: 2^0
+  EXPECT_EQ(E4M3ToFloat(0x38), 1.0f);                                  // 0 0111 000: 2^0
   EXPECT_EQ(E4M3ToFloat(0xb8), -1.0f);
   EXPECT_EQ(E4M3ToFloat(0x3c), 1.5f);     // 0 0111 100
   EXPECT_EQ(E4M3ToFloat(0x40), 2.0f);     // 0 1000 000
@@ -240,11 +236,11 @@ TEST(DequantizeRowTest, F8UsesTheScaleOfItsBlock) {
   const float scales[4] = {0.5f, 4.0f, 0.25f, 8.0f};
   for (int i = 0; i < 4; ++i) m.Set(m.scale, i, scales[i]);
   auto code = [&](uint64_t r, uint64_t c, uint8_t v) { m.data[r * 130 + c] = std::byte{v}; };
-  code(0, 0, 0x38);    // 1.0 * 0.5
-  code(0, 127, 0xc4);  // -3 * 0.5
-  code(0, 128, 0x01);  // 2^-9 * 4
-  code(0, 129, 0x7e);  // 448 * 4
-  code(129, 0, 0x40);  // 2 * 0.25
+  code(0, 0, 0x38);      // 1.0 * 0.5
+  code(0, 127, 0xc4);    // -3 * 0.5
+  code(0, 128, 0x01);    // 2^-9 * 4
+  code(0, 129, 0x7e);    // 448 * 4
+  code(129, 0, 0x40);    // 2 * 0.25
   code(129, 129, 0xb8);  // -1 * 8
   std::vector<float> row(130);
   DequantizeRow(m.View(), 0, row);
@@ -262,9 +258,9 @@ TEST(DequantizeRowTest, Q8IsCodeTimesBlockScale) {
   StoredMatrix m(TensorFormat::kQ8B32, 1, 64);
   m.Set(m.scale, 0, uint16_t{0x3800});  // 0.5
   m.Set(m.scale, 1, uint16_t{0x4000});  // 2.0
-  m.data[0] = std::byte{0x80};   // -128
-  m.data[31] = std::byte{0x7f};  // 127
-  m.data[32] = std::byte{0xff};  // -1
+  m.data[0] = std::byte{0x80};          // -128
+  m.data[31] = std::byte{0x7f};         // 127
+  m.data[32] = std::byte{0xff};         // -1
   m.data[63] = std::byte{0x03};
   std::vector<float> row(64);
   DequantizeRow(m.View(), 0, row);
@@ -277,18 +273,18 @@ TEST(DequantizeRowTest, Q8IsCodeTimesBlockScale) {
 
 TEST(DequantizeRowTest, Q4LowNibbleFirstMinusEight) {
   StoredMatrix m(TensorFormat::kQ4B32, 1, 64);
-  m.Set(m.scale, 0, uint16_t{0x3800});  // 0.5
-  m.Set(m.scale, 1, uint16_t{0x4000});  // 2.0
+  m.Set(m.scale, 0, uint16_t{0x3800});              // 0.5
+  m.Set(m.scale, 1, uint16_t{0x4000});              // 2.0
   for (std::byte& b : m.data) b = std::byte{0x88};  // both nibbles 8: zero
-  m.data[0] = std::byte{0x9a};   // elements 0 (low 0xa) and 1 (high 0x9)
-  m.data[15] = std::byte{0x0f};  // elements 30 (0xf) and 31 (0x0)
-  m.data[16] = std::byte{0x80};  // elements 32 (0x0) and 33 (0x8)
+  m.data[0] = std::byte{0x9a};                      // elements 0 (low 0xa) and 1 (high 0x9)
+  m.data[15] = std::byte{0x0f};                     // elements 30 (0xf) and 31 (0x0)
+  m.data[16] = std::byte{0x80};                     // elements 32 (0x0) and 33 (0x8)
   std::vector<float> row(64);
   DequantizeRow(m.View(), 0, row);
-  EXPECT_EQ(row[0], 1.0f);    // (10 - 8) * 0.5
-  EXPECT_EQ(row[1], 0.5f);    // (9 - 8) * 0.5
-  EXPECT_EQ(row[30], 3.5f);   // (15 - 8) * 0.5
-  EXPECT_EQ(row[31], -4.0f);  // (0 - 8) * 0.5
+  EXPECT_EQ(row[0], 1.0f);     // (10 - 8) * 0.5
+  EXPECT_EQ(row[1], 0.5f);     // (9 - 8) * 0.5
+  EXPECT_EQ(row[30], 3.5f);    // (15 - 8) * 0.5
+  EXPECT_EQ(row[31], -4.0f);   // (0 - 8) * 0.5
   EXPECT_EQ(row[32], -16.0f);  // (0 - 8) * 2
   EXPECT_EQ(row[33], 0.0f);
   EXPECT_EQ(row[2], 0.0f);
@@ -346,6 +342,24 @@ TEST(SummationOrderTest, FixedReductionTree) {
   }
 }
 
+// A dot product by hand: q4 row of nibble 9 and 10 alternating (+1, +2 times
+// scale 0.5) against x = 1..64.
+TEST(MatMulHandTest, Q4Dot) {
+  StoredMatrix w(TensorFormat::kQ4B32, 1, 64);
+  for (std::byte& b : w.data) b = std::byte{0xa9};  // low nibble 9, high nibble 10
+  w.Set(w.scale, 0, uint16_t{0x3800});
+  w.Set(w.scale, 1, uint16_t{0x3800});
+  std::vector<float> x(64);
+  float want = 0;
+  for (int c = 0; c < 64; ++c) {
+    x[c] = static_cast<float>(c + 1);
+    want += (c % 2 == 0 ? 0.5f : 1.0f) * x[c];  // exact: small integers and halves
+  }
+  for (Isa isa : SupportedIsas()) {
+    EXPECT_EQ(RunMatMul(isa, w.View(), x, 1, 0, 1, 1)[0], want) << IsaName(isa);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Every format x every ISA.
 
@@ -390,7 +404,8 @@ TEST_P(MatMulTest, BatchEqualsSingleTokenCalls) {
     for (Isa isa : SupportedIsas()) {
       SCOPED_TRACE(std::string(IsaName(isa)) + " shape [" + std::to_string(shape.rows) + ", " +
                    std::to_string(shape.cols) + "] tokens " + std::to_string(tokens));
-      const std::vector<float> batch = RunMatMul(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
+      const std::vector<float> batch =
+          RunMatMul(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
       std::vector<float> singles = SentinelBuffer(tokens * shape.rows);
       ScopedIsa scoped(isa);
       for (size_t t = 0; t < tokens; ++t) {
@@ -409,7 +424,8 @@ TEST_P(MatMulTest, SplitRowRangesEqualWholeRange) {
     const size_t tokens = RandomTokens();
     const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
     for (Isa isa : SupportedIsas()) {
-      const std::vector<float> whole = RunMatMul(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
+      const std::vector<float> whole =
+          RunMatMul(isa, w.View(), x, tokens, 0, shape.rows, shape.rows);
       std::vector<float> pieces = SentinelBuffer(tokens * shape.rows);
       ScopedIsa scoped(isa);
       for (size_t begin = 0; begin < shape.rows;) {
@@ -433,7 +449,8 @@ TEST_P(MatMulTest, ScalarIsCloseToDoubleDot) {
     const StoredMatrix w = RandomMatrix(GetParam(), shape.rows, shape.cols, rng_);
     const size_t tokens = RandomTokens();
     const std::vector<float> x = RandomVector(tokens * shape.cols, rng_);
-    const std::vector<float> y = RunMatMul(Isa::kScalar, w.View(), x, tokens, 0, shape.rows, shape.rows);
+    const std::vector<float> y =
+        RunMatMul(Isa::kScalar, w.View(), x, tokens, 0, shape.rows, shape.rows);
     std::vector<float> row(shape.cols);
     for (uint64_t r = 0; r < shape.rows; ++r) {
       DequantizeRow(w.View(), r, row);

@@ -1,0 +1,64 @@
+#include "common/client/fanout_source.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace warp {
+
+absl::StatusOr<std::unique_ptr<FanoutExpertSource>> FanoutExpertSource::Create(
+    std::vector<Member> members) {
+  auto fanout = std::unique_ptr<FanoutExpertSource>(new FanoutExpertSource(std::move(members)));
+  for (size_t m = 0; m < fanout->members_.size(); ++m) {
+    for (const ExpertKey& key : fanout->members_[m].held) {
+      auto [it, inserted] = fanout->owner_.emplace(key, m);
+      if (!inserted) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "expert ", key.expert, " of layer ", key.layer, " is held by both ",
+            fanout->members_[it->second].name, " and ", fanout->members_[m].name));
+      }
+    }
+  }
+  return fanout;
+}
+
+std::vector<std::vector<size_t>> FanoutExpertSource::Split(std::span<const ExpertKey> keys) const {
+  std::vector<std::vector<size_t>> parts(members_.size() + 1);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = owner_.find(keys[i]);
+    parts[it == owner_.end() ? members_.size() : it->second].push_back(i);
+  }
+  return parts;
+}
+
+std::shared_ptr<ReadBatch> FanoutExpertSource::Read(std::span<const ExpertKey> keys,
+                                                    Priority priority) {
+  auto batch = std::make_shared<ReadBatch>(keys.size());
+  std::vector<std::vector<size_t>> parts = Split(keys);
+  for (size_t i : parts.back()) {
+    batch->Complete(i, absl::NotFoundError(absl::StrCat("expert ", keys[i].expert, " of layer ",
+                                                        keys[i].layer, ": held by no shard")));
+  }
+  for (size_t m = 0; m < members_.size(); ++m) {
+    if (parts[m].empty()) continue;
+    std::vector<ExpertKey> sub;
+    for (size_t i : parts[m]) sub.push_back(keys[i]);
+    // Each completion goes straight to the caller's batch, as it lands.
+    members_[m].source->Read(sub, priority)
+        ->ForwardTo([batch, positions = std::move(parts[m])](
+                        size_t index, absl::StatusOr<ExpertRecord> record) {
+          batch->Complete(positions[index], std::move(record));
+        });
+  }
+  return batch;
+}
+
+void FanoutExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+  std::vector<std::vector<size_t>> parts = Split(keys);
+  for (size_t m = 0; m < members_.size(); ++m) {
+    if (parts[m].empty()) continue;
+    std::vector<ExpertKey> sub;
+    for (size_t i : parts[m]) sub.push_back(keys[i]);
+    members_[m].source->Prefetch(sub, priority);
+  }
+}
+
+}  // namespace warp

@@ -1,0 +1,45 @@
+#pragma once
+
+// FanoutExpertSource: one ExpertSource over several, each holding part of the
+// experts (shards on several disks or daemons). A batch is split by owner,
+// the parts are read concurrently, and completions are merged back under the
+// caller's indices. A key no member holds is NotFound for that key only.
+//
+// Thread-safe (members are).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/store/expert_source.h"
+
+namespace warp {
+
+class FanoutExpertSource : public ExpertSource {
+ public:
+  struct Member {
+    std::string name;  // for messages: a directory or an address
+    std::unique_ptr<ExpertSource> source;
+    std::vector<ExpertKey> held;  // the keys this member serves
+  };
+
+  // Fails if two members claim the same key.
+  static absl::StatusOr<std::unique_ptr<FanoutExpertSource>> Create(std::vector<Member> members);
+
+  std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
+  void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
+
+  size_t num_members() const { return members_.size(); }
+
+ private:
+  explicit FanoutExpertSource(std::vector<Member> members) : members_(std::move(members)) {}
+  // For each member, the positions in `keys` it serves; unowned positions last.
+  std::vector<std::vector<size_t>> Split(std::span<const ExpertKey> keys) const;
+
+  std::vector<Member> members_;
+  absl::flat_hash_map<ExpertKey, size_t> owner_;
+};
+
+}  // namespace warp

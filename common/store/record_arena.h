@@ -1,0 +1,76 @@
+#pragma once
+
+// RecordArena: the memory of the record cache, as one shared-memory file
+// (memfd) cut into equal slots, so a client on the same machine can map it
+// and read cached records in place (the Unix-socket fast path). Owns the
+// memfd, its read-write mapping and the free list; never decides what is
+// cached (LfruCache) nor which slot holds which key (ExpertStore).
+//
+//   memfd, arena_bytes = num_slots x slot_bytes
+//   +------------------+ 0
+//   | slot 0           |  slot_bytes: the largest record_bytes of the
+//   +------------------+ slot_bytes           container (a multiple of 4096,
+//   | slot 1           |                      so every slot is O_DIRECT-aligned)
+//   +------------------+ 2 x slot_bytes
+//   | ...              |
+//   +------------------+ arena_bytes
+//
+// The file is sealed against shrinking and growing, so a client holding the
+// fd cannot truncate it under the daemon (which would SIGBUS the daemon), and,
+// where the kernel has F_SEAL_FUTURE_WRITE, against new writable mappings.
+//
+// Thread-compatible: the ExpertStore calls Allocate/Free under its mutex;
+// Slot() spans may be used from any thread by whoever allocated the slot.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/io/file.h"
+
+namespace warp {
+
+class RecordArena {
+ public:
+  // Creates a memfd of num_slots x slot_bytes, maps it and frees every slot.
+  // REQUIRES: slot_bytes is a positive multiple of 4096; num_slots > 0.
+  static absl::StatusOr<std::unique_ptr<RecordArena>> Create(uint64_t slot_bytes,
+                                                             uint32_t num_slots,
+                                                             const std::string& name);
+  ~RecordArena();
+  RecordArena(const RecordArena&) = delete;
+  RecordArena& operator=(const RecordArena&) = delete;
+
+  // A free slot, or nullopt if every slot is allocated.
+  std::optional<uint32_t> Allocate();
+  void Free(uint32_t slot);  // REQUIRES: `slot` is allocated.
+
+  std::span<std::byte> Slot(uint32_t slot) const;  // slot_bytes long
+  uint64_t SlotOffset(uint32_t slot) const { return uint64_t{slot} * slot_bytes_; }
+
+  // The byte offset of `data` in the arena, if it lies entirely inside it.
+  std::optional<uint64_t> OffsetOf(std::span<const std::byte> data) const;
+
+  int fd() const { return fd_.get(); }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  uint32_t num_slots() const { return num_slots_; }
+  uint64_t arena_bytes() const { return uint64_t{num_slots_} * slot_bytes_; }
+  size_t free_slots() const { return free_.size(); }
+
+ private:
+  RecordArena(ScopedFd fd, std::byte* base, uint64_t slot_bytes, uint32_t num_slots);
+
+  ScopedFd fd_;
+  std::byte* base_;  // MAP_SHARED, read-write, arena_bytes long
+  const uint64_t slot_bytes_;
+  const uint32_t num_slots_;
+  std::vector<uint32_t> free_;       // LIFO: a recently freed slot is warm in the TLB
+  std::vector<bool> allocated_;      // by slot, to catch double frees
+};
+
+}  // namespace warp

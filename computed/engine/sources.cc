@@ -1,0 +1,86 @@
+#include "computed/engine/sources.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/client/fanout_source.h"
+#include "common/client/grpc_source.h"
+#include "common/status.h"
+#include "common/store/expert_store.h"
+
+namespace warp::computed {
+namespace {
+
+std::vector<ExpertKey> HeldKeys(const Container& container) {
+  std::vector<ExpertKey> keys;
+  for (const BankEntry& bank : container.manifest().banks) {
+    for (uint32_t expert : container.HeldExperts(bank)) keys.push_back({bank.layer, expert});
+  }
+  return keys;
+}
+
+absl::Status CheckFingerprint(uint64_t want, uint64_t got, const std::string& where) {
+  if (want == got) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      where, ": holds model ", FingerprintHex(got), ", not ", FingerprintHex(want)));
+}
+
+absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, uint64_t fingerprint,
+                                                      const SourceOptions& options,
+                                                      uint64_t cache_bytes) {
+  WARP_ASSIGN_OR_RETURN(std::shared_ptr<const Container> shard, Container::Open(dir));
+  WARP_RETURN_IF_ERROR(CheckFingerprint(fingerprint, shard->manifest().fingerprint, dir));
+  std::vector<ExpertKey> held = HeldKeys(*shard);
+  WARP_ASSIGN_OR_RETURN(auto store,
+                        ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
+                                                  .io_threads = options.io_threads}));
+  return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
+}
+
+absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& address,
+                                                       uint64_t fingerprint) {
+  WARP_ASSIGN_OR_RETURN(auto client, GrpcExpertSource::Connect({.address = address}));
+  const v1::DescribeReply& description = client->description();
+  WARP_RETURN_IF_ERROR(
+      CheckFingerprint(fingerprint, description.model_fingerprint(), "expertd at " + address));
+  std::vector<ExpertKey> held;
+  for (const v1::BankInfo& bank : description.banks()) {
+    for (uint32_t expert : bank.experts()) held.push_back({bank.layer(), expert});
+  }
+  return FanoutExpertSource::Member{.name = address, .source = std::move(client), .held = held};
+}
+
+}  // namespace
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  for (absl::string_view piece : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    items.emplace_back(piece);
+  }
+  return items;
+}
+
+absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
+    std::shared_ptr<const Container> model, const SourceOptions& options) {
+  const uint64_t fingerprint = model->manifest().fingerprint;
+  if (options.bank_dirs.empty() && options.stores.empty()) {
+    WARP_ASSIGN_OR_RETURN(auto store,
+                          ExpertStore::Open(std::move(model), {.cache_bytes = options.cache_bytes,
+                                                               .io_threads = options.io_threads}));
+    return store;
+  }
+  std::vector<FanoutExpertSource::Member> members;
+  const uint64_t per_dir =
+      options.bank_dirs.empty() ? 0 : options.cache_bytes / options.bank_dirs.size();
+  for (const std::string& dir : options.bank_dirs) {
+    WARP_ASSIGN_OR_RETURN(auto member, BankMember(dir, fingerprint, options, per_dir));
+    members.push_back(std::move(member));
+  }
+  for (const std::string& address : options.stores) {
+    WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, fingerprint));
+    members.push_back(std::move(member));
+  }
+  WARP_ASSIGN_OR_RETURN(auto fanout, FanoutExpertSource::Create(std::move(members)));
+  return fanout;
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,33 @@
+#pragma once
+
+// Builds the ExpertSource a run reads experts through: the embedded
+// ExpertStore over the model's own banks (the default), embedded stores over
+// shard directories (--banks, or WARP_BANK_SHARDS), or expertd daemons
+// (--stores), fanned out by which member holds which expert. Every member
+// must hold the model's fingerprint.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/format/container.h"
+#include "common/store/expert_source.h"
+
+namespace warp::computed {
+
+struct SourceOptions {
+  std::vector<std::string> bank_dirs;  // shard directories of the model, read in-process
+  std::vector<std::string> stores;     // expertd addresses: unix:PATH, tcp:HOST:PORT
+  uint64_t cache_bytes = 0;            // embedded record cache, split over the bank dirs
+  uint32_t io_threads = 4;             // per embedded store
+};
+
+// Splits "a,b,c" (empty pieces dropped).
+std::vector<std::string> SplitList(const std::string& text);
+
+absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
+    std::shared_ptr<const Container> model, const SourceOptions& options);
+
+}  // namespace warp::computed

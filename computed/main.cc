@@ -1,4 +1,4 @@
-// computed: the compute client of WARP. Subcommands: convert, logits, synth, plan.
+// computed: the compute client of WARP. Subcommands: convert, logits, run, synth, plan.
 
 #include <string>
 #include <vector>
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   std::vector<warp::computed::CommandRunner> runners = {
       warp::computed::AddConvertCommand(app),
       warp::computed::AddLogitsCommand(app),
+      warp::computed::AddRunCommand(app),
       warp::computed::AddSynthCommand(app),
       warp::computed::AddPlanCommand(app),
   };

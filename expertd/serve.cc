@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/store/expert_store.h"
 #include "expertd/grpc_service.h"
+#include "expertd/uds_server.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
@@ -35,13 +36,22 @@ class FirstError : public google::protobuf::io::ErrorCollector {
 };
 
 struct Listener {
-  std::string spec;     // as configured: unix:PATH or tcp:HOST:PORT
-  std::string address;  // as gRPC wants it
+  std::string spec;     // as configured: unix:PATH, tcp:HOST:PORT or fastpath:PATH
+  std::string address;  // as gRPC wants it (empty for fastpath)
   std::string socket_path;
   int port = 0;         // the port gRPC bound, for tcp
+  bool fastpath = false;  // served by a UdsServer, not gRPC
 };
 
 absl::StatusOr<Listener> ParseListen(const std::string& spec) {
+  if (absl::StartsWith(spec, "fastpath:")) {
+    const std::string path = spec.substr(9);
+    if (path.empty() || path.size() > 107) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--listen ", spec, ": a Unix socket path needs 1 to 107 bytes"));
+    }
+    return Listener{.spec = spec, .socket_path = path, .fastpath = true};
+  }
   if (absl::StartsWith(spec, "unix:")) {
     const std::string path = spec.substr(5);
     if (path.empty() || path.size() > 107) {
@@ -54,13 +64,45 @@ absl::StatusOr<Listener> ParseListen(const std::string& spec) {
     return Listener{.spec = spec, .address = spec.substr(4)};
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--listen ", spec, ": expected unix:PATH or tcp:HOST:PORT"));
+      absl::StrCat("--listen ", spec, ": expected unix:PATH, tcp:HOST:PORT or fastpath:PATH"));
 }
 
 // A stale socket file (no daemon behind it) would make bind fail.
 void RemoveStaleSocket(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
+}
+
+// Starts gRPC on the unix: and tcp: listeners, recording the bound tcp ports;
+// null if there are none (a fast-path-only daemon).
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& service,
+                                                        const v1::ExpertdConfig& config,
+                                                        std::vector<Listener>& listeners) {
+  grpc::ServerBuilder builder;
+  std::string specs;
+  for (Listener& listener : listeners) {
+    if (listener.fastpath) continue;
+    if (!listener.socket_path.empty()) RemoveStaleSocket(listener.socket_path);
+    builder.AddListeningPort(listener.address, grpc::InsecureServerCredentials(),
+                             listener.socket_path.empty() ? &listener.port : nullptr);
+    absl::StrAppend(&specs, specs.empty() ? "" : ", ", listener.spec);
+  }
+  if (specs.empty()) return nullptr;
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", specs, " (address in use, or no permission?)"));
+  }
+  for (const Listener& listener : listeners) {
+    if (listener.fastpath) continue;
+    if (listener.socket_path.empty() && listener.port == 0) {
+      server->Shutdown();
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", listener.spec));
+    }
+    if (!listener.socket_path.empty()) ::chmod(listener.socket_path.c_str(), config.socket_mode());
+  }
+  return server;
 }
 
 }  // namespace
@@ -118,34 +160,27 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
            config.io_threads(), config.skip_crc() ? "off" : "on");
 
   ExpertServiceImpl service(*store, config.max_keys_per_request());
-  grpc::ServerBuilder builder;
   std::vector<Listener> listeners;
   for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));
-  for (Listener& listener : listeners) {
-    if (!listener.socket_path.empty()) RemoveStaleSocket(listener.socket_path);
-    builder.AddListeningPort(listener.address, grpc::InsecureServerCredentials(),
-                             listener.socket_path.empty() ? &listener.port : nullptr);
-  }
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr) {
-    std::string specs;
-    for (const Listener& l : listeners) absl::StrAppend(&specs, specs.empty() ? "" : ", ", l.spec);
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", specs, " (address in use, or no permission?)"));
-  }
+  std::vector<std::unique_ptr<UdsServer>> fastpaths;  // before the gRPC server: it may fail
   for (const Listener& listener : listeners) {
-    std::string bound = listener.spec;
-    if (listener.socket_path.empty()) {
-      if (listener.port == 0) {
-        server->Shutdown();
-        return absl::UnavailableError(absl::StrCat("cannot listen on ", listener.spec));
-      }
-      bound = absl::StrCat("tcp:", listener.address.substr(0, listener.address.rfind(':')), ":",
-                           listener.port);
-    } else {
-      ::chmod(listener.socket_path.c_str(), config.socket_mode());
-    }
+    if (!listener.fastpath) continue;
+    WARP_ASSIGN_OR_RETURN(auto fastpath,
+                          UdsServer::Start(*store, {.path = listener.socket_path,
+                                                    .socket_mode = config.socket_mode(),
+                                                    .max_keys_per_request =
+                                                        config.max_keys_per_request()}));
+    fastpaths.push_back(std::move(fastpath));
+  }
+  WARP_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
+                        StartGrpc(service, config, listeners));
+  for (const Listener& listener : listeners) {
+    const std::string bound = listener.port != 0
+                                  ? absl::StrCat("tcp:",
+                                                 listener.address.substr(
+                                                     0, listener.address.rfind(':')),
+                                                 ":", listener.port)
+                                  : listener.spec;
     log.info("listening on {}", bound);
     // One stdout line per address, for scripts and tests that bound port 0.
     std::printf("listening %s\n", bound.c_str());
@@ -159,8 +194,12 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   int signal = 0;
   sigwait(&set, &signal);
   log.info("signal {}: draining in-flight reads", signal);
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  server->Wait();
+  if (server != nullptr) {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    server->Wait();
+  }
+  // Each connection answers the request it is serving, then closes; its leases go with it.
+  for (std::unique_ptr<UdsServer>& fastpath : fastpaths) fastpath->Shutdown();
   for (const Listener& listener : listeners) {
     if (!listener.socket_path.empty()) ::unlink(listener.socket_path.c_str());
   }

@@ -1,8 +1,9 @@
 #pragma once
 
 // `expertd serve`: opens one container (or shard) as an ExpertStore and serves
-// it over gRPC on every listen address until SIGTERM/SIGINT, then drains:
-// in-flight reads finish, leases are released, the process exits 0.
+// it on every listen address (gRPC on unix: and tcp:, the zero-copy fast path
+// on fastpath:) until SIGTERM/SIGINT, then drains: in-flight reads finish,
+// leases are released, the process exits 0.
 
 #include <string>
 

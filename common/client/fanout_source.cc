@@ -51,6 +51,14 @@ std::shared_ptr<ReadBatch> FanoutExpertSource::Read(std::span<const ExpertKey> k
   return batch;
 }
 
+std::map<std::string, uint64_t> FanoutExpertSource::Counters() const {
+  std::map<std::string, uint64_t> sum;
+  for (const Member& member : members_) {
+    for (const auto& [name, value] : member.source->Counters()) sum[name] += value;
+  }
+  return sum;
+}
+
 void FanoutExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   std::vector<std::vector<size_t>> parts = Split(keys);
   for (size_t m = 0; m < members_.size(); ++m) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/client/received_record.h"
 #include "common/crc32c.h"
 #include "common/format/bank_format.h"
 #include "common/logging.h"
@@ -11,31 +12,6 @@
 #include "grpcpp/grpcpp.h"
 
 namespace warp {
-namespace {
-
-// Checks a received record the way BankSet checks one read from disk, with
-// what the client knows: the key it asked for and the daemon's fingerprint.
-absl::Status CheckReceived(std::span<const std::byte> bytes, const ExpertKey& key,
-                           uint64_t fingerprint) {
-  if (bytes.size() < kBankAlignment || bytes.size() % kBankAlignment != 0) {
-    return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
-                                            ": received ", bytes.size(),
-                                            " bytes, not a whole record"));
-  }
-  const RecordFooter footer = DecodeFooter(bytes);
-  if (footer.payload_bytes > bytes.size() - kRecordFooterBytes) {
-    return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
-                                            ": footer payload_bytes out of range"));
-  }
-  return CheckRecord(bytes,
-                     {.layer = key.layer,
-                      .expert = key.expert,
-                      .payload_bytes = footer.payload_bytes,
-                      .fingerprint = fingerprint},
-                     /*check_crc=*/true);
-}
-
-}  // namespace
 
 std::string GrpcTarget(const std::string& address) {
   return absl::StartsWith(address, "tcp:") ? address.substr(4) : address;
@@ -102,7 +78,13 @@ void GrpcExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priori
   stub_->Prefetch(&context, request, &reply);  // a hint: failures are ignored
 }
 
-absl::StatusOr<v1::StatsReply> GrpcExpertSource::Stats() {
+std::map<std::string, uint64_t> GrpcExpertSource::Counters() const {
+  absl::StatusOr<v1::StatsReply> stats = Stats();
+  if (!stats.ok()) return {};
+  return {stats->counters().begin(), stats->counters().end()};
+}
+
+absl::StatusOr<v1::StatsReply> GrpcExpertSource::Stats() const {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::StatsReply reply;
@@ -204,7 +186,8 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
                                                                       " (from expertd at ",
                                                                       options_.address, ")")));
     } else {
-      job.batch->Complete(i, ExpertRecord{.key = key, .buffer = buffer,
+      std::span<const std::byte> data = buffer->span().first(record_bytes);
+      job.batch->Complete(i, ExpertRecord{.key = key, .owner = std::move(buffer), .data = data,
                                           .record_bytes = record_bytes});
     }
     buffer.reset();

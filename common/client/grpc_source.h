@@ -46,7 +46,9 @@ class GrpcExpertSource : public ExpertSource {
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
 
   const v1::DescribeReply& description() const { return description_; }
-  absl::StatusOr<v1::StatsReply> Stats();
+  absl::StatusOr<v1::StatsReply> Stats() const;
+  // The daemon's counters (a Stats RPC); empty if it cannot be reached.
+  std::map<std::string, uint64_t> Counters() const override;
 
  private:
   struct Job {

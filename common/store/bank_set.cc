@@ -1,6 +1,7 @@
 #include "common/store/bank_set.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -26,17 +27,29 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
 }
 
 absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key) const {
+  const uint64_t record_bytes = RecordBytes(key);
+  if (record_bytes == 0) return NotHeld(key);
+  auto buffer = std::make_shared<AlignedBuffer>(record_bytes);
+  WARP_RETURN_IF_ERROR(ReadRecordInto(key, buffer->span()));
+  std::span<const std::byte> data = buffer->span().first(record_bytes);
+  return ExpertRecord{
+      .key = key, .owner = std::move(buffer), .data = data, .record_bytes = record_bytes};
+}
+
+uint64_t BankSet::RecordBytes(const ExpertKey& key) const {
+  if (!container_->RecordOffset(key.layer, key.expert)) return 0;
+  return container_->manifest().FindBank(key.layer)->record_bytes;
+}
+
+absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> out) const {
   const Manifest& manifest = container_->manifest();
   const std::optional<uint64_t> offset = container_->RecordOffset(key.layer, key.expert);
-  if (!offset) {
-    return absl::NotFoundError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
-                                            ": not held by ", container_->dir().string()));
-  }
+  if (!offset) return NotHeld(key);
   const BankEntry* bank = manifest.FindBank(key.layer);
+  WARP_CHECK(out.size() >= bank->record_bytes);
   const size_t index = static_cast<size_t>(bank - manifest.banks.data());
   const std::string path = container_->BankPath(*bank).string();
-  auto buffer = std::make_shared<AlignedBuffer>(bank->record_bytes);
-  std::span<std::byte> bytes = buffer->span().first(bank->record_bytes);
+  std::span<std::byte> bytes = out.first(bank->record_bytes);
   absl::Status status = options_.pread(files_[index].fd.get(), bytes, *offset, path);
   if (!status.ok()) {
     return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
@@ -46,7 +59,12 @@ absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key) const {
     return absl::Status(status.code(),
                         absl::StrCat(status.message(), " (", path, " @", *offset, ")"));
   }
-  return ExpertRecord{.key = key, .buffer = std::move(buffer), .record_bytes = bank->record_bytes};
+  return absl::OkStatus();
+}
+
+absl::Status BankSet::NotHeld(const ExpertKey& key) const {
+  return absl::NotFoundError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
+                                          ": not held by ", container_->dir().string()));
 }
 
 }  // namespace warp

@@ -40,12 +40,21 @@ class BankSet {
   // mismatch (FILE @ OFFSET)" for a corrupt record.
   absl::StatusOr<ExpertRecord> ReadRecord(const ExpertKey& key) const;
 
+  // The same, into `out` (e.g. a cache slot): reads and verifies the first
+  // RecordBytes(key) bytes of `out`, which must be 4096-aligned.
+  // REQUIRES: out.size() >= RecordBytes(key).
+  absl::Status ReadRecordInto(const ExpertKey& key, std::span<std::byte> out) const;
+
+  // record_bytes of the bank of `key`, or 0 if this directory does not hold `key`.
+  uint64_t RecordBytes(const ExpertKey& key) const;
+
   const Container& container() const { return *container_; }
   const std::shared_ptr<const Container>& shared_container() const { return container_; }
 
  private:
   BankSet(std::shared_ptr<const Container> container, Options options)
       : container_(std::move(container)), options_(std::move(options)) {}
+  absl::Status NotHeld(const ExpertKey& key) const;  // NotFound naming the directory
 
   std::shared_ptr<const Container> container_;
   Options options_;

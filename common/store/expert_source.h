@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -99,6 +101,10 @@ class ExpertSource {
     (void)keys;
     (void)priority;
   }
+
+  // Counters as "expertd.store.NAME" -> value (cache_hits, cache_misses,
+  // read_bytes_demand, ...); empty if the source keeps none.
+  virtual std::map<std::string, uint64_t> Counters() const { return {}; }
 
   // Blocking convenience: every record, in key order.
   std::vector<absl::StatusOr<ExpertRecord>> ReadAll(std::span<const ExpertKey> keys,

@@ -1,8 +1,11 @@
 #include "common/store/expert_store.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/format/bank_format.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -33,11 +36,26 @@ size_t LatencyBucket(double ms) {
 absl::StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Open(
     std::shared_ptr<const Container> container, Options options) {
   WARP_ASSIGN_OR_RETURN(auto banks, BankSet::Open(std::move(container), options.banks));
-  return std::unique_ptr<ExpertStore>(new ExpertStore(std::move(banks), options));
+  uint64_t slot_bytes = kBankAlignment;
+  for (const BankEntry& bank : banks->container().manifest().banks) {
+    slot_bytes = std::max(slot_bytes, AlignUp(bank.record_bytes, kBankAlignment));
+  }
+  const uint64_t num_slots = std::min<uint64_t>(options.cache_bytes / slot_bytes, UINT32_MAX);
+  std::unique_ptr<RecordArena> arena;
+  if (num_slots > 0) {
+    WARP_ASSIGN_OR_RETURN(arena, RecordArena::Create(slot_bytes, static_cast<uint32_t>(num_slots),
+                                                     "warp-record-cache"));
+  }
+  return std::unique_ptr<ExpertStore>(
+      new ExpertStore(std::move(banks), std::move(arena), slot_bytes, options));
 }
 
-ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, const Options& options)
-    : banks_(std::move(banks)), cache_(LfruCache::Options{.capacity_bytes = options.cache_bytes}) {
+ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordArena> arena,
+                         uint64_t slot_bytes, const Options& options)
+    : banks_(std::move(banks)),
+      arena_(std::move(arena)),
+      slot_bytes_(slot_bytes),
+      cache_(LfruCache::Options{.capacity_bytes = arena_ ? arena_->arena_bytes() : 0}) {
   io_ = std::make_unique<IoEngine>(
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
       [this](const ExpertKey& key, Priority) { DropRead(key); });
@@ -47,13 +65,14 @@ ExpertStore::~ExpertStore() { io_.reset(); }  // joins the readers before the st
 
 ExpertRecord ExpertStore::LeasedRecord(const ExpertKey& key) {
   cache_.Pin(key);
-  const std::shared_ptr<const AlignedBuffer>& buffer = buffers_.at(key);
-  // The lease unpins when the last copy of the record is dropped.
-  std::shared_ptr<void> lease(nullptr, [this, key](void*) { Release(key); });
+  const uint64_t record_bytes = banks_->RecordBytes(key);
+  // The lease unpins when the last copy of the record is dropped; until then
+  // the slot is neither evicted nor reused.
+  std::shared_ptr<const void> lease(nullptr, [this, key](const void*) { Release(key); });
   return ExpertRecord{.key = key,
-                      .buffer = buffer,
-                      .record_bytes = container().manifest().FindBank(key.layer)->record_bytes,
-                      .lease = std::move(lease)};
+                      .owner = std::move(lease),
+                      .data = arena_->Slot(slots_.at(key)).first(record_bytes),
+                      .record_bytes = record_bytes};
 }
 
 void ExpertStore::Release(const ExpertKey& key) {
@@ -61,9 +80,15 @@ void ExpertStore::Release(const ExpertKey& key) {
   cache_.Unpin(key);
 }
 
+std::optional<uint64_t> ExpertStore::ArenaOffset(const ExpertRecord& record) const {
+  if (arena_ == nullptr) return std::nullopt;
+  return arena_->OffsetOf(record.bytes());
+}
+
 void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) {
   absl::ReleasableMutexLock lock(&mu_);
-  if (cache_.Touch(key, KindOf(priority))) {
+  // A key being read into its slot is resident already, but not readable: join its read.
+  if (!in_flight_.contains(key) && cache_.Touch(key, KindOf(priority))) {
     ++stats_.hits;
     ExpertRecord record = LeasedRecord(key);
     lock.Release();
@@ -88,17 +113,43 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
   }
 }
 
+std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority) {
+  if (arena_ == nullptr || banks_->RecordBytes(key) == 0) return std::nullopt;
+  std::optional<std::vector<ExpertKey>> evicted = cache_.Insert(key, slot_bytes_, KindOf(priority));
+  if (!evicted) return std::nullopt;
+  for (const ExpertKey& old : *evicted) {
+    arena_->Free(slots_.at(old));  // evicted keys are unpinned: no lease can see the slot
+    slots_.erase(old);
+  }
+  // The cache charges a whole slot per record and its capacity is the arena,
+  // so an admitted key always finds a free slot.
+  std::optional<uint32_t> slot = arena_->Allocate();
+  WARP_CHECK(slot.has_value());
+  slots_[key] = *slot;
+  cache_.Pin(key);  // for the read: not evictable while its bytes are in transit
+  return slot;
+}
+
+absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key,
+                                                       std::optional<uint32_t> slot) {
+  if (!slot) return banks_->ReadRecord(key);
+  WARP_RETURN_IF_ERROR(banks_->ReadRecordInto(key, arena_->Slot(*slot)));
+  return ExpertRecord{.key = key, .record_bytes = banks_->RecordBytes(key)};  // data: LeasedRecord
+}
+
 void ExpertStore::RunRead(const ExpertKey& key) {
   Priority priority;
+  std::optional<uint32_t> slot;
   {
     absl::MutexLock lock(&mu_);
     auto it = in_flight_.find(key);
     if (it == in_flight_.end() || it->second.started) return;  // a duplicate job
     it->second.started = true;
     priority = it->second.priority;
+    slot = Admit(key, priority);
   }
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ExpertRecord> record = banks_->ReadRecord(key);
+  absl::StatusOr<ExpertRecord> record = ReadFromDisk(key, slot);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -110,23 +161,24 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     waiters = std::move(it->second.waiters);
     in_flight_.erase(it);
     ++stats_.latency_us_buckets[LatencyBucket(ms)];
-    bool cached = false;
+    if (slot) {
+      cache_.Unpin(key);  // the read's pin
+      if (!record.ok()) {  // never admitted: the slot goes back at once
+        cache_.Erase(key);
+        arena_->Free(*slot);
+        slots_.erase(key);
+      }
+    }
     if (record.ok()) {
       stats_.read_bytes[static_cast<size_t>(priority)] += record->record_bytes;
-      if (std::optional<std::vector<ExpertKey>> evicted =
-              cache_.Insert(key, record->record_bytes, KindOf(priority))) {
-        for (const ExpertKey& old : *evicted) buffers_.erase(old);
-        buffers_[key] = record->buffer;
-        cached = true;
-      }
     } else if (record.status().code() == absl::StatusCode::kDataLoss) {
-      ++stats_.crc_errors;  // never admitted
+      ++stats_.crc_errors;
     } else {
       ++stats_.read_errors;
     }
     for (size_t i = 0; i < waiters.size(); ++i) {
-      results.push_back(record.ok() && cached ? absl::StatusOr<ExpertRecord>(LeasedRecord(key))
-                                              : record);
+      results.push_back(record.ok() && slot ? absl::StatusOr<ExpertRecord>(LeasedRecord(key))
+                                            : record);
     }
   }
   if (!record.ok() && record.status().code() == absl::StatusCode::kDataLoss) {
@@ -175,7 +227,7 @@ size_t ExpertStore::CancelLookahead() { return io_->DropQueued(Priority::kLookah
 
 bool ExpertStore::IsCached(const ExpertKey& key) const {
   absl::MutexLock lock(&mu_);
-  return cache_.Contains(key);
+  return cache_.Contains(key) && !in_flight_.contains(key);
 }
 
 std::map<std::string, uint64_t> ExpertStore::Counters() const {
@@ -194,6 +246,8 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"cache_used_bytes", cache_.used_bytes()},
       {"cache_capacity_bytes", cache_.capacity_bytes()},
       {"cache_pinned_bytes", cache_.pinned_bytes()},
+      {"cache_slot_bytes", slot_bytes_},
+      {"cache_free_slots", arena_ ? arena_->free_slots() : 0},
       {"cache_evictions", cache.evictions},
       {"cache_rejected_inserts", cache.rejected_inserts},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},

@@ -4,9 +4,14 @@
 // verified records inside a byte budget, and an IoEngine of reader threads.
 // expertd serves from one; computed embeds one as its default ExpertSource.
 //
-// Concurrent requests for the same record share one read. A record handed
-// out carries a lease that keeps it resident until dropped. A corrupt record
-// is never admitted to the cache. Counters: VisitStats.
+// Concurrent requests for the same record share one read. The cache lives in
+// a RecordArena (shared memory, so expertd's Unix-socket fast path can hand
+// slots to clients): a record the LfruCache admits is read straight into a
+// slot and verified there; one it refuses (no budget, every slot leased, a
+// speculative read that may not evict) is read into a private heap buffer
+// and returned uncached. A cached record handed out carries a lease (its
+// owner) that keeps its slot resident until dropped. A corrupt record is
+// never admitted: its slot is freed at once. Counters: Counters().
 //
 // Thread-safe. Lock order: mu_ only (never held across a read or a callback).
 // REQUIRES: every ExpertRecord it handed out is dropped before it is destroyed.
@@ -15,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,13 +32,16 @@
 #include "common/store/expert_source.h"
 #include "common/store/io_engine.h"
 #include "common/store/lfru_cache.h"
+#include "common/store/record_arena.h"
 
 namespace warp {
 
 class ExpertStore : public ExpertSource {
  public:
   struct Options {
-    uint64_t cache_bytes = 0;  // 0: no cache, every read goes to disk
+    // Budget of the shared-memory cache: it holds cache_bytes / slot_bytes()
+    // records. Below one slot (0 included): no cache, every read goes to disk.
+    uint64_t cache_bytes = 0;
     uint32_t io_threads = 4;
     BankSet::Options banks;
   };
@@ -55,10 +64,21 @@ class ExpertStore : public ExpertSource {
   size_t CancelLookahead();
 
   // Every counter as "expertd.store.NAME" -> value.
-  std::map<std::string, uint64_t> Counters() const;
+  std::map<std::string, uint64_t> Counters() const override;
 
   const Container& container() const { return banks_->container(); }
   bool IsCached(const ExpertKey& key) const;
+
+  // The shared-memory cache, for the fast path: its memfd (-1 and 0 bytes
+  // when the budget holds no slot) and its slot size.
+  int arena_fd() const { return arena_ ? arena_->fd() : -1; }
+  uint64_t arena_bytes() const { return arena_ ? arena_->arena_bytes() : 0; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+
+  // Where `record` lies in the arena, if it is a cached record this store
+  // handed out; nullopt for a heap record. While the record (its lease) is
+  // held, the bytes at that offset stay this record's.
+  std::optional<uint64_t> ArenaOffset(const ExpertRecord& record) const;
 
  private:
   struct InFlight {
@@ -67,18 +87,28 @@ class ExpertStore : public ExpertSource {
     bool started = false;
   };
 
-  ExpertStore(std::unique_ptr<BankSet> banks, const Options& options);
+  ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordArena> arena,
+              uint64_t slot_bytes, const Options& options);
   void RunRead(const ExpertKey& key);
+  // Reads `key` into `slot` (admitted and pinned by Admit) or, without a slot,
+  // into a heap buffer. Called without mu_.
+  absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, std::optional<uint32_t> slot);
+  // Admits `key` to the cache and gives it a slot, pinned for the read; frees
+  // the slots of the records evicted for it. nullopt: read it uncached.
+  std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropRead(const ExpertKey& key);
-  // A record of the cached buffer of `key`, pinned until its lease is dropped.
+  // A record of the cached slot of `key`, pinned until its lease is dropped.
   ExpertRecord LeasedRecord(const ExpertKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Release(const ExpertKey& key);
 
   std::unique_ptr<BankSet> banks_;
+  std::unique_ptr<RecordArena> arena_;  // null when the budget holds no slot
+  const uint64_t slot_bytes_;           // the largest record_bytes; what a cached record costs
   mutable absl::Mutex mu_;
-  LfruCache cache_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<ExpertKey, std::shared_ptr<const AlignedBuffer>> buffers_
-      ABSL_GUARDED_BY(mu_);
+  LfruCache cache_ ABSL_GUARDED_BY(mu_);  // capacity: whole slots; charges slot_bytes_ each
+  // The slot of every resident key (a key being read into its slot included).
+  absl::flat_hash_map<ExpertKey, uint32_t> slots_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ExpertKey, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   struct Stats {
     uint64_t hits = 0, misses = 0, joined = 0, crc_errors = 0, read_errors = 0;

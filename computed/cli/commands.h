@@ -20,6 +20,7 @@ CommandRunner MakeRunner(CLI::App* cmd, std::function<absl::Status()> run);
 
 CommandRunner AddConvertCommand(CLI::App& app);
 CommandRunner AddLogitsCommand(CLI::App& app);
+CommandRunner AddRunCommand(CLI::App& app);
 CommandRunner AddSynthCommand(CLI::App& app);
 CommandRunner AddPlanCommand(CLI::App& app);
 

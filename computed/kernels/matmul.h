@@ -7,8 +7,9 @@
 // built with its ISA's flags. Which rows go to which thread is the engine's
 // decision, never the kernel's.
 //
-// Thread-safe: MatMulRows is pure. SetIsaForTesting is for tests and
-// benchmarks, called while no MatMulRows runs.
+// Thread-safe: MatMulRows is pure. SetIsaForTesting (tests and benchmarks)
+// is an atomic store; a call running across it uses either ISA, and by the
+// contract below gets the same bits.
 //
 // Summation order (the contract that makes results reproducible). Every
 // output y[t][r] is one dot product evaluated in one order that depends only
@@ -23,7 +24,9 @@
 //      s[i] += s[i + 2] (i < 2); y = s[0] + s[1].
 // So scalar, AVX2 and AVX-512 outputs are equal bit for bit (tests compare
 // them with memcmp), and a batch of n tokens equals n single-token calls.
-// NaN inputs give NaN outputs, but which NaN payload is unspecified.
+// NaN inputs give NaN outputs, but which NaN payload is unspecified. All of
+// this assumes the default floating-point environment (round to nearest even,
+// no flush-to-zero or denormals-are-zero), which WARP never changes.
 
 #include <cstddef>
 #include <cstdint>

@@ -32,3 +32,19 @@ fio --name=read --filename="$bank" --rw=read --bs=64M --direct=1 --ioengine=psyn
   --readonly 2>/dev/null | grep -E "^ +READ:" | sed 's/^ */fio 64M seq: /'
 fio --name=read --filename="$bank" --rw=randread --bs="$record" --direct=1 --ioengine=psync \
   --readonly --size=4G 2>/dev/null | grep -E "^ +READ:" | sed 's/^ */fio 1 record random: /'
+
+echo
+echo "== expert store: random whole-record reads, each path vs fio randread (same bank, bs, qd)"
+qd=4
+sock="$work/expertd.sock"
+"$build/bin/expertd" --log-level warn serve --model "$work/k2.warp" --budget 0 \
+  --io-threads "$qd" --listen "unix:$sock" --listen tcp:127.0.0.1:0 > "$work/expertd.out" &
+daemon=$!
+for _ in $(seq 50); do [[ $(wc -l < "$work/expertd.out") -ge 2 ]] && break; sleep 0.1; done
+tcp=$(grep -o 'tcp:.*' "$work/expertd.out")
+"$build/bench/store_bench" "$work/k2.warp" --qd "$qd" --seconds 5 \
+  --store "unix:$sock" --store "$tcp"
+kill -TERM "$daemon"; wait "$daemon" || true
+fio --name=randread --filename="$bank" --rw=randread --bs="$record" --direct=1 \
+  --ioengine=libaio --iodepth="$qd" --readonly --runtime=5 --time_based 2>/dev/null |
+  grep -E "^ +READ:" | sed "s/^ */fio randread qd $qd: /"

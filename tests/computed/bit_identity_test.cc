@@ -63,6 +63,17 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnThreadsOrChunking) {
   EXPECT_EQ(Logits("--threads 1 --prefill-chunk 16"), reference);
 }
 
+TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
+  const std::string reference = Logits("--no-prefetch --lookahead 0");
+  ASSERT_FALSE(reference.empty());
+  EXPECT_EQ(Logits("--lookahead 0"), reference);
+  EXPECT_EQ(Logits("--lookahead 6"), reference);
+  EXPECT_EQ(Logits("--lookahead 16 --prefill-chunk 3"), reference);
+  // From the floor (nothing cached beyond one token) to fully resident.
+  EXPECT_EQ(Logits("--budget 4M --prefill-chunk 1"), reference);
+  EXPECT_EQ(Logits("--budget 64M"), reference);
+}
+
 TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   const std::string reference = Logits("");
   ASSERT_FALSE(reference.empty());

@@ -3,9 +3,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/format/usage_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
 namespace warp::computed {
@@ -134,6 +136,63 @@ TEST_F(LogitsCliTest, SeededSamplingRepeats) {
   auto second = RunBinary("computed", args);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_EQ(first.output, second.output);
+}
+
+}  // namespace
+}  // namespace warp::computed
+
+namespace warp::computed {
+namespace {
+
+class RunCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto result =
+        RunBinary("computed", "convert --quiet " + Fixture("qwen3_moe_f32") + " " + Model());
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  std::string Model() const { return (dir_ / "m.warp").string(); }
+  warp::testing::TempDir dir_;
+};
+
+TEST_F(RunCliTest, PrintsTokensAndTheStatsLine) {
+  auto result = RunBinary("computed", "run " + Model() + " 5,6,7,8 -n 6");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("\\[9 tokens [0-9.]+ tok/s \\| experts "
+                                                      "[0-9]+ hit / [0-9]+ miss [0-9]+% \\| read "));
+  EXPECT_THAT(result.output, HasSubstr("lookahead recall"));
+}
+
+TEST_F(RunCliTest, BudgetBelowTheFloorIsRefusedWithTheFigure) {
+  auto result = RunBinary("computed", "run " + Model() + " 5,6 --budget 1K");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("is below the floor: this model needs at least"));
+}
+
+TEST_F(RunCliTest, TextPromptIsRefusedUntilTheTokenizerLands) {
+  auto result = RunBinary("computed", "run " + Model() + " \"hello\"");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("the prompt must be token ids"));
+}
+
+TEST_F(RunCliTest, LearnWritesUsageAndTraceWritesRouting) {
+  const std::string trace = (dir_ / "trace.txt").string();
+  auto result =
+      RunBinary("computed", "run " + Model() + " 5,6,7 -n 3 --learn --trace " + trace);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  auto usage = ReadUsageFile(dir_ / "m.warp" / "usage.warp");
+  WARP_ASSERT_OK(usage);
+  EXPECT_EQ(usage->tokens, 5u);  // 3 prompt + 2 decoded (the last is sampled, not run)
+  uint64_t total = 0;
+  for (const ExpertUsage& entry : usage->entries) total += entry.count;
+  EXPECT_EQ(total, 5u * 2 * 4);  // tokens x MoE layers x top-4
+  EXPECT_GT(std::filesystem::file_size(trace), 0u);
+  // A second run merges into the same file and preloads the learned experts.
+  result = RunBinary("computed", "run " + Model() + " 5,6,7 -n 3 --learn");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  usage = ReadUsageFile(dir_ / "m.warp" / "usage.warp");
+  WARP_ASSERT_OK(usage);
+  EXPECT_EQ(usage->tokens, 10u);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // One conformance suite for every ExpertSource: the embedded ExpertStore,
-// and the gRPC client against a real expertd process over a Unix socket and
-// over TCP (loopback, port 0).
+// the gRPC client against a real expertd process over a Unix socket and over
+// TCP (loopback, port 0), and the zero-copy fast-path client (UdsExpertSource).
 
 #include <fcntl.h>
 #include <signal.h>
@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/client/grpc_source.h"
+#include "common/client/uds_source.h"
 #include "common/format/container.h"
 #include "common/io/file.h"
 #include "common/store/expert_store.h"
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::warp::testing::StatusIs;
 
-enum class Transport { kEmbedded, kGrpcUnix, kGrpcTcp };
+enum class Transport { kEmbedded, kGrpcUnix, kGrpcTcp, kFastPath };
 
 std::string TransportName(Transport transport) {
   switch (transport) {
@@ -38,8 +39,26 @@ std::string TransportName(Transport transport) {
       return "GrpcUnix";
     case Transport::kGrpcTcp:
       return "GrpcTcp";
+    case Transport::kFastPath:
+      return "FastPath";
   }
   return "?";
+}
+
+// The client of a daemon address: the fast path or gRPC.
+absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectClient(const std::string& address,
+                                                            int max_attempts,
+                                                            std::chrono::milliseconds backoff) {
+  if (address.rfind("fastpath:", 0) == 0) {
+    auto client = UdsExpertSource::Connect(
+        {.address = address, .max_attempts = max_attempts, .backoff = backoff});
+    if (!client.ok()) return client.status();
+    return std::unique_ptr<ExpertSource>(std::move(*client));
+  }
+  auto client = GrpcExpertSource::Connect(
+      {.address = address, .max_attempts = max_attempts, .backoff = backoff});
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<ExpertSource>(std::move(*client));
 }
 
 class ExpertSourceConformance : public ::testing::TestWithParam<Transport> {
@@ -62,14 +81,15 @@ class ExpertSourceConformance : public ::testing::TestWithParam<Transport> {
     }
     const std::string listen = GetParam() == Transport::kGrpcUnix
                                    ? "unix:" + (dir_ / "s.sock").string()
+                               : GetParam() == Transport::kFastPath
+                                   ? "fastpath:" + (dir_ / "f.sock").string()
                                    : "tcp:127.0.0.1:" + tcp_port;
     auto daemon = warp::testing::Daemon::Start(
         {"--model", model_.string(), "--listen", listen, "--budget", "1M"});
     WARP_ASSERT_OK(daemon);
     daemon_ = std::move(*daemon);
     address_ = daemon_->addresses().at(0);
-    auto client = GrpcExpertSource::Connect(
-        {.address = address_, .max_attempts = 8, .backoff = std::chrono::milliseconds(50)});
+    auto client = ConnectClient(address_, 8, std::chrono::milliseconds(50));
     WARP_ASSERT_OK(client);
     source_ = std::move(*client);
   }
@@ -179,8 +199,7 @@ TEST_P(ExpertSourceConformance, DaemonRestartIsRecovered) {
 
 TEST_P(ExpertSourceConformance, DaemonGoneForGoodNamesItsAddress) {
   if (GetParam() == Transport::kEmbedded) GTEST_SKIP() << "no daemon";
-  auto client = GrpcExpertSource::Connect(
-      {.address = address_, .max_attempts = 3, .backoff = std::chrono::milliseconds(20)});
+  auto client = ConnectClient(address_, 3, std::chrono::milliseconds(20));
   WARP_ASSERT_OK(client);
   daemon_->Stop(SIGKILL);
   auto record = (*client)->ReadAll({{ExpertKey{1, 1}}})[0];
@@ -190,7 +209,7 @@ TEST_P(ExpertSourceConformance, DaemonGoneForGoodNamesItsAddress) {
 
 INSTANTIATE_TEST_SUITE_P(AllSources, ExpertSourceConformance,
                          ::testing::Values(Transport::kEmbedded, Transport::kGrpcUnix,
-                                           Transport::kGrpcTcp),
+                                           Transport::kGrpcTcp, Transport::kFastPath),
                          [](const auto& info) { return TransportName(info.param); });
 
 }  // namespace

@@ -1,0 +1,213 @@
+#include "common/client/uds_source.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/client/received_record.h"
+#include "common/format/bank_format.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "common/wire/proto_convert.h"
+
+namespace warp {
+namespace {
+
+constexpr char kScheme[] = "fastpath:";
+
+bool Retryable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UdsExpertSource>> UdsExpertSource::Connect(const Options& options) {
+  if (!absl::StartsWith(options.address, kScheme) || options.address.size() == 9) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.address, ": expected a fast-path address fastpath:PATH"));
+  }
+  auto source = std::unique_ptr<UdsExpertSource>(new UdsExpertSource(options));
+  const auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
+  absl::StatusOr<std::shared_ptr<FastPathConnection>> connection;
+  while (true) {  // wait for a daemon that is still starting, like gRPC's wait_for_ready
+    connection = FastPathConnection::Open(source->path(), 0, options.io_timeout, nullptr);
+    if (connection.ok() || !Retryable(connection.status()) ||
+        std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!connection.ok()) {
+    const std::string what = Retryable(connection.status()) ? " is unreachable: " : ": ";
+    return absl::Status(Retryable(connection.status()) ? absl::StatusCode::kUnavailable
+                                                       : connection.status().code(),
+                        absl::StrCat("expertd at ", options.address, what,
+                                     connection.status().message()));
+  }
+  source->fingerprint_ = (*connection)->hello().model_fingerprint();
+  source->description_ = (*connection)->hello().description();
+  absl::MutexLock lock(&source->mu_);
+  source->mapping_ = (*connection)->mapping();
+  source->last_used_ = *connection;
+  source->idle_.push_back(std::move(*connection));
+  return source;
+}
+
+UdsExpertSource::UdsExpertSource(const Options& options) : options_(options) {
+  for (size_t i = 0; i < std::max<size_t>(1, options.reader_threads); ++i) {
+    threads_.emplace_back([this] { Loop(); });
+  }
+}
+
+UdsExpertSource::~UdsExpertSource() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  for (std::thread& thread : threads_) thread.join();
+}
+
+std::string UdsExpertSource::path() const { return options_.address.substr(sizeof(kScheme) - 1); }
+
+std::shared_ptr<ReadBatch> UdsExpertSource::Read(std::span<const ExpertKey> keys,
+                                                 Priority priority) {
+  auto batch = std::make_shared<ReadBatch>(keys.size());
+  absl::MutexLock lock(&mu_);
+  jobs_.push_back(Job{.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = batch});
+  return batch;
+}
+
+void UdsExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+  std::shared_ptr<FastPathConnection> connection;
+  {
+    absl::MutexLock lock(&mu_);
+    connection = last_used_.lock();
+  }
+  if (connection != nullptr && !connection->broken()) connection->Prefetch(keys, priority);
+}
+
+absl::StatusOr<std::shared_ptr<FastPathConnection>> UdsExpertSource::TakeConnection() {
+  std::shared_ptr<const ArenaMapping> mapping;
+  {
+    absl::MutexLock lock(&mu_);
+    while (!idle_.empty()) {
+      std::shared_ptr<FastPathConnection> connection = std::move(idle_.back());
+      idle_.pop_back();
+      if (!connection->broken()) return connection;
+    }
+    mapping = mapping_;
+  }
+  WARP_ASSIGN_OR_RETURN(
+      std::shared_ptr<FastPathConnection> connection,
+      FastPathConnection::Open(path(), fingerprint_, options_.io_timeout, std::move(mapping)));
+  absl::MutexLock lock(&mu_);
+  mapping_ = connection->mapping();  // a restarted daemon has a new memfd
+  return connection;
+}
+
+void UdsExpertSource::ReturnConnection(std::shared_ptr<FastPathConnection> connection) {
+  absl::MutexLock lock(&mu_);
+  last_used_ = connection;
+  if (!connection->broken()) idle_.push_back(std::move(connection));
+}
+
+void UdsExpertSource::Loop() {
+  while (true) {
+    Job job;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !jobs_.empty(); };
+      mu_.Await(absl::Condition(&ready));
+      if (jobs_.empty()) return;  // stopping, nothing queued
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    RunJob(job);
+  }
+}
+
+void UdsExpertSource::RunJob(const Job& job) {
+  absl::Status last;
+  auto backoff = options_.backoff;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    last = Attempt(job);
+    if (last.ok()) return;
+    if (!Retryable(last)) break;  // a request-level refusal: retrying cannot help
+    {
+      absl::MutexLock lock(&mu_);
+      idle_.clear();  // connections opened before the failure are likely dead too
+    }
+    Logger("computed.client")
+        .warn("expertd at {}: {}; retrying in {} ms", options_.address,
+              std::string(last.message()), backoff.count());
+    std::this_thread::sleep_for(backoff);
+    backoff *= 2;
+  }
+  const absl::Status failure =
+      Retryable(last) ? absl::UnavailableError(absl::StrCat(
+                            "expertd at ", options_.address, " is unreachable after ",
+                            options_.max_attempts, " attempts: ", last.message()))
+                      : absl::Status(last.code(), absl::StrCat("expertd at ", options_.address,
+                                                               ": ", last.message()));
+  for (size_t i = 0; i < job.keys.size(); ++i) job.batch->Complete(i, failure);
+}
+
+absl::Status UdsExpertSource::Attempt(const Job& job) {
+  WARP_ASSIGN_OR_RETURN(std::shared_ptr<FastPathConnection> connection, TakeConnection());
+  absl::StatusOr<FastPathConnection::Reply> reply = connection->Read(job.keys, job.priority);
+  if (!reply.ok()) {
+    // A reply that does not parse or fit is a broken stream: reconnect as for a dead daemon.
+    return reply.status().code() == absl::StatusCode::kDataLoss
+               ? absl::UnavailableError(reply.status().message())
+               : reply.status();
+  }
+  ReturnConnection(connection);
+  if (reply->header.has_status() && reply->header.status().code() != 0) {
+    return FromProto(reply->header.status());
+  }
+  for (size_t i = 0; i < job.keys.size(); ++i) {
+    job.batch->Complete(i, MakeRecord(connection, *reply, i, job.keys[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ExpertRecord> UdsExpertSource::MakeRecord(
+    const std::shared_ptr<FastPathConnection>& connection, const FastPathConnection::Reply& reply,
+    size_t i, const ExpertKey& key) {
+  const v1::FastPathRecord& entry = reply.header.records(static_cast<int>(i));
+  if (entry.has_status() && entry.status().code() != 0) return FromProto(entry.status());
+  std::shared_ptr<const void> owner;
+  std::span<const std::byte> region;
+  if (entry.location() == v1::RECORD_LOCATION_ARENA) {
+    // The lease is owned first, so every failure below releases it.
+    const uint64_t lease_id = entry.lease_id();
+    owner = std::shared_ptr<const void>(
+        nullptr, [connection, lease_id](const void*) { connection->Release(lease_id); });
+    if (connection->mapping() != nullptr) region = connection->mapping()->span();
+  } else if (entry.location() == v1::RECORD_LOCATION_PAYLOAD && reply.payload != nullptr) {
+    owner = reply.payload;
+    region = reply.payload->span().first(reply.header.payload_bytes());
+  }
+  absl::Status status;
+  if (entry.offset() > region.size() || entry.record_bytes() > region.size() - entry.offset() ||
+      entry.offset() % kBankAlignment != 0) {
+    status = absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
+                                              ": record outside the shared cache or payload"));
+  } else {
+    std::span<const std::byte> data = region.subspan(entry.offset(), entry.record_bytes());
+    status = CheckReceived(data, key, fingerprint_);
+    if (status.ok() && DecodeFooter(data).payload_crc32c != entry.crc32c()) {
+      status = absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
+                                                ": crc32c differs from the reply's"));
+    }
+    if (status.ok()) {
+      return ExpertRecord{.key = key,
+                          .owner = std::move(owner),
+                          .data = data,
+                          .record_bytes = entry.record_bytes()};
+    }
+  }
+  return absl::Status(status.code(), absl::StrCat(status.message(), " (from expertd at ",
+                                                  options_.address, ")"));
+}
+
+}  // namespace warp

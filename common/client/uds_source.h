@@ -1,0 +1,96 @@
+#pragma once
+
+// UdsExpertSource: the ExpertSource of one expertd on this machine, over its
+// Unix-socket fast path (proto/warp/v1/fastpath.proto). Cached records are
+// read in place from the daemon's shared-memory cache: a record's bytes point
+// into a read-only mapping of the daemon's memfd, verified here (footer +
+// CRC32C against the key and the model fingerprint) before anyone sees them,
+// and its lease keeps the daemon from reusing the slot until the record is
+// dropped. Records the daemon could not cache arrive in the reply instead.
+//
+// If the daemon goes away, a batch is retried with backoff on a new
+// connection (new Hello, new mapping), so a restarted daemon is picked up;
+// records of the old mapping stay valid for their holders (it is unmapped
+// with its last record). A daemon gone for good fails the batch Unavailable
+// "expertd at fastpath:PATH is unreachable ...".
+//
+// Thread-safe. Owns its reader threads; each reader uses one connection at a
+// time, so batches of different readers are served concurrently.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/client/fastpath_connection.h"
+#include "common/store/expert_source.h"
+#include "warp/v1/expert_service.pb.h"
+
+namespace warp {
+
+class UdsExpertSource : public ExpertSource {
+ public:
+  struct Options {
+    std::string address;  // as expertd --listen: "fastpath:PATH"
+    // Attempts per batch before it fails; with the backoff doubling from
+    // 100 ms, 6 attempts wait about 6 s for a daemon to restart.
+    int max_attempts = 6;
+    std::chrono::milliseconds backoff{100};
+    std::chrono::milliseconds connect_timeout{5000};  // Connect() waits this long for a daemon
+    std::chrono::milliseconds io_timeout{60000};      // one Read's reply
+    size_t reader_threads = 2;                        // batches read concurrently
+  };
+
+  // Connects (says Hello, maps the cache). Errors name the address.
+  static absl::StatusOr<std::unique_ptr<UdsExpertSource>> Connect(const Options& options);
+  // REQUIRES: no Read() in progress. Records still held stay valid.
+  ~UdsExpertSource() override;
+
+  std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
+  void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
+
+  // What the daemon holds, from its Hello reply (as gRPC Describe says).
+  const v1::DescribeReply& description() const { return description_; }
+
+ private:
+  struct Job {
+    std::vector<ExpertKey> keys;
+    Priority priority;
+    std::shared_ptr<ReadBatch> batch;
+  };
+
+  explicit UdsExpertSource(const Options& options);
+  void Loop();
+  void RunJob(const Job& job);
+  // One attempt on one connection: completes every key or none.
+  absl::Status Attempt(const Job& job);
+  // A record of `reply` entry `i`, checked; owns its lease or payload.
+  absl::StatusOr<ExpertRecord> MakeRecord(const std::shared_ptr<FastPathConnection>& connection,
+                                          const FastPathConnection::Reply& reply, size_t i,
+                                          const ExpertKey& key);
+  // An idle connection, else a new one.
+  absl::StatusOr<std::shared_ptr<FastPathConnection>> TakeConnection();
+  void ReturnConnection(std::shared_ptr<FastPathConnection> connection);
+  std::string path() const;
+
+  Options options_;
+  uint64_t fingerprint_ = 0;  // set by Connect, then constant
+  v1::DescribeReply description_;
+  absl::Mutex mu_;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::shared_ptr<FastPathConnection>> idle_ ABSL_GUARDED_BY(mu_);
+  // The newest mapping of the daemon's cache, reused by its new connections.
+  std::shared_ptr<const ArenaMapping> mapping_ ABSL_GUARDED_BY(mu_);
+  // The connection used last: Prefetch hints go there, even while it is busy.
+  std::weak_ptr<FastPathConnection> last_used_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace warp

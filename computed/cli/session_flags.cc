@@ -1,0 +1,70 @@
+#include "computed/cli/session_flags.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
+#include "computed/engine/sources.h"
+
+namespace warp::computed {
+
+void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
+  cmd->add_option("model", flags.model, "MODEL.warp")->required();
+  cmd->add_option("--budget", flags.budget,
+                  "Memory budget for trunk + KV + expert cache, e.g. 8G (default: computed plan's)");
+  cmd->add_option("--banks", flags.banks,
+                  "Shard directories to read experts from, comma-separated (env WARP_BANK_SHARDS)");
+  cmd->add_option("--stores", flags.stores,
+                  "expertd daemons to read experts from: unix:PATH,tcp:HOST:PORT,...");
+  cmd->add_option("--threads", flags.threads, "Compute threads (default: every core)");
+  cmd->add_option("--cpus", flags.cpus, "Pin compute threads to these CPUs, e.g. 0,1");
+  cmd->add_option("--prefill-chunk", flags.prefill_chunk,
+                  "Prompt tokens per prefill chunk (default: the whole prompt)");
+  cmd->add_flag("--no-prefetch", flags.no_prefetch,
+                "The fully synchronous path: read a layer's experts, then compute");
+  cmd->add_option("--lookahead", flags.lookahead,
+                  "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");
+  cmd->add_option("--experts-per-token", flags.experts_per_token,
+                  "Override the model's top-k (a quality trade)");
+  cmd->add_option("--trace", flags.trace, "Write the routing trace (position layer experts)");
+  cmd->add_flag("--learn", flags.learn, "Record the experts used into the model's usage.warp");
+}
+
+absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags,
+                                                uint32_t max_positions) {
+  SessionOptions options{.model = flags.model,
+                         .bank_dirs = SplitList(flags.banks),
+                         .stores = SplitList(flags.stores),
+                         .threads = flags.threads,
+                         .prefill_chunk = flags.prefill_chunk,
+                         .prefetch = !flags.no_prefetch,
+                         .experts_per_token = flags.experts_per_token,
+                         .max_positions = max_positions,
+                         .trace_path = flags.trace,
+                         .learn = flags.learn};
+  if (options.bank_dirs.empty()) {
+    if (const char* env = std::getenv("WARP_BANK_SHARDS")) options.bank_dirs = SplitList(env);
+  }
+  if (!flags.budget.empty()) {
+    absl::StatusOr<uint64_t> budget = ParseByteSize(flags.budget);
+    if (!budget.ok()) return budget.status();
+    options.budget_bytes = *budget;
+  }
+  for (const std::string& cpu : SplitList(flags.cpus)) {
+    int id = 0;
+    if (!absl::SimpleAtoi(cpu, &id) || id < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--cpus: \"", cpu, "\" is not a CPU number"));
+    }
+    options.cpus.push_back(id);
+  }
+  int lookahead = flags.lookahead;
+  if (lookahead < 0) {
+    const char* env = std::getenv("WARP_LOOKAHEAD");
+    if (env == nullptr || !absl::SimpleAtoi(env, &lookahead) || lookahead < 0) lookahead = 6;
+  }
+  options.lookahead = static_cast<uint32_t>(lookahead);
+  return options;
+}
+
+}  // namespace warp::computed

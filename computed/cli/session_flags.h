@@ -1,0 +1,36 @@
+#pragma once
+
+// The engine options shared by `computed run` and `computed logits`, so the
+// same comparison (budget, prefetch, lookahead, threads, chunking, banks,
+// stores) can be made from either command.
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "computed/engine/session.h"
+
+namespace warp::computed {
+
+struct SessionFlags {
+  std::string model;
+  std::string banks;
+  std::string stores;
+  std::string budget;
+  std::string cpus;
+  uint32_t threads = 0;
+  uint32_t prefill_chunk = 0;
+  bool no_prefetch = false;
+  int lookahead = -1;  // -1: WARP_LOOKAHEAD or 6
+  uint32_t experts_per_token = 0;
+  std::string trace;
+  bool learn = false;
+};
+
+void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
+
+// Resolves flags and environment (WARP_BANK_SHARDS, WARP_LOOKAHEAD).
+absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags,
+                                                uint32_t max_positions);
+
+}  // namespace warp::computed

@@ -1,0 +1,151 @@
+#include "expertd/uds_connection.h"
+
+#include <sys/socket.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/format/bank_format.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "common/wire/fastpath_frame.h"
+#include "common/wire/proto_convert.h"
+#include "expertd/grpc_service.h"
+
+namespace warp::expertd {
+
+UdsConnection::UdsConnection(ScopedFd socket, ExpertStore& store, uint32_t max_keys_per_request)
+    : socket_(std::move(socket)), store_(store), max_keys_(max_keys_per_request) {}
+
+UdsConnection::~UdsConnection() = default;
+
+void UdsConnection::StopReading() { ::shutdown(socket_.get(), SHUT_RD); }
+
+void UdsConnection::Serve() {
+  while (true) {
+    absl::StatusOr<ReceivedFastPathHeader> frame = RecvFastPathHeader(socket_.get());
+    absl::Status status = frame.status();
+    if (status.ok()) {
+      v1::FastPathRequest request;
+      status = request.ParseFromString(frame->header)
+                   ? Handle(request)
+                   : absl::InvalidArgumentError("a frame header that is no FastPathRequest");
+    }
+    if (!status.ok()) {
+      // A closed connection is the normal end; anything else is the client's fault or a
+      // send that failed: either way the stream cannot go on.
+      if (status.code() != absl::StatusCode::kUnavailable) {
+        Logger("expertd.uds").warn("closing a fast-path connection: {}",
+                                   std::string(status.message()));
+      }
+      break;
+    }
+  }
+  leases_.clear();
+}
+
+absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
+  if (!said_hello_ && !request.has_hello()) {
+    return absl::FailedPreconditionError("a request before Hello");
+  }
+  switch (request.kind_case()) {
+    case v1::FastPathRequest::kHello:
+      return Hello(request.hello());
+    case v1::FastPathRequest::kRead:
+      return Read(request.read());
+    case v1::FastPathRequest::kRelease:
+      for (uint64_t id : request.release().lease_ids()) leases_.erase(id);
+      return absl::OkStatus();
+    case v1::FastPathRequest::kPrefetch: {
+      std::vector<ExpertKey> keys;
+      for (const v1::ExpertKey& key : request.prefetch().keys()) {
+        if (store_.container().RecordOffset(key.layer(), key.expert())) {
+          keys.push_back({key.layer(), key.expert()});
+        }
+      }
+      const Priority priority = request.prefetch().priority() == v1::PRIORITY_CERTAIN
+                                    ? Priority::kCertain
+                                    : Priority::kLookahead;
+      store_.Prefetch(keys, priority);
+      return absl::OkStatus();
+    }
+    case v1::FastPathRequest::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("a FastPathRequest of no known kind");
+}
+
+absl::Status UdsConnection::Hello(const v1::FastPathHello& hello) {
+  const uint64_t fingerprint = store_.container().manifest().fingerprint;
+  v1::FastPathReply reply;
+  v1::FastPathHelloReply* out = reply.mutable_hello();
+  absl::Status refusal;
+  if (said_hello_) {
+    refusal = absl::FailedPreconditionError("a second Hello");
+  } else if (hello.protocol_version() != kFastPathProtocolVersion) {
+    refusal = absl::FailedPreconditionError(
+        absl::StrCat("fast-path protocol version ", hello.protocol_version(),
+                     " is not supported; this daemon speaks ", kFastPathProtocolVersion));
+  } else if (hello.model_fingerprint() != 0 && hello.model_fingerprint() != fingerprint) {
+    refusal = absl::FailedPreconditionError(
+        absl::StrCat("model fingerprint ", FingerprintHex(hello.model_fingerprint()),
+                     " differs from this daemon's ", FingerprintHex(fingerprint)));
+  }
+  *out->mutable_status() = ToProto(refusal);
+  out->set_model_fingerprint(fingerprint);
+  if (refusal.ok()) {
+    out->set_arena_bytes(store_.arena_bytes());
+    out->set_slot_bytes(store_.slot_bytes());
+    out->set_max_keys_per_request(max_keys_);
+    // The gRPC service's Describe, reused as is: it needs no call context.
+    ExpertServiceImpl(store_, max_keys_)
+        .Describe(nullptr, nullptr, out->mutable_description());
+  }
+  const int memfd = refusal.ok() && store_.arena_bytes() > 0 ? store_.arena_fd() : -1;
+  WARP_RETURN_IF_ERROR(SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply), {}, memfd));
+  said_hello_ = true;
+  return refusal;
+}
+
+absl::Status UdsConnection::Read(const v1::FastPathRead& read) {
+  v1::FastPathReply reply;
+  v1::FastPathReadReply* out = reply.mutable_read();
+  out->set_request_id(read.request_id());
+  if (static_cast<uint32_t>(read.keys_size()) > max_keys_) {
+    *out->mutable_status() = ToProto(absl::InvalidArgumentError(absl::StrCat(
+        read.keys_size(), " keys exceed the limit of ", max_keys_, " per request")));
+    return SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply));
+  }
+  std::vector<ExpertKey> keys;
+  for (const v1::ExpertKey& key : read.keys()) keys.push_back({key.layer(), key.expert()});
+  // Held until the reply is sent: the payload points into the uncached ones.
+  std::vector<absl::StatusOr<ExpertRecord>> records =
+      store_.Read(keys, FromProto(read.priority()))->WaitAll();
+  std::vector<std::span<const std::byte>> payload;
+  uint64_t payload_bytes = 0;
+  for (absl::StatusOr<ExpertRecord>& record : records) {
+    v1::FastPathRecord* entry = out->add_records();
+    if (!record.ok()) {
+      *entry->mutable_status() = ToProto(record.status());
+      continue;
+    }
+    std::span<const std::byte> bytes = record->bytes();
+    entry->set_record_bytes(bytes.size());
+    entry->set_crc32c(DecodeFooter(bytes).payload_crc32c);
+    if (std::optional<uint64_t> offset = store_.ArenaOffset(*record)) {
+      entry->set_location(v1::RECORD_LOCATION_ARENA);
+      entry->set_offset(*offset);
+      entry->set_lease_id(next_lease_id_);
+      leases_.emplace(next_lease_id_++, *std::move(record));
+    } else {
+      entry->set_location(v1::RECORD_LOCATION_PAYLOAD);
+      entry->set_offset(payload_bytes);
+      payload.push_back(bytes);
+      payload_bytes += bytes.size();
+    }
+  }
+  out->set_payload_bytes(payload_bytes);
+  return SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply), payload);
+}
+
+}  // namespace warp::expertd

@@ -1,0 +1,54 @@
+#pragma once
+
+// UdsConnection: the daemon's side of one fast-path client connection
+// (proto/warp/v1/fastpath.proto): Hello (with the cache memfd), Reads answered
+// with slot offsets and leases, Releases, Prefetch hints. Owns the leases of
+// its client: each is the ExpertRecord the store handed out, so its slot can
+// be neither evicted nor reused until the client releases it or the
+// connection ends, when all of them are dropped — a client that dies never
+// pins slots forever.
+//
+// Owned by its connection thread (Serve); StopReading() may be called from
+// any thread.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "common/io/file.h"
+#include "common/store/expert_store.h"
+#include "warp/v1/fastpath.pb.h"
+
+namespace warp::expertd {
+
+class UdsConnection {
+ public:
+  UdsConnection(ScopedFd socket, ExpertStore& store, uint32_t max_keys_per_request);
+  ~UdsConnection();  // drops the leases still held
+
+  // Serves frames until the client closes the connection, sends a malformed
+  // frame (logged at warn) or StopReading() is called. The request in
+  // progress is answered first. Releases every lease on return.
+  void Serve();
+
+  // Makes Serve return after the request in progress (shutdown(SHUT_RD)).
+  void StopReading();
+
+  size_t num_leases() const { return leases_.size(); }  // REQUIRES: the serving thread
+
+ private:
+  // Handles one request; a non-OK status ends the connection.
+  absl::Status Handle(const v1::FastPathRequest& request);
+  absl::Status Hello(const v1::FastPathHello& hello);
+  absl::Status Read(const v1::FastPathRead& read);
+
+  ScopedFd socket_;
+  ExpertStore& store_;
+  const uint32_t max_keys_;
+  bool said_hello_ = false;
+  uint64_t next_lease_id_ = 1;
+  absl::flat_hash_map<uint64_t, ExpertRecord> leases_;  // lease id -> the leased record
+};
+
+}  // namespace warp::expertd

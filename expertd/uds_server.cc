@@ -1,0 +1,135 @@
+#include "expertd/uds_server.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace warp::expertd {
+namespace {
+
+// A client that stops reading its replies must not hold a connection thread
+// (and so shutdown) forever.
+constexpr int kSendTimeoutSeconds = 10;
+
+absl::StatusOr<ScopedFd> Listen(const std::string& path, uint32_t mode) {
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fastpath:", path, ": a Unix socket path needs 1 to 107 bytes"));
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoToStatus(errno, "socket");
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());  // stale
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("bind fastpath:", path));
+  }
+  ::chmod(path.c_str(), mode);
+  if (::listen(fd.get(), SOMAXCONN) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("listen fastpath:", path));
+  }
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UdsServer>> UdsServer::Start(ExpertStore& store,
+                                                            const Options& options) {
+  WARP_ASSIGN_OR_RETURN(ScopedFd listener, Listen(options.path, options.socket_mode));
+  ScopedFd wake(::eventfd(0, EFD_CLOEXEC));
+  if (!wake.valid()) return ErrnoToStatus(errno, "eventfd");
+  return std::unique_ptr<UdsServer>(
+      new UdsServer(store, options, std::move(listener), std::move(wake)));
+}
+
+UdsServer::UdsServer(ExpertStore& store, const Options& options, ScopedFd listener,
+                     ScopedFd wake)
+    : store_(store), options_(options), listener_(std::move(listener)), wake_(std::move(wake)) {
+  accept_thread_ = std::thread([this] { AcceptLoop(); });
+}
+
+UdsServer::~UdsServer() { Shutdown(); }
+
+void UdsServer::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  const uint64_t one = 1;
+  (void)!::write(wake_.get(), &one, sizeof(one));
+  accept_thread_.join();
+  listener_ = ScopedFd();
+  ::unlink(options_.path.c_str());
+  // No new clients now; clients_ only shrinks.
+  absl::MutexLock lock(&mu_);
+  for (Client& client : clients_) client.connection->StopReading();
+  for (Client& client : clients_) client.thread.join();
+  clients_.clear();  // drops the last leases
+}
+
+size_t UdsServer::num_connections() const {
+  absl::MutexLock lock(&mu_);
+  size_t open = 0;
+  for (const Client& client : clients_) open += !client.done.load();
+  return open;
+}
+
+void UdsServer::AcceptLoop() {
+  while (true) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      Logger("expertd.uds").error("poll on fastpath:{}: {}", options_.path, std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents != 0) return;  // Shutdown
+    if (fds[0].revents != 0) Accept();
+  }
+}
+
+void UdsServer::Accept() {
+  ScopedFd socket(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!socket.valid()) {
+    if (errno != EINTR && errno != ECONNABORTED) {
+      Logger("expertd.uds").warn("accept on fastpath:{}: {}", options_.path, std::strerror(errno));
+    }
+    return;
+  }
+  const timeval timeout{.tv_sec = kSendTimeoutSeconds, .tv_usec = 0};
+  ::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  absl::MutexLock lock(&mu_);
+  ReapDone();
+  Client& client = clients_.emplace_back();
+  client.connection = std::make_unique<UdsConnection>(std::move(socket), store_,
+                                                      options_.max_keys_per_request);
+  client.thread = std::thread([&client] {
+    client.connection->Serve();
+    client.done.store(true);
+  });
+}
+
+void UdsServer::ReapDone() {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->done.load()) {
+      it->thread.join();
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace warp::expertd

@@ -1,0 +1,271 @@
+#include "tests/bench/cache_sim.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <list>
+#include <numeric>
+#include <random>
+#include <set>
+#include <system_error>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/io/file.h"
+#include "common/status.h"
+#include "common/store/lfru_cache.h"
+
+namespace warp::bench {
+namespace {
+
+uint64_t Pack(const TraceAccess& access) { return (uint64_t{access.layer} << 32) | access.expert; }
+
+// Parses all of `text` as a decimal unsigned integer.
+template <typename T>
+bool ParseUnsigned(std::string_view text, T* value) {
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *value);
+  return ec == std::errc() && ptr == end;
+}
+
+std::vector<std::string_view> SplitFields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) fields.push_back(line.substr(start, i - start));
+  }
+  return fields;
+}
+
+std::string_view Strip(std::string_view line) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+    line.remove_suffix(1);
+  }
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  return line;
+}
+
+// Parses one non-comment line, appending its accesses. Returns the reason it is malformed.
+absl::Status ParseLine(std::string_view line, std::vector<TraceAccess>* accesses) {
+  const std::vector<std::string_view> fields = SplitFields(line);
+  if (fields.size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected 'POSITION LAYER E1,E2,...', got ", fields.size(), " fields"));
+  }
+  uint64_t position = 0;
+  if (!ParseUnsigned(fields[0], &position)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad position '", std::string(fields[0]), "'"));
+  }
+  uint32_t layer = 0;
+  if (!ParseUnsigned(fields[1], &layer)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad layer '", std::string(fields[1]), "'"));
+  }
+  const size_t first = accesses->size();
+  std::string_view experts = fields[2];
+  while (true) {
+    const size_t comma = experts.find(',');
+    const std::string_view item = experts.substr(0, comma);
+    uint32_t expert = 0;
+    if (!ParseUnsigned(item, &expert)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad expert '", std::string(item), "' in '", std::string(fields[2]), "'"));
+    }
+    for (size_t i = first; i < accesses->size(); ++i) {
+      if ((*accesses)[i].expert == expert) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("expert ", expert, " repeated in '", std::string(fields[2]), "'"));
+      }
+    }
+    accesses->push_back({.layer = layer, .expert = expert});
+    if (comma == std::string_view::npos) break;
+    experts.remove_prefix(comma + 1);
+  }
+  return absl::OkStatus();
+}
+
+uint64_t LruHits(const std::vector<TraceAccess>& accesses, uint64_t capacity) {
+  if (capacity == 0) return 0;
+  std::list<uint64_t> order;  // front: most recently used
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> resident;
+  uint64_t hits = 0;
+  for (const TraceAccess& access : accesses) {
+    const uint64_t key = Pack(access);
+    auto it = resident.find(key);
+    if (it != resident.end()) {
+      ++hits;
+      order.splice(order.begin(), order, it->second);
+      continue;
+    }
+    if (resident.size() == capacity) {
+      resident.erase(order.back());
+      order.pop_back();
+    }
+    order.push_front(key);
+    resident.emplace(key, order.begin());
+  }
+  return hits;
+}
+
+uint64_t LfruHits(const std::vector<TraceAccess>& accesses, uint64_t capacity) {
+  // One byte per record, so the byte budget is the record budget.
+  LfruCache cache({.capacity_bytes = capacity});
+  uint64_t hits = 0;
+  for (const TraceAccess& access : accesses) {
+    const ExpertKey key{.layer = access.layer, .expert = access.expert};
+    if (cache.Touch(key, AccessKind::kDemand)) {
+      ++hits;
+    } else {
+      // nullopt only if capacity is 0: the record is then simply not cached.
+      (void)cache.Insert(key, /*bytes=*/1, AccessKind::kDemand);
+    }
+  }
+  return hits;
+}
+
+uint64_t MinHits(const std::vector<TraceAccess>& accesses, uint64_t capacity) {
+  if (capacity == 0) return 0;
+  const size_t n = accesses.size();
+  // next_use[i]: index of the next access to the key of access i; n if none.
+  std::vector<size_t> next_use(n);
+  {
+    std::unordered_map<uint64_t, size_t> seen_at;
+    for (size_t i = n; i-- > 0;) {
+      const uint64_t key = Pack(accesses[i]);
+      auto [it, inserted] = seen_at.try_emplace(key, i);
+      next_use[i] = inserted ? n : it->second;
+      it->second = i;
+    }
+  }
+  std::unordered_map<uint64_t, size_t> resident;  // key -> its next use
+  std::set<std::pair<size_t, uint64_t>> by_next_use;
+  uint64_t hits = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t key = Pack(accesses[i]);
+    auto it = resident.find(key);
+    if (it != resident.end()) {
+      ++hits;
+      by_next_use.erase({it->second, key});
+      it->second = next_use[i];
+      by_next_use.insert({next_use[i], key});
+      continue;
+    }
+    if (resident.size() == capacity) {
+      auto farthest = std::prev(by_next_use.end());
+      resident.erase(farthest->second);
+      by_next_use.erase(farthest);
+    }
+    resident.emplace(key, next_use[i]);
+    by_next_use.insert({next_use[i], key});
+  }
+  return hits;
+}
+
+}  // namespace
+
+const char* PolicyName(Policy policy) {
+  switch (policy) {
+    case Policy::kLru:
+      return "LRU";
+    case Policy::kLfru:
+      return "LFRU";
+    case Policy::kMin:
+      return "MIN";
+  }
+  return "?";
+}
+
+absl::StatusOr<std::vector<TraceAccess>> ParseTrace(std::string_view text, std::string_view name) {
+  std::vector<TraceAccess> accesses;
+  size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    const size_t newline = text.find('\n');
+    const std::string_view line = Strip(text.substr(0, newline));
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (line.empty() || line.front() == '#') continue;
+    if (absl::Status status = ParseLine(line, &accesses); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(std::string(name), ":", line_number, ": ",
+                                                     std::string(status.message()), ": '",
+                                                     std::string(line.substr(0, 80)), "'"));
+    }
+  }
+  return accesses;
+}
+
+absl::StatusOr<std::vector<TraceAccess>> ReadTrace(const std::string& path) {
+  WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  return ParseTrace(text, path);
+}
+
+uint64_t DistinctRecords(const std::vector<TraceAccess>& accesses) {
+  std::unordered_set<uint64_t> keys;
+  for (const TraceAccess& access : accesses) keys.insert(Pack(access));
+  return keys.size();
+}
+
+uint64_t CountHits(Policy policy, const std::vector<TraceAccess>& accesses,
+                   uint64_t capacity_records) {
+  switch (policy) {
+    case Policy::kLru:
+      return LruHits(accesses, capacity_records);
+    case Policy::kLfru:
+      return LfruHits(accesses, capacity_records);
+    case Policy::kMin:
+      return MinHits(accesses, capacity_records);
+  }
+  return 0;
+}
+
+double HitRate(Policy policy, const std::vector<TraceAccess>& accesses, uint64_t capacity_records) {
+  if (accesses.empty()) return 0;
+  return static_cast<double>(CountHits(policy, accesses, capacity_records)) /
+         static_cast<double>(accesses.size());
+}
+
+std::vector<TraceAccess> ZipfTrace(const ZipfTraceOptions& options) {
+  WARP_CHECK(options.top_k > 0 && options.top_k <= options.experts);
+  WARP_CHECK(options.s >= 0);
+  std::mt19937_64 rng(options.seed);
+  // permutation[layer][rank]: the expert of popularity rank `rank` (0: most popular).
+  std::vector<std::vector<uint32_t>> permutation(options.layers);
+  for (std::vector<uint32_t>& experts : permutation) {
+    experts.resize(options.experts);
+    std::iota(experts.begin(), experts.end(), 0u);
+    std::shuffle(experts.begin(), experts.end(), rng);
+  }
+  std::vector<double> inverse_weight(options.experts);
+  for (uint32_t rank = 0; rank < options.experts; ++rank) {
+    inverse_weight[rank] = std::pow(static_cast<double>(rank + 1), options.s);
+  }
+  // Weighted sampling without replacement (Efraimidis-Spirakis): rank r draws
+  // the key log(u) / w_r with u uniform in (0, 1]; the top_k largest keys, in
+  // descending order, are distributed as top_k successive weighted draws.
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<std::pair<double, uint32_t>> keys(options.experts);
+  std::vector<TraceAccess> accesses;
+  accesses.reserve(options.tokens * options.layers * options.top_k);
+  for (uint64_t token = 0; token < options.tokens; ++token) {
+    for (uint32_t layer = 0; layer < options.layers; ++layer) {
+      for (uint32_t rank = 0; rank < options.experts; ++rank) {
+        keys[rank] = {std::log(1.0 - uniform(rng)) * inverse_weight[rank], rank};
+      }
+      std::partial_sort(keys.begin(), keys.begin() + options.top_k, keys.end(),
+                        [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (uint32_t i = 0; i < options.top_k; ++i) {
+        accesses.push_back({.layer = layer, .expert = permutation[layer][keys[i].second]});
+      }
+    }
+  }
+  return accesses;
+}
+
+}  // namespace warp::bench

@@ -1,0 +1,68 @@
+#pragma once
+
+// Offline expert-cache policy simulator on recorded routing traces: the hit
+// rate of LRU, LFRU (the runtime's own warp::LfruCache) and Belady's MIN at a
+// budget counted in records (all records of a model are the same size).
+//
+// Trace format (`computed run --trace FILE`): one line per token per MoE layer,
+// "POSITION LAYER E1,E2,..." with the experts in routing-rank order; lines whose
+// first non-blank character is '#' are comments, blank lines are skipped. Every
+// (layer, expert) of a line is one demand access of one record, in file order.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace warp::bench {
+
+struct TraceAccess {
+  uint32_t layer = 0;
+  uint32_t expert = 0;
+  friend bool operator==(const TraceAccess&, const TraceAccess&) = default;
+};
+
+enum class Policy {
+  kLru,   // evict the least recently used record
+  kLfru,  // warp::LfruCache with demand accesses: lowest aged frequency, then LRU
+  // Belady's offline optimum for demand caching: every miss is admitted and
+  // evicts the resident record whose next use is farthest in the future.
+  kMin,
+};
+
+const char* PolicyName(Policy policy);
+
+// Parses trace text; `name` (a path) prefixes errors as "name:LINE: ...".
+absl::StatusOr<std::vector<TraceAccess>> ParseTrace(std::string_view text, std::string_view name);
+
+// Reads and parses the trace file at `path`.
+absl::StatusOr<std::vector<TraceAccess>> ReadTrace(const std::string& path);
+
+// Number of distinct (layer, expert) records in `accesses`.
+uint64_t DistinctRecords(const std::vector<TraceAccess>& accesses);
+
+// Number of accesses that hit a cache of `capacity_records` records, starting empty.
+uint64_t CountHits(Policy policy, const std::vector<TraceAccess>& accesses,
+                   uint64_t capacity_records);
+
+// CountHits / accesses.size(); 0 for an empty trace.
+double HitRate(Policy policy, const std::vector<TraceAccess>& accesses, uint64_t capacity_records);
+
+// A synthetic routing trace: for each token and each layer in turn, `top_k`
+// distinct experts drawn without replacement with Zipf(s) popularity (weight
+// 1 / rank^s) over a per-layer random permutation of the experts, listed in
+// draw (rank) order. Deterministic for a given seed.
+struct ZipfTraceOptions {
+  uint32_t experts = 0;
+  uint32_t layers = 0;
+  uint32_t top_k = 0;
+  uint64_t tokens = 0;
+  double s = 1.0;
+  uint64_t seed = 1;
+};
+// REQUIRES: 0 < top_k <= experts, s >= 0.
+std::vector<TraceAccess> ZipfTrace(const ZipfTraceOptions& options);
+
+}  // namespace warp::bench

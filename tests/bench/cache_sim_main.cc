@@ -1,0 +1,144 @@
+// Cache policies on recorded routing traces: the hit rate of LRU, LFRU (the
+// runtime's policy) and Belady's offline MIN at several budgets, in records.
+//
+//   cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]
+//   cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | --fractions ...]
+//
+// TRACE is written by `computed run ... --trace FILE`. --zipf generates a
+// synthetic trace instead (Zipf(S) expert popularity per layer, see
+// cache_sim.h). --fractions are of the trace's distinct records (default
+// 0.05,0.1,0.25,0.5).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "tests/bench/cache_sim.h"
+
+namespace {
+
+using warp::bench::Policy;
+using warp::bench::TraceAccess;
+
+constexpr char kUsage[] =
+    "usage: cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]\n"
+    "       cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | "
+    "--fractions ...]\n";
+
+int Usage(const std::string& error) {
+  std::fprintf(stderr, "cache_sim: %s\n%s", error.c_str(), kUsage);
+  return 2;
+}
+
+template <typename T, typename Parse>
+bool ParseList(const std::string& text, Parse parse, std::vector<T>* values) {
+  values->clear();
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    T value{};
+    if (!parse(item, &value)) return false;
+    values->push_back(value);
+  }
+  return !values->empty();
+}
+
+bool ParseU64(absl::string_view text, uint64_t* value) { return absl::SimpleAtoi(text, value); }
+bool ParseDouble(absl::string_view text, double* value) { return absl::SimpleAtod(text, value); }
+
+void PrintTable(const std::vector<TraceAccess>& accesses, const std::vector<uint64_t>& budgets) {
+  const uint64_t distinct = warp::bench::DistinctRecords(accesses);
+  std::printf("%zu accesses, %llu distinct records\n", accesses.size(),
+              static_cast<unsigned long long>(distinct));
+  std::printf("%8s %9s %8s %8s %8s %9s\n", "budget", "fraction", "LRU", "LFRU", "MIN", "LFRU/MIN");
+  for (uint64_t budget : budgets) {
+    const double lru = warp::bench::HitRate(Policy::kLru, accesses, budget);
+    const double lfru = warp::bench::HitRate(Policy::kLfru, accesses, budget);
+    const double min = warp::bench::HitRate(Policy::kMin, accesses, budget);
+    const double fraction =
+        distinct == 0 ? 0 : static_cast<double>(budget) / static_cast<double>(distinct);
+    char ratio[32] = "-";
+    if (min > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", lfru / min);
+    std::printf("%8llu %9.3f %7.2f%% %7.2f%% %7.2f%% %9s\n",
+                static_cast<unsigned long long>(budget), fraction, 100 * lru, 100 * lfru, 100 * min,
+                ratio);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string trace_path;
+  std::string zipf;
+  std::vector<uint64_t> budgets;
+  std::vector<double> fractions = {0.05, 0.1, 0.25, 0.5};
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--budgets" && has_value) {
+      if (!ParseList<uint64_t>(argv[++i], ParseU64, &budgets)) {
+        return Usage("bad --budgets '" + std::string(argv[i]) + "'");
+      }
+    } else if (arg == "--fractions" && has_value) {
+      if (!ParseList<double>(argv[++i], ParseDouble, &fractions) ||
+          std::any_of(fractions.begin(), fractions.end(), [](double f) { return !(f > 0); })) {
+        return Usage("bad --fractions '" + std::string(argv[i]) + "'");
+      }
+      budgets.clear();
+    } else if (arg == "--zipf" && has_value) {
+      zipf = argv[++i];
+    } else if (arg == "--seed" && has_value) {
+      if (!absl::SimpleAtoi(argv[++i], &seed)) {
+        return Usage("bad --seed '" + std::string(argv[i]) + "'");
+      }
+    } else if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (!arg.empty() && arg[0] != '-' && trace_path.empty()) {
+      trace_path = arg;
+    } else {
+      return Usage("unexpected argument '" + arg + "'");
+    }
+  }
+  if (trace_path.empty() == zipf.empty()) return Usage("give exactly one of TRACE or --zipf");
+
+  std::vector<TraceAccess> accesses;
+  if (!zipf.empty()) {
+    std::vector<absl::string_view> parts = absl::StrSplit(zipf, ',');
+    warp::bench::ZipfTraceOptions options{.seed = seed};
+    if (parts.size() != 5 || !absl::SimpleAtoi(parts[0], &options.experts) ||
+        !absl::SimpleAtoi(parts[1], &options.layers) ||
+        !absl::SimpleAtoi(parts[2], &options.top_k) ||
+        !absl::SimpleAtoi(parts[3], &options.tokens) || !absl::SimpleAtod(parts[4], &options.s) ||
+        options.top_k == 0 || options.top_k > options.experts || !(options.s >= 0)) {
+      return Usage("bad --zipf '" + zipf + "' (need 0 < TOPK <= N_EXPERTS, S >= 0)");
+    }
+    std::printf("zipf trace: %u experts, %u layers, top-%u, %llu tokens, s=%g, seed %llu\n",
+                options.experts, options.layers, options.top_k,
+                static_cast<unsigned long long>(options.tokens), options.s,
+                static_cast<unsigned long long>(seed));
+    accesses = warp::bench::ZipfTrace(options);
+  } else {
+    absl::StatusOr<std::vector<TraceAccess>> trace = warp::bench::ReadTrace(trace_path);
+    if (!trace.ok()) {
+      std::fprintf(stderr, "cache_sim: %s\n", std::string(trace.status().message()).c_str());
+      return 1;
+    }
+    std::printf("trace %s\n", trace_path.c_str());
+    accesses = *std::move(trace);
+  }
+
+  if (budgets.empty()) {
+    const uint64_t distinct = warp::bench::DistinctRecords(accesses);
+    for (double fraction : fractions) {
+      budgets.push_back(std::max<uint64_t>(
+          1, static_cast<uint64_t>(std::llround(fraction * static_cast<double>(distinct)))));
+    }
+  }
+  PrintTable(accesses, budgets);
+  return 0;
+}

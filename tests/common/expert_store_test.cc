@@ -1,0 +1,629 @@
+// ExpertStore over a tiny container, with its pread swapped for a hook that
+// records which records the disk is asked for, in order, and can block, fail,
+// shorten, corrupt or delay a read (CacheLib's MockDevice, one level down).
+// Records are looked at only through key, record_bytes and bytes(), so the
+// tests hold whatever ExpertRecord owns its buffer with.
+
+#include "common/store/expert_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/format/bank_format.h"
+#include "common/format/container.h"
+#include "common/io/file.h"
+#include "common/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_container.h"
+
+namespace warp {
+
+// Lets gmock print keys in failure messages (found by ADL, so not in the unnamed namespace).
+static void PrintTo(const ExpertKey& key, std::ostream* os) {
+  *os << "{layer " << key.layer << ", expert " << key.expert << "}";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+constexpr uint32_t kLayers = 2;  // banks are layers 1 and 2
+constexpr uint32_t kExperts = 8;
+
+// What the hook does for one read instead of PreadFull (same contract).
+using Fault = std::function<absl::Status(const ExpertKey& key, int fd, std::span<std::byte> out,
+                                         uint64_t offset, std::string_view path)>;
+
+std::string AsString(std::span<const std::byte> bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+std::vector<ExpertKey> AllKeys() {
+  std::vector<ExpertKey> keys;
+  for (uint32_t layer = 1; layer <= kLayers; ++layer) {
+    for (uint32_t expert = 0; expert < kExperts; ++expert) keys.push_back({layer, expert});
+  }
+  return keys;
+}
+
+class ExpertStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto manifest =
+        warp::testing::WriteTinyContainer(model_, {.num_layers = kLayers, .num_experts = kExperts});
+    WARP_ASSERT_OK(manifest);
+    record_bytes_ = manifest->banks[0].record_bytes;
+    for (const ExpertKey& key : AllKeys()) {
+      auto bank = ReadFileToString(model_ / BankFileName(key.layer));
+      WARP_ASSERT_OK(bank);
+      bank_bytes_[{key.layer, key.expert}] = bank->substr(key.expert * record_bytes_, record_bytes_);
+    }
+  }
+
+  void TearDown() override {
+    // Never leave a reader blocked: the store joins its threads when it goes.
+    if (!release_read_.HasBeenNotified()) release_read_.Notify();
+    store_.reset();
+  }
+
+  // REQUIRES: called once per test, through ASSERT_NO_FATAL_FAILURE.
+  void OpenStore(uint64_t cache_bytes, uint32_t io_threads, bool verify = true) {
+    auto container = Container::Open(model_);
+    WARP_ASSERT_OK(container);
+    auto store = ExpertStore::Open(
+        std::move(*container),
+        {.cache_bytes = cache_bytes,
+         .io_threads = io_threads,
+         .banks = {.verify = verify,
+                   .pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
+                                   std::string_view path) { return Pread(fd, out, offset, path); }}});
+    WARP_ASSERT_OK(store);
+    store_ = std::move(*store);
+  }
+
+  // The next read to reach the disk signals read_blocked_ and waits for release_read_.
+  void BlockNextRead() {
+    absl::MutexLock lock(&mu_);
+    block_next_read_ = true;
+  }
+
+  void SetFault(Fault fault) {
+    absl::MutexLock lock(&mu_);
+    fault_ = std::move(fault);
+  }
+
+  // Keys the disk was asked for, in the order the reads started.
+  std::vector<ExpertKey> reads() {
+    absl::MutexLock lock(&mu_);
+    return reads_;
+  }
+
+  int64_t ReadsOf(const ExpertKey& key) {
+    absl::MutexLock lock(&mu_);
+    return std::count(reads_.begin(), reads_.end(), key);
+  }
+
+  absl::StatusOr<ExpertRecord> ReadOne(const ExpertKey& key,
+                                       Priority priority = Priority::kDemand) {
+    return store_->ReadAll(std::span(&key, 1), priority).at(0);
+  }
+
+  std::shared_ptr<ReadBatch> Issue(const std::vector<ExpertKey>& keys, Priority priority) {
+    return store_->Read(keys, priority);
+  }
+
+  uint64_t Counter(const std::string& name) const {
+    return store_->Counters().at("expertd.store." + name);
+  }
+
+  const std::string& BankBytes(const ExpertKey& key) {
+    return bank_bytes_.at({key.layer, key.expert});
+  }
+
+  // Every record of `batch` is OK and byte-identical to the bank.
+  void ExpectBankBytes(const std::vector<ExpertKey>& keys, ReadBatch& batch) {
+    std::vector<absl::StatusOr<ExpertRecord>> records = batch.WaitAll();
+    ASSERT_EQ(records.size(), keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      WARP_ASSERT_OK(records[i]);
+      EXPECT_EQ(records[i]->key, keys[i]);
+      EXPECT_EQ(AsString(records[i]->bytes()), BankBytes(keys[i])) << i;
+    }
+  }
+
+  warp::testing::TempDir dir_;
+  fs::path model_ = dir_ / "m.warp";
+  uint64_t record_bytes_ = 0;
+  std::map<std::pair<uint32_t, uint32_t>, std::string> bank_bytes_;
+  absl::Notification read_blocked_;
+  absl::Notification release_read_;
+
+ private:
+  absl::Status Pread(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path) {
+    // The tiny container is not sharded: expert e is the record at e * record_bytes.
+    const size_t name_at = path.rfind("experts-L");
+    const ExpertKey key{static_cast<uint32_t>(std::stoul(std::string(path.substr(name_at + 9)))),
+                        static_cast<uint32_t>(offset / record_bytes_)};
+    Fault fault;
+    bool block = false;
+    {
+      absl::MutexLock lock(&mu_);
+      reads_.push_back(key);
+      fault = fault_;
+      block = std::exchange(block_next_read_, false);
+    }
+    if (block) {
+      read_blocked_.Notify();
+      release_read_.WaitForNotification();
+    }
+    return fault ? fault(key, fd, out, offset, path) : PreadFull(fd, out, offset, path);
+  }
+
+  absl::Mutex mu_;
+  std::vector<ExpertKey> reads_ ABSL_GUARDED_BY(mu_);
+  Fault fault_ ABSL_GUARDED_BY(mu_);
+  bool block_next_read_ ABSL_GUARDED_BY(mu_) = false;
+
+ protected:
+  std::unique_ptr<ExpertStore> store_;  // last: destroyed first, its readers use the above
+};
+
+// --- Cache ------------------------------------------------------------------
+
+TEST_F(ExpertStoreTest, SecondReadIsACacheHit) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4));
+  const ExpertKey key{1, 3};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<ExpertRecord> record = ReadOne(key);
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(record->key, key);
+    EXPECT_EQ(record->record_bytes, record_bytes_);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes(key));
+  }
+  EXPECT_EQ(Counter("cache_misses"), 1u);
+  EXPECT_EQ(Counter("cache_hits"), 2u);
+  EXPECT_EQ(ReadsOf(key), 1);
+  EXPECT_TRUE(store_->IsCached(key));
+  EXPECT_EQ(Counter("cache_used_bytes"), record_bytes_);
+}
+
+TEST_F(ExpertStoreTest, BytesReadAreCountedPerPriority) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 4));
+  WARP_ASSERT_OK(ReadOne({1, 0}, Priority::kDemand));
+  WARP_ASSERT_OK(ReadOne({1, 1}, Priority::kCertain));
+  WARP_ASSERT_OK(ReadOne({1, 2}, Priority::kLookahead));
+  WARP_ASSERT_OK(ReadOne({1, 3}, Priority::kLookahead));
+  WARP_ASSERT_OK(ReadOne({1, 0}, Priority::kDemand));  // a hit reads nothing
+  EXPECT_EQ(Counter("read_bytes_demand"), record_bytes_);
+  EXPECT_EQ(Counter("read_bytes_certain"), record_bytes_);
+  EXPECT_EQ(Counter("read_bytes_lookahead"), 2 * record_bytes_);
+  EXPECT_EQ(reads().size(), 4u);
+}
+
+TEST_F(ExpertStoreTest, CacheNeverExceedsItsBudget) {
+  // Not a whole number of records: the store may round down, never up.
+  const uint64_t budget = 3 * record_bytes_ + record_bytes_ / 2;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(budget, 4));
+  const uint64_t capacity = Counter("cache_capacity_bytes");
+  ASSERT_GE(capacity, record_bytes_);
+  ASSERT_LE(capacity, budget);
+  std::mt19937 rng(20240611);
+  std::deque<ExpertRecord> held;  // the last two records stay leased: pins are exercised too
+  for (int i = 0; i < 300; ++i) {
+    const ExpertKey key{1 + static_cast<uint32_t>(rng() % kLayers),
+                        static_cast<uint32_t>(rng() % kExperts)};
+    absl::StatusOr<ExpertRecord> record = ReadOne(key, static_cast<Priority>(rng() % 3));
+    WARP_ASSERT_OK(record);
+    ASSERT_EQ(AsString(record->bytes()), BankBytes(key)) << "read " << i;
+    held.push_back(*std::move(record));
+    if (held.size() > 2) held.pop_front();
+    const std::map<std::string, uint64_t> counters = store_->Counters();
+    ASSERT_LE(counters.at("expertd.store.cache_used_bytes"), capacity) << "after read " << i;
+    ASSERT_LE(counters.at("expertd.store.cache_pinned_bytes"),
+              counters.at("expertd.store.cache_used_bytes"))
+        << "after read " << i;
+  }
+  // The leased records still hold their own bytes after all that churn.
+  for (const ExpertRecord& record : held) {
+    EXPECT_EQ(AsString(record.bytes()), BankBytes(record.key));
+  }
+  held.clear();
+  EXPECT_EQ(Counter("cache_pinned_bytes"), 0u);
+  EXPECT_GT(Counter("cache_evictions"), 0u);
+}
+
+TEST_F(ExpertStoreTest, LeasedRecordIsNeverEvicted) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(2 * record_bytes_, 1));
+  const ExpertKey held_key{1, 0};
+  absl::StatusOr<ExpertRecord> held = ReadOne(held_key);
+  WARP_ASSERT_OK(held);
+  const std::string before = AsString(held->bytes());
+  int others = 0;
+  for (const ExpertKey& key : AllKeys()) {
+    if (key == held_key || others == 10) continue;
+    WARP_ASSERT_OK(ReadOne(key));
+    ++others;
+  }
+  ASSERT_EQ(others, 10);
+  EXPECT_TRUE(store_->IsCached(held_key));
+  EXPECT_EQ(AsString(held->bytes()), before);
+  EXPECT_EQ(before, BankBytes(held_key));
+  // The ten others took turns in the one unpinned slot.
+  EXPECT_EQ(Counter("cache_evictions"), 9u);
+  // Still served from memory.
+  absl::StatusOr<ExpertRecord> again = ReadOne(held_key);
+  WARP_ASSERT_OK(again);
+  EXPECT_EQ(AsString(again->bytes()), before);
+  EXPECT_EQ(ReadsOf(held_key), 1);
+}
+
+TEST_F(ExpertStoreTest, LookaheadNeverEvictsAWarmDemandRecord) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(2 * record_bytes_, 1));
+  const ExpertKey a{1, 0}, b{1, 1}, c{1, 2}, d{1, 3};
+  WARP_ASSERT_OK(ReadOne(a));
+  WARP_ASSERT_OK(ReadOne(b));
+  store_->Prefetch(std::vector<ExpertKey>{c}, Priority::kLookahead);
+  {
+    // One I/O thread, FIFO within a priority: once d is back, c's read has run too.
+    absl::StatusOr<ExpertRecord> speculative = ReadOne(d, Priority::kLookahead);
+    WARP_ASSERT_OK(speculative);  // the reader still gets its bytes, uncached
+    EXPECT_EQ(AsString(speculative->bytes()), BankBytes(d));
+  }
+  EXPECT_EQ(ReadsOf(c), 1);
+  EXPECT_TRUE(store_->IsCached(a));
+  EXPECT_TRUE(store_->IsCached(b));
+  EXPECT_FALSE(store_->IsCached(c));
+  EXPECT_FALSE(store_->IsCached(d));
+  EXPECT_EQ(Counter("cache_rejected_inserts"), 2u);
+  EXPECT_EQ(Counter("cache_evictions"), 0u);
+}
+
+// DISABLED: a demand read that joins a lookahead read already in progress
+// gets the record, but the LfruCache never hears of that use: the record was
+// admitted as speculative (ExpertStore::Admit runs at the read's priority
+// when it starts) and nothing Touches it for the joining demand. So the most
+// common good prediction -- the lookahead read is on the disk when the router
+// asks for the expert -- leaves a record that counts as never used: the next
+// speculative insert evicts it as cold, and speculative_evicted_unused counts
+// it as waste. Fix idea: in Fetch, when joining a started read at a use
+// priority, remember it and Touch(key, kDemand) when the read completes.
+TEST_F(ExpertStoreTest, DISABLED_DemandJoiningAStartedLookaheadReadMakesTheRecordWarm) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(2 * record_bytes_, 1));
+  const ExpertKey a{1, 0}, b{1, 1}, c{1, 2};
+  BlockNextRead();
+  store_->Prefetch(std::vector<ExpertKey>{a}, Priority::kLookahead);
+  read_blocked_.WaitForNotification();  // a's read has started
+  const std::vector<ExpertKey> demand = {a};
+  auto demand_batch = Issue(demand, Priority::kDemand);
+  release_read_.Notify();
+  ExpectBankBytes(demand, *demand_batch);
+  WARP_ASSERT_OK(ReadOne(b));
+  WARP_ASSERT_OK(ReadOne(c, Priority::kLookahead));
+  EXPECT_TRUE(store_->IsCached(a)) << "a speculative read evicted a record a demand just used";
+  EXPECT_TRUE(store_->IsCached(b));
+  EXPECT_EQ(Counter("speculative_evicted_unused"), 0u);
+}
+
+// --- Scheduling ---------------------------------------------------------------
+
+TEST_F(ExpertStoreTest, DemandReadsRunBeforeQueuedLookaheadReads) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  const std::vector<ExpertKey> first = {{1, 0}};
+  auto first_batch = Issue(first, Priority::kDemand);
+  read_blocked_.WaitForNotification();  // the only reader is busy; everything else queues
+
+  store_->Prefetch(std::vector<ExpertKey>{{2, 1}, {2, 2}}, Priority::kLookahead);
+  const std::vector<ExpertKey> last_lookahead = {{2, 3}};
+  auto lookahead_batch = Issue(last_lookahead, Priority::kLookahead);
+  const std::vector<ExpertKey> certain = {{2, 4}};
+  auto certain_batch = Issue(certain, Priority::kCertain);
+  const std::vector<ExpertKey> demand = {{1, 5}};
+  auto demand_batch = Issue(demand, Priority::kDemand);
+  EXPECT_EQ(Counter("queue_depth"), 5u);
+  release_read_.Notify();
+
+  ExpectBankBytes(first, *first_batch);
+  ExpectBankBytes(demand, *demand_batch);
+  ExpectBankBytes(certain, *certain_batch);
+  ExpectBankBytes(last_lookahead, *lookahead_batch);  // queued last: all have run
+  EXPECT_THAT(reads(), ElementsAre(ExpertKey{1, 0}, ExpertKey{1, 5}, ExpertKey{2, 4},
+                                   ExpertKey{2, 1}, ExpertKey{2, 2}, ExpertKey{2, 3}));
+}
+
+TEST_F(ExpertStoreTest, CancelLookaheadDropsQueuedSpeculativeReads) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  const std::vector<ExpertKey> first = {{1, 0}};
+  auto first_batch = Issue(first, Priority::kDemand);
+  read_blocked_.WaitForNotification();
+
+  store_->Prefetch(std::vector<ExpertKey>{{2, 0}, {2, 1}}, Priority::kLookahead);
+  auto speculative = Issue({{2, 2}}, Priority::kLookahead);
+  const std::vector<ExpertKey> demand = {{1, 1}};
+  auto demand_batch = Issue(demand, Priority::kDemand);
+  EXPECT_EQ(store_->CancelLookahead(), 3u);
+  EXPECT_EQ(Counter("lookahead_dropped"), 3u);
+  // A waiter on a cancelled read hears so at once, without any disk read.
+  EXPECT_THAT(speculative->WaitAll().at(0),
+              StatusIs(absl::StatusCode::kCancelled, HasSubstr("expert 2 of layer 2")));
+  release_read_.Notify();
+
+  ExpectBankBytes(first, *first_batch);
+  ExpectBankBytes(demand, *demand_batch);  // demand reads are not touched
+  EXPECT_THAT(reads(), ElementsAre(ExpertKey{1, 0}, ExpertKey{1, 1}));
+  EXPECT_FALSE(store_->IsCached({2, 0}));
+  EXPECT_EQ(Counter("queue_depth"), 0u);
+  // A cancelled key is not stuck in flight: it can be read later.
+  absl::StatusOr<ExpertRecord> later = ReadOne({2, 0});
+  WARP_ASSERT_OK(later);
+  EXPECT_EQ(AsString(later->bytes()), BankBytes({2, 0}));
+}
+
+// DISABLED: ExpertStore::CancelLookahead returns IoEngine::DropQueued's count
+// of queue entries, which includes the lookahead job of a read that a demand
+// read joined (DropRead declines to cancel it: it is now a demand read) and
+// stale jobs of reads already finished at demand priority. Here it returns 2
+// although only one read was cancelled (lookahead_dropped == 1).
+TEST_F(ExpertStoreTest, DISABLED_CancelLookaheadCountsOnlyTheReadsItCancelled) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  auto first_batch = Issue({{1, 0}}, Priority::kDemand);
+  read_blocked_.WaitForNotification();
+
+  store_->Prefetch(std::vector<ExpertKey>{{2, 0}, {2, 1}}, Priority::kLookahead);
+  const std::vector<ExpertKey> demand = {{2, 1}};  // joins, and so promotes, {2, 1}
+  auto demand_batch = Issue(demand, Priority::kDemand);
+  const size_t cancelled = store_->CancelLookahead();
+  release_read_.Notify();
+  ExpectBankBytes(demand, *demand_batch);
+
+  EXPECT_EQ(Counter("lookahead_dropped"), 1u);
+  EXPECT_EQ(cancelled, 1u);
+}
+
+TEST_F(ExpertStoreTest, DemandJoiningAQueuedLookaheadReadIsServedAtDemandPriority) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  const std::vector<ExpertKey> first = {{1, 0}};
+  auto first_batch = Issue(first, Priority::kDemand);
+  read_blocked_.WaitForNotification();
+
+  store_->Prefetch(std::vector<ExpertKey>{{2, 1}, {2, 2}, {2, 3}}, Priority::kLookahead);
+  const std::vector<ExpertKey> joined = {{2, 3}};
+  auto lookahead_waiter = Issue(joined, Priority::kLookahead);  // joins too, at its own priority
+  auto demand_batch = Issue(joined, Priority::kDemand);
+  const std::vector<ExpertKey> sentinel = {{2, 4}};
+  auto sentinel_batch = Issue(sentinel, Priority::kLookahead);
+  release_read_.Notify();
+
+  ExpectBankBytes(first, *first_batch);
+  ExpectBankBytes(joined, *demand_batch);
+  ExpectBankBytes(joined, *lookahead_waiter);
+  ExpectBankBytes(sentinel, *sentinel_batch);
+  // {2, 3} ran right after the blocked read, ahead of the lookahead reads
+  // queued before it, and only once.
+  EXPECT_THAT(reads(), ElementsAre(ExpertKey{1, 0}, ExpertKey{2, 3}, ExpertKey{2, 1},
+                                   ExpertKey{2, 2}, ExpertKey{2, 4}));
+  EXPECT_EQ(Counter("reads_joined"), 2u);
+  EXPECT_EQ(Counter("read_bytes_demand"), 2 * record_bytes_);
+  EXPECT_EQ(Counter("read_bytes_lookahead"), 3 * record_bytes_);
+}
+
+TEST_F(ExpertStoreTest, ConcurrentReadsOfOneKeyShareOneDiskRead) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4));
+  BlockNextRead();  // holds the read until every thread has asked
+  const ExpertKey key{2, 6};
+  constexpr int kThreads = 8;
+  absl::BlockingCounter issued(kThreads);
+  std::vector<std::string> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::shared_ptr<ReadBatch> batch = store_->Read(std::span(&key, 1), Priority::kDemand);
+      issued.DecrementCount();
+      std::vector<absl::StatusOr<ExpertRecord>> records = batch->WaitAll();
+      if (records.at(0).ok()) got[t] = AsString(records[0]->bytes());
+    });
+  }
+  issued.Wait();
+  release_read_.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(got[t], BankBytes(key)) << "thread " << t;
+  EXPECT_EQ(ReadsOf(key), 1);
+  EXPECT_EQ(Counter("cache_misses"), uint64_t{kThreads});
+  EXPECT_EQ(Counter("reads_joined"), uint64_t{kThreads - 1});
+  EXPECT_EQ(Counter("read_bytes_demand"), record_bytes_);
+}
+
+// DISABLED: ~ExpertStore breaks Fetch's "calls `done` exactly once" for queued
+// DEMAND/CERTAIN reads. ~IoEngine hands queued jobs to DropRead, which only
+// cancels lookahead reads and returns early for the others, so their waiters
+// are never called: a ReadBatch::WaitAll on them hangs forever. Fix idea: on
+// destruction DropRead should fail every waiter (Cancelled "store closing").
+// The sleep below only orders the release after the destructor has emptied
+// the queues; losing that race makes the test pass vacuously, never fail.
+TEST_F(ExpertStoreTest, DISABLED_DestroyingTheStoreCompletesQueuedDemandReads) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 1));
+  BlockNextRead();
+  absl::Notification first_done, queued_done;
+  store_->Fetch({1, 0}, Priority::kDemand, [&](absl::StatusOr<ExpertRecord>) {
+    first_done.Notify();
+  });
+  read_blocked_.WaitForNotification();
+  store_->Fetch({1, 1}, Priority::kDemand, [&](absl::StatusOr<ExpertRecord>) {
+    queued_done.Notify();  // the record (and its lease) goes with the argument
+  });
+  std::thread releaser([this] {
+    absl::SleepFor(absl::Milliseconds(200));
+    release_read_.Notify();
+  });
+  store_.reset();
+  releaser.join();
+  EXPECT_TRUE(first_done.HasBeenNotified());
+  EXPECT_TRUE(queued_done.HasBeenNotified()) << "the queued demand read was never completed";
+}
+
+// --- Faults -------------------------------------------------------------------
+
+TEST_F(ExpertStoreTest, EioFailsOnlyThatKeyNamingTheFileAndExpert) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 4));
+  const ExpertKey bad{2, 3};
+  SetFault([bad](const ExpertKey& key, int fd, std::span<std::byte> out, uint64_t offset,
+                 std::string_view path) {
+    if (key == bad) return ErrnoToStatus(EIO, absl::StrCat(std::string(path), " @", offset));
+    return PreadFull(fd, out, offset, path);
+  });
+  const std::vector<ExpertKey> keys = AllKeys();
+  std::vector<absl::StatusOr<ExpertRecord>> records = store_->ReadAll(keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == bad) {
+      EXPECT_FALSE(records[i].ok());
+      EXPECT_THAT(std::string(records[i].status().message()),
+                  AllOf(HasSubstr("expert 3 of layer 2"), HasSubstr("experts-L2.bin"),
+                        HasSubstr("Input/output error")));
+    } else {
+      WARP_ASSERT_OK(records[i]);
+      EXPECT_EQ(AsString(records[i]->bytes()), BankBytes(keys[i]));
+    }
+  }
+  records.clear();
+  EXPECT_FALSE(store_->IsCached(bad));
+  EXPECT_EQ(Counter("cache_used_bytes"), (keys.size() - 1) * record_bytes_);
+  // Nothing was cached for it: the next read goes to the disk, which works again.
+  SetFault(nullptr);
+  absl::StatusOr<ExpertRecord> again = ReadOne(bad);
+  WARP_ASSERT_OK(again);
+  EXPECT_EQ(AsString(again->bytes()), BankBytes(bad));
+  EXPECT_EQ(ReadsOf(bad), 2);
+}
+
+// DISABLED: ExpertStore::RunRead counts every DataLoss as a CRC error, and
+// ErrnoToStatus maps EIO to DataLoss, so a disk I/O error increments
+// expertd.store.crc_errors (and logs as a corrupt record) while read_errors
+// stays 0. Short reads (also DataLoss) are miscounted the same way.
+TEST_F(ExpertStoreTest, DISABLED_EioIsCountedAsAReadErrorNotACrcError) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 1));
+  SetFault([](const ExpertKey&, int, std::span<std::byte>, uint64_t offset,
+              std::string_view path) {
+    return ErrnoToStatus(EIO, absl::StrCat(std::string(path), " @", offset));
+  });
+  EXPECT_FALSE(ReadOne({1, 1}).ok());
+  EXPECT_EQ(Counter("read_errors"), 1u);
+  EXPECT_EQ(Counter("crc_errors"), 0u);
+}
+
+TEST_F(ExpertStoreTest, ShortReadIsDataLoss) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 2));
+  const ExpertKey bad{1, 1};
+  SetFault([bad](const ExpertKey& key, int fd, std::span<std::byte> out, uint64_t offset,
+                 std::string_view path) {
+    if (!(key == bad)) return PreadFull(fd, out, offset, path);
+    // What PreadFull says when the file ends early.
+    const size_t got = out.size() / 2;
+    WARP_RETURN_IF_ERROR(PreadFull(fd, out.first(got), offset, path));
+    return absl::DataLossError(absl::StrCat(std::string(path), ": short read at ", offset,
+                                            ": got ", got, " of ", out.size(), " bytes"));
+  });
+  EXPECT_THAT(ReadOne(bad), StatusIs(absl::StatusCode::kDataLoss,
+                                     AllOf(HasSubstr("expert 1 of layer 1"),
+                                           HasSubstr("experts-L1.bin"), HasSubstr("short read"))));
+  EXPECT_FALSE(store_->IsCached(bad));
+  absl::StatusOr<ExpertRecord> other = ReadOne({1, 2});
+  WARP_ASSERT_OK(other);
+  EXPECT_EQ(AsString(other->bytes()), BankBytes({1, 2}));
+}
+
+TEST_F(ExpertStoreTest, BitFlipIsChecksumMismatchAndNeverCached) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 2));
+  const ExpertKey bad{1, 2};
+  SetFault([bad](const ExpertKey& key, int fd, std::span<std::byte> out, uint64_t offset,
+                 std::string_view path) {
+    WARP_RETURN_IF_ERROR(PreadFull(fd, out, offset, path));
+    if (key == bad) out[100] ^= std::byte{0x01};  // inside the payload
+    return absl::OkStatus();
+  });
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    EXPECT_THAT(ReadOne(bad), StatusIs(absl::StatusCode::kDataLoss,
+                                       AllOf(HasSubstr("expert 2 of layer 1: checksum mismatch"),
+                                             HasSubstr("experts-L1.bin"))));
+    EXPECT_FALSE(store_->IsCached(bad));
+    EXPECT_EQ(Counter("crc_errors"), uint64_t(attempt));
+    EXPECT_EQ(ReadsOf(bad), attempt);  // never served from memory
+  }
+  EXPECT_EQ(Counter("cache_used_bytes"), 0u);
+  absl::StatusOr<ExpertRecord> other = ReadOne({1, 3});
+  WARP_ASSERT_OK(other);
+  EXPECT_EQ(AsString(other->bytes()), BankBytes({1, 3}));
+}
+
+TEST_F(ExpertStoreTest, WithoutVerifyAPayloadFlipPassesButAFooterFlipDoesNot) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 2, /*verify=*/false));
+  const ExpertKey payload_flipped{1, 4}, footer_flipped{1, 5};
+  const uint64_t footer_at = record_bytes_ - kRecordFooterBytes;  // the magic's first byte
+  SetFault([=](const ExpertKey& key, int fd, std::span<std::byte> out, uint64_t offset,
+               std::string_view path) {
+    WARP_RETURN_IF_ERROR(PreadFull(fd, out, offset, path));
+    if (key == payload_flipped) out[100] ^= std::byte{0x01};
+    if (key == footer_flipped) out[footer_at] ^= std::byte{0x01};
+    return absl::OkStatus();
+  });
+  absl::StatusOr<ExpertRecord> record = ReadOne(payload_flipped);
+  WARP_ASSERT_OK(record);  // verify=false: the CRC is not computed
+  std::string expected = BankBytes(payload_flipped);
+  expected[100] ^= 0x01;
+  EXPECT_EQ(AsString(record->bytes()), expected);
+
+  EXPECT_THAT(ReadOne(footer_flipped),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("expert 5 of layer 1: bad footer magic"),
+                             HasSubstr("experts-L1.bin"))));
+  EXPECT_FALSE(store_->IsCached(footer_flipped));
+}
+
+TEST_F(ExpertStoreTest, SlowReadsStillReturnTheRightBytes) {
+  constexpr uint32_t kIoThreads = 4;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, kIoThreads));
+  std::atomic<int> in_flight{0};
+  std::atomic<int> max_in_flight{0};
+  SetFault([&](const ExpertKey&, int fd, std::span<std::byte> out, uint64_t offset,
+               std::string_view path) {
+    const int now = ++in_flight;
+    int seen = max_in_flight.load();
+    while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+    absl::Status status = PreadFull(fd, out, offset, path);
+    --in_flight;
+    return status;
+  });
+  const std::vector<ExpertKey> keys = AllKeys();
+  ExpectBankBytes(keys, *store_->Read(keys, Priority::kDemand));
+  EXPECT_LE(max_in_flight.load(), int{kIoThreads});
+  EXPECT_GE(max_in_flight.load(), 2) << "16 slow reads never overlapped on 4 I/O threads";
+}
+
+}  // namespace
+}  // namespace warp

@@ -22,6 +22,7 @@ struct RunFlags {
   std::string prompt;
   uint32_t max_tokens = 32;
   SamplerOptions sampling;
+  bool stages = false;
 };
 
 absl::Status Run(const RunFlags& flags) {
@@ -56,6 +57,7 @@ absl::Status Run(const RunFlags& flags) {
   std::fflush(stdout);
   absl::Status finished = (*session)->Finish();
   std::fprintf(stderr, "%s\n", (*session)->StatsLine().c_str());
+  if (flags.stages) std::fprintf(stderr, "%s", (*session)->StageReport().c_str());
   return finished;
 }
 
@@ -73,6 +75,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
   cmd->add_option("--top-k", flags->sampling.top_k, "Sample among the k best tokens (0: all)");
   cmd->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass (1: off)");
   cmd->add_option("--seed", flags->sampling.seed, "Sampling seed");
+  cmd->add_flag("--stages", flags->stages, "Also print the time per pipeline stage");
   return MakeRunner(cmd, [flags] { return Run(*flags); });
 }
 

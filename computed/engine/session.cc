@@ -180,4 +180,27 @@ std::string Session::StatsLine() const {
   return line + "]";
 }
 
+std::string Session::StageReport() const {
+  const ForwardStats& stats = transformer_->stats();
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double compute = stats.seconds_attention + stats.seconds_dense + stats.seconds_route +
+                         stats.seconds_expert;
+  std::string report;
+  auto row = [&](const char* name, double seconds) {
+    absl::StrAppendFormat(&report, "  %-13s %8.3f s %5.1f%%\n", name, seconds,
+                          total > 0 ? 100 * seconds / total : 0.0);
+  };
+  row("attention", stats.seconds_attention);
+  row("dense+shared", stats.seconds_dense);
+  row("route", stats.seconds_route);
+  row("fetch_wait", stats.seconds_fetch_wait);
+  row("expert", stats.seconds_expert);
+  absl::StrAppendFormat(&report, "  %-13s %8.3f s: compute %.3f s, waiting for reads %.1f%%, %s read a token\n",
+                        "total", total, compute,
+                        total > 0 ? 100 * stats.seconds_fetch_wait / total : 0.0,
+                        FormatBytes(stats.tokens ? stats.expert_read_bytes / stats.tokens : 0));
+  return report;
+}
+
 }  // namespace warp::computed

@@ -56,6 +56,8 @@ class Session {
 
   // "[56 tokens 3.1 tok/s | experts 17327 hit / 1489 miss 92% | read 12.4 GB | ...]"
   std::string StatsLine() const;
+  // One line per stage: seconds, share of the run, and the overlap figure.
+  std::string StageReport() const;
 
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }

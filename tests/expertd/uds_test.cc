@@ -1,1 +1,300 @@
-// Placeholder; filled below.
+// The Unix-socket fast path against a real expertd process: leases keep
+// slots from eviction, a client that goes away releases its leases, a bad
+// frame closes only its own connection, and cached records are read in place.
+// (The conformance suite runs every ExpertSource test on the fast path too.)
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/client/fastpath_connection.h"
+#include "common/client/grpc_source.h"
+#include "common/client/uds_source.h"
+#include "common/format/container.h"
+#include "common/io/file.h"
+#include "common/wire/fastpath_frame.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/daemon.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_container.h"
+
+namespace warp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+constexpr uint32_t kExperts = 8;  // per layer; layers 1 and 2
+
+std::string AsString(std::span<const std::byte> bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+class UdsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto manifest = warp::testing::WriteTinyContainer(model_, {.num_experts = kExperts});
+    WARP_ASSERT_OK(manifest);
+    record_bytes_ = manifest->banks[0].record_bytes;
+  }
+
+  // A daemon on fastpath_ (and grpc_, for Stats) whose cache holds `slots` records.
+  void StartDaemon(uint32_t slots, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--model",  model_.string(), "--listen", fastpath_,
+                                      "--listen", grpc_};
+    if (slots > 0) {
+      args.push_back("--budget");
+      args.push_back(absl::StrCat(slots * record_bytes_, "B"));
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto daemon = warp::testing::Daemon::Start(args);
+    WARP_ASSERT_OK(daemon);
+    daemon_ = std::move(*daemon);
+  }
+
+  std::unique_ptr<UdsExpertSource> Client() {
+    auto client = UdsExpertSource::Connect(
+        {.address = fastpath_, .max_attempts = 8, .backoff = std::chrono::milliseconds(50)});
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
+  absl::StatusOr<ExpertRecord> ReadOne(ExpertSource& source, const ExpertKey& key) {
+    return source.ReadAll(std::span(&key, 1)).at(0);
+  }
+
+  uint64_t Counter(const std::string& name) {
+    auto client = GrpcExpertSource::Connect({.address = grpc_});
+    if (!client.ok()) return ~uint64_t{0};
+    absl::StatusOr<v1::StatsReply> stats = (*client)->Stats();
+    if (!stats.ok() || !stats->counters().contains("expertd.store." + name)) return ~uint64_t{0};
+    return stats->counters().at("expertd.store." + name);
+  }
+
+  // Polls a counter until it equals `want` (the daemon notices a closed
+  // connection on its own thread); false after 5 s.
+  bool CounterBecomes(const std::string& name, uint64_t want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (Counter(name) != want) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+  std::string BankBytes(const ExpertKey& key) {
+    auto bank = ReadFileToString(model_ / BankFileName(key.layer));
+    EXPECT_TRUE(bank.ok());
+    return bank->substr(key.expert * record_bytes_, record_bytes_);
+  }
+
+  // A raw connection that has sent `bytes` (no Hello).
+  ScopedFd RawConnection(std::string_view bytes) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string path = fastpath_.substr(9);
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+    return fd;
+  }
+
+  // True if the daemon closes `fd` (EOF) within 5 s.
+  static bool ClosedByPeer(const ScopedFd& fd) {
+    timeval timeout{.tv_sec = 5, .tv_usec = 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    char byte;
+    return ::recv(fd.get(), &byte, 1, 0) == 0;
+  }
+
+  warp::testing::TempDir dir_;
+  fs::path model_ = dir_ / "m.warp";
+  std::string fastpath_ = "fastpath:" + (dir_ / "f.sock").string();
+  std::string grpc_ = "unix:" + (dir_ / "g.sock").string();
+  uint64_t record_bytes_ = 0;
+  std::unique_ptr<warp::testing::Daemon> daemon_;
+};
+
+TEST_F(UdsTest, LeasedSlotIsNotEvictedWhileTheClientHoldsTheRecord) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/2));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  const ExpertKey held_key{1, 0};
+  absl::StatusOr<ExpertRecord> held = ReadOne(*client, held_key);
+  WARP_ASSERT_OK(held);
+  const std::byte* held_at = held->bytes().data();
+  const std::string before = AsString(held->bytes());
+  ASSERT_EQ(before, BankBytes(held_key));
+  for (uint32_t layer = 1; layer <= 2; ++layer) {
+    for (uint32_t expert = 0; expert < kExperts; ++expert) {
+      const ExpertKey key{layer, expert};
+      if (key == held_key) continue;
+      absl::StatusOr<ExpertRecord> other = ReadOne(*client, key);
+      WARP_ASSERT_OK(other);
+      EXPECT_EQ(AsString(other->bytes()), BankBytes(key));
+    }
+  }
+  // The fourteen others took turns in the one unleased slot; ours stayed put.
+  EXPECT_GE(Counter("cache_evictions"), 13u);
+  EXPECT_EQ(AsString(held->bytes()), before);
+  absl::StatusOr<ExpertRecord> again = ReadOne(*client, held_key);
+  WARP_ASSERT_OK(again);
+  EXPECT_EQ(again->bytes().data(), held_at) << "still the same slot";
+}
+
+TEST_F(UdsTest, ZeroCopyTwoReadsOfACachedKeyShareOneAddress) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  const std::vector<ExpertKey> keys = {{2, 5}, {2, 5}, {1, 1}};
+  std::vector<absl::StatusOr<ExpertRecord>> first = client->ReadAll(keys);
+  absl::StatusOr<ExpertRecord> second = ReadOne(*client, keys[0]);
+  for (const auto& record : first) WARP_ASSERT_OK(record);
+  WARP_ASSERT_OK(second);
+  EXPECT_EQ(first[0]->bytes().data(), first[1]->bytes().data());
+  EXPECT_EQ(first[0]->bytes().data(), second->bytes().data());
+  // Another key lies in the same mapping, a whole number of slots away.
+  const auto distance = std::abs(first[2]->bytes().data() - first[0]->bytes().data());
+  EXPECT_EQ(distance % record_bytes_, 0) << distance;
+  EXPECT_EQ(AsString(second->bytes()), BankBytes(keys[0]));
+  EXPECT_EQ(Counter("cache_pinned_bytes"), 2 * record_bytes_) << "two keys leased";
+  first.clear();
+  second = absl::CancelledError("dropped");
+  EXPECT_TRUE(CounterBecomes("cache_pinned_bytes", 0)) << "releases reach the daemon";
+}
+
+TEST_F(UdsTest, AClientThatDisconnectsReleasesItsLeases) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/2));
+  {
+    auto connection =
+        FastPathConnection::Open(fastpath_.substr(9), 0, std::chrono::seconds(5), nullptr);
+    WARP_ASSERT_OK(connection);
+    const std::vector<ExpertKey> keys = {{1, 2}, {2, 3}};
+    absl::StatusOr<FastPathConnection::Reply> reply = (*connection)->Read(keys, Priority::kDemand);
+    WARP_ASSERT_OK(reply);
+    ASSERT_EQ(reply->header.records_size(), 2);
+    for (const v1::FastPathRecord& record : reply->header.records()) {
+      EXPECT_EQ(record.location(), v1::RECORD_LOCATION_ARENA);
+      EXPECT_NE(record.lease_id(), 0u);
+    }
+    EXPECT_EQ(Counter("cache_pinned_bytes"), 2 * record_bytes_);
+    // Leaves without a Release, as a client that crashed would.
+  }
+  EXPECT_TRUE(CounterBecomes("cache_pinned_bytes", 0));
+  // Both slots are usable again: new keys are cached (and leased) in them.
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  std::vector<absl::StatusOr<ExpertRecord>> records = client->ReadAll({{{1, 4}, {1, 5}}});
+  for (const auto& record : records) WARP_ASSERT_OK(record);
+  EXPECT_EQ(Counter("cache_pinned_bytes"), 2 * record_bytes_);
+}
+
+TEST_F(UdsTest, BadMagicClosesThatConnectionOnly) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  WARP_ASSERT_OK(ReadOne(*client, {1, 1}));
+  ScopedFd bad = RawConnection("NOPE\x04\x00\x00\x00" "abcd");
+  EXPECT_TRUE(ClosedByPeer(bad));
+  // The connection already open, and new ones, are served as before.
+  absl::StatusOr<ExpertRecord> record = ReadOne(*client, {2, 2});
+  WARP_ASSERT_OK(record);
+  EXPECT_EQ(AsString(record->bytes()), BankBytes({2, 2}));
+  std::unique_ptr<UdsExpertSource> fresh = Client();
+  ASSERT_NE(fresh, nullptr);
+  WARP_EXPECT_OK(ReadOne(*fresh, {1, 3}));
+}
+
+TEST_F(UdsTest, OversizedHeaderClosesThatConnection) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  std::string preamble = "WXFP";
+  const uint32_t too_long = kMaxFastPathHeaderBytes + 1;
+  for (int i = 0; i < 4; ++i) preamble.push_back(static_cast<char>((too_long >> (8 * i)) & 0xff));
+  ScopedFd bad = RawConnection(preamble);
+  EXPECT_TRUE(ClosedByPeer(bad));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  WARP_EXPECT_OK(ReadOne(*client, {1, 1}));
+}
+
+TEST_F(UdsTest, ARequestBeforeHelloClosesTheConnection) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  v1::FastPathRequest request;
+  v1::ExpertKey* key = request.mutable_read()->add_keys();
+  key->set_layer(1);
+  ScopedFd bad = RawConnection(EncodeFastPathFrame(request));
+  EXPECT_TRUE(ClosedByPeer(bad));
+}
+
+TEST_F(UdsTest, WithoutACacheRecordsComeInTheReplyPayload) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/0));
+  auto connection =
+      FastPathConnection::Open(fastpath_.substr(9), 0, std::chrono::seconds(5), nullptr);
+  WARP_ASSERT_OK(connection);
+  EXPECT_EQ((*connection)->hello().arena_bytes(), 0u);
+  EXPECT_EQ((*connection)->mapping(), nullptr);
+  absl::StatusOr<FastPathConnection::Reply> reply =
+      (*connection)->Read({{{1, 0}, {2, 7}}}, Priority::kDemand);
+  WARP_ASSERT_OK(reply);
+  ASSERT_EQ(reply->header.records_size(), 2);
+  EXPECT_EQ(reply->header.payload_bytes(), 2 * record_bytes_);
+  const v1::FastPathRecord& second = reply->header.records(1);
+  EXPECT_EQ(second.location(), v1::RECORD_LOCATION_PAYLOAD);
+  EXPECT_EQ(second.offset(), record_bytes_);
+  EXPECT_EQ(AsString(reply->payload->span().subspan(second.offset(), second.record_bytes())),
+            BankBytes({2, 7}));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<ExpertRecord> record = ReadOne(*client, {1, 6});
+  WARP_ASSERT_OK(record);
+  EXPECT_EQ(AsString(record->bytes()), BankBytes({1, 6}));
+}
+
+TEST_F(UdsTest, RecordsOfTheOldMappingStayValidAcrossADaemonRestart) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<ExpertRecord> held = ReadOne(*client, {2, 1});
+  WARP_ASSERT_OK(held);
+  EXPECT_EQ(daemon_->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  absl::StatusOr<ExpertRecord> fresh = ReadOne(*client, {2, 1});
+  WARP_ASSERT_OK(fresh);
+  EXPECT_NE(fresh->bytes().data(), held->bytes().data()) << "a new daemon, a new mapping";
+  EXPECT_EQ(AsString(held->bytes()), BankBytes({2, 1}));
+  EXPECT_EQ(AsString(fresh->bytes()), BankBytes({2, 1}));
+}
+
+TEST_F(UdsTest, TooManyKeysFailsTheWholeRequest) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4, {"--max-keys", "2"}));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  std::vector<absl::StatusOr<ExpertRecord>> records = client->ReadAll({{{1, 0}, {1, 1}, {1, 2}}});
+  for (const auto& record : records) {
+    EXPECT_THAT(record, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 HasSubstr("3 keys exceed the limit of 2")));
+  }
+}
+
+TEST_F(UdsTest, HelloWithAnotherModelsFingerprintIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  auto connection = FastPathConnection::Open(fastpath_.substr(9), 0xfeedull,
+                                             std::chrono::seconds(5), nullptr);
+  EXPECT_THAT(connection, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                   HasSubstr("model fingerprint")));
+}
+
+}  // namespace
+}  // namespace warp

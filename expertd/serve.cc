@@ -39,7 +39,7 @@ struct Listener {
   std::string spec;     // as configured: unix:PATH, tcp:HOST:PORT or fastpath:PATH
   std::string address;  // as gRPC wants it (empty for fastpath)
   std::string socket_path;
-  int port = 0;         // the port gRPC bound, for tcp
+  int port = 0;           // the port gRPC bound, for tcp
   bool fastpath = false;  // served by a UdsServer, not gRPC
 };
 
@@ -165,22 +165,21 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   std::vector<std::unique_ptr<UdsServer>> fastpaths;  // before the gRPC server: it may fail
   for (const Listener& listener : listeners) {
     if (!listener.fastpath) continue;
-    WARP_ASSIGN_OR_RETURN(auto fastpath,
-                          UdsServer::Start(*store, {.path = listener.socket_path,
-                                                    .socket_mode = config.socket_mode(),
-                                                    .max_keys_per_request =
-                                                        config.max_keys_per_request()}));
+    WARP_ASSIGN_OR_RETURN(
+        auto fastpath,
+        UdsServer::Start(*store, {.path = listener.socket_path,
+                                  .socket_mode = config.socket_mode(),
+                                  .max_keys_per_request = config.max_keys_per_request()}));
     fastpaths.push_back(std::move(fastpath));
   }
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
                         StartGrpc(service, config, listeners));
   for (const Listener& listener : listeners) {
-    const std::string bound = listener.port != 0
-                                  ? absl::StrCat("tcp:",
-                                                 listener.address.substr(
-                                                     0, listener.address.rfind(':')),
-                                                 ":", listener.port)
-                                  : listener.spec;
+    const std::string bound =
+        listener.port != 0
+            ? absl::StrCat("tcp:", listener.address.substr(0, listener.address.rfind(':')), ":",
+                           listener.port)
+            : listener.spec;
     log.info("listening on {}", bound);
     // One stdout line per address, for scripts and tests that bound port 0.
     std::printf("listening %s\n", bound.c_str());

@@ -59,7 +59,9 @@ std::function<int()> AddServeCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve a container's expert records");
   cmd->add_option("--config", flags->config_path, "ExpertdConfig textproto; flags override it");
   cmd->add_option("--model", flags->model, "Container (or shard) directory");
-  cmd->add_option("--listen", flags->listen, "unix:PATH, tcp:HOST:PORT (port 0: any) or fastpath:PATH (zero-copy, same machine); repeat");
+  cmd->add_option(
+      "--listen", flags->listen,
+      "unix:PATH, tcp:HOST:PORT (port 0: any) or fastpath:PATH (zero-copy, same machine); repeat");
   cmd->add_option("--budget", flags->budget, "Record cache size, e.g. 8G (default 0: no cache)");
   cmd->add_option("--io-threads", flags->io_threads, "Reads in flight (default 4)");
   cmd->add_flag("--no-verify", flags->no_verify,

@@ -35,13 +35,16 @@ void UdsConnection::Serve() {
       // A closed connection is the normal end; anything else is the client's fault or a
       // send that failed: either way the stream cannot go on.
       if (status.code() != absl::StatusCode::kUnavailable) {
-        Logger("expertd.uds").warn("closing a fast-path connection: {}",
-                                   std::string(status.message()));
+        Logger("expertd.uds")
+            .warn("closing a fast-path connection: {}", std::string(status.message()));
       }
       break;
     }
   }
   leases_.clear();
+  // The client sees EOF now; the descriptor itself is closed when the UdsServer
+  // reaps this connection (StopReading may still be using it until then).
+  ::shutdown(socket_.get(), SHUT_RDWR);
 }
 
 absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
@@ -98,8 +101,7 @@ absl::Status UdsConnection::Hello(const v1::FastPathHello& hello) {
     out->set_slot_bytes(store_.slot_bytes());
     out->set_max_keys_per_request(max_keys_);
     // The gRPC service's Describe, reused as is: it needs no call context.
-    ExpertServiceImpl(store_, max_keys_)
-        .Describe(nullptr, nullptr, out->mutable_description());
+    ExpertServiceImpl(store_, max_keys_).Describe(nullptr, nullptr, out->mutable_description());
   }
   const int memfd = refusal.ok() && store_.arena_bytes() > 0 ? store_.arena_fd() : -1;
   WARP_RETURN_IF_ERROR(SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply), {}, memfd));
@@ -112,8 +114,8 @@ absl::Status UdsConnection::Read(const v1::FastPathRead& read) {
   v1::FastPathReadReply* out = reply.mutable_read();
   out->set_request_id(read.request_id());
   if (static_cast<uint32_t>(read.keys_size()) > max_keys_) {
-    *out->mutable_status() = ToProto(absl::InvalidArgumentError(absl::StrCat(
-        read.keys_size(), " keys exceed the limit of ", max_keys_, " per request")));
+    *out->mutable_status() = ToProto(absl::InvalidArgumentError(
+        absl::StrCat(read.keys_size(), " keys exceed the limit of ", max_keys_, " per request")));
     return SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply));
   }
   std::vector<ExpertKey> keys;

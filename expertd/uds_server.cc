@@ -54,8 +54,7 @@ absl::StatusOr<std::unique_ptr<UdsServer>> UdsServer::Start(ExpertStore& store,
       new UdsServer(store, options, std::move(listener), std::move(wake)));
 }
 
-UdsServer::UdsServer(ExpertStore& store, const Options& options, ScopedFd listener,
-                     ScopedFd wake)
+UdsServer::UdsServer(ExpertStore& store, const Options& options, ScopedFd listener, ScopedFd wake)
     : store_(store), options_(options), listener_(std::move(listener)), wake_(std::move(wake)) {
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
@@ -113,8 +112,8 @@ void UdsServer::Accept() {
   absl::MutexLock lock(&mu_);
   ReapDone();
   Client& client = clients_.emplace_back();
-  client.connection = std::make_unique<UdsConnection>(std::move(socket), store_,
-                                                      options_.max_keys_per_request);
+  client.connection =
+      std::make_unique<UdsConnection>(std::move(socket), store_, options_.max_keys_per_request);
   client.thread = std::thread([&client] {
     client.connection->Serve();
     client.done.store(true);

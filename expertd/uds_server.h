@@ -26,8 +26,8 @@ namespace warp::expertd {
 class UdsServer {
  public:
   struct Options {
-    std::string path;                   // the socket file; a stale one is replaced
-    uint32_t socket_mode = 0660;        // permission bits of the socket file
+    std::string path;             // the socket file; a stale one is replaced
+    uint32_t socket_mode = 0660;  // permission bits of the socket file
     uint32_t max_keys_per_request = 256;
   };
 

@@ -36,7 +36,8 @@ absl::StatusOr<ScopedFd> ConnectUnix(const std::string& path, std::chrono::milli
   return fd;
 }
 
-void SetKeys(std::span<const ExpertKey> keys, google::protobuf::RepeatedPtrField<v1::ExpertKey>* out) {
+void SetKeys(std::span<const ExpertKey> keys,
+             google::protobuf::RepeatedPtrField<v1::ExpertKey>* out) {
   for (const ExpertKey& key : keys) {
     v1::ExpertKey* proto = out->Add();
     proto->set_layer(key.layer);
@@ -51,8 +52,8 @@ absl::StatusOr<std::shared_ptr<const ArenaMapping>> ArenaMapping::Map(const Scop
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoToStatus(errno, "fstat of the cache memfd");
   if (static_cast<uint64_t>(st.st_size) < bytes) {
-    return absl::FailedPreconditionError(absl::StrCat("the cache memfd has ", st.st_size,
-                                                      " bytes, the daemon said ", bytes));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the cache memfd has ", st.st_size, " bytes, the daemon said ", bytes));
   }
   const int seals = ::fcntl(fd.get(), F_GET_SEALS);
   if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
@@ -123,8 +124,8 @@ absl::Status FastPathConnection::Send(const v1::FastPathRequest& request) {
   return status;
 }
 
-absl::StatusOr<FastPathConnection::Reply> FastPathConnection::Read(
-    std::span<const ExpertKey> keys, Priority priority) {
+absl::StatusOr<FastPathConnection::Reply> FastPathConnection::Read(std::span<const ExpertKey> keys,
+                                                                   Priority priority) {
   const uint64_t request_id = next_request_id_++;
   v1::FastPathRequest request;
   v1::FastPathRead* read = request.mutable_read();
@@ -149,24 +150,23 @@ absl::StatusOr<FastPathConnection::Reply> FastPathConnection::ReceiveReply(uint6
   }
   Reply out{.header = std::move(*reply.mutable_read())};
   if (out.header.request_id() != request_id) {
-    return absl::DataLossError(absl::StrCat("reply to request ", out.header.request_id(),
-                                            ", expected ", request_id));
+    return absl::DataLossError(
+        absl::StrCat("reply to request ", out.header.request_id(), ", expected ", request_id));
   }
   const bool refused = out.header.has_status() && out.header.status().code() != 0;
   if (!refused && static_cast<size_t>(out.header.records_size()) != num_keys) {
-    return absl::DataLossError(absl::StrCat("reply with ", out.header.records_size(),
-                                            " records for ", num_keys, " keys"));
+    return absl::DataLossError(
+        absl::StrCat("reply with ", out.header.records_size(), " records for ", num_keys, " keys"));
   }
   // At most every record inline; bounds what a bad peer makes us allocate.
   const uint64_t payload_bytes = out.header.payload_bytes();
   if (payload_bytes > num_keys * hello_.slot_bytes()) {
-    return absl::DataLossError(absl::StrCat("reply payload of ", payload_bytes, " bytes for ",
-                                            num_keys, " records"));
+    return absl::DataLossError(
+        absl::StrCat("reply payload of ", payload_bytes, " bytes for ", num_keys, " records"));
   }
   if (payload_bytes > 0) {
     auto payload = std::make_shared<AlignedBuffer>(payload_bytes);
-    WARP_RETURN_IF_ERROR(
-        RecvFastPathPayload(socket_.get(), payload->span().first(payload_bytes)));
+    WARP_RETURN_IF_ERROR(RecvFastPathPayload(socket_.get(), payload->span().first(payload_bytes)));
     out.payload = std::move(payload);
   }
   return out;

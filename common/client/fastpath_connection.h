@@ -58,7 +58,7 @@ class ArenaMapping {
 class FastPathConnection {
  public:
   struct Reply {
-    v1::FastPathReadReply header;                   // validated: one record per key
+    v1::FastPathReadReply header;                  // validated: one record per key
     std::shared_ptr<const AlignedBuffer> payload;  // payload_bytes long (null if 0)
   };
 
@@ -101,7 +101,7 @@ class FastPathConnection {
   mutable absl::Mutex mu_;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<uint64_t> pending_releases_ ABSL_GUARDED_BY(mu_);
-  bool releasing_ ABSL_GUARDED_BY(mu_) = false;  // a thread is sending releases
+  bool releasing_ ABSL_GUARDED_BY(mu_) = false;   // a thread is sending releases
   absl::Mutex send_mu_ ABSL_ACQUIRED_AFTER(mu_);  // whole frames, one at a time
 };
 

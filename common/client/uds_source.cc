@@ -38,10 +38,10 @@ absl::StatusOr<std::unique_ptr<UdsExpertSource>> UdsExpertSource::Connect(const 
   }
   if (!connection.ok()) {
     const std::string what = Retryable(connection.status()) ? " is unreachable: " : ": ";
-    return absl::Status(Retryable(connection.status()) ? absl::StatusCode::kUnavailable
-                                                       : connection.status().code(),
-                        absl::StrCat("expertd at ", options.address, what,
-                                     connection.status().message()));
+    return absl::Status(
+        Retryable(connection.status()) ? absl::StatusCode::kUnavailable
+                                       : connection.status().code(),
+        absl::StrCat("expertd at ", options.address, what, connection.status().message()));
   }
   source->fingerprint_ = (*connection)->hello().model_fingerprint();
   source->description_ = (*connection)->hello().description();
@@ -137,17 +137,18 @@ void UdsExpertSource::RunJob(const Job& job) {
       idle_.clear();  // connections opened before the failure are likely dead too
     }
     Logger("computed.client")
-        .warn("expertd at {}: {}; retrying in {} ms", options_.address,
-              std::string(last.message()), backoff.count());
+        .warn("expertd at {}: {}; retrying in {} ms", options_.address, std::string(last.message()),
+              backoff.count());
     std::this_thread::sleep_for(backoff);
     backoff *= 2;
   }
   const absl::Status failure =
-      Retryable(last) ? absl::UnavailableError(absl::StrCat(
-                            "expertd at ", options_.address, " is unreachable after ",
-                            options_.max_attempts, " attempts: ", last.message()))
-                      : absl::Status(last.code(), absl::StrCat("expertd at ", options_.address,
-                                                               ": ", last.message()));
+      Retryable(last)
+          ? absl::UnavailableError(absl::StrCat("expertd at ", options_.address,
+                                                " is unreachable after ", options_.max_attempts,
+                                                " attempts: ", last.message()))
+          : absl::Status(last.code(),
+                         absl::StrCat("expertd at ", options_.address, ": ", last.message()));
   for (size_t i = 0; i < job.keys.size(); ++i) job.batch->Complete(i, failure);
 }
 
@@ -206,8 +207,8 @@ absl::StatusOr<ExpertRecord> UdsExpertSource::MakeRecord(
                           .record_bytes = entry.record_bytes()};
     }
   }
-  return absl::Status(status.code(), absl::StrCat(status.message(), " (from expertd at ",
-                                                  options_.address, ")"));
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), " (from expertd at ", options_.address, ")"));
 }
 
 }  // namespace warp

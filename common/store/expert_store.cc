@@ -162,7 +162,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     in_flight_.erase(it);
     ++stats_.latency_us_buckets[LatencyBucket(ms)];
     if (slot) {
-      cache_.Unpin(key);  // the read's pin
+      cache_.Unpin(key);   // the read's pin
       if (!record.ok()) {  // never admitted: the slot goes back at once
         cache_.Erase(key);
         arena_->Free(*slot);

@@ -69,8 +69,8 @@ class RecordArena {
   std::byte* base_;  // MAP_SHARED, read-write, arena_bytes long
   const uint64_t slot_bytes_;
   const uint32_t num_slots_;
-  std::vector<uint32_t> free_;       // LIFO: a recently freed slot is warm in the TLB
-  std::vector<bool> allocated_;      // by slot, to catch double frees
+  std::vector<uint32_t> free_;   // LIFO: a recently freed slot is warm in the TLB
+  std::vector<bool> allocated_;  // by slot, to catch double frees
 };
 
 }  // namespace warp

@@ -119,17 +119,17 @@ absl::StatusOr<ReceivedFastPathHeader> RecvFastPathHeader(int socket) {
   const uint32_t magic = GetU32(preamble);
   const uint32_t header_bytes = GetU32(preamble + 4);
   if (magic != kFastPathMagic) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad frame magic 0x", absl::Hex(magic, absl::kZeroPad8), ", want 0x",
-                     absl::Hex(kFastPathMagic, absl::kZeroPad8)));
+    return absl::InvalidArgumentError(absl::StrCat("bad frame magic 0x",
+                                                   absl::Hex(magic, absl::kZeroPad8), ", want 0x",
+                                                   absl::Hex(kFastPathMagic, absl::kZeroPad8)));
   }
   if (header_bytes > kMaxFastPathHeaderBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("frame header of ", header_bytes,
-                                                   " bytes exceeds ", kMaxFastPathHeaderBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("frame header of ", header_bytes, " bytes exceeds ", kMaxFastPathHeaderBytes));
   }
   received.header.resize(header_bytes);
-  if (absl::Status status = RecvAll(socket, std::as_writable_bytes(std::span(received.header)),
-                                    &received.fd);
+  if (absl::Status status =
+          RecvAll(socket, std::as_writable_bytes(std::span(received.header)), &received.fd);
       !status.ok()) {
     return status;
   }

@@ -11,10 +11,12 @@
 #include <cerrno>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -77,7 +79,8 @@ class ExpertStoreTest : public ::testing::Test {
     for (const ExpertKey& key : AllKeys()) {
       auto bank = ReadFileToString(model_ / BankFileName(key.layer));
       WARP_ASSERT_OK(bank);
-      bank_bytes_[{key.layer, key.expert}] = bank->substr(key.expert * record_bytes_, record_bytes_);
+      bank_bytes_[{key.layer, key.expert}] =
+          bank->substr(key.expert * record_bytes_, record_bytes_);
     }
   }
 
@@ -91,13 +94,11 @@ class ExpertStoreTest : public ::testing::Test {
   void OpenStore(uint64_t cache_bytes, uint32_t io_threads, bool verify = true) {
     auto container = Container::Open(model_);
     WARP_ASSERT_OK(container);
-    auto store = ExpertStore::Open(
-        std::move(*container),
-        {.cache_bytes = cache_bytes,
-         .io_threads = io_threads,
-         .banks = {.verify = verify,
-                   .pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
-                                   std::string_view path) { return Pread(fd, out, offset, path); }}});
+    ExpertStore::Options options{.cache_bytes = cache_bytes, .io_threads = io_threads};
+    options.banks.verify = verify;
+    options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
+                                 std::string_view path) { return Pread(fd, out, offset, path); };
+    auto store = ExpertStore::Open(std::move(*container), std::move(options));
     WARP_ASSERT_OK(store);
     store_ = std::move(*store);
   }
@@ -469,9 +470,8 @@ TEST_F(ExpertStoreTest, DISABLED_DestroyingTheStoreCompletesQueuedDemandReads) {
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 1));
   BlockNextRead();
   absl::Notification first_done, queued_done;
-  store_->Fetch({1, 0}, Priority::kDemand, [&](absl::StatusOr<ExpertRecord>) {
-    first_done.Notify();
-  });
+  store_->Fetch({1, 0}, Priority::kDemand,
+                [&](absl::StatusOr<ExpertRecord>) { first_done.Notify(); });
   read_blocked_.WaitForNotification();
   store_->Fetch({1, 1}, Priority::kDemand, [&](absl::StatusOr<ExpertRecord>) {
     queued_done.Notify();  // the record (and its lease) goes with the argument
@@ -526,8 +526,7 @@ TEST_F(ExpertStoreTest, EioFailsOnlyThatKeyNamingTheFileAndExpert) {
 // stays 0. Short reads (also DataLoss) are miscounted the same way.
 TEST_F(ExpertStoreTest, DISABLED_EioIsCountedAsAReadErrorNotACrcError) {
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 1));
-  SetFault([](const ExpertKey&, int, std::span<std::byte>, uint64_t offset,
-              std::string_view path) {
+  SetFault([](const ExpertKey&, int, std::span<std::byte>, uint64_t offset, std::string_view path) {
     return ErrnoToStatus(EIO, absl::StrCat(std::string(path), " @", offset));
   });
   EXPECT_FALSE(ReadOne({1, 1}).ok());
@@ -544,8 +543,8 @@ TEST_F(ExpertStoreTest, ShortReadIsDataLoss) {
     // What PreadFull says when the file ends early.
     const size_t got = out.size() / 2;
     WARP_RETURN_IF_ERROR(PreadFull(fd, out.first(got), offset, path));
-    return absl::DataLossError(absl::StrCat(std::string(path), ": short read at ", offset,
-                                            ": got ", got, " of ", out.size(), " bytes"));
+    return absl::DataLossError(absl::StrCat(std::string(path), ": short read at ", offset, ": got ",
+                                            got, " of ", out.size(), " bytes"));
   });
   EXPECT_THAT(ReadOne(bad), StatusIs(absl::StatusCode::kDataLoss,
                                      AllOf(HasSubstr("expert 1 of layer 1"),

@@ -79,11 +79,10 @@ class ExpertSourceConformance : public ::testing::TestWithParam<Transport> {
       source_ = std::move(*store);
       return;
     }
-    const std::string listen = GetParam() == Transport::kGrpcUnix
-                                   ? "unix:" + (dir_ / "s.sock").string()
-                               : GetParam() == Transport::kFastPath
-                                   ? "fastpath:" + (dir_ / "f.sock").string()
-                                   : "tcp:127.0.0.1:" + tcp_port;
+    const std::string listen =
+        GetParam() == Transport::kGrpcUnix   ? "unix:" + (dir_ / "s.sock").string()
+        : GetParam() == Transport::kFastPath ? "fastpath:" + (dir_ / "f.sock").string()
+                                             : "tcp:127.0.0.1:" + tcp_port;
     auto daemon = warp::testing::Daemon::Start(
         {"--model", model_.string(), "--listen", listen, "--budget", "1M"});
     WARP_ASSERT_OK(daemon);

@@ -42,9 +42,9 @@ using ::warp::testing::Daemon;
 // suite. Exit code 137 means it was still running.
 CommandResult RunExpertd(const std::string& args) {
   const char* bin_dir = std::getenv("WARP_BIN_DIR");
-  const std::string command = absl::StrCat("timeout -s KILL 10 ",
-                                           bin_dir ? bin_dir : WARP_TEST_BIN_DIR, "/expertd ",
-                                           args, " 2>&1 </dev/null");
+  const std::string command =
+      absl::StrCat("timeout -s KILL 10 ", bin_dir ? bin_dir : WARP_TEST_BIN_DIR, "/expertd ", args,
+                   " 2>&1 </dev/null");
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -56,20 +56,16 @@ CommandResult RunExpertd(const std::string& args) {
   return result;
 }
 
-void WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 class ServeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    WARP_ASSERT_OK(warp::testing::WriteTinyContainer(model_));
-  }
+  void SetUp() override { WARP_ASSERT_OK(warp::testing::WriteTinyContainer(model_)); }
 
   // "serve --model M --listen unix:DIR/NAME" plus `extra`.
   std::string ServeArgs(const std::string& extra, const std::string& socket = "s.sock") {
-    return absl::StrCat("serve --model ", model_.string(), " --listen unix:",
-                        (dir_ / socket).string(), " ", extra);
+    return absl::StrCat("serve --model ", model_.string(),
+                        " --listen unix:", (dir_ / socket).string(), " ", extra);
   }
 
   // A connected gRPC client of `address` (as the daemon printed it).
@@ -138,16 +134,14 @@ TEST_F(ServeTest, UnknownConfigFieldIsAnError) {
   WriteFile(config, absl::StrCat("model: \"", model_.string(),
                                  "\"\n"
                                  "cache_budget: 1048576\n"));
-  const CommandResult result =
-      RunExpertd("serve --config " + config.string() + " --listen unix:" +
-                 (dir_ / "s.sock").string());
+  const CommandResult result = RunExpertd("serve --config " + config.string() +
+                                          " --listen unix:" + (dir_ / "s.sock").string());
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, AllOf(HasSubstr(config.string() + ":2:"), HasSubstr("cache_budget")));
 }
 
 TEST_F(ServeTest, NoModelIsAnError) {
-  const CommandResult result =
-      RunExpertd("serve --listen unix:" + (dir_ / "s.sock").string());
+  const CommandResult result = RunExpertd("serve --listen unix:" + (dir_ / "s.sock").string());
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("no --model"));
 }
@@ -265,9 +259,9 @@ TEST_F(ServeTest, SigtermDrainsExitsZeroAndRemovesTheSocket) {
 TEST_F(ServeTest, SigtermRemovesTheFastPathSocketToo) {
   const fs::path grpc_socket = dir_ / "g.sock";
   const fs::path fast_socket = dir_ / "f.sock";
-  auto daemon = Daemon::Start({"--model", model_.string(), "--listen",
-                               "unix:" + grpc_socket.string(), "--listen",
-                               "fastpath:" + fast_socket.string(), "--budget", "1M"});
+  auto daemon =
+      Daemon::Start({"--model", model_.string(), "--listen", "unix:" + grpc_socket.string(),
+                     "--listen", "fastpath:" + fast_socket.string(), "--budget", "1M"});
   WARP_ASSERT_OK(daemon);
   struct stat st;
   ASSERT_EQ(::lstat(fast_socket.c_str(), &st), 0);
@@ -292,8 +286,7 @@ TEST_F(ServeTest, SocketModeComesFromTheConfig) {
   const fs::path socket = dir_ / "s.sock";
   const fs::path config = dir_ / "c.textproto";
   WriteFile(config, absl::StrCat("model: \"", model_.string(), "\"\nsocket_mode: 0600\n"));
-  auto daemon = Daemon::Start(
-      {"--config", config.string(), "--listen", "unix:" + socket.string()});
+  auto daemon = Daemon::Start({"--config", config.string(), "--listen", "unix:" + socket.string()});
   WARP_ASSERT_OK(daemon);
   struct stat st;
   ASSERT_EQ(::lstat(socket.c_str(), &st), 0);
@@ -323,8 +316,8 @@ TEST_F(ServeTest, FlagsOverrideConfigFields) {
                                  (dir_ / "from-config.sock").string(),
                                  "\"\n"
                                  "budget_bytes: 1048576\n"));
-  auto daemon = Daemon::Start(
-      {"--config", config.string(), "--budget", "2M", "--listen", "tcp:127.0.0.1:0"});
+  auto daemon =
+      Daemon::Start({"--config", config.string(), "--budget", "2M", "--listen", "tcp:127.0.0.1:0"});
   WARP_ASSERT_OK(daemon);
   ASSERT_EQ((*daemon)->addresses().size(), 1u);
   const std::string address = (*daemon)->addresses()[0];
@@ -337,8 +330,8 @@ TEST_F(ServeTest, FlagsOverrideConfigFields) {
 TEST_F(ServeTest, ListenFromTheConfigIsUsed) {
   const fs::path socket = dir_ / "from-config.sock";
   const fs::path config = dir_ / "c.textproto";
-  WriteFile(config, absl::StrCat("model: \"", model_.string(), "\"\nlisten: \"unix:",
-                                 socket.string(), "\"\n"));
+  WriteFile(config, absl::StrCat("model: \"", model_.string(),
+                                 "\"\nlisten: \"unix:", socket.string(), "\"\n"));
   // No --listen flag, so Daemon does not wait for readiness: connect with retries.
   auto daemon = Daemon::Start({"--config", config.string()});
   WARP_ASSERT_OK(daemon);

@@ -50,8 +50,8 @@ class UdsTest : public ::testing::Test {
 
   // A daemon on fastpath_ (and grpc_, for Stats) whose cache holds `slots` records.
   void StartDaemon(uint32_t slots, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--model",  model_.string(), "--listen", fastpath_,
-                                      "--listen", grpc_};
+    std::vector<std::string> args = {"--model", model_.string(), "--listen",
+                                     fastpath_, "--listen",      grpc_};
     if (slots > 0) {
       args.push_back("--budget");
       args.push_back(absl::StrCat(slots * record_bytes_, "B"));
@@ -206,7 +206,10 @@ TEST_F(UdsTest, BadMagicClosesThatConnectionOnly) {
   std::unique_ptr<UdsExpertSource> client = Client();
   ASSERT_NE(client, nullptr);
   WARP_ASSERT_OK(ReadOne(*client, {1, 1}));
-  ScopedFd bad = RawConnection("NOPE\x04\x00\x00\x00" "abcd");
+  ScopedFd bad =
+      RawConnection(std::string("NOPE\x04\x00\x00\x00"
+                                "abcd",
+                                12));
   EXPECT_TRUE(ClosedByPeer(bad));
   // The connection already open, and new ones, are served as before.
   absl::StatusOr<ExpertRecord> record = ReadOne(*client, {2, 2});
@@ -290,10 +293,10 @@ TEST_F(UdsTest, TooManyKeysFailsTheWholeRequest) {
 
 TEST_F(UdsTest, HelloWithAnotherModelsFingerprintIsRefused) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
-  auto connection = FastPathConnection::Open(fastpath_.substr(9), 0xfeedull,
-                                             std::chrono::seconds(5), nullptr);
-  EXPECT_THAT(connection, StatusIs(absl::StatusCode::kFailedPrecondition,
-                                   HasSubstr("model fingerprint")));
+  auto connection =
+      FastPathConnection::Open(fastpath_.substr(9), 0xfeedull, std::chrono::seconds(5), nullptr);
+  EXPECT_THAT(connection,
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("model fingerprint")));
 }
 
 }  // namespace

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Beyond RAM: a synthetic k2-slice model at least twice the memory budget,
+# decoded with the budget as "RAM" (O_DIRECT reads bypass the page cache, so
+# the expert cache inside the budget is the only RAM the experts get).
+# A/B in the same run at equal budget: prefetch + lookahead, lookahead off,
+# the synchronous path. Figures go to docs/EFFICIENCY.md.
+#   tests/bench/beyond_ram.sh BUILD_DIR [MODEL_SIZE] [BUDGET]
+set -euo pipefail
+build=${1:-build}
+size=${2:-30G}
+budget=${3:-8G}
+work=$(mktemp -d "${TMPDIR:-/tmp}/warp-beyond.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$build/bin/computed" synth --quiet --arch deepseek_v3 --preset k2-slice --size "$size" \
+  "$work/k2.warp" | tail -1
+"$build/bin/computed" plan "$work/k2.warp" --context 64 --budget "$budget"
+prompt=$(seq -s, 11 26)  # 16 prompt tokens
+for config in "" "--lookahead 0" "--no-prefetch --lookahead 0" ""; do
+  echo
+  echo "== budget $budget ${config:-(prefetch + lookahead 6)}"
+  "$build/bin/computed" --log-level warn run "$work/k2.warp" "$prompt" -n 16 --budget "$budget" \
+    --prefill-chunk 1 --stages $config 2>&1 >/dev/null
+done

@@ -30,8 +30,8 @@ absl::StatusCode ErrnoToCode(int err) {
     case EINTR:
     case EBUSY:
       return absl::StatusCode::kUnavailable;
-    case EIO:
-      return absl::StatusCode::kDataLoss;
+    case EIO:  // the device failed the read: environmental, may succeed elsewhere or later
+      return absl::StatusCode::kUnavailable;
     default:
       return absl::StatusCode::kInternal;
   }

@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/store/expert_store.h"
 #include "expertd/grpc_service.h"
+#include "expertd/socket_path.h"
 #include "expertd/uds_server.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -67,22 +68,22 @@ absl::StatusOr<Listener> ParseListen(const std::string& spec) {
       absl::StrCat("--listen ", spec, ": expected unix:PATH, tcp:HOST:PORT or fastpath:PATH"));
 }
 
-// A stale socket file (no daemon behind it) would make bind fail.
-void RemoveStaleSocket(const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
-}
-
 // Starts gRPC on the unix: and tcp: listeners, recording the bound tcp ports;
 // null if there are none (a fast-path-only daemon).
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& service,
                                                         const v1::ExpertdConfig& config,
                                                         std::vector<Listener>& listeners) {
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second daemon would silently share
+  // the port and take half the connections. Refuse instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::string specs;
   for (Listener& listener : listeners) {
     if (listener.fastpath) continue;
-    if (!listener.socket_path.empty()) RemoveStaleSocket(listener.socket_path);
+    if (!listener.socket_path.empty()) {
+      WARP_RETURN_IF_ERROR(
+          Annotate(ClaimSocketPath(listener.socket_path), "cannot listen on " + listener.spec));
+    }
     builder.AddListeningPort(listener.address, grpc::InsecureServerCredentials(),
                              listener.socket_path.empty() ? &listener.port : nullptr);
     absl::StrAppend(&specs, specs.empty() ? "" : ", ", listener.spec);

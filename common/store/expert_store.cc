@@ -61,7 +61,13 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
       [this](const ExpertKey& key, Priority) { DropRead(key); });
 }
 
-ExpertStore::~ExpertStore() { io_.reset(); }  // joins the readers before the state goes
+ExpertStore::~ExpertStore() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;  // queued reads of any priority fail instead of vanishing
+  }
+  io_.reset();  // joins the readers before the state goes
+}
 
 ExpertRecord ExpertStore::LeasedRecord(const ExpertKey& key) {
   cache_.Pin(key);
@@ -105,12 +111,12 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
     return;
   }
   ++stats_.joined;
+  if (priority >= flight.priority) return;
   // A demand joining a queued speculative read must not wait behind the
-  // speculation: queue it again at the higher priority (the first to run wins).
-  if (!flight.started && priority < flight.priority) {
-    flight.priority = priority;
-    io_->Submit(key, priority);
-  }
+  // speculation: queue it again at the higher priority (the first to run
+  // wins). Joining a started read raises the priority it is admitted with.
+  flight.priority = priority;
+  if (!flight.started) io_->Submit(key, priority);
 }
 
 std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority) {
@@ -159,8 +165,12 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     absl::MutexLock lock(&mu_);
     auto it = in_flight_.find(key);
     waiters = std::move(it->second.waiters);
+    const Priority joined = it->second.priority;  // a demand may have joined mid-read
     in_flight_.erase(it);
     ++stats_.latency_us_buckets[LatencyBucket(ms)];
+    if (slot && record.ok() && joined < priority) {
+      cache_.Touch(key, KindOf(joined));  // a used prediction is warm, not wasted
+    }
     if (slot) {
       cache_.Unpin(key);   // the read's pin
       if (!record.ok()) {  // never admitted: the slot goes back at once
@@ -189,18 +199,22 @@ void ExpertStore::RunRead(const ExpertKey& key) {
 
 void ExpertStore::DropRead(const ExpertKey& key) {
   std::vector<Callback> waiters;
+  bool shutting_down;
   {
     absl::MutexLock lock(&mu_);
+    shutting_down = shutting_down_;
     auto it = in_flight_.find(key);
     if (it == in_flight_.end() || it->second.started) return;
-    if (!it->second.waiters.empty() && it->second.priority != Priority::kLookahead) return;
-    ++stats_.lookahead_dropped;
+    // A dropped duplicate of a read that a demand re-queued is not a cancellation.
+    if (!shutting_down_ && it->second.priority != Priority::kLookahead) return;
+    if (!shutting_down_) ++stats_.lookahead_dropped;
     waiters = std::move(it->second.waiters);
     in_flight_.erase(it);
   }
   for (Callback& waiter : waiters) {
-    waiter(absl::CancelledError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
-                                             ": speculative read cancelled")));
+    waiter(absl::CancelledError(absl::StrCat(
+        "expert ", key.expert, " of layer ", key.layer,
+        shutting_down ? ": the store is shutting down" : ": speculative read cancelled")));
   }
 }
 
@@ -223,7 +237,16 @@ void ExpertStore::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   }
 }
 
-size_t ExpertStore::CancelLookahead() { return io_->DropQueued(Priority::kLookahead); }
+size_t ExpertStore::CancelLookahead() {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = stats_.lookahead_dropped;
+  }
+  io_->DropQueued(Priority::kLookahead);
+  absl::MutexLock lock(&mu_);
+  return stats_.lookahead_dropped - before;  // queue entries a demand took over don't count
+}
 
 bool ExpertStore::IsCached(const ExpertKey& key) const {
   absl::MutexLock lock(&mu_);

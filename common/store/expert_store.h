@@ -110,6 +110,7 @@ class ExpertStore : public ExpertSource {
   // The slot of every resident key (a key being read into its slot included).
   absl::flat_hash_map<ExpertKey, uint32_t> slots_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ExpertKey, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   struct Stats {
     uint64_t hits = 0, misses = 0, joined = 0, crc_errors = 0, read_errors = 0;
     uint64_t read_bytes[3] = {0, 0, 0};  // by Priority

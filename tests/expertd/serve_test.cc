@@ -189,14 +189,7 @@ TEST_F(ServeTest, TcpPortHeldByAnotherProgramExitsNonZeroNamingTheAddress) {
   EXPECT_THAT(result.output, HasSubstr("cannot listen on " + address));
 }
 
-// DISABLED: gRPC servers set SO_REUSEPORT on TCP listeners by default
-// (GRPC_ARG_ALLOW_REUSEPORT), and Serve() does not turn it off, so a second
-// daemon binds a port a live daemon holds and starts serving: the kernel then
-// splits new connections between two daemons, which may serve different
-// disks. Fix: builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0) in
-// Serve(). Today this test sees the second daemon keep running (killed by the
-// 10 s timeout, exit 137).
-TEST_F(ServeTest, DISABLED_TcpPortInUseExitsNonZeroNamingTheAddress) {
+TEST_F(ServeTest, TcpPortInUseExitsNonZeroNamingTheAddress) {
   auto first = Daemon::Start({"--model", model_.string(), "--listen", "tcp:127.0.0.1:0"});
   WARP_ASSERT_OK(first);
   const std::string address = (*first)->addresses().at(0);
@@ -210,13 +203,7 @@ TEST_F(ServeTest, DISABLED_TcpPortInUseExitsNonZeroNamingTheAddress) {
   EXPECT_EQ((*first)->Stop(SIGTERM), 0);
 }
 
-// DISABLED: Serve() unlinks any socket file at a unix: listen path before
-// binding (RemoveStaleSocket only checks that it is a socket, not that no
-// daemon answers behind it), so a second daemon given a live daemon's path
-// takes the path over: it starts serving, and the first daemon, still
-// running, is unreachable. Fix: connect() to the path first; unlink only on
-// ECONNREFUSED, else fail "cannot listen on unix:PATH (in use)".
-TEST_F(ServeTest, DISABLED_UnixSocketOfALiveDaemonIsNotTakenOver) {
+TEST_F(ServeTest, UnixSocketOfALiveDaemonIsNotTakenOver) {
   const std::string listen = "unix:" + (dir_ / "s.sock").string();
   auto first = Daemon::Start({"--model", model_.string(), "--listen", listen});
   WARP_ASSERT_OK(first);

@@ -49,7 +49,8 @@ class UdsExpertSource : public ExpertSource {
 
   // Connects (says Hello, maps the cache). Errors name the address.
   static absl::StatusOr<std::unique_ptr<UdsExpertSource>> Connect(const Options& options);
-  // REQUIRES: no Read() in progress. Records still held stay valid.
+  // Finishes the batches already queued. Records still held stay valid (they
+  // hold their connection and mapping).
   ~UdsExpertSource() override;
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;

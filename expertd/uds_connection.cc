@@ -62,6 +62,7 @@ absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
     case v1::FastPathRequest::kPrefetch: {
       std::vector<ExpertKey> keys;
       for (const v1::ExpertKey& key : request.prefetch().keys()) {
+        if (keys.size() == max_keys_) break;  // a hint: the excess is dropped
         if (store_.container().RecordOffset(key.layer(), key.expert())) {
           keys.push_back({key.layer(), key.expert()});
         }

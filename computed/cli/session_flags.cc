@@ -16,7 +16,7 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--banks", flags.banks,
                   "Shard directories to read experts from, comma-separated (env WARP_BANK_SHARDS)");
   cmd->add_option("--stores", flags.stores,
-                  "expertd daemons to read experts from: unix:PATH,tcp:HOST:PORT,...");
+                  "expertd daemons: unix:PATH,tcp:HOST:PORT (gRPC), fastpath:PATH (zero-copy)");
   cmd->add_option("--threads", flags.threads, "Compute threads (default: every core)");
   cmd->add_option("--cpus", flags.cpus, "Pin compute threads to these CPUs, e.g. 0,1");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,

@@ -1,9 +1,11 @@
 #include "computed/engine/sources.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/client/fanout_source.h"
 #include "common/client/grpc_source.h"
+#include "common/client/uds_source.h"
 #include "common/status.h"
 #include "common/store/expert_store.h"
 
@@ -36,10 +38,24 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
+// A daemon: the zero-copy fast path for fastpath:PATH, gRPC otherwise.
+absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& address,
+                                                           v1::DescribeReply& description) {
+  if (absl::StartsWith(address, "fastpath:")) {
+    WARP_ASSIGN_OR_RETURN(auto client, UdsExpertSource::Connect({.address = address}));
+    description = client->description();
+    return client;
+  }
+  WARP_ASSIGN_OR_RETURN(auto client, GrpcExpertSource::Connect({.address = address}));
+  description = client->description();
+  return client;
+}
+
 absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& address,
                                                        uint64_t fingerprint) {
-  WARP_ASSIGN_OR_RETURN(auto client, GrpcExpertSource::Connect({.address = address}));
-  const v1::DescribeReply& description = client->description();
+  v1::DescribeReply description;
+  WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client,
+                        ConnectStore(address, description));
   WARP_RETURN_IF_ERROR(
       CheckFingerprint(fingerprint, description.model_fingerprint(), "expertd at " + address));
   std::vector<ExpertKey> held;

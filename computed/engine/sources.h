@@ -19,7 +19,7 @@ namespace warp::computed {
 
 struct SourceOptions {
   std::vector<std::string> bank_dirs;  // shard directories of the model, read in-process
-  std::vector<std::string> stores;     // expertd addresses: unix:PATH, tcp:HOST:PORT
+  std::vector<std::string> stores;     // expertd addresses: unix:PATH, tcp:HOST:PORT, fastpath:PATH
   uint64_t cache_bytes = 0;            // embedded record cache, split over the bank dirs
   uint32_t io_threads = 4;             // per embedded store
 };

@@ -14,8 +14,8 @@ grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::Describ
   const Manifest& manifest = container.manifest();
   reply->set_model_fingerprint(manifest.fingerprint);
   reply->set_architecture(manifest.architecture);
-  reply->set_shard_index(manifest.shard_map ? manifest.shard_map->shard_index : 0);
-  reply->set_num_shards(manifest.shard_map ? manifest.shard_map->num_shards : 1);
+  reply->set_shard_index(container.shard().first);
+  reply->set_num_shards(container.shard().second);
   for (const BankEntry& bank : manifest.banks) {
     v1::BankInfo* info = reply->add_banks();
     info->set_layer(bank.layer);

@@ -140,8 +140,11 @@ void BlockTerminationSignals() {
 
 absl::Status Serve(const v1::ExpertdConfig& config) {
   auto& log = Logger("expertd");
-  WARP_ASSIGN_OR_RETURN(std::shared_ptr<const Container> container,
-                        Container::Open(config.model()));
+  WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> opened, Container::Open(config.model()));
+  if (config.num_shards() > 0) {
+    WARP_RETURN_IF_ERROR(opened->RestrictToShard(config.shard_index(), config.num_shards()));
+  }
+  std::shared_ptr<const Container> container = std::move(opened);
   const Manifest& manifest = container->manifest();
   uint64_t bank_bytes = 0;
   for (const BankEntry& bank : manifest.banks) {
@@ -149,9 +152,9 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   }
   log.info("model {}: {} banks, {} of records, fingerprint {}{}", config.model(),
            manifest.banks.size(), FormatBytes(bank_bytes), FingerprintHex(manifest.fingerprint),
-           manifest.shard_map ? absl::StrCat(", shard ", manifest.shard_map->shard_index, "/",
-                                             manifest.shard_map->num_shards)
-                              : std::string());
+           container->shard().second > 1 ? absl::StrCat(", shard ", container->shard().first,
+                                                        "/", container->shard().second)
+                                         : std::string());
   WARP_ASSIGN_OR_RETURN(
       auto store,
       ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),

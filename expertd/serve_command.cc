@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/byte_size.h"
 #include "common/logging.h"
 #include "expertd/serve.h"
@@ -24,6 +27,7 @@ struct ServeFlags {
   uint32_t io_threads = 0;
   bool no_verify = false;
   uint32_t max_keys = 0;
+  std::string shard;  // "I/N"
 };
 
 absl::Status Run(const ServeFlags& flags) {
@@ -46,6 +50,17 @@ absl::Status Run(const ServeFlags& flags) {
   if (flags.io_threads) config.set_io_threads(flags.io_threads);
   if (flags.no_verify) config.set_skip_crc(true);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
+  if (!flags.shard.empty()) {
+    std::vector<std::string> parts = absl::StrSplit(flags.shard, '/');
+    uint32_t index = 0, count = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &index) ||
+        !absl::SimpleAtoi(parts[1], &count)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shard ", flags.shard, ": expected I/N, e.g. 0/2"));
+    }
+    config.set_shard_index(index);
+    config.set_num_shards(count);
+  }
   auto normalized = NormalizeConfig(config);
   if (!normalized.ok()) return normalized.status();
   if (!normalized->log_level().empty()) InitLogging(normalized->log_level());
@@ -67,6 +82,8 @@ std::function<int()> AddServeCommand(CLI::App& app) {
   cmd->add_flag("--no-verify", flags->no_verify,
                 "Skip the CRC32C of records read (footers are still checked)");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
+  cmd->add_option("--shard", flags->shard,
+                  "I/N: serve only experts e with e % N == I of an unsharded model");
   return [cmd, flags]() {
     if (!cmd->parsed()) return -1;
     const absl::Status status = Run(*flags);

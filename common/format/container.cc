@@ -189,6 +189,37 @@ RecordExpectation Container::Expectation(uint32_t layer, uint32_t expert) const 
                            .fingerprint = manifest_.fingerprint};
 }
 
+absl::Status Container::RestrictToShard(uint32_t shard_index, uint32_t num_shards) {
+  if (num_shards == 0 || shard_index >= num_shards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", shard_index, "/", num_shards, ": need 0 <= I < N"));
+  }
+  if (manifest_.shard_map) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir_.string(), ": is already shard ", manifest_.shard_map->shard_index, " of ",
+        manifest_.shard_map->num_shards, "; --shard applies to a whole model"));
+  }
+  for (size_t i = 0; i < manifest_.banks.size(); ++i) {
+    std::vector<uint32_t> held;
+    for (uint32_t expert : held_experts_[i]) {
+      if (expert % num_shards == shard_index) {
+        held.push_back(expert);
+      } else {
+        slot_of_expert_[i][expert] = -1;  // its record stays in the file, unserved
+      }
+    }
+    held_experts_[i] = std::move(held);
+  }
+  restricted_ = std::make_pair(shard_index, num_shards);
+  return absl::OkStatus();
+}
+
+std::pair<uint32_t, uint32_t> Container::shard() const {
+  if (restricted_) return *restricted_;
+  if (manifest_.shard_map) return {manifest_.shard_map->shard_index, manifest_.shard_map->num_shards};
+  return {0, 1};
+}
+
 const std::vector<uint32_t>& Container::HeldExperts(const BankEntry& bank) const {
   const size_t index = static_cast<size_t>(&bank - manifest_.banks.data());
   WARP_CHECK(index < held_experts_.size());

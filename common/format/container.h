@@ -52,6 +52,15 @@ class Container {
   // Experts of `bank` whose records this directory holds, in file order.
   const std::vector<uint32_t>& HeldExperts(const BankEntry& bank) const;
 
+  // Serves only experts e with e % num_shards == shard_index of an unsharded
+  // container (expertd serve --shard I/N: several daemons over one copy of the
+  // banks). The others become unknown keys. REQUIRES: before it is shared.
+  absl::Status RestrictToShard(uint32_t shard_index, uint32_t num_shards);
+
+  // (index, count) of the shard this container serves: from its shard map,
+  // or RestrictToShard; (0, 1) for the whole model.
+  std::pair<uint32_t, uint32_t> shard() const;
+
  private:
   Container(std::filesystem::path dir, Manifest manifest);
 
@@ -61,6 +70,7 @@ class Container {
   // expert its slot in the file (-1 if not held).
   std::vector<std::vector<uint32_t>> held_experts_;
   std::vector<std::vector<int32_t>> slot_of_expert_;
+  std::optional<std::pair<uint32_t, uint32_t>> restricted_;  // RestrictToShard
 };
 
 // The bank file name the writer uses for `layer`: "experts-L{layer}.bin".

@@ -97,6 +97,28 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   EXPECT_EQ(Logits("--stores " + absl::StrJoin(addresses, ",")), reference);
 }
 
+TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
+  const std::string reference = Logits("");
+  ASSERT_FALSE(reference.empty());
+  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
+  std::vector<std::string> addresses;
+  for (int i = 0; i < 2; ++i) {
+    auto daemon = warp::testing::Daemon::Start(
+        {"--model", Model(), "--shard", std::to_string(i) + "/2", "--listen",
+         i == 0 ? "fastpath:" + (dir_ / "f0").string() : "unix:" + (dir_ / "u1").string(),
+         "--budget", "1M"});
+    WARP_ASSERT_OK(daemon);
+    addresses.push_back((*daemon)->addresses().at(0));
+    daemons.push_back(std::move(*daemon));
+  }
+  EXPECT_EQ(Logits("--stores " + absl::StrJoin(addresses, ",")), reference);
+  // One half alone cannot serve the model: the other half's experts are held by no one.
+  auto result = RunBinary("computed", "logits " + Model() + " --tokens " + tokens_ +
+                                          " --stores " + addresses[0]);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, ::testing::HasSubstr("held by no shard"));
+}
+
 TEST_F(BitIdentityTest, AShardOfAnotherModelIsRefused) {
   auto other = RunBinary("computed", "convert --quiet " + Fixture("deepseek_v3_bf16") + " " +
                                          (dir_ / "other.warp").string());

@@ -280,6 +280,18 @@ TEST_F(UdsTest, RecordsOfTheOldMappingStayValidAcrossADaemonRestart) {
   EXPECT_EQ(AsString(fresh->bytes()), BankBytes({2, 1}));
 }
 
+TEST_F(UdsTest, SigtermWithAClientHoldingLeasesDrainsAndExitsZero) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4));
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<ExpertRecord> held = ReadOne(*client, {1, 7});
+  WARP_ASSERT_OK(held);
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(fastpath_.substr(9))));
+  // The daemon is gone; the bytes it shared stay readable until the record goes.
+  EXPECT_EQ(AsString(held->bytes()), BankBytes({1, 7}));
+}
+
 TEST_F(UdsTest, TooManyKeysFailsTheWholeRequest) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/4, {"--max-keys", "2"}));
   std::unique_ptr<UdsExpertSource> client = Client();

@@ -212,34 +212,6 @@ absl::Status VerifyBankSet(Scan& scan, size_t b) {
   return absl::OkStatus();
 }
 
-// The model's trunk, as `expertd verify` checks it (verify.cc keeps its own
-// copy private): each sub-tensor streamed with O_DIRECT, CRC per tensor.
-absl::Status VerifyTrunk(Scan& scan) {
-  const fs::path path = scan.model.TrunkPath();
-  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
-  AlignedBuffer& buffer = scan.model_buffer;
-  for (const TensorEntry& tensor : scan.model.manifest().trunk) {
-    uint32_t crc = 0;
-    for (const std::optional<Extent>& extent : {std::optional(tensor.data), tensor.scale}) {
-      if (!extent) continue;
-      for (uint64_t done = 0; done < extent->bytes; done += buffer.size()) {
-        const uint64_t n = std::min<uint64_t>(buffer.size(), extent->bytes - done);
-        std::span<std::byte> bytes = buffer.span().first(AlignUp(n, kBankAlignment));
-        WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), bytes, extent->offset + done, path.string()));
-        crc = Crc32cExtend(crc, bytes.first(n));
-      }
-      scan.report.bytes_read += extent->bytes;
-      scan.progress.Advance(extent->bytes);
-    }
-    if (tensor.crc32c && crc != *tensor.crc32c) {
-      scan.report.problems.push_back(absl::StrCat("trunk tensor ", tensor.name,
-                                                  ": checksum mismatch (", path.string(), " @",
-                                                  tensor.data.offset, ")"));
-    }
-    ++scan.report.trunk_tensors_checked;
-  }
-  return absl::OkStatus();
-}
 
 uint64_t TotalBytes(const Container& model, const std::vector<Shard>& shards, bool check_trunk) {
   uint64_t total = 0;
@@ -284,7 +256,9 @@ absl::StatusOr<VerifyReport> VerifyShardSet(const fs::path& model,
             .progress = ProgressBar("verify", TotalBytes(*container, shards, options.check_trunk),
                                     options.show_progress),
             .report = report};
-  if (options.check_trunk) WARP_RETURN_IF_ERROR(VerifyTrunk(scan));
+  if (options.check_trunk) {
+    WARP_RETURN_IF_ERROR(VerifyTrunk(scan.model, scan.model_buffer, scan.progress, scan.report));
+  }
   for (size_t b = 0; b < container->manifest().banks.size(); ++b) {
     WARP_RETURN_IF_ERROR(VerifyBankSet(scan, b));
   }

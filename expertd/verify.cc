@@ -57,6 +57,8 @@ absl::Status VerifyBank(const Container& container, const BankEntry& bank,
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // Streams each trunk sub-tensor through `buffer` with O_DIRECT: extents start
 // on 4 KiB boundaries and trunk.bin is padded to one, so aligned reads of the
 // rounded-up length stay inside the file.
@@ -85,8 +87,6 @@ absl::Status VerifyTrunk(const Container& container, AlignedBuffer& buffer, Prog
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<VerifyReport> VerifyContainer(const fs::path& dir, const VerifyOptions& options) {
   // Footers are checked record by record below, so a bad first record is

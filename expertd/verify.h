@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/format/container.h"
+#include "common/io/aligned_buffer.h"
+#include "common/progress.h"
 
 namespace warp::expertd {
 
@@ -29,6 +32,11 @@ struct VerifyReport {
   // mismatch (m.warp/experts-L1.bin @ 49152)".
   std::vector<std::string> problems;
 };
+
+// Checks the CRC32C of every trunk tensor, streaming each sub-tensor through
+// `buffer` (4 KiB aligned) with O_DIRECT; bad tensors are added to `report`.
+absl::Status VerifyTrunk(const Container& container, AlignedBuffer& buffer, ProgressBar& progress,
+                         VerifyReport& report);
 
 // Fails only when the container cannot be opened (missing or truncated files,
 // bad manifest); record-level damage is listed in the report.

@@ -21,3 +21,17 @@ for config in "" "--lookahead 0" "--no-prefetch --lookahead 0" ""; do
   "$build/bin/computed" --log-level warn run "$work/k2.warp" "$prompt" -n 16 --budget "$budget" \
     --prefill-chunk 1 --stages $config 2>&1 >/dev/null
 done
+
+# --learn: a cold run records the experts it used (and its routing trace);
+# the next run preloads the hottest into the cache. Warm vs cold hit rate.
+echo
+echo "== cold run with --learn --trace, then a warm run"
+"$build/bin/computed" --log-level warn run "$work/k2.warp" "$prompt" -n 16 --budget "$budget" \
+  --prefill-chunk 1 --learn --trace "$work/trace.txt" 2>&1 >/dev/null | grep '^\['
+"$build/bin/computed" --log-level warn run "$work/k2.warp" "$prompt" -n 16 --budget "$budget" \
+  --prefill-chunk 1 2>&1 >/dev/null | grep '^\['
+
+echo
+echo "== cache policies on the recorded trace (records of 23.6 MiB; the run's cache held"
+echo "   $(( $(numfmt --from=iec "$budget") * 3 / 4 / 24776704 )) of them at most)"
+"$build/bench/cache_sim" "$work/trace.txt" --fractions 0.05,0.1,0.25,0.5

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -21,11 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::warp::testing::RunBinary;
 
-std::string Fixture(const std::string& name) {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  return (fs::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests/fixtures" / name)
-      .string();
-}
+std::string Fixture(const std::string& name) { return warp::testing::FixtureDir(name).string(); }
 
 class BitIdentityTest : public ::testing::Test {
  protected:

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -82,12 +83,7 @@ TEST_F(ComputedCliTest, SynthHelpListsThePresets) {
 namespace warp::computed {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  return (std::filesystem::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests" /
-          "fixtures" / name)
-      .string();
-}
+std::string Fixture(const std::string& name) { return warp::testing::FixtureDir(name).string(); }
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);

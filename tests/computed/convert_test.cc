@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -20,10 +21,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::warp::testing::StatusIs;
 
-fs::path FixtureDir(const std::string& name) {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  return fs::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests" / "fixtures" / name;
-}
+using ::warp::testing::FixtureDir;
 
 // A writable copy of a fixture checkpoint, to damage.
 class ConvertTest : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -67,9 +68,7 @@ Quality Compare(const std::vector<float>& native, const std::vector<float>& quan
 class QuantQualityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QuantQualityTest, QuantizedExpertsStayCloseToNative) {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  const fs::path fixture =
-      fs::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests/fixtures" / GetParam();
+  const fs::path fixture = warp::testing::FixtureDir(GetParam());
   std::vector<int32_t> tokens;
   {
     std::ifstream in(fixture / "tokens.txt");

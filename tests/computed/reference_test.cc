@@ -16,6 +16,7 @@
 #include "computed/engine/transformer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -24,10 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path FixtureDir(const std::string& name) {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  return fs::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "tests" / "fixtures" / name;
-}
+using ::warp::testing::FixtureDir;
 
 std::vector<int32_t> ReadIds(const fs::path& path) {
   std::ifstream in(path);

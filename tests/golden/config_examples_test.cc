@@ -14,6 +14,7 @@
 #include "expertd/serve.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace warp::expertd {
@@ -22,10 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-fs::path SourceDir() {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  return source_dir ? source_dir : WARP_TEST_SOURCE_DIR;
-}
+using ::warp::testing::SourceDir;
 
 std::vector<fs::path> ExampleConfigs() {
   std::vector<fs::path> configs;

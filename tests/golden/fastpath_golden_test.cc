@@ -9,29 +9,15 @@
 
 #include "common/wire/fastpath_frame.h"
 #include "gtest/gtest.h"
+#include "tests/testing/golden_doc.h"
 #include "tests/testing/hex_dump.h"
 #include "warp/v1/fastpath.pb.h"
 
 namespace warp {
 namespace {
 
-std::string FormatDoc() {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  std::ifstream in(std::filesystem::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "docs" /
-                   "FORMAT.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The fenced block that follows the marker line "<!-- golden:NAME -->".
-std::string GoldenBlock(const std::string& doc, const std::string& name) {
-  const std::string marker = "<!-- golden:" + name + " -->\n```text\n";
-  const size_t begin = doc.find(marker);
-  if (begin == std::string::npos) return "(no block " + name + " in docs/FORMAT.md)";
-  const size_t start = begin + marker.size();
-  return doc.substr(start, doc.find("```", start) - start);
-}
+using ::warp::testing::FormatDoc;
+using ::warp::testing::GoldenBlock;
 
 std::string HelloFrame() {
   v1::FastPathRequest request;

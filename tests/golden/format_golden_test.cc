@@ -13,6 +13,7 @@
 #include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
 #include "gtest/gtest.h"
+#include "tests/testing/golden_doc.h"
 #include "tests/testing/hex_dump.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -20,23 +21,8 @@
 namespace warp {
 namespace {
 
-std::string FormatDoc() {
-  const char* source_dir = std::getenv("WARP_SOURCE_DIR");
-  std::ifstream in(std::filesystem::path(source_dir ? source_dir : WARP_TEST_SOURCE_DIR) / "docs" /
-                   "FORMAT.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The fenced block that follows the marker line "<!-- golden:NAME -->".
-std::string GoldenBlock(const std::string& doc, const std::string& name) {
-  const std::string marker = "<!-- golden:" + name + " -->\n```text\n";
-  const size_t begin = doc.find(marker);
-  if (begin == std::string::npos) return "(no block " + name + " in docs/FORMAT.md)";
-  const size_t start = begin + marker.size();
-  return doc.substr(start, doc.find("```", start) - start);
-}
+using ::warp::testing::FormatDoc;
+using ::warp::testing::GoldenBlock;
 
 void FillFloats(std::span<std::byte> out, std::initializer_list<float> values) {
   std::memcpy(out.data(), std::data(values), values.size() * sizeof(float));

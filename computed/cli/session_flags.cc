@@ -19,6 +19,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                   "expertd daemons: unix:PATH,tcp:HOST:PORT (gRPC), fastpath:PATH (zero-copy)");
   cmd->add_option("--threads", flags.threads, "Compute threads (default: every core)");
   cmd->add_option("--cpus", flags.cpus, "Pin compute threads to these CPUs, e.g. 0,1");
+  cmd->add_option("--io-threads", flags.io_threads,
+                  "Reader threads of the embedded store: reads in flight")
+      ->capture_default_str();
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,
                   "Prompt tokens per prefill chunk (default: the whole prompt)");
   cmd->add_flag("--no-prefetch", flags.no_prefetch,
@@ -37,6 +40,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags,
                          .bank_dirs = SplitList(flags.banks),
                          .stores = SplitList(flags.stores),
                          .threads = flags.threads,
+                         .io_threads = flags.io_threads,
                          .prefill_chunk = flags.prefill_chunk,
                          .prefetch = !flags.no_prefetch,
                          .experts_per_token = flags.experts_per_token,

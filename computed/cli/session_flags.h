@@ -19,6 +19,7 @@ struct SessionFlags {
   std::string budget;
   std::string cpus;
   uint32_t threads = 0;
+  uint32_t io_threads = 4;
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;
   int lookahead = -1;  // -1: WARP_LOOKAHEAD or 6

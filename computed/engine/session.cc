@@ -63,7 +63,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   WARP_ASSIGN_OR_RETURN(s.source_,
                         OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
                                                         .stores = options.stores,
-                                                        .cache_bytes = s.budget_.cache_bytes}));
+                                                        .cache_bytes = s.budget_.cache_bytes,
+                                                        .io_threads = options.io_threads}));
   const std::vector<ExpertKey> warm = WarmSet(*s.container_, s.budget_.cache_bytes);
   if (!warm.empty()) {
     log.info("preloading {} learned hot experts", warm.size());

@@ -31,6 +31,7 @@ struct SessionOptions {
   std::vector<std::string> stores;     // --stores
   std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
   uint32_t threads = 0;                // 0: every core
+  uint32_t io_threads = 4;             // embedded store reader threads (reads in flight)
   std::vector<int> cpus;               // --cpus: pin compute threads
   uint32_t prefill_chunk = 0;          // 0: the whole prompt at once
   bool prefetch = true;                // --no-prefetch: false

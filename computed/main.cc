@@ -13,10 +13,8 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   std::vector<warp::computed::CommandRunner> runners = {
-      warp::computed::AddConvertCommand(app),
-      warp::computed::AddLogitsCommand(app),
-      warp::computed::AddRunCommand(app),
-      warp::computed::AddSynthCommand(app),
+      warp::computed::AddConvertCommand(app), warp::computed::AddLogitsCommand(app),
+      warp::computed::AddRunCommand(app),     warp::computed::AddSynthCommand(app),
       warp::computed::AddPlanCommand(app),
   };
   CLI11_PARSE(app, argc, argv);

@@ -30,14 +30,15 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
                                      grpc::ServerWriter<v1::ReadChunk>* writer) {
   const uint64_t fingerprint = store_.container().manifest().fingerprint;
   if (request->model_fingerprint() != 0 && request->model_fingerprint() != fingerprint) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("model fingerprint ", FingerprintHex(request->model_fingerprint()),
-                                     " differs from this daemon's ", FingerprintHex(fingerprint)));
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("model fingerprint ", FingerprintHex(request->model_fingerprint()),
+                     " differs from this daemon's ", FingerprintHex(fingerprint)));
   }
   if (static_cast<uint32_t>(request->keys_size()) > max_keys_) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat(request->keys_size(), " keys exceed the limit of ",
-                                     max_keys_, " per request"));
+                        absl::StrCat(request->keys_size(), " keys exceed the limit of ", max_keys_,
+                                     " per request"));
   }
   std::vector<ExpertKey> keys;
   for (const v1::ExpertKey& key : request->keys()) keys.push_back({key.layer(), key.expert()});
@@ -77,8 +78,8 @@ grpc::Status ExpertServiceImpl::Prefetch(grpc::ServerContext*, const v1::Prefetc
       keys.push_back({key.layer(), key.expert()});
     }
   }
-  const Priority priority = request->priority() == v1::PRIORITY_CERTAIN ? Priority::kCertain
-                                                                          : Priority::kLookahead;
+  const Priority priority =
+      request->priority() == v1::PRIORITY_CERTAIN ? Priority::kCertain : Priority::kLookahead;
   store_.Prefetch(keys, priority);
   reply->set_accepted(static_cast<uint32_t>(keys.size()));
   return grpc::Status::OK;

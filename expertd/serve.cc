@@ -152,14 +152,13 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   }
   log.info("model {}: {} banks, {} of records, fingerprint {}{}", config.model(),
            manifest.banks.size(), FormatBytes(bank_bytes), FingerprintHex(manifest.fingerprint),
-           container->shard().second > 1 ? absl::StrCat(", shard ", container->shard().first,
-                                                        "/", container->shard().second)
-                                         : std::string());
-  WARP_ASSIGN_OR_RETURN(
-      auto store,
-      ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
-                                    .io_threads = config.io_threads(),
-                                    .banks = {.verify = !config.skip_crc()}}));
+           container->shard().second > 1
+               ? absl::StrCat(", shard ", container->shard().first, "/", container->shard().second)
+               : std::string());
+  WARP_ASSIGN_OR_RETURN(auto store,
+                        ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
+                                                      .io_threads = config.io_threads(),
+                                                      .banks = {.verify = !config.skip_crc()}}));
   log.info("cache {}, {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
            config.io_threads(), config.skip_crc() ? "off" : "on");
 

@@ -212,7 +212,6 @@ absl::Status VerifyBankSet(Scan& scan, size_t b) {
   return absl::OkStatus();
 }
 
-
 uint64_t TotalBytes(const Container& model, const std::vector<Shard>& shards, bool check_trunk) {
   uint64_t total = 0;
   for (const TensorEntry& tensor : model.manifest().trunk) {

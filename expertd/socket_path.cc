@@ -24,7 +24,8 @@ absl::Status ClaimSocketPath(const std::string& path) {
   std::memcpy(address.sun_path, path.c_str(), path.size());
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoToStatus(errno, path);
-  const bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+  const bool live =
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
   ::close(fd);
   if (live) {
     return absl::FailedPreconditionError("a running daemon already listens on this socket");

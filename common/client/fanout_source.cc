@@ -11,9 +11,9 @@ absl::StatusOr<std::unique_ptr<FanoutExpertSource>> FanoutExpertSource::Create(
     for (const ExpertKey& key : fanout->members_[m].held) {
       auto [it, inserted] = fanout->owner_.emplace(key, m);
       if (!inserted) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "expert ", key.expert, " of layer ", key.layer, " is held by both ",
-            fanout->members_[it->second].name, " and ", fanout->members_[m].name));
+        return absl::InvalidArgumentError(
+            absl::StrCat("expert ", key.expert, " of layer ", key.layer, " is held by both ",
+                         fanout->members_[it->second].name, " and ", fanout->members_[m].name));
       }
     }
   }
@@ -42,9 +42,10 @@ std::shared_ptr<ReadBatch> FanoutExpertSource::Read(std::span<const ExpertKey> k
     std::vector<ExpertKey> sub;
     for (size_t i : parts[m]) sub.push_back(keys[i]);
     // Each completion goes straight to the caller's batch, as it lands.
-    members_[m].source->Read(sub, priority)
-        ->ForwardTo([batch, positions = std::move(parts[m])](
-                        size_t index, absl::StatusOr<ExpertRecord> record) {
+    members_[m]
+        .source->Read(sub, priority)
+        ->ForwardTo([batch, positions = std::move(parts[m])](size_t index,
+                                                             absl::StatusOr<ExpertRecord> record) {
           batch->Complete(positions[index], std::move(record));
         });
   }

@@ -33,16 +33,14 @@ absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
   const grpc::Status status =
       source->stub_->Describe(&context, v1::DescribeRequest(), &source->description_);
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("expertd at ", options.address,
-                                               " is unreachable: ", status.error_message()));
+    return absl::UnavailableError(
+        absl::StrCat("expertd at ", options.address, " is unreachable: ", status.error_message()));
   }
   return source;
 }
 
 GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel)
-    : options_(options),
-      channel_(std::move(channel)),
-      stub_(v1::ExpertStore::NewStub(channel_)) {
+    : options_(options), channel_(std::move(channel)), stub_(v1::ExpertStore::NewStub(channel_)) {
   for (size_t i = 0; i < std::max<size_t>(1, options.reader_threads); ++i) {
     threads_.emplace_back([this] { Loop(); });
   }
@@ -120,20 +118,20 @@ void GrpcExpertSource::RunJob(const Job& job) {
       break;  // a request-level refusal: retrying cannot help
     }
     Logger("computed.client")
-        .warn("expertd at {}: {}; retrying in {} ms", options_.address,
-              std::string(last.message()), backoff.count());
+        .warn("expertd at {}: {}; retrying in {} ms", options_.address, std::string(last.message()),
+              backoff.count());
     std::this_thread::sleep_for(backoff);
     backoff *= 2;
   }
   const bool unreachable = last.code() == absl::StatusCode::kUnavailable ||
                            last.code() == absl::StatusCode::kDeadlineExceeded;
   const absl::Status failure =
-      unreachable ? absl::UnavailableError(absl::StrCat("expertd at ", options_.address,
-                                                        " is unreachable after ",
-                                                        options_.max_attempts, " attempts: ",
-                                                        last.message()))
-                  : absl::Status(last.code(), absl::StrCat("expertd at ", options_.address, ": ",
-                                                           last.message()));
+      unreachable
+          ? absl::UnavailableError(absl::StrCat("expertd at ", options_.address,
+                                                " is unreachable after ", options_.max_attempts,
+                                                " attempts: ", last.message()))
+          : absl::Status(last.code(),
+                         absl::StrCat("expertd at ", options_.address, ": ", last.message()));
   for (size_t i = 0; i < job.keys.size(); ++i) {
     if (!done[i]) job.batch->Complete(i, failure);
   }
@@ -160,8 +158,8 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
   std::shared_ptr<AlignedBuffer> buffer;
   while (reader->Read(&chunk)) {
     if (chunk.index() >= index_of.size()) {
-      return absl::DataLossError(absl::StrCat("chunk for request index ", chunk.index(),
-                                              " of ", index_of.size()));
+      return absl::DataLossError(
+          absl::StrCat("chunk for request index ", chunk.index(), " of ", index_of.size()));
     }
     const size_t i = index_of[chunk.index()];
     const ExpertKey& key = job.keys[i];
@@ -182,13 +180,15 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
         CheckReceived(buffer->span().first(record_bytes), key, description_.model_fingerprint());
     done[i] = true;
     if (!status.ok()) {
-      job.batch->Complete(i, absl::Status(status.code(), absl::StrCat(status.message(),
-                                                                      " (from expertd at ",
-                                                                      options_.address, ")")));
+      job.batch->Complete(
+          i, absl::Status(status.code(), absl::StrCat(status.message(), " (from expertd at ",
+                                                      options_.address, ")")));
     } else {
       std::span<const std::byte> data = buffer->span().first(record_bytes);
-      job.batch->Complete(i, ExpertRecord{.key = key, .owner = std::move(buffer), .data = data,
-                                          .record_bytes = record_bytes});
+      job.batch->Complete(
+          i,
+          ExpertRecord{
+              .key = key, .owner = std::move(buffer), .data = data, .record_bytes = record_bytes});
     }
     buffer.reset();
   }

@@ -33,9 +33,9 @@ class GrpcExpertSource : public ExpertSource {
     // doubling from 100 ms, 6 attempts wait about 6 s for a daemon to restart.
     int max_attempts = 6;
     std::chrono::milliseconds backoff{100};
-    std::chrono::milliseconds connect_timeout{5000};  // for Connect()'s Describe
+    std::chrono::milliseconds connect_timeout{5000};   // for Connect()'s Describe
     std::chrono::milliseconds attempt_timeout{60000};  // one streaming Read
-    size_t reader_threads = 2;  // batches read concurrently
+    size_t reader_threads = 2;                         // batches read concurrently
   };
 
   // Connects and reads the daemon's Describe. Errors name the address.

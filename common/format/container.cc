@@ -195,9 +195,9 @@ absl::Status Container::RestrictToShard(uint32_t shard_index, uint32_t num_shard
         absl::StrCat("shard ", shard_index, "/", num_shards, ": need 0 <= I < N"));
   }
   if (manifest_.shard_map) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        dir_.string(), ": is already shard ", manifest_.shard_map->shard_index, " of ",
-        manifest_.shard_map->num_shards, "; --shard applies to a whole model"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir_.string(), ": is already shard ", manifest_.shard_map->shard_index, " of ",
+                     manifest_.shard_map->num_shards, "; --shard applies to a whole model"));
   }
   for (size_t i = 0; i < manifest_.banks.size(); ++i) {
     std::vector<uint32_t> held;
@@ -216,7 +216,8 @@ absl::Status Container::RestrictToShard(uint32_t shard_index, uint32_t num_shard
 
 std::pair<uint32_t, uint32_t> Container::shard() const {
   if (restricted_) return *restricted_;
-  if (manifest_.shard_map) return {manifest_.shard_map->shard_index, manifest_.shard_map->num_shards};
+  if (manifest_.shard_map)
+    return {manifest_.shard_map->shard_index, manifest_.shard_map->num_shards};
   return {0, 1};
 }
 

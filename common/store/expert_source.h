@@ -93,8 +93,7 @@ class ExpertSource {
   // Issues reads of every key and returns at once. A bad key (unknown,
   // corrupt, I/O error) fails only itself, with a message naming the layer,
   // expert and file or address.
-  virtual std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys,
-                                          Priority priority) = 0;
+  virtual std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) = 0;
 
   // Hints: fetch these into the source's cache if it has one. Returns at once.
   virtual void Prefetch(std::span<const ExpertKey> keys, Priority priority) {

@@ -218,12 +218,12 @@ void ExpertStore::DropRead(const ExpertKey& key) {
   }
 }
 
-std::shared_ptr<ReadBatch> ExpertStore::Read(std::span<const ExpertKey> keys,
-                                             Priority priority) {
+std::shared_ptr<ReadBatch> ExpertStore::Read(std::span<const ExpertKey> keys, Priority priority) {
   auto batch = std::make_shared<ReadBatch>(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    Fetch(keys[i], priority,
-          [batch, i](absl::StatusOr<ExpertRecord> record) { batch->Complete(i, std::move(record)); });
+    Fetch(keys[i], priority, [batch, i](absl::StatusOr<ExpertRecord> record) {
+      batch->Complete(i, std::move(record));
+    });
   }
   return batch;
 }
@@ -276,7 +276,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
       {"queue_depth", io_->queue_depth()},
   };
-  constexpr const char* kBuckets[] = {"lt_0_1ms", "lt_0_3ms", "lt_1ms",  "lt_3ms",
+  constexpr const char* kBuckets[] = {"lt_0_1ms", "lt_0_3ms", "lt_1ms",   "lt_3ms",
                                       "lt_10ms",  "lt_30ms",  "lt_100ms", "ge_100ms"};
   for (size_t i = 0; i < 8; ++i) {
     counters[absl::StrCat("read_latency_", kBuckets[i])] = stats_.latency_us_buckets[i];

@@ -1,6 +1,5 @@
-#include "common/store/expert_source.h"
-
 #include "common/check.h"
+#include "common/store/expert_source.h"
 
 // GCC 12 reports a false maybe-uninitialized on moving an
 // optional<pair<size_t, StatusOr<ExpertRecord>>>; the value is always set.

@@ -44,8 +44,8 @@ struct LogitsFlags {
 absl::Status Run(const LogitsFlags& flags) {
   auto tokens = ParseTokenIds(flags.tokens);
   if (!tokens.ok()) return tokens.status();
-  auto options = ToSessionOptions(flags.session,
-                                  static_cast<uint32_t>(tokens->size()) + flags.greedy + 1);
+  auto options =
+      ToSessionOptions(flags.session, static_cast<uint32_t>(tokens->size()) + flags.greedy + 1);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();

@@ -28,12 +28,12 @@ struct RunFlags {
 absl::Status Run(const RunFlags& flags) {
   auto tokens = ParseTokenIds(flags.prompt);
   if (!tokens.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the prompt must be token ids (\"1,2,3\") until the tokenizer lands: ",
-        tokens.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the prompt must be token ids (\"1,2,3\") until the tokenizer lands: ",
+                     tokens.status().message()));
   }
-  auto options = ToSessionOptions(flags.session,
-                                  static_cast<uint32_t>(tokens->size()) + flags.max_tokens + 1);
+  auto options =
+      ToSessionOptions(flags.session, static_cast<uint32_t>(tokens->size()) + flags.max_tokens + 1);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();

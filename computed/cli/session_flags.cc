@@ -11,8 +11,9 @@ namespace warp::computed {
 
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("model", flags.model, "MODEL.warp")->required();
-  cmd->add_option("--budget", flags.budget,
-                  "Memory budget for trunk + KV + expert cache, e.g. 8G (default: computed plan's)");
+  cmd->add_option(
+      "--budget", flags.budget,
+      "Memory budget for trunk + KV + expert cache, e.g. 8G (default: computed plan's)");
   cmd->add_option("--banks", flags.banks,
                   "Shard directories to read experts from, comma-separated (env WARP_BANK_SHARDS)");
   cmd->add_option("--stores", flags.stores,
@@ -34,8 +35,7 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_flag("--learn", flags.learn, "Record the experts used into the model's usage.warp");
 }
 
-absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags,
-                                                uint32_t max_positions) {
+absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint32_t max_positions) {
   SessionOptions options{.model = flags.model,
                          .bank_dirs = SplitList(flags.banks),
                          .stores = SplitList(flags.stores),

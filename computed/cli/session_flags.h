@@ -31,7 +31,6 @@ struct SessionFlags {
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
 
 // Resolves flags and environment (WARP_BANK_SHARDS, WARP_LOOKAHEAD).
-absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags,
-                                                uint32_t max_positions);
+absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint32_t max_positions);
 
 }  // namespace warp::computed

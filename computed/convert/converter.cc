@@ -80,8 +80,8 @@ class Converter {
     if (source->dtype == SourceDtype::kF8E4M3) {
       out.scale_inv = checkpoint_.Find(name + "_scale_inv");
       if (out.scale_inv == nullptr) {
-        return absl::NotFoundError(absl::StrCat("tensor ", name, " is F8_E4M3 but ", name,
-                                                "_scale_inv is missing"));
+        return absl::NotFoundError(
+            absl::StrCat("tensor ", name, " is F8_E4M3 but ", name, "_scale_inv is missing"));
       }
     }
     if (std::string problem = ShapeProblem(format, shape); !problem.empty()) {
@@ -110,8 +110,8 @@ class Converter {
     }
     const uint64_t cols = t.spec.shape.size() == 2 ? t.spec.shape[1] : t.spec.shape[0];
     const uint64_t rows = t.spec.shape.size() == 2 ? t.spec.shape[0] : 1;
-    const uint64_t row_bytes = scale ? ScaleBytes(t.spec.format, {1, cols})
-                                     : DataBytes(t.spec.format, {1, cols});
+    const uint64_t row_bytes =
+        scale ? ScaleBytes(t.spec.format, {1, cols}) : DataBytes(t.spec.format, {1, cols});
     const uint64_t first = offset / row_bytes;
     const uint64_t last = std::min(rows, (offset + out.size() + row_bytes - 1) / row_bytes);
     std::vector<float> values((last - first) * cols);
@@ -218,7 +218,8 @@ absl::StatusOr<std::optional<TokenizerRef>> CopyTokenizer(const fs::path& from,
   for (const char* name : kTokenizerFiles) {
     if (!fs::exists(from / name)) continue;
     fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing, error);
-    if (error) return absl::InternalError(absl::StrCat((to / name).string(), ": ", error.message()));
+    if (error)
+      return absl::InternalError(absl::StrCat((to / name).string(), ": ", error.message()));
     ref.files.push_back(name);
   }
   if (fs::exists(from / kChatTemplateFile)) {
@@ -238,8 +239,7 @@ uint64_t CheckpointFingerprint(const json& config, const Checkpoint& checkpoint,
   hash = Fnv1a64(absl::StrCat("experts=", options.experts, " trunk=", options.trunk), hash);
   for (const auto& [name, tensor] : checkpoint.tensors()) {
     hash = Fnv1a64(absl::StrCat(name, ":", std::string(SourceDtypeName(tensor.dtype)),
-                                ShapeString(tensor.shape),
-                                ":", tensor.bytes, ";"),
+                                ShapeString(tensor.shape), ":", tensor.bytes, ";"),
                    hash);
   }
   return hash;
@@ -264,14 +264,15 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& hf_dir, const fs
   Manifest header;
   header.architecture = std::string(ArchitectureName(model->arch));
   header.config = config;
-  header.source = absl::StrCat("computed convert ", hf_dir.string(), " --experts ",
-                               options.experts, " --trunk ", options.trunk);
+  header.source = absl::StrCat("computed convert ", hf_dir.string(), " --experts ", options.experts,
+                               " --trunk ", options.trunk);
   header.fingerprint = CheckpointFingerprint(config, *checkpoint, options);
   WARP_ASSIGN_OR_RETURN(auto writer, ContainerWriter::Create(out, std::move(header),
                                                              {.direct_io = options.direct_io}));
-  Logger("computed").info("converting {} ({}, {} layers, {} experts/layer, {}) to {}",
-                          hf_dir.string(), model_type, model->num_layers, model->num_experts,
-                          FormatBytes(checkpoint->total_bytes()), out.string());
+  Logger("computed")
+      .info("converting {} ({}, {} layers, {} experts/layer, {}) to {}", hf_dir.string(),
+            model_type, model->num_layers, model->num_experts,
+            FormatBytes(checkpoint->total_bytes()), out.string());
   ProgressBar progress("convert", checkpoint->total_bytes(), options.show_progress);
   Converter converter(*checkpoint, *model, options, progress);
   absl::Status status = converter.WriteTrunk(*writer);

@@ -21,8 +21,8 @@ uint16_t QuantizeBlock(const float* x, int8_t* codes) {
   const float scale = HalfToFloat(scale_bits);
   for (uint64_t i = 0; i < kRowBlock; ++i) {
     const float q = scale == 0.0f ? 0.0f : std::nearbyint(x[i] / scale);
-    codes[i] = static_cast<int8_t>(std::clamp(q, -static_cast<float>(kMaxCode),
-                                              static_cast<float>(kMaxCode)));
+    codes[i] = static_cast<int8_t>(
+        std::clamp(q, -static_cast<float>(kMaxCode), static_cast<float>(kMaxCode)));
   }
   return scale_bits;
 }

@@ -68,10 +68,9 @@ absl::StatusOr<SourceTensor> ParseEntry(const std::string& name, const json& ent
                                             file_size - data_begin, " bytes)"));
   }
   if (end - begin != elements * SourceDtypeBytes(tensor.dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat("data is ", end - begin, " bytes but shape ",
-                                                   entry["shape"].dump(), " of ",
-                                                   entry["dtype"].get<std::string>(), " needs ",
-                                                   elements * SourceDtypeBytes(tensor.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data is ", end - begin, " bytes but shape ", entry["shape"].dump(), " of ",
+        entry["dtype"].get<std::string>(), " needs ", elements * SourceDtypeBytes(tensor.dtype)));
   }
   tensor.offset = data_begin + begin;
   tensor.bytes = end - begin;
@@ -113,8 +112,8 @@ absl::Status Checkpoint::AddFile(const fs::path& path) {
   WARP_ASSIGN_OR_RETURN(uint64_t size, FileSize(file.fd.get(), where));
   uint64_t header_bytes = 0;
   if (size < 8) return absl::DataLossError(absl::StrCat(where, ": truncated (", size, " bytes)"));
-  WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(),
-                                 std::as_writable_bytes(std::span(&header_bytes, 1)), 0, where));
+  WARP_RETURN_IF_ERROR(
+      PreadFull(file.fd.get(), std::as_writable_bytes(std::span(&header_bytes, 1)), 0, where));
   if (header_bytes > kMaxHeaderBytes || header_bytes > size - 8) {
     return absl::DataLossError(absl::StrCat(where, ": header of ", header_bytes,
                                             " bytes does not fit in the ", size,
@@ -187,8 +186,8 @@ absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
 absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                          uint64_t row_begin, uint64_t num_rows,
                                          std::span<float> out) const {
-  const uint64_t cols = tensor.shape.size() == 2 ? tensor.shape[1] : tensor.bytes /
-                                                                       SourceDtypeBytes(tensor.dtype);
+  const uint64_t cols =
+      tensor.shape.size() == 2 ? tensor.shape[1] : tensor.bytes / SourceDtypeBytes(tensor.dtype);
   const uint64_t elem = SourceDtypeBytes(tensor.dtype);
   std::vector<std::byte> raw(num_rows * cols * elem);
   WARP_RETURN_IF_ERROR(Read(tensor, row_begin * cols * elem, raw));
@@ -199,9 +198,9 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
         scale_inv->shape.size() != 2 || tensor.shape.size() != 2 ||
         scale_inv->shape[0] != (tensor.shape[0] + 127) / 128 ||
         scale_inv->shape[1] != (cols + 127) / 128) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor ", tensor.name, ": F8_E4M3 needs a F32 ", tensor.name,
-          "_scale_inv of shape [ceil(rows/128), ceil(cols/128)]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", tensor.name, ": F8_E4M3 needs a F32 ", tensor.name,
+                       "_scale_inv of shape [ceil(rows/128), ceil(cols/128)]"));
     }
     scale_cols = scale_inv->shape[1];
     scales.resize(scale_inv->bytes / 4);

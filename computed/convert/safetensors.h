@@ -31,7 +31,7 @@ struct SourceTensor {
   std::vector<uint64_t> shape;
   uint64_t offset = 0;  // absolute, in `file`
   uint64_t bytes = 0;
-  size_t file = 0;      // index into Checkpoint files
+  size_t file = 0;  // index into Checkpoint files
 };
 
 class Checkpoint {
@@ -51,8 +51,7 @@ class Checkpoint {
   // float32 (1-D: the whole tensor is one row). FP8 tensors need `scale_inv`
   // ([ceil(rows/128), ceil(cols/128)] f32) and are dequantized code x scale.
   absl::Status ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
-                               uint64_t row_begin, uint64_t num_rows,
-                               std::span<float> out) const;
+                               uint64_t row_begin, uint64_t num_rows, std::span<float> out) const;
 
  private:
   Checkpoint() = default;

@@ -155,7 +155,8 @@ class GqaAttention : public Attention {
       AddBias(&k[t * kv_dim_], k_bias_);
       AddBias(&v[t * kv_dim_], v_bias_);
       for (uint32_t h = 0; h < heads; ++h) Prepare(&q[t * q_dim + h * hd], q_norm_, pos);
-      for (uint32_t h = 0; h < c_.num_kv_heads; ++h) Prepare(&k[t * kv_dim_ + h * hd], k_norm_, pos);
+      for (uint32_t h = 0; h < c_.num_kv_heads; ++h)
+        Prepare(&k[t * kv_dim_ + h * hd], k_norm_, pos);
       std::copy_n(&k[t * kv_dim_], kv_dim_, &k_cache_[pos * kv_dim_]);
       std::copy_n(&v[t * kv_dim_], kv_dim_, &v_cache_[pos * kv_dim_]);
     }
@@ -205,9 +206,9 @@ class GqaAttention : public Attention {
 
 }  // namespace
 
-std::unique_ptr<Attention> Attention::Create(const ModelConfig& config,
-                                             const TrunkWeights& weights, uint32_t layer,
-                                             uint32_t max_positions, ThreadPool& pool) {
+std::unique_ptr<Attention> Attention::Create(const ModelConfig& config, const TrunkWeights& weights,
+                                             uint32_t layer, uint32_t max_positions,
+                                             ThreadPool& pool) {
   const std::string prefix = absl::StrCat("model.layers.", layer, ".self_attn.");
   if (config.arch == Architecture::kDeepseekV3) {
     return std::make_unique<MlaAttention>(config, weights, prefix, max_positions, pool);

@@ -60,10 +60,10 @@ Rope::Rope(const ModelConfig& config, uint32_t dim)
     return;
   }
   const YarnScaling& yarn = config.yarn;
-  attention_factor_ = static_cast<float>(
-      yarn.mscale != 0 && yarn.mscale_all_dim != 0
-          ? YarnMscale(yarn.factor, yarn.mscale) / YarnMscale(yarn.factor, yarn.mscale_all_dim)
-          : YarnMscale(yarn.factor, 1.0));
+  attention_factor_ = static_cast<float>(yarn.mscale != 0 && yarn.mscale_all_dim != 0
+                                             ? YarnMscale(yarn.factor, yarn.mscale) /
+                                                   YarnMscale(yarn.factor, yarn.mscale_all_dim)
+                                             : YarnMscale(yarn.factor, 1.0));
   double low = std::floor(YarnCorrectionDim(yarn.beta_fast, dim, base, yarn.original_max_position));
   double high = std::ceil(YarnCorrectionDim(yarn.beta_slow, dim, base, yarn.original_max_position));
   low = std::max(low, 0.0);
@@ -72,8 +72,8 @@ Rope::Rope(const ModelConfig& config, uint32_t dim)
   for (uint32_t i = 0; i < dim / 2; ++i) {
     const float extrapolation = 1.0f / pos_freqs[i];
     const float interpolation = 1.0f / (static_cast<float>(yarn.factor) * pos_freqs[i]);
-    const float ramp = std::clamp(
-        static_cast<float>((static_cast<double>(i) - low) / (high - low)), 0.0f, 1.0f);
+    const float ramp =
+        std::clamp(static_cast<float>((static_cast<double>(i) - low) / (high - low)), 0.0f, 1.0f);
     const float extrapolation_factor = 1.0f - ramp;
     inv_freq_[i] =
         interpolation * (1.0f - extrapolation_factor) + extrapolation * extrapolation_factor;

@@ -72,8 +72,8 @@ Routing SigmoidGroupTopK(const ModelConfig& config, std::span<const float> logit
 
 }  // namespace
 
-Routing Route(const ModelConfig& config, std::span<const float> logits,
-              std::span<const float> bias, uint32_t top_k) {
+Routing Route(const ModelConfig& config, std::span<const float> logits, std::span<const float> bias,
+              uint32_t top_k) {
   if (config.router == RouterKind::kSoftmaxTopK) return SoftmaxTopK(config, logits, top_k);
   return SigmoidGroupTopK(config, logits, bias, top_k);
 }

@@ -24,7 +24,7 @@ struct Routing {
 // e_score_correction_bias for sigmoid routing (selection only), else empty.
 // Unselected groups are excluded entirely, as DeepSeek's reference does, even
 // where every biased score in the kept groups is negative.
-Routing Route(const ModelConfig& config, std::span<const float> logits,
-              std::span<const float> bias, uint32_t top_k);
+Routing Route(const ModelConfig& config, std::span<const float> logits, std::span<const float> bias,
+              uint32_t top_k);
 
 }  // namespace warp::computed

@@ -29,9 +29,10 @@ std::vector<ExpertKey> WarmSet(const Container& container, uint64_t cache_bytes)
   if (!fs::exists(path)) return {};
   absl::StatusOr<UsageTable> usage = ReadUsageFile(path);
   if (!usage.ok() || usage->fingerprint != container.manifest().fingerprint) {
-    Logger("computed").warn("{}: ignored ({})", path.string(),
-                            usage.ok() ? std::string("another model's usage")
-                                       : std::string(usage.status().message()));
+    Logger("computed")
+        .warn("{}: ignored ({})", path.string(),
+              usage.ok() ? std::string("another model's usage")
+                         : std::string(usage.status().message()));
     return {};
   }
   std::vector<ExpertKey> keys;
@@ -143,8 +144,9 @@ absl::Status Session::Finish() {
     }
   }
   WARP_RETURN_IF_ERROR(WriteUsageFile(path, merged));
-  Logger("computed").info("learned {} experts over {} tokens into {}", merged.entries.size(),
-                          merged.tokens, path.string());
+  Logger("computed")
+      .info("learned {} experts over {} tokens into {}", merged.entries.size(), merged.tokens,
+            path.string());
   return absl::OkStatus();
 }
 
@@ -158,25 +160,25 @@ std::string Session::StatsLine() const {
   };
   const uint64_t hits = delta("cache_hits");
   const uint64_t misses = delta("cache_misses");
-  const uint64_t read = delta("read_bytes_demand") + delta("read_bytes_certain") +
-                        delta("read_bytes_lookahead");
-  std::string line = absl::StrFormat(
-      "[%d tokens %.1f tok/s | experts %d hit / %d miss %.0f%% | read %s", stats.tokens,
-      seconds > 0 ? stats.tokens / seconds : 0.0, hits, misses,
-      hits + misses ? 100.0 * hits / (hits + misses) : 0.0,
-      FormatBytes(read ? read : stats.expert_read_bytes));
+  const uint64_t read =
+      delta("read_bytes_demand") + delta("read_bytes_certain") + delta("read_bytes_lookahead");
+  std::string line =
+      absl::StrFormat("[%d tokens %.1f tok/s | experts %d hit / %d miss %.0f%% | read %s",
+                      stats.tokens, seconds > 0 ? stats.tokens / seconds : 0.0, hits, misses,
+                      hits + misses ? 100.0 * hits / (hits + misses) : 0.0,
+                      FormatBytes(read ? read : stats.expert_read_bytes));
   if (stats.lookahead_routed > 0) {
-    absl::StrAppendFormat(&line, " | lookahead recall %.0f%% | wasted %.1f B/B",
-                          100.0 * stats.lookahead_hits / stats.lookahead_routed,
-                          stats.expert_read_bytes
-                              ? static_cast<double>(stats.lookahead_wasted_bytes) /
-                                    stats.expert_read_bytes
-                              : 0.0);
+    absl::StrAppendFormat(
+        &line, " | lookahead recall %.0f%% | wasted %.1f B/B",
+        100.0 * stats.lookahead_hits / stats.lookahead_routed,
+        stats.expert_read_bytes
+            ? static_cast<double>(stats.lookahead_wasted_bytes) / stats.expert_read_bytes
+            : 0.0);
   }
   if (stats.expert_read_bytes > 0 && stats.token_by_token_bytes > stats.expert_read_bytes) {
-    absl::StrAppendFormat(&line, " | prefill dedup %.1fx",
-                          static_cast<double>(stats.token_by_token_bytes) /
-                              stats.expert_read_bytes);
+    absl::StrAppendFormat(
+        &line, " | prefill dedup %.1fx",
+        static_cast<double>(stats.token_by_token_bytes) / stats.expert_read_bytes);
   }
   return line + "]";
 }
@@ -185,8 +187,8 @@ std::string Session::StageReport() const {
   const ForwardStats& stats = transformer_->stats();
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double compute = stats.seconds_attention + stats.seconds_dense + stats.seconds_route +
-                         stats.seconds_expert;
+  const double compute =
+      stats.seconds_attention + stats.seconds_dense + stats.seconds_route + stats.seconds_expert;
   std::string report;
   auto row = [&](const char* name, double seconds) {
     absl::StrAppendFormat(&report, "  %-13s %8.3f s %5.1f%%\n", name, seconds,
@@ -197,10 +199,10 @@ std::string Session::StageReport() const {
   row("route", stats.seconds_route);
   row("fetch_wait", stats.seconds_fetch_wait);
   row("expert", stats.seconds_expert);
-  absl::StrAppendFormat(&report, "  %-13s %8.3f s: compute %.3f s, waiting for reads %.1f%%, %s read a token\n",
-                        "total", total, compute,
-                        total > 0 ? 100 * stats.seconds_fetch_wait / total : 0.0,
-                        FormatBytes(stats.tokens ? stats.expert_read_bytes / stats.tokens : 0));
+  absl::StrAppendFormat(
+      &report, "  %-13s %8.3f s: compute %.3f s, waiting for reads %.1f%%, %s read a token\n",
+      "total", total, compute, total > 0 ? 100 * stats.seconds_fetch_wait / total : 0.0,
+      FormatBytes(stats.tokens ? stats.expert_read_bytes / stats.tokens : 0));
   return report;
 }
 

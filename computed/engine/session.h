@@ -27,19 +27,19 @@ namespace warp::computed {
 
 struct SessionOptions {
   std::string model;
-  std::vector<std::string> bank_dirs;  // --banks / WARP_BANK_SHARDS
-  std::vector<std::string> stores;     // --stores
+  std::vector<std::string> bank_dirs;    // --banks / WARP_BANK_SHARDS
+  std::vector<std::string> stores;       // --stores
   std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
-  uint32_t threads = 0;                // 0: every core
-  uint32_t io_threads = 4;             // embedded store reader threads (reads in flight)
-  std::vector<int> cpus;               // --cpus: pin compute threads
-  uint32_t prefill_chunk = 0;          // 0: the whole prompt at once
-  bool prefetch = true;                // --no-prefetch: false
-  uint32_t lookahead = 6;              // --lookahead / WARP_LOOKAHEAD
-  uint32_t experts_per_token = 0;      // 0: the model's
-  uint32_t max_positions = 4096;       // context
-  std::string trace_path;              // --trace: routing trace
-  bool learn = false;                  // --learn: merge usage into usage.warp
+  uint32_t threads = 0;                  // 0: every core
+  uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
+  std::vector<int> cpus;                 // --cpus: pin compute threads
+  uint32_t prefill_chunk = 0;            // 0: the whole prompt at once
+  bool prefetch = true;                  // --no-prefetch: false
+  uint32_t lookahead = 6;                // --lookahead / WARP_LOOKAHEAD
+  uint32_t experts_per_token = 0;        // 0: the model's
+  uint32_t max_positions = 4096;         // context
+  std::string trace_path;                // --trace: routing trace
+  bool learn = false;                    // --learn: merge usage into usage.warp
 };
 
 class Session {

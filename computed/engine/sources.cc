@@ -22,8 +22,8 @@ std::vector<ExpertKey> HeldKeys(const Container& container) {
 
 absl::Status CheckFingerprint(uint64_t want, uint64_t got, const std::string& where) {
   if (want == got) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      where, ": holds model ", FingerprintHex(got), ", not ", FingerprintHex(want)));
+  return absl::FailedPreconditionError(
+      absl::StrCat(where, ": holds model ", FingerprintHex(got), ", not ", FingerprintHex(want)));
 }
 
 absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, uint64_t fingerprint,
@@ -32,9 +32,8 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   WARP_ASSIGN_OR_RETURN(std::shared_ptr<const Container> shard, Container::Open(dir));
   WARP_RETURN_IF_ERROR(CheckFingerprint(fingerprint, shard->manifest().fingerprint, dir));
   std::vector<ExpertKey> held = HeldKeys(*shard);
-  WARP_ASSIGN_OR_RETURN(auto store,
-                        ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
-                                                  .io_threads = options.io_threads}));
+  WARP_ASSIGN_OR_RETURN(auto store, ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
+                                                              .io_threads = options.io_threads}));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
@@ -54,8 +53,7 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& ad
 absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& address,
                                                        uint64_t fingerprint) {
   v1::DescribeReply description;
-  WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client,
-                        ConnectStore(address, description));
+  WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client, ConnectStore(address, description));
   WARP_RETURN_IF_ERROR(
       CheckFingerprint(fingerprint, description.model_fingerprint(), "expertd at " + address));
   std::vector<ExpertKey> held;

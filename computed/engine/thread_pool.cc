@@ -73,9 +73,8 @@ void ThreadPool::WorkerLoop(size_t index) {
     std::pair<size_t, size_t> range;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this, &seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || generation_ != seen;
-      };
+      auto ready = [this, &seen]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || generation_ != seen; };
       mu_.Await(absl::Condition(&ready));
       if (stop_) return;
       seen = generation_;

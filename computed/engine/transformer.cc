@@ -87,8 +87,8 @@ absl::Status Transformer::CheckTensors() const {
     const BankEntry* bank = container_->manifest().FindBank(layer);
     if (config_.IsMoeLayer(layer) != (bank != nullptr)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          where, ": layer ", layer, config_.IsMoeLayer(layer) ? " is MoE but has no bank"
-                                                              : " is dense but has a bank"));
+          where, ": layer ", layer,
+          config_.IsMoeLayer(layer) ? " is MoE but has no bank" : " is dense but has a bank"));
     }
     if (bank == nullptr) continue;
     bool ok = bank->num_experts == config_.num_experts && bank->matrices.size() == matrices.size();
@@ -114,15 +114,15 @@ void Transformer::Mlp(const std::string& prefix, std::span<const float> x, uint3
   Linear(pool_, weights_->Matrix(prefix + ".down_proj.weight"), gate.data(), n, out.data());
 }
 
-std::vector<Routing> Transformer::RouteTokens(uint32_t layer, std::span<const float> x,
-                                              uint32_t n, uint32_t top_k) {
+std::vector<Routing> Transformer::RouteTokens(uint32_t layer, std::span<const float> x, uint32_t n,
+                                              uint32_t top_k) {
   const uint32_t num_experts = config_.num_experts;
   std::vector<float> logits(uint64_t{n} * num_experts);
   Linear(pool_, weights_->Matrix(RouterName(config_, layer)), x.data(), n, logits.data());
   std::span<const float> bias;
   if (config_.router == RouterKind::kSigmoidGroupTopK) {
-    bias = weights_->Vector(
-        absl::StrCat("model.layers.", layer, ".mlp.gate.e_score_correction_bias"));
+    bias =
+        weights_->Vector(absl::StrCat("model.layers.", layer, ".mlp.gate.e_score_correction_bias"));
   }
   std::vector<Routing> routings;
   for (uint32_t t = 0; t < n; ++t) {
@@ -204,8 +204,8 @@ absl::Status Transformer::Moe(uint32_t layer, std::span<const float> x, uint32_t
       for (uint32_t expert : routings[t].experts) {
         used[expert] = true;
         ++stats_.lookahead_routed;
-        stats_.lookahead_hits += std::count(predicted_[layer][t].begin(),
-                                            predicted_[layer][t].end(), expert);
+        stats_.lookahead_hits +=
+            std::count(predicted_[layer][t].begin(), predicted_[layer][t].end(), expert);
       }
     }
     for (uint32_t e = 0; e < config_.num_experts; ++e) {

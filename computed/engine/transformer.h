@@ -27,16 +27,16 @@ namespace warp::computed {
 // Counters of one Transformer since creation.
 struct ForwardStats {
   uint64_t tokens = 0;
-  uint64_t expert_reads = 0;         // records requested (once per chunk and layer)
+  uint64_t expert_reads = 0;  // records requested (once per chunk and layer)
   uint64_t expert_read_bytes = 0;
-  uint64_t expert_uses = 0;          // (token, expert) pairs computed
-  uint64_t token_by_token_bytes = 0; // what one-token steps would have read: the dedup baseline
-  uint64_t lookahead_predicted = 0;  // (token, expert) pairs hinted ahead
-  uint64_t lookahead_hits = 0;       // routed pairs that had been hinted
-  uint64_t lookahead_routed = 0;     // routed pairs at layers that had a hint
+  uint64_t expert_uses = 0;             // (token, expert) pairs computed
+  uint64_t token_by_token_bytes = 0;    // what one-token steps would have read: the dedup baseline
+  uint64_t lookahead_predicted = 0;     // (token, expert) pairs hinted ahead
+  uint64_t lookahead_hits = 0;          // routed pairs that had been hinted
+  uint64_t lookahead_routed = 0;        // routed pairs at layers that had a hint
   uint64_t lookahead_wasted_bytes = 0;  // hinted records the layer then did not use
   double seconds_route = 0, seconds_fetch_wait = 0, seconds_expert = 0, seconds_attention = 0,
-         seconds_dense = 0;          // per stage, summed over layers
+         seconds_dense = 0;  // per stage, summed over layers
 };
 
 class Transformer {
@@ -48,7 +48,7 @@ class Transformer {
     // lookahead while they fly, computing each expert as it lands. false: the
     // plain synchronous path (read everything, then compute), for comparison.
     bool prefetch = true;
-    uint32_t lookahead = 6;          // experts per token hinted for the next MoE layer; 0: off
+    uint32_t lookahead = 6;  // experts per token hinted for the next MoE layer; 0: off
     // Called with each token's routed experts (rank order), for --trace and --learn.
     std::function<void(uint32_t position, uint32_t layer, const std::vector<uint32_t>& experts)>
         on_route;
@@ -76,8 +76,8 @@ class Transformer {
               const Options& options);
 
   absl::Status CheckTensors() const;
-  void Mlp(const std::string& prefix, std::span<const float> x, uint32_t n,
-           uint64_t intermediate, std::span<float> out);
+  void Mlp(const std::string& prefix, std::span<const float> x, uint32_t n, uint64_t intermediate,
+           std::span<float> out);
   absl::Status Moe(uint32_t layer, std::span<const float> x, uint32_t n, std::span<float> out);
   std::vector<Routing> RouteTokens(uint32_t layer, std::span<const float> x, uint32_t n,
                                    uint32_t top_k);

@@ -33,9 +33,8 @@ absl::StatusOr<std::unique_ptr<TrunkWeights>> TrunkWeights::Load(const Container
                          weights->bytes_.span().subspan(tensor.scale->offset, tensor.scale->bytes));
     }
     if (tensor.crc32c && crc != *tensor.crc32c) {
-      return absl::DataLossError(absl::StrCat("trunk tensor ", tensor.name,
-                                              ": checksum mismatch (", path, " @",
-                                              tensor.data.offset, ")"));
+      return absl::DataLossError(absl::StrCat("trunk tensor ", tensor.name, ": checksum mismatch (",
+                                              path, " @", tensor.data.offset, ")"));
     }
     weights->tensors_.emplace(tensor.name, tensor);
   }

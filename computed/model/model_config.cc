@@ -30,8 +30,7 @@ absl::StatusOr<uint32_t> GetUintOr(const json& config, std::string_view key, uin
   return GetUint(config, key);
 }
 
-absl::StatusOr<double> GetDoubleOr(const json& config, std::string_view key,
-                                   double fallback) {
+absl::StatusOr<double> GetDoubleOr(const json& config, std::string_view key, double fallback) {
   auto it = config.find(std::string(key));
   if (it == config.end() || it->is_null()) return fallback;
   if (!it->is_number()) return KeyError(key, "must be a number");
@@ -80,8 +79,8 @@ absl::Status ParseCommon(const json& config, ModelConfig& out) {
 }
 
 absl::Status ParseHeadDim(const json& config, ModelConfig& out) {
-  WARP_ASSIGN_OR_RETURN(out.head_dim, GetUintOr(config, "head_dim",
-                                                out.hidden_size / std::max(1u, out.num_heads)));
+  WARP_ASSIGN_OR_RETURN(
+      out.head_dim, GetUintOr(config, "head_dim", out.hidden_size / std::max(1u, out.num_heads)));
   return absl::OkStatus();
 }
 

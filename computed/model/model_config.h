@@ -24,8 +24,8 @@ enum class Architecture {
 };
 
 enum class RouterKind {
-  kSoftmaxTopK,        // softmax over all experts, top-k (qwen3_moe, mixtral)
-  kSigmoidGroupTopK,   // sigmoid + selection bias, group-limited top-k (deepseek_v3, glm4_moe)
+  kSoftmaxTopK,       // softmax over all experts, top-k (qwen3_moe, mixtral)
+  kSigmoidGroupTopK,  // sigmoid + selection bias, group-limited top-k (deepseek_v3, glm4_moe)
 };
 
 // YaRN rope scaling (rope_scaling.type == "yarn"), as DeepSeek V3 / Kimi K2 ship it.
@@ -69,8 +69,8 @@ struct ModelConfig {
   bool rope_interleaved = false;       // deepseek_v3: rope on interleaved (even, odd) pairs
   float partial_rotary_factor = 1.0f;  // glm4_moe: rope on the first head_dim x factor dims
   YarnScaling yarn;
-  bool attention_bias = false;         // q/k/v projections carry biases (glm4_moe)
-  bool qk_norm = false;                // RMSNorm of q and k per head before rope
+  bool attention_bias = false;  // q/k/v projections carry biases (glm4_moe)
+  bool qk_norm = false;         // RMSNorm of q and k per head before rope
   RouterKind router = RouterKind::kSoftmaxTopK;
   bool norm_topk_prob = false;
   float routed_scaling_factor = 1.0f;

@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
   std::printf("records: %zu of %s, queue depth %zu, %.0f s a path\n", keys.size(),
               warp::FormatBytes(record_bytes).c_str(), args.qd, args.seconds);
   {
-    auto store = warp::ExpertStore::Open(shared, {.cache_bytes = 0,
-                                                  .io_threads = static_cast<uint32_t>(args.qd)});
+    auto store = warp::ExpertStore::Open(
+        shared, {.cache_bytes = 0, .io_threads = static_cast<uint32_t>(args.qd)});
     uint64_t errors = 0;
     Report("embedded miss", Measure(**store, keys, args.qd, args.seconds, &errors), errors);
   }
@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
     Report(address, Measure(**client, keys, args.qd, args.seconds, &errors), errors);
     if (address.rfind("fastpath:", 0) == 0) {
       // The same daemon's cache, warm: hits handed out in place.
-      const std::vector<ExpertKey> hot(keys.begin(), keys.begin() + std::min<size_t>(4, keys.size()));
+      const std::vector<ExpertKey> hot(keys.begin(),
+                                       keys.begin() + std::min<size_t>(4, keys.size()));
       Measure(**client, hot, args.qd, 0.2, &errors);
       Report(address + " hit", Measure(**client, hot, args.qd, args.seconds, &errors), errors);
     }

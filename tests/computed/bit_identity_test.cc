@@ -11,8 +11,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"
-#include "tests/testing/run_command.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -27,8 +27,8 @@ std::string Fixture(const std::string& name) { return warp::testing::FixtureDir(
 class BitIdentityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto result = RunBinary("computed", "convert --quiet " + Fixture("deepseek_v3_f32") + " " +
-                                            Model());
+    auto result =
+        RunBinary("computed", "convert --quiet " + Fixture("deepseek_v3_f32") + " " + Model());
     ASSERT_EQ(result.exit_code, 0) << result.output;
     std::ifstream in(Fixture("deepseek_v3_f32") + "/tokens.txt");
     std::getline(in, tokens_);
@@ -110,8 +110,8 @@ TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
   }
   EXPECT_EQ(Logits("--stores " + absl::StrJoin(addresses, ",")), reference);
   // One half alone cannot serve the model: the other half's experts are held by no one.
-  auto result = RunBinary("computed", "logits " + Model() + " --tokens " + tokens_ +
-                                          " --stores " + addresses[0]);
+  auto result = RunBinary(
+      "computed", "logits " + Model() + " --tokens " + tokens_ + " --stores " + addresses[0]);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.output, ::testing::HasSubstr("held by no shard"));
 }
@@ -120,8 +120,8 @@ TEST_F(BitIdentityTest, AShardOfAnotherModelIsRefused) {
   auto other = RunBinary("computed", "convert --quiet " + Fixture("deepseek_v3_bf16") + " " +
                                          (dir_ / "other.warp").string());
   ASSERT_EQ(other.exit_code, 0) << other.output;
-  auto result = RunBinary("computed", "logits " + Model() + " --tokens 1,2 --banks " +
-                                          (dir_ / "other.warp").string());
+  auto result = RunBinary(
+      "computed", "logits " + Model() + " --tokens 1,2 --banks " + (dir_ / "other.warp").string());
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.output, ::testing::HasSubstr("other.warp: holds model"));
 }

@@ -6,8 +6,8 @@
 #include "common/format/usage_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/run_command.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -126,7 +126,8 @@ TEST_F(LogitsCliTest, MalformedTokensAreRefused) {
 }
 
 TEST_F(LogitsCliTest, SeededSamplingRepeats) {
-  const std::string args = "logits " + Model() + " --tokens 5,6,7 --greedy 8 --temperature 1.5 "
+  const std::string args = "logits " + Model() +
+                           " --tokens 5,6,7 --greedy 8 --temperature 1.5 "
                            "--top-k 20 --top-p 0.9 --seed 42";
   // --log-level warn: the info lines carry figures (free memory) that move between runs.
   auto first = RunBinary("computed", "--log-level warn " + args);
@@ -155,8 +156,9 @@ class RunCliTest : public ::testing::Test {
 TEST_F(RunCliTest, PrintsTokensAndTheStatsLine) {
   auto result = RunBinary("computed", "run " + Model() + " 5,6,7,8 -n 6");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, ::testing::ContainsRegex("\\[9 tokens [0-9.]+ tok/s \\| experts "
-                                                      "[0-9]+ hit / [0-9]+ miss [0-9]+% \\| read "));
+  EXPECT_THAT(result.output,
+              ::testing::ContainsRegex("\\[9 tokens [0-9.]+ tok/s \\| experts "
+                                       "[0-9]+ hit / [0-9]+ miss [0-9]+% \\| read "));
   EXPECT_THAT(result.output, HasSubstr("lookahead recall"));
 }
 
@@ -174,8 +176,7 @@ TEST_F(RunCliTest, TextPromptIsRefusedUntilTheTokenizerLands) {
 
 TEST_F(RunCliTest, LearnWritesUsageAndTraceWritesRouting) {
   const std::string trace = (dir_ / "trace.txt").string();
-  auto result =
-      RunBinary("computed", "run " + Model() + " 5,6,7 -n 3 --learn --trace " + trace);
+  auto result = RunBinary("computed", "run " + Model() + " 5,6,7 -n 3 --learn --trace " + trace);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   auto usage = ReadUsageFile(dir_ / "m.warp" / "usage.warp");
   WARP_ASSERT_OK(usage);

@@ -26,9 +26,7 @@ using ::warp::testing::FixtureDir;
 // A writable copy of a fixture checkpoint, to damage.
 class ConvertTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    fs::copy(FixtureDir("qwen3_moe_f32"), hf_, fs::copy_options::recursive);
-  }
+  void SetUp() override { fs::copy(FixtureDir("qwen3_moe_f32"), hf_, fs::copy_options::recursive); }
 
   absl::Status Convert(const ConvertOptions& options = {}) {
     return ConvertCheckpoint(hf_, dir_ / "out.warp", options).status();
@@ -86,9 +84,9 @@ TEST_F(ConvertTest, HeaderOffsetsPastTheFileAreRefusedNamingTheTensor) {
   EditHeader([](json& root) {
     root["model.norm.weight"]["data_offsets"] = {uint64_t{1} << 40, (uint64_t{1} << 40) + 256};
   });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kDataLoss,
-                                  AllOf(HasSubstr("tensor model.norm.weight"),
-                                        HasSubstr("run past the end"))));
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr("tensor model.norm.weight"),
+                                                          HasSubstr("run past the end"))));
 }
 
 TEST_F(ConvertTest, UnsupportedDtypeIsRefusedByName) {
@@ -100,9 +98,9 @@ TEST_F(ConvertTest, UnsupportedDtypeIsRefusedByName) {
 
 TEST_F(ConvertTest, ConfigMissingARequiredFieldIsRefused) {
   EditConfig([](json& config) { config.erase("num_experts"); });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  AllOf(HasSubstr("config.json"),
-                                        HasSubstr("num_experts: missing"))));
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("config.json"), HasSubstr("num_experts: missing"))));
 }
 
 TEST_F(ConvertTest, UnknownArchitectureIsRefused) {

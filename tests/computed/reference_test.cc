@@ -157,8 +157,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,
                          ::testing::Values("deepseek_v3_f32", "deepseek_v3_bf16",
                                            "deepseek_v3_yarn_f32", "deepseek_v3_fp8",
                                            "deepseek_v3_noqlora_f32", "qwen3_moe_f32",
-                                           "qwen3_moe_bf16", "qwen3_moe_nonorm_f32",
-                                           "glm4_moe_f32", "mixtral_f32"));
+                                           "qwen3_moe_bf16", "qwen3_moe_nonorm_f32", "glm4_moe_f32",
+                                           "mixtral_f32"));
 
 }  // namespace
 }  // namespace warp::computed

@@ -202,8 +202,8 @@ TEST_P(ExpertSourceConformance, DaemonGoneForGoodNamesItsAddress) {
   WARP_ASSERT_OK(client);
   daemon_->Stop(SIGKILL);
   auto record = (*client)->ReadAll({{ExpertKey{1, 1}}})[0];
-  EXPECT_THAT(record, StatusIs(absl::StatusCode::kUnavailable,
-                               HasSubstr("expertd at " + address_)));
+  EXPECT_THAT(record,
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("expertd at " + address_)));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSources, ExpertSourceConformance,

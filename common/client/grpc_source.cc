@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/client/received_record.h"
+#include "common/client/retry.h"
 #include "common/crc32c.h"
 #include "common/format/bank_format.h"
 #include "common/logging.h"
@@ -108,30 +109,11 @@ void GrpcExpertSource::Loop() {
 
 void GrpcExpertSource::RunJob(const Job& job) {
   std::vector<bool> done(job.keys.size(), false);
-  absl::Status last;
-  auto backoff = options_.backoff;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    last = Attempt(job, done);
-    if (last.ok()) return;
-    if (last.code() != absl::StatusCode::kUnavailable &&
-        last.code() != absl::StatusCode::kDeadlineExceeded) {
-      break;  // a request-level refusal: retrying cannot help
-    }
-    Logger("computed.client")
-        .warn("expertd at {}: {}; retrying in {} ms", options_.address, std::string(last.message()),
-              backoff.count());
-    std::this_thread::sleep_for(backoff);
-    backoff *= 2;
-  }
-  const bool unreachable = last.code() == absl::StatusCode::kUnavailable ||
-                           last.code() == absl::StatusCode::kDeadlineExceeded;
-  const absl::Status failure =
-      unreachable
-          ? absl::UnavailableError(absl::StrCat("expertd at ", options_.address,
-                                                " is unreachable after ", options_.max_attempts,
-                                                " attempts: ", last.message()))
-          : absl::Status(last.code(),
-                         absl::StrCat("expertd at ", options_.address, ": ", last.message()));
+  const absl::Status failure = RunWithRetry({.address = options_.address,
+                                             .max_attempts = options_.max_attempts,
+                                             .backoff = options_.backoff},
+                                            [&] { return Attempt(job, done); });
+  if (failure.ok()) return;
   for (size_t i = 0; i < job.keys.size(); ++i) {
     if (!done[i]) job.batch->Complete(i, failure);
   }

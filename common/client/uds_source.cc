@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/client/received_record.h"
+#include "common/client/retry.h"
 #include "common/format/bank_format.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -12,11 +13,6 @@ namespace warp {
 namespace {
 
 constexpr char kScheme[] = "fastpath:";
-
-bool Retryable(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kUnavailable ||
-         status.code() == absl::StatusCode::kDeadlineExceeded;
-}
 
 }  // namespace
 
@@ -126,29 +122,16 @@ void UdsExpertSource::Loop() {
 }
 
 void UdsExpertSource::RunJob(const Job& job) {
-  absl::Status last;
-  auto backoff = options_.backoff;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    last = Attempt(job);
-    if (last.ok()) return;
-    if (!Retryable(last)) break;  // a request-level refusal: retrying cannot help
-    {
-      absl::MutexLock lock(&mu_);
-      idle_.clear();  // connections opened before the failure are likely dead too
-    }
-    Logger("computed.client")
-        .warn("expertd at {}: {}; retrying in {} ms", options_.address, std::string(last.message()),
-              backoff.count());
-    std::this_thread::sleep_for(backoff);
-    backoff *= 2;
-  }
-  const absl::Status failure =
-      Retryable(last)
-          ? absl::UnavailableError(absl::StrCat("expertd at ", options_.address,
-                                                " is unreachable after ", options_.max_attempts,
-                                                " attempts: ", last.message()))
-          : absl::Status(last.code(),
-                         absl::StrCat("expertd at ", options_.address, ": ", last.message()));
+  const absl::Status failure = RunWithRetry(
+      {.address = options_.address,
+       .max_attempts = options_.max_attempts,
+       .backoff = options_.backoff},
+      [&] { return Attempt(job); },
+      [&] {
+        absl::MutexLock lock(&mu_);
+        idle_.clear();  // connections opened before the failure are likely dead too
+      });
+  if (failure.ok()) return;
   for (size_t i = 0; i < job.keys.size(); ++i) job.batch->Complete(i, failure);
 }
 

@@ -1,12 +1,40 @@
 #include "expertd/grpc_service.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/format/bank_format.h"
 #include "common/wire/proto_convert.h"
 
 namespace warp::expertd {
+namespace {
+
+// Writes one record (or its per-key failure) as ReadChunks of at most 1 MiB.
+bool SendRecord(uint32_t index, const absl::StatusOr<ExpertRecord>& record,
+                grpc::ServerWriter<v1::ReadChunk>* writer) {
+  v1::ReadChunk chunk;
+  chunk.set_index(index);
+  if (!record.ok()) {
+    *chunk.mutable_status() = ToProto(record.status());
+    chunk.set_last(true);
+    return writer->Write(chunk);
+  }
+  std::span<const std::byte> bytes = record->bytes();
+  chunk.set_record_bytes(bytes.size());
+  for (uint64_t offset = 0; offset < bytes.size(); offset += kMaxChunkBytes) {
+    const uint64_t n = std::min<uint64_t>(kMaxChunkBytes, bytes.size() - offset);
+    chunk.set_offset(offset);
+    chunk.set_data(reinterpret_cast<const char*>(bytes.data() + offset), n);
+    const bool last = offset + n == bytes.size();
+    chunk.set_last(last);
+    if (last) chunk.set_crc32c(DecodeFooter(bytes).payload_crc32c);
+    if (!writer->Write(chunk)) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
                                          v1::DescribeReply* reply) {
@@ -42,30 +70,21 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
   }
   std::vector<ExpertKey> keys;
   for (const v1::ExpertKey& key : request->keys()) keys.push_back({key.layer(), key.expert()});
-  std::vector<absl::StatusOr<ExpertRecord>> records =
-      store_.Read(keys, FromProto(request->priority()))->WaitAll();
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-    v1::ReadChunk chunk;
-    chunk.set_index(static_cast<uint32_t>(i));
-    if (!records[i].ok()) {
-      *chunk.mutable_status() = ToProto(records[i].status());
-      chunk.set_last(true);
-      if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
-      continue;
+  // Send each record as soon as it and every record before it have landed:
+  // request order is kept, and sending overlaps the reads still in flight.
+  std::shared_ptr<ReadBatch> batch = store_.Read(keys, FromProto(request->priority()));
+  std::vector<std::optional<absl::StatusOr<ExpertRecord>>> landed(keys.size());
+  size_t next_to_send = 0;
+  while (next_to_send < keys.size()) {
+    auto next = batch->Next();
+    landed[next->first] = std::move(next->second);
+    for (; next_to_send < keys.size() && landed[next_to_send]; ++next_to_send) {
+      if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+      if (!SendRecord(static_cast<uint32_t>(next_to_send), *landed[next_to_send], writer)) {
+        return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
+      }
+      landed[next_to_send].reset();  // drop the lease as soon as it is sent
     }
-    std::span<const std::byte> bytes = records[i]->bytes();
-    chunk.set_record_bytes(bytes.size());
-    for (uint64_t offset = 0; offset < bytes.size(); offset += kMaxChunkBytes) {
-      const uint64_t n = std::min<uint64_t>(kMaxChunkBytes, bytes.size() - offset);
-      chunk.set_offset(offset);
-      chunk.set_data(reinterpret_cast<const char*>(bytes.data() + offset), n);
-      const bool last = offset + n == bytes.size();
-      chunk.set_last(last);
-      if (last) chunk.set_crc32c(DecodeFooter(bytes).payload_crc32c);
-      if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
-    }
-    records[i] = absl::CancelledError("sent");  // drop the lease early
   }
   return grpc::Status::OK;
 }

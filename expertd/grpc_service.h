@@ -4,8 +4,9 @@
 // ExpertStore. Records are streamed in request order, chunked to at most
 // 1 MiB; a per-key failure is reported in-band and the batch goes on.
 //
-// Thread-safe. Each Read issues all its fetches at once and waits for them in
-// order on the gRPC thread (the synchronous server; see docs/LEARNED.md).
+// Thread-safe. Each Read issues all its fetches at once and streams each
+// record as soon as it and those before it have landed, on the gRPC thread
+// (the synchronous server; see docs/LEARNED.md).
 
 #include <cstdint>
 

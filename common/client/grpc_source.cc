@@ -64,9 +64,16 @@ std::shared_ptr<ReadBatch> GrpcExpertSource::Read(std::span<const ExpertKey> key
 }
 
 void GrpcExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+  // Queued for a reader thread: a hint must never hold up the compute thread,
+  // least of all while the daemon is down.
+  absl::MutexLock lock(&mu_);
+  jobs_.push_back(Job{.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = nullptr});
+}
+
+void GrpcExpertSource::SendPrefetch(const Job& job) {
   v1::PrefetchRequest request;
-  request.set_priority(ToProto(priority));
-  for (const ExpertKey& key : keys) {
+  request.set_priority(ToProto(job.priority));
+  for (const ExpertKey& key : job.keys) {
     v1::ExpertKey* proto = request.add_keys();
     proto->set_layer(key.layer);
     proto->set_expert(key.expert);
@@ -108,6 +115,7 @@ void GrpcExpertSource::Loop() {
 }
 
 void GrpcExpertSource::RunJob(const Job& job) {
+  if (job.batch == nullptr) return SendPrefetch(job);
   std::vector<bool> done(job.keys.size(), false);
   const absl::Status failure = RunWithRetry({.address = options_.address,
                                              .max_attempts = options_.max_attempts,

@@ -54,12 +54,13 @@ class GrpcExpertSource : public ExpertSource {
   struct Job {
     std::vector<ExpertKey> keys;
     Priority priority;
-    std::shared_ptr<ReadBatch> batch;
+    std::shared_ptr<ReadBatch> batch;  // null: a Prefetch hint
   };
 
   GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel);
   void Loop();
   void RunJob(const Job& job);
+  void SendPrefetch(const Job& job);
   // One attempt: streams what it can; marks received keys in `done`.
   absl::Status Attempt(const Job& job, std::vector<bool>& done);
 

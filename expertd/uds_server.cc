@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "expertd/socket_path.h"
 
 namespace warp::expertd {
 namespace {
@@ -31,8 +32,7 @@ absl::StatusOr<ScopedFd> Listen(const std::string& path, uint32_t mode) {
   std::memcpy(addr.sun_path, path.data(), path.size());
   ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoToStatus(errno, "socket");
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());  // stale
+  WARP_RETURN_IF_ERROR(Annotate(ClaimSocketPath(path), "cannot listen on fastpath:" + path));
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     return ErrnoToStatus(errno, absl::StrCat("bind fastpath:", path));
   }

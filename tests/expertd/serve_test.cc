@@ -220,6 +220,19 @@ TEST_F(ServeTest, UnixSocketOfALiveDaemonIsNotTakenOver) {
   EXPECT_EQ((*first)->Stop(SIGTERM), 0);
 }
 
+TEST_F(ServeTest, FastPathSocketOfALiveDaemonIsNotTakenOver) {
+  const std::string listen = "fastpath:" + (dir_ / "f.sock").string();
+  auto first = Daemon::Start({"--model", model_.string(), "--listen", listen});
+  WARP_ASSERT_OK(first);
+  const CommandResult second =
+      RunExpertd(absl::StrCat("serve --model ", model_.string(), " --listen ", listen));
+  EXPECT_NE(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.exit_code, 137) << "the second daemon took the socket over";
+  EXPECT_THAT(second.output, HasSubstr("cannot listen on " + listen +
+                                       ": a running daemon already listens on this socket"));
+  EXPECT_EQ((*first)->Stop(SIGTERM), 0);
+}
+
 // --- Lifecycle ----------------------------------------------------------------
 
 TEST_F(ServeTest, SigtermDrainsExitsZeroAndRemovesTheSocket) {

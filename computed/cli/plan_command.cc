@@ -20,6 +20,7 @@ struct PlanFlags {
   std::string model;
   uint64_t context = 4096;
   std::string budget;
+  uint32_t daemons = 0;  // local expertd daemons that will hold the cache
 };
 
 void PrintRow(std::string_view name, uint64_t bytes, std::string_view detail) {
@@ -70,6 +71,13 @@ absl::Status Run(const PlanFlags& flags) {
   if (!decision.ok()) return decision.status();
   PrintRow(requested ? "budget" : "default", decision->budget_bytes,
            absl::StrCat(decision->rule, "; expert cache ", FormatBytes(decision->cache_bytes)));
+  if (flags.daemons > 0) {
+    // With local daemons the cache lives in them: computed keeps trunk + KV,
+    // and each daemon gets an even share (expertd shard's default e % N split).
+    PrintRow("per daemon", decision->cache_bytes / flags.daemons,
+             absl::StrCat("--budget of each of ", flags.daemons,
+                          " local expertd daemons; computed keeps trunk + kv"));
+  }
   return absl::OkStatus();
 }
 
@@ -81,6 +89,8 @@ CommandRunner AddPlanCommand(CLI::App& app) {
   cmd->add_option("model", flags->model, "MODEL.warp")->required();
   cmd->add_option("--context", flags->context, "Context length in tokens")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Check this budget instead of the default, e.g. 8G");
+  cmd->add_option("--daemons", flags->daemons,
+                  "Split the expert cache across this many local expertd daemons");
   return MakeRunner(cmd, [flags] { return Run(*flags); });
 }
 

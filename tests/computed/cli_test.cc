@@ -53,6 +53,13 @@ TEST_F(ComputedCliTest, PlanAcceptsABudgetAboveTheFloor) {
   EXPECT_THAT(result.output, HasSubstr("--budget; expert cache"));
 }
 
+TEST_F(ComputedCliTest, PlanSplitsTheCacheAcrossLocalDaemons) {
+  // tiny: trunk 659456 + KV 1000 x 640 + cache; a 4 MiB budget leaves 2894848 B of cache.
+  auto result = RunBinary("computed", "plan --context 1000 --budget 4M --daemons 2 " + Model());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("per daemon +1\\.38 MiB +--budget of each of 2"));
+}
+
 TEST_F(ComputedCliTest, PlanOfAMissingModelNamesTheFile) {
   auto result = RunBinary("computed", "plan " + (dir_ / "nope.warp").string());
   EXPECT_EQ(result.exit_code, 1);

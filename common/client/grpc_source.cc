@@ -41,33 +41,25 @@ absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
 }
 
 GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel)
-    : options_(options), channel_(std::move(channel)), stub_(v1::ExpertStore::NewStub(channel_)) {
-  for (size_t i = 0; i < std::max<size_t>(1, options.reader_threads); ++i) {
-    threads_.emplace_back([this] { Loop(); });
-  }
-}
+    : options_(options),
+      channel_(std::move(channel)),
+      stub_(v1::ExpertStore::NewStub(channel_)),
+      jobs_(std::make_unique<ReadJobQueue>(options.reader_threads,
+                                           [this](const Job& job) { RunJob(job); })) {}
 
-GrpcExpertSource::~GrpcExpertSource() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  for (std::thread& thread : threads_) thread.join();
-}
+GrpcExpertSource::~GrpcExpertSource() { jobs_.reset(); }  // finish queued jobs first
 
 std::shared_ptr<ReadBatch> GrpcExpertSource::Read(std::span<const ExpertKey> keys,
                                                   Priority priority) {
   auto batch = std::make_shared<ReadBatch>(keys.size());
-  absl::MutexLock lock(&mu_);
-  jobs_.push_back(Job{.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = batch});
+  jobs_->Push({.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = batch});
   return batch;
 }
 
 void GrpcExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   // Queued for a reader thread: a hint must never hold up the compute thread,
   // least of all while the daemon is down.
-  absl::MutexLock lock(&mu_);
-  jobs_.push_back(Job{.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = nullptr});
+  jobs_->Push({.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = nullptr});
 }
 
 void GrpcExpertSource::SendPrefetch(const Job& job) {
@@ -97,21 +89,6 @@ absl::StatusOr<v1::StatsReply> GrpcExpertSource::Stats() const {
   const grpc::Status status = stub_->Stats(&context, v1::StatsRequest(), &reply);
   if (!status.ok()) return FromGrpc(status);
   return reply;
-}
-
-void GrpcExpertSource::Loop() {
-  while (true) {
-    Job job;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !jobs_.empty(); };
-      mu_.Await(absl::Condition(&ready));
-      if (jobs_.empty()) return;  // stopping, nothing queued
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    RunJob(job);
-  }
 }
 
 void GrpcExpertSource::RunJob(const Job& job) {

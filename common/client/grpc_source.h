@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/client/read_job_queue.h"
 #include "common/store/expert_source.h"
 #include "warp/v1/expert_service.grpc.pb.h"
 
@@ -51,14 +52,9 @@ class GrpcExpertSource : public ExpertSource {
   std::map<std::string, uint64_t> Counters() const override;
 
  private:
-  struct Job {
-    std::vector<ExpertKey> keys;
-    Priority priority;
-    std::shared_ptr<ReadBatch> batch;  // null: a Prefetch hint
-  };
+  using Job = ReadJobQueue::Job;
 
   GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel);
-  void Loop();
   void RunJob(const Job& job);
   void SendPrefetch(const Job& job);
   // One attempt: streams what it can; marks received keys in `done`.
@@ -68,10 +64,7 @@ class GrpcExpertSource : public ExpertSource {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ExpertStore::Stub> stub_;
   v1::DescribeReply description_;
-  absl::Mutex mu_;
-  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<ReadJobQueue> jobs_;  // last: its threads use everything above
 };
 
 // The gRPC target of an expertd --listen address.

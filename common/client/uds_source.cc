@@ -48,27 +48,19 @@ absl::StatusOr<std::unique_ptr<UdsExpertSource>> UdsExpertSource::Connect(const 
   return source;
 }
 
-UdsExpertSource::UdsExpertSource(const Options& options) : options_(options) {
-  for (size_t i = 0; i < std::max<size_t>(1, options.reader_threads); ++i) {
-    threads_.emplace_back([this] { Loop(); });
-  }
-}
+UdsExpertSource::UdsExpertSource(const Options& options)
+    : options_(options),
+      jobs_(std::make_unique<ReadJobQueue>(options.reader_threads,
+                                           [this](const Job& job) { RunJob(job); })) {}
 
-UdsExpertSource::~UdsExpertSource() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  for (std::thread& thread : threads_) thread.join();
-}
+UdsExpertSource::~UdsExpertSource() { jobs_.reset(); }  // finish queued jobs first
 
 std::string UdsExpertSource::path() const { return options_.address.substr(sizeof(kScheme) - 1); }
 
 std::shared_ptr<ReadBatch> UdsExpertSource::Read(std::span<const ExpertKey> keys,
                                                  Priority priority) {
   auto batch = std::make_shared<ReadBatch>(keys.size());
-  absl::MutexLock lock(&mu_);
-  jobs_.push_back(Job{.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = batch});
+  jobs_->Push({.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = batch});
   return batch;
 }
 
@@ -104,21 +96,6 @@ void UdsExpertSource::ReturnConnection(std::shared_ptr<FastPathConnection> conne
   absl::MutexLock lock(&mu_);
   last_used_ = connection;
   if (!connection->broken()) idle_.push_back(std::move(connection));
-}
-
-void UdsExpertSource::Loop() {
-  while (true) {
-    Job job;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !jobs_.empty(); };
-      mu_.Await(absl::Condition(&ready));
-      if (jobs_.empty()) return;  // stopping, nothing queued
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    RunJob(job);
-  }
 }
 
 void UdsExpertSource::RunJob(const Job& job) {

@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/client/fastpath_connection.h"
+#include "common/client/read_job_queue.h"
 #include "common/store/expert_source.h"
 #include "warp/v1/expert_service.pb.h"
 
@@ -60,14 +61,9 @@ class UdsExpertSource : public ExpertSource {
   const v1::DescribeReply& description() const { return description_; }
 
  private:
-  struct Job {
-    std::vector<ExpertKey> keys;
-    Priority priority;
-    std::shared_ptr<ReadBatch> batch;
-  };
+  using Job = ReadJobQueue::Job;
 
   explicit UdsExpertSource(const Options& options);
-  void Loop();
   void RunJob(const Job& job);
   // One attempt on one connection: completes every key or none.
   absl::Status Attempt(const Job& job);
@@ -84,14 +80,12 @@ class UdsExpertSource : public ExpertSource {
   uint64_t fingerprint_ = 0;  // set by Connect, then constant
   v1::DescribeReply description_;
   absl::Mutex mu_;
-  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::shared_ptr<FastPathConnection>> idle_ ABSL_GUARDED_BY(mu_);
   // The newest mapping of the daemon's cache, reused by its new connections.
   std::shared_ptr<const ArenaMapping> mapping_ ABSL_GUARDED_BY(mu_);
   // The connection used last: Prefetch hints go there, even while it is busy.
   std::weak_ptr<FastPathConnection> last_used_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> threads_;
+  std::unique_ptr<ReadJobQueue> jobs_;  // last: its threads use everything above
 };
 
 }  // namespace warp

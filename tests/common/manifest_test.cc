@@ -370,3 +370,35 @@ TEST_F(ShardedContainerTest, OwnerShorterThanBankIsRejected) {
 
 }  // namespace
 }  // namespace warp
+
+namespace warp {
+namespace {
+
+// expertd serve --shard I/N: a view of an unsharded container.
+TEST_F(ShardedContainerTest, RestrictToShardServesEveryNthExpertInPlace) {
+  auto container = Container::Open(full_.path());
+  WARP_ASSERT_OK(container);
+  WARP_ASSERT_OK((*container)->RestrictToShard(1, 2));
+  const BankEntry& bank = (*container)->manifest().banks[0];
+  EXPECT_THAT((*container)->HeldExperts(bank), ElementsAre(1, 3));
+  // Records stay where they are in the full bank file.
+  EXPECT_EQ((*container)->RecordOffset(bank.layer, 3), 3 * bank.record_bytes);
+  EXPECT_EQ((*container)->RecordOffset(bank.layer, 2), std::nullopt);
+  EXPECT_EQ((*container)->shard(), std::make_pair(1u, 2u));
+}
+
+TEST_F(ShardedContainerTest, RestrictToShardRefusesABadIndexOrAShard) {
+  auto full = Container::Open(full_.path());
+  WARP_ASSERT_OK(full);
+  EXPECT_THAT((*full)->RestrictToShard(2, 2), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                       HasSubstr("shard 2/2: need 0 <= I < N")));
+  MakeShard({0, 1, 0, 1}, 2, 0);
+  auto shard = Container::Open(shard_.path());
+  WARP_ASSERT_OK(shard);
+  EXPECT_THAT((*shard)->RestrictToShard(0, 2),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is already shard 0 of 2; --shard applies to a whole model")));
+}
+
+}  // namespace
+}  // namespace warp

@@ -57,7 +57,8 @@ TEST_F(ComputedCliTest, PlanSplitsTheCacheAcrossLocalDaemons) {
   // tiny: trunk 659456 + KV 1000 x 640 + cache; a 4 MiB budget leaves 2894848 B of cache.
   auto result = RunBinary("computed", "plan --context 1000 --budget 4M --daemons 2 " + Model());
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, ::testing::ContainsRegex("per daemon +1\\.38 MiB +--budget of each of 2"));
+  EXPECT_THAT(result.output,
+              ::testing::ContainsRegex("per daemon +1\\.38 MiB +--budget of each of 2"));
 }
 
 TEST_F(ComputedCliTest, PlanOfAMissingModelNamesTheFile) {
@@ -173,6 +174,15 @@ TEST_F(RunCliTest, BudgetBelowTheFloorIsRefusedWithTheFigure) {
   auto result = RunBinary("computed", "run " + Model() + " 5,6 --budget 1K");
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.output, HasSubstr("is below the floor: this model needs at least"));
+}
+
+TEST_F(RunCliTest, BadCpusAndAnUnwritableTraceAreRefused) {
+  auto cpus = RunBinary("computed", "run " + Model() + " 5,6 --cpus 0,x");
+  EXPECT_EQ(cpus.exit_code, 1);
+  EXPECT_THAT(cpus.output, HasSubstr("--cpus: \"x\" is not a CPU number"));
+  auto trace = RunBinary("computed", "run " + Model() + " 5,6 --trace /nonexistent/dir/t.txt");
+  EXPECT_EQ(trace.exit_code, 1);
+  EXPECT_THAT(trace.output, HasSubstr("/nonexistent/dir/t.txt: cannot write"));
 }
 
 TEST_F(RunCliTest, TextPromptIsRefusedUntilTheTokenizerLands) {

@@ -146,6 +146,12 @@ TEST_F(ServeTest, NoModelIsAnError) {
   EXPECT_THAT(result.output, HasSubstr("no --model"));
 }
 
+TEST_F(ServeTest, MalformedShardExitsOneSayingWhatIsExpected) {
+  const CommandResult result = RunExpertd(ServeArgs("--shard 1"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("--shard 1: expected I/N, e.g. 0/2"));
+}
+
 TEST_F(ServeTest, BadListenSpecExitsOneSayingWhatIsExpected) {
   for (const std::string spec : {"http://127.0.0.1:7070", "tcp:7070", "unix:"}) {
     SCOPED_TRACE(spec);

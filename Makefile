@@ -20,6 +20,7 @@ build: configure
 
 # Every unit, golden and integration test, through ctest.
 check: build
+	@bash tests/npm/install.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # The main job on the embedded default, in a temp dir that is removed after.

@@ -10,7 +10,12 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev liburing-dev
+  libpcre2-dev libutf8proc-dev bible-kjv-text
 )
+# Node.js and npm run the reference tokenizers and Jinja renderer of the tests
+# (tests/npm); the machine may already have them from outside Debian.
+command -v node > /dev/null || packages+=(nodejs)
+command -v npm > /dev/null || packages+=(npm)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(fio)
 fi

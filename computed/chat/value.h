@@ -1,0 +1,133 @@
+#pragma once
+
+// Runtime values of the Jinja interpreter. They mirror @huggingface/jinja's
+// RuntimeValue classes (the reference renderer), including its JavaScript
+// semantics: every number is a double tagged int or float, objects keep
+// insertion order, arrays/objects/namespaces are shared by reference.
+//
+// Thread-compatible: values belong to one Render call.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace warp::chat {
+
+class Value;
+class Scope;
+class ObjectMap;
+
+// Call arguments as the reference passes them: the positional values, then
+// one trailing kwargs object when any keyword argument was given.
+using Args = std::vector<Value>;
+// `caller` is the scope of the call site (macros see it, as in the reference).
+using NativeFunction =
+    std::function<absl::StatusOr<Value>(Args args, const std::shared_ptr<Scope>& caller)>;
+
+// One runtime value. Cheap to copy: strings are copied, containers and
+// functions are shared (as JavaScript references are).
+//
+// Thread-compatible.
+class Value {
+ public:
+  enum class Type : uint8_t {
+    kUndefined, kNone, kBool, kInt, kFloat, kString, kArray, kObject, kNamespace, kFunction
+  };
+
+  Value() = default;  // undefined
+  static Value None();
+  static Value Bool(bool b);
+  static Value Int(double v);
+  static Value Float(double v);
+  static Value String(std::string s);
+  static Value Array(std::vector<Value> items);
+  static Value Tuple(std::vector<Value> items);  // an array from a (a, b) literal
+  static Value Object(ObjectMap map);
+  static Value Kwargs(ObjectMap map);  // an object of keyword arguments
+  static Value Namespace(ObjectMap map);
+  static Value Function(NativeFunction fn);
+
+  Type type() const { return type_; }
+  bool is(Type t) const { return type_ == t; }
+  bool is_none_or_undefined() const { return type_ == Type::kNone || type_ == Type::kUndefined; }
+  bool is_number() const { return type_ == Type::kInt || type_ == Type::kFloat; }
+  bool is_tuple() const { return type_ == Type::kArray && flag_; }
+  bool is_kwargs() const { return type_ == Type::kObject && flag_; }
+  bool is_mapping() const { return type_ == Type::kObject || type_ == Type::kNamespace; }
+
+  bool boolean() const { return number_ != 0; }  // REQUIRES: kBool
+  double number() const { return number_; }      // REQUIRES: kInt, kFloat or kBool
+  const std::string& string() const { return string_; }   // REQUIRES: kString
+  const std::vector<Value>& array() const { return *array_; }  // REQUIRES: kArray
+  const ObjectMap& object() const { return *object_; }  // REQUIRES: is_mapping()
+  ObjectMap& mutable_namespace() const { return *object_; }  // REQUIRES: kNamespace
+  const NativeFunction& function() const { return *function_; }  // REQUIRES: kFunction
+  // Storage address of an array, object or function: JavaScript's reference
+  // identity for == and `in`. nullptr for primitives.
+  const void* identity() const;
+
+ private:
+  Type type_ = Type::kUndefined;
+  bool flag_ = false;  // tuple (arrays) or kwargs (objects)
+  double number_ = 0;
+  std::string string_;
+  std::shared_ptr<const std::vector<Value>> array_;
+  std::shared_ptr<ObjectMap> object_;
+  std::shared_ptr<const NativeFunction> function_;
+};
+
+// Insertion-ordered string-keyed map (JavaScript Map). Lookups are linear:
+// chat-template objects are small (messages, tool schemas).
+//
+// Thread-compatible.
+class ObjectMap {
+ public:
+  using Entry = std::pair<std::string, Value>;
+
+  const Value* Find(std::string_view key) const;
+  // Inserts at the end, or replaces in place when `key` exists (Map.set).
+  void Set(std::string key, Value value);
+  bool Erase(std::string_view key);
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  std::vector<Entry>::const_iterator begin() const { return entries_.begin(); }
+  std::vector<Entry>::const_iterator end() const { return entries_.end(); }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// Type name for error messages: "string", "list", "dict", "none", ...
+std::string_view TypeName(const Value& v);
+
+// Python truthiness as the reference computes it (a namespace is always true).
+bool Truthy(const Value& v);
+
+// RuntimeValue.toString(): how {{ v }} prints ("1.0", "true", JSON for
+// containers). Fails for functions, tuples and kwargs, as the reference does.
+absl::StatusOr<std::string> ToDisplayString(const Value& v);
+
+// JavaScript `v.value.toString()`: what `+` and `~` concatenate. Floats print
+// as JS numbers ("1", not "1.0"); dicts as "[object Map]".
+absl::StatusOr<std::string> ConcatString(const Value& v);
+
+// Loose (==) and strict (===) JavaScript equality of the underlying values.
+// Loose equality may print a container to compare it with a string, which
+// fails for tuples, as in the reference.
+absl::StatusOr<bool> LooseEquals(const Value& a, const Value& b);
+bool StrictEquals(const Value& a, const Value& b);
+
+// JSON -> Value as JSON.parse + convertToRuntimeValues would build it:
+// integral numbers are ints, and keys that are array indices ("0", "12")
+// come first in ascending order, like JavaScript object keys.
+Value FromJson(const nlohmann::json& json);
+Value FromJson(const nlohmann::ordered_json& json);
+
+}  // namespace warp::chat

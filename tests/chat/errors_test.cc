@@ -1,0 +1,121 @@
+// Unsupported features and broken templates fail with the feature and its
+// line:column, at parse time where possible; render-time errors name where.
+
+#include <string>
+
+#include "computed/chat/jinja_template.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace warp::chat {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using warp::testing::StatusIs;
+
+absl::Status ParseError(const std::string& source) {
+  absl::StatusOr<JinjaTemplate> tmpl = JinjaTemplate::Parse(source, "chat template");
+  return tmpl.status();
+}
+
+absl::Status RenderError(const std::string& source, const json& context = json::object()) {
+  absl::StatusOr<JinjaTemplate> tmpl = JinjaTemplate::Parse(source, "chat template");
+  if (!tmpl.ok()) return absl::InternalError("parse failed: " + tmpl.status().ToString());
+  return tmpl->Render(context).status();
+}
+
+TEST(JinjaErrorTest, UnsupportedStatementsFailAtParseNamingTheFeatureAndPosition) {
+  EXPECT_THAT(ParseError("ok\n\n    {% include 'x' %}"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       "chat template line 3, column 8: unsupported Jinja feature: {% include %}"));
+  for (const char* statement : {"extends 'x'", "import 'x' as y", "from 'x' import y", "block b", "with x = 1",
+                                "raw", "autoescape true", "do x"}) {
+    SCOPED_TRACE(statement);
+    EXPECT_THAT(ParseError(std::string("{% ") + statement + " %}"),
+                StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("line 1, column 4: unsupported Jinja feature: {% ")));
+  }
+  EXPECT_THAT(ParseError("{% frobnicate %}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported Jinja feature: unknown statement {% frobnicate %}")));
+}
+
+TEST(JinjaErrorTest, UnknownFiltersAndTestsFailAtParse) {
+  EXPECT_THAT(ParseError("{{ x | frobnicate }}"),
+              StatusIs(absl::StatusCode::kUnimplemented, "chat template line 1, column 8: unsupported Jinja filter: frobnicate"));
+  EXPECT_THAT(ParseError("{{ x | upper(1) }}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported Jinja filter: upper(...)")));
+  EXPECT_THAT(ParseError("{% if x is divisibleby(3) %}{% endif %}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported Jinja feature: tests with arguments (is divisibleby(...))")));
+  EXPECT_THAT(ParseError("{{ x is frob }}"),
+              StatusIs(absl::StatusCode::kUnimplemented, "chat template line 1, column 9: unsupported Jinja test: frob"));
+  EXPECT_THAT(ParseError("{% for x in xs recursive %}{% endfor %}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported Jinja feature: recursive for loops")));
+}
+
+TEST(JinjaErrorTest, UnterminatedBlocksNameTheOpener) {
+  EXPECT_THAT(ParseError("a\n{% if x %}b"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unterminated {% if %} (opened at line 2, column 4): expected {% endif %}")));
+  EXPECT_THAT(ParseError("{% for x in xs %}{% if x %}{% endfor %}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unexpected {% endfor %}")));
+  EXPECT_THAT(ParseError("{% macro m() %}x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected {% endmacro %}")));
+  EXPECT_THAT(ParseError("{% endif %}"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1, column 4: unexpected {% endif %}")));
+}
+
+TEST(JinjaErrorTest, UnterminatedTagsAndLiterals) {
+  EXPECT_THAT(ParseError("{{ x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unexpected end of template")));
+  EXPECT_THAT(ParseError("{{ x }"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected '}}'")));
+  EXPECT_THAT(ParseError("{% if x "), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unexpected end of template")));
+  EXPECT_THAT(ParseError("line\n{{ 'abc }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "chat template line 2, column 4: unterminated string literal"));
+  EXPECT_THAT(ParseError("{# note"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unterminated comment")));
+  EXPECT_THAT(ParseError("{{ 'a\\q' }}"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown escape sequence '\\q'")));
+  EXPECT_THAT(ParseError("{{ a ! b }}"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("column 6: unexpected character '!'")));
+}
+
+TEST(JinjaErrorTest, UndefinedMethodsFailAtRenderWithTheirPosition) {
+  EXPECT_THAT(RenderError("\n  {{ messages.append(1) }}", {{"messages", json::array()}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "chat template line 2, column 6: unknown method 'append' of list"));
+  EXPECT_THAT(RenderError("{{ s.format(1) }}", {{"s", "x"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown method 'format' of string")));
+  EXPECT_THAT(RenderError("{{ nothing() }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'nothing' is not a function")));
+}
+
+TEST(JinjaErrorTest, RaiseExceptionCarriesTheTemplatesMessage) {
+  EXPECT_THAT(RenderError("{% if true %}\n{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "chat template line 2, column 4: raise_exception: Only user and assistant roles are supported!"));
+}
+
+TEST(JinjaErrorTest, TypeErrorsNameTheOperation) {
+  EXPECT_THAT(RenderError("{{ 'a' < 'b' }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unsupported operator '<' between string and string")));
+  EXPECT_THAT(RenderError("{{ x + 1 }}", {{"x", nullptr}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot apply '+' to none")));
+  EXPECT_THAT(RenderError("{% for c in 'abc' %}{% endfor %}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot iterate over a string")));
+  EXPECT_THAT(RenderError("{{ 1 | trim }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("filter 'trim' does not apply to a int")));
+  EXPECT_THAT(RenderError("{% break %}"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("{% break %} outside of a loop")));
+  EXPECT_THAT(RenderError("{{ [1, 'a'] | sort }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot compare int with string")));
+}
+
+TEST(JinjaErrorTest, UnsupportedFilterOptionsFailAtRender) {
+  EXPECT_THAT(RenderError("{{ {} | tojson(sort_keys=true) }}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("tojson(sort_keys=true)")));
+  EXPECT_THAT(RenderError("{{ [] | map('upper') }}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("map() without attribute=")));
+}
+
+TEST(JinjaErrorTest, RunawayRecursionIsAnError) {
+  EXPECT_THAT(RenderError("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("macro calls nest deeper than")));
+  EXPECT_THAT(ParseError("{{ " + std::string(2000, '(') + "1" + std::string(2000, ')') + " }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nests too deeply")));
+}
+
+}  // namespace
+}  // namespace warp::chat

@@ -44,6 +44,7 @@ grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::Describ
   reply->set_architecture(manifest.architecture);
   reply->set_shard_index(container.shard().first);
   reply->set_num_shards(container.shard().second);
+  reply->set_cache_bytes(store_.cache_bytes());
   for (const BankEntry& bank : manifest.banks) {
     v1::BankInfo* info = reply->add_banks();
     info->set_layer(bank.layer);

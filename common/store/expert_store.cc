@@ -37,10 +37,15 @@ absl::StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Open(
     std::shared_ptr<const Container> container, Options options) {
   WARP_ASSIGN_OR_RETURN(auto banks, BankSet::Open(std::move(container), options.banks));
   uint64_t slot_bytes = kBankAlignment;
+  uint64_t records_held = 0;
   for (const BankEntry& bank : banks->container().manifest().banks) {
     slot_bytes = std::max(slot_bytes, AlignUp(bank.record_bytes, kBankAlignment));
+    records_held += banks->container().HeldExperts(bank).size();
   }
-  const uint64_t num_slots = std::min<uint64_t>(options.cache_bytes / slot_bytes, UINT32_MAX);
+  // A cache larger than the records it can hold would only be reported (and
+  // charged to the budget) without ever being used.
+  const uint64_t num_slots =
+      std::min<uint64_t>({options.cache_bytes / slot_bytes, records_held, UINT32_MAX});
   std::unique_ptr<RecordArena> arena;
   if (num_slots > 0) {
     WARP_ASSIGN_OR_RETURN(arena, RecordArena::Create(slot_bytes, static_cast<uint32_t>(num_slots),
@@ -153,6 +158,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     it->second.started = true;
     priority = it->second.priority;
     slot = Admit(key, priority);
+    if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
   }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ExpertRecord> record = ReadFromDisk(key, slot);
@@ -168,6 +174,11 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     const Priority joined = it->second.priority;  // a demand may have joined mid-read
     in_flight_.erase(it);
     ++stats_.latency_us_buckets[LatencyBucket(ms)];
+    if (--stats_.disk_reads_running == 0) {
+      stats_.disk_busy_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - stats_.busy_since)
+                                 .count();
+    }
     if (slot && record.ok() && joined < priority) {
       cache_.Touch(key, KindOf(joined));  // a used prediction is warm, not wasted
     }
@@ -275,6 +286,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"cache_rejected_inserts", cache.rejected_inserts},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
       {"queue_depth", io_->queue_depth()},
+      {"disk_busy_us", stats_.disk_busy_us},
   };
   constexpr const char* kBuckets[] = {"lt_0_1ms", "lt_0_3ms", "lt_1ms",   "lt_3ms",
                                       "lt_10ms",  "lt_30ms",  "lt_100ms", "ge_100ms"};

@@ -16,6 +16,7 @@
 // Thread-safe. Lock order: mu_ only (never held across a read or a callback).
 // REQUIRES: every ExpertRecord it handed out is dropped before it is destroyed.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -67,6 +68,8 @@ class ExpertStore : public ExpertSource {
   std::map<std::string, uint64_t> Counters() const override;
 
   const Container& container() const { return banks_->container(); }
+  // RAM the record cache holds (whole slots), what a daemon reports in Describe.
+  uint64_t cache_bytes() const { return arena_ ? arena_->arena_bytes() : 0; }
   bool IsCached(const ExpertKey& key) const;
 
   // The shared-memory cache, for the fast path: its memfd (-1 and 0 bytes
@@ -116,6 +119,11 @@ class ExpertStore : public ExpertSource {
     uint64_t read_bytes[3] = {0, 0, 0};  // by Priority
     uint64_t lookahead_dropped = 0;
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
+    // Wall time with at least one disk read in flight: the I/O side of the
+    // overlap efficiency max(I/O, compute) / token time.
+    uint64_t disk_busy_us = 0;
+    uint32_t disk_reads_running = 0;
+    std::chrono::steady_clock::time_point busy_since;
   } stats_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<IoEngine> io_;  // last: its threads use everything above
 };

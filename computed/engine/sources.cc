@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/byte_size.h"
 #include "common/client/fanout_source.h"
 #include "common/client/grpc_source.h"
 #include "common/client/uds_source.h"
@@ -50,12 +51,39 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& ad
   return client;
 }
 
+// A daemon on this machine: its cache is RAM the run's budget must cover.
+bool IsLocalStore(const std::string& address) {
+  if (!absl::StartsWith(address, "tcp:")) return true;  // unix:, fastpath:
+  const std::string host = address.substr(4, address.rfind(':') - 4);
+  return host == "localhost" || host == "[::1]" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+// The budget covers the local daemons' caches: together they may hold at most
+// what the planner left for the expert cache, else the machine could page.
+absl::Status CheckLocalDaemonCaches(const std::vector<std::pair<std::string, uint64_t>>& local,
+                                    uint64_t cache_bytes) {
+  uint64_t total = 0;
+  std::string each;
+  for (const auto& [address, bytes] : local) {
+    total += bytes;
+    absl::StrAppend(&each, each.empty() ? "" : ", ", address, " ", FormatBytes(bytes));
+  }
+  if (total <= cache_bytes) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the local expertd caches hold ", FormatBytes(total), " (", each, ") but the budget leaves ",
+      FormatBytes(cache_bytes), " for the expert cache; restart them with --budget ",
+      FormatBytes(cache_bytes / local.size()), " each (computed plan --daemons ", local.size(),
+      ") or give computed a larger --budget"));
+}
+
 absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& address,
-                                                       uint64_t fingerprint) {
+                                                       uint64_t fingerprint,
+                                                       uint64_t& cache_bytes) {
   v1::DescribeReply description;
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client, ConnectStore(address, description));
   WARP_RETURN_IF_ERROR(
       CheckFingerprint(fingerprint, description.model_fingerprint(), "expertd at " + address));
+  cache_bytes = description.cache_bytes();
   std::vector<ExpertKey> held;
   for (const v1::BankInfo& bank : description.banks()) {
     for (uint32_t expert : bank.experts()) held.push_back({bank.layer(), expert});
@@ -89,9 +117,16 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
     WARP_ASSIGN_OR_RETURN(auto member, BankMember(dir, fingerprint, options, per_dir));
     members.push_back(std::move(member));
   }
+  std::vector<std::pair<std::string, uint64_t>> local_daemons;
   for (const std::string& address : options.stores) {
-    WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, fingerprint));
+    uint64_t cache_bytes = 0;
+    WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, fingerprint, cache_bytes));
     members.push_back(std::move(member));
+    if (IsLocalStore(address)) local_daemons.emplace_back(address, cache_bytes);
+  }
+  if (!local_daemons.empty()) {
+    const uint64_t embedded = per_dir * options.bank_dirs.size();
+    WARP_RETURN_IF_ERROR(CheckLocalDaemonCaches(local_daemons, options.cache_bytes - embedded));
   }
   WARP_ASSIGN_OR_RETURN(auto fanout, FanoutExpertSource::Create(std::move(members)));
   return fanout;

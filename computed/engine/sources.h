@@ -4,7 +4,9 @@
 // ExpertStore over the model's own banks (the default), embedded stores over
 // shard directories (--banks, or WARP_BANK_SHARDS), or expertd daemons
 // (--stores), fanned out by which member holds which expert. Every member
-// must hold the model's fingerprint.
+// must hold the model's fingerprint, and the caches of the daemons on this
+// machine (unix:, fastpath:, tcp: to loopback) must fit in the budget's cache
+// share, so that a run with local daemons cannot page either.
 
 #include <cstdint>
 #include <memory>
@@ -20,7 +22,8 @@ namespace warp::computed {
 struct SourceOptions {
   std::vector<std::string> bank_dirs;  // shard directories of the model, read in-process
   std::vector<std::string> stores;     // expertd addresses: unix:PATH, tcp:HOST:PORT, fastpath:PATH
-  uint64_t cache_bytes = 0;            // embedded record cache, split over the bank dirs
+  uint64_t cache_bytes = 0;            // the budget's cache share: the bank dirs' embedded
+                                       // caches split it; local daemons must fit in the rest
   uint32_t io_threads = 4;             // per embedded store
 };
 

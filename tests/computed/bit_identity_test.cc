@@ -116,6 +116,31 @@ TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
   EXPECT_THAT(result.output, ::testing::HasSubstr("held by no shard"));
 }
 
+TEST_F(BitIdentityTest, LocalDaemonCachesMustFitInTheBudget) {
+  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
+  std::vector<std::string> addresses;
+  for (int i = 0; i < 2; ++i) {
+    auto daemon = warp::testing::Daemon::Start({"--model", Model(), "--shard",
+                                                std::to_string(i) + "/2", "--listen",
+                                                "unix:" + (dir_ / ("b" + std::to_string(i))).string(),
+                                                "--budget", "1M"});
+    WARP_ASSERT_OK(daemon);
+    addresses.push_back((*daemon)->addresses().at(0));
+    daemons.push_back(std::move(*daemon));
+  }
+  const std::string stores = " --stores " + absl::StrJoin(addresses, ",");
+  // Just above the floor (878 KiB) the budget leaves about 250 KiB for experts,
+  // less than the two daemons' 1 MiB caches.
+  auto refused = RunBinary("computed", "logits " + Model() + " --tokens " + tokens_ + stores +
+                                           " --budget 900K");
+  EXPECT_EQ(refused.exit_code, 1);
+  // Each holds 16 records of 28 KiB, so a 1M budget caches all 448 KiB of them.
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("the local expertd caches hold 896.00 KiB"));
+  EXPECT_THAT(refused.output, ::testing::HasSubstr(addresses[1] + " 448.00 KiB"));
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("computed plan --daemons 2"));
+  EXPECT_FALSE(Logits(stores + " --budget 2M").empty());
+}
+
 TEST_F(BitIdentityTest, AShardOfAnotherModelIsRefused) {
   auto other = RunBinary("computed", "convert --quiet " + Fixture("deepseek_v3_bf16") + " " +
                                          (dir_ / "other.warp").string());

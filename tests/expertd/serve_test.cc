@@ -305,13 +305,13 @@ TEST_F(ServeTest, ConfigFieldsApplyWithoutFlags) {
   const fs::path config = dir_ / "c.textproto";
   WriteFile(config, absl::StrCat("model: \"", model_.string(),
                                  "\"\n"
-                                 "budget_bytes: 1048576\n"));
+                                 "budget_bytes: 16384\n"));  // one of its two records
   // Daemon waits for one "listening" line per --listen flag, so the address
   // comes from a flag here; ListenFlagReplacesTheConfigList covers the config's.
   auto daemon = Daemon::Start({"--config", config.string(), "--listen", "tcp:127.0.0.1:0"});
   WARP_ASSERT_OK(daemon);
   EXPECT_EQ(StatsCounter((*daemon)->addresses().at(0), "expertd.store.cache_capacity_bytes"),
-            1048576u);
+            16384u);
 }
 
 TEST_F(ServeTest, FlagsOverrideConfigFields) {
@@ -321,14 +321,14 @@ TEST_F(ServeTest, FlagsOverrideConfigFields) {
                                  "listen: \"unix:",
                                  (dir_ / "from-config.sock").string(),
                                  "\"\n"
-                                 "budget_bytes: 1048576\n"));
-  auto daemon =
-      Daemon::Start({"--config", config.string(), "--budget", "2M", "--listen", "tcp:127.0.0.1:0"});
+                                 "budget_bytes: 16384\n"));
+  auto daemon = Daemon::Start(
+      {"--config", config.string(), "--budget", "32K", "--listen", "tcp:127.0.0.1:0"});
   WARP_ASSERT_OK(daemon);
   ASSERT_EQ((*daemon)->addresses().size(), 1u);
   const std::string address = (*daemon)->addresses()[0];
   EXPECT_THAT(address, HasSubstr("tcp:127.0.0.1:"));
-  EXPECT_EQ(StatsCounter(address, "expertd.store.cache_capacity_bytes"), 2u << 20);
+  EXPECT_EQ(StatsCounter(address, "expertd.store.cache_capacity_bytes"), 32768u);
   // --listen replaces the config's list; it does not add to it.
   EXPECT_FALSE(fs::exists(dir_ / "from-config.sock"));
 }

@@ -1,4 +1,5 @@
-// computed: the compute client of WARP. Subcommands: convert, logits, run, synth, plan.
+// computed: the compute client of WARP. Subcommands: convert, logits, run, chat, tokenize,
+// template, synth, plan.
 
 #include <string>
 #include <vector>
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
   std::vector<warp::computed::CommandRunner> runners = {
       warp::computed::AddConvertCommand(app), warp::computed::AddLogitsCommand(app),
       warp::computed::AddRunCommand(app),     warp::computed::AddSynthCommand(app),
-      warp::computed::AddPlanCommand(app),
+      warp::computed::AddPlanCommand(app),    warp::computed::AddChatCommand(app),
+      warp::computed::AddTokenizeCommand(app), warp::computed::AddTemplateCommand(app),
   };
   CLI11_PARSE(app, argc, argv);
   warp::InitLogging(log_level);

@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
-# `make demo`: the main job on the embedded default, in a temp dir.
-# Until the trained demo model and its tokenizer land (issue 6), it runs the
-# tiny reference checkpoint of the deepseek_v3 (Kimi K2) family on token ids.
+# `make demo`: the main job on the embedded default, in a temp dir. Converts
+# the small trained demo model (tests/demo_model: deepseek_v3 architecture,
+# trained on the King James Bible with its own BPE tokenizer), then has it
+# continue a prompt inside a memory budget that leaves room for only a few
+# experts, so most of them stream from disk; then one chat turn.
 set -euo pipefail
 bin=${1:-build/bin}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/warp-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-fixture="$root/tests/fixtures/deepseek_v3_bf16"
+checkpoint="$root/tests/demo_model/kjv-moe"
+budget=${WARP_DEMO_BUDGET:-3M}
 
-echo "== computed convert: a Hugging Face checkpoint (deepseek_v3, bf16) to a .warp container"
-"$bin/computed" convert --quiet "$fixture" "$work/model.warp"
+echo "== computed convert: the Hugging Face checkpoint (bf16) and its tokenizer to a .warp container"
+"$bin/computed" convert --quiet "$checkpoint" "$work/kjv.warp"
 echo
 echo "== computed plan: memory figures from the manifest alone"
-"$bin/computed" plan "$work/model.warp" --context 64
+"$bin/computed" plan "$work/kjv.warp" --context 128
 echo
-echo "== computed run: a budget just above the floor, so most experts stream from disk"
-"$bin/computed" --log-level warn run "$work/model.warp" "$(cat "$fixture/tokens.txt")" -n 16 \
-  --budget 660K --stages
-echo "   (the PyTorch reference continues with: $(cat "$fixture/greedy.txt"))"
+echo "== computed tokenize: the model's own byte-level BPE"
+"$bin/computed" tokenize --tokenizer "$work/kjv.warp" "In the beginning God created"
+echo
+prompt="And God said,"
+echo "== computed run --raw \"$prompt\": budget $budget, so most experts stream from disk"
+"$bin/computed" --log-level warn run "$work/kjv.warp" "$prompt" --raw -n 48 --budget "$budget" \
+  --stages
+echo
+question="The LORD is my shepherd;"
+echo "== computed run \"$question\": through the chat template"
+"$bin/computed" --log-level warn run "$work/kjv.warp" "$question" -n 32 --budget "$budget"
 echo
 echo "== expertd verify: every record footer and CRC32C"
-"$bin/expertd" verify --quiet "$work/model.warp"
+"$bin/expertd" verify --quiet "$work/kjv.warp"

@@ -23,5 +23,8 @@ CommandRunner AddLogitsCommand(CLI::App& app);
 CommandRunner AddRunCommand(CLI::App& app);
 CommandRunner AddSynthCommand(CLI::App& app);
 CommandRunner AddPlanCommand(CLI::App& app);
+CommandRunner AddTokenizeCommand(CLI::App& app);
+CommandRunner AddTemplateCommand(CLI::App& app);
+CommandRunner AddChatCommand(CLI::App& app);
 
 }  // namespace warp::computed

@@ -7,29 +7,14 @@
 #include <memory>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "computed/cli/commands.h"
 #include "computed/cli/session_flags.h"
+#include "computed/cli/token_ids.h"
 #include "computed/engine/sampler.h"
 
 namespace warp::computed {
-
-absl::StatusOr<std::vector<int32_t>> ParseTokenIds(const std::string& text) {
-  std::vector<int32_t> tokens;
-  for (absl::string_view piece : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    int32_t token;
-    if (!absl::SimpleAtoi(piece, &token)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tokens: \"", std::string(piece), "\" is not a token id"));
-    }
-    tokens.push_back(token);
-  }
-  if (tokens.empty()) return absl::InvalidArgumentError("--tokens: no token ids given");
-  return tokens;
-}
 
 namespace {
 
@@ -42,7 +27,7 @@ struct LogitsFlags {
 };
 
 absl::Status Run(const LogitsFlags& flags) {
-  auto tokens = ParseTokenIds(flags.tokens);
+  auto tokens = ParseTokenIds(flags.tokens, "--tokens");
   if (!tokens.ok()) return tokens.status();
   auto options =
       ToSessionOptions(flags.session, static_cast<uint32_t>(tokens->size()) + flags.greedy + 1);
@@ -84,10 +69,7 @@ CommandRunner AddLogitsCommand(CLI::App& app) {
   cmd->add_option("--out", flags->out, "Write float32 [positions][vocab] here");
   cmd->add_option("--greedy", flags->greedy,
                   "Then decode N tokens (greedily unless --temperature) and print them");
-  cmd->add_option("--temperature", flags->sampling.temperature, "Sampling temperature (0: greedy)");
-  cmd->add_option("--top-k", flags->sampling.top_k, "Sample among the k best tokens (0: all)");
-  cmd->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass (1: off)");
-  cmd->add_option("--seed", flags->sampling.seed, "Sampling seed");
+  AddSamplingFlags(cmd, flags->sampling);
   return MakeRunner(cmd, [flags] { return Run(*flags); });
 }
 

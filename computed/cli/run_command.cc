@@ -1,6 +1,7 @@
-// computed run MODEL.warp "PROMPT" [-n N] [sampling] [engine options]
-// Generates a continuation and ends with one stats line. Until the tokenizer
-// lands, PROMPT is token ids ("1,2,3") and the output is token ids.
+// computed run MODEL.warp "PROMPT" [-n N] [--raw] [--system TEXT] [sampling] [engine options]
+// Generates a continuation, streams it as text, and ends with one stats line.
+// The prompt goes through the model's chat template unless --raw; a model
+// without a tokenizer (or --ids) takes and prints token ids ("1,2,3").
 
 #include <cstdio>
 #include <memory>
@@ -8,13 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "computed/cli/commands.h"
+#include "computed/cli/generation.h"
+#include "computed/cli/model_text.h"
 #include "computed/cli/session_flags.h"
-#include "computed/engine/sampler.h"
+#include "computed/cli/token_ids.h"
 
 namespace warp::computed {
-
-absl::StatusOr<std::vector<int32_t>> ParseTokenIds(const std::string& text);
-
 namespace {
 
 struct RunFlags {
@@ -23,14 +23,45 @@ struct RunFlags {
   uint32_t max_tokens = 32;
   SamplerOptions sampling;
   bool stages = false;
+  bool raw = false;
+  bool ids = false;
+  bool ignore_eos = false;
+  std::string system;
 };
 
+// The prompt as token ids: through the chat template unless --raw, else
+// encoded as the tokenizer's post-processor says (e.g. with BOS).
+absl::StatusOr<std::vector<int32_t>> EncodePrompt(const RunFlags& flags, const ModelText& text) {
+  if (flags.raw || !text.chat_template) {
+    return text.tokenizer->Encode(flags.prompt, /*add_special_tokens=*/true);
+  }
+  nlohmann::json messages = nlohmann::json::array();
+  if (!flags.system.empty()) messages.push_back({{"role", "system"}, {"content", flags.system}});
+  messages.push_back({{"role", "user"}, {"content", flags.prompt}});
+  auto rendered = text.chat_template->Render(messages, /*add_generation_prompt=*/true);
+  if (!rendered.ok()) return rendered.status();
+  return text.tokenizer->Encode(*rendered);
+}
+
+// Ids mode when asked for, or when the model has no tokenizer to speak with.
+absl::StatusOr<std::optional<ModelText>> TextLayer(const RunFlags& flags) {
+  if (flags.ids) return std::nullopt;
+  absl::StatusOr<ModelText> text = LoadModelText(flags.session.model);
+  if (absl::IsNotFound(text.status())) return std::nullopt;
+  if (!text.ok()) return text.status();
+  return std::optional<ModelText>(*std::move(text));
+}
+
 absl::Status Run(const RunFlags& flags) {
-  auto tokens = ParseTokenIds(flags.prompt);
+  auto text = TextLayer(flags);
+  if (!text.ok()) return text.status();
+  const bool speaks = text->has_value();
+  auto tokens = speaks ? EncodePrompt(flags, **text) : ParseTokenIds(flags.prompt, "prompt");
   if (!tokens.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the prompt must be token ids (\"1,2,3\") until the tokenizer lands: ",
-                     tokens.status().message()));
+    if (speaks) return tokens.status();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model has no tokenizer, so the prompt must be token ids (\"1,2,3\"): ",
+        tokens.status().message()));
   }
   auto options =
       ToSessionOptions(flags.session, static_cast<uint32_t>(tokens->size()) + flags.max_tokens + 1);
@@ -40,21 +71,36 @@ absl::Status Run(const RunFlags& flags) {
   const uint32_t vocab = (*session)->vocab_size();
   auto logits = (*session)->Prefill(*tokens);
   if (!logits.ok()) return logits.status();
-  Sampler sampler(flags.sampling);
-  int32_t next = sampler.Sample({logits->data() + logits->size() - vocab, vocab});
-  for (uint32_t i = 0; i < flags.max_tokens; ++i) {
-    std::printf("%s%d", i ? "," : "", next);
-    std::fflush(stdout);  // stream as it is generated
-    if (i + 1 == flags.max_tokens) break;
-    auto step = (*session)->Step(next);
-    if (!step.ok()) {
-      std::printf("\n");
-      return step.status();
+
+  GenerationLimits limits{.max_tokens = flags.max_tokens};
+  std::optional<text::StreamingDecoder> decoder;
+  if (speaks) {
+    if (!flags.ignore_eos) limits.stop_ids = (*text)->stop_ids;
+    decoder.emplace(*(*text)->tokenizer, /*skip_special_tokens=*/true);
+  }
+  bool first = true;
+  auto print = [&](int32_t id) -> absl::Status {
+    if (decoder) {
+      absl::StatusOr<std::string> piece = decoder->Push(id);
+      if (!piece.ok()) return piece.status();
+      std::fwrite(piece->data(), 1, piece->size(), stdout);
+    } else {
+      std::printf("%s%d", first ? "" : ",", id);
     }
-    next = sampler.Sample(*step);
+    first = false;
+    std::fflush(stdout);  // stream as it is generated
+    return absl::OkStatus();
+  };
+  Sampler sampler(flags.sampling);
+  auto generated = Generate(**session, sampler, {logits->data() + logits->size() - vocab, vocab},
+                            limits, print);
+  if (decoder) {
+    const std::string rest = decoder->Flush();
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
   }
   std::printf("\n");
   std::fflush(stdout);
+  if (!generated.ok()) return generated.status();
   absl::Status finished = (*session)->Finish();
   std::fprintf(stderr, "%s\n", (*session)->StatsLine().c_str());
   if (flags.stages) std::fprintf(stderr, "%s", (*session)->StageReport().c_str());
@@ -67,14 +113,15 @@ CommandRunner AddRunCommand(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand("run", "Generate a continuation of a prompt");
   AddSessionFlags(cmd, flags->session);
-  cmd->add_option("prompt", flags->prompt, "The prompt (token ids until the tokenizer lands)")
+  cmd->add_option("prompt", flags->prompt, "The prompt: text, or token ids with --ids")
       ->required();
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Tokens to generate")
       ->capture_default_str();
-  cmd->add_option("--temperature", flags->sampling.temperature, "Sampling temperature (0: greedy)");
-  cmd->add_option("--top-k", flags->sampling.top_k, "Sample among the k best tokens (0: all)");
-  cmd->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass (1: off)");
-  cmd->add_option("--seed", flags->sampling.seed, "Sampling seed");
+  cmd->add_flag("--raw", flags->raw, "Continue the prompt as is, without the chat template");
+  cmd->add_option("--system", flags->system, "A system message for the chat template");
+  cmd->add_flag("--ids", flags->ids, "The prompt and the output are token ids");
+  cmd->add_flag("--ignore-eos", flags->ignore_eos, "Generate all -n tokens, past end-of-text");
+  AddSamplingFlags(cmd, flags->sampling);
   cmd->add_flag("--stages", flags->stages, "Also print the time per pipeline stage");
   return MakeRunner(cmd, [flags] { return Run(*flags); });
 }

@@ -35,6 +35,13 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_flag("--learn", flags.learn, "Record the experts used into the model's usage.warp");
 }
 
+void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options) {
+  cmd->add_option("--temperature", options.temperature, "Sampling temperature (0: greedy)");
+  cmd->add_option("--top-k", options.top_k, "Sample among the k best tokens (0: all)");
+  cmd->add_option("--top-p", options.top_p, "Nucleus sampling mass (1: off)");
+  cmd->add_option("--seed", options.seed, "Sampling seed");
+}
+
 absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint32_t max_positions) {
   SessionOptions options{.model = flags.model,
                          .bank_dirs = SplitList(flags.banks),

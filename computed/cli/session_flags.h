@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "computed/engine/sampler.h"
 #include "computed/engine/session.h"
 
 namespace warp::computed {
@@ -29,6 +30,9 @@ struct SessionFlags {
 };
 
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
+
+// --temperature, --top-k, --top-p, --seed (defaults: greedy).
+void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options);
 
 // Resolves flags and environment (WARP_BANK_SHARDS, WARP_LOOKAHEAD).
 absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint32_t max_positions);

@@ -26,7 +26,7 @@ using json = nlohmann::ordered_json;
 // Tokenizer and chat-template files copied into the container when present.
 constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
                                            "tokenizer.model", "tiktoken.model",
-                                           "special_tokens_map.json"};
+                                           "special_tokens_map.json", "generation_config.json"};
 constexpr const char* kChatTemplateFile = "chat_template.jinja";
 
 std::string ShapeString(const std::vector<uint64_t>& shape) {
@@ -210,6 +210,39 @@ absl::Status CheckOptions(const ConvertOptions& options) {
   return absl::OkStatus();
 }
 
+// Writes the chat template embedded in tokenizer_config.json ("chat_template": a string, or a
+// list of {name, template} whose "default" applies) to its own file, so that every container
+// names its template the same way. Returns false when the config has none.
+absl::StatusOr<bool> ExtractChatTemplate(const fs::path& tokenizer_config, const fs::path& to) {
+  if (!fs::exists(tokenizer_config)) return false;
+  WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(tokenizer_config));
+  const json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(tokenizer_config.string(), ": not a JSON object"));
+  }
+  const json* source = nullptr;
+  if (auto it = config.find("chat_template"); it != config.end()) {
+    if (it->is_string()) source = &*it;
+    if (it->is_array()) {
+      for (const json& named : *it) {
+        if (named.is_object() && named.value("name", "") == "default" &&
+            named.contains("template") && named["template"].is_string()) {
+          source = &named["template"];
+        }
+      }
+    }
+    if (source == nullptr && !it->is_null()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          tokenizer_config.string(),
+          ": chat_template: expected a string or a list with a \"default\" {name, template}"));
+    }
+  }
+  if (source == nullptr) return false;
+  WARP_RETURN_IF_ERROR(WriteFileAtomically(to, source->get<std::string>()));
+  return true;
+}
+
 // Copies the tokenizer files the release ships; returns the manifest reference.
 absl::StatusOr<std::optional<TokenizerRef>> CopyTokenizer(const fs::path& from,
                                                           const fs::path& to) {
@@ -227,6 +260,10 @@ absl::StatusOr<std::optional<TokenizerRef>> CopyTokenizer(const fs::path& from,
                   fs::copy_options::overwrite_existing, error);
     if (error) return absl::InternalError(error.message());
     ref.chat_template = kChatTemplateFile;
+  } else {
+    WARP_ASSIGN_OR_RETURN(bool extracted, ExtractChatTemplate(from / "tokenizer_config.json",
+                                                              to / kChatTemplateFile));
+    if (extracted) ref.chat_template = kChatTemplateFile;
   }
   if (ref.files.empty() && ref.chat_template.empty()) return std::nullopt;
   return ref;

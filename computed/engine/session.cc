@@ -203,6 +203,16 @@ std::string Session::StageReport() const {
       &report, "  %-13s %8.3f s: compute %.3f s, waiting for reads %.1f%%, %s read a token\n",
       "total", total, compute, total > 0 ? 100 * stats.seconds_fetch_wait / total : 0.0,
       FormatBytes(stats.tokens ? stats.expert_read_bytes / stats.tokens : 0));
+  // Overlap efficiency: 1.0 when the run takes only as long as its busier
+  // side, the disk or the CPU. Only an embedded store reports its disk time.
+  const std::map<std::string, uint64_t> now = source_->Counters();
+  if (now.contains("expertd.store.disk_busy_us") && total > 0) {
+    const double io =
+        (Counter(now, "disk_busy_us") - Counter(counters_at_start_, "disk_busy_us")) / 1e6;
+    absl::StrAppendFormat(&report,
+                          "  %-13s max(I/O %.3f s, compute %.3f s) / %.3f s = %.2f\n", "overlap",
+                          io, compute, total, std::max(io, compute) / total);
+  }
   return report;
 }
 

@@ -60,6 +60,12 @@ class Session {
   // One line per stage: seconds, share of the run, and the overlap figure.
   std::string StageReport() const;
 
+  // Positions in the KV cache, and its capacity.
+  uint32_t position() const { return transformer_->position(); }
+  uint32_t max_positions() const { return options_.max_positions; }
+  // Forgets the KV cache from `position` on (a chat history re-rendered differently).
+  void Rewind(uint32_t position) { transformer_->Rewind(position); }
+
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }
   uint32_t vocab_size() const { return transformer_->config().vocab_size; }

@@ -7,6 +7,7 @@
 //
 // Thread-compatible: one Forward at a time; it uses the pool for matrix rows.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -67,6 +68,8 @@ class Transformer {
 
   uint32_t position() const { return position_; }
   void Reset() { position_ = 0; }
+  // Forgets the KV cache from `position` on; later tokens overwrite it.
+  void Rewind(uint32_t position) { position_ = std::min(position_, position); }
   const ModelConfig& config() const { return config_; }
   const ForwardStats& stats() const { return stats_; }
 

@@ -67,6 +67,36 @@ TEST_F(ConvertTest, ConvertsAndOpens) {
   WARP_EXPECT_OK(Container::Open(dir_ / "out.warp"));
 }
 
+// The release's tokenizer files are copied; the chat template inside
+// tokenizer_config.json becomes chat_template.jinja, named by the manifest.
+TEST_F(ConvertTest, CopiesTokenizerFilesAndWritesTheChatTemplateOut) {
+  const std::string chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  std::ofstream(hf_ / "tokenizer.json") << "{}";
+  std::ofstream(hf_ / "generation_config.json") << R"({"eos_token_id": [1, 2]})";
+  std::ofstream(hf_ / "tokenizer_config.json")
+      << json({{"bos_token", "<s>"},
+               {"chat_template", json::array({{{"name", "tool_use"}, {"template", "x"}},
+                                              {{"name", "default"}, {"template", chat_template}}})}})
+             .dump();
+  WARP_ASSERT_OK(Convert());
+  auto container = Container::Open(dir_ / "out.warp");
+  WARP_ASSERT_OK(container);
+  const auto& tokenizer = (*container)->manifest().tokenizer;
+  ASSERT_TRUE(tokenizer.has_value());
+  EXPECT_THAT(tokenizer->files, ::testing::ElementsAre("tokenizer.json", "tokenizer_config.json",
+                                                       "generation_config.json"));
+  EXPECT_EQ(tokenizer->chat_template, "chat_template.jinja");
+  std::ifstream in(dir_ / "out.warp" / "chat_template.jinja");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), chat_template);
+}
+
+TEST_F(ConvertTest, AChatTemplateOfTheWrongTypeIsRefusedNamingTheFile) {
+  std::ofstream(hf_ / "tokenizer_config.json") << R"({"chat_template": 42})";
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("tokenizer_config.json"),
+                                        HasSubstr("chat_template: expected a string"))));
+}
+
 TEST_F(ConvertTest, TruncatedSafetensorsIsRefusedNamingTheFile) {
   fs::resize_file(hf_ / "model.safetensors", fs::file_size(hf_ / "model.safetensors") - 1000);
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kDataLoss,

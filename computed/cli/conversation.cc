@@ -1,0 +1,45 @@
+#include "computed/cli/conversation.h"
+
+#include <algorithm>
+#include <span>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/status.h"
+
+namespace warp::computed {
+
+Conversation::Conversation(Session& session, const ModelText& text)
+    : session_(session), text_(text) {
+  WARP_CHECK(text_.chat_template.has_value());
+}
+
+void Conversation::Add(std::string role, std::string content) {
+  messages_.push_back({{"role", std::move(role)}, {"content", std::move(content)}});
+}
+
+absl::StatusOr<std::vector<float>> Conversation::Prepare(uint32_t reserve) {
+  WARP_ASSIGN_OR_RETURN(std::string prompt,
+                        text_.chat_template->Render(messages_, /*add_generation_prompt=*/true));
+  WARP_ASSIGN_OR_RETURN(std::vector<int32_t> ids, text_.tokenizer->Encode(prompt));
+  if (ids.empty()) return absl::InvalidArgumentError("the chat template rendered an empty prompt");
+  if (ids.size() + reserve > session_.max_positions()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the conversation needs ", ids.size(), " positions plus ", reserve,
+        " for the reply; the context holds ", session_.max_positions(), " (--context)"));
+  }
+  // Keep at least the last prompt token to recompute: its logits start the reply.
+  const size_t limit = std::min(in_cache_.size(), ids.size() - 1);
+  size_t shared = 0;
+  while (shared < limit && in_cache_[shared] == ids[shared]) ++shared;
+  session_.Rewind(static_cast<uint32_t>(shared));
+  in_cache_.assign(ids.begin(), ids.end());
+  reused_ = static_cast<uint32_t>(shared);
+  new_ = static_cast<uint32_t>(ids.size() - shared);
+  WARP_ASSIGN_OR_RETURN(std::vector<float> logits,
+                        session_.Prefill(std::span(ids).subspan(shared)));
+  const uint32_t vocab = session_.vocab_size();
+  return std::vector<float>(logits.end() - vocab, logits.end());
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,49 @@
+#pragma once
+
+// A chat whose history stays in the session's KV cache. Each turn renders the
+// whole conversation with the chat template, tokenizes it, keeps the longest
+// prefix the KV cache already holds and prefills only the rest — so a turn
+// costs its new tokens, and a template that re-renders earlier turns
+// differently (e.g. dropping reasoning) still gets exactly its own prompt.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "computed/cli/model_text.h"
+#include "computed/engine/session.h"
+
+namespace warp::computed {
+
+// Thread-compatible.
+class Conversation {
+ public:
+  // `text` must have a chat template; both must outlive the conversation.
+  Conversation(Session& session, const ModelText& text);
+
+  void Add(std::string role, std::string content);
+
+  // Renders the history plus the assistant cue and brings the KV cache up to
+  // it; returns the logits of the last position. `reserve` positions must
+  // remain free for the reply.
+  absl::StatusOr<std::vector<float>> Prepare(uint32_t reserve);
+
+  // A reply token now in the KV cache (fed by the decode loop).
+  void Fed(int32_t id) { in_cache_.push_back(id); }
+
+  uint32_t reused_tokens() const { return reused_; }  // of the last Prepare
+  uint32_t new_tokens() const { return new_; }
+
+ private:
+  Session& session_;
+  const ModelText& text_;
+  nlohmann::json messages_ = nlohmann::json::array();
+  std::vector<int32_t> in_cache_;  // the ids at KV positions 0 .. size-1
+  uint32_t reused_ = 0;
+  uint32_t new_ = 0;
+};
+
+}  // namespace warp::computed

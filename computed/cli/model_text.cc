@@ -1,0 +1,117 @@
+#include "computed/cli/model_text.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/format/container.h"
+#include "common/io/file.h"
+#include "common/status.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Tokenizer files in the order they are preferred when a release ships several.
+constexpr const char* kTokenizerPreference[] = {"tokenizer.json", "tiktoken.model"};
+
+absl::StatusOr<json> ReadJson(const fs::path& path) {
+  WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return absl::InvalidArgumentError(path.string() + ": not valid JSON");
+  return value;
+}
+
+// eos_token_id is an int or a list of ints in both files.
+void AddStopIds(const json& config, std::set<int32_t>& ids) {
+  auto it = config.find("eos_token_id");
+  if (it == config.end()) return;
+  if (it->is_number_integer()) ids.insert(it->get<int32_t>());
+  if (it->is_array()) {
+    for (const json& id : *it) {
+      if (id.is_number_integer()) ids.insert(id.get<int32_t>());
+    }
+  }
+}
+
+// The special-token strings a template refers to (bos_token, eos_token, ...).
+absl::StatusOr<json> SpecialTokens(const fs::path& tokenizer_config) {
+  json tokens = json::object();
+  if (!fs::exists(tokenizer_config)) return tokens;
+  WARP_ASSIGN_OR_RETURN(json config, ReadJson(tokenizer_config));
+  for (const char* name : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+    auto it = config.find(name);
+    if (it == config.end()) continue;
+    if (it->is_string()) tokens[name] = *it;
+    if (it->is_object() && it->contains("content")) tokens[name] = (*it)["content"];
+  }
+  return tokens;
+}
+
+absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir) {
+  WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> container, Container::Open(dir));
+  const Manifest& manifest = container->manifest();
+  ModelText text;
+  AddStopIds(manifest.config, text.stop_ids);
+  if (!manifest.tokenizer) {
+    return absl::NotFoundError(
+        absl::StrCat(dir.string(), ": the container has no tokenizer (manifest \"tokenizer\" is "
+                                   "null); give token ids, or convert a release that ships one"));
+  }
+  const std::vector<std::string>& files = manifest.tokenizer->files;
+  for (const char* name : kTokenizerPreference) {
+    if (std::find(files.begin(), files.end(), name) == files.end()) continue;
+    WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(dir / name));
+    break;
+  }
+  if (text.tokenizer == nullptr) {
+    return absl::NotFoundError(absl::StrCat(dir.string(),
+                                            ": the manifest names no tokenizer.json or "
+                                            "tiktoken.model among its tokenizer files"));
+  }
+  if (!manifest.tokenizer->chat_template.empty()) {
+    const fs::path source_path = dir / manifest.tokenizer->chat_template;
+    WARP_ASSIGN_OR_RETURN(std::string source, ReadFileToString(source_path));
+    WARP_ASSIGN_OR_RETURN(json special, SpecialTokens(dir / "tokenizer_config.json"));
+    WARP_ASSIGN_OR_RETURN(text.chat_template, chat::ChatTemplate::FromSource(
+                                                  std::move(source), source_path.string(),
+                                                  std::move(special)));
+  }
+  if (fs::exists(dir / "generation_config.json")) {
+    WARP_ASSIGN_OR_RETURN(json generation, ReadJson(dir / "generation_config.json"));
+    AddStopIds(generation, text.stop_ids);
+  }
+  return text;
+}
+
+// A tokenizer file given directly; the chat template comes from the
+// tokenizer_config.json beside it, when there is one with a template.
+absl::StatusOr<ModelText> LoadFromTokenizerFile(const fs::path& path) {
+  ModelText text;
+  WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(path));
+  const fs::path config = path.parent_path() / "tokenizer_config.json";
+  if (fs::exists(config)) {
+    absl::StatusOr<chat::ChatTemplate> chat_template = chat::ChatTemplate::Load(config);
+    if (chat_template.ok()) {
+      text.chat_template = *std::move(chat_template);
+    } else if (!absl::IsNotFound(chat_template.status())) {
+      return chat_template.status();
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelText> LoadModelText(const fs::path& path) {
+  if (fs::is_directory(path)) return LoadFromContainer(path);
+  if (!fs::exists(path)) return absl::NotFoundError(path.string() + ": no such file");
+  return LoadFromTokenizerFile(path);
+}
+
+}  // namespace warp::computed

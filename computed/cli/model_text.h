@@ -1,0 +1,31 @@
+#pragma once
+
+// Where a model's text layer comes from: the tokenizer and chat template a
+// .warp container names in its manifest, or a tokenizer file given directly
+// (tokenizer.json, or a tiktoken BPE file with a tokenizer_config.json beside
+// it), plus the ids that end a generation.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "absl/status/statusor.h"
+#include "computed/chat/chat_template.h"
+#include "computed/text/tokenizer.h"
+
+namespace warp::computed {
+
+// Thread-compatible; the tokenizer inside is immutable.
+struct ModelText {
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  std::optional<chat::ChatTemplate> chat_template;  // absent when the release has none
+  std::set<int32_t> stop_ids;  // eos_token_id of config.json and generation_config.json
+};
+
+// PATH is a .warp container, a tokenizer.json or a tiktoken file. A container
+// without tokenizer files is NotFound, naming it.
+absl::StatusOr<ModelText> LoadModelText(const std::filesystem::path& path);
+
+}  // namespace warp::computed

@@ -1,0 +1,62 @@
+// computed tokenize --tokenizer PATH "text"          prints the ids, comma-separated
+// computed tokenize --tokenizer PATH --decode 1,2,3  prints the text
+// PATH is a tokenizer.json, a tiktoken file or a .warp container.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "computed/cli/commands.h"
+#include "computed/cli/model_text.h"
+#include "computed/cli/token_ids.h"
+
+namespace warp::computed {
+namespace {
+
+struct TokenizeFlags {
+  std::string tokenizer;
+  std::string text;
+  std::string decode;
+  bool add_special_tokens = false;
+  bool skip_special_tokens = false;
+};
+
+absl::Status Run(const TokenizeFlags& flags) {
+  if (!flags.text.empty() && !flags.decode.empty()) {
+    return absl::InvalidArgumentError("give either the text or --decode IDS, not both");
+  }
+  auto model_text = LoadModelText(flags.tokenizer);
+  if (!model_text.ok()) return model_text.status();
+  const text::Tokenizer& tokenizer = *model_text->tokenizer;
+  if (!flags.decode.empty()) {
+    auto ids = ParseTokenIds(flags.decode, "--decode");
+    if (!ids.ok()) return ids.status();
+    auto decoded = tokenizer.Decode(*ids, flags.skip_special_tokens);
+    if (!decoded.ok()) return decoded.status();
+    std::printf("%s\n", decoded->c_str());
+    return absl::OkStatus();
+  }
+  auto ids = tokenizer.Encode(flags.text, flags.add_special_tokens);
+  if (!ids.ok()) return ids.status();
+  std::printf("%s\n", FormatTokenIds(*ids).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CommandRunner AddTokenizeCommand(CLI::App& app) {
+  auto flags = std::make_shared<TokenizeFlags>();
+  CLI::App* cmd = app.add_subcommand("tokenize", "Text to token ids, or ids to text (--decode)");
+  cmd->add_option("--tokenizer", flags->tokenizer,
+                  "A tokenizer.json, a tiktoken file or a .warp container")
+      ->required();
+  cmd->add_option("text", flags->text, "The text to encode");
+  cmd->add_option("--decode", flags->decode, "Comma-separated ids to decode instead");
+  cmd->add_flag("--add-special-tokens", flags->add_special_tokens,
+                "Apply the tokenizer's post-processor (e.g. prepend BOS)");
+  cmd->add_flag("--skip-special-tokens", flags->skip_special_tokens,
+                "Leave special tokens out of decoded text");
+  return MakeRunner(cmd, [flags] { return Run(*flags); });
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,223 @@
+// Text in, text out, with the trained demo model (tests/demo_model): the
+// tokenize, template, run and chat commands as a user runs them, checked
+// against the PyTorch reference's greedy continuation and against each other.
+
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/interactive_process.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::warp::testing::RunBinary;
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::string(absl::StripTrailingAsciiWhitespace(text));
+}
+
+// A command's printed result: its output up to the newline before the stats
+// line ("[N tokens ...") or, without one, before the final newline. The text
+// itself may hold newlines.
+std::string Printed(const std::string& output) {
+  size_t end = output.rfind("\n[");
+  if (end == std::string::npos) end = output.size() - (absl::EndsWith(output, "\n") ? 1 : 0);
+  return output.substr(0, end);
+}
+
+// The demo checkpoint converted once for the suite.
+class TextCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new warp::testing::TempDir();
+    auto result = RunBinary("computed", "--log-level warn convert --quiet " + Checkpoint().string() + " " + Model());
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static fs::path Checkpoint() { return warp::testing::SourceDir() / "tests/demo_model/kjv-moe"; }
+  static fs::path Reference(const std::string& name) { return Checkpoint() / "reference" / name; }
+  static std::string Model() { return (*dir_ / "kjv.warp").string(); }
+
+  // Ids of `text` through the container's tokenizer.
+  static std::string Tokenize(const std::string& text) {
+    auto result = RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " '" + text + "'");
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return Printed(result.output);
+  }
+
+  static std::string Decode(const std::string& ids) {
+    auto result = RunBinary("computed", "--log-level warn tokenize --skip-special-tokens --tokenizer " + Model() +
+                                            " --decode " + ids);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return Printed(result.output);
+  }
+
+  // The chat template's rendering of `messages_json`, with the assistant cue.
+  static std::string Render(const std::string& messages_json) {
+    const fs::path file = *dir_ / "messages.json";
+    std::ofstream(file) << messages_json;
+    auto result = RunBinary("computed", "--log-level warn template --add-generation-prompt --tokenizer " + Model() +
+                                            " --messages " + file.string());
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return result.output;
+  }
+
+  static warp::testing::TempDir* dir_;
+};
+
+warp::testing::TempDir* TextCliTest::dir_ = nullptr;
+
+TEST_F(TextCliTest, TokenizeMatchesTheReferenceIdsAndDecodesBack) {
+  const std::string prompt = ReadText(Reference("prompt.txt"));
+  const std::string ids = ReadText(Reference("prompt_ids.txt"));
+  EXPECT_EQ(Tokenize(prompt), ids);
+  EXPECT_EQ(Decode(ids), prompt);
+  // The tokenizer.json itself gives the same ids as the container.
+  auto direct = RunBinary("computed", "--log-level warn tokenize --tokenizer " +
+                                          (Checkpoint() / "tokenizer.json").string() + " '" +
+                                          prompt + "'");
+  EXPECT_EQ(Printed(direct.output), ids);
+}
+
+TEST_F(TextCliTest, TokenizeNamesWhatIsWrong) {
+  auto bad_id = RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " --decode 1,x");
+  EXPECT_EQ(bad_id.exit_code, 1);
+  EXPECT_THAT(bad_id.output, HasSubstr("--decode: \"x\" is not a token id"));
+  auto out_of_range = RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " --decode 99999");
+  EXPECT_EQ(out_of_range.exit_code, 1);
+  EXPECT_THAT(out_of_range.output, HasSubstr("99999"));
+  auto missing = RunBinary("computed", "--log-level warn tokenize --tokenizer " + (*dir_ / "none.json").string() +
+                                           " hello");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("none.json"));
+}
+
+TEST_F(TextCliTest, AModelWithoutATokenizerSaysSo) {
+  const std::string plain = (*dir_ / "plain.warp").string();
+  ASSERT_EQ(RunBinary("computed", "--log-level warn synth --quiet --preset tiny " + plain).exit_code, 0);
+  auto result = RunBinary("computed", "--log-level warn tokenize --tokenizer " + plain + " hello");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("the container has no tokenizer"));
+  // run falls back to token ids, and says so when given text.
+  auto run = RunBinary("computed", "--log-level warn run " + plain + " hello -n 2");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, HasSubstr("the model has no tokenizer, so the prompt must be token ids"));
+}
+
+TEST_F(TextCliTest, TemplateRendersTheConversation) {
+  const std::string messages =
+      R"([{"role": "system", "content": "Answer in the words of the King James Bible."},
+          {"role": "user", "content": "Who made the heaven?"},
+          {"role": "assistant", "content": "God created the heaven and the earth."},
+          {"role": "user", "content": "And then?"}])";
+  EXPECT_EQ(Render(messages),
+            "<|bos|><|system|>Answer in the words of the King James Bible.<|end|>"
+            "<|user|>Who made the heaven?<|end|><|assistant|>God created the heaven and the "
+            "earth.<|end|><|user|>And then?<|end|><|assistant|>");
+  const fs::path file = *dir_ / "bad.json";
+  std::ofstream(file) << R"([{"content": "no role"}])";
+  auto bad = RunBinary("computed", "--log-level warn template --tokenizer " + Model() + " --messages " +
+                                       file.string());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.output, HasSubstr("messages[0]: expected an object with a string \"role\""));
+}
+
+// Invariant: the engine's greedy continuation is the PyTorch reference's,
+// with most experts streaming from disk (a budget near the floor).
+TEST_F(TextCliTest, GreedyContinuationEqualsTheReference) {
+  const std::string ids = ReadText(Reference("prompt_ids.txt"));
+  const std::string greedy = ReadText(Reference("greedy_ids.txt"));
+  const int n = static_cast<int>(std::count(greedy.begin(), greedy.end(), ',')) + 1;
+  auto result = RunBinary("computed", absl::StrCat("--log-level warn run ", Model(), " --ids ", ids, " -n ", n,
+                                                   " --budget 6M --prefill-chunk 2"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(Printed(result.output), greedy);
+  // The same through text: --raw encodes the prompt as is and prints text.
+  auto text = RunBinary("computed", absl::StrCat("--log-level warn run ", Model(), " '",
+                                                 ReadText(Reference("prompt.txt")), "' --raw -n ",
+                                                 n, " --ignore-eos --budget 6M"));
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_EQ(Printed(text.output), Decode(greedy));
+}
+
+TEST_F(TextCliTest, RunAppliesTheChatTemplateUnlessRaw) {
+  const std::string question = "The LORD is my shepherd;";
+  const std::string rendered =
+      Render(absl::StrCat(R"([{"role": "user", "content": ")", question, R"("}])"));
+  ASSERT_EQ(rendered, "<|bos|><|user|>" + question + "<|end|><|assistant|>");
+  auto chat = RunBinary("computed", "--log-level warn run " + Model() + " '" + question + "' -n 12 --ignore-eos");
+  ASSERT_EQ(chat.exit_code, 0) << chat.output;
+  auto ids = RunBinary("computed", "--log-level warn run " + Model() + " --ids " + Tokenize(rendered) +
+                                       " -n 12");
+  ASSERT_EQ(ids.exit_code, 0) << ids.output;
+  EXPECT_EQ(Printed(chat.output), Decode(Printed(ids.output)));
+}
+
+// The second turn reuses the first from the KV cache, and still answers
+// exactly what a fresh run over the whole rendered conversation answers.
+TEST_F(TextCliTest, ChatKeepsTheHistoryInTheKvCache) {
+  warp::testing::InteractiveProcess chat(
+      "computed", {"--log-level", "warn", "chat", Model(), "-n", "10", "--ignore-eos"});
+  ASSERT_TRUE(chat.started());
+  chat.Write("In the beginning\n");
+  ASSERT_TRUE(chat.WaitForOutput("from the KV cache", std::chrono::seconds(60))) << chat.output();
+  chat.Write("And God said\n");
+  chat.CloseStdin();  // Ctrl-D: quits after the reply
+  ASSERT_EQ(chat.Wait(), 0) << chat.output();
+  // Banner line, reply 1, its stats line, reply 2, its stats line, the session's.
+  const std::string& out = chat.output();
+  std::vector<size_t> stats;
+  for (size_t at = out.find("\n["); at != std::string::npos; at = out.find("\n[", at + 1)) {
+    if (out.find("KV cache]", at) < out.find('\n', at + 1)) stats.push_back(at);
+  }
+  ASSERT_EQ(stats.size(), 2u) << out;
+  const size_t banner_end = out.find('\n') + 1;
+  const size_t stats0_end = out.find('\n', stats[0] + 1) + 1;
+  const std::string replies[2] = {out.substr(banner_end, stats[0] - banner_end),
+                                  out.substr(stats0_end, stats[1] - stats0_end)};
+  EXPECT_THAT(out.substr(stats[0], stats0_end - stats[0]), HasSubstr("+ 0 from the KV cache"));
+  EXPECT_THAT(out.substr(stats[1]), ::testing::Not(HasSubstr("+ 0 from the KV cache")));
+
+  const std::string rendered = Render(absl::StrCat(
+      R"([{"role": "user", "content": "In the beginning"}, {"role": "assistant", "content": )",
+      nlohmann::json(replies[0]).dump(), R"(}, {"role": "user", "content": "And God said"}])"));
+  auto fresh = RunBinary("computed", "--log-level warn run " + Model() + " --ids " + Tokenize(rendered) + " -n 10");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
+  EXPECT_EQ(replies[1], Decode(Printed(fresh.output)));
+}
+
+TEST_F(TextCliTest, CtrlCStopsAReplyAndTheChatGoesOn) {
+  warp::testing::InteractiveProcess chat("computed", {"--log-level", "warn", "chat", Model(),
+                                                      "-n", "3000", "--context", "4096",
+                                                      "--ignore-eos"});
+  ASSERT_TRUE(chat.started());
+  chat.Write("In the beginning\n");
+  ASSERT_TRUE(chat.WaitForOutput("chat:", std::chrono::seconds(60))) << chat.output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  chat.Signal(SIGINT);
+  ASSERT_TRUE(chat.WaitForOutput("stopped by Ctrl-C", std::chrono::seconds(60))) << chat.output();
+  chat.CloseStdin();
+  EXPECT_EQ(chat.Wait(), 0) << chat.output();
+  EXPECT_THAT(chat.output(), HasSubstr("tok/s"));  // the session's stats line at the end
+}
+
+}  // namespace
+}  // namespace warp::computed

@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/warp-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 checkpoint="$root/tests/demo_model/kjv-moe"
-budget=${WARP_DEMO_BUDGET:-3M}
+budget=${WARP_DEMO_BUDGET:-6M}
 
 echo "== computed convert: the Hugging Face checkpoint (bf16) and its tokenizer to a .warp container"
 "$bin/computed" convert --quiet "$checkpoint" "$work/kjv.warp"

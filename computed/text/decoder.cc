@@ -193,16 +193,10 @@ class SequenceDecoder : public Decoder {
 };
 
 absl::StatusOr<std::unique_ptr<Decoder>> ParseSequence(const Json& config, std::string_view path) {
-  absl::StatusOr<const Json*> list = ArrayField(config, "decoders", path);
-  if (!list.ok()) return list.status();
-  std::vector<std::unique_ptr<Decoder>> steps;
-  for (size_t k = 0; k < (*list)->size(); ++k) {
-    absl::StatusOr<std::unique_ptr<Decoder>> step =
-        ParseDecoder((**list)[k], IndexPath(FieldPath(path, "decoders"), k));
-    if (!step.ok()) return step.status();
-    if (*step != nullptr) steps.push_back(*std::move(step));
-  }
-  return std::make_unique<SequenceDecoder>(std::move(steps));
+  absl::StatusOr<std::vector<std::unique_ptr<Decoder>>> steps =
+      ParseSteps<Decoder>(config, "decoders", path, ParseDecoder);
+  if (!steps.ok()) return steps.status();
+  return std::make_unique<SequenceDecoder>(*std::move(steps));
 }
 
 absl::StatusOr<std::unique_ptr<Decoder>> ParseMetaspace(const Json& config, std::string_view path) {

@@ -5,8 +5,10 @@
 // the file name on the way up.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -39,6 +41,23 @@ absl::StatusOr<int64_t> IntFieldOr(const Json& object, std::string_view key, std
 // The required array field `key`.
 absl::StatusOr<const Json*> ArrayField(const Json& object, std::string_view key,
                                        std::string_view path);
+
+// The steps of a Sequence component: each element of the array `key`, parsed
+// by `parse(element, "path.key[i]")`; a null step (a no-op) is left out.
+template <typename Step, typename Parse>
+absl::StatusOr<std::vector<std::unique_ptr<Step>>> ParseSteps(const Json& config,
+                                                              std::string_view key,
+                                                              std::string_view path, Parse parse) {
+  absl::StatusOr<const Json*> list = ArrayField(config, key, path);
+  if (!list.ok()) return list.status();
+  std::vector<std::unique_ptr<Step>> steps;
+  for (size_t k = 0; k < (*list)->size(); ++k) {
+    absl::StatusOr<std::unique_ptr<Step>> step = parse((**list)[k], IndexPath(FieldPath(path, key), k));
+    if (!step.ok()) return step.status();
+    if (*step != nullptr) steps.push_back(*std::move(step));
+  }
+  return steps;
+}
 
 // The "type" of the component at `path`. REQUIRES nothing: a non-object
 // or a missing type is an error naming the path.

@@ -87,16 +87,10 @@ class SequenceNormalizer : public Normalizer {
 
 absl::StatusOr<std::unique_ptr<Normalizer>> ParseSequence(const Json& config,
                                                           std::string_view path) {
-  absl::StatusOr<const Json*> list = ArrayField(config, "normalizers", path);
-  if (!list.ok()) return list.status();
-  std::vector<std::unique_ptr<Normalizer>> steps;
-  for (size_t k = 0; k < (*list)->size(); ++k) {
-    absl::StatusOr<std::unique_ptr<Normalizer>> step =
-        ParseNormalizer((**list)[k], IndexPath(FieldPath(path, "normalizers"), k));
-    if (!step.ok()) return step.status();
-    if (*step != nullptr) steps.push_back(*std::move(step));
-  }
-  return std::make_unique<SequenceNormalizer>(std::move(steps));
+  absl::StatusOr<std::vector<std::unique_ptr<Normalizer>>> steps =
+      ParseSteps<Normalizer>(config, "normalizers", path, ParseNormalizer);
+  if (!steps.ok()) return steps.status();
+  return std::make_unique<SequenceNormalizer>(*std::move(steps));
 }
 
 absl::StatusOr<std::unique_ptr<Normalizer>> ParseReplace(const Json& config,

@@ -90,16 +90,10 @@ absl::StatusOr<std::unique_ptr<PostProcessor>> ParseTemplate(const Json& config,
 
 absl::StatusOr<std::unique_ptr<PostProcessor>> ParseSequence(const Json& config,
                                                              std::string_view path) {
-  absl::StatusOr<const Json*> list = ArrayField(config, "processors", path);
-  if (!list.ok()) return list.status();
-  std::vector<std::unique_ptr<PostProcessor>> steps;
-  for (size_t k = 0; k < (*list)->size(); ++k) {
-    absl::StatusOr<std::unique_ptr<PostProcessor>> step =
-        ParsePostProcessor((**list)[k], IndexPath(FieldPath(path, "processors"), k));
-    if (!step.ok()) return step.status();
-    if (*step != nullptr) steps.push_back(*std::move(step));
-  }
-  return std::make_unique<SequencePostProcessor>(std::move(steps));
+  absl::StatusOr<std::vector<std::unique_ptr<PostProcessor>>> steps =
+      ParseSteps<PostProcessor>(config, "processors", path, ParsePostProcessor);
+  if (!steps.ok()) return steps.status();
+  return std::make_unique<SequencePostProcessor>(*std::move(steps));
 }
 
 }  // namespace

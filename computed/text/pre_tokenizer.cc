@@ -182,16 +182,10 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseMetaspace(const Json& config,
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseSequence(const Json& config,
                                                             std::string_view path) {
-  absl::StatusOr<const Json*> list = ArrayField(config, "pretokenizers", path);
-  if (!list.ok()) return list.status();
-  std::vector<std::unique_ptr<PreTokenizer>> steps;
-  for (size_t k = 0; k < (*list)->size(); ++k) {
-    absl::StatusOr<std::unique_ptr<PreTokenizer>> step =
-        ParsePreTokenizer((**list)[k], IndexPath(FieldPath(path, "pretokenizers"), k));
-    if (!step.ok()) return step.status();
-    if (*step != nullptr) steps.push_back(*std::move(step));
-  }
-  return std::make_unique<SequencePreTokenizer>(std::move(steps));
+  absl::StatusOr<std::vector<std::unique_ptr<PreTokenizer>>> steps =
+      ParseSteps<PreTokenizer>(config, "pretokenizers", path, ParsePreTokenizer);
+  if (!steps.ok()) return steps.status();
+  return std::make_unique<SequencePreTokenizer>(*std::move(steps));
 }
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseWhitespace() {

@@ -8,47 +8,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/node_peers.h"
 
 namespace warp::chat::testing {
-namespace {
-
 namespace fs = std::filesystem;
-
-std::string ShellQuote(const std::string& arg) {
-  std::string quoted = "'";
-  for (const char c : arg) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted.push_back(c);
-    }
-  }
-  return quoted + "'";
-}
-
-std::string NodeBinary() { return access("/usr/bin/node", X_OK) == 0 ? "/usr/bin/node" : "node"; }
-
-absl::StatusOr<std::string> RunAndCapture(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError(absl::StrCat("popen failed: ", command));
-  std::string output;
-  char buffer[1 << 16];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  const int status = pclose(pipe);
-  if (status != 0) return absl::InternalError(absl::StrCat("exit status ", status, " from: ", command));
-  return output;
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vector<ReferenceCase>& cases) {
   const fs::path source = warp::testing::SourceDir();
-  const fs::path jinja = source / "tests" / "npm" / "node_modules" / "@huggingface" / "jinja";
-  if (!fs::exists(jinja / "dist" / "index.js")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(jinja.string(), " is missing: run tests/npm/install.sh to install the reference renderer"));
-  }
+  absl::StatusOr<fs::path> node_modules = warp::testing::NodeModulesDir("@huggingface/jinja");
+  if (!node_modules.ok()) return node_modules.status();
   nlohmann::json batch = nlohmann::json::array();
   for (const ReferenceCase& c : cases) batch.push_back({{"template", c.template_source}, {"context", c.context}});
   std::string pattern = (fs::temp_directory_path() / "warp_chat_XXXXXX").string();
@@ -57,8 +25,8 @@ absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vect
   const fs::path cases_file = dir / "cases.json";
   std::ofstream(cases_file) << batch.dump();
   const fs::path script = source / "tests" / "chat" / "reference_render.mjs";
-  absl::StatusOr<std::string> output = RunAndCapture(
-      absl::StrCat(NodeBinary(), " ", ShellQuote(script.string()), " --batch ", ShellQuote(cases_file.string())));
+  absl::StatusOr<std::string> output =
+      warp::testing::RunNode(script, {"--batch", cases_file.string()});
   std::error_code ignored;
   fs::remove_all(dir, ignored);
   if (!output.ok()) return output.status();

@@ -12,48 +12,13 @@
 #include "common/io/file.h"
 #include "computed/text/utf8.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/node_peers.h"
 
 namespace warp::text::testing {
-namespace {
-
-std::string ShellQuote(std::string_view arg) {
-  std::string quoted = "'";
-  for (const char c : arg) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted.push_back(c);
-    }
-  }
-  return quoted + "'";
-}
-
-std::string NodeBinary() { return access("/usr/bin/node", X_OK) == 0 ? "/usr/bin/node" : "node"; }
-
-absl::StatusOr<std::string> RunAndCapture(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError(absl::StrCat("popen failed: ", command));
-  std::string output;
-  char buffer[1 << 16];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  const int status = pclose(pipe);
-  if (status != 0) {
-    return absl::InternalError(absl::StrCat("exit status ", status, " from: ", command));
-  }
-  return output;
-}
-
-}  // namespace
-
 absl::StatusOr<std::filesystem::path> NodeModulesDir() {
-  const std::filesystem::path dir = warp::testing::SourceDir() / "tests" / "npm" / "node_modules";
-  if (!std::filesystem::exists(dir / "@huggingface" / "tokenizers") ||
-      !std::filesystem::exists(dir / "tiktoken")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(dir.string(), " lacks the reference tokenizers; run tests/npm/install.sh"));
-  }
-  return dir;
+  absl::StatusOr<std::filesystem::path> dir = warp::testing::NodeModulesDir("tiktoken");
+  if (!dir.ok()) return dir.status();
+  return warp::testing::NodeModulesDir("@huggingface/tokenizers");
 }
 
 const std::vector<std::string>& TestStrings() {
@@ -90,14 +55,13 @@ absl::StatusOr<nlohmann::json> RunReference(const std::vector<std::string>& args
   absl::StatusOr<std::filesystem::path> node_modules = NodeModulesDir();
   if (!node_modules.ok()) return node_modules.status();
   const auto script = warp::testing::SourceDir() / "tests" / "text" / "reference_tokenize.mjs";
-  std::string command = absl::StrCat(NodeBinary(), " ", ShellQuote(script.string()), " ",
-                                     ShellQuote(node_modules->string()));
-  for (const std::string& arg : args) absl::StrAppend(&command, " ", ShellQuote(arg));
-  absl::StatusOr<std::string> output = RunAndCapture(command);
+  std::vector<std::string> script_args = {node_modules->string()};
+  script_args.insert(script_args.end(), args.begin(), args.end());
+  absl::StatusOr<std::string> output = warp::testing::RunNode(script, script_args);
   if (!output.ok()) return output.status();
   nlohmann::json result = nlohmann::json::parse(*output, nullptr, /*allow_exceptions=*/false);
   if (result.is_discarded()) {
-    return absl::InternalError(absl::StrCat("unparsable output of: ", command));
+    return absl::InternalError(absl::StrCat("unparsable output of: ", script.string()));
   }
   return result;
 }

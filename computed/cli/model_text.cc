@@ -53,7 +53,8 @@ absl::StatusOr<json> SpecialTokens(const fs::path& tokenizer_config) {
   return tokens;
 }
 
-absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir) {
+absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir,
+                                            const text::LoadOptions& options) {
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> container, Container::Open(dir));
   const Manifest& manifest = container->manifest();
   ModelText text;
@@ -66,7 +67,7 @@ absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir) {
   const std::vector<std::string>& files = manifest.tokenizer->files;
   for (const char* name : kTokenizerPreference) {
     if (std::find(files.begin(), files.end(), name) == files.end()) continue;
-    WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(dir / name));
+    WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(dir / name, options));
     break;
   }
   if (text.tokenizer == nullptr) {
@@ -91,9 +92,10 @@ absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir) {
 
 // A tokenizer file given directly; the chat template comes from the
 // tokenizer_config.json beside it, when there is one with a template.
-absl::StatusOr<ModelText> LoadFromTokenizerFile(const fs::path& path) {
+absl::StatusOr<ModelText> LoadFromTokenizerFile(const fs::path& path,
+                                                const text::LoadOptions& options) {
   ModelText text;
-  WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(path));
+  WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(path, options));
   const fs::path config = path.parent_path() / "tokenizer_config.json";
   if (fs::exists(config)) {
     absl::StatusOr<chat::ChatTemplate> chat_template = chat::ChatTemplate::Load(config);
@@ -108,10 +110,10 @@ absl::StatusOr<ModelText> LoadFromTokenizerFile(const fs::path& path) {
 
 }  // namespace
 
-absl::StatusOr<ModelText> LoadModelText(const fs::path& path) {
-  if (fs::is_directory(path)) return LoadFromContainer(path);
+absl::StatusOr<ModelText> LoadModelText(const fs::path& path, const text::LoadOptions& options) {
+  if (fs::is_directory(path)) return LoadFromContainer(path, options);
   if (!fs::exists(path)) return absl::NotFoundError(path.string() + ": no such file");
-  return LoadFromTokenizerFile(path);
+  return LoadFromTokenizerFile(path, options);
 }
 
 }  // namespace warp::computed

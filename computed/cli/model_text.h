@@ -25,7 +25,9 @@ struct ModelText {
 };
 
 // PATH is a .warp container, a tokenizer.json or a tiktoken file. A container
-// without tokenizer files is NotFound, naming it.
-absl::StatusOr<ModelText> LoadModelText(const std::filesystem::path& path);
+// without tokenizer files is NotFound, naming it. `options` matter for
+// tiktoken files only (their pre-tokenization pattern).
+absl::StatusOr<ModelText> LoadModelText(const std::filesystem::path& path,
+                                        const text::LoadOptions& options = {});
 
 }  // namespace warp::computed

@@ -19,13 +19,15 @@ struct TokenizeFlags {
   std::string decode;
   bool add_special_tokens = false;
   bool skip_special_tokens = false;
+  std::string tiktoken_pattern;
 };
 
 absl::Status Run(const TokenizeFlags& flags) {
   if (!flags.text.empty() && !flags.decode.empty()) {
     return absl::InvalidArgumentError("give either the text or --decode IDS, not both");
   }
-  auto model_text = LoadModelText(flags.tokenizer);
+  auto model_text =
+      LoadModelText(flags.tokenizer, {.tiktoken_pattern = flags.tiktoken_pattern});
   if (!model_text.ok()) return model_text.status();
   const text::Tokenizer& tokenizer = *model_text->tokenizer;
   if (!flags.decode.empty()) {
@@ -56,6 +58,9 @@ CommandRunner AddTokenizeCommand(CLI::App& app) {
                 "Apply the tokenizer's post-processor (e.g. prepend BOS)");
   cmd->add_flag("--skip-special-tokens", flags->skip_special_tokens,
                 "Leave special tokens out of decoded text");
+  cmd->add_option("--tiktoken-pattern", flags->tiktoken_pattern,
+                  "Pre-tokenization of a tiktoken file: kimi (default), cl100k_base, o200k_base "
+                  "or a regex");
   return MakeRunner(cmd, [flags] { return Run(*flags); });
 }
 

@@ -93,8 +93,8 @@ absl::Status Run(const ChatFlags& flags) {
   auto text = LoadModelText(flags.session.model);
   if (!text.ok()) return text.status();
   if (!text->chat_template) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(flags.session.model, ": the model has no chat template; use computed run --raw"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        flags.session.model, ": the model has no chat template; use computed run --raw"));
   }
   auto options = ToSessionOptions(flags.session, flags.context);
   if (!options.ok()) return options.status();
@@ -133,7 +133,8 @@ absl::Status Run(const ChatFlags& flags) {
 
 CommandRunner AddChatCommand(CLI::App& app) {
   auto flags = std::make_shared<ChatFlags>();
-  CLI::App* cmd = app.add_subcommand("chat", "Talk with a model; the history stays in the KV cache");
+  CLI::App* cmd =
+      app.add_subcommand("chat", "Talk with a model; the history stays in the KV cache");
   AddSessionFlags(cmd, flags->session);
   cmd->add_option("--system", flags->system, "A system message to start the conversation");
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Longest reply, in tokens")

@@ -36,10 +36,7 @@ absl::StatusOr<std::vector<float>> Conversation::Prepare(uint32_t reserve) {
   in_cache_.assign(ids.begin(), ids.end());
   reused_ = static_cast<uint32_t>(shared);
   new_ = static_cast<uint32_t>(ids.size() - shared);
-  WARP_ASSIGN_OR_RETURN(std::vector<float> logits,
-                        session_.Prefill(std::span(ids).subspan(shared)));
-  const uint32_t vocab = session_.vocab_size();
-  return std::vector<float>(logits.end() - vocab, logits.end());
+  return session_.PrefillLast(std::span(ids).subspan(shared));
 }
 
 }  // namespace warp::computed

@@ -7,10 +7,9 @@
 // differently (e.g. dropping reasoning) still gets exactly its own prompt.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "computed/cli/model_text.h"

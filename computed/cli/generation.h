@@ -19,7 +19,7 @@ namespace warp::computed {
 
 struct GenerationLimits {
   uint32_t max_tokens = 32;
-  std::set<int32_t> stop_ids;                     // sampled but neither kept nor fed back
+  std::set<int32_t> stop_ids;                      // sampled but neither kept nor fed back
   const std::atomic<bool>* interrupted = nullptr;  // checked before each token
   bool feed_last = false;  // also step the last kept token (chat: the next turn needs it)
 };

@@ -1,10 +1,9 @@
 #include "computed/cli/model_text.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/format/container.h"
@@ -53,16 +52,16 @@ absl::StatusOr<json> SpecialTokens(const fs::path& tokenizer_config) {
   return tokens;
 }
 
-absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir,
-                                            const text::LoadOptions& options) {
+absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir, const text::LoadOptions& options) {
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> container, Container::Open(dir));
   const Manifest& manifest = container->manifest();
   ModelText text;
   AddStopIds(manifest.config, text.stop_ids);
   if (!manifest.tokenizer) {
     return absl::NotFoundError(
-        absl::StrCat(dir.string(), ": the container has no tokenizer (manifest \"tokenizer\" is "
-                                   "null); give token ids, or convert a release that ships one"));
+        absl::StrCat(dir.string(),
+                     ": the container has no tokenizer (manifest \"tokenizer\" is "
+                     "null); give token ids, or convert a release that ships one"));
   }
   const std::vector<std::string>& files = manifest.tokenizer->files;
   for (const char* name : kTokenizerPreference) {
@@ -79,9 +78,9 @@ absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir,
     const fs::path source_path = dir / manifest.tokenizer->chat_template;
     WARP_ASSIGN_OR_RETURN(std::string source, ReadFileToString(source_path));
     WARP_ASSIGN_OR_RETURN(json special, SpecialTokens(dir / "tokenizer_config.json"));
-    WARP_ASSIGN_OR_RETURN(text.chat_template, chat::ChatTemplate::FromSource(
-                                                  std::move(source), source_path.string(),
-                                                  std::move(special)));
+    WARP_ASSIGN_OR_RETURN(text.chat_template,
+                          chat::ChatTemplate::FromSource(std::move(source), source_path.string(),
+                                                         std::move(special)));
   }
   if (fs::exists(dir / "generation_config.json")) {
     WARP_ASSIGN_OR_RETURN(json generation, ReadJson(dir / "generation_config.json"));

@@ -59,17 +59,16 @@ absl::Status Run(const RunFlags& flags) {
   auto tokens = speaks ? EncodePrompt(flags, **text) : ParseTokenIds(flags.prompt, "prompt");
   if (!tokens.ok()) {
     if (speaks) return tokens.status();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the model has no tokenizer, so the prompt must be token ids (\"1,2,3\"): ",
-        tokens.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has no tokenizer, so the prompt must be token ids (\"1,2,3\"): ",
+                     tokens.status().message()));
   }
   auto options =
       ToSessionOptions(flags.session, static_cast<uint32_t>(tokens->size()) + flags.max_tokens + 1);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();
-  const uint32_t vocab = (*session)->vocab_size();
-  auto logits = (*session)->Prefill(*tokens);
+  auto logits = (*session)->PrefillLast(*tokens);
   if (!logits.ok()) return logits.status();
 
   GenerationLimits limits{.max_tokens = flags.max_tokens};
@@ -92,8 +91,7 @@ absl::Status Run(const RunFlags& flags) {
     return absl::OkStatus();
   };
   Sampler sampler(flags.sampling);
-  auto generated = Generate(**session, sampler, {logits->data() + logits->size() - vocab, vocab},
-                            limits, print);
+  auto generated = Generate(**session, sampler, *logits, limits, print);
   if (decoder) {
     const std::string rest = decoder->Flush();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
@@ -113,8 +111,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand("run", "Generate a continuation of a prompt");
   AddSessionFlags(cmd, flags->session);
-  cmd->add_option("prompt", flags->prompt, "The prompt: text, or token ids with --ids")
-      ->required();
+  cmd->add_option("prompt", flags->prompt, "The prompt: text, or token ids with --ids")->required();
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Tokens to generate")
       ->capture_default_str();
   cmd->add_flag("--raw", flags->raw, "Continue the prompt as is, without the chat template");

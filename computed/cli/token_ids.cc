@@ -12,8 +12,8 @@ absl::StatusOr<std::vector<int32_t>> ParseTokenIds(const std::string& text, std:
   for (absl::string_view piece : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     int32_t token;
     if (!absl::SimpleAtoi(piece, &token) || token < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(flag), ": \"", std::string(piece),
-                                                     "\" is not a token id"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(flag), ": \"", std::string(piece), "\" is not a token id"));
     }
     tokens.push_back(token);
   }

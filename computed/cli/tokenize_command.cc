@@ -26,8 +26,7 @@ absl::Status Run(const TokenizeFlags& flags) {
   if (!flags.text.empty() && !flags.decode.empty()) {
     return absl::InvalidArgumentError("give either the text or --decode IDS, not both");
   }
-  auto model_text =
-      LoadModelText(flags.tokenizer, {.tiktoken_pattern = flags.tiktoken_pattern});
+  auto model_text = LoadModelText(flags.tokenizer, {.tiktoken_pattern = flags.tiktoken_pattern});
   if (!model_text.ok()) return model_text.status();
   const text::Tokenizer& tokenizer = *model_text->tokenizer;
   if (!flags.decode.empty()) {

@@ -126,6 +126,17 @@ absl::StatusOr<std::vector<float>> Session::Prefill(std::span<const int32_t> tok
   return logits;
 }
 
+absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t> tokens) {
+  std::vector<float> logits;
+  const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    const size_t n = std::min(chunk, tokens.size() - begin);
+    WARP_ASSIGN_OR_RETURN(logits,
+                          transformer_->Forward(tokens.subspan(begin, n), /*last_only=*/true));
+  }
+  return logits;
+}
+
 absl::StatusOr<std::vector<float>> Session::Step(int32_t token) {
   return transformer_->Forward({&token, 1});
 }
@@ -209,9 +220,8 @@ std::string Session::StageReport() const {
   if (now.contains("expertd.store.disk_busy_us") && total > 0) {
     const double io =
         (Counter(now, "disk_busy_us") - Counter(counters_at_start_, "disk_busy_us")) / 1e6;
-    absl::StrAppendFormat(&report,
-                          "  %-13s max(I/O %.3f s, compute %.3f s) / %.3f s = %.2f\n", "overlap",
-                          io, compute, total, std::max(io, compute) / total);
+    absl::StrAppendFormat(&report, "  %-13s max(I/O %.3f s, compute %.3f s) / %.3f s = %.2f\n",
+                          "overlap", io, compute, total, std::max(io, compute) / total);
   }
   return report;
 }

@@ -49,6 +49,9 @@ class Session {
 
   // Runs `tokens` in chunks of prefill_chunk; returns [n][vocab] logits.
   absl::StatusOr<std::vector<float>> Prefill(std::span<const int32_t> tokens);
+  // The same, returning only the last position's logits [vocab]: what a
+  // generation needs, without [n][vocab] floats for a long prompt.
+  absl::StatusOr<std::vector<float>> PrefillLast(std::span<const int32_t> tokens);
   // One decode step.
   absl::StatusOr<std::vector<float>> Step(int32_t token);
 

@@ -270,7 +270,8 @@ absl::Status Transformer::Moe(uint32_t layer, std::span<const float> x, uint32_t
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t> tokens) {
+absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t> tokens,
+                                                        bool last_only) {
   const uint32_t n = static_cast<uint32_t>(tokens.size());
   const uint64_t hidden = config_.hidden_size;
   if (position_ + n > options_.max_positions) {
@@ -315,8 +316,11 @@ absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t>
   norm_rows("model.norm.weight");
   const kernels::MatrixView head = weights_->Matrix(
       config_.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
-  std::vector<float> logits(uint64_t{n} * config_.vocab_size);
-  Linear(pool_, head, x.data(), n, logits.data());
+  // The head's rows are independent and the kernels give the same bits for
+  // any batch size, so the last row alone equals the last row of all.
+  const uint32_t rows = last_only ? 1 : n;
+  std::vector<float> logits(uint64_t{rows} * config_.vocab_size);
+  Linear(pool_, head, x.data() + uint64_t{n - rows} * hidden, rows, logits.data());
   position_ += n;
   stats_.tokens += n;
   return logits;

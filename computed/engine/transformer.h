@@ -62,9 +62,10 @@ class Transformer {
       const Options& options);
 
   // Runs `tokens` at positions position() .. position() + n - 1 and returns
-  // the logits of every one, [n][vocab]. Fails (and computes nothing more)
-  // if an expert cannot be read or verified.
-  absl::StatusOr<std::vector<float>> Forward(std::span<const int32_t> tokens);
+  // the logits of every one, [n][vocab], or of the last one only. Fails (and
+  // computes nothing more) if an expert cannot be read or verified.
+  absl::StatusOr<std::vector<float>> Forward(std::span<const int32_t> tokens,
+                                             bool last_only = false);
 
   uint32_t position() const { return position_; }
   void Reset() { position_ = 0; }

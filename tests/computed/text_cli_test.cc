@@ -9,8 +9,8 @@
 #include <fstream>
 #include <thread>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -47,7 +47,8 @@ class TextCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new warp::testing::TempDir();
-    auto result = RunBinary("computed", "--log-level warn convert --quiet " + Checkpoint().string() + " " + Model());
+    auto result = RunBinary(
+        "computed", "--log-level warn convert --quiet " + Checkpoint().string() + " " + Model());
     ASSERT_EQ(result.exit_code, 0) << result.output;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -58,14 +59,16 @@ class TextCliTest : public ::testing::Test {
 
   // Ids of `text` through the container's tokenizer.
   static std::string Tokenize(const std::string& text) {
-    auto result = RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " '" + text + "'");
+    auto result = RunBinary("computed",
+                            "--log-level warn tokenize --tokenizer " + Model() + " '" + text + "'");
     EXPECT_EQ(result.exit_code, 0) << result.output;
     return Printed(result.output);
   }
 
   static std::string Decode(const std::string& ids) {
-    auto result = RunBinary("computed", "--log-level warn tokenize --skip-special-tokens --tokenizer " + Model() +
-                                            " --decode " + ids);
+    auto result =
+        RunBinary("computed", "--log-level warn tokenize --skip-special-tokens --tokenizer " +
+                                  Model() + " --decode " + ids);
     EXPECT_EQ(result.exit_code, 0) << result.output;
     return Printed(result.output);
   }
@@ -74,8 +77,9 @@ class TextCliTest : public ::testing::Test {
   static std::string Render(const std::string& messages_json) {
     const fs::path file = *dir_ / "messages.json";
     std::ofstream(file) << messages_json;
-    auto result = RunBinary("computed", "--log-level warn template --add-generation-prompt --tokenizer " + Model() +
-                                            " --messages " + file.string());
+    auto result =
+        RunBinary("computed", "--log-level warn template --add-generation-prompt --tokenizer " +
+                                  Model() + " --messages " + file.string());
     EXPECT_EQ(result.exit_code, 0) << result.output;
     return result.output;
   }
@@ -91,28 +95,31 @@ TEST_F(TextCliTest, TokenizeMatchesTheReferenceIdsAndDecodesBack) {
   EXPECT_EQ(Tokenize(prompt), ids);
   EXPECT_EQ(Decode(ids), prompt);
   // The tokenizer.json itself gives the same ids as the container.
-  auto direct = RunBinary("computed", "--log-level warn tokenize --tokenizer " +
-                                          (Checkpoint() / "tokenizer.json").string() + " '" +
-                                          prompt + "'");
+  auto direct =
+      RunBinary("computed", "--log-level warn tokenize --tokenizer " +
+                                (Checkpoint() / "tokenizer.json").string() + " '" + prompt + "'");
   EXPECT_EQ(Printed(direct.output), ids);
 }
 
 TEST_F(TextCliTest, TokenizeNamesWhatIsWrong) {
-  auto bad_id = RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " --decode 1,x");
+  auto bad_id =
+      RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " --decode 1,x");
   EXPECT_EQ(bad_id.exit_code, 1);
   EXPECT_THAT(bad_id.output, HasSubstr("--decode: \"x\" is not a token id"));
-  auto out_of_range = RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " --decode 99999");
+  auto out_of_range =
+      RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model() + " --decode 99999");
   EXPECT_EQ(out_of_range.exit_code, 1);
   EXPECT_THAT(out_of_range.output, HasSubstr("99999"));
-  auto missing = RunBinary("computed", "--log-level warn tokenize --tokenizer " + (*dir_ / "none.json").string() +
-                                           " hello");
+  auto missing = RunBinary("computed", "--log-level warn tokenize --tokenizer " +
+                                           (*dir_ / "none.json").string() + " hello");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.output, HasSubstr("none.json"));
 }
 
 TEST_F(TextCliTest, AModelWithoutATokenizerSaysSo) {
   const std::string plain = (*dir_ / "plain.warp").string();
-  ASSERT_EQ(RunBinary("computed", "--log-level warn synth --quiet --preset tiny " + plain).exit_code, 0);
+  ASSERT_EQ(
+      RunBinary("computed", "--log-level warn synth --quiet --preset tiny " + plain).exit_code, 0);
   auto result = RunBinary("computed", "--log-level warn tokenize --tokenizer " + plain + " hello");
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.output, HasSubstr("the container has no tokenizer"));
@@ -134,8 +141,8 @@ TEST_F(TextCliTest, TemplateRendersTheConversation) {
             "earth.<|end|><|user|>And then?<|end|><|assistant|>");
   const fs::path file = *dir_ / "bad.json";
   std::ofstream(file) << R"([{"content": "no role"}])";
-  auto bad = RunBinary("computed", "--log-level warn template --tokenizer " + Model() + " --messages " +
-                                       file.string());
+  auto bad = RunBinary("computed", "--log-level warn template --tokenizer " + Model() +
+                                       " --messages " + file.string());
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.output, HasSubstr("messages[0]: expected an object with a string \"role\""));
 }
@@ -146,8 +153,8 @@ TEST_F(TextCliTest, GreedyContinuationEqualsTheReference) {
   const std::string ids = ReadText(Reference("prompt_ids.txt"));
   const std::string greedy = ReadText(Reference("greedy_ids.txt"));
   const int n = static_cast<int>(std::count(greedy.begin(), greedy.end(), ',')) + 1;
-  auto result = RunBinary("computed", absl::StrCat("--log-level warn run ", Model(), " --ids ", ids, " -n ", n,
-                                                   " --budget 6M --prefill-chunk 2"));
+  auto result = RunBinary("computed", absl::StrCat("--log-level warn run ", Model(), " --ids ", ids,
+                                                   " -n ", n, " --budget 6M --prefill-chunk 2"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(Printed(result.output), greedy);
   // The same through text: --raw encodes the prompt as is and prints text.
@@ -163,10 +170,11 @@ TEST_F(TextCliTest, RunAppliesTheChatTemplateUnlessRaw) {
   const std::string rendered =
       Render(absl::StrCat(R"([{"role": "user", "content": ")", question, R"("}])"));
   ASSERT_EQ(rendered, "<|bos|><|user|>" + question + "<|end|><|assistant|>");
-  auto chat = RunBinary("computed", "--log-level warn run " + Model() + " '" + question + "' -n 12 --ignore-eos");
+  auto chat = RunBinary(
+      "computed", "--log-level warn run " + Model() + " '" + question + "' -n 12 --ignore-eos");
   ASSERT_EQ(chat.exit_code, 0) << chat.output;
-  auto ids = RunBinary("computed", "--log-level warn run " + Model() + " --ids " + Tokenize(rendered) +
-                                       " -n 12");
+  auto ids = RunBinary(
+      "computed", "--log-level warn run " + Model() + " --ids " + Tokenize(rendered) + " -n 12");
   ASSERT_EQ(ids.exit_code, 0) << ids.output;
   EXPECT_EQ(Printed(chat.output), Decode(Printed(ids.output)));
 }
@@ -199,15 +207,15 @@ TEST_F(TextCliTest, ChatKeepsTheHistoryInTheKvCache) {
   const std::string rendered = Render(absl::StrCat(
       R"([{"role": "user", "content": "In the beginning"}, {"role": "assistant", "content": )",
       nlohmann::json(replies[0]).dump(), R"(}, {"role": "user", "content": "And God said"}])"));
-  auto fresh = RunBinary("computed", "--log-level warn run " + Model() + " --ids " + Tokenize(rendered) + " -n 10");
+  auto fresh = RunBinary(
+      "computed", "--log-level warn run " + Model() + " --ids " + Tokenize(rendered) + " -n 10");
   ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
   EXPECT_EQ(replies[1], Decode(Printed(fresh.output)));
 }
 
 TEST_F(TextCliTest, CtrlCStopsAReplyAndTheChatGoesOn) {
-  warp::testing::InteractiveProcess chat("computed", {"--log-level", "warn", "chat", Model(),
-                                                      "-n", "3000", "--context", "4096",
-                                                      "--ignore-eos"});
+  warp::testing::InteractiveProcess chat("computed", {"--log-level", "warn", "chat", Model(), "-n",
+                                                      "3000", "--context", "4096", "--ignore-eos"});
   ASSERT_TRUE(chat.started());
   chat.Write("In the beginning\n");
   ASSERT_TRUE(chat.WaitForOutput("chat:", std::chrono::seconds(60))) << chat.output();

@@ -30,8 +30,8 @@ std::string NodeBinary() { return access("/usr/bin/node", X_OK) == 0 ? "/usr/bin
 absl::StatusOr<std::filesystem::path> NodeModulesDir(std::string_view package) {
   const std::filesystem::path dir = SourceDir() / "tests" / "npm" / "node_modules";
   if (!std::filesystem::exists(dir / package)) {
-    return absl::FailedPreconditionError(absl::StrCat((dir / package).string(),
-                                                      " is missing: run tests/npm/install.sh"));
+    return absl::FailedPreconditionError(
+        absl::StrCat((dir / package).string(), " is missing: run tests/npm/install.sh"));
   }
   return dir;
 }

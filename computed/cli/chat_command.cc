@@ -29,10 +29,13 @@ struct ChatFlags {
   SessionFlags session;
   std::string system;
   uint32_t max_tokens = 256;
-  uint32_t context = 2048;
+  uint32_t context = 0;  // 0: the model's trained context, at most kDefaultContext
   bool ignore_eos = false;
   SamplerOptions sampling;
 };
+
+// KV positions when --context is not given: a chat, not a book.
+constexpr uint32_t kDefaultContext = 4096;
 
 enum class LineResult { kLine, kInterrupted, kEnd };
 
@@ -96,7 +99,12 @@ absl::Status Run(const ChatFlags& flags) {
     return absl::FailedPreconditionError(absl::StrCat(
         flags.session.model, ": the model has no chat template; use computed run --raw"));
   }
-  auto options = ToSessionOptions(flags.session, flags.context);
+  uint32_t context = flags.context;
+  if (context == 0) {
+    context =
+        text->max_positions ? std::min(text->max_positions, kDefaultContext) : kDefaultContext;
+  }
+  auto options = ToSessionOptions(flags.session, context);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();
@@ -139,8 +147,9 @@ CommandRunner AddChatCommand(CLI::App& app) {
   cmd->add_option("--system", flags->system, "A system message to start the conversation");
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Longest reply, in tokens")
       ->capture_default_str();
-  cmd->add_option("--context", flags->context, "KV cache positions for the whole conversation")
-      ->capture_default_str();
+  cmd->add_option("--context", flags->context,
+                  "KV cache positions for the whole conversation (default: the model's "
+                  "max_position_embeddings, at most 4096)");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "Reply with all -n tokens, past end-of-turn");
   AddSamplingFlags(cmd, flags->sampling);
   return MakeRunner(cmd, [flags] { return Run(*flags); });

@@ -57,6 +57,7 @@ absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir, const text::Loa
   const Manifest& manifest = container->manifest();
   ModelText text;
   AddStopIds(manifest.config, text.stop_ids);
+  text.max_positions = manifest.config.value("max_position_embeddings", 0u);
   if (!manifest.tokenizer) {
     return absl::NotFoundError(
         absl::StrCat(dir.string(),

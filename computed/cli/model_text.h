@@ -22,6 +22,7 @@ struct ModelText {
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::optional<chat::ChatTemplate> chat_template;  // absent when the release has none
   std::set<int32_t> stop_ids;  // eos_token_id of config.json and generation_config.json
+  uint32_t max_positions = 0;  // config.json max_position_embeddings; 0 when unknown
 };
 
 // PATH is a .warp container, a tokenizer.json or a tiktoken file. A container

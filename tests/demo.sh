@@ -22,8 +22,9 @@ echo "== computed tokenize: the model's own byte-level BPE"
 "$bin/computed" tokenize --tokenizer "$work/kjv.warp" "In the beginning God created"
 echo
 prompt="And God said,"
-echo "== computed run --raw \"$prompt\": budget $budget, so most experts stream from disk"
+echo "== computed run --raw \"$prompt\" (sampled, seed 1): budget $budget, so most experts stream from disk"
 "$bin/computed" --log-level warn run "$work/kjv.warp" "$prompt" --raw -n 48 --budget "$budget" \
+  --temperature 0.7 --top-k 40 --seed 1 \
   --stages
 echo
 question="The LORD is my shepherd;"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/format/container.h"
 #include "computed/cli/commands.h"
 #include "computed/cli/generation.h"
 #include "computed/cli/model_text.h"
@@ -46,8 +47,10 @@ absl::StatusOr<std::vector<int32_t>> EncodePrompt(const RunFlags& flags, const M
 // Ids mode when asked for, or when the model has no tokenizer to speak with.
 absl::StatusOr<std::optional<ModelText>> TextLayer(const RunFlags& flags) {
   if (flags.ids) return std::nullopt;
+  absl::StatusOr<std::unique_ptr<Container>> container = Container::Open(flags.session.model);
+  if (!container.ok()) return container.status();
+  if (!(*container)->manifest().tokenizer) return std::nullopt;
   absl::StatusOr<ModelText> text = LoadModelText(flags.session.model);
-  if (absl::IsNotFound(text.status())) return std::nullopt;
   if (!text.ok()) return text.status();
   return std::optional<ModelText>(*std::move(text));
 }

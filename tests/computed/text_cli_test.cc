@@ -127,6 +127,11 @@ TEST_F(TextCliTest, AModelWithoutATokenizerSaysSo) {
   auto run = RunBinary("computed", "--log-level warn run " + plain + " hello -n 2");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, HasSubstr("the model has no tokenizer, so the prompt must be token ids"));
+  // A model that is not there is named as such, not as one without a tokenizer.
+  auto missing = RunBinary(
+      "computed", "--log-level warn run " + (*dir_ / "gone.warp").string() + " hello -n 2");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.output, HasSubstr("gone.warp/manifest.json"));
 }
 
 TEST_F(TextCliTest, TemplateRendersTheConversation) {

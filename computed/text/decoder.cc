@@ -224,10 +224,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseStrip(const Json& config, std::str
 }
 
 absl::StatusOr<std::unique_ptr<Decoder>> ParseReplace(const Json& config, std::string_view path) {
-  const Json* pattern_json = FindField(config, "pattern");
-  if (pattern_json == nullptr) return FieldError(FieldPath(path, "pattern"), "missing");
-  absl::StatusOr<TextPattern> pattern =
-      TextPattern::FromJson(*pattern_json, FieldPath(path, "pattern"));
+  absl::StatusOr<TextPattern> pattern = TextPattern::FromField(config, path);
   if (!pattern.ok()) return pattern.status();
   absl::StatusOr<std::string> content = StringField(config, "content", path);
   if (!content.ok()) return content.status();

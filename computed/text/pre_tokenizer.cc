@@ -113,10 +113,7 @@ absl::StatusOr<std::vector<std::string>> ByteLevelSplit(std::string_view input,
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseSplit(const Json& config,
                                                          std::string_view path) {
-  const Json* pattern_json = FindField(config, "pattern");
-  if (pattern_json == nullptr) return FieldError(FieldPath(path, "pattern"), "missing");
-  absl::StatusOr<TextPattern> pattern =
-      TextPattern::FromJson(*pattern_json, FieldPath(path, "pattern"));
+  absl::StatusOr<TextPattern> pattern = TextPattern::FromField(config, path);
   if (!pattern.ok()) return pattern.status();
   absl::StatusOr<std::string> behavior_name = StringField(config, "behavior", path);
   if (!behavior_name.ok()) return behavior_name.status();

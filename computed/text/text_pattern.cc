@@ -2,6 +2,12 @@
 
 namespace warp::text {
 
+absl::StatusOr<TextPattern> TextPattern::FromField(const Json& config, std::string_view path) {
+  const Json* pattern = FindField(config, "pattern");
+  if (pattern == nullptr) return FieldError(FieldPath(path, "pattern"), "missing");
+  return FromJson(*pattern, FieldPath(path, "pattern"));
+}
+
 absl::StatusOr<TextPattern> TextPattern::FromJson(const Json& pattern, std::string_view path) {
   if (!pattern.is_object()) {
     return FieldError(path, "expected {\"String\": ...} or {\"Regex\": ...}");

@@ -19,6 +19,8 @@ namespace warp::text {
 class TextPattern {
  public:
   static absl::StatusOr<TextPattern> FromJson(const Json& pattern, std::string_view path);
+  // The required "pattern" field of the component `config` at `path`.
+  static absl::StatusOr<TextPattern> FromField(const Json& config, std::string_view path);
   static absl::StatusOr<TextPattern> Literal(std::string literal);
 
   // Non-overlapping occurrences, left to right. An empty literal never matches.

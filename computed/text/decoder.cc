@@ -200,14 +200,10 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseSequence(const Json& config, std::
 }
 
 absl::StatusOr<std::unique_ptr<Decoder>> ParseMetaspace(const Json& config, std::string_view path) {
-  absl::StatusOr<std::string> replacement = StringFieldOr(config, "replacement", path, "\u2581");
-  if (!replacement.ok()) return replacement.status();
-  absl::StatusOr<bool> add_prefix_space = BoolFieldOr(config, "add_prefix_space", path, true);
-  if (!add_prefix_space.ok()) return add_prefix_space.status();
-  absl::StatusOr<std::string> scheme =
-      StringFieldOr(config, "prepend_scheme", path, *add_prefix_space ? "always" : "never");
-  if (!scheme.ok()) return scheme.status();
-  return std::make_unique<MetaspaceDecoder>(*replacement, *scheme != "never");
+  absl::StatusOr<MetaspaceOptions> options = ParseMetaspaceOptions(config, path);
+  if (!options.ok()) return options.status();
+  return std::make_unique<MetaspaceDecoder>(options->replacement,
+                                            options->prepend_scheme != "never");
 }
 
 absl::StatusOr<std::unique_ptr<Decoder>> ParseStrip(const Json& config, std::string_view path) {

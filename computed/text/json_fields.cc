@@ -79,4 +79,21 @@ absl::StatusOr<std::string> ComponentType(const Json& component, std::string_vie
   return StringField(component, "type", path);
 }
 
+absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(const Json& config, std::string_view path) {
+  absl::StatusOr<std::string> replacement = StringFieldOr(config, "replacement", path, "\u2581");
+  if (!replacement.ok()) return replacement.status();
+  absl::StatusOr<bool> add_prefix_space = BoolFieldOr(config, "add_prefix_space", path, true);
+  if (!add_prefix_space.ok()) return add_prefix_space.status();
+  absl::StatusOr<std::string> scheme =
+      StringFieldOr(config, "prepend_scheme", path, *add_prefix_space ? "always" : "never");
+  if (!scheme.ok()) return scheme.status();
+  if (*scheme != "always" && *scheme != "first" && *scheme != "never") {
+    return FieldError(
+        FieldPath(path, "prepend_scheme"),
+        absl::StrCat("unknown prepend_scheme \"", *scheme, "\" (supported: always, first, never)"));
+  }
+  return MetaspaceOptions{.replacement = *std::move(replacement),
+                          .prepend_scheme = *std::move(scheme)};
+}
+
 }  // namespace warp::text

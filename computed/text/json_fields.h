@@ -52,12 +52,22 @@ absl::StatusOr<std::vector<std::unique_ptr<Step>>> ParseSteps(const Json& config
   if (!list.ok()) return list.status();
   std::vector<std::unique_ptr<Step>> steps;
   for (size_t k = 0; k < (*list)->size(); ++k) {
-    absl::StatusOr<std::unique_ptr<Step>> step = parse((**list)[k], IndexPath(FieldPath(path, key), k));
+    absl::StatusOr<std::unique_ptr<Step>> step =
+        parse((**list)[k], IndexPath(FieldPath(path, key), k));
     if (!step.ok()) return step.status();
     if (*step != nullptr) steps.push_back(*std::move(step));
   }
   return steps;
 }
+
+// The fields a Metaspace pre-tokenizer and decoder share: the replacement of
+// spaces ("▁") and when a space is prepended: "always", "first" or "never"
+// (from the older add_prefix_space when prepend_scheme is absent).
+struct MetaspaceOptions {
+  std::string replacement;
+  std::string prepend_scheme;
+};
+absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(const Json& config, std::string_view path);
 
 // The "type" of the component at `path`. REQUIRES nothing: a non-object
 // or a missing type is an error naming the path.

@@ -147,27 +147,17 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseByteLevel(const Json& config,
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseMetaspace(const Json& config,
                                                              std::string_view path) {
-  absl::StatusOr<std::string> replacement = StringFieldOr(config, "replacement", path, "\u2581");
-  if (!replacement.ok()) return replacement.status();
-  absl::StatusOr<bool> add_prefix_space = BoolFieldOr(config, "add_prefix_space", path, true);
-  if (!add_prefix_space.ok()) return add_prefix_space.status();
-  absl::StatusOr<std::string> scheme =
-      StringFieldOr(config, "prepend_scheme", path, *add_prefix_space ? "always" : "never");
-  if (!scheme.ok()) return scheme.status();
-  if (*scheme != "always" && *scheme != "first" && *scheme != "never") {
-    return FieldError(
-        FieldPath(path, "prepend_scheme"),
-        absl::StrCat("unknown prepend_scheme \"", *scheme, "\" (supported: always, first, never)"));
-  }
+  absl::StatusOr<MetaspaceOptions> options = ParseMetaspaceOptions(config, path);
+  if (!options.ok()) return options.status();
   absl::StatusOr<bool> split = BoolFieldOr(config, "split", path, true);
   if (!split.ok()) return split.status();
-  absl::StatusOr<TextPattern> delimiter = TextPattern::Literal(*replacement);
+  absl::StatusOr<TextPattern> delimiter = TextPattern::Literal(options->replacement);
   if (!delimiter.ok()) return delimiter.status();
   PieceSplitter splitter = PatternSplitter(*delimiter, false, SplitBehavior::kMergedWithNext);
   return Piecewise(
-      [replacement = *replacement, scheme = *scheme, split = *split, splitter](
-          std::string piece, size_t index,
-          const PreTokenizeContext& context) -> absl::StatusOr<std::vector<std::string>> {
+      [replacement = options->replacement, scheme = options->prepend_scheme, split = *split,
+       splitter](std::string piece, size_t index,
+                 const PreTokenizeContext& context) -> absl::StatusOr<std::vector<std::string>> {
         piece = absl::StrReplaceAll(piece, {{" ", replacement}});
         const bool prepend =
             scheme == "always" || (scheme == "first" && index == 0 && context.at_text_start);

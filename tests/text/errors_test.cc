@@ -138,6 +138,24 @@ TEST_F(ErrorsTest, UnknownDecoderAndPostProcessor) {
                HasSubstr("post_processor: unknown post-processor type \"BertProcessing\"")));
 }
 
+// The Metaspace pre-tokenizer and decoder read their options the same way,
+// so both refuse an unknown prepend_scheme naming its path.
+TEST_F(ErrorsTest, UnknownMetaspacePrependScheme) {
+  const Json metaspace = {{"type", "Metaspace"}, {"prepend_scheme", "sometimes"}};
+  Json tokenizer = ValidTokenizer();
+  tokenizer["pre_tokenizer"] = metaspace;
+  EXPECT_THAT(LoadJson(tokenizer),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("pre_tokenizer.prepend_scheme"),
+                             HasSubstr("unknown prepend_scheme \"sometimes\""))));
+  tokenizer = ValidTokenizer();
+  tokenizer["decoder"] = metaspace;
+  EXPECT_THAT(LoadJson(tokenizer),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("decoder.prepend_scheme"),
+                             HasSubstr("unknown prepend_scheme \"sometimes\""))));
+}
+
 TEST_F(ErrorsTest, UnsupportedModelTypes) {
   for (const char* type : {"WordPiece", "Unigram", "WordLevel"}) {
     Json json = ValidTokenizer();

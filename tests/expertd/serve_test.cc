@@ -37,23 +37,10 @@ using ::testing::Not;
 using ::warp::testing::CommandResult;
 using ::warp::testing::Daemon;
 
-// `expertd ARGS` like RunBinary, but killed after 10 s: a regression that
-// lets a misconfigured daemon start serving must fail its test, not hang the
-// suite. Exit code 137 means it was still running.
+// `expertd ARGS`, killed after 10 s: a regression that lets a misconfigured
+// daemon start serving must fail its test, not hang the suite.
 CommandResult RunExpertd(const std::string& args) {
-  const char* bin_dir = std::getenv("WARP_BIN_DIR");
-  const std::string command =
-      absl::StrCat("timeout -s KILL 10 ", bin_dir ? bin_dir : WARP_TEST_BIN_DIR, "/expertd ", args,
-                   " 2>&1 </dev/null");
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return warp::testing::RunBinary("expertd", args, 10);
 }
 
 void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }

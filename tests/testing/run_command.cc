@@ -7,10 +7,13 @@
 
 namespace warp::testing {
 
-CommandResult RunBinary(const std::string& binary, const std::string& args) {
+CommandResult RunBinary(const std::string& binary, const std::string& args,
+                        int kill_after_seconds) {
   const char* bin_dir = std::getenv("WARP_BIN_DIR");
-  const std::string command =
-      std::string(bin_dir ? bin_dir : WARP_TEST_BIN_DIR) + "/" + binary + " " + args + " 2>&1";
+  const std::string timeout =
+      kill_after_seconds > 0 ? "timeout -s KILL " + std::to_string(kill_after_seconds) + " " : "";
+  const std::string command = timeout + std::string(bin_dir ? bin_dir : WARP_TEST_BIN_DIR) + "/" +
+                              binary + " " + args + " 2>&1 </dev/null";
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;

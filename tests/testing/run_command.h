@@ -13,7 +13,10 @@ struct CommandResult {
 };
 
 // `binary` is a file name in $WARP_BIN_DIR ("computed", "expertd"); `args`
-// is appended to the shell command line as is.
-CommandResult RunBinary(const std::string& binary, const std::string& args);
+// is appended to the shell command line as is; stdin is /dev/null. With
+// `kill_after_seconds`, a run that has not ended by then is killed (exit code
+// 137), so a regression that leaves a daemon serving fails instead of hanging.
+CommandResult RunBinary(const std::string& binary, const std::string& args,
+                        int kill_after_seconds = 0);
 
 }  // namespace warp::testing

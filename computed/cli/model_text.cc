@@ -52,9 +52,10 @@ absl::StatusOr<json> SpecialTokens(const fs::path& tokenizer_config) {
   return tokens;
 }
 
-absl::StatusOr<ModelText> LoadFromContainer(const fs::path& dir, const text::LoadOptions& options) {
-  WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> container, Container::Open(dir));
-  const Manifest& manifest = container->manifest();
+absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
+                                            const text::LoadOptions& options) {
+  const fs::path& dir = container.dir();
+  const Manifest& manifest = container.manifest();
   ModelText text;
   AddStopIds(manifest.config, text.stop_ids);
   text.max_positions = manifest.config.value("max_position_embeddings", 0u);
@@ -111,9 +112,17 @@ absl::StatusOr<ModelText> LoadFromTokenizerFile(const fs::path& path,
 }  // namespace
 
 absl::StatusOr<ModelText> LoadModelText(const fs::path& path, const text::LoadOptions& options) {
-  if (fs::is_directory(path)) return LoadFromContainer(path, options);
+  if (fs::is_directory(path)) {
+    WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> container, Container::Open(path));
+    return LoadFromContainer(*container, options);
+  }
   if (!fs::exists(path)) return absl::NotFoundError(path.string() + ": no such file");
   return LoadFromTokenizerFile(path, options);
+}
+
+absl::StatusOr<ModelText> LoadModelText(const Container& container,
+                                        const text::LoadOptions& options) {
+  return LoadFromContainer(container, options);
 }
 
 }  // namespace warp::computed

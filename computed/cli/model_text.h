@@ -12,6 +12,7 @@
 #include <set>
 
 #include "absl/status/statusor.h"
+#include "common/format/container.h"
 #include "computed/chat/chat_template.h"
 #include "computed/text/tokenizer.h"
 
@@ -29,6 +30,9 @@ struct ModelText {
 // without tokenizer files is NotFound, naming it. `options` matter for
 // tiktoken files only (their pre-tokenization pattern).
 absl::StatusOr<ModelText> LoadModelText(const std::filesystem::path& path,
+                                        const text::LoadOptions& options = {});
+// The same for a container already open.
+absl::StatusOr<ModelText> LoadModelText(const Container& container,
                                         const text::LoadOptions& options = {});
 
 }  // namespace warp::computed

@@ -50,7 +50,7 @@ absl::StatusOr<std::optional<ModelText>> TextLayer(const RunFlags& flags) {
   absl::StatusOr<std::unique_ptr<Container>> container = Container::Open(flags.session.model);
   if (!container.ok()) return container.status();
   if (!(*container)->manifest().tokenizer) return std::nullopt;
-  absl::StatusOr<ModelText> text = LoadModelText(flags.session.model);
+  absl::StatusOr<ModelText> text = LoadModelText(**container);
   if (!text.ok()) return text.status();
   return std::optional<ModelText>(*std::move(text));
 }

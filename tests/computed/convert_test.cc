@@ -90,6 +90,12 @@ TEST_F(ConvertTest, CopiesTokenizerFilesAndWritesTheChatTemplateOut) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), chat_template);
 }
 
+TEST_F(ConvertTest, ATokenizerConfigThatIsNotAnObjectIsRefusedNamingTheFile) {
+  std::ofstream(hf_ / "tokenizer_config.json") << "[1, 2]";
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("tokenizer_config.json: not a JSON object")));
+}
+
 TEST_F(ConvertTest, AChatTemplateOfTheWrongTypeIsRefusedNamingTheFile) {
   std::ofstream(hf_ / "tokenizer_config.json") << R"({"chat_template": 42})";
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,

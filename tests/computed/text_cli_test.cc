@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -150,6 +151,84 @@ TEST_F(TextCliTest, TemplateRendersTheConversation) {
                                        " --messages " + file.string());
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.output, HasSubstr("messages[0]: expected an object with a string \"role\""));
+}
+
+TEST_F(TextCliTest, TokenizeAndTemplateRefuseBadArguments) {
+  auto both = RunBinary("computed",
+                        "--log-level warn tokenize --tokenizer " + Model() + " hello --decode 1,2");
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_THAT(both.output, HasSubstr("give either the text or --decode IDS, not both"));
+
+  const fs::path not_json = *dir_ / "not_json.json";
+  std::ofstream(not_json) << "[{";
+  auto bad_json = RunBinary("computed", "--log-level warn template --tokenizer " + Model() +
+                                            " --messages " + not_json.string());
+  EXPECT_EQ(bad_json.exit_code, 1);
+  EXPECT_THAT(bad_json.output, HasSubstr("not_json.json: not valid JSON"));
+
+  const fs::path not_list = *dir_ / "not_list.json";
+  std::ofstream(not_list) << R"({"role": "user"})";
+  auto bad_list = RunBinary("computed", "--log-level warn template --tokenizer " + Model() +
+                                            " --messages " + not_list.string());
+  EXPECT_EQ(bad_list.exit_code, 1);
+  EXPECT_THAT(bad_list.output, HasSubstr("not_list.json: expected a list of"));
+
+  // A tokenizer.json with no tokenizer_config.json beside it has no template.
+  const fs::path bare = *dir_ / "bare";
+  fs::create_directories(bare);
+  fs::copy_file(Checkpoint() / "tokenizer.json", bare / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(*dir_ / "one.json") << R"([{"role": "user", "content": "hi"}])";
+  auto no_template = RunBinary("computed", "--log-level warn template --tokenizer " +
+                                               (bare / "tokenizer.json").string() + " --messages " +
+                                               (*dir_ / "one.json").string());
+  EXPECT_EQ(no_template.exit_code, 1);
+  EXPECT_THAT(no_template.output, HasSubstr("tokenizer.json: no chat template"));
+}
+
+// Containers whose text layer is incomplete: each error names what is missing.
+TEST_F(TextCliTest, ChatNamesWhatTheContainerLacks) {
+  auto convert = [](const std::string& name, const std::map<std::string, std::string>& files) {
+    const fs::path hf = *dir_ / (name + "-hf");
+    fs::copy(warp::testing::FixtureDir("deepseek_v3_bf16"), hf, fs::copy_options::recursive);
+    for (const auto& [file, text] : files) std::ofstream(hf / file) << text;
+    const std::string out = (*dir_ / (name + ".warp")).string();
+    auto result =
+        RunBinary("computed", "--log-level warn convert --quiet " + hf.string() + " " + out);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return out;
+  };
+  std::ifstream demo_tokenizer(Checkpoint() / "tokenizer.json");
+  const std::string tokenizer_json((std::istreambuf_iterator<char>(demo_tokenizer)), {});
+
+  const std::string no_tokenizer =
+      convert("config-only", {{"tokenizer_config.json", R"({"chat_template": "{{ 1 }}"})"}});
+  auto result = RunBinary("computed", "--log-level warn chat " + no_tokenizer);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("the manifest names no tokenizer.json or tiktoken.model"));
+
+  const std::string no_template = convert("no-template", {{"tokenizer.json", tokenizer_json}});
+  result = RunBinary("computed", "--log-level warn chat " + no_template);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("the model has no chat template; use computed run --raw"));
+
+  const std::string empty_template =
+      convert("empty-template", {{"tokenizer.json", tokenizer_json}, {"chat_template.jinja", ""}});
+  warp::testing::InteractiveProcess chat("computed",
+                                         {"--log-level", "warn", "chat", empty_template});
+  chat.Write("hello\n");
+  chat.CloseStdin();
+  EXPECT_EQ(chat.Wait(), 1);
+  EXPECT_THAT(chat.output(), HasSubstr("the chat template rendered an empty prompt"));
+}
+
+TEST_F(TextCliTest, ChatRefusesATurnThatDoesNotFitTheContext) {
+  warp::testing::InteractiveProcess chat(
+      "computed", {"--log-level", "warn", "chat", Model(), "--context", "64", "-n", "60"});
+  chat.Write("In the beginning God created the heaven and the earth.\n");
+  chat.CloseStdin();
+  EXPECT_EQ(chat.Wait(), 1);
+  EXPECT_THAT(chat.output(), HasSubstr("for the reply; the context holds 64 (--context)"));
 }
 
 // Invariant: the engine's greedy continuation is the PyTorch reference's,

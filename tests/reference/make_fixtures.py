@@ -3,7 +3,8 @@
 
 Run from the repository root (Debian torch 1.13 + numpy, no other deps):
 
-    /usr/bin/python3 tests/reference/make_fixtures.py
+    /usr/bin/python3 tests/reference/make_fixtures.py                  # every variant
+    /usr/bin/python3 tests/reference/make_fixtures.py gpt_oss_bf16 ...  # only these (manifest merged)
 
 For every variant this writes
 
@@ -65,7 +66,7 @@ torch.set_num_threads(1)  # bitwise reproducibility of CPU matmuls
 # safetensors writer
 # ---------------------------------------------------------------------------
 
-_DT_SIZE = {"F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1}
+_DT_SIZE = {"F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "U8": 1}
 
 
 def write_safetensors(path: str, tensors: dict):
@@ -217,13 +218,60 @@ MIXTRAL_BASE = {
 }
 
 
+# gpt-oss: key set and order of the openai/gpt-oss-20b config.json, shrunk.
+GPTOSS_BASE = {
+    "architectures": ["GptOssForCausalLM"],
+    "attention_bias": True,
+    "attention_dropout": 0.0,
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "experts_per_token": 2,
+    "head_dim": 16,
+    "hidden_act": "silu",
+    "hidden_size": 64,
+    "initial_context_length": 256,
+    "initializer_range": 0.02,
+    "intermediate_size": 64,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+    "max_position_embeddings": 1024,
+    "model_type": "gpt_oss",
+    "num_attention_heads": 4,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 4,
+    "num_key_value_heads": 2,
+    "num_local_experts": 8,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0,
+                     "original_max_position_embeddings": 256, "rope_type": "yarn", "truncate": False},
+    "rope_theta": 150000.0,
+    "router_aux_loss_coef": 0.9,
+    "sliding_window": 8,
+    "swiglu_limit": 7.0,
+    "tie_word_embeddings": False,
+    "use_cache": True,
+    "vocab_size": 256,
+}
+
+# quantization_config of the openai/gpt-oss-{20,120}b release (config.json), verbatim
+MXFP4_QUANT_CONFIG = {
+    "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                               "model.embed_tokens", "lm_head"],
+    "quant_method": "mxfp4",
+}
+
+
 def _v(name, base, storage, seed, split=False, **over):
     cfg = copy.deepcopy(base)
     cfg.update(over)
-    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16", "fp8": "bfloat16"}[storage]
+    cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16", "fp8": "bfloat16", "mxfp4": "bfloat16"}[storage]
     if storage == "fp8":
         cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3",
                                       "weight_block_size": [128, 128], "activation_scheme": "dynamic"}
+    if storage == "mxfp4":
+        cfg["quantization_config"] = copy.deepcopy(MXFP4_QUANT_CONFIG)
+    if cfg["model_type"] == "gpt_oss":
+        cfg = dict(sorted(cfg.items()))  # the release config.json is key-sorted
     return {"name": name, "config": cfg, "storage": storage, "seed": seed, "split": split}
 
 
@@ -246,7 +294,21 @@ VARIANTS = [
        mlp_only_layers=[], decoder_sparse_step=2, intermediate_size=64, max_window_layers=4),
     _v("glm4_moe_f32", GLM_BASE, "f32", 9000),
     _v("mixtral_f32", MIXTRAL_BASE, "f32", 10000),
+    _v("gpt_oss_bf16", GPTOSS_BASE, "bf16", 11000),
+    _v("gpt_oss_mxfp4", GPTOSS_BASE, "mxfp4", 12000,
+       num_hidden_layers=3, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+       num_local_experts=16, num_experts_per_tok=4, experts_per_token=4),
+    _v("gpt_oss_yarn_truncate_f32", GPTOSS_BASE, "f32", 13000,
+       num_hidden_layers=3, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+       intermediate_size=32, rope_theta=1000.0, initial_context_length=16, max_position_embeddings=64,
+       rope_scaling={"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0,
+                     "original_max_position_embeddings": 16, "rope_type": "yarn", "truncate": True}),
 ]
+
+# gpt-oss weight scales: the expert gate_up projection has output std ~GPTOSS_GATE_UP_STD, so
+# the swiglu_limit 7.0 clamps are hit (see manifest "clamp"); sinks have std 1 around +1.
+GPTOSS_GATE_UP_STD = 3.0
+GPTOSS_DOWN_SCALE = 0.2
 
 # ---------------------------------------------------------------------------
 # Weight generation (float32 master copy, in checkpoint order)
@@ -273,6 +335,8 @@ def gen_weights(cfg: dict, g: torch.Generator) -> dict:
         lin(f"{prefix}.{names[2]}.weight", Hd, inter)
 
     w["model.embed_tokens.weight"] = torch.randn(V, Hd, generator=g)
+    if mt == "gpt_oss":
+        return gen_weights_gpt_oss(cfg, g, w, lin, norm, vec)
     model = models.ReferenceModel.__new__(models.ReferenceModel)
     model.c, model.mt = cfg, mt
     for i in range(cfg["num_hidden_layers"]):
@@ -330,6 +394,72 @@ def gen_weights(cfg: dict, g: torch.Generator) -> dict:
     return w
 
 
+def gen_weights_gpt_oss(cfg, g, w, lin, norm, vec):
+    """HF gpt-oss names and (dequantised) layout; experts are fused 3-D tensors:
+    gate_up_proj [E, hidden, 2I] (columns interleaved gate, up, gate, up, ...), gate_up_proj_bias [E, 2I],
+    down_proj [E, I, hidden], down_proj_bias [E, hidden]."""
+    Hd, H, KV, D = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    E, I = cfg["num_local_experts"], cfg["intermediate_size"]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        norm(p + "input_layernorm.weight", Hd)
+        a = p + "self_attn."
+        lin(a + "q_proj.weight", H * D, Hd)
+        vec(a + "q_proj.bias", H * D, 0.2)
+        lin(a + "k_proj.weight", KV * D, Hd)
+        vec(a + "k_proj.bias", KV * D, 0.2)
+        lin(a + "v_proj.weight", KV * D, Hd)
+        vec(a + "v_proj.bias", KV * D, 0.2)
+        lin(a + "o_proj.weight", Hd, H * D)
+        vec(a + "o_proj.bias", Hd, 0.2)
+        w[a + "sinks"] = 1.0 + torch.randn(H, generator=g)
+        norm(p + "post_attention_layernorm.weight", Hd)
+        m = p + "mlp."
+        lin(m + "router.weight", E, Hd, scale=2.0)
+        vec(m + "router.bias", E, 0.2)
+        w[m + "experts.gate_up_proj"] = torch.randn(E, Hd, 2 * I, generator=g) * (GPTOSS_GATE_UP_STD / math.sqrt(Hd))
+        vec(m + "experts.gate_up_proj_bias", E * 2 * I, 0.5)
+        w[m + "experts.gate_up_proj_bias"] = w[m + "experts.gate_up_proj_bias"].view(E, 2 * I)
+        w[m + "experts.down_proj"] = torch.randn(E, I, Hd, generator=g) * (GPTOSS_DOWN_SCALE / math.sqrt(I))
+        vec(m + "experts.down_proj_bias", E * Hd, 0.1)
+        w[m + "experts.down_proj_bias"] = w[m + "experts.down_proj_bias"].view(E, Hd)
+    norm("model.norm.weight", Hd)
+    lin("lm_head.weight", cfg["vocab_size"], Hd, scale=2.0)
+    return w
+
+
+_FP4_MAGS = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def f32_to_mxfp4(w: np.ndarray):
+    """Quantise along the last axis in blocks of 32 -> (blocks uint8 [..., K/32, 16], scales uint8 [..., K/32]).
+
+    Scale exponent e = ceil(log2(blockmax / 6)) (so blockmax / 2^e lies in (3, 6] and every
+    magnitude code is in use), stored as E8M0 e + 127. Each element is rounded to the nearest
+    E2M1 magnitude (ties to the even code), the sign bit is kept (so small negatives give code
+    8 = -0). Element 2j of a block goes to the low nibble of byte j, element 2j+1 to the high one.
+    """
+    *pre, K = w.shape
+    assert K % 32 == 0
+    x = w.astype(np.float64).reshape(*pre, K // 32, 32)
+    amax = np.abs(x).max(axis=-1)
+    e = np.where(amax > 0, np.ceil(np.log2(np.where(amax > 0, amax, 1.0) / 6.0)), 0.0)
+    e = np.where(amax / np.exp2(e) > 6.0, e + 1, e)
+    assert (e > -127).all() and (e < 128).all()
+    y = np.abs(x) / np.exp2(e)[..., None]
+    d = np.abs(y[..., None] - _FP4_MAGS)  # [..., 32, 8]
+    best = d.min(axis=-1, keepdims=True)
+    cand = d == best
+    # ties: prefer the even code (the lower one when it is even, else the upper one)
+    even = cand & (np.arange(8) % 2 == 0)
+    mag = np.where(even.any(axis=-1), np.argmax(even, axis=-1), np.argmax(cand, axis=-1))
+    codes = (mag | (np.signbit(x).astype(np.int64) << 3)).astype(np.uint8)
+    codes = codes.reshape(*pre, K // 32, 16, 2)
+    blocks = (codes[..., 0] | (codes[..., 1] << 4)).astype(np.uint8)
+    scales = (e + 127).astype(np.uint8)
+    return blocks, scales
+
+
 def is_fp8_weight(name: str, arr: torch.Tensor) -> bool:
     """DeepSeek FP8 layout: every 2-D linear weight in attention and MLP/experts/shared
     experts is FP8; router (mlp.gate.weight), norms, embeddings, lm_head are not."""
@@ -345,6 +475,18 @@ def to_storage(weights: dict, storage: str):
     stored, deq = {}, {}
     for name, t in weights.items():
         a = t.numpy().astype(np.float32)
+        if storage == "mxfp4" and name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            # release layout: [E, out, in] quantised along `in`; HF layout is its transpose [E, in, out]
+            blocks, scales = f32_to_mxfp4(np.ascontiguousarray(np.swapaxes(a, -1, -2)))
+            stored[name + "_blocks"] = ("U8", blocks)
+            stored[name + "_scales"] = ("U8", scales)
+            deq[name] = torch.from_numpy(np.ascontiguousarray(np.swapaxes(models.dequant_mxfp4(blocks, scales), -1, -2)))
+            continue
+        if storage == "mxfp4":  # every other tensor BF16, as in the release
+            bits = models.f32_to_bf16_bits(a)
+            stored[name] = ("BF16", bits)
+            deq[name] = torch.from_numpy(models.bf16_bits_to_f32(bits).copy())
+            continue
         if storage == "f32" or name.endswith("e_score_correction_bias"):
             stored[name] = ("F32", a)
             deq[name] = torch.from_numpy(a.copy())
@@ -395,7 +537,16 @@ def analyse(model: models.ReferenceModel, seq):
         n_experts = tr["criterion"].shape[-1]
         usage[tr["layer"]] = sorted(set(tr["idx"].flatten().tolist()))
     min_used = min((len(u) for u in usage.values()), default=0)
+    clamp = None
+    if model.clamp_stats:  # gpt-oss: how often swiglu_limit clamps (selected experts only)
+        cs = model.clamp_stats
+        clamp = {"gate_entries_above_limit": sum(x["gate_hi"] for x in cs),
+                 "up_entries_outside_limit": sum(x["up_out"] for x in cs),
+                 "entries_per_half": sum(x["entries"] for x in cs),
+                 "token_expert_pairs_clamped": sum(x["rows_hit"] for x in cs),
+                 "token_expert_pairs": sum(x["rows"] for x in cs)}
     return {
+        "clamp": clamp,
         "logits": logits,
         "logit_margin": logit_margin,
         "route_margin": route_margin,
@@ -432,6 +583,8 @@ def build_variant(v: dict):
             and argmax[N_PROMPT - 1:N_PROMPT - 1 + N_GREEDY] == greedy
             and cfg["eos_token_id"] not in greedy
             and len(set(greedy)) >= 4
+            and (st["clamp"] is None or (st["clamp"]["gate_entries_above_limit"] > 0
+                                         and st["clamp"]["up_entries_outside_limit"] > 0))
         )
         if ok:
             return seed, attempt, weights, stored, deq, tokens, greedy, st
@@ -481,12 +634,24 @@ def dir_size(d):
     return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
 
 
-def main():
+def main(argv):
+    """No arguments: (re)generate every variant. Otherwise only the named variants; the other
+    entries of manifest.json are kept as they are."""
     os.makedirs(OUT_ROOT, exist_ok=True)
+    names = [v["name"] for v in VARIANTS]
+    unknown = [a for a in argv if a not in names]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {unknown}; known: {names}")
+    selected = [v for v in VARIANTS if not argv or v["name"] in argv]
     manifest = {"generator": "tests/reference/make_fixtures.py", "n_prompt": N_PROMPT, "n_greedy": N_GREEDY,
                 "acceptance": {"logit_margin_gt": LOGIT_MARGIN, "route_margin_gt": ROUTE_MARGIN},
                 "variants": {}}
-    for v in VARIANTS:
+    mpath = os.path.join(OUT_ROOT, "manifest.json")
+    if argv and os.path.exists(mpath):
+        with open(mpath) as f:
+            old = json.load(f)
+        manifest["variants"] = {n: old["variants"][n] for n in names if n in old["variants"]}
+    for v in selected:
         seed, attempt, weights, stored, deq, tokens, greedy, st = build_variant(v)
         model = models.ReferenceModel(v["config"], deq)
         prefill = model.forward(tokens)
@@ -515,7 +680,20 @@ def main():
             "max_abs_logit": float(prefill.abs().max()),
             "greedy": greedy,
         }
-        manifest["variants"][v["name"]] = info
+        if v["config"]["model_type"] == "gpt_oss":
+            info["clamp_over_40_positions"] = st["clamp"]
+            model.forward(tokens)
+            info["clamp_over_prefill"] = analyse(model, tokens)["clamp"]
+            info["rope_inv_freq"] = [float(x) for x in model.inv_freq]
+            info["rope_attention_factor"] = model.attn_factor
+            if v["storage"] == "mxfp4":
+                codes = np.concatenate([np.concatenate([(a & 0xF).ravel(), (a >> 4).ravel()])
+                                        for n, (dt, a) in stored.items() if n.endswith("_blocks")])
+                info["mxfp4_code_histogram"] = np.bincount(codes, minlength=16).tolist()
+                info["mxfp4_scale_range"] = [int(min(a.min() for n, (dt, a) in stored.items() if n.endswith("_scales"))),
+                                             int(max(a.max() for n, (dt, a) in stored.items() if n.endswith("_scales")))]
+        manifest["variants"][v["name"]] = {**manifest["variants"].get(v["name"], {}), **info}
+        manifest["variants"] = {n: manifest["variants"][n] for n in names if n in manifest["variants"]}
         print(f"{v['name']:28s} seed={seed:<6d} rejected={attempt:<3d} size={nbytes/1e6:.3f}MB "
               f"logit_margin={st['logit_margin']:.4g} route_margin={st['route_margin']:.4g} "
               f"group_margin={info['min_group_margin']} used={info['experts_used_per_moe_layer']}/{st['n_experts']}",
@@ -529,4 +707,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,4 +1,4 @@
-"""Independent plain-PyTorch reference forward pass for four MoE LLM families.
+"""Independent plain-PyTorch reference forward pass for five MoE LLM families.
 
 Families (selected by ``config["model_type"]``):
 
@@ -13,6 +13,12 @@ Families (selected by ``config["model_type"]``):
   DeepSeek-style sigmoid group routing + shared experts.
 * ``mixtral``      - GQA, softmax top-k router, renormalised top-k weights,
   ``block_sparse_moe.experts.N.w{1,2,3}``.
+* ``gpt_oss``      - GQA with q/k/v/o biases, learned per-head attention sinks,
+  alternating sliding-window / full layers (``layer_types``), YaRN with the
+  ``truncate`` flag, router with bias (top-k of raw logits, softmax over the k),
+  fused interleaved ``gate_up_proj`` experts with clamped SwiGLU
+  (``(up + 1) * gate * sigmoid(1.702 gate)``) and biases; MXFP4 expert
+  storage (``*_blocks`` / ``*_scales``) is dequantised by ``load_checkpoint``.
 
 Specification: Hugging Face transformers modeling code
 (``models/<family>/modeling_<family>.py``, ``modeling_rope_utils.py``).
@@ -109,14 +115,14 @@ def read_safetensors(path: str) -> Dict[str, Tuple[str, List[int], bytes]]:
 
 
 def decode_tensor(dtype: str, shape: List[int], raw: bytes) -> np.ndarray:
-    """Raw safetensors payload -> float32 numpy array (F8 returns the *codes* as uint8)."""
+    """Raw safetensors payload -> float32 numpy array (F8 / U8 return the raw bytes as uint8)."""
     if dtype == "F32":
         arr = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     elif dtype == "BF16":
         arr = bf16_bits_to_f32(np.frombuffer(raw, dtype="<u2"))
     elif dtype == "F16":
         arr = np.frombuffer(raw, dtype="<f2").astype(np.float32)
-    elif dtype == "F8_E4M3":
+    elif dtype in ("F8_E4M3", "U8"):
         arr = np.frombuffer(raw, dtype=np.uint8).copy()
     else:
         raise ValueError(f"unsupported dtype {dtype}")
@@ -131,12 +137,35 @@ def dequant_fp8_block(codes: np.ndarray, scale_inv: np.ndarray, block=(128, 128)
     return (e4m3_to_f32(codes) * s).astype(np.float32)
 
 
+# OCP MX FP4 (E2M1) value of each 4-bit code: bit 3 = sign, bits 2..1 = exponent (bias 1), bit 0 = mantissa.
+FP4_E2M1 = np.array([+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0,
+                     -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], dtype=np.float32)
+
+
+def dequant_mxfp4(blocks: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """gpt-oss MXFP4 (HF integrations/mxfp4.py ``convert_moe_packed_tensors`` before its transpose).
+
+    blocks uint8 [..., G, 16], scales uint8 (E8M0) [..., G] -> float32 [..., G*32]:
+    byte j of block g holds element 32g+2j in its LOW nibble and 32g+2j+1 in its HIGH nibble;
+    value = FP4_E2M1[code] * 2^(scale - 127).
+    """
+    assert blocks.shape[:-1] == scales.shape and blocks.shape[-1] == 16, (blocks.shape, scales.shape)
+    lo = FP4_E2M1[(blocks & 0x0F).astype(np.int64)]
+    hi = FP4_E2M1[(blocks >> 4).astype(np.int64)]
+    vals = np.stack((lo, hi), axis=-1).reshape(*blocks.shape[:-1], 32)  # [..., G, 32]
+    vals = np.ldexp(vals, scales.astype(np.int32)[..., None] - 127).astype(np.float32)
+    return vals.reshape(*blocks.shape[:-2], blocks.shape[-2] * 32)
+
+
 def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
     """Load config.json and all weights of a checkpoint directory as float32 tensors.
 
     Handles a single ``model.safetensors`` or a sharded checkpoint with
     ``model.safetensors.index.json``; F8_E4M3 weights are dequantised with
     their ``<name>_scale_inv`` tensor (which is then dropped from the dict).
+    gpt-oss MXFP4 experts ``<p>_blocks`` U8 [E, out, in/32, 16] + ``<p>_scales`` U8 [E, out, in/32]
+    become ``<p>`` float32 in the transformers layout [E, in, out] (dequantise, then swap the last
+    two axes, as HF ``convert_moe_packed_tensors`` does with ``transpose(1, 2)``).
     """
     with open(os.path.join(fixture_dir, "config.json")) as f:
         config = json.load(f)
@@ -161,7 +190,14 @@ def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
     block = tuple((config.get("quantization_config") or {}).get("weight_block_size", [128, 128]))
     weights: Dict[str, torch.Tensor] = {}
     for name, (dtype, shape, data) in raw.items():
-        if name.endswith("_scale_inv"):
+        if name.endswith("_scale_inv") or (name.endswith("_scales") and name[:-7] + "_blocks" in raw):
+            continue
+        if name.endswith("_blocks") and dtype == "U8":
+            base = name[: -len("_blocks")]
+            sdt, sshape, sdata = raw[base + "_scales"]
+            assert sdt == "U8", f"{base}_scales must be U8 (E8M0), got {sdt}"
+            deq = dequant_mxfp4(decode_tensor(dtype, shape, data), decode_tensor(sdt, sshape, sdata))
+            weights[base] = torch.from_numpy(np.ascontiguousarray(np.swapaxes(deq, -1, -2), dtype=np.float32))
             continue
         arr = decode_tensor(dtype, shape, data)
         if dtype == "F8_E4M3":
@@ -202,7 +238,9 @@ def rope_parameters(config: dict, dim: int) -> Tuple[torch.Tensor, float]:
     """inv_freq [dim/2] and the cos/sin attention factor (HF ROPE_INIT_FUNCTIONS).
 
     default: inv_freq[i] = 1 / theta^(2i/dim), factor 1.
-    yarn:    HF _compute_yarn_parameters (modeling_rope_utils.py).
+    yarn:    HF _compute_yarn_parameters (modeling_rope_utils.py), including the
+             ``truncate`` flag (default true: floor/ceil the correction range;
+             gpt-oss configs set it false and keep the fractional bounds).
     """
     base = float(config["rope_theta"])
     rs = config.get("rope_scaling")
@@ -230,8 +268,11 @@ def rope_parameters(config: dict, dim: int) -> Tuple[torch.Tensor, float]:
     def find_correction_dim(num_rot):
         return (dim * math.log(orig / (num_rot * 2 * math.pi))) / (2 * math.log(base))
 
-    low = max(math.floor(find_correction_dim(beta_fast)), 0)
-    high = min(math.ceil(find_correction_dim(beta_slow)), dim - 1)
+    low = find_correction_dim(beta_fast)
+    high = find_correction_dim(beta_slow)
+    if rs.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
     if low == high:
         high += 0.001
     ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
@@ -368,6 +409,73 @@ def moe_combine(x, idx, w, expert_fn):
 
 
 # ---------------------------------------------------------------------------
+# gpt-oss pieces (HF models/gpt_oss/modeling_gpt_oss.py)
+# ---------------------------------------------------------------------------
+
+
+def sink_attention(q, k, v, sinks, scale, window):
+    """HF gpt-oss ``eager_attention_forward``: causal (+ sliding window) attention with a sink.
+
+    q, k, v [H,S,D] (kv already expanded to H heads), sinks [H].  Key s is visible to query t
+    iff s <= t and (window is None or t - s < window), i.e. a sliding layer sees the query
+    itself and the window-1 tokens before it (HF ``sliding_window_overlay``: kv > q - window).
+    The sink logit of head h is appended as one extra column to every row of scores, the
+    softmax runs over keys + sink, and the sink column is dropped (so rows sum to < 1).
+    """
+    H, S, _ = q.shape
+    scores = (q @ k.transpose(1, 2)) * scale
+    t = torch.arange(S)[:, None]
+    s = torch.arange(S)[None, :]
+    hidden = s > t
+    if window is not None:
+        hidden = hidden | ((t - s) >= window)
+    scores = scores.masked_fill(hidden, float("-inf"))
+    logits = torch.cat((scores, sinks.view(H, 1, 1).expand(H, S, 1)), dim=-1)
+    p = torch.softmax(logits, dim=-1)[..., :-1]
+    return p @ v
+
+
+def route_topk_softmax(logits: torch.Tensor, top_k: int):
+    """HF ``GptOssTopKRouter``: top-k of the raw logits (router bias included), softmax over those k."""
+    vals, idx = torch.topk(logits, top_k, dim=-1)
+    w = torch.softmax(vals, dim=-1)
+    T, E = logits.shape
+    srt = torch.sort(logits, dim=-1, descending=True).values
+    margin = srt[:, top_k - 1] - srt[:, top_k] if top_k < E else torch.full((T,), float("inf"))
+    info = {"criterion": logits, "margin": margin, "logit_margin": margin,
+            "group_margin": torch.full((T,), float("inf")), "zero_fill_agrees": torch.ones(T, dtype=torch.bool)}
+    return idx, w, info
+
+
+def gpt_oss_glu(gate_up: torch.Tensor, alpha: float, limit: float) -> torch.Tensor:
+    """HF ``GptOssExperts``: gate = even columns, up = odd columns of the fused [.., 2I] projection;
+    gate clamped above at limit, up clamped to [-limit, limit]; (up + 1) * gate * sigmoid(alpha * gate)."""
+    gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+    gate = gate.clamp(min=None, max=limit)
+    up = up.clamp(min=-limit, max=limit)
+    glu = gate * torch.sigmoid(gate * alpha)
+    return (up + 1) * glu
+
+
+def gpt_oss_layer_types(c: dict) -> List[str]:
+    """``layer_types`` from the config, else HF's default: sliding for even layers, full for odd."""
+    lt = c.get("layer_types")
+    if lt is None:
+        lt = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(c["num_hidden_layers"])]
+    assert len(lt) == c["num_hidden_layers"] and set(lt) <= {"sliding_attention", "full_attention"}, lt
+    return list(lt)
+
+
+def gpt_oss_top_k(c: dict) -> int:
+    """``num_experts_per_tok`` (what HF reads); ``experts_per_token`` is openai/gpt-oss's name."""
+    k = c.get("num_experts_per_tok")
+    if k is None:
+        return c["experts_per_token"]
+    assert c.get("experts_per_token", k) == k, "num_experts_per_tok != experts_per_token"
+    return k
+
+
+# ---------------------------------------------------------------------------
 # The model
 # ---------------------------------------------------------------------------
 
@@ -379,7 +487,7 @@ class ReferenceModel:
         self.c = config
         self.w = {k: v.float() for k, v in weights.items()}
         self.mt = config["model_type"]
-        if self.mt not in ("deepseek_v3", "qwen3_moe", "glm4_moe", "mixtral"):
+        if self.mt not in ("deepseek_v3", "qwen3_moe", "glm4_moe", "mixtral", "gpt_oss"):
             raise NotImplementedError(self.mt)
         c = config
         if self.mt == "deepseek_v3":
@@ -390,6 +498,7 @@ class ReferenceModel:
             self.rope_dim = int(head_dim * c.get("partial_rotary_factor", 1.0))
         self.inv_freq, self.attn_factor = rope_parameters(c, self.rope_dim)
         self.trace: List[dict] = []
+        self.clamp_stats: List[dict] = []
 
     # -- helpers ------------------------------------------------------------
     def W(self, name):
@@ -466,6 +575,43 @@ class ReferenceModel:
         o = o.transpose(0, 1).reshape(S, H * D)
         return linear(o, self.W(p + "o_proj.weight"), b("o_proj.bias"))
 
+    def attn_gpt_oss(self, i, x, cos, sin):
+        """q/k/v/o with biases, half-split RoPE, sinks, sliding window on "sliding_attention" layers."""
+        c, p = self.c, f"model.layers.{i}.self_attn."
+        S = x.shape[0]
+        H, KV, D = c["num_attention_heads"], c["num_key_value_heads"], self.head_dim
+        q = linear(x, self.W(p + "q_proj.weight"), self.W(p + "q_proj.bias")).view(S, H, D).transpose(0, 1)
+        k = linear(x, self.W(p + "k_proj.weight"), self.W(p + "k_proj.bias")).view(S, KV, D).transpose(0, 1)
+        v = linear(x, self.W(p + "v_proj.weight"), self.W(p + "v_proj.bias")).view(S, KV, D).transpose(0, 1)
+        q = apply_rope_half(q, cos, sin)
+        k = apply_rope_half(k, cos, sin)
+        window = c["sliding_window"] if gpt_oss_layer_types(c)[i] == "sliding_attention" else None
+        n_rep = H // KV
+        o = sink_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), self.W(p + "sinks"), D ** -0.5, window)
+        o = o.transpose(0, 1).reshape(S, H * D)
+        return linear(o, self.W(p + "o_proj.weight"), self.W(p + "o_proj.bias"))
+
+    def mlp_gpt_oss(self, i, x):
+        c, p = self.c, f"model.layers.{i}.mlp."
+        logits = linear(x, self.W(p + "router.weight"), self.W(p + "router.bias"))
+        idx, w, info = route_topk_softmax(logits, gpt_oss_top_k(c))
+        gu_w, gu_b = self.W(p + "experts.gate_up_proj"), self.W(p + "experts.gate_up_proj_bias")  # [E,hid,2I], [E,2I]
+        dn_w, dn_b = self.W(p + "experts.down_proj"), self.W(p + "experts.down_proj_bias")  # [E,I,hid], [E,hid]
+        alpha = float(c.get("swiglu_alpha", 1.702))
+        limit = float(c.get("swiglu_limit", 7.0))
+
+        def expert(e, xx):
+            gate_up = xx @ gu_w[e] + gu_b[e]  # [n, 2I]
+            g, u = gate_up[..., ::2], gate_up[..., 1::2]
+            self.clamp_stats.append({"layer": i, "gate_hi": int((g > limit).sum()), "up_out": int((u.abs() > limit).sum()),
+                                     "rows_hit": int(((g > limit) | (u.abs() > limit)).any(-1).sum()),
+                                     "rows": g.shape[0], "entries": g.numel()})
+            return gpt_oss_glu(gate_up, alpha, limit) @ dn_w[e] + dn_b[e]
+
+        out = moe_combine(x, idx, w, expert)
+        self.trace.append({"layer": i, "idx": idx, "weights": w, **info})
+        return out
+
     # -- feed-forward -------------------------------------------------------
     def mlp(self, i, x, pos_offset_trace: bool = True):
         c = self.c
@@ -506,6 +652,7 @@ class ReferenceModel:
     def forward(self, tokens: List[int]) -> torch.Tensor:
         c = self.c
         self.trace = []
+        self.clamp_stats = []
         ids = torch.tensor(tokens, dtype=torch.long)
         S = ids.shape[0]
         h = self.W("model.embed_tokens.weight")[ids]
@@ -514,10 +661,15 @@ class ReferenceModel:
         for i in range(c["num_hidden_layers"]):
             p = f"model.layers.{i}."
             x = rms_norm(h, self.W(p + "input_layernorm.weight"), eps)
-            a = self.attn_mla(i, x, cos, sin) if self.mt == "deepseek_v3" else self.attn_gqa(i, x, cos, sin)
+            if self.mt == "deepseek_v3":
+                a = self.attn_mla(i, x, cos, sin)
+            elif self.mt == "gpt_oss":
+                a = self.attn_gpt_oss(i, x, cos, sin)
+            else:
+                a = self.attn_gqa(i, x, cos, sin)
             h = h + a
             x = rms_norm(h, self.W(p + "post_attention_layernorm.weight"), eps)
-            h = h + self.mlp(i, x)
+            h = h + (self.mlp_gpt_oss(i, x) if self.mt == "gpt_oss" else self.mlp(i, x))
         h = rms_norm(h, self.W("model.norm.weight"), eps)
         return linear(h, self.W("lm_head.weight"))
 

@@ -11,7 +11,10 @@ packages=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev liburing-dev
   libpcre2-dev libutf8proc-dev bible-kjv-text
+  python3-torch python3-numpy
 )
+# python3-torch and python3-numpy run the PyTorch reference of tests/reference
+# (ctest's reference_selftest, /usr/bin/python3).
 # Node.js and npm run the reference tokenizers and Jinja renderer of the tests
 # (tests/npm); the machine may already have them from outside Debian.
 command -v node > /dev/null || packages+=(nodejs)

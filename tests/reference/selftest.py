@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Self-checks of the reference and of the fixtures' power to catch mistakes.
 
-    /usr/bin/python3 tests/reference/selftest.py
+    /usr/bin/python3 tests/reference/selftest.py               # checks 1-4 and 6 (fast; ctest runs this)
+    /usr/bin/python3 tests/reference/selftest.py --mutations   # also the mutation table (5)
 
 1. number formats: E4M3 encoder vs brute force, bf16 rounding vs torch.
 2. DeepSeek interleaved RoPE == rotating (x[2i], x[2i+1]) pairs as complex numbers
@@ -12,14 +13,21 @@
 5. mutation sensitivity: each plausible implementation mistake is injected and
    the max |logit difference| vs the fixture is printed (a fixture "catches" a
    mistake when that difference is far above float noise).
+6. gpt-oss: MXFP4 dequantisation against hand-computed blocks and against the raw
+   bytes of the gpt_oss_mxfp4 fixture (orientation), the sink/sliding-window attention
+   against openai/gpt-oss's `sdpa` formulation, YaRN against openai/gpt-oss's
+   `_compute_concentration_and_inv_freq`, and gpt-oss mutation rows (the
+   mutation table requires every gpt-oss row to move the logits by > 0.05).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -132,16 +140,16 @@ def check_fixtures():
 
 
 def mutated_diff(name, cfg_mut=None, patch=None):
-    cfg, w, toks, ref, greedy = load_fixture(name)
-    cfg = copy.deepcopy(cfg)
-    if cfg_mut:
-        cfg_mut(cfg)
     saved = {}
-    if patch:
+    if patch:  # patched before loading, so a patch may also change how weights are decoded
         for k, v in patch.items():
             saved[k] = getattr(M, k)
             setattr(M, k, v)
     try:
+        cfg, w, toks, ref, greedy = load_fixture(name)
+        cfg = copy.deepcopy(cfg)
+        if cfg_mut:
+            cfg_mut(cfg)
         m = M.ReferenceModel(cfg, w)
         lg = m.forward(toks)
         g = m.greedy(toks, 16)
@@ -226,16 +234,207 @@ def run_mutations():
          {"route_softmax": lambda l, k, n: orig_soft(l, k, False)}),
     ]
     print(f"{'fixture':26s} {'injected mistake':52s} {'max|dlogit|':>12s} greedy-changed")
-    for name, desc, cm, patch in cases:
+    for name, desc, cm, patch in cases + gpt_oss_mutations():
         d, gchg = mutated_diff(name, cm, patch)
         print(f"{name:26s} {desc:52s} {d:12.4g} {gchg}")
+        if name.startswith("gpt_oss"):
+            assert d > 0.05, (name, desc, d)
+
+
+# ---- gpt-oss ---------------------------------------------------------------
+
+
+def check_mxfp4():
+    # hand-computed: byte = lo | hi << 4, lo -> element 2j, hi -> element 2j+1, value = FP4[code] * 2^(s-127)
+    blocks = np.zeros((2, 1, 16), dtype=np.uint8)
+    blocks[0, 0, 0] = 0x21  # elem 0 = code 1 (+0.5), elem 1 = code 2 (+1.0)
+    blocks[0, 0, 1] = 0xF7  # elem 2 = code 7 (+6.0), elem 3 = code 15 (-6.0)
+    blocks[0, 0, 15] = 0x8A  # elem 30 = code 10 (-1.0), elem 31 = code 8 (-0.0)
+    blocks[1, 0, :] = 0x53  # every even elem code 3 (+1.5), every odd elem code 5 (+3.0)
+    scales = np.array([[127], [125]], dtype=np.uint8)  # x1 and x0.25
+    got = M.dequant_mxfp4(blocks, scales)
+    assert got.shape == (2, 32) and got.dtype == np.float32
+    exp0 = np.zeros(32, dtype=np.float32)
+    exp0[:4] = [0.5, 1.0, 6.0, -6.0]
+    exp0[30:] = [-1.0, -0.0]
+    exp1 = np.tile(np.array([1.5 * 0.25, 3.0 * 0.25], dtype=np.float32), 16)
+    assert np.array_equal(got[0], exp0) and np.signbit(got[0, 31]) and np.array_equal(got[1], exp1), got
+    # extreme scales: 2^(0-127) (an f32 subnormal, exact) and 2^(254-127)
+    big = M.dequant_mxfp4(np.full((1, 16), 0x22, np.uint8), np.array([254], np.uint8))
+    tiny = M.dequant_mxfp4(np.full((1, 16), 0x22, np.uint8), np.array([0], np.uint8))
+    assert (big == np.float32(2.0 ** 127)).all() and (tiny == np.float32(2.0 ** -127)).all()
+    # orientation in the fixture: blocks [E, out, in/32, 16] -> HF gate_up_proj [E, in, out]
+    d = os.path.join(FIX, "gpt_oss_mxfp4")
+    raw = M.read_safetensors(os.path.join(d, "model.safetensors"))
+    cfg, w = M.load_checkpoint(d)
+    E, Hd, I = cfg["num_local_experts"], cfg["hidden_size"], cfg["intermediate_size"]
+    for name, out_f, in_f in (("gate_up_proj", 2 * I, Hd), ("down_proj", Hd, I)):
+        key = f"model.layers.1.mlp.experts.{name}"
+        bdt, bshape, bdata = raw[key + "_blocks"]
+        sdt, sshape, sdata = raw[key + "_scales"]
+        assert (bdt, bshape, sdt, sshape) == ("U8", [E, out_f, in_f // 32, 16], "U8", [E, out_f, in_f // 32])
+        assert list(w[key].shape) == [E, in_f, out_f] and key + "_blocks" not in w and key + "_scales" not in w
+        b = np.frombuffer(bdata, np.uint8).reshape(bshape)
+        sc = np.frombuffer(sdata, np.uint8).reshape(sshape)
+        for (e, r, c) in ((0, 0, 0), (E - 1, out_f - 1, in_f - 1), (3, 5, 33), (2, 7, 62), (1, 4, 31)):
+            byte = int(b[e, r, c // 32, (c % 32) // 2])
+            code = (byte >> 4) if c % 2 else (byte & 0xF)
+            val = float(M.FP4_E2M1[code]) * 2.0 ** (int(sc[e, r, c // 32]) - 127)
+            assert float(w[key][e, c, r]) == val, (key, e, r, c)
+    used = np.unique(np.concatenate([np.frombuffer(raw[k][2], np.uint8) for k in raw if k.endswith("_blocks")]))
+    print(f"mxfp4: hand-computed blocks ok, fixture orientation ok, {len(used)} distinct bytes in the blocks")
+
+
+def check_sink_attention_vs_openai():
+    """openai/gpt-oss torch/model.py `sdpa`: mask = triu(-inf, 1) + tril(-inf, -W); cat sinks; softmax; drop."""
+    torch.manual_seed(0)
+    H, S, D, W = 4, 21, 16, 8
+    q, k, v = torch.randn(H, S, D), torch.randn(H, S, D), torch.randn(H, S, D)
+    sinks = torch.randn(H)
+    for win in (W, None):
+        mask = torch.triu(torch.full((S, S), float("-inf")), diagonal=1)
+        if win:
+            mask = mask + torch.tril(torch.full((S, S), float("-inf")), diagonal=-win)
+        qk = q @ k.transpose(1, 2) * D ** -0.5 + mask
+        wts = torch.softmax(torch.cat([qk, sinks.view(H, 1, 1).expand(H, S, 1)], -1), -1)[..., :-1]
+        err = (wts @ v - M.sink_attention(q, k, v, sinks, D ** -0.5, win)).abs().max().item()
+        assert err < 1e-5, (win, err)
+    print("sink attention (window 8 and full) == openai/gpt-oss sdpa: ok")
+
+
+def check_yarn_vs_openai():
+    """openai/gpt-oss RotaryEmbedding._compute_concentration_and_inv_freq (no truncation, no clamping,
+    asserts 0 < low < high < d/2 - 1) agrees with HF truncate=false on gpt_oss_bf16/mxfp4."""
+    for fx in ("gpt_oss_bf16", "gpt_oss_mxfp4"):
+        cfg = json.load(open(os.path.join(FIX, fx, "config.json")))
+        rs, d, base = cfg["rope_scaling"], cfg["head_dim"], cfg["rope_theta"]
+        L, f = cfg["initial_context_length"], rs["factor"]
+        assert L == rs["original_max_position_embeddings"] and cfg["max_position_embeddings"] == f * L
+        freq = base ** (torch.arange(0, d, 2, dtype=torch.float) / d)
+        d_half = d / 2
+        low = d_half * math.log(L / (rs["beta_fast"] * 2 * math.pi)) / math.log(base)
+        high = d_half * math.log(L / (rs["beta_slow"] * 2 * math.pi)) / math.log(base)
+        assert 0 < low < high < d_half - 1
+        ramp = (torch.arange(d_half, dtype=torch.float32) - low) / (high - low)
+        mask = 1 - ramp.clamp(0, 1)
+        inv = (1.0 / (f * freq)) * (1 - mask) + (1.0 / freq) * mask
+        conc = 0.1 * math.log(f) + 1.0
+        ours, af = M.rope_parameters(cfg, d)
+        assert (ours - inv).abs().max().item() < 1e-7 and abs(af - conc) < 1e-12, (ours, inv)
+    print(f"yarn (truncate=false, low={low:.4f}, high={high:.4f}) == openai/gpt-oss: ok")
+
+
+def gpt_oss_mutations():
+    orig_attn, orig_route, orig_glu = M.sink_attention, M.route_topk_softmax, M.gpt_oss_glu
+    orig_rope_params, orig_dequant = M.rope_parameters, M.dequant_mxfp4
+
+    def no_sink(q, k, v, sinks, scale, window):
+        return orig_attn(q, k, v, torch.full_like(sinks, float("-inf")), scale, window)
+
+    def no_window(q, k, v, sinks, scale, window):
+        return orig_attn(q, k, v, sinks, scale, None)
+
+    def window_plus_one(q, k, v, sinks, scale, window):
+        return orig_attn(q, k, v, sinks, scale, None if window is None else window + 1)
+
+    def softmax_all(logits, k):
+        idx, w, info = orig_route(logits, k)
+        return idx, torch.softmax(logits, -1).gather(1, idx), info
+
+    def glu_no_clamp(gu, alpha, limit):
+        return orig_glu(gu, alpha, float("inf"))
+
+    def glu_no_plus_one(gu, alpha, limit):  # up * glu instead of (up + 1) * glu
+        gate, up = gu[..., ::2].clamp(max=limit), gu[..., 1::2].clamp(-limit, limit)
+        return up * (gate * torch.sigmoid(alpha * gate))
+
+    def glu_swapped(gu, alpha, limit):  # gate = odd, up = even columns
+        sw = torch.stack((gu[..., 1::2], gu[..., ::2]), -1).reshape(gu.shape)
+        return orig_glu(sw, alpha, limit)
+
+    def glu_halves(gu, alpha, limit):  # gate = first half, up = second half (concatenated layout)
+        h = gu.shape[-1] // 2
+        inter = torch.stack((gu[..., :h], gu[..., h:]), -1).reshape(gu.shape)
+        return orig_glu(inter, alpha, limit)
+
+    def glu_silu(gu, alpha, limit):  # alpha 1.0 instead of 1.702
+        return orig_glu(gu, 1.0, limit)
+
+    def rope_interleaved(x, cos, sin):
+        return M.apply_rope_interleave(x, cos, sin)
+
+    def flip_truncate(c):
+        c["rope_scaling"] = dict(c["rope_scaling"], truncate=not c["rope_scaling"]["truncate"])
+
+    def plain_rope_keep_factor(config, dim):
+        inv, af = orig_rope_params(config, dim)
+        return orig_rope_params(dict(config, rope_scaling=None), dim)[0], af
+
+    def no_attention_factor(config, dim):
+        return orig_rope_params(config, dim)[0], 1.0
+
+    def yarn_unclamped_low(config, dim):  # floor(low) = -3 used as is (no max(low, 0))
+        rs = config["rope_scaling"]
+        base, f, L = config["rope_theta"], rs["factor"], rs["original_max_position_embeddings"]
+        cd = lambda n: dim * math.log(L / (n * 2 * math.pi)) / (2 * math.log(base))
+        low, high = math.floor(cd(rs["beta_fast"])), min(math.ceil(cd(rs["beta_slow"])), dim - 1)
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+        pf = base ** (torch.arange(0, dim, 2).float() / dim)
+        return (1 / (f * pf)) * ramp + (1 / pf) * (1 - ramp), orig_rope_params(config, dim)[1]
+
+    def nibbles_swapped(blocks, scales):
+        return orig_dequant(((blocks & 0x0F) << 4) | (blocks >> 4), scales)
+
+    def scale_bias_128(blocks, scales):  # 2^(s-128): every expert weight halved
+        return orig_dequant(blocks, scales) * np.float32(0.5)
+
+    orig_load = M.load_checkpoint
+
+    def load_without_router_bias(d):
+        cfg, w = orig_load(d)
+        return cfg, {k: (torch.zeros_like(v) if k.endswith("mlp.router.bias") else v) for k, v in w.items()}
+
+    B, X, T = "gpt_oss_bf16", "gpt_oss_mxfp4", "gpt_oss_yarn_truncate_f32"
+    return [
+        (B, "attention sink omitted", None, {"sink_attention": no_sink}),
+        (X, "attention sink omitted", None, {"sink_attention": no_sink}),
+        (B, "rope interleaved pairs instead of half-split", None, {"apply_rope_half": rope_interleaved}),
+        (B, "swiglu clamp omitted", None, {"gpt_oss_glu": glu_no_clamp}),
+        (X, "swiglu clamp omitted", None, {"gpt_oss_glu": glu_no_clamp}),
+        (B, "+1 on up omitted", None, {"gpt_oss_glu": glu_no_plus_one}),
+        (B, "sliding window ignored (all layers full)", None, {"sink_attention": no_window}),
+        (X, "sliding window ignored (all layers full)", None, {"sink_attention": no_window}),
+        (B, "sliding window off by one (window+1 keys)", None, {"sink_attention": window_plus_one}),
+        (B, "router: softmax over all experts, not the top-k", None, {"route_topk_softmax": softmax_all}),
+        (B, "router bias omitted", None, {"load_checkpoint": load_without_router_bias}),
+        (X, "router: softmax over all experts, not the top-k", None, {"route_topk_softmax": softmax_all}),
+        (B, "yarn truncate flipped (false -> true)", flip_truncate, None),
+        (T, "yarn truncate flipped (true -> false)", flip_truncate, None),
+        (T, "yarn low not clamped at 0", None, {"rope_parameters": yarn_unclamped_low}),
+        (B, "plain RoPE freqs (keep attention factor)", None, {"rope_parameters": plain_rope_keep_factor}),
+        (B, "yarn attention_factor on cos/sin omitted", None, {"rope_parameters": no_attention_factor}),
+        (B, "gate/up de-interleave swapped", None, {"gpt_oss_glu": glu_swapped}),
+        (X, "gate/up de-interleave swapped", None, {"gpt_oss_glu": glu_swapped}),
+        (B, "gate_up split as halves, not interleaved", None, {"gpt_oss_glu": glu_halves}),
+        (B, "swiglu alpha 1.0 instead of 1.702", None, {"gpt_oss_glu": glu_silu}),
+        (X, "mxfp4 nibbles swapped (hi = element 2j)", None, {"dequant_mxfp4": nibbles_swapped}),
+        (X, "mxfp4 scale bias 128 instead of 127", None, {"dequant_mxfp4": scale_bias_128}),
+    ]
 
 
 if __name__ == "__main__":
+    t0 = time.time()
     check_formats()
     check_interleave()
     check_mla_absorbed("deepseek_v3_f32", 1)
     check_mla_absorbed("deepseek_v3_yarn_f32", 1)
     check_mla_absorbed("deepseek_v3_noqlora_f32", 2)
+    check_mxfp4()
+    check_sink_attention_vs_openai()
+    check_yarn_vs_openai()
     check_fixtures()
-    run_mutations()
+    if "--mutations" in sys.argv[1:]:
+        run_mutations()
+    else:
+        print("mutation table skipped (slow, ~20 s of CPU): run with --mutations")
+    print(f"selftest: all checks passed in {time.time() - t0:.1f} s")

@@ -101,6 +101,11 @@ class ExpertSource {
     (void)priority;
   }
 
+  // Drops queued LOOKAHEAD reads of layers <= through_layer that have not
+  // started; the engine calls it when a layer has passed. Demand and certain
+  // reads are never dropped. A source without a queue ignores it.
+  virtual void CancelSpeculative(uint32_t through_layer) { (void)through_layer; }
+
   // Counters as "expertd.store.NAME" -> value (cache_hits, cache_misses,
   // read_bytes_demand, ...); empty if the source keeps none.
   virtual std::map<std::string, uint64_t> Counters() const { return {}; }

@@ -32,7 +32,9 @@ absl::StatusOr<std::vector<float>> Conversation::Prepare(uint32_t reserve) {
   const size_t limit = std::min(in_cache_.size(), ids.size() - 1);
   size_t shared = 0;
   while (shared < limit && in_cache_[shared] == ids[shared]) ++shared;
-  session_.Rewind(static_cast<uint32_t>(shared));
+  // A sliding-window layer may no longer hold what precedes `shared`: it says
+  // where it can continue from, and that much more is prefilled.
+  shared = session_.Rewind(static_cast<uint32_t>(shared));
   in_cache_.assign(ids.begin(), ids.end());
   reused_ = static_cast<uint32_t>(shared);
   new_ = static_cast<uint32_t>(ids.size() - shared);

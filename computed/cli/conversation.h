@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "computed/cli/model_text.h"
-#include "computed/engine/session.h"
+#include "computed/run/session.h"
 
 namespace warp::computed {
 

@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
-#include "computed/engine/sources.h"
+#include "computed/run/sources.h"
 
 namespace warp::computed {
 
@@ -26,7 +26,7 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,
                   "Prompt tokens per prefill chunk (default: the whole prompt)");
   cmd->add_flag("--no-prefetch", flags.no_prefetch,
-                "The fully synchronous path: read a layer's experts, then compute");
+                "Read a layer's experts, then compute (no overlap); independent of --lookahead");
   cmd->add_option("--lookahead", flags.lookahead,
                   "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");
   cmd->add_option("--experts-per-token", flags.experts_per_token,

@@ -9,7 +9,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "computed/engine/sampler.h"
-#include "computed/engine/session.h"
+#include "computed/run/session.h"
 
 namespace warp::computed {
 

@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "computed/convert/encode.h"
 #include "computed/convert/safetensors.h"
+#include "computed/model/family.h"
 #include "computed/model/model_config.h"
 #include "computed/model/tensor_specs.h"
 
@@ -43,8 +44,11 @@ absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
       return TensorFormat::kBF16;
     case SourceDtype::kF8E4M3:
       return TensorFormat::kF8E4M3B128;
+    case SourceDtype::kU8:
+      break;
   }
-  return absl::InternalError("unreachable");
+  return absl::InvalidArgumentError(
+      absl::StrCat("tensor ", tensor.name, " is U8, which no storage format reads as values"));
 }
 
 bool IsPassthrough(TensorFormat format, const SourceTensor& tensor) {
@@ -63,7 +67,11 @@ class Converter {
  public:
   Converter(const Checkpoint& checkpoint, const ModelConfig& model, const ConvertOptions& options,
             ProgressBar& progress)
-      : checkpoint_(checkpoint), model_(model), options_(options), progress_(progress) {}
+      : checkpoint_(checkpoint),
+        model_(model),
+        family_(FamilyOf(model.arch)),
+        options_(options),
+        progress_(progress) {}
 
   absl::StatusOr<SourcedTensor> Source(const std::string& name, const std::vector<uint64_t>& shape,
                                        TensorFormat format) const {
@@ -147,15 +155,81 @@ class Converter {
     return absl::OkStatus();
   }
 
+  // The checkpoint tensor of one record matrix, its shape checked against the record's.
+  absl::StatusOr<const SourceTensor*> SliceSource(const CheckpointSlice& slice,
+                                                  const TensorSpec& matrix) const {
+    const SourceTensor* source = checkpoint_.Find(slice.tensor);
+    if (source == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("tensor ", slice.tensor, " is missing from the checkpoint"));
+    }
+    std::vector<uint64_t> want = matrix.shape;
+    if (slice.transposed) std::reverse(want.begin(), want.end());
+    if (slice.index) want.insert(want.begin(), model_.num_experts);
+    if (source->shape != want) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", slice.tensor, " has shape ",
+                                                     ShapeString(source->shape),
+                                                     "; config.json implies ", ShapeString(want)));
+    }
+    return source;
+  }
+
   absl::StatusOr<TensorFormat> ExpertFormat(uint32_t layer) const {
     if (options_.experts == "q8") return TensorFormat::kQ8B32;
     if (options_.experts == "q4") return TensorFormat::kQ4B32;
-    const std::string name = ExpertTensorName(model_, layer, 0, "gate_proj");
-    const SourceTensor* source = checkpoint_.Find(name);
-    if (source == nullptr) {
-      return absl::NotFoundError(absl::StrCat("tensor ", name, " is missing from the checkpoint"));
-    }
+    const TensorSpec first = ExpertMatrixSpecs(model_, TensorFormat::kF32).front();
+    const CheckpointSlice slice = family_.ExpertSlice(model_, layer, 0, first.name);
+    WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, first));
     return NativeFormat(*source);
+  }
+
+  // Fills one record matrix from its slice of the checkpoint: the bytes as
+  // they are when the format is the source's and the layout matches, else
+  // the values re-encoded (transposed first where the release stores [in, out]).
+  absl::Status FillExpertMatrix(uint32_t layer, uint32_t expert, const TensorEntry& matrix,
+                                std::span<std::byte> record) const {
+    const CheckpointSlice slice = family_.ExpertSlice(model_, layer, expert, matrix.name);
+    const TensorSpec spec{.name = slice.tensor, .format = matrix.format, .shape = matrix.shape};
+    WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, spec));
+    std::span<std::byte> data = record.subspan(matrix.data.offset, matrix.data.bytes);
+    if (!slice.index && !slice.transposed) {  // one tensor per expert: the trunk's path
+      WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(slice.tensor, matrix.shape, matrix.format));
+      if (options_.experts == "native" && !IsPassthrough(matrix.format, *t.source)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor ", slice.tensor, " is ", std::string(SourceDtypeName(t.source->dtype)),
+            " but expert 0 of the layer is ", std::string(TensorFormatName(matrix.format)),
+            "; --experts native needs one dtype per layer"));
+      }
+      WARP_RETURN_IF_ERROR(Fill(t, false, 0, data));
+      if (matrix.scale) {
+        WARP_RETURN_IF_ERROR(
+            Fill(t, true, 0, record.subspan(matrix.scale->offset, matrix.scale->bytes)));
+      }
+      progress_.Advance(t.source->bytes + (t.scale_inv ? t.scale_inv->bytes : 0));
+      return absl::OkStatus();
+    }
+    // A slice of a fused [experts, ...] tensor.
+    const uint64_t elements = NumElements(matrix.shape);
+    const uint64_t rows = matrix.shape.size() == 2 ? matrix.shape[0] : 1;
+    const uint64_t cols = matrix.shape.back();
+    const uint64_t slice_rows = slice.transposed ? cols : rows;  // rows as stored
+    std::vector<float> values(elements);
+    WARP_RETURN_IF_ERROR(checkpoint_.ReadRowsAsFloat(*source, nullptr, uint64_t{expert} * slice_rows,
+                                                     slice_rows, values));
+    if (slice.transposed) {
+      std::vector<float> stored = std::move(values);
+      values.assign(elements, 0.0f);
+      for (uint64_t r = 0; r < rows; ++r) {
+        for (uint64_t c = 0; c < cols; ++c) values[r * cols + c] = stored[c * rows + r];
+      }
+    }
+    std::vector<std::byte> scales(ScaleBytes(matrix.format, {rows, cols}));
+    EncodeRows(matrix.format, values, cols, data, scales);
+    if (matrix.scale) {
+      std::copy(scales.begin(), scales.end(), record.begin() + matrix.scale->offset);
+    }
+    progress_.Advance(source->bytes / model_.num_experts);
+    return absl::OkStatus();
   }
 
   absl::Status WriteBanks(ContainerWriter& writer) const {
@@ -168,21 +242,7 @@ class Converter {
       for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
         std::span<std::byte> record = writer.NextRecord();
         for (const TensorEntry& matrix : bank.matrices) {
-          const std::string name = ExpertTensorName(model_, layer, expert, matrix.name);
-          WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(name, matrix.shape, format));
-          if (options_.experts == "native" && !IsPassthrough(format, *t.source)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "tensor ", name, " is ", std::string(SourceDtypeName(t.source->dtype)),
-                " but expert 0 of the layer is ", std::string(TensorFormatName(format)),
-                "; --experts native needs one dtype per layer"));
-          }
-          WARP_RETURN_IF_ERROR(
-              Fill(t, false, 0, record.subspan(matrix.data.offset, matrix.data.bytes)));
-          if (matrix.scale) {
-            WARP_RETURN_IF_ERROR(
-                Fill(t, true, 0, record.subspan(matrix.scale->offset, matrix.scale->bytes)));
-          }
-          progress_.Advance(t.source->bytes + (t.scale_inv ? t.scale_inv->bytes : 0));
+          WARP_RETURN_IF_ERROR(FillExpertMatrix(layer, expert, matrix, record));
         }
         writer.CommitRecord();
       }
@@ -194,6 +254,7 @@ class Converter {
  private:
   const Checkpoint& checkpoint_;
   const ModelConfig& model_;
+  const ModelFamily& family_;
   const ConvertOptions& options_;
   ProgressBar& progress_;
 };

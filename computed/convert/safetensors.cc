@@ -25,8 +25,9 @@ absl::StatusOr<SourceDtype> ParseDtype(const std::string& name) {
   if (name == "F16") return SourceDtype::kF16;
   if (name == "BF16") return SourceDtype::kBF16;
   if (name == "F8_E4M3") return SourceDtype::kF8E4M3;
+  if (name == "U8") return SourceDtype::kU8;
   return absl::InvalidArgumentError(
-      absl::StrCat("dtype ", name, " is not supported (F32, F16, BF16, F8_E4M3)"));
+      absl::StrCat("dtype ", name, " is not supported (F32, F16, BF16, F8_E4M3, U8)"));
 }
 
 json ParseJsonOrNull(const std::string& text) {
@@ -89,6 +90,8 @@ std::string_view SourceDtypeName(SourceDtype dtype) {
       return "BF16";
     case SourceDtype::kF8E4M3:
       return "F8_E4M3";
+    case SourceDtype::kU8:
+      return "U8";
   }
   return "?";
 }
@@ -101,6 +104,7 @@ uint64_t SourceDtypeBytes(SourceDtype dtype) {
     case SourceDtype::kBF16:
       return 2;
     case SourceDtype::kF8E4M3:
+    case SourceDtype::kU8:
       return 1;
   }
   return 0;
@@ -186,8 +190,12 @@ absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
 absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                          uint64_t row_begin, uint64_t num_rows,
                                          std::span<float> out) const {
-  const uint64_t cols =
-      tensor.shape.size() == 2 ? tensor.shape[1] : tensor.bytes / SourceDtypeBytes(tensor.dtype);
+  if (tensor.dtype == SourceDtype::kU8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", tensor.name, " is U8 codes, not values"));
+  }
+  const uint64_t cols = tensor.shape.size() >= 2 ? tensor.shape.back()
+                                                 : tensor.bytes / SourceDtypeBytes(tensor.dtype);
   const uint64_t elem = SourceDtypeBytes(tensor.dtype);
   std::vector<std::byte> raw(num_rows * cols * elem);
   WARP_RETURN_IF_ERROR(Read(tensor, row_begin * cols * elem, raw));
@@ -231,6 +239,8 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
                  scales[(row / 128) * scale_cols + col / 128];
         break;
       }
+      case SourceDtype::kU8:
+        break;  // refused above
     }
   }
   return absl::OkStatus();

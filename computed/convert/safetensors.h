@@ -20,7 +20,7 @@
 
 namespace warp::computed {
 
-enum class SourceDtype { kF32, kF16, kBF16, kF8E4M3 };
+enum class SourceDtype { kF32, kF16, kBF16, kF8E4M3, kU8 };  // U8: packed codes (MXFP4 blocks, E8M0 scales)
 
 std::string_view SourceDtypeName(SourceDtype dtype);
 uint64_t SourceDtypeBytes(SourceDtype dtype);
@@ -47,8 +47,9 @@ class Checkpoint {
   // Reads bytes [offset, offset + out.size()) of `tensor`'s data.
   absl::Status Read(const SourceTensor& tensor, uint64_t offset, std::span<std::byte> out) const;
 
-  // Reads rows [row_begin, row_begin + num_rows) of a 1-D or 2-D tensor as
-  // float32 (1-D: the whole tensor is one row). FP8 tensors need `scale_inv`
+  // Reads rows [row_begin, row_begin + num_rows) of a tensor as float32: rows
+  // of its last dimension (1-D: the whole tensor is one row; [E, A, B]: E x A
+  // rows of B). U8 tensors are codes, not values: InvalidArgument. FP8 tensors need `scale_inv`
   // ([ceil(rows/128), ceil(cols/128)] f32) and are dequantized code x scale.
   absl::Status ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                uint64_t row_begin, uint64_t num_rows, std::span<float> out) const;

@@ -8,11 +8,6 @@
 namespace warp::computed {
 namespace {
 
-// transformers' yarn get_mscale.
-double YarnMscale(double scale, double mscale) {
-  return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
-}
-
 double YarnCorrectionDim(double rotations, double dim, double base, double max_position) {
   return dim * std::log(max_position / (rotations * 2 * M_PI)) / (2 * std::log(base));
 }
@@ -44,10 +39,10 @@ void Softmax(std::span<float> x) {
   for (float& v : x) v /= sum;
 }
 
-Rope::Rope(const ModelConfig& config, uint32_t dim)
-    : dim_(dim), interleaved_(config.rope_interleaved) {
+Rope::Rope(const RopePlan& plan) : dim_(plan.dim), interleaved_(plan.interleaved) {
+  const uint32_t dim = plan.dim;
   WARP_CHECK(dim % 2 == 0);
-  const double base = config.rope_theta;
+  const double base = plan.theta;
   inv_freq_.resize(dim / 2);
   // As transformers: pos_freqs = base ** (arange(0, dim, 2) / dim) in float32.
   std::vector<float> pos_freqs(dim / 2);
@@ -55,17 +50,21 @@ Rope::Rope(const ModelConfig& config, uint32_t dim)
     pos_freqs[i] = static_cast<float>(
         std::pow(base, static_cast<double>(static_cast<float>(2 * i) / static_cast<float>(dim))));
   }
-  if (!config.yarn.enabled) {
+  if (!plan.yarn.enabled) {
     for (uint32_t i = 0; i < dim / 2; ++i) inv_freq_[i] = 1.0f / pos_freqs[i];
     return;
   }
-  const YarnScaling& yarn = config.yarn;
+  const YarnScaling& yarn = plan.yarn;
   attention_factor_ = static_cast<float>(yarn.mscale != 0 && yarn.mscale_all_dim != 0
                                              ? YarnMscale(yarn.factor, yarn.mscale) /
                                                    YarnMscale(yarn.factor, yarn.mscale_all_dim)
                                              : YarnMscale(yarn.factor, 1.0));
-  double low = std::floor(YarnCorrectionDim(yarn.beta_fast, dim, base, yarn.original_max_position));
-  double high = std::ceil(YarnCorrectionDim(yarn.beta_slow, dim, base, yarn.original_max_position));
+  double low = YarnCorrectionDim(yarn.beta_fast, dim, base, yarn.original_max_position);
+  double high = YarnCorrectionDim(yarn.beta_slow, dim, base, yarn.original_max_position);
+  if (yarn.truncate) {  // transformers' default; gpt-oss releases keep the fractional range
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
   low = std::max(low, 0.0);
   high = std::min(high, static_cast<double>(dim - 1));
   if (low == high) high += 0.001;
@@ -93,12 +92,6 @@ void Rope::Apply(std::span<float> x, uint32_t pos) const {
     a = a0 * c - b0 * s;
     b = b0 * c + a0 * s;
   }
-}
-
-float MlaSoftmaxScaleFactor(const ModelConfig& config) {
-  if (!config.yarn.enabled || config.yarn.mscale_all_dim == 0) return 1.0f;
-  const double mscale = YarnMscale(config.yarn.factor, config.yarn.mscale_all_dim);
-  return static_cast<float>(mscale * mscale);
 }
 
 }  // namespace warp::computed

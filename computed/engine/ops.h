@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "computed/model/model_config.h"
+#include "computed/model/layer_plan.h"
 
 namespace warp::computed {
 
@@ -27,9 +27,7 @@ void Softmax(std::span<float> x);
 // when configured) and how pairs are formed. Thread-safe after construction.
 class Rope {
  public:
-  // `dim` is the rotated width: qk_rope_head_dim (MLA) or head_dim x
-  // partial_rotary_factor (GQA).
-  Rope(const ModelConfig& config, uint32_t dim);
+  explicit Rope(const RopePlan& plan);
 
   // Rotates the first `dim` values of `x` for position `pos`. Interleaved
   // (DeepSeek): pairs (x[2i], x[2i+1]); otherwise (x[i], x[i + dim/2]).
@@ -46,8 +44,5 @@ class Rope {
   std::vector<float> inv_freq_;  // [dim / 2]
 };
 
-// YaRN's softmax-scale multiplier for DeepSeek MLA: mscale(factor, mscale_all_dim)^2
-// when YaRN is on and mscale_all_dim is set, else 1.
-float MlaSoftmaxScaleFactor(const ModelConfig& config);
 
 }  // namespace warp::computed

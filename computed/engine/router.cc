@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "computed/engine/linear.h"
 #include "computed/engine/ops.h"
 
 namespace warp::computed {
@@ -70,12 +71,47 @@ Routing SigmoidGroupTopK(const ModelConfig& config, std::span<const float> logit
   return routing;
 }
 
+// gpt-oss: top-k of the raw logits, then softmax over the chosen k.
+Routing TopKSoftmax(std::span<const float> logits, uint32_t top_k) {
+  Routing routing{.experts = TopK(logits, top_k)};
+  for (uint32_t expert : routing.experts) routing.weights.push_back(logits[expert]);
+  Softmax(routing.weights);
+  return routing;
+}
+
 }  // namespace
 
 Routing Route(const ModelConfig& config, std::span<const float> logits, std::span<const float> bias,
               uint32_t top_k) {
-  if (config.router == RouterKind::kSoftmaxTopK) return SoftmaxTopK(config, logits, top_k);
-  return SigmoidGroupTopK(config, logits, bias, top_k);
+  switch (config.router) {
+    case RouterKind::kSoftmaxTopK:
+      return SoftmaxTopK(config, logits, top_k);
+    case RouterKind::kSigmoidGroupTopK:
+      return SigmoidGroupTopK(config, logits, bias, top_k);
+    case RouterKind::kTopKSoftmax:
+      return TopKSoftmax(logits, top_k);
+  }
+  return {};
+}
+
+Router::Router(const ModelConfig& config, const FfnPlan& plan, const TrunkWeights& weights,
+               ThreadPool& pool)
+    : config_(config), pool_(pool), weight_(weights.Matrix(plan.router_weight)) {
+  if (!plan.router_bias.empty()) logit_bias_ = weights.Vector(plan.router_bias);
+  if (!plan.selection_bias.empty()) selection_bias_ = weights.Vector(plan.selection_bias);
+}
+
+std::vector<Routing> Router::Route(std::span<const float> x, uint32_t n, uint32_t top_k) const {
+  const uint32_t num_experts = config_.num_experts;
+  std::vector<float> logits(uint64_t{n} * num_experts);
+  Linear(pool_, weight_, x.data(), n, logits.data());
+  std::vector<Routing> routings;
+  for (uint32_t t = 0; t < n; ++t) {
+    std::span<float> row(&logits[uint64_t{t} * num_experts], num_experts);
+    for (size_t e = 0; e < logit_bias_.size(); ++e) row[e] += logit_bias_[e];
+    routings.push_back(computed::Route(config_, row, selection_bias_, top_k));
+  }
+  return routings;
 }
 
 }  // namespace warp::computed

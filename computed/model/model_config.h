@@ -21,14 +21,16 @@ enum class Architecture {
   kQwen3Moe,    // Qwen3-MoE: GQA with q/k norm, softmax top-k
   kGlm4Moe,     // GLM-4.5: GQA with biases and q/k norm, partial rope, sigmoid group routing
   kMixtral,     // Mixtral: GQA, softmax top-2
+  kGptOss,      // gpt-oss: GQA with sinks, sliding/full layers, clamped SwiGLU experts
 };
 
 enum class RouterKind {
   kSoftmaxTopK,       // softmax over all experts, top-k (qwen3_moe, mixtral)
   kSigmoidGroupTopK,  // sigmoid + selection bias, group-limited top-k (deepseek_v3, glm4_moe)
+  kTopKSoftmax,       // top-k of the raw logits, softmax over those k (gpt_oss)
 };
 
-// YaRN rope scaling (rope_scaling.type == "yarn"), as DeepSeek V3 / Kimi K2 ship it.
+// YaRN rope scaling (rope_scaling.type == "yarn"), as DeepSeek V3 / Kimi K2 and gpt-oss ship it.
 struct YarnScaling {
   bool enabled = false;
   double factor = 1.0;
@@ -37,9 +39,14 @@ struct YarnScaling {
   double beta_slow = 1.0;
   double mscale = 1.0;
   double mscale_all_dim = 0.0;
+  // Round the correction range to whole dims (transformers' default); gpt-oss
+  // releases set "truncate": false, which keeps the fractional range.
+  bool truncate = true;
 };
 
 std::string_view ArchitectureName(Architecture arch);
+// transformers' YaRN get_mscale: 1 for scale <= 1, else 0.1 * mscale * ln(scale) + 1.
+double YarnMscale(double scale, double mscale);
 absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type);
 
 struct ModelConfig {
@@ -76,19 +83,22 @@ struct ModelConfig {
   float routed_scaling_factor = 1.0f;
   uint32_t n_group = 1;
   uint32_t topk_group = 1;
+  // Sliding-window attention (gpt_oss): the window, and which layers use it.
+  uint32_t sliding_window = 0;
+  std::vector<bool> sliding_layer;  // [num_layers]
+  float swiglu_limit = 0.0f;        // gpt_oss expert clamp
 
   bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
+  bool IsSlidingLayer(uint32_t layer) const {
+    return layer < sliding_layer.size() && sliding_layer[layer];
+  }
   uint32_t NumMoeLayers() const;
-
-  // Bytes of attention state one token adds across all layers, as the engine
-  // keeps it (float32): MLA caches the compressed latent plus the rope key,
-  // (kv_lora_rank + qk_rope_head_dim) x 4 per layer; GQA caches K and V,
-  // 2 x num_kv_heads x head_dim x 4 per layer.
-  uint64_t KvBytesPerToken() const;
 };
 
-// Reads `config` (a config.json object) for `model_type`. Errors name the
-// key, e.g. "config.json: n_routed_experts: missing".
+// Reads `config` (a config.json object) for `model_type`: the keys every
+// family shares here, the rest in the family's own parser
+// (computed/model/families/). Errors name the key, e.g.
+// "config.json: n_routed_experts: missing".
 absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view model_type,
                                              const nlohmann::ordered_json& config);
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
+#include "computed/model/family.h"
 
 namespace warp::computed {
 namespace {
@@ -36,7 +36,7 @@ class SpecList {
   std::vector<TensorSpec> specs_;
 };
 
-void AddMlaAttention(const ModelConfig& c, const std::string& p, SpecList& specs) {
+void AddMla(const ModelConfig& c, const std::string& p, SpecList& specs) {
   const uint64_t q_head = uint64_t{c.qk_nope_head_dim} + c.qk_rope_head_dim;
   if (c.q_lora_rank > 0) {
     specs.Add(p + "q_a_proj.weight", {c.q_lora_rank, c.hidden_size});
@@ -53,86 +53,75 @@ void AddMlaAttention(const ModelConfig& c, const std::string& p, SpecList& specs
   specs.Add(p + "o_proj.weight", {c.hidden_size, uint64_t{c.num_heads} * c.v_head_dim});
 }
 
-void AddGqaAttention(const ModelConfig& c, const std::string& p, SpecList& specs) {
+void AddGqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
+  const std::string& p = m.prefix;
   const uint64_t q_dim = uint64_t{c.num_heads} * c.head_dim;
   const uint64_t kv_dim = uint64_t{c.num_kv_heads} * c.head_dim;
   specs.Add(p + "q_proj.weight", {q_dim, c.hidden_size});
   specs.Add(p + "k_proj.weight", {kv_dim, c.hidden_size});
   specs.Add(p + "v_proj.weight", {kv_dim, c.hidden_size});
-  if (c.attention_bias) {
+  if (m.qkv_bias) {
     specs.Add(p + "q_proj.bias", {q_dim});
     specs.Add(p + "k_proj.bias", {kv_dim});
     specs.Add(p + "v_proj.bias", {kv_dim});
   }
   specs.Add(p + "o_proj.weight", {c.hidden_size, q_dim});
-  if (c.qk_norm) {
+  if (m.o_bias) specs.Add(p + "o_proj.bias", {c.hidden_size});
+  if (m.qk_norm) {
     specs.Add(p + "q_norm.weight", {c.head_dim});
     specs.Add(p + "k_norm.weight", {c.head_dim});
+  }
+  if (m.sinks) specs.Add(p + "sinks", {c.num_heads});
+}
+
+void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
+  const uint64_t hidden = c.hidden_size;
+  switch (f.kind) {
+    case FfnKind::kDenseMlp:
+      specs.AddMlp(f.prefix, hidden, f.intermediate);
+      return;
+    case FfnKind::kMoe:
+      specs.Add(f.router_weight, {c.num_experts, hidden});
+      if (!f.router_bias.empty()) specs.Add(f.router_bias, {c.num_experts});
+      if (!f.selection_bias.empty()) specs.Add(f.selection_bias, {c.num_experts});
+      if (!f.shared_prefix.empty()) specs.AddMlp(f.shared_prefix, hidden, f.shared_intermediate);
+      return;
   }
 }
 
 }  // namespace
 
+ModelPlan PlanOf(const ModelConfig& config) { return FamilyOf(config.arch).Plan(config); }
+
 bool IsPrecisionCritical(const TensorSpec& spec) {
-  return spec.shape.size() == 1 || absl::EndsWith(spec.name, ".gate.weight");
-}
-
-std::string RouterName(const ModelConfig& c, uint32_t layer) {
-  return absl::StrCat("model.layers.", layer,
-                      c.arch == Architecture::kMixtral ? ".block_sparse_moe" : ".mlp",
-                      ".gate.weight");
-}
-
-std::string ExpertTensorName(const ModelConfig& c, uint32_t layer, uint32_t expert,
-                             std::string_view matrix) {
-  if (c.arch == Architecture::kMixtral) {
-    const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
-    return absl::StrCat("model.layers.", layer, ".block_sparse_moe.experts.", expert, ".", w,
-                        ".weight");
-  }
-  return absl::StrCat("model.layers.", layer, ".mlp.experts.", expert, ".", std::string(matrix),
-                      ".weight");
+  return spec.shape.size() == 1 || absl::EndsWith(spec.name, ".gate.weight") ||
+         absl::EndsWith(spec.name, ".router.weight");
 }
 
 std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matrix_format) {
+  const ModelPlan plan = PlanOf(c);
   SpecList specs(matrix_format);
-  const uint64_t hidden = c.hidden_size;
-  specs.Add("model.embed_tokens.weight", {c.vocab_size, hidden});
-  for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
-    const std::string p = absl::StrCat("model.layers.", layer, ".");
-    specs.Add(p + "input_layernorm.weight", {hidden});
-    if (c.arch == Architecture::kDeepseekV3) {
-      AddMlaAttention(c, p + "self_attn.", specs);
-    } else {
-      AddGqaAttention(c, p + "self_attn.", specs);
+  specs.Add(plan.embed, {c.vocab_size, c.hidden_size});
+  for (const LayerPlan& layer : plan.layers) {
+    specs.Add(layer.input_norm, {c.hidden_size});
+    switch (layer.mixer.kind) {
+      case MixerKind::kMla:
+        AddMla(c, layer.mixer.prefix, specs);
+        break;
+      case MixerKind::kGqa:
+        AddGqa(c, layer.mixer, specs);
+        break;
     }
-    specs.Add(p + "post_attention_layernorm.weight", {hidden});
-    if (!c.IsMoeLayer(layer)) {
-      specs.AddMlp(p + "mlp", hidden, c.intermediate_size);
-      continue;
-    }
-    specs.Add(RouterName(c, layer), {c.num_experts, hidden});
-    if (c.router == RouterKind::kSigmoidGroupTopK) {
-      specs.Add(p + "mlp.gate.e_score_correction_bias", {c.num_experts});
-    }
-    if (c.num_shared_experts > 0) {
-      specs.AddMlp(p + "mlp.shared_experts", hidden,
-                   uint64_t{c.moe_intermediate_size} * c.num_shared_experts);
-    }
+    specs.Add(layer.post_norm, {c.hidden_size});
+    AddFfn(c, layer.ffn, specs);
   }
-  specs.Add("model.norm.weight", {hidden});
-  if (!c.tie_word_embeddings) specs.Add("lm_head.weight", {c.vocab_size, hidden});
+  specs.Add(plan.final_norm, {c.hidden_size});
+  if (plan.head != plan.embed) specs.Add(plan.head, {c.vocab_size, c.hidden_size});
   return specs.Take();
 }
 
-std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& c, TensorFormat format) {
-  const uint64_t hidden = c.hidden_size;
-  const uint64_t inter = c.moe_intermediate_size;
-  return {
-      {.name = "gate_proj", .format = format, .shape = {inter, hidden}},
-      {.name = "up_proj", .format = format, .shape = {inter, hidden}},
-      {.name = "down_proj", .format = format, .shape = {hidden, inter}},
-  };
+std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorFormat format) {
+  return FamilyOf(config.arch).ExpertMatrices(config, format);
 }
 
 }  // namespace warp::computed

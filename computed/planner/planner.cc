@@ -6,6 +6,7 @@
 #include "common/byte_size.h"
 #include "common/status.h"
 #include "computed/model/model_config.h"
+#include "computed/model/tensor_specs.h"
 
 namespace warp::computed {
 
@@ -15,8 +16,11 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
   PlanFigures plan;
   plan.trunk_bytes = manifest.trunk_bytes;
   plan.context_tokens = context_tokens;
-  plan.kv_bytes_per_token = model.KvBytesPerToken();
-  plan.kv_bytes = plan.kv_bytes_per_token * context_tokens;
+  // State per layer as the mixers keep it: a sliding layer holds only its window.
+  for (const LayerPlan& layer : PlanOf(model).layers) {
+    plan.kv_bytes_per_token += MixerStateBytes(model, layer.mixer, 1);
+    plan.kv_bytes += MixerStateBytes(model, layer.mixer, context_tokens);
+  }
   plan.experts_per_token = model.experts_per_token;
   plan.num_moe_layers = static_cast<uint32_t>(manifest.banks.size());
   for (const BankEntry& bank : manifest.banks) {

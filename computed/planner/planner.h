@@ -24,7 +24,7 @@ inline constexpr uint64_t kRecommendedWorkingSets = 4;
 struct PlanFigures {
   uint64_t trunk_bytes = 0;
   uint64_t context_tokens = 0;
-  uint64_t kv_bytes_per_token = 0;
+  uint64_t kv_bytes_per_token = 0;  // the first token's: sliding layers cap what follow
   uint64_t kv_bytes = 0;
   uint32_t experts_per_token = 0;
   uint32_t num_moe_layers = 0;

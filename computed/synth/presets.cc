@@ -116,6 +116,68 @@ json Qwen3A3bSlice() {
   return config;
 }
 
+// gpt-oss in miniature: sliding/full layers (window 16), sinks, YaRN, 8
+// experts of 64x64 top-2 with clamped SwiGLU.
+json GptOssTiny() {
+  return json{{"model_type", "gpt_oss"},
+              {"architectures", {"GptOssForCausalLM"}},
+              {"vocab_size", 256},
+              {"hidden_size", 64},
+              {"intermediate_size", 64},
+              {"num_hidden_layers", 4},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 2},
+              {"head_dim", 16},
+              {"num_local_experts", 8},
+              {"num_experts_per_tok", 2},
+              {"experts_per_token", 2},
+              {"layer_types",
+               {"sliding_attention", "full_attention", "sliding_attention", "full_attention"}},
+              {"sliding_window", 16},
+              {"attention_bias", true},
+              {"swiglu_limit", 7.0},
+              {"max_position_embeddings", 4096},
+              {"rope_theta", 150000.0},
+              {"rope_scaling",
+               {{"rope_type", "yarn"},
+                {"factor", 4.0},
+                {"original_max_position_embeddings", 1024},
+                {"beta_fast", 32.0},
+                {"beta_slow", 1.0},
+                {"truncate", false}}},
+              {"rms_norm_eps", 1e-5},
+              {"hidden_act", "silu"},
+              {"tie_word_embeddings", false}};
+}
+
+// gpt-oss-120b's expert and attention shapes (hidden 2880, 128 experts of
+// 2880, top-4, GQA 64/8 x 64, window 128, YaRN x32 over 4096), 2 of its 36
+// layers, vocabulary cut from 201088 to 32768.
+json GptOss120bSlice() {
+  json config = GptOssTiny();
+  config.update(json{{"vocab_size", 32768},
+                     {"hidden_size", 2880},
+                     {"intermediate_size", 2880},
+                     {"num_hidden_layers", 2},
+                     {"num_attention_heads", 64},
+                     {"num_key_value_heads", 8},
+                     {"head_dim", 64},
+                     {"num_local_experts", 128},
+                     {"num_experts_per_tok", 4},
+                     {"experts_per_token", 4},
+                     {"layer_types", {"sliding_attention", "full_attention"}},
+                     {"sliding_window", 128},
+                     {"max_position_embeddings", 131072},
+                     {"rope_scaling",
+                      {{"rope_type", "yarn"},
+                       {"factor", 32.0},
+                       {"original_max_position_embeddings", 4096},
+                       {"beta_fast", 32.0},
+                       {"beta_slow", 1.0},
+                       {"truncate", false}}}});
+  return config;
+}
+
 uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
   uint64_t bytes = 0;
   for (const TensorSpec& spec : TrunkTensorSpecs(config, format)) {
@@ -126,6 +188,7 @@ uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
 }
 
 const char* ExpertCountKey(std::string_view arch) {
+  if (arch == "gpt_oss" || arch == "mixtral") return "num_local_experts";
   return arch == "qwen3_moe" ? "num_experts" : "n_routed_experts";
 }
 
@@ -141,6 +204,11 @@ const std::vector<Preset>& AllPresets() {
        TensorFormat::kBF16, TensorFormat::kF32},
       {"qwen3_moe", "a3b-slice", "Qwen3-30B-A3B shapes: hidden 2048, 128 experts of 768, top-8",
        Qwen3A3bSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
+      {"gpt_oss", "tiny", "4 layers (sliding/full), 8 experts of 64x64, top-2, sinks; about 1 MiB",
+       GptOssTiny(), TensorFormat::kBF16, TensorFormat::kF32},
+      {"gpt_oss", "120b-slice",
+       "gpt-oss-120b shapes: hidden 2880, 128 experts of 2880, top-4, GQA 64/8, window 128",
+       GptOss120bSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
   };
   return presets;
 }
@@ -173,6 +241,12 @@ absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
   auto bytes_with = [&](uint32_t layers, uint32_t experts) -> absl::StatusOr<uint64_t> {
     scaled["num_hidden_layers"] = layers;
     scaled[ExpertCountKey(arch)] = experts;
+    if (scaled.contains("layer_types")) {  // gpt-oss: sliding and full alternate, as released
+      scaled["layer_types"] = json::array();
+      for (uint32_t layer = 0; layer < layers; ++layer) {
+        scaled["layer_types"].push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
+      }
+    }
     return ContainerBytes(arch, scaled, expert_format, trunk_format);
   };
   const uint32_t all_experts = config.value(ExpertCountKey(arch), 0u);

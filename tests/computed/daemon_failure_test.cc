@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "computed/convert/converter.h"
-#include "computed/engine/session.h"
+#include "computed/run/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"

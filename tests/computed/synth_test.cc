@@ -62,14 +62,16 @@ INSTANTIATE_TEST_SUITE_P(
     AllPresets, SynthPresetTest,
     ::testing::Values(PresetCase{"deepseek_v3", "tiny"}, PresetCase{"qwen3_moe", "tiny"},
                       PresetCase{"deepseek_v3", "k2-slice", 600ull << 20, TensorFormat::kQ4B32},
-                      PresetCase{"qwen3_moe", "a3b-slice", 200ull << 20, TensorFormat::kQ4B32}),
+                      PresetCase{"qwen3_moe", "a3b-slice", 200ull << 20, TensorFormat::kQ4B32},
+                      PresetCase{"gpt_oss", "tiny"},
+                      PresetCase{"gpt_oss", "120b-slice", 400ull << 20, TensorFormat::kQ4B32}),
     [](const auto& info) {
       std::string name = info.param.arch + "_" + info.param.preset;
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
 
-TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 4u); }
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 6u); }
 
 TEST(SynthTest, SameSeedGivesSameBytesOtherSeedDiffers) {
   warp::testing::TempDir dir;

@@ -66,8 +66,9 @@ class Session {
   // Positions in the KV cache, and its capacity.
   uint32_t position() const { return transformer_->position(); }
   uint32_t max_positions() const { return options_.max_positions; }
-  // Forgets the KV cache from `position` on (a chat history re-rendered differently).
-  void Rewind(uint32_t position) { transformer_->Rewind(position); }
+  // Forgets the state from `position` on (a chat history re-rendered
+  // differently); returns where the model continues from (Transformer::Rewind).
+  uint32_t Rewind(uint32_t position) { return transformer_->Rewind(position); }
 
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }

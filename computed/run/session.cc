@@ -1,4 +1,4 @@
-#include "computed/engine/session.h"
+#include "computed/run/session.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 #include "common/logging.h"
 #include "common/memory/memory_limits.h"
 #include "common/status.h"
-#include "computed/engine/sources.h"
+#include "computed/run/sources.h"
 
 namespace warp::computed {
 namespace {
@@ -178,12 +178,13 @@ std::string Session::StatsLine() const {
                       stats.tokens, seconds > 0 ? stats.tokens / seconds : 0.0, hits, misses,
                       hits + misses ? 100.0 * hits / (hits + misses) : 0.0,
                       FormatBytes(read ? read : stats.expert_read_bytes));
-  if (stats.lookahead_routed > 0) {
+  const LookaheadStats& lookahead = transformer_->lookahead_stats();
+  if (lookahead.routed > 0) {
     absl::StrAppendFormat(
         &line, " | lookahead recall %.0f%% | wasted %.1f B/B",
-        100.0 * stats.lookahead_hits / stats.lookahead_routed,
+        100.0 * lookahead.hits / lookahead.routed,
         stats.expert_read_bytes
-            ? static_cast<double>(stats.lookahead_wasted_bytes) / stats.expert_read_bytes
+            ? static_cast<double>(lookahead.wasted_bytes) / stats.expert_read_bytes
             : 0.0);
   }
   if (stats.expert_read_bytes > 0 && stats.token_by_token_bytes > stats.expert_read_bytes) {

@@ -1,4 +1,4 @@
-#include "computed/engine/sources.h"
+#include "computed/run/sources.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

@@ -1,0 +1,134 @@
+#include "computed/engine/ffns/expert_math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "computed/engine/linear.h"
+#include "computed/engine/ops.h"
+
+namespace warp::computed {
+namespace {
+
+absl::StatusOr<const TensorEntry*> Matrix(const BankEntry& bank, std::string_view name,
+                                          bool vector = false) {
+  for (const TensorEntry& m : bank.matrices) {
+    if (m.name != name) continue;
+    if (vector && (m.shape.size() != 1 || m.format != TensorFormat::kF32)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "bank of layer ", bank.layer, ": record tensor ", std::string(name), " must be f32 1-D"));
+    }
+    return &m;
+  }
+  return absl::FailedPreconditionError(absl::StrCat("bank of layer ", bank.layer,
+                                                    ": records hold no ", std::string(name)));
+}
+
+kernels::MatrixView RecordMatrix(const ExpertRecord& record, const TensorEntry& matrix) {
+  const std::byte* base = record.bytes().data();
+  return kernels::MatrixView{.format = matrix.format,
+                             .rows = matrix.shape[0],
+                             .cols = matrix.shape[1],
+                             .data = base + matrix.data.offset,
+                             .scale = matrix.scale ? base + matrix.scale->offset : nullptr};
+}
+
+const float* RecordVector(const ExpertRecord& record, const TensorEntry& vector) {
+  return reinterpret_cast<const float*>(record.bytes().data() + vector.data.offset);
+}
+
+// down(silu(gate x) * up x).
+class SwiGluExpert : public ExpertMath {
+ public:
+  SwiGluExpert(const TensorEntry& gate, const TensorEntry& up, const TensorEntry& down,
+               ThreadPool& pool)
+      : gate_(gate), up_(up), down_(down), pool_(pool) {}
+
+  void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
+           std::span<float> out) const override {
+    const uint64_t inter = gate_.shape[0];
+    std::vector<float> gate(m * inter), up(m * inter);
+    Linear(pool_, RecordMatrix(record, gate_), xs.data(), m, gate.data());
+    Linear(pool_, RecordMatrix(record, up_), xs.data(), m, up.data());
+    SiluMul(gate, up);
+    Linear(pool_, RecordMatrix(record, down_), gate.data(), m, out.data());
+  }
+
+ private:
+  const TensorEntry &gate_, &up_, &down_;
+  ThreadPool& pool_;
+};
+
+// gpt-oss: gate_up rows interleaved (gate j = row 2j, up j = row 2j + 1), both
+// biased; gate <= limit, |up| <= limit; down((up + 1) * gate * sigmoid(1.702 gate)) + bias.
+class ClampedSwiGluExpert : public ExpertMath {
+ public:
+  static constexpr float kAlpha = 1.702f;
+
+  ClampedSwiGluExpert(const TensorEntry& gate_up, const TensorEntry& gate_up_bias,
+                      const TensorEntry& down, const TensorEntry& down_bias, float limit,
+                      ThreadPool& pool)
+      : gate_up_(gate_up),
+        gate_up_bias_(gate_up_bias),
+        down_(down),
+        down_bias_(down_bias),
+        limit_(limit),
+        pool_(pool) {}
+
+  void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
+           std::span<float> out) const override {
+    const uint64_t inter = down_.shape[1], hidden = down_.shape[0];
+    std::vector<float> gate_up(m * 2 * inter), act(m * inter);
+    Linear(pool_, RecordMatrix(record, gate_up_), xs.data(), m, gate_up.data());
+    const float* gate_up_bias = RecordVector(record, gate_up_bias_);
+    for (uint32_t t = 0; t < m; ++t) {
+      const float* row = &gate_up[t * 2 * inter];
+      for (uint64_t j = 0; j < inter; ++j) {
+        const float gate = std::min(row[2 * j] + gate_up_bias[2 * j], limit_);
+        const float up = std::clamp(row[2 * j + 1] + gate_up_bias[2 * j + 1], -limit_, limit_);
+        const float glu = gate / (1.0f + std::exp(-gate * kAlpha));
+        act[t * inter + j] = (up + 1.0f) * glu;
+      }
+    }
+    Linear(pool_, RecordMatrix(record, down_), act.data(), m, out.data());
+    const float* down_bias = RecordVector(record, down_bias_);
+    for (uint32_t t = 0; t < m; ++t) {
+      for (uint64_t i = 0; i < hidden; ++i) out[t * hidden + i] += down_bias[i];
+    }
+  }
+
+ private:
+  const TensorEntry &gate_up_, &gate_up_bias_, &down_, &down_bias_;
+  float limit_;
+  ThreadPool& pool_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const FfnPlan& plan,
+                                                               const BankEntry& bank,
+                                                               ThreadPool& pool) {
+  switch (plan.activation) {
+    case ExpertActivation::kSwiGlu: {
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate, Matrix(bank, "gate_proj"));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* up, Matrix(bank, "up_proj"));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* down, Matrix(bank, "down_proj"));
+      return std::make_unique<SwiGluExpert>(*gate, *up, *down, pool);
+    }
+    case ExpertActivation::kClampedSwiGlu: {
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up, Matrix(bank, "gate_up_proj"));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up_bias,
+                            Matrix(bank, "gate_up_proj_bias", /*vector=*/true));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* down, Matrix(bank, "down_proj"));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* down_bias,
+                            Matrix(bank, "down_proj_bias", /*vector=*/true));
+      return std::make_unique<ClampedSwiGluExpert>(*gate_up, *gate_up_bias, *down, *down_bias,
+                                                   plan.swiglu_limit, pool);
+    }
+  }
+  return absl::InternalError("unknown expert activation");
+}
+
+}  // namespace warp::computed

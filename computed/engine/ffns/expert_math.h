@@ -1,0 +1,36 @@
+#pragma once
+
+// ExpertMath: how one routed expert's record is computed, per
+// ExpertActivation. The record's matrices are reached by name (gate/up/down,
+// or gate_up), resolved once per bank when the model opens, never by index.
+//
+// Thread-compatible: Run uses the pool for matrix rows.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "common/format/manifest.h"
+#include "common/store/expert_source.h"
+#include "computed/engine/thread_pool.h"
+#include "computed/model/layer_plan.h"
+
+namespace warp::computed {
+
+class ExpertMath {
+ public:
+  virtual ~ExpertMath() = default;
+
+  // xs [m][hidden] -> out [m][hidden] through the expert in `record`.
+  virtual void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
+                   std::span<float> out) const = 0;
+
+  // The math of `plan`'s experts over the records of `bank`; FailedPrecondition
+  // naming the layer and matrix when the bank lacks one.
+  static absl::StatusOr<std::unique_ptr<ExpertMath>> Create(const FfnPlan& plan,
+                                                            const BankEntry& bank,
+                                                            ThreadPool& pool);
+};
+
+}  // namespace warp::computed

@@ -1,0 +1,132 @@
+#include "computed/engine/ffns/moe_ffn.h"
+
+#include <algorithm>
+
+#include "common/status.h"
+#include "computed/engine/stage_timer.h"
+
+namespace warp::computed {
+
+MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router, std::unique_ptr<ExpertMath> math,
+               const BankEntry& bank, std::optional<DenseMlp> shared, ExpertSource& experts,
+               Lookahead& lookahead, const MoeOptions& options, ForwardStats& stats)
+    : layer_(layer),
+      router_(router),
+      math_(std::move(math)),
+      bank_(bank),
+      shared_(std::move(shared)),
+      experts_(experts),
+      lookahead_(lookahead),
+      options_(options),
+      stats_(stats),
+      hidden_(hidden) {}
+
+MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, uint32_t first_pos) {
+  ChunkExperts chunk;
+  chunk.key_of_expert.assign(router_.num_experts(), -1);
+  for (uint32_t t = 0; t < routings.size(); ++t) {
+    for (uint32_t expert : routings[t].experts) {
+      if (chunk.key_of_expert[expert] < 0) {
+        chunk.key_of_expert[expert] = static_cast<int32_t>(chunk.keys.size());
+        chunk.keys.push_back({layer_, expert});
+        chunk.tokens.emplace_back();
+      }
+      chunk.tokens[chunk.key_of_expert[expert]].push_back(t);
+    }
+    stats_.token_by_token_bytes += routings[t].experts.size() * bank_.record_bytes;
+    if (options_.on_route) options_.on_route(first_pos + t, layer_, routings[t].experts);
+  }
+  stats_.expert_reads += chunk.keys.size();
+  stats_.expert_read_bytes += chunk.keys.size() * bank_.record_bytes;
+  return chunk;
+}
+
+void MoeFfn::RunExpert(const ExpertRecord& record, std::span<const float> x,
+                       const std::vector<uint32_t>& tokens, std::vector<float>& output) {
+  StageTimer timer(stats_.seconds_expert);
+  const uint32_t m = static_cast<uint32_t>(tokens.size());
+  std::vector<float> xs(m * hidden_);
+  for (uint32_t i = 0; i < m; ++i) {
+    std::copy_n(&x[tokens[i] * hidden_], hidden_, &xs[i * hidden_]);
+  }
+  output.resize(m * hidden_);
+  math_->Run(record, xs, m, output);
+  stats_.expert_uses += m;
+}
+
+void MoeFfn::RunShared(std::span<const float> x, uint32_t n, std::vector<float>& shared) {
+  if (!shared_) return;
+  shared.resize(n * hidden_);
+  (void)shared_->Forward(x, n, 0, shared);
+}
+
+absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, uint32_t n,
+                                          const ChunkExperts& chunk,
+                                          std::vector<std::vector<float>>& outputs,
+                                          std::vector<float>& shared) {
+  std::shared_ptr<ReadBatch> batch = experts_.Read(chunk.keys, Priority::kDemand);
+  RunShared(x, n, shared);
+  lookahead_.Hint(layer_, x, n);
+  while (true) {
+    std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> next;
+    {
+      StageTimer timer(stats_.seconds_fetch_wait);
+      next = batch->Next();
+    }
+    if (!next) return absl::OkStatus();
+    if (!next->second.ok()) return next->second.status();
+    RunExpert(*next->second, x, chunk.tokens[next->first], outputs[next->first]);
+  }
+}
+
+absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, uint32_t n,
+                                       const ChunkExperts& chunk,
+                                       std::vector<std::vector<float>>& outputs,
+                                       std::vector<float>& shared) {
+  std::vector<absl::StatusOr<ExpertRecord>> records;
+  {
+    StageTimer timer(stats_.seconds_fetch_wait);
+    records = experts_.ReadAll(chunk.keys);
+  }
+  for (size_t u = 0; u < chunk.keys.size(); ++u) {
+    if (!records[u].ok()) return records[u].status();
+    RunExpert(*records[u], x, chunk.tokens[u], outputs[u]);
+  }
+  RunShared(x, n, shared);
+  lookahead_.Hint(layer_, x, n);
+  return absl::OkStatus();
+}
+
+absl::Status MoeFfn::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+                             std::span<float> out) {
+  std::vector<Routing> routings;
+  ChunkExperts chunk;
+  {
+    StageTimer timer(stats_.seconds_route);
+    routings = router_.Route(x, n, options_.experts_per_token);
+    chunk = Union(routings, first_pos);
+    lookahead_.Score(layer_, routings, bank_.record_bytes);
+  }
+  std::vector<std::vector<float>> outputs(chunk.keys.size());
+  std::vector<float> shared;
+  WARP_RETURN_IF_ERROR(options_.prefetch ? ComputeAsReadsArrive(x, n, chunk, outputs, shared)
+                                         : ComputeAfterReads(x, n, chunk, outputs, shared));
+  // The layer has passed: speculative reads still queued for it are stale.
+  experts_.CancelSpeculative(layer_);
+  // Combine in routing-rank order, whatever order the records arrived in,
+  // then add the shared experts: the same sums on every path.
+  std::fill(out.begin(), out.begin() + n * hidden_, 0.0f);
+  std::vector<uint32_t> next_row(chunk.keys.size(), 0);
+  for (uint32_t t = 0; t < n; ++t) {
+    for (size_t k = 0; k < routings[t].experts.size(); ++k) {
+      const int32_t u = chunk.key_of_expert[routings[t].experts[k]];
+      const float* y = &outputs[u][next_row[u]++ * hidden_];
+      const float w = routings[t].weights[k];
+      for (uint64_t i = 0; i < hidden_; ++i) out[t * hidden_ + i] += w * y[i];
+    }
+  }
+  for (uint64_t i = 0; i < shared.size(); ++i) out[i] += shared[i];
+  return absl::OkStatus();
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,80 @@
+#pragma once
+
+// MoeFfn: one layer of routed experts, read through the ExpertSource, in the
+// steps of DESIGN.md#the-engine-per-decode-step-and-layer:
+//   route -> the chunk's union of experts -> demand reads issued at once ->
+//   shared experts and lookahead while they fly -> each expert computed as
+//   its record arrives -> outputs combined in routing-rank order.
+// With prefetch off, the reads are waited for first (the synchronous path);
+// the sums are the same either way.
+//
+// Thread-compatible: one Forward at a time.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/format/manifest.h"
+#include "common/store/expert_source.h"
+#include "computed/engine/ffn.h"
+#include "computed/engine/ffns/dense_mlp.h"
+#include "computed/engine/ffns/expert_math.h"
+#include "computed/engine/forward_stats.h"
+#include "computed/engine/lookahead.h"
+#include "computed/engine/router.h"
+
+namespace warp::computed {
+
+// Called with each token's routed experts (rank order), for --trace and --learn.
+using OnRoute =
+    std::function<void(uint32_t position, uint32_t layer, const std::vector<uint32_t>& experts)>;
+
+struct MoeOptions {
+  uint32_t experts_per_token = 0;  // top-k
+  bool prefetch = true;            // false: read everything, then compute
+  OnRoute on_route;
+};
+
+class MoeFfn : public Ffn {
+ public:
+  MoeFfn(uint32_t layer, uint64_t hidden, const Router& router, std::unique_ptr<ExpertMath> math,
+         const BankEntry& bank, std::optional<DenseMlp> shared, ExpertSource& experts,
+         Lookahead& lookahead, const MoeOptions& options, ForwardStats& stats);
+
+  absl::Status Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+                       std::span<float> out) override;
+
+ private:
+  // The union of a chunk's experts, each read once, and which tokens use each.
+  struct ChunkExperts {
+    std::vector<ExpertKey> keys;
+    std::vector<int32_t> key_of_expert;         // [num_experts] -> index in keys, or -1
+    std::vector<std::vector<uint32_t>> tokens;  // [key] -> tokens in order
+  };
+  ChunkExperts Union(const std::vector<Routing>& routings, uint32_t first_pos);
+  // Runs the expert of keys[u] over its tokens into outputs[u].
+  void RunExpert(const ExpertRecord& record, std::span<const float> x,
+                 const std::vector<uint32_t>& tokens, std::vector<float>& output);
+  absl::Status ComputeAsReadsArrive(std::span<const float> x, uint32_t n, const ChunkExperts& chunk,
+                                    std::vector<std::vector<float>>& outputs,
+                                    std::vector<float>& shared);
+  absl::Status ComputeAfterReads(std::span<const float> x, uint32_t n, const ChunkExperts& chunk,
+                                 std::vector<std::vector<float>>& outputs,
+                                 std::vector<float>& shared);
+  void RunShared(std::span<const float> x, uint32_t n, std::vector<float>& shared);
+
+  const uint32_t layer_;
+  const Router& router_;
+  std::unique_ptr<ExpertMath> math_;
+  const BankEntry& bank_;
+  std::optional<DenseMlp> shared_;
+  ExpertSource& experts_;
+  Lookahead& lookahead_;
+  const MoeOptions& options_;
+  ForwardStats& stats_;
+  const uint64_t hidden_;
+};
+
+}  // namespace warp::computed

@@ -1,0 +1,29 @@
+#pragma once
+
+// Counters of one model's forward passes since it was created.
+//
+// Thread-compatible value type.
+
+#include <cstdint>
+
+namespace warp::computed {
+
+struct ForwardStats {
+  uint64_t tokens = 0;
+  uint64_t expert_reads = 0;  // records requested (once per chunk and layer)
+  uint64_t expert_read_bytes = 0;
+  uint64_t expert_uses = 0;           // (token, expert) pairs computed
+  uint64_t token_by_token_bytes = 0;  // what one-token steps would have read: the dedup baseline
+  double seconds_route = 0, seconds_fetch_wait = 0, seconds_expert = 0, seconds_attention = 0,
+         seconds_dense = 0;  // per stage, summed over layers
+};
+
+// What the router lookahead predicted and how it fared.
+struct LookaheadStats {
+  uint64_t predicted = 0;     // (token, expert) pairs hinted ahead
+  uint64_t hits = 0;          // routed pairs that had been hinted
+  uint64_t routed = 0;        // routed pairs at layers that had a hint
+  uint64_t wasted_bytes = 0;  // hinted records the layer then did not use
+};
+
+}  // namespace warp::computed

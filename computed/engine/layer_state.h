@@ -1,0 +1,65 @@
+#pragma once
+
+// LayerState: what one layer's token mixer keeps between forward passes (the
+// K/V or latent cache of attention today; fixed-size recurrent state for
+// linear attention), behind one interface: its bytes, as `computed plan`
+// counts them (MixerStateBytes), and Rewind, which chat uses to keep the
+// longest cached prefix of a re-rendered conversation.
+//
+// Thread-compatible.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace warp::computed {
+
+class LayerState {
+ public:
+  virtual ~LayerState() = default;
+
+  // Bytes the state holds (allocated once, at its full size).
+  virtual uint64_t bytes() const = 0;
+
+  // Forgets positions >= `position`; returns the position the layer can
+  // continue from: `position`, or 0 when it no longer holds the positions
+  // before it that the next token needs (a sliding window that moved past).
+  virtual uint32_t Rewind(uint32_t position) = 0;
+};
+
+// Rows of float32 per position (e.g. K and V, or latent and rope key), for
+// the positions a mixer can still attend to. With `window` 0 it keeps every
+// position up to `context`; with a window it is a ring of window +
+// kSlidingRewindSlack positions (docs/ENGINE.md#state).
+class PositionRows : public LayerState {
+ public:
+  // `widths`: floats per position of each row kind.
+  PositionRows(uint32_t context, uint32_t window, std::vector<uint64_t> widths);
+
+  // Row `kind` of position `pos`. REQUIRES: pos is held (below end(), and
+  // within the ring when windowed).
+  float* Row(size_t kind, uint32_t pos) { return &rows_[kind][Slot(pos) * widths_[kind]]; }
+  const float* Row(size_t kind, uint32_t pos) const {
+    return &rows_[kind][Slot(pos) * widths_[kind]];
+  }
+  // Marks `pos` written: positions up to it are held.
+  void Written(uint32_t pos) { end_ = pos + 1; }
+  // The first position a token at `pos` attends to.
+  uint32_t FirstVisible(uint32_t pos) const {
+    return window_ == 0 || pos + 1 < window_ ? 0 : pos + 1 - window_;
+  }
+
+  uint64_t bytes() const override;
+  uint32_t Rewind(uint32_t position) override;
+
+ private:
+  uint64_t Slot(uint32_t pos) const { return pos % capacity_; }
+
+  uint32_t window_;
+  uint32_t capacity_;  // positions the ring holds
+  uint32_t end_ = 0;   // one past the last written position
+  std::vector<uint64_t> widths_;
+  std::vector<std::vector<float>> rows_;  // [kind][capacity * width]
+};
+
+}  // namespace warp::computed

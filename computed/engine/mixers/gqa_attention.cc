@@ -1,0 +1,103 @@
+#include "computed/engine/mixers/gqa_attention.h"
+
+#include <cmath>
+
+#include "computed/engine/linear.h"
+#include "computed/engine/mixers/dot.h"
+
+namespace warp::computed {
+namespace {
+
+constexpr size_t kKeys = 0, kValues = 1;
+
+void AddBias(float* x, std::span<const float> bias) {
+  for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
+}
+
+std::span<const float> OptionalVector(const TrunkWeights& w, bool present, const std::string& name) {
+  return present ? w.Vector(name) : std::span<const float>();
+}
+
+}  // namespace
+
+GqaAttention::GqaAttention(const ModelConfig& c, const MixerPlan& plan, const TrunkWeights& w,
+                           uint32_t context, ThreadPool& pool)
+    : c_(c),
+      pool_(pool),
+      rope_(plan.rope),
+      scale_(plan.softmax_scale),
+      kv_dim_(uint64_t{c.num_kv_heads} * c.head_dim),
+      cache_(context, plan.sliding_window, {kv_dim_, kv_dim_}) {
+  const std::string& p = plan.prefix;
+  q_ = w.Matrix(p + "q_proj.weight");
+  k_ = w.Matrix(p + "k_proj.weight");
+  v_ = w.Matrix(p + "v_proj.weight");
+  o_ = w.Matrix(p + "o_proj.weight");
+  q_bias_ = OptionalVector(w, plan.qkv_bias, p + "q_proj.bias");
+  k_bias_ = OptionalVector(w, plan.qkv_bias, p + "k_proj.bias");
+  v_bias_ = OptionalVector(w, plan.qkv_bias, p + "v_proj.bias");
+  o_bias_ = OptionalVector(w, plan.o_bias, p + "o_proj.bias");
+  q_norm_ = OptionalVector(w, plan.qk_norm, p + "q_norm.weight");
+  k_norm_ = OptionalVector(w, plan.qk_norm, p + "k_norm.weight");
+  sinks_ = OptionalVector(w, plan.sinks, p + "sinks");
+}
+
+void GqaAttention::Prepare(float* head, std::span<const float> norm, uint32_t pos) const {
+  if (!norm.empty()) RmsNorm({head, c_.head_dim}, norm, c_.rms_norm_eps, {head, c_.head_dim});
+  rope_.Apply({head, rope_.dim()}, pos);
+}
+
+void GqaAttention::Attend(const float* q, uint32_t pos, float* attn) {
+  const uint32_t heads = c_.num_heads, hd = c_.head_dim;
+  const uint32_t group = heads / c_.num_kv_heads;
+  const uint32_t first = cache_.FirstVisible(pos);
+  const uint32_t visible = pos + 1 - first;
+  for (uint32_t h = 0; h < heads; ++h) {
+    const float* qh = q + uint64_t{h} * hd;
+    const uint64_t kv_offset = uint64_t{h / group} * hd;
+    // The sink joins the softmax as one more logit, then its weight is dropped.
+    scores_.resize(visible + (sinks_.empty() ? 0 : 1));
+    for (uint32_t s = first; s <= pos; ++s) {
+      scores_[s - first] = Dot(qh, cache_.Row(kKeys, s) + kv_offset, hd) * scale_;
+    }
+    if (!sinks_.empty()) scores_[visible] = sinks_[h];
+    Softmax(scores_);
+    float* o_h = attn + uint64_t{h} * hd;
+    for (uint32_t s = first; s <= pos; ++s) {
+      const float* vs = cache_.Row(kValues, s) + kv_offset;
+      for (uint32_t i = 0; i < hd; ++i) o_h[i] += scores_[s - first] * vs[i];
+    }
+  }
+}
+
+void GqaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+                           std::span<float> out) {
+  const uint32_t heads = c_.num_heads, hd = c_.head_dim;
+  const uint64_t q_dim = uint64_t{heads} * hd;
+  std::vector<float> q(n * q_dim), k(n * kv_dim_), v(n * kv_dim_);
+  Linear(pool_, q_, x.data(), n, q.data());
+  Linear(pool_, k_, x.data(), n, k.data());
+  Linear(pool_, v_, x.data(), n, v.data());
+  std::vector<float> attn(n * q_dim, 0.0f);
+  // Token by token: write its K/V, then attend, so a sliding ring never
+  // overwrites a key an earlier token of the chunk still needs.
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t pos = first_pos + t;
+    float* qt = &q[t * q_dim];
+    float* kt = &k[t * kv_dim_];
+    float* vt = &v[t * kv_dim_];
+    AddBias(qt, q_bias_);
+    AddBias(kt, k_bias_);
+    AddBias(vt, v_bias_);
+    for (uint32_t h = 0; h < heads; ++h) Prepare(qt + uint64_t{h} * hd, q_norm_, pos);
+    for (uint32_t h = 0; h < c_.num_kv_heads; ++h) Prepare(kt + uint64_t{h} * hd, k_norm_, pos);
+    std::copy_n(kt, kv_dim_, cache_.Row(kKeys, pos));
+    std::copy_n(vt, kv_dim_, cache_.Row(kValues, pos));
+    cache_.Written(pos);
+    Attend(qt, pos, &attn[t * q_dim]);
+  }
+  Linear(pool_, o_, attn.data(), n, out.data());
+  for (uint32_t t = 0; t < n; ++t) AddBias(&out[uint64_t{t} * c_.hidden_size], o_bias_);
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,42 @@
+#pragma once
+
+// Grouped-query softmax attention (qwen3_moe, glm4_moe, mixtral, gpt_oss):
+// q/k/v projections (optionally with biases), optional per-head q/k RMSNorm,
+// rope on the rotary part, a K/V cache per kv head — the whole context, or a
+// sliding window — and optionally a learned sink logit per head that joins
+// each softmax and is then dropped (gpt-oss).
+//
+// Thread-compatible: one Forward at a time.
+
+#include "computed/engine/ops.h"
+#include "computed/engine/token_mixer.h"
+
+namespace warp::computed {
+
+class GqaAttention : public TokenMixer {
+ public:
+  GqaAttention(const ModelConfig& config, const MixerPlan& plan, const TrunkWeights& weights,
+               uint32_t context, ThreadPool& pool);
+
+  void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+               std::span<float> out) override;
+  LayerState& state() override { return cache_; }
+
+ private:
+  // Per-head RMSNorm (when the model has one), then rope on the rotary part.
+  void Prepare(float* head, std::span<const float> norm, uint32_t pos) const;
+  // Attention of the token at `pos` over the cache, into attn [heads * head_dim].
+  void Attend(const float* q, uint32_t pos, float* attn);
+
+  const ModelConfig& c_;
+  ThreadPool& pool_;
+  Rope rope_;
+  float scale_;
+  kernels::MatrixView q_, k_, v_, o_;
+  std::span<const float> q_bias_, k_bias_, v_bias_, o_bias_, q_norm_, k_norm_, sinks_;
+  uint64_t kv_dim_;
+  PositionRows cache_;  // kinds 0: K (normed, rotated), 1: V; [kv_heads * head_dim] each
+  std::vector<float> scores_;
+};
+
+}  // namespace warp::computed

@@ -1,0 +1,101 @@
+#include "computed/engine/mixers/mla_attention.h"
+
+#include "computed/engine/linear.h"
+#include "computed/engine/mixers/dot.h"
+#include "computed/kernels/matmul.h"
+
+namespace warp::computed {
+namespace {
+
+constexpr size_t kLatent = 0, kRopeKey = 1;
+
+// q_a_layernorm and kv_a_layernorm are built with DeepseekV3RMSNorm's default
+// eps in the Hugging Face code, not with config.rms_norm_eps.
+constexpr float kLatentNormEps = 1e-6f;
+
+}  // namespace
+
+MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const TrunkWeights& w,
+                           uint32_t context, ThreadPool& pool)
+    : c_(c),
+      pool_(pool),
+      rope_(plan.rope),
+      scale_(plan.softmax_scale),
+      cache_(context, 0, {c.kv_lora_rank, c.qk_rope_head_dim}) {
+  const std::string& p = plan.prefix;
+  if (c.q_lora_rank > 0) {
+    q_a_ = w.Matrix(p + "q_a_proj.weight");
+    q_a_norm_ = w.Vector(p + "q_a_layernorm.weight");
+    q_b_ = w.Matrix(p + "q_b_proj.weight");
+  } else {
+    q_b_ = w.Matrix(p + "q_proj.weight");
+  }
+  kv_a_ = w.Matrix(p + "kv_a_proj_with_mqa.weight");
+  kv_a_norm_ = w.Vector(p + "kv_a_layernorm.weight");
+  kv_b_ = w.Matrix(p + "kv_b_proj.weight");
+  o_ = w.Matrix(p + "o_proj.weight");
+}
+
+void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+                           std::span<float> out) {
+  const uint32_t heads = c_.num_heads, nope = c_.qk_nope_head_dim, rope = c_.qk_rope_head_dim;
+  const uint32_t lora = c_.kv_lora_rank, v_dim = c_.v_head_dim;
+  const uint32_t q_head = nope + rope;
+  std::vector<float> q(uint64_t{n} * heads * q_head);
+  if (c_.q_lora_rank > 0) {
+    std::vector<float> q_a(uint64_t{n} * c_.q_lora_rank);
+    Linear(pool_, q_a_, x.data(), n, q_a.data());
+    for (uint32_t t = 0; t < n; ++t) {
+      std::span<float> row(q_a.data() + uint64_t{t} * c_.q_lora_rank, c_.q_lora_rank);
+      RmsNorm(row, q_a_norm_, kLatentNormEps, row);
+    }
+    Linear(pool_, q_b_, q_a.data(), n, q.data());
+  } else {
+    Linear(pool_, q_b_, x.data(), n, q.data());
+  }
+  std::vector<float> kv_a(uint64_t{n} * (lora + rope));
+  Linear(pool_, kv_a_, x.data(), n, kv_a.data());
+  for (uint32_t t = 0; t < n; ++t) {  // fill the cache first: later tokens see earlier ones
+    const uint32_t pos = first_pos + t;
+    const float* row = kv_a.data() + uint64_t{t} * (lora + rope);
+    RmsNorm({row, lora}, kv_a_norm_, kLatentNormEps, {cache_.Row(kLatent, pos), lora});
+    float* k_rope = cache_.Row(kRopeKey, pos);
+    std::copy_n(row + lora, rope, k_rope);
+    rope_.Apply({k_rope, rope}, pos);
+    cache_.Written(pos);
+  }
+  std::vector<float> attn(uint64_t{n} * heads * v_dim);
+  std::vector<float> kb_row(lora), q_lat(lora), ctx(lora), kv_b_out(kv_b_.rows), scores;
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t pos = first_pos + t;
+    scores.resize(pos + 1);
+    for (uint32_t h = 0; h < heads; ++h) {
+      float* qh = q.data() + (uint64_t{t} * heads + h) * q_head;
+      rope_.Apply({qh + nope, rope}, pos);
+      // Absorb kv_b's key part: q_lat = W_kb(h)^T q_nope.
+      std::fill(q_lat.begin(), q_lat.end(), 0.0f);
+      for (uint32_t i = 0; i < nope; ++i) {
+        kernels::DequantizeRow(kv_b_, uint64_t{h} * (nope + v_dim) + i, kb_row);
+        for (uint32_t j = 0; j < lora; ++j) q_lat[j] += qh[i] * kb_row[j];
+      }
+      for (uint32_t s = 0; s <= pos; ++s) {
+        scores[s] = (Dot(q_lat.data(), cache_.Row(kLatent, s), lora) +
+                     Dot(qh + nope, cache_.Row(kRopeKey, s), rope)) *
+                    scale_;
+      }
+      Softmax(scores);
+      std::fill(ctx.begin(), ctx.end(), 0.0f);
+      for (uint32_t s = 0; s <= pos; ++s) {
+        const float* latent = cache_.Row(kLatent, s);
+        for (uint32_t j = 0; j < lora; ++j) ctx[j] += scores[s] * latent[j];
+      }
+      // Absorb kv_b's value part: o_h = W_vb(h) ctx.
+      const uint64_t v_row = uint64_t{h} * (nope + v_dim) + nope;
+      kernels::MatMulRows(kv_b_, ctx, 1, v_row, v_row + v_dim, kv_b_out, kv_b_.rows);
+      std::copy_n(&kv_b_out[v_row], v_dim, attn.data() + (uint64_t{t} * heads + h) * v_dim);
+    }
+  }
+  Linear(pool_, o_, attn.data(), n, out.data());
+}
+
+}  // namespace warp::computed

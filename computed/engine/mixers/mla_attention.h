@@ -1,0 +1,35 @@
+#pragma once
+
+// Multi-head latent attention (DeepSeek V3 / Kimi K2): caches the normalized
+// compressed latent and the rotated rope key, and attends in the latent space
+// with kv_b's key part folded into q and its value part applied after the
+// softmax (the absorbed form; tests/reference/selftest.py checks it equals
+// the naive form).
+//
+// Thread-compatible: one Forward at a time.
+
+#include "computed/engine/ops.h"
+#include "computed/engine/token_mixer.h"
+
+namespace warp::computed {
+
+class MlaAttention : public TokenMixer {
+ public:
+  MlaAttention(const ModelConfig& config, const MixerPlan& plan, const TrunkWeights& weights,
+               uint32_t context, ThreadPool& pool);
+
+  void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+               std::span<float> out) override;
+  LayerState& state() override { return cache_; }
+
+ private:
+  const ModelConfig& c_;
+  ThreadPool& pool_;
+  Rope rope_;
+  float scale_;
+  kernels::MatrixView q_a_, q_b_, kv_a_, kv_b_, o_;
+  std::span<const float> q_a_norm_, kv_a_norm_;
+  PositionRows cache_;  // kinds 0: latent [kv_lora_rank] after kv_a_layernorm, 1: rotated k_rope
+};
+
+}  // namespace warp::computed

@@ -1,0 +1,41 @@
+#pragma once
+
+// ResidualScheme: how a model's sublayers join its residual stream — which
+// input each sublayer sees and how its output is added back — and what the
+// head reads at the end. Pre-norm today; hyper-connections (mHC) and
+// attention residuals (AttnRes) are further schemes behind the same calls.
+//
+// Thread-compatible: one forward pass at a time.
+
+#include <cstdint>
+#include <array>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "computed/engine/trunk_weights.h"
+#include "computed/model/layer_plan.h"
+
+namespace warp::computed {
+
+enum class Sublayer { kMixer, kFfn };
+
+class ResidualScheme {
+ public:
+  virtual ~ResidualScheme() = default;
+
+  // Starts a pass of n tokens from their embeddings [n][hidden].
+  virtual void Begin(std::vector<float> embeddings, uint32_t n) = 0;
+  // The input of `sublayer` of `layer`, [n][hidden], into x.
+  virtual void SublayerInput(uint32_t layer, Sublayer sublayer, std::span<float> x) = 0;
+  // Adds what the sublayer computed, y [n][hidden].
+  virtual void AddSublayerOutput(uint32_t layer, Sublayer sublayer, std::span<const float> y) = 0;
+  // What the head reads after the last layer, [n][hidden], into x.
+  virtual void FinalInput(std::span<float> x) = 0;
+
+  // The scheme `plan` names, its norms bound.
+  static std::unique_ptr<ResidualScheme> Create(const ModelConfig& config, const ModelPlan& plan,
+                                                const TrunkWeights& weights);
+};
+
+}  // namespace warp::computed

@@ -1,0 +1,40 @@
+#pragma once
+
+// TokenMixer: the part of a decoder layer that mixes information across
+// positions (softmax attention today; linear attention, compressed attention
+// tomorrow), with the state it keeps between forward passes. One object per
+// layer, built from the layer plan with its weights bound once.
+//
+// Thread-compatible: one Forward at a time.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "computed/engine/layer_state.h"
+#include "computed/engine/thread_pool.h"
+#include "computed/engine/trunk_weights.h"
+#include "computed/model/layer_plan.h"
+
+namespace warp::computed {
+
+class TokenMixer {
+ public:
+  virtual ~TokenMixer() = default;
+
+  // x: [n][hidden] normalized inputs of tokens at positions first_pos ..
+  // first_pos + n - 1; writes out [n][hidden]. Every token sees the state up
+  // to its own position only, so a chunk gives the bits of n single steps.
+  virtual void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+                       std::span<float> out) = 0;
+
+  virtual LayerState& state() = 0;
+};
+
+// The mixer `plan` names. REQUIRES: the trunk holds its tensors (checked at
+// engine creation against TrunkTensorSpecs).
+std::unique_ptr<TokenMixer> CreateMixer(const ModelConfig& config, const MixerPlan& plan,
+                                        const TrunkWeights& weights, uint32_t context,
+                                        ThreadPool& pool);
+
+}  // namespace warp::computed

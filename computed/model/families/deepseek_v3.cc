@@ -1,0 +1,88 @@
+#include "computed/model/families/deepseek_v3.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "computed/model/config_fields.h"
+#include "computed/model/families/family_parts.h"
+
+namespace warp::computed {
+namespace {
+
+using namespace config_fields;  // NOLINT
+using namespace family_parts;   // NOLINT
+
+// YaRN's softmax-scale multiplier for MLA: mscale(factor, mscale_all_dim)^2
+// when YaRN is on and mscale_all_dim is set, else 1 (DeepseekV3Attention).
+float MlaSoftmaxScaleFactor(const ModelConfig& c) {
+  if (!c.yarn.enabled || c.yarn.mscale_all_dim == 0) return 1.0f;
+  const double mscale = YarnMscale(c.yarn.factor, c.yarn.mscale_all_dim);
+  return static_cast<float>(mscale * mscale);
+}
+
+class DeepseekV3 : public ModelFamily {
+ public:
+  Architecture arch() const override { return Architecture::kDeepseekV3; }
+  std::string_view name() const override { return "deepseek_v3"; }
+
+  absl::Status Parse(const Json& json, ModelConfig& out) const override {
+    WARP_RETURN_IF_ERROR(ParseGroupRouting(json, out));
+    out.rope_interleaved = true;
+    WARP_ASSIGN_OR_RETURN(out.q_lora_rank, UintOr(json, "q_lora_rank", 0));
+    WARP_ASSIGN_OR_RETURN(out.kv_lora_rank, Uint(json, "kv_lora_rank"));
+    WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));
+    WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, Uint(json, "qk_rope_head_dim"));
+    WARP_ASSIGN_OR_RETURN(out.v_head_dim, Uint(json, "v_head_dim"));
+    return absl::OkStatus();
+  }
+
+  ModelPlan Plan(const ModelConfig& c) const override {
+    ModelPlan plan = PreNormModel(c);
+    for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
+      LayerPlan l = PreNormLayer(layer);
+      const std::string p = LayerPrefix(layer);
+      l.mixer = MixerPlan{
+          .kind = MixerKind::kMla,
+          .prefix = p + "self_attn.",
+          .rope = {.dim = c.qk_rope_head_dim, .interleaved = true, .theta = c.rope_theta,
+                   .yarn = c.yarn},
+          .softmax_scale = MlaSoftmaxScaleFactor(c) /
+                           std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim))};
+      if (c.IsMoeLayer(layer)) {
+        l.ffn = FfnPlan{.kind = FfnKind::kMoe,
+                        .prefix = p + "mlp",
+                        .router = RouterKind::kSigmoidGroupTopK,
+                        .router_weight = p + "mlp.gate.weight",
+                        .selection_bias = p + "mlp.gate.e_score_correction_bias"};
+        if (c.num_shared_experts > 0) {
+          l.ffn.shared_prefix = p + "mlp.shared_experts";
+          l.ffn.shared_intermediate = uint64_t{c.moe_intermediate_size} * c.num_shared_experts;
+        }
+      } else {
+        l.ffn = DenseMlp(p + "mlp", c.intermediate_size);
+      }
+      plan.layers.push_back(std::move(l));
+    }
+    return plan;
+  }
+
+  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat f) const override {
+    return SwiGluExpertMatrices(c, f);
+  }
+
+  CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
+                              std::string_view matrix) const override {
+    return {.tensor = absl::StrCat(LayerPrefix(layer), "mlp.experts.", expert, ".",
+                                   std::string(matrix), ".weight")};
+  }
+};
+
+}  // namespace
+
+const ModelFamily& DeepseekV3Family() {
+  static const DeepseekV3 family;
+  return family;
+}
+
+}  // namespace warp::computed

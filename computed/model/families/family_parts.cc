@@ -1,0 +1,86 @@
+#include "computed/model/families/family_parts.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "computed/model/config_fields.h"
+
+namespace warp::computed::family_parts {
+
+using namespace config_fields;  // NOLINT: the readers are this file's vocabulary
+
+absl::Status ParseHeadDim(const Json& json, ModelConfig& out) {
+  WARP_ASSIGN_OR_RETURN(out.head_dim,
+                        UintOr(json, "head_dim", out.hidden_size / std::max(1u, out.num_heads)));
+  return absl::OkStatus();
+}
+
+absl::Status ParseGroupRouting(const Json& json, ModelConfig& out) {
+  out.router = RouterKind::kSigmoidGroupTopK;
+  WARP_ASSIGN_OR_RETURN(out.moe_intermediate_size, Uint(json, "moe_intermediate_size"));
+  WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, "n_routed_experts"));
+  WARP_ASSIGN_OR_RETURN(out.num_shared_experts, UintOr(json, "n_shared_experts", 0));
+  WARP_ASSIGN_OR_RETURN(out.n_group, UintOr(json, "n_group", 1));
+  WARP_ASSIGN_OR_RETURN(out.topk_group, UintOr(json, "topk_group", 1));
+  WARP_ASSIGN_OR_RETURN(out.norm_topk_prob, BoolOr(json, "norm_topk_prob", true));
+  WARP_ASSIGN_OR_RETURN(double scaling, DoubleOr(json, "routed_scaling_factor", 1.0));
+  out.routed_scaling_factor = static_cast<float>(scaling);
+  if (out.n_group == 0 || out.num_experts % out.n_group != 0 || out.topk_group == 0 ||
+      out.topk_group > out.n_group) {
+    return KeyError("n_group",
+                    "n_group must divide n_routed_experts, and 0 < topk_group <= n_group");
+  }
+  WARP_ASSIGN_OR_RETURN(uint32_t first_dense, UintOr(json, "first_k_dense_replace", 0));
+  WARP_ASSIGN_OR_RETURN(uint32_t freq, UintOr(json, "moe_layer_freq", 1));
+  if (freq == 0) return KeyError("moe_layer_freq", "must be positive");
+  out.moe_layer.assign(out.num_layers, false);
+  for (uint32_t layer = first_dense; layer < out.num_layers; ++layer) {
+    out.moe_layer[layer] = layer % freq == 0;
+  }
+  return absl::OkStatus();
+}
+
+std::string LayerPrefix(uint32_t layer) { return absl::StrCat("model.layers.", layer, "."); }
+
+LayerPlan PreNormLayer(uint32_t layer) {
+  const std::string p = LayerPrefix(layer);
+  return LayerPlan{.input_norm = p + "input_layernorm.weight",
+                   .post_norm = p + "post_attention_layernorm.weight"};
+}
+
+MixerPlan GqaMixer(const ModelConfig& c, uint32_t layer) {
+  return MixerPlan{
+      .kind = MixerKind::kGqa,
+      .prefix = LayerPrefix(layer) + "self_attn.",
+      .rope = {.dim = static_cast<uint32_t>(c.head_dim * c.partial_rotary_factor) / 2 * 2,
+               .interleaved = false,
+               .theta = c.rope_theta,
+               .yarn = c.yarn},
+      .qkv_bias = c.attention_bias,
+      .qk_norm = c.qk_norm,
+      .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+}
+
+FfnPlan DenseMlp(std::string prefix, uint64_t intermediate) {
+  return FfnPlan{.kind = FfnKind::kDenseMlp, .prefix = std::move(prefix),
+                 .intermediate = intermediate};
+}
+
+ModelPlan PreNormModel(const ModelConfig& c) {
+  ModelPlan plan;
+  plan.head = c.tie_word_embeddings ? plan.embed : "lm_head.weight";
+  return plan;
+}
+
+std::vector<TensorSpec> SwiGluExpertMatrices(const ModelConfig& c, TensorFormat format) {
+  const uint64_t hidden = c.hidden_size;
+  const uint64_t inter = c.moe_intermediate_size;
+  return {
+      {.name = "gate_proj", .format = format, .shape = {inter, hidden}},
+      {.name = "up_proj", .format = format, .shape = {inter, hidden}},
+      {.name = "down_proj", .format = format, .shape = {hidden, inter}},
+  };
+}
+
+}  // namespace warp::computed::family_parts

@@ -1,0 +1,62 @@
+#include "computed/model/families/mixtral.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "computed/model/config_fields.h"
+#include "computed/model/families/family_parts.h"
+
+namespace warp::computed {
+namespace {
+
+using namespace config_fields;  // NOLINT
+using namespace family_parts;   // NOLINT
+
+class Mixtral : public ModelFamily {
+ public:
+  Architecture arch() const override { return Architecture::kMixtral; }
+  std::string_view name() const override { return "mixtral"; }
+
+  absl::Status Parse(const Json& json, ModelConfig& out) const override {
+    WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, "num_local_experts"));
+    out.moe_intermediate_size = out.intermediate_size;  // Mixtral's experts are its MLPs
+    out.norm_topk_prob = true;  // MixtralSparseMoeBlock always renormalizes the top-k
+    WARP_RETURN_IF_ERROR(ParseHeadDim(json, out));
+    out.moe_layer.assign(out.num_layers, true);
+    return absl::OkStatus();
+  }
+
+  ModelPlan Plan(const ModelConfig& c) const override {
+    ModelPlan plan = PreNormModel(c);
+    for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
+      LayerPlan l = PreNormLayer(layer);
+      const std::string p = LayerPrefix(layer);
+      l.mixer = GqaMixer(c, layer);
+      l.ffn = FfnPlan{.kind = FfnKind::kMoe,
+                      .prefix = p + "block_sparse_moe",
+                      .router = RouterKind::kSoftmaxTopK,
+                      .router_weight = p + "block_sparse_moe.gate.weight"};
+      plan.layers.push_back(std::move(l));
+    }
+    return plan;
+  }
+
+  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat f) const override {
+    return SwiGluExpertMatrices(c, f);
+  }
+
+  CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
+                              std::string_view matrix) const override {
+    const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
+    return {.tensor = absl::StrCat(LayerPrefix(layer), "block_sparse_moe.experts.", expert, ".", w,
+                                   ".weight")};
+  }
+};
+
+}  // namespace
+
+const ModelFamily& MixtralFamily() {
+  static const Mixtral family;
+  return family;
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,29 @@
+#include "computed/model/family.h"
+
+#include "common/check.h"
+#include "computed/model/families/deepseek_v3.h"
+#include "computed/model/families/glm4_moe.h"
+#include "computed/model/families/gpt_oss.h"
+#include "computed/model/families/mixtral.h"
+#include "computed/model/families/qwen3_moe.h"
+
+namespace warp::computed {
+
+const ModelFamily& FamilyOf(Architecture arch) {
+  switch (arch) {
+    case Architecture::kDeepseekV3:
+      return DeepseekV3Family();
+    case Architecture::kQwen3Moe:
+      return Qwen3MoeFamily();
+    case Architecture::kGlm4Moe:
+      return Glm4MoeFamily();
+    case Architecture::kMixtral:
+      return MixtralFamily();
+    case Architecture::kGptOss:
+      return GptOssFamily();
+  }
+  WARP_CHECK(false);
+  return DeepseekV3Family();
+}
+
+}  // namespace warp::computed

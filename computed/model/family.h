@@ -1,0 +1,60 @@
+#pragma once
+
+// ModelFamily: everything WARP knows about one architecture, in one place —
+// how its config.json reads, the per-layer plan it produces (which mixer,
+// which FFN, which tensors), the matrices of one routed-expert record, and
+// where those come from in a Hugging Face checkpoint. Each family is one file
+// pair in computed/model/families/; docs/ENGINE.md#adding-a-family walks
+// through adding one.
+//
+// Thread-safe: families are stateless singletons.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/format/container_writer.h"
+#include "computed/model/layer_plan.h"
+#include "computed/model/model_config.h"
+#include "nlohmann/json.hpp"
+
+namespace warp::computed {
+
+// Where one matrix of one routed expert lives in a Hugging Face checkpoint.
+struct CheckpointSlice {
+  std::string tensor;             // checkpoint tensor name
+  std::optional<uint32_t> index;  // fused [experts, ...] tensors: the expert's slice of dim 0
+  bool transposed = false;        // stored [in, out] (x @ W); the record holds [out, in]
+  // MXFP4 releases (gpt-oss) hold the matrix instead as FP4 blocks
+  // [experts, out, in/32, 16] U8 with E8M0 scales [experts, out, in/32] U8;
+  // used, sliced alike and kept native, when the checkpoint has them.
+  std::string mxfp4_blocks, mxfp4_scales;
+};
+
+class ModelFamily {
+ public:
+  virtual ~ModelFamily() = default;
+
+  virtual Architecture arch() const = 0;
+  virtual std::string_view name() const = 0;  // the manifest's architecture
+  // Reads the family's own keys into `config`, whose common keys are set.
+  virtual absl::Status Parse(const nlohmann::ordered_json& json, ModelConfig& config) const = 0;
+  // The layer plan. REQUIRES: `config` came from Parse.
+  virtual ModelPlan Plan(const ModelConfig& config) const = 0;
+  // The matrices of one routed-expert record, in record order: 2-D matrices
+  // take `format`, 1-D tensors (biases) are f32.
+  virtual std::vector<TensorSpec> ExpertMatrices(const ModelConfig& config,
+                                                 TensorFormat format) const = 0;
+  // Where record matrix `matrix` (a name from ExpertMatrices) of one expert
+  // comes from in the release's checkpoint.
+  virtual CheckpointSlice ExpertSlice(const ModelConfig& config, uint32_t layer, uint32_t expert,
+                                      std::string_view matrix) const = 0;
+};
+
+// The family of `arch`.
+const ModelFamily& FamilyOf(Architecture arch);
+
+}  // namespace warp::computed

@@ -1,0 +1,105 @@
+#pragma once
+
+// The per-layer structure of a model, as its family describes it: for every
+// decoder layer which token mixer and which FFN it runs, with the trunk
+// tensor names they bind; and the residual scheme that joins them. The
+// engine builds one mixer and one FFN object per layer from this plan and
+// walks it; it never asks which family it runs. A new family produces a new
+// plan (computed/model/families/), adding a mixer or FFN kind only when it
+// brings new math. docs/ENGINE.md#the-layer-plan describes each kind.
+//
+// Thread-compatible value types.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "computed/model/model_config.h"
+
+namespace warp::computed {
+
+// Rotary position embedding of one mixer.
+struct RopePlan {
+  uint32_t dim = 0;          // rotated width per head (even)
+  bool interleaved = false;  // pairs (2i, 2i+1) (DeepSeek); else (i, i + dim/2) (NeoX)
+  double theta = 10000.0;
+  YarnScaling yarn;
+};
+
+enum class MixerKind {
+  kGqa,  // grouped-query softmax attention with a K/V cache (optionally sliding, with sinks)
+  kMla,  // multi-head latent attention with the absorbed latent cache (DeepSeek V3)
+};
+
+struct MixerPlan {
+  MixerKind kind = MixerKind::kGqa;
+  std::string prefix;  // "model.layers.N.self_attn."
+  RopePlan rope;
+  // GQA
+  uint32_t sliding_window = 0;  // 0: full attention; else keys of the last W positions
+  bool qkv_bias = false;        // q/k/v_proj.bias
+  bool o_bias = false;          // o_proj.bias
+  bool qk_norm = false;         // q_norm / k_norm per head before rope
+  bool sinks = false;           // `sinks` [heads]: a logit per head that joins the softmax
+  float softmax_scale = 1.0f;   // applied to q.k
+};
+
+enum class FfnKind {
+  kDenseMlp,  // down(silu(gate x) * up x)
+  kMoe,       // routed experts read through the ExpertSource (+ shared experts)
+};
+
+enum class ExpertActivation {
+  kSwiGlu,         // records gate_proj, up_proj, down_proj: down(silu(gate) * up)
+  kClampedSwiGlu,  // gpt-oss: records gate_up (rows interleaved), down, with biases;
+                   // gate <= limit, |up| <= limit, down((up + 1) * gate * sigmoid(1.702 gate))
+};
+
+struct FfnPlan {
+  FfnKind kind = FfnKind::kDenseMlp;
+  std::string prefix;         // "model.layers.N.mlp"
+  uint64_t intermediate = 0;  // dense MLP width
+  // MoE
+  RouterKind router = RouterKind::kSoftmaxTopK;
+  std::string router_weight;  // [experts, hidden]
+  std::string router_bias;    // "" or [experts]: added to the logits (gpt-oss)
+  std::string selection_bias; // "" or [experts]: e_score_correction_bias, selection only
+  ExpertActivation activation = ExpertActivation::kSwiGlu;
+  float swiglu_limit = 0.0f;          // kClampedSwiGlu
+  std::string shared_prefix;          // "" or the shared experts' MLP prefix
+  uint64_t shared_intermediate = 0;
+};
+
+struct LayerPlan {
+  std::string input_norm;  // before the mixer
+  std::string post_norm;   // before the FFN
+  MixerPlan mixer;
+  FfnPlan ffn;
+};
+
+enum class ResidualKind {
+  kPreNorm,  // h += mixer(norm(h)); h += ffn(norm(h)); logits = head(norm(h))
+};
+
+struct ModelPlan {
+  ResidualKind residual = ResidualKind::kPreNorm;
+  std::string embed = "model.embed_tokens.weight";
+  std::string final_norm = "model.norm.weight";
+  std::string head;  // lm_head.weight, or the embedding when tied
+  std::vector<LayerPlan> layers;
+};
+
+// Positions a sliding layer keeps beyond its window, so that chat can rewind
+// a re-rendered turn's last tokens without prefilling the history again.
+inline constexpr uint32_t kSlidingRewindSlack = 16;
+
+// Positions a mixer's cache holds for a context of `context`: all of them, or
+// the window plus the rewind slack.
+uint64_t HeldPositions(uint64_t context, uint32_t window);
+
+// Bytes of mixer state a context of `context` tokens holds in layer `plan`,
+// as the engine keeps it (float32): what `computed plan` reports and what the
+// engine's LayerState objects report once they are full.
+uint64_t MixerStateBytes(const ModelConfig& config, const MixerPlan& plan, uint64_t context);
+
+}  // namespace warp::computed

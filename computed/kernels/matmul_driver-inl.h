@@ -4,11 +4,10 @@
 // and matmul_avx512.cc; each supplies an `Ops` struct with its vector type and
 // intrinsics and calls MatMulRowsWith<Ops>.
 //
-// Everything is in an anonymous namespace, on purpose: each
-// including file is compiled with different -m flags, and an inline function
-// shared by name across them could be linked from the AVX-512 file into an
-// AVX2-only caller. Internal linkage keeps every instantiation in the file
-// whose flags built it.
+// Everything is in an anonymous namespace, on purpose: each including file is
+// compiled with different -m flags, and an inline function shared by name
+// across them could be linked from the AVX-512 file into an AVX2-only caller.
+// Internal linkage keeps every instantiation in the file whose flags built it.
 //
 // A tile of R rows x T tokens keeps R*T accumulators (one Vec of 16 lanes per
 // (row, token) output, lane L being acc[L] of the summation order) in

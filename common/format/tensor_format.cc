@@ -14,6 +14,7 @@ constexpr FormatInfo kFormats[] = {
     {TensorFormat::kF32, "f32"},      {TensorFormat::kF16, "f16"},
     {TensorFormat::kBF16, "bf16"},    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128"},
     {TensorFormat::kQ8B32, "q8_b32"}, {TensorFormat::kQ4B32, "q4_b32"},
+    {TensorFormat::kMxfp4B32, "mxfp4_b32"},
 };
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 56;
@@ -38,7 +39,7 @@ std::optional<TensorFormat> ParseTensorFormat(std::string_view name) {
 
 bool HasScale(TensorFormat format) {
   return format == TensorFormat::kF8E4M3B128 || format == TensorFormat::kQ8B32 ||
-         format == TensorFormat::kQ4B32;
+         format == TensorFormat::kQ4B32 || format == TensorFormat::kMxfp4B32;
 }
 
 uint64_t NumElements(const std::vector<uint64_t>& shape) {
@@ -82,6 +83,7 @@ uint64_t DataBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
     case TensorFormat::kQ8B32:
       return n;
     case TensorFormat::kQ4B32:
+    case TensorFormat::kMxfp4B32:
       return n / 2;
   }
   return 0;
@@ -94,6 +96,8 @@ uint64_t ScaleBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
     case TensorFormat::kQ8B32:
     case TensorFormat::kQ4B32:
       return shape[0] * (shape[1] / kRowBlock) * 2;
+    case TensorFormat::kMxfp4B32:
+      return shape[0] * (shape[1] / kRowBlock);
     default:
       return 0;
   }

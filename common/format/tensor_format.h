@@ -19,9 +19,11 @@ enum class TensorFormat {
   kQ8B32,       // int8 codes + f16 scale per 32 consecutive elements of a row
   kQ4B32,       // int4 codes (two per byte, low nibble first, value = nibble - 8)
                 // + f16 scale per 32 consecutive elements of a row
+  kMxfp4B32,    // OCP MX FP4: E2M1 codes packed as kQ4B32 + E8M0 scale (2^(s-127)) per
+                // 32 consecutive elements of a row (gpt-oss `*_blocks` / `*_scales`)
 };
 
-// Elements per scale block along a row for kQ8B32 / kQ4B32.
+// Elements per scale block along a row for kQ8B32 / kQ4B32 / kMxfp4B32.
 inline constexpr uint64_t kRowBlock = 32;
 // Square block edge of kF8E4M3B128 scales, as the DeepSeek V3 / Kimi K2 releases ship.
 inline constexpr uint64_t kFp8Block = 128;

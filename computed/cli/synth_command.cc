@@ -38,8 +38,9 @@ absl::StatusOr<std::optional<TensorFormat>> ParseFormatFlag(const std::string& t
   if (text.empty()) return std::nullopt;
   std::optional<TensorFormat> format = ParseTensorFormat(text);
   if (!format) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(flag), ": unknown format \"", text,
-                                                   "\" (f32, f16, bf16, q8_b32, q4_b32)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(flag), ": unknown format \"", text,
+                     "\" (f32, f16, bf16, q8_b32, q4_b32, mxfp4_b32)"));
   }
   return format;
 }

@@ -64,6 +64,8 @@ void EncodeRows(TensorFormat format, std::span<const float> rows, uint64_t cols,
     }
     case TensorFormat::kF8E4M3B128:
       WARP_CHECK(false && "FP8 is only copied from releases, never encoded");
+    case TensorFormat::kMxfp4B32:
+      WARP_CHECK(false && "MXFP4 is only copied from releases, never encoded");
   }
 }
 

@@ -49,6 +49,12 @@ float LoadF32(const std::byte* p) {
   return v;
 }
 
+// Element `index` of a 4-bit data sub-tensor: low nibble first.
+int Nibble(const std::byte* data, uint64_t index) {
+  const auto byte = static_cast<uint8_t>(data[index / 2]);
+  return index % 2 == 0 ? byte & 0xf : byte >> 4;
+}
+
 // Columns [col, col + n) of row `row`, dequantized as DequantizeRow defines.
 // REQUIRES: n <= kLanes and [col, col + n) inside one scale block.
 void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n, float* out) {
@@ -82,10 +88,13 @@ void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n
     case TensorFormat::kQ4B32: {
       const float scale = HalfToFloat(Load16(w.scale + 2 * (first / kRowBlock)));
       for (uint64_t i = 0; i < n; ++i) {
-        const auto byte = static_cast<uint8_t>(w.data[(first + i) / 2]);
-        const int nibble = (first + i) % 2 == 0 ? byte & 0xf : byte >> 4;
-        out[i] = static_cast<float>(nibble - 8) * scale;
+        out[i] = static_cast<float>(Nibble(w.data, first + i) - 8) * scale;
       }
+      return;
+    }
+    case TensorFormat::kMxfp4B32: {
+      const float scale = kE8M0Scale[static_cast<uint8_t>(w.scale[first / kRowBlock])];
+      for (uint64_t i = 0; i < n; ++i) out[i] = kFp4Value[Nibble(w.data, first + i)] * scale;
       return;
     }
   }

@@ -2,10 +2,11 @@
 
 // MatMulRows: y = W x for a range of rows of one stored matrix and a batch of
 // tokens, on the CPU, in any TensorFormat. This file is the non-SIMD part:
-// the API, the scalar reference and the choice of instruction set; the SIMD
-// kernels live in matmul_avx2.cc and matmul_avx512.cc, each the only file
-// built with its ISA's flags. Which rows go to which thread is the engine's
-// decision, never the kernel's.
+// the API, the scalar reference and the choice of instruction set. The SIMD
+// kernels are one loop nest, matmul_driver-inl.h, instantiated with the vector
+// ops of matmul_avx2.cc and of matmul_avx512.cc, each the only file built with
+// its ISA's flags. Which rows go to which thread is the engine's decision,
+// never the kernel's.
 //
 // Thread-safe: MatMulRows is pure. SetIsaForTesting (tests and benchmarks)
 // is an atomic store; a call running across it uses either ISA, and by the

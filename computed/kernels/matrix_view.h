@@ -7,6 +7,8 @@
 //
 // Thread-safe: plain values over immutable bytes; the functions are pure.
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -15,7 +17,8 @@
 
 namespace warp::computed::kernels {
 
-// [rows, cols], row-major. For kQ8B32 / kQ4B32 cols is a multiple of 32 (ShapeProblem).
+// [rows, cols], row-major. For kQ8B32 / kQ4B32 / kMxfp4B32 cols is a multiple of 32
+// (ShapeProblem).
 struct MatrixView {
   TensorFormat format = TensorFormat::kF32;
   uint64_t rows = 0, cols = 0;
@@ -27,10 +30,32 @@ struct MatrixView {
 //   f32: as stored;  f16, bf16: exact widening;
 //   f8_e4m3_b128: E4M3ToFloat(code) * f32 scale of its 128x128 block (one multiply);
 //   q8_b32: float(int8 code) * float(f16 scale of its 32-block) (one multiply);
-//   q4_b32: float(nibble - 8) * float(f16 scale of its 32-block) (one multiply).
+//   q4_b32: float(nibble - 8) * float(f16 scale of its 32-block) (one multiply);
+//   mxfp4_b32: kFp4Value[nibble] * kE8M0Scale[E8M0 byte of its 32-block] (one
+//     multiply, exact but for overflow to +-inf at s = 254; NaN at s = 255).
 // The SIMD kernels dequantize to these same bits. REQUIRES: row < w.rows,
 // out.size() >= w.cols.
 void DequantizeRow(const MatrixView& w, uint64_t row, std::span<float> out);
+
+// The OCP MX FP4 (E2M1) value of a nibble: bit 3 the sign, then 2 exponent bits
+// (bias 1) and 1 mantissa bit; nibble 8 is -0.
+inline constexpr std::array<float, 16> kFp4Value = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                                    4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                                    -2.0f, -3.0f, -4.0f, -6.0f};
+
+// The OCP MX E8M0 scale of a byte s: 2^(s - 127), built from its bits so that
+// 2^-127 (s = 0), a float subnormal, is exact; s = 255 is a quiet NaN (0x7fc00000).
+// consteval and a table: no code of it is compiled into the per-ISA files.
+consteval std::array<float, 256> MakeE8M0Scales() {
+  std::array<float, 256> table{};
+  for (uint32_t s = 0; s < 256; ++s) {
+    const uint32_t bits = s == 0 ? 0x00400000u : s == 255 ? 0x7fc00000u : s << 23;
+    table[s] = std::bit_cast<float>(bits);
+  }
+  return table;
+}
+inline constexpr std::array<float, 256> kE8M0Scale = MakeE8M0Scales();
+static_assert(kE8M0Scale[0] == 0x1p-127f && kE8M0Scale[127] == 1.0f && kE8M0Scale[254] == 0x1p127f);
 
 // The exact value of an OCP FP8 E4M3 code: bias 7, subnormals, no infinities;
 // 0x7f and 0xff are NaN (returned as a quiet NaN with the code's sign, 0x7fc00000).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "common/check.h"
@@ -30,6 +31,9 @@ constexpr std::array<uint8_t, 256> kQ4Table = MakeQ4Table();
 constexpr float kQ4CodeStd = 4.1833f;    // sqrt(2 * (1+4+...+49) / 16)
 constexpr float kQ8CodeStd = 73.323f;    // ~127 / sqrt(3)
 constexpr float kUniformStd = 0.57735f;  // std of U(-1, 1)
+// mxfp4: every byte is two uniform E2M1 nibbles, already symmetric (each value
+// and its negation, +0 and -0, equally likely), with this RMS.
+constexpr float kFp4CodeStd = 2.9262f;  // sqrt((0.25+1+2.25+4+9+16+36) / 8)
 
 // The low `kWidth` bits of `bits` as a uniform value in [-1, 1). Builds the
 // float from its bit pattern (1.mantissa in [1, 2)) instead of an int-to-float
@@ -75,6 +79,8 @@ inline uint64_t DataWord(float center, float amplitude, uint64_t hash) {
     for (int k = 0; k < 8; ++k) {
       word |= uint64_t{kQ4Table[static_cast<uint8_t>(hash >> (8 * k))]} << (8 * k);
     }
+  } else if constexpr (kFormat == TensorFormat::kMxfp4B32) {
+    word = hash;
   }
   return word;
 }
@@ -91,6 +97,29 @@ inline uint64_t ScaleWord(float base, uint64_t hash) {
   }
   return word;
 }
+
+// Eight E8M0 scales: a power of two can only bracket `base` = 2^(k + f), so
+// each block takes 2^k with probability (4 - 4^f) / 3 and 2^(k+1) otherwise,
+// which keeps the mean square of the scales, and so the spread of the
+// weights, that of `base`.
+struct E8M0Choice {
+  uint64_t lower;        // the E8M0 byte of 2^k
+  uint64_t lower_below;  // 256 x the probability of taking it
+  explicit E8M0Choice(float base) {
+    const float exponent = std::floor(std::log2(base));
+    const float p_lower = (4.0f - std::exp2(2.0f * (std::log2(base) - exponent))) / 3.0f;
+    lower = static_cast<uint64_t>(std::clamp(static_cast<int>(exponent) + 127, 1, 253));
+    lower_below = static_cast<uint64_t>(std::lround(p_lower * 256.0f));
+  }
+  uint64_t Word(uint64_t hash) const {
+    uint64_t word = 0;
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      word |= (lower + (((hash >> (8 * k)) & 0xff) < lower_below ? 0 : 1)) << (8 * k);
+    }
+    return word;
+  }
+};
 
 template <typename WordFn>
 inline void FillWords(uint64_t stream, uint64_t offset, std::span<std::byte> out, WordFn word_fn) {
@@ -136,17 +165,30 @@ void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<
       return fill.template operator()<TensorFormat::kQ8B32>();
     case TensorFormat::kQ4B32:
       return fill.template operator()<TensorFormat::kQ4B32>();
+    case TensorFormat::kMxfp4B32:
+      return fill.template operator()<TensorFormat::kMxfp4B32>();
     case TensorFormat::kF8E4M3B128:
       WARP_CHECK(false && "synthetic FP8 is not supported");
   }
 }
 
 void FillScale(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out) {
-  WARP_CHECK(spec.format == TensorFormat::kQ8B32 || spec.format == TensorFormat::kQ4B32);
-  const float code_std = spec.format == TensorFormat::kQ4B32 ? kQ4CodeStd : kQ8CodeStd;
-  const float base = spec.amplitude * kUniformStd / code_std;
   const uint64_t scale_stream = SplitMix64(stream ^ 0x5ca1e5ca1e5ca1e5ull);
-  FillWords(scale_stream, offset, out, [&](uint64_t hash) { return ScaleWord(base, hash); });
+  switch (spec.format) {
+    case TensorFormat::kQ8B32:
+    case TensorFormat::kQ4B32: {
+      const float code_std = spec.format == TensorFormat::kQ4B32 ? kQ4CodeStd : kQ8CodeStd;
+      const float base = spec.amplitude * kUniformStd / code_std;
+      return FillWords(scale_stream, offset, out,
+                       [&](uint64_t hash) { return ScaleWord(base, hash); });
+    }
+    case TensorFormat::kMxfp4B32: {
+      const E8M0Choice choice(spec.amplitude * kUniformStd / kFp4CodeStd);
+      return FillWords(scale_stream, offset, out, [&](uint64_t hash) { return choice.Word(hash); });
+    }
+    default:
+      WARP_CHECK(false && "FillScale: not a row-block format");
+  }
 }
 
 }  // namespace warp::computed

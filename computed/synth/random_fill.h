@@ -7,7 +7,8 @@
 //
 // Values are zero-centred and symmetric (DESIGN.md#testing: biased codes make
 // every token route to the same experts and flatter caches): a code of 0 is
-// as likely as its mirror, and q4 never uses the asymmetric code -8.
+// as likely as its mirror, q4 never uses the asymmetric code -8, and mxfp4's
+// E2M1 codes are symmetric as they come.
 
 #include <cstdint>
 #include <span>

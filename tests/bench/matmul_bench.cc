@@ -113,7 +113,8 @@ double MeasureReadBound(std::span<const uint64_t> words, unsigned num_threads, u
 }
 
 // Copies of one matrix with realistic magnitudes (no NaN, no subnormals):
-// f32/bf16 values in +-[1, 2), any q4/q8 code, f16 scales in [2^-8, 2^-7).
+// f32/bf16 values in +-[1, 2), any q4/q8/mxfp4 code, f16 scales in [2^-8, 2^-7),
+// E8M0 scales 2^-7 .. 2^-4.
 class Weights {
  public:
   Weights(TensorFormat format, size_t min_total_bytes)
@@ -145,7 +146,9 @@ class Weights {
   void Fill(std::span<std::byte> out, bool is_scale, uint64_t& state) const {
     for (size_t i = 0; i + 8 <= out.size(); i += 8) {
       uint64_t word = SplitMix(state);
-      if (is_scale) {  // four f16 scales
+      if (is_scale && format_ == TensorFormat::kMxfp4B32) {  // eight E8M0 scales
+        word = (word & 0x0303030303030303u) | 0x7878787878787878u;
+      } else if (is_scale) {  // four f16 scales
         word = (word & 0x03ff03ff03ff03ffu) | 0x1c001c001c001c00u;
       } else if (format_ == TensorFormat::kF32) {  // two floats
         word = (word & 0x807fffff807fffffu) | 0x3f8000003f800000u;
@@ -211,7 +214,7 @@ void RunRounds(const Weights& weights, const std::vector<float>& x, std::vector<
 void PrintRow(TensorFormat format, const Contender& c, uint64_t bytes, double bound_gbps) {
   const double gbps = bytes / c.best_seconds_per_call / 1e9;
   const double gflops = 2.0 * kRows * kCols * c.tokens / c.best_seconds_per_call / 1e9;
-  std::printf("%-8s %6zu %-7s %7u %10.1f %8.2f %7.0f%% %8.1f\n",
+  std::printf("%-9s %6zu %-7s %7u %10.1f %8.2f %7.0f%% %8.1f\n",
               std::string(TensorFormatName(format)).c_str(), c.tokens,
               std::string(IsaName(c.isa)).c_str(), c.num_threads, c.best_seconds_per_call * 1e6,
               gbps, 100.0 * gbps / bound_gbps, gflops);
@@ -243,8 +246,8 @@ int Run(size_t size_mib) {
   std::vector<float> y(8 * kRows);
 
   const Isa saved = ActiveIsa();
-  for (TensorFormat format :
-       {TensorFormat::kQ4B32, TensorFormat::kQ8B32, TensorFormat::kBF16, TensorFormat::kF32}) {
+  for (TensorFormat format : {TensorFormat::kMxfp4B32, TensorFormat::kQ4B32, TensorFormat::kQ8B32,
+                              TensorFormat::kBF16, TensorFormat::kF32}) {
     const Weights weights(format, size_mib << 20);
     std::vector<Contender> contenders;
     for (size_t tokens : {size_t{1}, size_t{8}}) {
@@ -266,7 +269,7 @@ int Run(size_t size_mib) {
               size_mib, kRounds);
   std::printf("memory read bound (sum u64 over %zu MiB): %.2f GB/s on 1 thread, %.2f GB/s on %u\n",
               kBoundMib, bound_1, bound_all, cores);
-  std::printf("\n%-8s %6s %-7s %7s %10s %8s %8s %8s\n", "format", "tokens", "isa", "threads",
+  std::printf("\n%-9s %6s %-7s %7s %10s %8s %8s %8s\n", "format", "tokens", "isa", "threads",
               "us/call", "GB/s", "of bound", "GFLOP/s");
   for (const auto& [format, contenders] : results) {
     const uint64_t bytes = DataBytes(format, {kRows, kCols}) + ScaleBytes(format, {kRows, kCols});

@@ -73,8 +73,8 @@ float Uniform(std::mt19937_64& rng, float lo, float hi) {
   return std::uniform_real_distribution<float>(lo, hi)(rng);
 }
 
-// Random weights with sane magnitudes; f8 avoids the NaN codes (NaN payloads
-// are not part of the bit-equality contract).
+// Random weights with sane magnitudes; f8 avoids the NaN codes and mxfp4 the
+// NaN scale (NaN payloads are not part of the bit-equality contract).
 StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols, std::mt19937_64& rng) {
   StoredMatrix m(format, rows, cols);
   const uint64_t n = rows * cols;
@@ -102,6 +102,10 @@ StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols, std
       for (uint64_t i = 0; i < m.scale.size() / 2; ++i) {
         m.Set(m.scale, i, FloatToHalf(Uniform(rng, 1e-3, 5e-2)));
       }
+      break;
+    case TensorFormat::kMxfp4B32:  // any nibble; scales 2^-7 .. 2^4
+      for (std::byte& b : m.data) b = std::byte{static_cast<uint8_t>(rng())};
+      for (std::byte& b : m.scale) b = std::byte{static_cast<uint8_t>(120 + rng() % 12)};
       break;
   }
   return m;
@@ -162,6 +166,7 @@ std::vector<Shape> TestShapes(TensorFormat format, std::mt19937_64& rng) {
   switch (format) {
     case TensorFormat::kQ8B32:
     case TensorFormat::kQ4B32:
+    case TensorFormat::kMxfp4B32:
       for (uint64_t blocks : {1, 2, 8, 9, 16, 17, 37}) shapes.push_back({rows(), 32 * blocks});
       for (int i = 0; i < 12; ++i) {
         shapes.push_back({rows(), 32 * std::uniform_int_distribution<uint64_t>(1, 40)(rng)});
@@ -290,6 +295,52 @@ TEST(DequantizeRowTest, Q4LowNibbleFirstMinusEight) {
   EXPECT_EQ(row[2], 0.0f);
 }
 
+TEST(DequantizeRowTest, Fp4AndE8M0Tables) {
+  const float fp4[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  for (int n = 0; n < 16; ++n) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(kFp4Value[n]), std::bit_cast<uint32_t>(fp4[n])) << n;
+  }
+  EXPECT_EQ(std::bit_cast<uint32_t>(kE8M0Scale[0]), 0x00400000u);  // 2^-127, a subnormal
+  EXPECT_EQ(kE8M0Scale[0], 0x1p-127f);
+  EXPECT_EQ(kE8M0Scale[1], 0x1p-126f);
+  EXPECT_EQ(kE8M0Scale[127], 1.0f);
+  EXPECT_EQ(kE8M0Scale[130], 8.0f);
+  EXPECT_EQ(kE8M0Scale[254], 0x1p127f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(kE8M0Scale[255]), 0x7fc00000u);  // NaN
+}
+
+TEST(DequantizeRowTest, Mxfp4LowNibbleFirstTimesPowerOfTwo) {
+  StoredMatrix m(TensorFormat::kMxfp4B32, 2, 64);
+  const uint8_t scales[4] = {127, 0, 1, 254};  // 1, 2^-127, 2^-126, 2^127
+  for (int i = 0; i < 4; ++i) m.scale[i] = std::byte{scales[i]};
+  m.data[0] = std::byte{0xf1};   // elements 0 (low 0x1: 0.5) and 1 (high 0xf: -6)
+  m.data[15] = std::byte{0x87};  // elements 30 (0x7: 6) and 31 (0x8: -0)
+  m.data[16] = std::byte{0x92};  // elements 32 (0x2: 1) and 33 (0x9: -0.5)
+  m.data[32] = std::byte{0x3a};  // row 1: elements 0 (0xa: -1) and 1 (0x3: 1.5)
+  m.data[48] = std::byte{0x74};  // row 1: elements 32 (0x4: 2) and 33 (0x7: 6)
+  m.data[49] = std::byte{0x0b};  // row 1: elements 34 (0xb: -1.5) and 35 (0)
+  std::vector<float> row(64);
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_EQ(row[0], 0.5f);
+  EXPECT_EQ(row[1], -6.0f);
+  EXPECT_EQ(row[30], 6.0f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(row[31]), 0x80000000u);  // -0 keeps its sign
+  EXPECT_EQ(row[32], 0x1p-127f);                             // 1 * 2^-127: subnormal, exact
+  EXPECT_EQ(row[33], -0x1p-128f);
+  EXPECT_EQ(row[2], 0.0f);
+  DequantizeRow(m.View(), 1, row);
+  EXPECT_EQ(row[0], -0x1p-126f);
+  EXPECT_EQ(row[1], 1.5f * 0x1p-126f);
+  EXPECT_EQ(row[32], INFINITY);  // 2 * 2^127 overflows, as one float multiply does
+  EXPECT_EQ(row[33], INFINITY);
+  EXPECT_EQ(row[34], -1.5f * 0x1p127f);  // the largest finite magnitude mxfp4 holds
+  EXPECT_EQ(row[35], 0.0f);
+  m.scale[0] = std::byte{255};
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_TRUE(std::isnan(row[0]) && std::isnan(row[31]));
+  EXPECT_EQ(row[32], 0x1p-127f);
+}
+
 // ---------------------------------------------------------------------------
 // ISA selection and the summation order.
 
@@ -354,6 +405,22 @@ TEST(MatMulHandTest, Q4Dot) {
   for (int c = 0; c < 64; ++c) {
     x[c] = static_cast<float>(c + 1);
     want += (c % 2 == 0 ? 0.5f : 1.0f) * x[c];  // exact: small integers and halves
+  }
+  for (Isa isa : SupportedIsas()) {
+    EXPECT_EQ(RunMatMul(isa, w.View(), x, 1, 0, 1, 1)[0], want) << IsaName(isa);
+  }
+}
+
+// An mxfp4 row: nibbles 0x2 and 0xb alternating (+1, -1.5 times 2^-1) against x = 1..64.
+TEST(MatMulHandTest, Mxfp4Dot) {
+  StoredMatrix w(TensorFormat::kMxfp4B32, 1, 64);
+  for (std::byte& b : w.data) b = std::byte{0xb2};
+  w.scale[0] = w.scale[1] = std::byte{126};
+  std::vector<float> x(64);
+  float want = 0;
+  for (int c = 0; c < 64; ++c) {
+    x[c] = static_cast<float>(c + 1);
+    want += (c % 2 == 0 ? 0.5f : -0.75f) * x[c];  // exact: small multiples of 1/4
   }
   for (Isa isa : SupportedIsas()) {
     EXPECT_EQ(RunMatMul(isa, w.View(), x, 1, 0, 1, 1)[0], want) << IsaName(isa);
@@ -473,7 +540,8 @@ TEST_P(MatMulTest, ScalarIsCloseToDoubleDot) {
 // partial last chunk (7268, 2049). Every token count up to 9.
 TEST_P(MatMulTest, LongRowsAllTileSizes) {
   std::vector<uint64_t> widths = {7168, 7264};
-  if (GetParam() != TensorFormat::kQ8B32 && GetParam() != TensorFormat::kQ4B32) {
+  if (GetParam() != TensorFormat::kQ8B32 && GetParam() != TensorFormat::kQ4B32 &&
+      GetParam() != TensorFormat::kMxfp4B32) {
     widths.push_back(7268);
     widths.push_back(2049);
   }
@@ -495,7 +563,8 @@ TEST_P(MatMulTest, LongRowsAllTileSizes) {
 INSTANTIATE_TEST_SUITE_P(AllFormats, MatMulTest,
                          ::testing::Values(TensorFormat::kF32, TensorFormat::kF16,
                                            TensorFormat::kBF16, TensorFormat::kF8E4M3B128,
-                                           TensorFormat::kQ8B32, TensorFormat::kQ4B32),
+                                           TensorFormat::kQ8B32, TensorFormat::kQ4B32,
+                                           TensorFormat::kMxfp4B32),
                          [](const ::testing::TestParamInfo<TensorFormat>& info) {
                            return std::string(TensorFormatName(info.param));
                          });
@@ -511,6 +580,64 @@ TEST(MatMulF8Test, NanCodesGiveNanInEveryIsa) {
     for (int r = 0; r < 6; ++r) {
       EXPECT_EQ(std::isnan(y[r]), r == 2 || r == 4) << IsaName(isa) << " row " << r;
     }
+  }
+}
+
+// mxfp4 at the ends of E8M0: blocks scaled by 2^-127 (s = 0, a subnormal scale,
+// so subnormal weights and products), 2^-126 (s = 1) and 2^127 (s = 254, with
+// codes up to 1.5 so that no weight overflows), mixed with ordinary ones in the
+// same rows; x shrunk by 2^-10 so no sum overflows. Every token count up to 9
+// (partial token tiles), odd row ranges, and batch against single tokens.
+StoredMatrix ExtremeMxfp4(uint64_t rows, uint64_t cols, std::mt19937_64& rng) {
+  StoredMatrix w(TensorFormat::kMxfp4B32, rows, cols);
+  constexpr uint8_t kScales[] = {0, 1, 254, 127, 0, 2, 254, 120};
+  for (uint64_t block = 0; block < w.scale.size(); ++block) {
+    const uint8_t s = kScales[rng() % std::size(kScales)];
+    w.scale[block] = std::byte{s};
+    for (uint64_t i = 0; i < kRowBlock / 2; ++i) {
+      uint8_t byte = static_cast<uint8_t>(rng());
+      if (s == 254) byte &= 0xbb;  // nibbles 0-3 and 8-11: |value| <= 1.5
+      w.data[block * kRowBlock / 2 + i] = std::byte{byte};
+    }
+  }
+  return w;
+}
+
+TEST(MatMulMxfp4Test, ExtremeScalesBitForBit) {
+  std::mt19937_64 rng(254);
+  for (const Shape& shape : {Shape{37, 96}, Shape{5, 7168}, Shape{18, 544}}) {
+    const StoredMatrix w = ExtremeMxfp4(shape.rows, shape.cols, rng);
+    std::vector<float> x = RandomVector(9 * shape.cols, rng);
+    for (float& v : x) v *= 0x1p-10f;
+    std::vector<float> want = SentinelBuffer(9 * shape.rows);
+    internal::MatMulRowsScalar(w.View(), x.data(), 9, 0, shape.rows, want.data(), shape.rows);
+    for (Isa isa : SupportedIsas()) {
+      for (size_t tokens = 1; tokens <= 9; ++tokens) {
+        const size_t begin = tokens % 3, end = shape.rows - (tokens % 2);  // odd ranges
+        SCOPED_TRACE(std::string(IsaName(isa)) + " cols " + std::to_string(shape.cols) +
+                     " tokens " + std::to_string(tokens));
+        const std::vector<float> got = RunMatMul(isa, w.View(), x, tokens, begin, end, shape.rows);
+        EXPECT_EQ(CompareRows(got, shape.rows, want, shape.rows, tokens, begin, end), "");
+        std::vector<float> singles = SentinelBuffer(tokens * shape.rows);
+        ScopedIsa scoped(isa);
+        for (size_t t = 0; t < tokens; ++t) {
+          MatMulRows(w.View(), std::span(x).subspan(t * shape.cols, shape.cols), 1, begin, end,
+                     std::span(singles).subspan(t * shape.rows, shape.rows), shape.rows);
+        }
+        EXPECT_EQ(CompareRows(singles, shape.rows, got, shape.rows, tokens, begin, end), "");
+      }
+    }
+  }
+}
+
+TEST(MatMulMxfp4Test, NanScaleGivesNanInEveryIsa) {
+  std::mt19937_64 rng(255);
+  StoredMatrix w = RandomMatrix(TensorFormat::kMxfp4B32, 6, 64, rng);
+  w.scale[2 * 2 + 1] = std::byte{255};  // row 2, second block
+  const std::vector<float> x = RandomVector(64, rng);
+  for (Isa isa : SupportedIsas()) {
+    const std::vector<float> y = RunMatMul(isa, w.View(), x, 1, 0, 6, 6);
+    for (int r = 0; r < 6; ++r) EXPECT_EQ(std::isnan(y[r]), r == 2) << IsaName(isa) << " row " << r;
   }
 }
 

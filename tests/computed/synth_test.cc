@@ -6,6 +6,7 @@
 #include "common/format/container.h"
 #include "common/io/file.h"
 #include "common/numeric/half.h"
+#include "computed/kernels/matrix_view.h"
 #include "computed/model/model_config.h"
 #include "computed/synth/presets.h"
 #include "computed/synth/synth_model.h"
@@ -158,6 +159,49 @@ TEST(SynthTest, Q4CodesAreZeroCentred) {
   }
   EXPECT_NEAR(sum / n, 0.0, 0.05);
   EXPECT_NEAR(std::sqrt(sum_sq / n), 4.18, 0.1);
+}
+
+// Mean and RMS of every expert weight of a synthesized model, as DequantizeRow reads them.
+std::pair<double, double> ExpertWeightMoments(TensorFormat format) {
+  warp::testing::TempDir dir;
+  auto result = SynthesizeModel(dir / "m.warp", {.expert_format = format});
+  EXPECT_TRUE(result.ok());
+  const BankEntry& bank = result->manifest.banks.front();
+  auto bytes = ReadFileToString(dir / "m.warp" / bank.file);
+  EXPECT_TRUE(bytes.ok());
+  const auto* record_bytes = reinterpret_cast<const std::byte*>(bytes->data());
+  double sum = 0, sum_sq = 0;
+  uint64_t n = 0;
+  for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+    const std::byte* record = record_bytes + expert * bank.record_bytes;
+    for (const TensorEntry& matrix : bank.matrices) {
+      const kernels::MatrixView view{.format = matrix.format,
+                                     .rows = matrix.shape[0],
+                                     .cols = matrix.shape[1],
+                                     .data = record + matrix.data.offset,
+                                     .scale = record + matrix.scale->offset};
+      std::vector<float> row(view.cols);
+      for (uint64_t r = 0; r < view.rows; ++r) {
+        kernels::DequantizeRow(view, r, row);
+        for (float v : row) {
+          sum += v;
+          sum_sq += double{v} * v;
+        }
+        n += view.cols;
+      }
+    }
+  }
+  return {sum / n, std::sqrt(sum_sq / n)};
+}
+
+// mxfp4 scales are powers of two: the fill still gives zero-centred weights
+// with the spread q4's free f16 scales give.
+TEST(SynthTest, Mxfp4WeightsAreZeroCentredWithTheSpreadOfQ4) {
+  const auto [q4_mean, q4_rms] = ExpertWeightMoments(TensorFormat::kQ4B32);
+  const auto [mean, rms] = ExpertWeightMoments(TensorFormat::kMxfp4B32);
+  EXPECT_NEAR(mean, 0.0, 0.02 * rms);
+  EXPECT_NEAR(rms, q4_rms, 0.05 * q4_rms);
+  EXPECT_NEAR(q4_mean, 0.0, 0.02 * q4_rms);
 }
 
 // The router of a synthetic model spreads tokens over experts: for random

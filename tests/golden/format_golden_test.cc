@@ -2,6 +2,7 @@
 // the document is regenerated here and compared block by block. A change to
 // the format must change both, and the version rule of FORMAT.md#versioning.
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "common/format/usage_file.h"
 #include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
+#include "computed/kernels/matrix_view.h"
 #include "gtest/gtest.h"
 #include "tests/testing/golden_doc.h"
 #include "tests/testing/hex_dump.h"
@@ -100,6 +102,42 @@ TEST_F(FormatGoldenTest, UsageHexDumpMatchesTheDoc) {
   const std::string bytes = EncodeUsage(table);
   const std::string dump = warp::testing::HexDump(std::as_bytes(std::span(bytes)), 0);
   EXPECT_EQ(GoldenBlock(doc_, "usage-hexdump"), dump) << "docs/FORMAT.md block:\n" << dump;
+}
+
+// The mxfp4_b32 example of FORMAT.md#tensor-formats: its bytes, and the values
+// DequantizeRow (which every kernel matches bit for bit) gives them.
+TEST(TensorFormatGoldenTest, Mxfp4ExampleMatchesTheDoc) {
+  constexpr uint64_t kRows = 2, kCols = 32;
+  std::vector<std::byte> data(DataBytes(TensorFormat::kMxfp4B32, {kRows, kCols}));
+  std::vector<std::byte> scale(ScaleBytes(TensorFormat::kMxfp4B32, {kRows, kCols}));
+  ASSERT_EQ(data.size(), 32u);
+  ASSERT_EQ(scale.size(), 2u);
+  for (int i = 0; i < 16; ++i) {
+    const int low = (2 * i) % 16, high = (2 * i + 1) % 16;  // codes 0..15, twice
+    data[i] = std::byte{static_cast<uint8_t>(low | high << 4)};
+    data[16 + i] = std::byte{static_cast<uint8_t>(high | low << 4)};
+  }
+  scale[0] = std::byte{0x7f};
+  scale[1] = std::byte{0x81};
+  const computed::kernels::MatrixView view{.format = TensorFormat::kMxfp4B32,
+                                           .rows = kRows,
+                                           .cols = kCols,
+                                           .data = data.data(),
+                                           .scale = scale.data()};
+  std::string text =
+      "data\n" + warp::testing::HexDump(data, 0) + "scale\n" + warp::testing::HexDump(scale, 0);
+  std::vector<float> values(kCols);
+  for (uint64_t row = 0; row < kRows; ++row) {
+    computed::kernels::DequantizeRow(view, row, values);
+    text += "row " + std::to_string(row) + ":";
+    for (uint64_t col = 0; col < kCols; ++col) {
+      char value[32];
+      std::snprintf(value, sizeof(value), " %g", values[col]);
+      text += (col == 16 ? "\n      " : "") + std::string(value);
+    }
+    text += "\n";
+  }
+  EXPECT_EQ(GoldenBlock(FormatDoc(), "mxfp4-example"), text) << "docs/FORMAT.md block:\n" << text;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/byte_size.h"
 #include "common/format/container.h"
@@ -53,8 +54,8 @@ std::string FirstDifference(const std::string& a, const std::string& b) {
       float x, y;
       std::memcpy(&x, a.data() + i, 4);
       std::memcpy(&y, b.data() + i, 4);
-      return absl::StrCat("first difference at row ", i / 4 / kVocab, " token ", i / 4 % kVocab,
-                          ": ", x, " vs ", y);
+      return absl::StrFormat("first difference at row %d token %d: %a vs %a", i / 4 / kVocab,
+                             i / 4 % kVocab, x, y);
     }
   }
   return "";

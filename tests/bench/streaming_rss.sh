@@ -15,8 +15,8 @@ max_rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f MiB", $2 / 102
 first=""
 for size in "${sizes[@]}"; do
   model="$work/k2-$size.warp"
-  /usr/bin/time -v -o "$work/time.txt" "$build/bin/computed" synth --quiet --arch deepseek_v3 \
-    --preset k2-slice --size "$size" "$model" > /dev/null
+  /usr/bin/time -v -o "$work/time.txt" "$build/bin/computed" --log-level warn synth --quiet \
+    --arch deepseek_v3 --preset k2-slice --size "$size" "$model" > /dev/null
   records=$(python3 -c "import json; m = json.load(open('$model/manifest.json')); \
 print(sum(b['num_experts'] for b in m['banks']), 'records in', len(m['banks']), 'bank(s)')")
   echo "computed synth --preset k2-slice --size $size: $(du -sh "$model" | cut -f1), $records:" \

@@ -1,10 +1,13 @@
-// computed logits MODEL.warp --tokens 1,2,3 [--out FILE] [--greedy N] [engine options]
+// computed logits MODEL.warp --tokens 1,2,3 [--out FILE] [--greedy N [--decode-out FILE]]
+//                [engine options]
 // The diagnostic forward pass: logits of every prompt position as float32
-// little-endian [positions][vocab], and optionally a continuation.
+// little-endian [positions][vocab], and optionally a continuation (with the
+// logits of each of its decode steps, [steps][vocab]).
 
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -22,9 +25,18 @@ struct LogitsFlags {
   SessionFlags session;
   std::string tokens;
   std::string out;
+  std::string decode_out;
   uint32_t greedy = 0;
   SamplerOptions sampling;  // temperature 0: greedy
 };
+
+absl::Status WriteFloats(const std::string& path, std::span<const float> values) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+  if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
 
 absl::Status Run(const LogitsFlags& flags) {
   auto tokens = ParseTokenIds(flags.tokens, "--tokens");
@@ -38,13 +50,11 @@ absl::Status Run(const LogitsFlags& flags) {
   auto logits = (*session)->Prefill(*tokens);
   if (!logits.ok()) return logits.status();
   if (!flags.out.empty()) {
-    std::ofstream out(flags.out, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(logits->data()),
-              static_cast<std::streamsize>(logits->size() * sizeof(float)));
-    if (!out) return absl::InternalError(absl::StrCat(flags.out, ": write failed"));
+    if (absl::Status written = WriteFloats(flags.out, *logits); !written.ok()) return written;
   }
   if (flags.greedy > 0) {
     std::vector<int32_t> generated;
+    std::vector<float> steps;  // [greedy - 1][vocab]
     Sampler sampler(flags.sampling);
     int32_t next = sampler.Sample({logits->data() + logits->size() - vocab, vocab});
     for (uint32_t i = 0; i < flags.greedy; ++i) {
@@ -53,8 +63,14 @@ absl::Status Run(const LogitsFlags& flags) {
       auto step = (*session)->Step(next);
       if (!step.ok()) return step.status();
       next = sampler.Sample(*step);
+      if (!flags.decode_out.empty()) steps.insert(steps.end(), step->begin(), step->end());
     }
     std::printf("%s\n", absl::StrJoin(generated, ",").c_str());
+    if (!flags.decode_out.empty()) {
+      if (absl::Status written = WriteFloats(flags.decode_out, steps); !written.ok()) {
+        return written;
+      }
+    }
   }
   return (*session)->Finish();
 }
@@ -69,6 +85,8 @@ CommandRunner AddLogitsCommand(CLI::App& app) {
   cmd->add_option("--out", flags->out, "Write float32 [positions][vocab] here");
   cmd->add_option("--greedy", flags->greedy,
                   "Then decode N tokens (greedily unless --temperature) and print them");
+  cmd->add_option("--decode-out", flags->decode_out,
+                  "Write float32 [steps][vocab] of the --greedy continuation's decode steps here");
   AddSamplingFlags(cmd, flags->sampling);
   return MakeRunner(cmd, [flags] { return Run(*flags); });
 }

@@ -17,7 +17,9 @@ template <int kMaxCode>
 uint16_t QuantizeBlock(const float* x, int8_t* codes) {
   float amax = 0.0f;
   for (uint64_t i = 0; i < kRowBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const uint16_t scale_bits = FloatToHalf(amax / kMaxCode);
+  // Beyond the f16 range the scale saturates at the largest finite half (65504)
+  // and so do the codes: an infinite scale would decode the block to 0 x inf = NaN.
+  const uint16_t scale_bits = FloatToHalf(std::min(amax / kMaxCode, 65504.0f));
   const float scale = HalfToFloat(scale_bits);
   for (uint64_t i = 0; i < kRowBlock; ++i) {
     const float q = scale == 0.0f ? 0.0f : std::nearbyint(x[i] / scale);

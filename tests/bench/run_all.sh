@@ -14,6 +14,14 @@ echo "== CRC32C vs memory read bandwidth"
 "$build/bench/crc32c_bench" 256
 
 echo
+echo "== matrix kernels vs memory read bandwidth (docs/EFFICIENCY.md: matrix kernels)"
+"$build/bench/matmul_bench"
+
+echo
+echo "== cache policies on a Zipf trace (docs/EFFICIENCY.md: LRU vs LFRU vs MIN)"
+"$build/bench/cache_sim" --zipf 384,4,8,2000,1.0
+
+echo
 echo "== synth write vs fio sequential O_DIRECT write (same filesystem, same size)"
 "$build/bin/computed" synth --arch deepseek_v3 --preset k2-slice --size "$size" --quiet \
   "$work/k2.warp" | tail -1
@@ -37,14 +45,26 @@ echo
 echo "== expert store: random whole-record reads, each path vs fio randread (same bank, bs, qd)"
 qd=4
 sock="$work/expertd.sock"
+# Misses: a daemon without a cache, on gRPC (Unix socket, TCP) and the fast path.
 "$build/bin/expertd" --log-level warn serve --model "$work/k2.warp" --budget 0 \
-  --io-threads "$qd" --listen "unix:$sock" --listen tcp:127.0.0.1:0 > "$work/expertd.out" &
+  --io-threads "$qd" --listen "unix:$sock" --listen tcp:127.0.0.1:0 \
+  --listen "fastpath:$work/miss.fp" > "$work/expertd.out" &
 daemon=$!
-for _ in $(seq 50); do [[ $(wc -l < "$work/expertd.out") -ge 2 ]] && break; sleep 0.1; done
+# Fast-path hits: a daemon with a 1 GiB cache (its "hit" line reads 4 hot records).
+"$build/bin/expertd" --log-level warn serve --model "$work/k2.warp" --budget 1G \
+  --io-threads "$qd" --listen "fastpath:$work/hit.fp" > "$work/expertd-hit.out" &
+daemon_hit=$!
+for _ in $(seq 50); do
+  [[ $(wc -l < "$work/expertd.out") -ge 3 && $(wc -l < "$work/expertd-hit.out") -ge 1 ]] && break
+  sleep 0.1
+done
 tcp=$(grep -o 'tcp:.*' "$work/expertd.out")
+echo "(rows: unix = gRPC over a Unix socket; tcp = gRPC over TCP loopback;"
+echo " miss.fp = fast path, miss (no cache); hit.fp hit = fast path, hit (1 GiB cache))"
 "$build/bench/store_bench" "$work/k2.warp" --qd "$qd" --seconds 5 \
-  --store "unix:$sock" --store "$tcp"
-kill -TERM "$daemon"; wait "$daemon" || true
+  --store "unix:$sock" --store "$tcp" --store "fastpath:$work/miss.fp" \
+  --store "fastpath:$work/hit.fp"
+kill -TERM "$daemon" "$daemon_hit"; wait "$daemon" "$daemon_hit" || true
 fio --name=randread --filename="$bank" --rw=randread --bs="$record" --direct=1 \
   --ioengine=libaio --iodepth="$qd" --readonly --runtime=5 --time_based 2>/dev/null |
   grep -E "^ +READ:" | sed "s/^ */fio randread qd $qd: /"

@@ -1,13 +1,25 @@
 // DESIGN.md Invariant 1 from the command line: the logits of `computed
-// logits` are byte-identical whatever reads the experts — the embedded store,
-// three shard directories, or expertd daemons over a Unix socket and TCP —
-// and whatever the threads and prefill chunk.
+// logits` — every prompt position and every step of the greedy continuation —
+// are byte-identical whatever reads the experts (the embedded store, three
+// shard directories, or expertd daemons over a Unix socket and TCP), whatever
+// the threads and prefill chunk, and whatever the budget, down to the floor
+// where records are evicted and read again.
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/byte_size.h"
+#include "common/format/container.h"
 #include "common/io/file.h"
+#include "computed/planner/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"
@@ -24,6 +36,37 @@ using ::warp::testing::RunBinary;
 
 std::string Fixture(const std::string& name) { return warp::testing::FixtureDir(name).string(); }
 
+constexpr uint32_t kGreedy = 6;  // decoded tokens: 5 decode steps after the prefill
+constexpr uint32_t kVocab = 256;
+
+// What one `computed logits --greedy` run computed.
+struct Outputs {
+  std::string prefill;  // float32 [prompt positions][vocab]
+  std::string decode;   // float32 [kGreedy - 1][vocab], one row per decode step
+  std::string tokens;   // the continuation it printed, "12,7,..."
+};
+
+// "first difference at float 300 (decode step 1, token 44)" or "" when equal.
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return absl::StrCat("sizes ", a.size(), " vs ", b.size());
+  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
+    if (std::memcmp(a.data() + i, b.data() + i, 4) != 0) {
+      float x, y;
+      std::memcpy(&x, a.data() + i, 4);
+      std::memcpy(&y, b.data() + i, 4);
+      return absl::StrFormat("first difference at row %d token %d: %a vs %a", i / 4 / kVocab,
+                             i / 4 % kVocab, x, y);
+    }
+  }
+  return "";
+}
+
+// The figures of `computed run`'s stats line.
+struct RunStats {
+  uint64_t hits = 0, misses = 0;
+  double read_bytes = 0;
+};
+
 class BitIdentityTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,53 +75,142 @@ class BitIdentityTest : public ::testing::Test {
     ASSERT_EQ(result.exit_code, 0) << result.output;
     std::ifstream in(Fixture("deepseek_v3_f32") + "/tokens.txt");
     std::getline(in, tokens_);
+    num_tokens_ = static_cast<uint32_t>(std::count(tokens_.begin(), tokens_.end(), ',') + 1);
   }
 
   std::string Model() const { return (dir_ / "m.warp").string(); }
 
-  // Runs `computed logits` with `extra` flags and returns the logits file's bytes.
-  std::string Logits(const std::string& extra) {
-    const std::string out = (dir_ / ("logits" + std::to_string(runs_++))).string();
-    auto result = RunBinary("computed", "logits " + Model() + " --tokens " + tokens_ +
-                                            " --greedy 4 --out " + out + " " + extra);
+  // Runs `computed logits` with `extra` flags: its prefill and decode-step logits and tokens.
+  Outputs Logits(const std::string& extra) {
+    const std::string out = (dir_ / ("logits" + std::to_string(runs_))).string();
+    const std::string decode_out = (dir_ / ("decode" + std::to_string(runs_++))).string();
+    auto result =
+        RunBinary("computed", "--log-level warn logits " + Model() + " --tokens " + tokens_ +
+                                  " --greedy " + std::to_string(kGreedy) + " --out " + out +
+                                  " --decode-out " + decode_out + " " + extra);
     EXPECT_EQ(result.exit_code, 0) << extra << "\n" << result.output;
-    auto bytes = ReadFileToString(out);
-    EXPECT_TRUE(bytes.ok());
-    return bytes.value_or("");
+    auto prefill = ReadFileToString(out);
+    auto decode = ReadFileToString(decode_out);
+    EXPECT_TRUE(prefill.ok() && decode.ok()) << extra;
+    std::string tokens = result.output;
+    while (!tokens.empty() && tokens.back() == '\n') tokens.pop_back();
+    return {prefill.value_or(""), decode.value_or(""), tokens};
+  }
+
+  // The reference run: every later run must give its bytes.
+  void SetReference(const std::string& extra) {
+    reference_ = Logits(extra);
+    ASSERT_EQ(reference_.prefill.size(), size_t{num_tokens_} * kVocab * 4);
+    ASSERT_EQ(reference_.decode.size(), size_t{kGreedy - 1} * kVocab * 4);
+    ASSERT_THAT(reference_.tokens, ::testing::MatchesRegex("[0-9]+(,[0-9]+){5}"));
+  }
+
+  void ExpectIdentical(const std::string& extra) {
+    SCOPED_TRACE(extra);
+    const Outputs run = Logits(extra);
+    EXPECT_EQ(FirstDifference(run.prefill, reference_.prefill), "") << "prefill logits";
+    EXPECT_EQ(FirstDifference(run.decode, reference_.decode), "") << "decode-step logits";
+    EXPECT_EQ(run.tokens, reference_.tokens);
+  }
+
+  // `computed run` of the same prompt and continuation with `extra`: its stats line.
+  RunStats Stats(const std::string& extra) {
+    auto result = RunBinary("computed", "--log-level warn run --ids " + Model() + " " + tokens_ +
+                                            " -n " + std::to_string(kGreedy) + " " + extra);
+    EXPECT_EQ(result.exit_code, 0) << extra << "\n" << result.output;
+    RunStats stats;
+    const size_t at = result.output.find("| experts ");
+    EXPECT_NE(at, std::string::npos) << result.output;
+    if (at == std::string::npos) return stats;
+    char unit[8] = {};
+    const int fields = std::sscanf(result.output.c_str() + at,
+                                   "| experts %lu hit / %lu miss %*u%% | read %lf %7[A-Za-z]",
+                                   &stats.hits, &stats.misses, &stats.read_bytes, unit);
+    EXPECT_EQ(fields, 4) << result.output;
+    const std::map<std::string, double> units = {
+        {"B", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+    EXPECT_TRUE(units.contains(unit)) << result.output;
+    stats.read_bytes *= units.contains(unit) ? units.at(unit) : 0.0;
+    return stats;
   }
 
   warp::testing::TempDir dir_;
   std::string tokens_;
+  uint32_t num_tokens_ = 0;
+  Outputs reference_;
   int runs_ = 0;
 };
 
 TEST_F(BitIdentityTest, LogitsDoNotDependOnThreadsOrChunking) {
-  const std::string reference = Logits("--threads 1");
-  ASSERT_FALSE(reference.empty());
-  EXPECT_EQ(Logits("--threads 2"), reference);
-  EXPECT_EQ(Logits("--threads 2 --prefill-chunk 1"), reference);
-  EXPECT_EQ(Logits("--threads 1 --prefill-chunk 16"), reference);
+  SetReference("--threads 1");
+  ExpectIdentical("--threads 2");
+  ExpectIdentical("--threads 2 --prefill-chunk 1");
+  ExpectIdentical("--threads 1 --prefill-chunk 16");
+  ExpectIdentical("--threads 2 --prefill-chunk 5 --io-threads 1");
 }
 
 TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
-  const std::string reference = Logits("--no-prefetch --lookahead 0");
-  ASSERT_FALSE(reference.empty());
-  EXPECT_EQ(Logits("--lookahead 0"), reference);
-  EXPECT_EQ(Logits("--lookahead 6"), reference);
-  EXPECT_EQ(Logits("--lookahead 16 --prefill-chunk 3"), reference);
-  // From the floor (nothing cached beyond one token) to fully resident.
-  EXPECT_EQ(Logits("--budget 4M --prefill-chunk 1"), reference);
-  EXPECT_EQ(Logits("--budget 64M"), reference);
+  SetReference("--no-prefetch --lookahead 0");
+  ExpectIdentical("--lookahead 0");
+  ExpectIdentical("--lookahead 1");
+  ExpectIdentical("--lookahead 6");
+  ExpectIdentical("--lookahead 16 --prefill-chunk 3");
+  ExpectIdentical("--no-prefetch --lookahead 6");
+  ExpectIdentical("--budget 64M");  // every record stays cached
+}
+
+// From the floor (the cache holds one token's working set, a quarter of the
+// records) to a few records above it: records are evicted and read again, and
+// every logit of the prefill and the continuation is still the same.
+TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
+  auto container = Container::Open(Model());
+  WARP_ASSERT_OK(container);
+  const Manifest& manifest = (*container)->manifest();
+  // `computed logits` and `run` size the KV cache for the prompt + continuation + 1.
+  auto plan = ComputePlan(manifest, num_tokens_ + kGreedy + 1);
+  WARP_ASSERT_OK(plan);
+  const uint64_t record_bytes = manifest.banks.front().record_bytes;
+  ASSERT_EQ(plan->working_set_bytes, 4 * 2 * record_bytes);  // top-4 x 2 MoE layers
+  ASSERT_EQ(plan->bank_bytes, 32 * record_bytes);            // 2 layers x 16 experts
+
+  // Below the floor, by one byte, is refused with the floor's figure.
+  const std::string floor = std::to_string(plan->floor_bytes);
+  auto refused = RunBinary("computed", "logits " + Model() + " --tokens " + tokens_ + " --greedy " +
+                                           std::to_string(kGreedy) + " --budget " +
+                                           std::to_string(plan->floor_bytes - 1));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.output,
+              ::testing::HasSubstr("is below the floor: this model needs at least " +
+                                   FormatBytes(plan->floor_bytes)));
+
+  SetReference("--no-prefetch --lookahead 0 --budget 64M");
+  for (const uint64_t extra_records : {0, 1, 4}) {
+    const std::string budget =
+        " --budget " + std::to_string(plan->floor_bytes + extra_records * record_bytes);
+    for (const char* mode : {"--no-prefetch --lookahead 0 --prefill-chunk 1", "--prefill-chunk 1",
+                             "--lookahead 16 --prefill-chunk 3", "--threads 2", ""}) {
+      const std::string flags = mode + budget;
+      ExpectIdentical(flags);
+      // The same run through `computed run`: more misses than records, and more bytes
+      // read than the banks hold, so records really were evicted and read again.
+      const RunStats stats = Stats(flags);
+      EXPECT_GT(stats.misses, 32u) << flags;
+      EXPECT_GT(stats.read_bytes, static_cast<double>(plan->bank_bytes)) << flags;
+    }
+  }
+  // With every record cached, each is read once: the comparison above is not vacuous.
+  const RunStats cached = Stats("--no-prefetch --lookahead 0 --prefill-chunk 1 --budget 64M");
+  EXPECT_LE(cached.misses, 32u);
+  EXPECT_LE(cached.read_bytes, static_cast<double>(plan->bank_bytes));
 }
 
 TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
-  const std::string reference = Logits("");
-  ASSERT_FALSE(reference.empty());
+  SetReference("");
   std::vector<std::string> shards;
   for (int i = 0; i < 3; ++i) shards.push_back((dir_ / ("s" + std::to_string(i))).string());
   auto shard = RunBinary("expertd", "shard " + Model() + " --dirs " + absl::StrJoin(shards, ","));
   ASSERT_EQ(shard.exit_code, 0) << shard.output;
-  EXPECT_EQ(Logits("--banks " + absl::StrJoin(shards, ",")), reference);
+  ExpectIdentical("--banks " + absl::StrJoin(shards, ","));
 
   // One daemon per shard: two over Unix sockets, one over TCP.
   std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
@@ -91,12 +223,12 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
     addresses.push_back((*daemon)->addresses().at(0));
     daemons.push_back(std::move(*daemon));
   }
-  EXPECT_EQ(Logits("--stores " + absl::StrJoin(addresses, ",")), reference);
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ","));
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --no-prefetch --lookahead 0");
 }
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
-  const std::string reference = Logits("");
-  ASSERT_FALSE(reference.empty());
+  SetReference("");
   std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
   std::vector<std::string> addresses;
   for (int i = 0; i < 2; ++i) {
@@ -108,7 +240,9 @@ TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
     addresses.push_back((*daemon)->addresses().at(0));
     daemons.push_back(std::move(*daemon));
   }
-  EXPECT_EQ(Logits("--stores " + absl::StrJoin(addresses, ",")), reference);
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ","));
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") +
+                  " --prefill-chunk 1 --lookahead 16");
   // One half alone cannot serve the model: the other half's experts are held by no one.
   auto result = RunBinary(
       "computed", "logits " + Model() + " --tokens " + tokens_ + " --stores " + addresses[0]);
@@ -116,14 +250,42 @@ TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
   EXPECT_THAT(result.output, ::testing::HasSubstr("held by no shard"));
 }
 
+// Daemons whose caches hold 5 of their 16 records each: the daemons evict and
+// re-read (the fast path under leases, the gRPC path by copy) and the logits
+// stay the same.
+TEST_F(BitIdentityTest, DaemonsEvictingTheirRecordsGiveTheSameLogits) {
+  SetReference("");
+  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
+  std::vector<std::string> addresses;
+  for (int i = 0; i < 2; ++i) {
+    auto daemon = warp::testing::Daemon::Start(
+        {"--model", Model(), "--shard", std::to_string(i) + "/2", "--listen",
+         i == 0 ? "fastpath:" + (dir_ / "e0").string() : "unix:" + (dir_ / "e1").string(),
+         "--budget", "140K"});
+    WARP_ASSERT_OK(daemon);
+    addresses.push_back((*daemon)->addresses().at(0));
+    daemons.push_back(std::move(*daemon));
+  }
+  const std::string stores = "--stores " + absl::StrJoin(addresses, ",");
+  for (const char* mode :
+       {"", "--prefill-chunk 1", "--no-prefetch --lookahead 0 --prefill-chunk 1"}) {
+    const std::string flags = stores + " " + mode;
+    ExpectIdentical(flags);
+    // Only the gRPC daemon reports its store's counters (the fast-path client
+    // has none): it misses and reads more than its 16 records of 28 KiB.
+    const RunStats stats = Stats(flags);
+    EXPECT_GT(stats.misses, 16u) << flags;
+    EXPECT_GT(stats.read_bytes, 16 * 28 * 1024.0) << flags;
+  }
+}
+
 TEST_F(BitIdentityTest, LocalDaemonCachesMustFitInTheBudget) {
   std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
   std::vector<std::string> addresses;
   for (int i = 0; i < 2; ++i) {
-    auto daemon = warp::testing::Daemon::Start({"--model", Model(), "--shard",
-                                                std::to_string(i) + "/2", "--listen",
-                                                "unix:" + (dir_ / ("b" + std::to_string(i))).string(),
-                                                "--budget", "1M"});
+    auto daemon = warp::testing::Daemon::Start(
+        {"--model", Model(), "--shard", std::to_string(i) + "/2", "--listen",
+         "unix:" + (dir_ / ("b" + std::to_string(i))).string(), "--budget", "1M"});
     WARP_ASSERT_OK(daemon);
     addresses.push_back((*daemon)->addresses().at(0));
     daemons.push_back(std::move(*daemon));
@@ -131,14 +293,15 @@ TEST_F(BitIdentityTest, LocalDaemonCachesMustFitInTheBudget) {
   const std::string stores = " --stores " + absl::StrJoin(addresses, ",");
   // Just above the floor (878 KiB) the budget leaves about 250 KiB for experts,
   // less than the two daemons' 1 MiB caches.
-  auto refused = RunBinary("computed", "logits " + Model() + " --tokens " + tokens_ + stores +
-                                           " --budget 900K");
+  auto refused = RunBinary(
+      "computed", "logits " + Model() + " --tokens " + tokens_ + stores + " --budget 900K");
   EXPECT_EQ(refused.exit_code, 1);
   // Each holds 16 records of 28 KiB, so a 1M budget caches all 448 KiB of them.
   EXPECT_THAT(refused.output, ::testing::HasSubstr("the local expertd caches hold 896.00 KiB"));
   EXPECT_THAT(refused.output, ::testing::HasSubstr(addresses[1] + " 448.00 KiB"));
   EXPECT_THAT(refused.output, ::testing::HasSubstr("computed plan --daemons 2"));
-  EXPECT_FALSE(Logits(stores + " --budget 2M").empty());
+  SetReference("");
+  ExpectIdentical(stores + " --budget 2M");
 }
 
 TEST_F(BitIdentityTest, AShardOfAnotherModelIsRefused) {

@@ -1,7 +1,10 @@
 // The computed command line as a user runs it: exit codes and messages.
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "common/format/usage_file.h"
 #include "gmock/gmock.h"
@@ -100,6 +103,16 @@ std::string ReadText(const std::string& path) {
   return text;
 }
 
+// The line of token ids ("12,7,3") a run prints among its log lines, or "".
+std::string TokenLine(const std::string& output) {
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.find_first_not_of("0123456789,") == std::string::npos) return line;
+  }
+  return "";
+}
+
 class LogitsCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -142,6 +155,57 @@ TEST_F(LogitsCliTest, SeededSamplingRepeats) {
   auto second = RunBinary("computed", "--log-level warn " + args);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_EQ(first.output, second.output);
+}
+
+// The sampling flags reach the sampler: the seed picks the continuation, the
+// same seed repeats it, and temperature 0 is greedy whatever the other flags.
+class SamplingFlagsTest : public LogitsCliTest {
+ protected:
+  // The 12 tokens `computed logits` continues 5,6,7 with under `flags`.
+  std::string Continuation(const std::string& flags) {
+    auto result = RunBinary(
+        "computed", "--log-level warn logits " + Model() + " --tokens 5,6,7 --greedy 12 " + flags);
+    EXPECT_EQ(result.exit_code, 0) << flags << "\n" << result.output;
+    std::string text = result.output;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    EXPECT_THAT(text, ::testing::MatchesRegex("[0-9]+(,[0-9]+){11}")) << flags;
+    return text;
+  }
+  const std::string sampled_ = "--temperature 1.5 --top-k 50 --top-p 0.95";
+};
+
+TEST_F(SamplingFlagsTest, TheSeedChoosesTheContinuation) {
+  const std::string seed1 = Continuation(sampled_ + " --seed 1");
+  EXPECT_EQ(Continuation(sampled_ + " --seed 1"), seed1);
+  // Three other seeds: each draws a continuation of its own.
+  std::set<std::string> continuations = {seed1};
+  for (const char* seed : {" --seed 2", " --seed 3", " --seed 12345"}) {
+    continuations.insert(Continuation(sampled_ + seed));
+  }
+  EXPECT_EQ(continuations.size(), 4u);
+}
+
+TEST_F(SamplingFlagsTest, TemperatureZeroIsGreedyAndSamplingIsNot) {
+  const std::string greedy = Continuation("");
+  EXPECT_EQ(Continuation("--temperature 0 --top-k 50 --top-p 0.5 --seed 9"), greedy);
+  EXPECT_EQ(Continuation("--temperature 0 --seed 10"), greedy);
+  // --top-k 1 leaves the sampler one candidate: greedy at any temperature.
+  EXPECT_EQ(Continuation("--temperature 1.5 --top-k 1 --seed 9"), greedy);
+  EXPECT_NE(Continuation(sampled_ + " --seed 9"), greedy);
+  EXPECT_NE(Continuation(sampled_ + " --seed 10"), greedy);
+}
+
+TEST_F(SamplingFlagsTest, RunTakesTheSameSamplingFlags) {
+  auto run = [&](const std::string& flags) {
+    auto result =
+        RunBinary("computed", "--log-level warn run --ids " + Model() + " 5,6,7 -n 12 " + flags);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return TokenLine(result.output);
+  };
+  const std::string greedy = Continuation("");
+  EXPECT_EQ(run(""), greedy);
+  EXPECT_EQ(run(sampled_ + " --seed 3"), Continuation(sampled_ + " --seed 3"));
+  EXPECT_NE(run(sampled_ + " --seed 3"), greedy);
 }
 
 }  // namespace
@@ -208,6 +272,55 @@ TEST_F(RunCliTest, LearnWritesUsageAndTraceWritesRouting) {
   usage = ReadUsageFile(dir_ / "m.warp" / "usage.warp");
   WARP_ASSERT_OK(usage);
   EXPECT_EQ(usage->tokens, 10u);
+}
+
+// The figures of a run's stats line "[N tokens .. | experts H hit / M miss P% | ..]".
+struct RunStats {
+  uint64_t hits = 0, misses = 0, percent = 0;
+};
+RunStats ParseStats(const std::string& output) {
+  RunStats stats;
+  const std::string key = "| experts ";
+  const size_t at = output.find(key);
+  EXPECT_NE(at, std::string::npos) << output;
+  if (at == std::string::npos) return stats;
+  const int fields = std::sscanf(output.c_str() + at + key.size(), "%lu hit / %lu miss %lu%%",
+                                 &stats.hits, &stats.misses, &stats.percent);
+  EXPECT_EQ(fields, 3) << output;
+  return stats;
+}
+
+// A run with a learned usage.warp preloads its hottest experts into the cache
+// before the first token, so it hits where the cold run missed. The runs are
+// synchronous (no lookahead, no prefetch) and token by token, so the cold run
+// looks up 8 records a token and misses exactly once per distinct record it
+// uses (the default budget caches the whole model).
+TEST_F(RunCliTest, LearnedUsagePreloadsTheCacheAndRaisesTheHitRate) {
+  const std::string args =
+      "run --ids " + Model() + " 5,6,7,8,9 -n 8 --no-prefetch --lookahead 0 --prefill-chunk 1";
+  auto cold = RunBinary("computed", args + " --learn");
+  ASSERT_EQ(cold.exit_code, 0) << cold.output;
+  EXPECT_THAT(cold.output, ::testing::Not(HasSubstr("preloading")));
+  auto usage = ReadUsageFile(dir_ / "m.warp" / "usage.warp");
+  WARP_ASSERT_OK(usage);
+  const RunStats cold_stats = ParseStats(cold.output);
+  EXPECT_EQ(cold_stats.misses, usage->entries.size());
+  EXPECT_EQ(cold_stats.hits + cold_stats.misses, 12u * 2 * 4);  // tokens x MoE layers x top-4
+
+  auto warm = RunBinary("computed", args);
+  ASSERT_EQ(warm.exit_code, 0) << warm.output;
+  EXPECT_THAT(warm.output, HasSubstr("preloading " + std::to_string(usage->entries.size()) +
+                                     " learned hot experts"));
+  const RunStats warm_stats = ParseStats(warm.output);
+  EXPECT_EQ(warm_stats.hits + warm_stats.misses, cold_stats.hits + cold_stats.misses);
+  // Every record was read before its first use, unless its preload was still in flight
+  // when the demand came (then the demand joins it and counts as a miss).
+  EXPECT_LT(warm_stats.misses, cold_stats.misses);
+  EXPECT_GT(warm_stats.hits, cold_stats.hits);
+  EXPECT_GT(warm_stats.percent, cold_stats.percent);
+  // The same tokens: the preload changes when records are read, never what is computed.
+  EXPECT_FALSE(TokenLine(cold.output).empty()) << cold.output;
+  EXPECT_EQ(TokenLine(warm.output), TokenLine(cold.output));
 }
 
 }  // namespace

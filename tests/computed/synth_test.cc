@@ -34,6 +34,42 @@ void ExpectOpensAndVerifies(const std::filesystem::path& dir) {
   EXPECT_GT(records, 0u);
 }
 
+// The files on disk, not the writer's own counters: every bank file holds
+// num_experts whole records of record_bytes (a multiple of 4 KiB, room for the
+// 32-byte footer), trunk.bin is trunk_bytes and holds every trunk tensor, and
+// the directory holds nothing else. Returns the bytes of trunk.bin and the banks.
+uint64_t ExpectFilesMatchTheManifest(const std::filesystem::path& dir, const Manifest& manifest) {
+  namespace fs = std::filesystem;
+  std::set<std::string> expected = {"manifest.json", std::string(kTrunkFile)};
+  uint64_t total = fs::file_size(dir / kTrunkFile);
+  EXPECT_EQ(fs::file_size(dir / kTrunkFile), manifest.trunk_bytes);
+  EXPECT_EQ(manifest.trunk_bytes % 4096, 0u);
+  for (const TensorEntry& tensor : manifest.trunk) {
+    EXPECT_EQ(tensor.data.offset % 4096, 0u) << tensor.name;
+    EXPECT_LE(tensor.data.offset + tensor.data.bytes, manifest.trunk_bytes) << tensor.name;
+    if (tensor.scale) {
+      EXPECT_LE(tensor.scale->offset + tensor.scale->bytes, manifest.trunk_bytes) << tensor.name;
+    }
+  }
+  for (const BankEntry& bank : manifest.banks) {
+    expected.insert(bank.file);
+    EXPECT_EQ(bank.file, "experts-L" + std::to_string(bank.layer) + ".bin");
+    const uint64_t size = fs::file_size(dir / bank.file);
+    EXPECT_EQ(size, uint64_t{bank.num_experts} * bank.record_bytes) << bank.file;
+    EXPECT_EQ(bank.record_bytes % 4096, 0u) << bank.file;
+    EXPECT_LE(bank.payload_bytes + 32, bank.record_bytes) << bank.file;
+    for (const TensorEntry& matrix : bank.matrices) {
+      EXPECT_LE(matrix.data.offset + matrix.data.bytes, bank.payload_bytes) << matrix.name;
+      EXPECT_EQ(matrix.data.bytes, DataBytes(matrix.format, matrix.shape)) << matrix.name;
+    }
+    total += size;
+  }
+  std::set<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir)) found.insert(entry.path().filename());
+  EXPECT_EQ(found, expected);
+  return total;
+}
+
 struct PresetCase {
   std::string arch;
   std::string preset;
@@ -51,12 +87,28 @@ TEST_P(SynthPresetTest, WritesAContainerThatOpensAndVerifies) {
       {.arch = c.arch, .preset = c.preset, .target_bytes = c.size, .trunk_format = c.trunk_format});
   WARP_ASSERT_OK(result);
   ExpectOpensAndVerifies(dir / "m.warp");
+  // The manifest the container holds is the one the writer returned.
+  auto container = Container::Open(dir / "m.warp");
+  WARP_ASSERT_OK(container);
+  const Manifest& manifest = (*container)->manifest();
+  EXPECT_EQ(manifest.trunk_bytes, result->manifest.trunk_bytes);
+  ASSERT_EQ(manifest.banks.size(), result->manifest.banks.size());
+  const uint64_t on_disk = ExpectFilesMatchTheManifest(dir / "m.warp", manifest);
+  EXPECT_EQ(result->bytes_written, on_disk);
+  // The size the planner of --size predicted is the size written.
+  auto preset = FindPreset(c.arch, c.preset);
+  WARP_ASSERT_OK(preset);
+  auto predicted = ContainerBytes(c.arch, manifest.config, preset->expert_format,
+                                  c.trunk_format.value_or(preset->trunk_format));
+  WARP_ASSERT_OK(predicted);
+  EXPECT_EQ(*predicted, on_disk);
   if (c.size) {
-    EXPECT_LE(result->bytes_written, *c.size);
+    EXPECT_LE(on_disk, *c.size);
   }
-  auto model = ParseModelConfig(c.arch, result->manifest.config);
+  auto model = ParseModelConfig(c.arch, manifest.config);
   WARP_ASSERT_OK(model);
-  EXPECT_EQ(result->manifest.banks.size(), model->NumMoeLayers());
+  EXPECT_EQ(manifest.banks.size(), model->NumMoeLayers());
+  for (const BankEntry& bank : manifest.banks) EXPECT_EQ(bank.num_experts, model->num_experts);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "computed/convert/encode.h"
 #include "computed/convert/safetensors.h"
+#include "computed/kernels/matrix_view.h"
 #include "computed/model/family.h"
 #include "computed/model/model_config.h"
 #include "computed/model/tensor_specs.h"
@@ -174,11 +175,86 @@ class Converter {
     return source;
   }
 
+  // The MXFP4 blocks and scales of a record matrix, checked against each
+  // other and the record's shape; nullopt when the release ships the matrix
+  // as values instead.
+  struct Mxfp4Source {
+    const SourceTensor* blocks;
+    const SourceTensor* scales;
+  };
+  absl::StatusOr<std::optional<Mxfp4Source>> Mxfp4SliceSource(const CheckpointSlice& slice,
+                                                               const TensorSpec& matrix) const {
+    if (slice.mxfp4_blocks.empty()) return std::nullopt;
+    const SourceTensor* blocks = checkpoint_.Find(slice.mxfp4_blocks);
+    if (blocks == nullptr) return std::nullopt;
+    const SourceTensor* scales = checkpoint_.Find(slice.mxfp4_scales);
+    if (scales == nullptr) {
+      return absl::NotFoundError(absl::StrCat("tensor ", slice.mxfp4_blocks, " is MXFP4 but ",
+                                              slice.mxfp4_scales, " is missing"));
+    }
+    for (const SourceTensor* t : {blocks, scales}) {
+      if (t->dtype != SourceDtype::kU8) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor ", t->name, " is ", std::string(SourceDtypeName(t->dtype)),
+                         "; MXFP4 ", t == blocks ? "blocks" : "scales (E8M0)", " must be U8"));
+      }
+    }
+    const uint64_t rows = matrix.shape[0], cols = matrix.shape[1];
+    const std::vector<uint64_t> want_blocks = {model_.num_experts, rows, cols / 32, 16};
+    const std::vector<uint64_t> want_scales = {model_.num_experts, rows, cols / 32};
+    if (blocks->shape != want_blocks) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", blocks->name, " has shape ",
+                                                     ShapeString(blocks->shape),
+                                                     "; config.json implies ",
+                                                     ShapeString(want_blocks)));
+    }
+    if (scales->shape != want_scales) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor ", scales->name, " has shape ", ShapeString(scales->shape),
+          ", which disagrees with its blocks ", blocks->name, " ", ShapeString(blocks->shape),
+          " (one scale per 16-byte block: ", ShapeString(want_scales), ")"));
+    }
+    return Mxfp4Source{blocks, scales};
+  }
+
+  // One expert's MXFP4 matrix: its bytes as they are into an mxfp4_b32 record
+  // matrix, else decoded and re-encoded (--experts q8|q4).
+  absl::Status FillFromMxfp4(const Mxfp4Source& source, uint32_t expert, const TensorEntry& matrix,
+                             std::span<std::byte> record) const {
+    const uint64_t rows = matrix.shape[0], cols = matrix.shape[1];
+    const uint64_t data_bytes = rows * cols / 2, scale_bytes = rows * cols / 32;
+    std::vector<std::byte> data(data_bytes), scales(scale_bytes);
+    WARP_RETURN_IF_ERROR(checkpoint_.Read(*source.blocks, expert * data_bytes, data));
+    WARP_RETURN_IF_ERROR(checkpoint_.Read(*source.scales, expert * scale_bytes, scales));
+    progress_.Advance(data_bytes + scale_bytes);
+    std::span<std::byte> out = record.subspan(matrix.data.offset, matrix.data.bytes);
+    if (matrix.format == TensorFormat::kMxfp4B32) {
+      std::copy(data.begin(), data.end(), out.begin());
+      std::copy(scales.begin(), scales.end(), record.begin() + matrix.scale->offset);
+      return absl::OkStatus();
+    }
+    const kernels::MatrixView view{.format = TensorFormat::kMxfp4B32, .rows = rows, .cols = cols,
+                                   .data = data.data(), .scale = scales.data()};
+    std::vector<float> values(rows * cols);
+    for (uint64_t r = 0; r < rows; ++r) {
+      kernels::DequantizeRow(view, r, std::span(values).subspan(r * cols, cols));
+    }
+    std::vector<std::byte> encoded_scales(ScaleBytes(matrix.format, {rows, cols}));
+    EncodeRows(matrix.format, values, cols, out, encoded_scales);
+    if (matrix.scale) {
+      std::copy(encoded_scales.begin(), encoded_scales.end(),
+                record.begin() + matrix.scale->offset);
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<TensorFormat> ExpertFormat(uint32_t layer) const {
     if (options_.experts == "q8") return TensorFormat::kQ8B32;
     if (options_.experts == "q4") return TensorFormat::kQ4B32;
     const TensorSpec first = ExpertMatrixSpecs(model_, TensorFormat::kF32).front();
     const CheckpointSlice slice = family_.ExpertSlice(model_, layer, 0, first.name);
+    WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, first));
+    if (mxfp4) return TensorFormat::kMxfp4B32;  // the release's blocks, kept as they are
     WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, first));
     return NativeFormat(*source);
   }
@@ -190,6 +266,8 @@ class Converter {
                                 std::span<std::byte> record) const {
     const CheckpointSlice slice = family_.ExpertSlice(model_, layer, expert, matrix.name);
     const TensorSpec spec{.name = slice.tensor, .format = matrix.format, .shape = matrix.shape};
+    WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, spec));
+    if (mxfp4) return FillFromMxfp4(*mxfp4, expert, matrix, record);
     WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, spec));
     std::span<std::byte> data = record.subspan(matrix.data.offset, matrix.data.bytes);
     if (!slice.index && !slice.transposed) {  // one tensor per expert: the trunk's path

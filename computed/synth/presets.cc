@@ -205,10 +205,10 @@ const std::vector<Preset>& AllPresets() {
       {"qwen3_moe", "a3b-slice", "Qwen3-30B-A3B shapes: hidden 2048, 128 experts of 768, top-8",
        Qwen3A3bSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
       {"gpt_oss", "tiny", "4 layers (sliding/full), 8 experts of 64x64, top-2, sinks; about 1 MiB",
-       GptOssTiny(), TensorFormat::kBF16, TensorFormat::kF32},
+       GptOssTiny(), TensorFormat::kMxfp4B32, TensorFormat::kF32},
       {"gpt_oss", "120b-slice",
        "gpt-oss-120b shapes: hidden 2880, 128 experts of 2880, top-4, GQA 64/8, window 128",
-       GptOss120bSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
+       GptOss120bSlice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
   };
   return presets;
 }

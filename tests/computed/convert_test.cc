@@ -172,5 +172,84 @@ TEST_F(ConvertTest, QuantizedFormatsConvert) {
   WARP_ASSERT_OK(ConvertCheckpoint(hf_, dir_ / "q4.warp", {.experts = "q4", .trunk = "bf16"}));
 }
 
+// gpt-oss as released: MXFP4 expert blocks and E8M0 scales in U8 tensors.
+class GptOssConvertTest : public ConvertTest {
+ protected:
+  void SetUp() override {
+    fs::copy(FixtureDir("gpt_oss_mxfp4"), hf_, fs::copy_options::recursive);
+  }
+};
+
+TEST_F(GptOssConvertTest, NativeKeepsTheReleaseBlocksBitForBit) {
+  WARP_ASSERT_OK(Convert());
+  auto container = Container::Open(dir_ / "out.warp");
+  WARP_ASSERT_OK(container);
+  const BankEntry& bank = (*container)->manifest().banks[1];
+  ASSERT_EQ(bank.matrices[0].name, "gate_up_proj");
+  EXPECT_EQ(bank.matrices[0].format, TensorFormat::kMxfp4B32);
+  EXPECT_EQ(bank.matrices[1].format, TensorFormat::kF32);  // gate_up_proj_bias
+  auto checkpoint = Checkpoint::Open(hf_);
+  WARP_ASSERT_OK(checkpoint);
+  const SourceTensor* blocks = (*checkpoint)->Find("model.layers.1.mlp.experts.gate_up_proj_blocks");
+  const SourceTensor* scales = (*checkpoint)->Find("model.layers.1.mlp.experts.gate_up_proj_scales");
+  ASSERT_NE(blocks, nullptr);
+  ASSERT_NE(scales, nullptr);
+  const uint32_t expert = 5;
+  const TensorEntry& matrix = bank.matrices[0];
+  std::vector<std::byte> want_data(matrix.data.bytes), want_scale(matrix.scale->bytes);
+  WARP_ASSERT_OK((*checkpoint)->Read(*blocks, expert * want_data.size(), want_data));
+  WARP_ASSERT_OK((*checkpoint)->Read(*scales, expert * want_scale.size(), want_scale));
+  std::ifstream bank_file((*container)->dir() / bank.file, std::ios::binary);
+  std::vector<std::byte> record(bank.record_bytes);
+  bank_file.seekg(static_cast<std::streamoff>(expert * bank.record_bytes));
+  bank_file.read(reinterpret_cast<char*>(record.data()), static_cast<std::streamsize>(record.size()));
+  EXPECT_TRUE(std::equal(want_data.begin(), want_data.end(), record.begin() + matrix.data.offset));
+  EXPECT_TRUE(
+      std::equal(want_scale.begin(), want_scale.end(), record.begin() + matrix.scale->offset));
+}
+
+TEST_F(GptOssConvertTest, Q8AndQ4AreEncodedFromTheMxfp4Values) {
+  for (const char* experts : {"q8", "q4"}) {
+    WARP_ASSERT_OK(ConvertCheckpoint(hf_, dir_ / experts, {.experts = experts}));
+    auto container = Container::Open(dir_ / experts);
+    WARP_ASSERT_OK(container);
+    EXPECT_EQ((*container)->manifest().banks[0].matrices[0].format,
+              std::string(experts) == "q8" ? TensorFormat::kQ8B32 : TensorFormat::kQ4B32);
+  }
+}
+
+TEST_F(GptOssConvertTest, BlocksThatDisagreeWithTheirScalesAreRefusedNamingBoth) {
+  EditHeader([](json& root) {
+    root["model.layers.0.mlp.experts.down_proj_scales"]["shape"] = {16, 128, 1};
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("model.layers.0.mlp.experts.down_proj_scales"),
+                                        HasSubstr("disagrees with its blocks"),
+                                        HasSubstr("down_proj_blocks"))));
+}
+
+TEST_F(GptOssConvertTest, ScalesOfTheWrongDtypeAreRefusedNamingTheTensor) {
+  EditHeader([](json& root) {
+    root["model.layers.2.mlp.experts.gate_up_proj_scales"]["dtype"] = "F8_E4M3";
+  });
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("tensor model.layers.2.mlp.experts.gate_up_proj_scales"),
+                             HasSubstr("is F8_E4M3"), HasSubstr("must be U8"))));
+}
+
+TEST_F(GptOssConvertTest, AnUnknownLayerTypeIsRefusedNamingTheEntry) {
+  EditConfig([](json& config) { config["layer_types"][1] = "chunked_attention"; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("config.json: layer_types[1]"),
+                                        HasSubstr("\"chunked_attention\""))));
+}
+
+TEST_F(GptOssConvertTest, LayerTypesOfTheWrongLengthAreRefused) {
+  EditConfig([](json& config) { config["layer_types"].erase(0); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("layer_types: must be an array of num_hidden_layers")));
+}
+
 }  // namespace
 }  // namespace warp::computed

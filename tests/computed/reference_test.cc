@@ -158,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,
                                            "deepseek_v3_yarn_f32", "deepseek_v3_fp8",
                                            "deepseek_v3_noqlora_f32", "qwen3_moe_f32",
                                            "qwen3_moe_bf16", "qwen3_moe_nonorm_f32", "glm4_moe_f32",
-                                           "mixtral_f32", "gpt_oss_bf16",
+                                           "mixtral_f32", "gpt_oss_bf16", "gpt_oss_mxfp4",
                                            "gpt_oss_yarn_truncate_f32"));
 
 }  // namespace

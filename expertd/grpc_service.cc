@@ -105,6 +105,13 @@ grpc::Status ExpertServiceImpl::Prefetch(grpc::ServerContext*, const v1::Prefetc
   return grpc::Status::OK;
 }
 
+grpc::Status ExpertServiceImpl::CancelSpeculative(grpc::ServerContext*,
+                                                  const v1::CancelSpeculativeRequest* request,
+                                                  v1::CancelSpeculativeReply* reply) {
+  reply->set_cancelled(static_cast<uint32_t>(store_.CancelLookahead(request->through_layer())));
+  return grpc::Status::OK;
+}
+
 grpc::Status ExpertServiceImpl::Stats(grpc::ServerContext*, const v1::StatsRequest*,
                                       v1::StatsReply* reply) {
   for (const auto& [name, value] : store_.Counters()) (*reply->mutable_counters())[name] = value;

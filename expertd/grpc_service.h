@@ -29,6 +29,9 @@ class ExpertServiceImpl final : public v1::ExpertStore::Service {
                     grpc::ServerWriter<v1::ReadChunk>* writer) override;
   grpc::Status Prefetch(grpc::ServerContext* context, const v1::PrefetchRequest* request,
                         v1::PrefetchReply* reply) override;
+  grpc::Status CancelSpeculative(grpc::ServerContext* context,
+                                 const v1::CancelSpeculativeRequest* request,
+                                 v1::CancelSpeculativeReply* reply) override;
   grpc::Status Stats(grpc::ServerContext* context, const v1::StatsRequest* request,
                      v1::StatsReply* reply) override;
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,

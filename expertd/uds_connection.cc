@@ -73,6 +73,9 @@ absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
       store_.Prefetch(keys, priority);
       return absl::OkStatus();
     }
+    case v1::FastPathRequest::kCancelSpeculative:
+      store_.CancelLookahead(request.cancel_speculative().through_layer());
+      return absl::OkStatus();
     case v1::FastPathRequest::KIND_NOT_SET:
       break;
   }
@@ -101,6 +104,7 @@ absl::Status UdsConnection::Hello(const v1::FastPathHello& hello) {
     out->set_arena_bytes(store_.arena_bytes());
     out->set_slot_bytes(store_.slot_bytes());
     out->set_max_keys_per_request(max_keys_);
+    out->set_cancel_speculative(true);
     // The gRPC service's Describe, reused as is: it needs no call context.
     ExpertServiceImpl(store_, max_keys_).Describe(nullptr, nullptr, out->mutable_description());
   }

@@ -101,6 +101,13 @@ class ExpertSource {
     (void)priority;
   }
 
+  // Drops queued LOOKAHEAD reads of layers <= through_layer that have not
+  // started; the engine calls it when a layer has passed. A hint: reads that
+  // have started, and DEMAND or CERTAIN reads (a demand joining a queued
+  // lookahead read included), are never cancelled. A waiter on a cancelled
+  // read gets Cancelled. Returns at once; a source without a queue ignores it.
+  virtual void CancelSpeculative(uint32_t through_layer) { (void)through_layer; }
+
   // Counters as "expertd.store.NAME" -> value (cache_hits, cache_misses,
   // read_bytes_demand, ...); empty if the source keeps none.
   virtual std::map<std::string, uint64_t> Counters() const { return {}; }

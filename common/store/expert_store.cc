@@ -218,7 +218,7 @@ void ExpertStore::DropRead(const ExpertKey& key) {
     if (it == in_flight_.end() || it->second.started) return;
     // A dropped duplicate of a read that a demand re-queued is not a cancellation.
     if (!shutting_down_ && it->second.priority != Priority::kLookahead) return;
-    if (!shutting_down_) ++stats_.lookahead_dropped;
+    if (!shutting_down_) ++stats_.lookahead_cancelled;
     waiters = std::move(it->second.waiters);
     in_flight_.erase(it);
   }
@@ -248,15 +248,15 @@ void ExpertStore::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   }
 }
 
-size_t ExpertStore::CancelLookahead() {
+size_t ExpertStore::CancelLookahead(uint32_t through_layer) {
   uint64_t before;
   {
     absl::MutexLock lock(&mu_);
-    before = stats_.lookahead_dropped;
+    before = stats_.lookahead_cancelled;
   }
-  io_->DropQueued(Priority::kLookahead);
+  io_->DropQueued(Priority::kLookahead, through_layer);
   absl::MutexLock lock(&mu_);
-  return stats_.lookahead_dropped - before;  // queue entries a demand took over don't count
+  return stats_.lookahead_cancelled - before;  // queue entries a demand took over don't count
 }
 
 bool ExpertStore::IsCached(const ExpertKey& key) const {
@@ -276,7 +276,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"read_bytes_demand", stats_.read_bytes[0]},
       {"read_bytes_certain", stats_.read_bytes[1]},
       {"read_bytes_lookahead", stats_.read_bytes[2]},
-      {"lookahead_dropped", stats_.lookahead_dropped},
+      {"lookahead_cancelled", stats_.lookahead_cancelled},
       {"cache_used_bytes", cache_.used_bytes()},
       {"cache_capacity_bytes", cache_.capacity_bytes()},
       {"cache_pinned_bytes", cache_.pinned_bytes()},

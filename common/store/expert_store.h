@@ -61,8 +61,11 @@ class ExpertStore : public ExpertSource {
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
 
-  // Drops queued, not yet started LOOKAHEAD reads (their layer has passed).
-  size_t CancelLookahead();
+  // Drops queued, not yet started LOOKAHEAD reads of layers <= through_layer
+  // (all layers by default); returns how many it cancelled (counted as
+  // lookahead_cancelled). Queue entries a demand took over are not cancelled.
+  size_t CancelLookahead(uint32_t through_layer = UINT32_MAX);
+  void CancelSpeculative(uint32_t through_layer) override { CancelLookahead(through_layer); }
 
   // Every counter as "expertd.store.NAME" -> value.
   std::map<std::string, uint64_t> Counters() const override;
@@ -117,7 +120,7 @@ class ExpertStore : public ExpertSource {
   struct Stats {
     uint64_t hits = 0, misses = 0, joined = 0, crc_errors = 0, read_errors = 0;
     uint64_t read_bytes[3] = {0, 0, 0};  // by Priority
-    uint64_t lookahead_dropped = 0;
+    uint64_t lookahead_cancelled = 0;
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
     // Wall time with at least one disk read in flight: the I/O side of the
     // overlap efficiency max(I/O, compute) / token time.

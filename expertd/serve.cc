@@ -127,6 +127,8 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.io_threads() == 0) config.set_io_threads(4);
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
+  WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
+  config.set_cache_policy(EvictionPolicyName(policy));
   return config;
 }
 
@@ -155,12 +157,14 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
            container->shard().second > 1
                ? absl::StrCat(", shard ", container->shard().first, "/", container->shard().second)
                : std::string());
+  WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
   WARP_ASSIGN_OR_RETURN(auto store,
                         ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
                                                       .io_threads = config.io_threads(),
+                                                      .cache_policy = policy,
                                                       .banks = {.verify = !config.skip_crc()}}));
-  log.info("cache {}, {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
-           config.io_threads(), config.skip_crc() ? "off" : "on");
+  log.info("cache {} ({}), {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
+           EvictionPolicyName(policy), config.io_threads(), config.skip_crc() ? "off" : "on");
 
   ExpertServiceImpl service(*store, config.max_keys_per_request());
   std::vector<Listener> listeners;

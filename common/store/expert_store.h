@@ -1,12 +1,13 @@
 #pragma once
 
-// ExpertStore: the expert records of one disk — its BankSet, an LfruCache of
-// verified records inside a byte budget, and an IoEngine of reader threads.
+// ExpertStore: the expert records of one disk — its BankSet, a RecordCache of
+// verified records inside a byte budget (LFRU or LRU eviction order), and an
+// IoEngine of reader threads.
 // expertd serves from one; computed embeds one as its default ExpertSource.
 //
 // Concurrent requests for the same record share one read. The cache lives in
 // a RecordArena (shared memory, so expertd's Unix-socket fast path can hand
-// slots to clients): a record the LfruCache admits is read straight into a
+// slots to clients): a record the RecordCache admits is read straight into a
 // slot and verified there; one it refuses (no budget, every slot leased, a
 // speculative read that may not evict) is read into a private heap buffer
 // and returned uncached. A cached record handed out carries a lease (its
@@ -32,8 +33,8 @@
 #include "common/store/bank_set.h"
 #include "common/store/expert_source.h"
 #include "common/store/io_engine.h"
-#include "common/store/lfru_cache.h"
 #include "common/store/record_arena.h"
+#include "common/store/record_cache.h"
 
 namespace warp {
 
@@ -44,6 +45,8 @@ class ExpertStore : public ExpertSource {
     // records. Below one slot (0 included): no cache, every read goes to disk.
     uint64_t cache_bytes = 0;
     uint32_t io_threads = 4;
+    // The order demand reads evict records in (ExpertdConfig.cache_policy).
+    EvictionPolicy cache_policy = EvictionPolicy::kLfru;
     BankSet::Options banks;
   };
 
@@ -112,7 +115,7 @@ class ExpertStore : public ExpertSource {
   std::unique_ptr<RecordArena> arena_;  // null when the budget holds no slot
   const uint64_t slot_bytes_;           // the largest record_bytes; what a cached record costs
   mutable absl::Mutex mu_;
-  LfruCache cache_ ABSL_GUARDED_BY(mu_);  // capacity: whole slots; charges slot_bytes_ each
+  RecordCache cache_ ABSL_GUARDED_BY(mu_);  // capacity: whole slots; charges slot_bytes_ each
   // The slot of every resident key (a key being read into its slot included).
   absl::flat_hash_map<ExpertKey, uint32_t> slots_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ExpertKey, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);

@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/store/expert_store.h"
 #include "expertd/grpc_service.h"
+#include "expertd/request_handler.h"
 #include "expertd/socket_path.h"
 #include "expertd/uds_server.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -166,7 +167,9 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   log.info("cache {} ({}), {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
            EvictionPolicyName(policy), config.io_threads(), config.skip_crc() ? "off" : "on");
 
-  ExpertServiceImpl service(*store, config.max_keys_per_request());
+  // One set of request rules for both transports.
+  const RequestHandler handler(*store, config.max_keys_per_request());
+  ExpertServiceImpl service(handler);
   std::vector<Listener> listeners;
   for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));
   std::vector<std::unique_ptr<UdsServer>> fastpaths;  // before the gRPC server: it may fail
@@ -174,9 +177,8 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
     if (!listener.fastpath) continue;
     WARP_ASSIGN_OR_RETURN(
         auto fastpath,
-        UdsServer::Start(*store, {.path = listener.socket_path,
-                                  .socket_mode = config.socket_mode(),
-                                  .max_keys_per_request = config.max_keys_per_request()}));
+        UdsServer::Start(handler,
+                         {.path = listener.socket_path, .socket_mode = config.socket_mode()}));
     fastpaths.push_back(std::move(fastpath));
   }
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,

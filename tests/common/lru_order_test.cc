@@ -5,35 +5,28 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/eviction_order.h"
 #include "tests/testing/status_matchers.h"
 
 namespace warp {
 namespace {
 
 using ::testing::ElementsAre;
+using ::warp::testing::CandidateExperts;
 using ::testing::HasSubstr;
 using ::warp::testing::StatusIs;
 
 ExpertKey Key(uint32_t expert) { return {.layer = 0, .expert = expert}; }
-
-std::vector<uint32_t> Order(const EvictionOrder& order) {
-  std::vector<uint32_t> experts;
-  order.ForEachCandidate([&](const ExpertKey& key) {
-    experts.push_back(key.expert);
-    return true;
-  });
-  return experts;
-}
 
 TEST(LruOrderTest, LeastRecentlyUsedGoesFirstWhateverThePriority) {
   LruOrder order;
   order.Insert(Key(0), Priority::kDemand);
   order.Insert(Key(1), Priority::kLookahead);
   order.Insert(Key(2), Priority::kCertain);
-  EXPECT_THAT(Order(order), ElementsAre(0, 1, 2));
+  EXPECT_THAT(CandidateExperts(order), ElementsAre(0, 1, 2));
   for (int i = 0; i < 3; ++i) order.Touch(Key(2), Priority::kDemand);  // frequency is no matter
   order.Touch(Key(0), Priority::kLookahead);
-  EXPECT_THAT(Order(order), ElementsAre(1, 2, 0));
+  EXPECT_THAT(CandidateExperts(order), ElementsAre(1, 2, 0));
 }
 
 TEST(LruOrderTest, EraseForgetsAKey) {
@@ -42,7 +35,7 @@ TEST(LruOrderTest, EraseForgetsAKey) {
   order.Erase(Key(0));
   EXPECT_EQ(order.size(), 2u);
   order.Insert(Key(0), Priority::kDemand);
-  EXPECT_THAT(Order(order), ElementsAre(1, 2, 0));
+  EXPECT_THAT(CandidateExperts(order), ElementsAre(1, 2, 0));
 }
 
 TEST(EvictionPolicyTest, NamesParseBackAndUnknownNamesAreRefused) {

@@ -1,8 +1,5 @@
 #include "expertd/bank_scanner.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -38,17 +35,6 @@ class BankScannerTest : public ::testing::Test {
     return container.ok() ? std::move(*container) : nullptr;
   }
 
-  void FlipByte(uint32_t expert, uint64_t offset) {
-    const std::string path = (model_ / BankFileName(1)).string();
-    const int fd = ::open(path.c_str(), O_RDWR);
-    unsigned char byte;
-    const uint64_t at = expert * record_bytes_ + offset;
-    ASSERT_EQ(::pread(fd, &byte, 1, at), 1);
-    byte ^= 0x20;
-    ASSERT_EQ(::pwrite(fd, &byte, 1, at), 1);
-    ::close(fd);
-  }
-
   warp::testing::TempDir dir_;
   fs::path model_ = dir_ / "m.warp";
   uint64_t record_bytes_ = 0;
@@ -77,7 +63,7 @@ TEST_F(BankScannerTest, ReadsWholeRecordsInChunksTheBufferHolds) {
 }
 
 TEST_F(BankScannerTest, ADamagedRecordIsReportedInItsChunkNamingWhereItLies) {
-  ASSERT_NO_FATAL_FAILURE(FlipByte(4, 100));
+  WARP_ASSERT_OK(warp::testing::FlipBankByte(model_, 1, 4 * record_bytes_ + 100));
   std::unique_ptr<Container> container = Open();
   ASSERT_NE(container, nullptr);
   AlignedBuffer buffer(3 * record_bytes_);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-#include "absl/strings/str_cat.h"
 #include "common/format/bank_format.h"
 #include "common/wire/proto_convert.h"
 
@@ -38,48 +37,27 @@ bool SendRecord(uint32_t index, const absl::StatusOr<ExpertRecord>& record,
 
 grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
                                          v1::DescribeReply* reply) {
-  const Container& container = store_.container();
-  const Manifest& manifest = container.manifest();
-  reply->set_model_fingerprint(manifest.fingerprint);
-  reply->set_architecture(manifest.architecture);
-  reply->set_shard_index(container.shard().first);
-  reply->set_num_shards(container.shard().second);
-  reply->set_cache_bytes(store_.cache_bytes());
-  for (const BankEntry& bank : manifest.banks) {
-    v1::BankInfo* info = reply->add_banks();
-    info->set_layer(bank.layer);
-    info->set_num_experts(bank.num_experts);
-    info->set_record_bytes(bank.record_bytes);
-    for (uint32_t expert : container.HeldExperts(bank)) info->add_experts(expert);
-  }
+  handler_.Describe(reply);
   return grpc::Status::OK;
 }
 
 grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::ReadRequest* request,
                                      grpc::ServerWriter<v1::ReadChunk>* writer) {
-  const uint64_t fingerprint = store_.container().manifest().fingerprint;
-  if (request->model_fingerprint() != 0 && request->model_fingerprint() != fingerprint) {
-    return grpc::Status(
-        grpc::StatusCode::FAILED_PRECONDITION,
-        absl::StrCat("model fingerprint ", FingerprintHex(request->model_fingerprint()),
-                     " differs from this daemon's ", FingerprintHex(fingerprint)));
+  if (absl::Status status = handler_.CheckFingerprint(request->model_fingerprint()); !status.ok()) {
+    return ToGrpc(status);
   }
-  if (static_cast<uint32_t>(request->keys_size()) > max_keys_) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat(request->keys_size(), " keys exceed the limit of ", max_keys_,
-                                     " per request"));
-  }
-  std::vector<ExpertKey> keys;
-  for (const v1::ExpertKey& key : request->keys()) keys.push_back({key.layer(), key.expert()});
+  absl::StatusOr<std::shared_ptr<ReadBatch>> batch =
+      handler_.Read(request->keys(), request->priority());
+  if (!batch.ok()) return ToGrpc(batch.status());
   // Send each record as soon as it and every record before it have landed:
   // request order is kept, and sending overlaps the reads still in flight.
-  std::shared_ptr<ReadBatch> batch = store_.Read(keys, FromProto(request->priority()));
-  std::vector<std::optional<absl::StatusOr<ExpertRecord>>> landed(keys.size());
+  const size_t num_keys = (*batch)->size();
+  std::vector<std::optional<absl::StatusOr<ExpertRecord>>> landed(num_keys);
   size_t next_to_send = 0;
-  while (next_to_send < keys.size()) {
-    auto next = batch->Next();
+  while (next_to_send < num_keys) {
+    auto next = (*batch)->Next();
     landed[next->first] = std::move(next->second);
-    for (; next_to_send < keys.size() && landed[next_to_send]; ++next_to_send) {
+    for (; next_to_send < num_keys && landed[next_to_send]; ++next_to_send) {
       if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
       if (!SendRecord(static_cast<uint32_t>(next_to_send), *landed[next_to_send], writer)) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
@@ -92,22 +70,20 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
 
 grpc::Status ExpertServiceImpl::Prefetch(grpc::ServerContext*, const v1::PrefetchRequest* request,
                                          v1::PrefetchReply* reply) {
-  std::vector<ExpertKey> keys;
-  for (const v1::ExpertKey& key : request->keys()) {
-    if (store_.container().RecordOffset(key.layer(), key.expert())) {
-      keys.push_back({key.layer(), key.expert()});
-    }
-  }
-  const Priority priority =
-      request->priority() == v1::PRIORITY_CERTAIN ? Priority::kCertain : Priority::kLookahead;
-  store_.Prefetch(keys, priority);
-  reply->set_accepted(static_cast<uint32_t>(keys.size()));
+  reply->set_accepted(handler_.Prefetch(request->keys(), request->priority()));
+  return grpc::Status::OK;
+}
+
+grpc::Status ExpertServiceImpl::CancelSpeculative(grpc::ServerContext*,
+                                                  const v1::CancelSpeculativeRequest* request,
+                                                  v1::CancelSpeculativeReply* reply) {
+  reply->set_cancelled(handler_.CancelSpeculative(request->through_layer()));
   return grpc::Status::OK;
 }
 
 grpc::Status ExpertServiceImpl::Stats(grpc::ServerContext*, const v1::StatsRequest*,
                                       v1::StatsReply* reply) {
-  for (const auto& [name, value] : store_.Counters()) (*reply->mutable_counters())[name] = value;
+  handler_.Stats(reply);
   return grpc::Status::OK;
 }
 

@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/store/expert_store.h"
 #include "expertd/grpc_service.h"
+#include "expertd/request_handler.h"
 #include "expertd/socket_path.h"
 #include "expertd/uds_server.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -127,6 +128,8 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.io_threads() == 0) config.set_io_threads(4);
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
+  WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
+  config.set_cache_policy(EvictionPolicyName(policy));
   return config;
 }
 
@@ -155,14 +158,18 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
            container->shard().second > 1
                ? absl::StrCat(", shard ", container->shard().first, "/", container->shard().second)
                : std::string());
+  WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
   WARP_ASSIGN_OR_RETURN(auto store,
                         ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
                                                       .io_threads = config.io_threads(),
+                                                      .cache_policy = policy,
                                                       .banks = {.verify = !config.skip_crc()}}));
-  log.info("cache {}, {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
-           config.io_threads(), config.skip_crc() ? "off" : "on");
+  log.info("cache {} ({}), {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
+           EvictionPolicyName(policy), config.io_threads(), config.skip_crc() ? "off" : "on");
 
-  ExpertServiceImpl service(*store, config.max_keys_per_request());
+  // One set of request rules for both transports.
+  const RequestHandler handler(*store, config.max_keys_per_request());
+  ExpertServiceImpl service(handler);
   std::vector<Listener> listeners;
   for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));
   std::vector<std::unique_ptr<UdsServer>> fastpaths;  // before the gRPC server: it may fail
@@ -170,9 +177,8 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
     if (!listener.fastpath) continue;
     WARP_ASSIGN_OR_RETURN(
         auto fastpath,
-        UdsServer::Start(*store, {.path = listener.socket_path,
-                                  .socket_mode = config.socket_mode(),
-                                  .max_keys_per_request = config.max_keys_per_request()}));
+        UdsServer::Start(handler,
+                         {.path = listener.socket_path, .socket_mode = config.socket_mode()}));
     fastpaths.push_back(std::move(fastpath));
   }
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,

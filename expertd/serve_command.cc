@@ -1,6 +1,7 @@
 // expertd serve --model MODEL.warp [--shard I/N] --listen unix:PATH --listen tcp:HOST:PORT
 //   [--listen fastpath:PATH]
-//   [--budget SIZE] [--io-threads N] [--no-verify] [--config FILE.textproto]
+//   [--budget SIZE] [--io-threads N] [--no-verify] [--cache-policy lfru|lru]
+//   [--config FILE.textproto]
 
 #include "expertd/serve_command.h"
 
@@ -27,6 +28,7 @@ struct ServeFlags {
   uint32_t io_threads = 0;
   bool no_verify = false;
   uint32_t max_keys = 0;
+  std::string cache_policy;
   std::string shard;  // "I/N"
 };
 
@@ -50,6 +52,7 @@ absl::Status Run(const ServeFlags& flags) {
   if (flags.io_threads) config.set_io_threads(flags.io_threads);
   if (flags.no_verify) config.set_skip_crc(true);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
+  if (!flags.cache_policy.empty()) config.set_cache_policy(flags.cache_policy);
   if (!flags.shard.empty()) {
     std::vector<std::string> parts = absl::StrSplit(flags.shard, '/');
     uint32_t index = 0, count = 0;
@@ -82,6 +85,8 @@ std::function<int()> AddServeCommand(CLI::App& app) {
   cmd->add_flag("--no-verify", flags->no_verify,
                 "Skip the CRC32C of records read (footers are still checked)");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
+  cmd->add_option("--cache-policy", flags->cache_policy,
+                  "Eviction order of the record cache: lfru (default) or lru");
   cmd->add_option("--shard", flags->shard,
                   "I/N: serve only experts e with e % N == I of an unsharded model");
   return [cmd, flags]() {

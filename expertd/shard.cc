@@ -17,6 +17,7 @@
 #include "common/io/file.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "expertd/bank_scanner.h"
 
 namespace warp::expertd {
 namespace {
@@ -119,31 +120,21 @@ struct Copier {
 // Reads the bank of the original in large chunks, checks every record and
 // appends it to its owner's output.
 absl::Status CopyRecords(Copier& c, const BankEntry& bank, std::vector<BankOutput>& outputs) {
-  const fs::path path = c.model.BankPath(bank);
-  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
-  const uint64_t per_read = std::max<uint64_t>(1, c.read_buffer.size() / bank.record_bytes);
-  for (uint32_t first = 0; first < bank.num_experts; first += per_read) {
-    const uint32_t count = std::min<uint64_t>(per_read, bank.num_experts - first);
-    const uint64_t offset = uint64_t{first} * bank.record_bytes;
-    std::span<std::byte> bytes = c.read_buffer.span().first(count * bank.record_bytes);
-    WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), bytes, offset, path.string()));
-    for (uint32_t i = 0; i < count; ++i) {
-      const uint32_t expert = first + i;
-      std::span<const std::byte> record = bytes.subspan(i * bank.record_bytes, bank.record_bytes);
-      absl::Status status =
-          CheckRecord(record, c.model.Expectation(bank.layer, expert), /*check_crc=*/true);
-      if (!status.ok()) {
+  WARP_RETURN_IF_ERROR(ScanBank(c.model, bank, c.read_buffer, [&](const BankChunk& chunk) {
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      if (!chunk.checks[i].ok()) {
         return absl::DataLossError(absl::StrCat(
-            status.message(), " (", path.string(), " @", offset + i * bank.record_bytes,
-            "); not sharding a container with a corrupt record: repair or rebuild it first"));
+            chunk.checks[i].message(),
+            "; not sharding a container with a corrupt record: repair or rebuild it first"));
       }
-      const uint32_t shard = c.report.owner[expert];
-      Append(outputs[shard], record, c.stage_bytes, c.io);
+      const uint32_t shard = c.report.owner[chunk.experts[i]];
+      Append(outputs[shard], chunk.record(i), c.stage_bytes, c.io);
       ++c.report.records[shard];
     }
-    c.report.bytes_copied += bytes.size();
-    c.progress.Advance(bytes.size());
-  }
+    c.report.bytes_copied += chunk.bytes.size();
+    c.progress.Advance(chunk.bytes.size());
+    return absl::OkStatus();
+  }));
   for (BankOutput& out : outputs) Flush(out, c.io);
   return absl::OkStatus();
 }

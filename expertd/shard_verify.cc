@@ -16,6 +16,7 @@
 #include "common/io/file.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "expertd/bank_scanner.h"
 
 namespace warp::expertd {
 namespace {
@@ -139,11 +140,8 @@ struct Scan {
 
 void CheckOne(std::span<const std::byte> record, const RecordExpectation& expected,
               const fs::path& path, uint64_t offset, VerifyReport& report) {
-  absl::Status status = CheckRecord(record, expected, /*check_crc=*/true);
-  if (!status.ok()) {
-    report.problems.push_back(
-        absl::StrCat(status.message(), " (", path.string(), " @", offset, ")"));
-  }
+  absl::Status status = CheckRecordAt(record, expected, path, offset);
+  if (!status.ok()) report.problems.push_back(std::string(status.message()));
   ++report.records_checked;
 }
 
@@ -183,33 +181,28 @@ absl::Status CompareShardRecords(Scan& scan, const Shard& shard, size_t b, const
 // for each chunk checks and compares the matching records of every shard.
 absl::Status VerifyBankSet(Scan& scan, size_t b) {
   const BankEntry& bank = scan.model.manifest().banks[b];
-  const fs::path path = scan.model.BankPath(bank);
-  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
   std::vector<OpenedFile> shard_files;
   for (const Shard& shard : scan.shards) {
     const fs::path shard_path = shard.container->BankPath(shard.container->manifest().banks[b]);
     WARP_ASSIGN_OR_RETURN(OpenedFile shard_file, OpenForRead(shard_path, /*want_direct=*/true));
     shard_files.push_back(std::move(shard_file));
   }
-  const uint64_t per_read = std::max<uint64_t>(1, scan.model_buffer.size() / bank.record_bytes);
-  for (uint32_t first = 0; first < bank.num_experts; first += per_read) {
-    const uint32_t count = std::min<uint64_t>(per_read, bank.num_experts - first);
-    const uint64_t offset = uint64_t{first} * bank.record_bytes;
-    std::span<std::byte> bytes = scan.model_buffer.span().first(count * bank.record_bytes);
-    WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), bytes, offset, path.string()));
-    for (uint32_t i = 0; i < count; ++i) {
-      CheckOne(bytes.subspan(i * bank.record_bytes, bank.record_bytes),
-               scan.model.Expectation(bank.layer, first + i), path, offset + i * bank.record_bytes,
-               scan.report);
+  // The model is unsharded: its chunk of experts [first, first + size) is one run.
+  return ScanBank(scan.model, bank, scan.model_buffer, [&](const BankChunk& chunk) {
+    for (const absl::Status& check : chunk.checks) {
+      if (!check.ok()) scan.report.problems.push_back(std::string(check.message()));
     }
-    scan.report.bytes_read += bytes.size();
-    scan.progress.Advance(bytes.size());
+    scan.report.records_checked += chunk.size();
+    scan.report.bytes_read += chunk.bytes.size();
+    scan.progress.Advance(chunk.bytes.size());
+    const uint32_t first = chunk.experts.front();
     for (size_t s = 0; s < scan.shards.size(); ++s) {
       WARP_RETURN_IF_ERROR(CompareShardRecords(scan, scan.shards[s], b, shard_files[s], first,
-                                               first + count, bytes));
+                                               first + static_cast<uint32_t>(chunk.size()),
+                                               chunk.bytes));
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 uint64_t TotalBytes(const Container& model, const std::vector<Shard>& shards, bool check_trunk) {

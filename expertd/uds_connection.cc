@@ -10,12 +10,11 @@
 #include "common/status.h"
 #include "common/wire/fastpath_frame.h"
 #include "common/wire/proto_convert.h"
-#include "expertd/grpc_service.h"
 
 namespace warp::expertd {
 
-UdsConnection::UdsConnection(ScopedFd socket, ExpertStore& store, uint32_t max_keys_per_request)
-    : socket_(std::move(socket)), store_(store), max_keys_(max_keys_per_request) {}
+UdsConnection::UdsConnection(ScopedFd socket, const RequestHandler& handler)
+    : socket_(std::move(socket)), handler_(handler) {}
 
 UdsConnection::~UdsConnection() = default;
 
@@ -59,20 +58,12 @@ absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
     case v1::FastPathRequest::kRelease:
       for (uint64_t id : request.release().lease_ids()) leases_.erase(id);
       return absl::OkStatus();
-    case v1::FastPathRequest::kPrefetch: {
-      std::vector<ExpertKey> keys;
-      for (const v1::ExpertKey& key : request.prefetch().keys()) {
-        if (keys.size() == max_keys_) break;  // a hint: the excess is dropped
-        if (store_.container().RecordOffset(key.layer(), key.expert())) {
-          keys.push_back({key.layer(), key.expert()});
-        }
-      }
-      const Priority priority = request.prefetch().priority() == v1::PRIORITY_CERTAIN
-                                    ? Priority::kCertain
-                                    : Priority::kLookahead;
-      store_.Prefetch(keys, priority);
+    case v1::FastPathRequest::kPrefetch:
+      handler_.Prefetch(request.prefetch().keys(), request.prefetch().priority());
       return absl::OkStatus();
-    }
+    case v1::FastPathRequest::kCancelSpeculative:
+      handler_.CancelSpeculative(request.cancel_speculative().through_layer());
+      return absl::OkStatus();
     case v1::FastPathRequest::KIND_NOT_SET:
       break;
   }
@@ -80,7 +71,7 @@ absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
 }
 
 absl::Status UdsConnection::Hello(const v1::FastPathHello& hello) {
-  const uint64_t fingerprint = store_.container().manifest().fingerprint;
+  const ExpertStore& store = handler_.store();
   v1::FastPathReply reply;
   v1::FastPathHelloReply* out = reply.mutable_hello();
   absl::Status refusal;
@@ -90,21 +81,19 @@ absl::Status UdsConnection::Hello(const v1::FastPathHello& hello) {
     refusal = absl::FailedPreconditionError(
         absl::StrCat("fast-path protocol version ", hello.protocol_version(),
                      " is not supported; this daemon speaks ", kFastPathProtocolVersion));
-  } else if (hello.model_fingerprint() != 0 && hello.model_fingerprint() != fingerprint) {
-    refusal = absl::FailedPreconditionError(
-        absl::StrCat("model fingerprint ", FingerprintHex(hello.model_fingerprint()),
-                     " differs from this daemon's ", FingerprintHex(fingerprint)));
+  } else {
+    refusal = handler_.CheckFingerprint(hello.model_fingerprint());
   }
   *out->mutable_status() = ToProto(refusal);
-  out->set_model_fingerprint(fingerprint);
+  out->set_model_fingerprint(store.container().manifest().fingerprint);
   if (refusal.ok()) {
-    out->set_arena_bytes(store_.arena_bytes());
-    out->set_slot_bytes(store_.slot_bytes());
-    out->set_max_keys_per_request(max_keys_);
-    // The gRPC service's Describe, reused as is: it needs no call context.
-    ExpertServiceImpl(store_, max_keys_).Describe(nullptr, nullptr, out->mutable_description());
+    out->set_arena_bytes(store.arena_bytes());
+    out->set_slot_bytes(store.slot_bytes());
+    out->set_max_keys_per_request(handler_.max_keys_per_request());
+    out->set_cancel_speculative(true);
+    handler_.Describe(out->mutable_description());
   }
-  const int memfd = refusal.ok() && store_.arena_bytes() > 0 ? store_.arena_fd() : -1;
+  const int memfd = refusal.ok() && store.arena_bytes() > 0 ? store.arena_fd() : -1;
   WARP_RETURN_IF_ERROR(SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply), {}, memfd));
   said_hello_ = true;
   return refusal;
@@ -114,16 +103,13 @@ absl::Status UdsConnection::Read(const v1::FastPathRead& read) {
   v1::FastPathReply reply;
   v1::FastPathReadReply* out = reply.mutable_read();
   out->set_request_id(read.request_id());
-  if (static_cast<uint32_t>(read.keys_size()) > max_keys_) {
-    *out->mutable_status() = ToProto(absl::InvalidArgumentError(
-        absl::StrCat(read.keys_size(), " keys exceed the limit of ", max_keys_, " per request")));
+  absl::StatusOr<std::shared_ptr<ReadBatch>> batch = handler_.Read(read.keys(), read.priority());
+  if (!batch.ok()) {
+    *out->mutable_status() = ToProto(batch.status());
     return SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply));
   }
-  std::vector<ExpertKey> keys;
-  for (const v1::ExpertKey& key : read.keys()) keys.push_back({key.layer(), key.expert()});
   // Held until the reply is sent: the payload points into the uncached ones.
-  std::vector<absl::StatusOr<ExpertRecord>> records =
-      store_.Read(keys, FromProto(read.priority()))->WaitAll();
+  std::vector<absl::StatusOr<ExpertRecord>> records = (*batch)->WaitAll();
   std::vector<std::span<const std::byte>> payload;
   uint64_t payload_bytes = 0;
   for (absl::StatusOr<ExpertRecord>& record : records) {
@@ -135,7 +121,7 @@ absl::Status UdsConnection::Read(const v1::FastPathRead& read) {
     std::span<const std::byte> bytes = record->bytes();
     entry->set_record_bytes(bytes.size());
     entry->set_crc32c(DecodeFooter(bytes).payload_crc32c);
-    if (std::optional<uint64_t> offset = store_.ArenaOffset(*record)) {
+    if (std::optional<uint64_t> offset = handler_.store().ArenaOffset(*record)) {
       entry->set_location(v1::RECORD_LOCATION_ARENA);
       entry->set_offset(*offset);
       entry->set_lease_id(next_lease_id_);

@@ -2,7 +2,9 @@
 
 // UdsConnection: the daemon's side of one fast-path client connection
 // (proto/warp/v1/fastpath.proto): Hello (with the cache memfd), Reads answered
-// with slot offsets and leases, Releases, Prefetch hints. Owns the leases of
+// with slot offsets and leases, Releases, Prefetch hints, CancelSpeculative.
+// Framing only: every request is decided by the RequestHandler it shares with
+// the gRPC service. Owns the leases of
 // its client: each is the ExpertRecord the store handed out, so its slot can
 // be neither evicted nor reused until the client releases it or the
 // connection ends, when all of them are dropped — a client that dies never
@@ -17,14 +19,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "common/io/file.h"
-#include "common/store/expert_store.h"
+#include "expertd/request_handler.h"
 #include "warp/v1/fastpath.pb.h"
 
 namespace warp::expertd {
 
 class UdsConnection {
  public:
-  UdsConnection(ScopedFd socket, ExpertStore& store, uint32_t max_keys_per_request);
+  // REQUIRES: `handler` outlives the connection.
+  UdsConnection(ScopedFd socket, const RequestHandler& handler);
   ~UdsConnection();  // drops the leases still held
 
   // Serves frames until the client closes the connection, sends a malformed
@@ -44,8 +47,7 @@ class UdsConnection {
   absl::Status Read(const v1::FastPathRead& read);
 
   ScopedFd socket_;
-  ExpertStore& store_;
-  const uint32_t max_keys_;
+  const RequestHandler& handler_;
   bool said_hello_ = false;
   uint64_t next_lease_id_ = 1;
   absl::flat_hash_map<uint64_t, ExpertRecord> leases_;  // lease id -> the leased record

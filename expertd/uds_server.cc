@@ -45,17 +45,21 @@ absl::StatusOr<ScopedFd> Listen(const std::string& path, uint32_t mode) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<UdsServer>> UdsServer::Start(ExpertStore& store,
+absl::StatusOr<std::unique_ptr<UdsServer>> UdsServer::Start(const RequestHandler& handler,
                                                             const Options& options) {
   WARP_ASSIGN_OR_RETURN(ScopedFd listener, Listen(options.path, options.socket_mode));
   ScopedFd wake(::eventfd(0, EFD_CLOEXEC));
   if (!wake.valid()) return ErrnoToStatus(errno, "eventfd");
   return std::unique_ptr<UdsServer>(
-      new UdsServer(store, options, std::move(listener), std::move(wake)));
+      new UdsServer(handler, options, std::move(listener), std::move(wake)));
 }
 
-UdsServer::UdsServer(ExpertStore& store, const Options& options, ScopedFd listener, ScopedFd wake)
-    : store_(store), options_(options), listener_(std::move(listener)), wake_(std::move(wake)) {
+UdsServer::UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener,
+                     ScopedFd wake)
+    : handler_(handler),
+      options_(options),
+      listener_(std::move(listener)),
+      wake_(std::move(wake)) {
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -112,8 +116,7 @@ void UdsServer::Accept() {
   absl::MutexLock lock(&mu_);
   ReapDone();
   Client& client = clients_.emplace_back();
-  client.connection =
-      std::make_unique<UdsConnection>(std::move(socket), store_, options_.max_keys_per_request);
+  client.connection = std::make_unique<UdsConnection>(std::move(socket), handler_);
   client.thread = std::thread([&client] {
     client.connection->Serve();
     client.done.store(true);

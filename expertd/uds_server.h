@@ -3,7 +3,8 @@
 // UdsServer: expertd's Unix-socket fast path (proto/warp/v1/fastpath.proto)
 // on one socket path. An accept thread hands each client connection to a
 // thread of its own (a UdsConnection); both are owned here and joined at
-// Shutdown. Does not own the ExpertStore, which must outlive it.
+// Shutdown. Does not own the RequestHandler (nor its ExpertStore), which must
+// outlive it.
 //
 // Thread-safe.
 
@@ -18,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/io/file.h"
-#include "common/store/expert_store.h"
+#include "expertd/request_handler.h"
 #include "expertd/uds_connection.h"
 
 namespace warp::expertd {
@@ -28,11 +29,10 @@ class UdsServer {
   struct Options {
     std::string path;             // the socket file; a stale one is replaced
     uint32_t socket_mode = 0660;  // permission bits of the socket file
-    uint32_t max_keys_per_request = 256;
   };
 
   // Binds, listens and starts accepting. Errors name the path.
-  static absl::StatusOr<std::unique_ptr<UdsServer>> Start(ExpertStore& store,
+  static absl::StatusOr<std::unique_ptr<UdsServer>> Start(const RequestHandler& handler,
                                                           const Options& options);
   ~UdsServer();  // Shutdown()
 
@@ -49,12 +49,13 @@ class UdsServer {
     std::atomic<bool> done{false};  // Serve returned: the thread can be joined
   };
 
-  UdsServer(ExpertStore& store, const Options& options, ScopedFd listener, ScopedFd wake);
+  UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener,
+            ScopedFd wake);
   void AcceptLoop();
   void Accept();
   void ReapDone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  ExpertStore& store_;
+  const RequestHandler& handler_;
   const Options options_;
   ScopedFd listener_;
   ScopedFd wake_;  // an eventfd: written by Shutdown to end the accept loop

@@ -10,6 +10,7 @@
 #include "common/io/file.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "expertd/bank_scanner.h"
 
 namespace warp::expertd {
 namespace {
@@ -28,33 +29,17 @@ uint64_t TotalBytes(const Container& container, bool check_trunk) {
   return total;
 }
 
-absl::Status VerifyBank(const Container& container, const BankEntry& bank,
-                        const VerifyOptions& options, AlignedBuffer& buffer, ProgressBar& progress,
-                        VerifyReport& report) {
-  const fs::path path = container.BankPath(bank);
-  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
-  const std::vector<uint32_t>& experts = container.HeldExperts(bank);
-  const uint64_t per_read = std::max<uint64_t>(1, options.read_chunk_bytes / bank.record_bytes);
-  for (size_t first = 0; first < experts.size(); first += per_read) {
-    const size_t count = std::min<size_t>(per_read, experts.size() - first);
-    const uint64_t offset = first * bank.record_bytes;
-    std::span<std::byte> bytes = buffer.span().first(count * bank.record_bytes);
-    WARP_RETURN_IF_ERROR(PreadFull(file.fd.get(), bytes, offset, path.string()));
-    for (size_t i = 0; i < count; ++i) {
-      const uint32_t expert = experts[first + i];
-      absl::Status status =
-          CheckRecord(bytes.subspan(i * bank.record_bytes, bank.record_bytes),
-                      container.Expectation(bank.layer, expert), /*check_crc=*/true);
-      if (!status.ok()) {
-        report.problems.push_back(absl::StrCat(status.message(), " (", path.string(), " @",
-                                               offset + i * bank.record_bytes, ")"));
-      }
-      ++report.records_checked;
+absl::Status VerifyBank(const Container& container, const BankEntry& bank, AlignedBuffer& buffer,
+                        ProgressBar& progress, VerifyReport& report) {
+  return ScanBank(container, bank, buffer, [&](const BankChunk& chunk) {
+    for (const absl::Status& check : chunk.checks) {
+      if (!check.ok()) report.problems.push_back(std::string(check.message()));
     }
-    report.bytes_read += bytes.size();
-    progress.Advance(bytes.size());
-  }
-  return absl::OkStatus();
+    report.records_checked += chunk.size();
+    report.bytes_read += chunk.bytes.size();
+    progress.Advance(chunk.bytes.size());
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace
@@ -105,7 +90,7 @@ absl::StatusOr<VerifyReport> VerifyContainer(const fs::path& dir, const VerifyOp
     WARP_RETURN_IF_ERROR(VerifyTrunk(*container, buffer, progress, report));
   }
   for (const BankEntry& bank : container->manifest().banks) {
-    WARP_RETURN_IF_ERROR(VerifyBank(*container, bank, options, buffer, progress, report));
+    WARP_RETURN_IF_ERROR(VerifyBank(*container, bank, buffer, progress, report));
   }
   progress.Finish();
   report.seconds = progress.elapsed_seconds();

@@ -60,6 +60,10 @@ std::map<std::string, uint64_t> FanoutExpertSource::Counters() const {
   return sum;
 }
 
+void FanoutExpertSource::CancelSpeculative(uint32_t through_layer) {
+  for (Member& member : members_) member.source->CancelSpeculative(through_layer);
+}
+
 void FanoutExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   std::vector<std::vector<size_t>> parts = Split(keys);
   for (size_t m = 0; m < members_.size(); ++m) {

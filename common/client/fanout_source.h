@@ -30,6 +30,8 @@ class FanoutExpertSource : public ExpertSource {
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
+  // Forwarded to every member.
+  void CancelSpeculative(uint32_t through_layer) override;
   // Every member's counters, summed.
   std::map<std::string, uint64_t> Counters() const override;
 

@@ -203,4 +203,11 @@ void FastPathConnection::Prefetch(std::span<const ExpertKey> keys, Priority prio
   Send(request).IgnoreError();
 }
 
+void FastPathConnection::CancelSpeculative(uint32_t through_layer) {
+  if (!hello_.cancel_speculative()) return;  // an older daemon would close the connection
+  v1::FastPathRequest request;
+  request.mutable_cancel_speculative()->set_through_layer(through_layer);
+  Send(request).IgnoreError();
+}
+
 }  // namespace warp

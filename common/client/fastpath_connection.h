@@ -83,6 +83,9 @@ class FastPathConnection {
   // A hint, best effort.
   void Prefetch(std::span<const ExpertKey> keys, Priority priority);
 
+  // A hint, best effort; not sent unless hello().cancel_speculative().
+  void CancelSpeculative(uint32_t through_layer);
+
   const v1::FastPathHelloReply& hello() const { return hello_; }
   // The daemon's cache; null if it has none (every record comes in payloads).
   const std::shared_ptr<const ArenaMapping>& mapping() const { return mapping_; }

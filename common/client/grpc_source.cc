@@ -62,6 +62,19 @@ void GrpcExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priori
   jobs_->Push({.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = nullptr});
 }
 
+void GrpcExpertSource::CancelSpeculative(uint32_t through_layer) {
+  struct Call {
+    grpc::ClientContext context;
+    v1::CancelSpeculativeRequest request;
+    v1::CancelSpeculativeReply reply;
+  };
+  auto call = std::make_shared<Call>();  // alive until the completion: the callback holds it
+  call->request.set_through_layer(through_layer);
+  call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  stub_->async()->CancelSpeculative(&call->context, &call->request, &call->reply,
+                                    [call](grpc::Status) {});  // a hint: failures are ignored
+}
+
 void GrpcExpertSource::SendPrefetch(const Job& job) {
   v1::PrefetchRequest request;
   request.set_priority(ToProto(job.priority));

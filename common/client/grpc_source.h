@@ -45,6 +45,9 @@ class GrpcExpertSource : public ExpertSource {
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
+  // Sent at once (the CancelSpeculative RPC, on gRPC's callback API), not
+  // queued behind the reads it is meant to cancel; failures are ignored.
+  void CancelSpeculative(uint32_t through_layer) override;
 
   const v1::DescribeReply& description() const { return description_; }
   absl::StatusOr<v1::StatsReply> Stats() const;

@@ -73,6 +73,15 @@ void UdsExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priorit
   if (connection != nullptr && !connection->broken()) connection->Prefetch(keys, priority);
 }
 
+void UdsExpertSource::CancelSpeculative(uint32_t through_layer) {
+  std::shared_ptr<FastPathConnection> connection;
+  {
+    absl::MutexLock lock(&mu_);
+    connection = last_used_.lock();
+  }
+  if (connection != nullptr && !connection->broken()) connection->CancelSpeculative(through_layer);
+}
+
 absl::StatusOr<std::shared_ptr<FastPathConnection>> UdsExpertSource::TakeConnection() {
   std::shared_ptr<const ArenaMapping> mapping;
   {

@@ -56,6 +56,9 @@ class UdsExpertSource : public ExpertSource {
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
+  // Sent on the connection Prefetch hints go to (FastPathCancelSpeculative);
+  // a no-op with a daemon that does not understand it.
+  void CancelSpeculative(uint32_t through_layer) override;
 
   // What the daemon holds, from its Hello reply (as gRPC Describe says).
   const v1::DescribeReply& description() const { return description_; }

@@ -102,8 +102,10 @@ class ExpertSource {
   }
 
   // Drops queued LOOKAHEAD reads of layers <= through_layer that have not
-  // started; the engine calls it when a layer has passed. Demand and certain
-  // reads are never dropped. A source without a queue ignores it.
+  // started; the engine calls it when a layer has passed. A hint: reads that
+  // have started, and DEMAND or CERTAIN reads (a demand joining a queued
+  // lookahead read included), are never cancelled. A waiter on a cancelled
+  // read gets Cancelled. Returns at once; a source without a queue ignores it.
   virtual void CancelSpeculative(uint32_t through_layer) { (void)through_layer; }
 
   // Counters as "expertd.store.NAME" -> value (cache_hits, cache_misses,

@@ -12,18 +12,6 @@
 namespace warp {
 namespace {
 
-AccessKind KindOf(Priority priority) {
-  switch (priority) {
-    case Priority::kDemand:
-      return AccessKind::kDemand;
-    case Priority::kCertain:
-      return AccessKind::kCertain;
-    case Priority::kLookahead:
-      return AccessKind::kLookahead;
-  }
-  return AccessKind::kDemand;
-}
-
 size_t LatencyBucket(double ms) {
   constexpr double kBounds[] = {0.1, 0.3, 1, 3, 10, 30, 100};
   size_t bucket = 0;
@@ -60,7 +48,8 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
     : banks_(std::move(banks)),
       arena_(std::move(arena)),
       slot_bytes_(slot_bytes),
-      cache_(LfruCache::Options{.capacity_bytes = arena_ ? arena_->arena_bytes() : 0}) {
+      cache_(RecordCache::Options{.capacity_bytes = arena_ ? arena_->arena_bytes() : 0,
+                                  .policy = options.cache_policy}) {
   io_ = std::make_unique<IoEngine>(
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
       [this](const ExpertKey& key, Priority) { DropRead(key); });
@@ -99,7 +88,7 @@ std::optional<uint64_t> ExpertStore::ArenaOffset(const ExpertRecord& record) con
 void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) {
   absl::ReleasableMutexLock lock(&mu_);
   // A key being read into its slot is resident already, but not readable: join its read.
-  if (!in_flight_.contains(key) && cache_.Touch(key, KindOf(priority))) {
+  if (!in_flight_.contains(key) && cache_.Touch(key, priority)) {
     ++stats_.hits;
     ExpertRecord record = LeasedRecord(key);
     lock.Release();
@@ -126,7 +115,7 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
 
 std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority) {
   if (arena_ == nullptr || banks_->RecordBytes(key) == 0) return std::nullopt;
-  std::optional<std::vector<ExpertKey>> evicted = cache_.Insert(key, slot_bytes_, KindOf(priority));
+  std::optional<std::vector<ExpertKey>> evicted = cache_.Insert(key, slot_bytes_, priority);
   if (!evicted) return std::nullopt;
   for (const ExpertKey& old : *evicted) {
     arena_->Free(slots_.at(old));  // evicted keys are unpinned: no lease can see the slot
@@ -180,7 +169,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
                                  .count();
     }
     if (slot && record.ok() && joined < priority) {
-      cache_.Touch(key, KindOf(joined));  // a used prediction is warm, not wasted
+      cache_.Touch(key, joined);  // a used prediction is warm, not wasted
     }
     if (slot) {
       cache_.Unpin(key);   // the read's pin
@@ -218,7 +207,7 @@ void ExpertStore::DropRead(const ExpertKey& key) {
     if (it == in_flight_.end() || it->second.started) return;
     // A dropped duplicate of a read that a demand re-queued is not a cancellation.
     if (!shutting_down_ && it->second.priority != Priority::kLookahead) return;
-    if (!shutting_down_) ++stats_.lookahead_dropped;
+    if (!shutting_down_) ++stats_.lookahead_cancelled;
     waiters = std::move(it->second.waiters);
     in_flight_.erase(it);
   }
@@ -248,15 +237,15 @@ void ExpertStore::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   }
 }
 
-size_t ExpertStore::CancelLookahead() {
+size_t ExpertStore::CancelLookahead(uint32_t through_layer) {
   uint64_t before;
   {
     absl::MutexLock lock(&mu_);
-    before = stats_.lookahead_dropped;
+    before = stats_.lookahead_cancelled;
   }
-  io_->DropQueued(Priority::kLookahead);
+  io_->DropQueued(Priority::kLookahead, through_layer);
   absl::MutexLock lock(&mu_);
-  return stats_.lookahead_dropped - before;  // queue entries a demand took over don't count
+  return stats_.lookahead_cancelled - before;  // queue entries a demand took over don't count
 }
 
 bool ExpertStore::IsCached(const ExpertKey& key) const {
@@ -266,7 +255,7 @@ bool ExpertStore::IsCached(const ExpertKey& key) const {
 
 std::map<std::string, uint64_t> ExpertStore::Counters() const {
   absl::MutexLock lock(&mu_);
-  const LfruCache::Stats& cache = cache_.stats();
+  const RecordCache::Stats& cache = cache_.stats();
   std::map<std::string, uint64_t> counters = {
       {"cache_hits", stats_.hits},
       {"cache_misses", stats_.misses},
@@ -276,7 +265,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"read_bytes_demand", stats_.read_bytes[0]},
       {"read_bytes_certain", stats_.read_bytes[1]},
       {"read_bytes_lookahead", stats_.read_bytes[2]},
-      {"lookahead_dropped", stats_.lookahead_dropped},
+      {"lookahead_cancelled", stats_.lookahead_cancelled},
       {"cache_used_bytes", cache_.used_bytes()},
       {"cache_capacity_bytes", cache_.capacity_bytes()},
       {"cache_pinned_bytes", cache_.pinned_bytes()},

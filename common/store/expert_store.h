@@ -1,12 +1,13 @@
 #pragma once
 
-// ExpertStore: the expert records of one disk — its BankSet, an LfruCache of
-// verified records inside a byte budget, and an IoEngine of reader threads.
+// ExpertStore: the expert records of one disk — its BankSet, a RecordCache of
+// verified records inside a byte budget (LFRU or LRU eviction order), and an
+// IoEngine of reader threads.
 // expertd serves from one; computed embeds one as its default ExpertSource.
 //
 // Concurrent requests for the same record share one read. The cache lives in
 // a RecordArena (shared memory, so expertd's Unix-socket fast path can hand
-// slots to clients): a record the LfruCache admits is read straight into a
+// slots to clients): a record the RecordCache admits is read straight into a
 // slot and verified there; one it refuses (no budget, every slot leased, a
 // speculative read that may not evict) is read into a private heap buffer
 // and returned uncached. A cached record handed out carries a lease (its
@@ -32,8 +33,8 @@
 #include "common/store/bank_set.h"
 #include "common/store/expert_source.h"
 #include "common/store/io_engine.h"
-#include "common/store/lfru_cache.h"
 #include "common/store/record_arena.h"
+#include "common/store/record_cache.h"
 
 namespace warp {
 
@@ -44,6 +45,8 @@ class ExpertStore : public ExpertSource {
     // records. Below one slot (0 included): no cache, every read goes to disk.
     uint64_t cache_bytes = 0;
     uint32_t io_threads = 4;
+    // The order demand reads evict records in (ExpertdConfig.cache_policy).
+    EvictionPolicy cache_policy = EvictionPolicy::kLfru;
     BankSet::Options banks;
   };
 
@@ -61,8 +64,11 @@ class ExpertStore : public ExpertSource {
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
 
-  // Drops queued, not yet started LOOKAHEAD reads (their layer has passed).
-  size_t CancelLookahead();
+  // Drops queued, not yet started LOOKAHEAD reads of layers <= through_layer
+  // (all layers by default); returns how many it cancelled (counted as
+  // lookahead_cancelled). Queue entries a demand took over are not cancelled.
+  size_t CancelLookahead(uint32_t through_layer = UINT32_MAX);
+  void CancelSpeculative(uint32_t through_layer) override { CancelLookahead(through_layer); }
 
   // Every counter as "expertd.store.NAME" -> value.
   std::map<std::string, uint64_t> Counters() const override;
@@ -109,7 +115,7 @@ class ExpertStore : public ExpertSource {
   std::unique_ptr<RecordArena> arena_;  // null when the budget holds no slot
   const uint64_t slot_bytes_;           // the largest record_bytes; what a cached record costs
   mutable absl::Mutex mu_;
-  LfruCache cache_ ABSL_GUARDED_BY(mu_);  // capacity: whole slots; charges slot_bytes_ each
+  RecordCache cache_ ABSL_GUARDED_BY(mu_);  // capacity: whole slots; charges slot_bytes_ each
   // The slot of every resident key (a key being read into its slot included).
   absl::flat_hash_map<ExpertKey, uint32_t> slots_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ExpertKey, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
@@ -117,7 +123,7 @@ class ExpertStore : public ExpertSource {
   struct Stats {
     uint64_t hits = 0, misses = 0, joined = 0, crc_errors = 0, read_errors = 0;
     uint64_t read_bytes[3] = {0, 0, 0};  // by Priority
-    uint64_t lookahead_dropped = 0;
+    uint64_t lookahead_cancelled = 0;
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
     // Wall time with at least one disk read in flight: the I/O side of the
     // overlap efficiency max(I/O, compute) / token time.

@@ -34,8 +34,10 @@ class IoEngine {
 
   void Submit(const ExpertKey& key, Priority priority);
 
-  // Removes every queued, not yet started read of `priority`; returns how many.
-  size_t DropQueued(Priority priority);
+  // Removes every queued, not yet started read of `priority` whose layer is
+  // <= `through_layer` (all of them by default); returns how many. The others
+  // keep their order.
+  size_t DropQueued(Priority priority, uint32_t through_layer = UINT32_MAX);
 
   size_t queue_depth() const;
   size_t num_threads() const { return threads_.size(); }

@@ -4,7 +4,7 @@
 // (memfd) cut into equal slots, so a client on the same machine can map it
 // and read cached records in place (the Unix-socket fast path). Owns the
 // memfd, its read-write mapping and the free list; never decides what is
-// cached (LfruCache) nor which slot holds which key (ExpertStore).
+// cached (RecordCache) nor which slot holds which key (ExpertStore).
 //
 //   memfd, arena_bytes = num_slots x slot_bytes
 //   +------------------+ 0

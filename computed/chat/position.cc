@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/cord.h"
+#include "common/utf8.h"
 #include "computed/chat/strings.h"
 
 namespace warp::chat {
@@ -30,7 +31,7 @@ SourcePos LineIndex::At(size_t offset) const {
   const size_t start = line_starts_[line - 1];
   int column = 1;
   for (size_t i = start; i < offset; ++i) {
-    if ((static_cast<unsigned char>(source_[i]) & 0xC0) != 0x80) ++column;
+    if (!utf8::IsContinuation(source_[i])) ++column;
   }
   return SourcePos{static_cast<int>(line), column};
 }

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/utf8.h"
+
 namespace warp::chat {
 namespace {
 
-constexpr char32_t kReplacement = 0xFFFD;
-
-bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+constexpr char32_t kReplacement = utf8::kReplacement;
 
 // glibc's C.UTF-8 carries the full Unicode case tables; the plain "C" locale
 // maps ASCII only. Created once, never freed (process lifetime).
@@ -51,58 +51,12 @@ std::string MapString(std::string_view s, bool upper) {
 }  // namespace
 
 size_t DecodeUtf8(std::string_view s, size_t pos, char32_t* cp) {
-  const auto c = static_cast<unsigned char>(s[pos]);
-  size_t len = 0;
-  char32_t value = 0;
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  } else if ((c & 0xE0) == 0xC0) {
-    len = 2;
-    value = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3;
-    value = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4;
-    value = c & 0x07;
-  } else {
-    *cp = kReplacement;
-    return 1;
-  }
-  if (pos + len > s.size()) {
-    *cp = kReplacement;
-    return 1;
-  }
-  for (size_t i = 1; i < len; ++i) {
-    const auto next = static_cast<unsigned char>(s[pos + i]);
-    if (!IsContinuation(next)) {
-      *cp = kReplacement;
-      return 1;
-    }
-    value = (value << 6) | (next & 0x3F);
-  }
-  *cp = value;
-  return len;
+  return utf8::DecodeLenient(s, pos, cp);
 }
 
 void AppendUtf8(std::string& out, char32_t cp) {
   if (cp >= 0xD800 && cp <= 0xDFFF) cp = kReplacement;  // lone surrogates print as U+FFFD
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  utf8::Append(cp, out);
 }
 
 bool IsJsWhitespace(char32_t cp) {
@@ -126,7 +80,7 @@ size_t JsWhitespaceAt(std::string_view s, size_t pos) {
 size_t JsWhitespaceBefore(std::string_view s, size_t pos) {
   if (pos == 0) return 0;
   size_t start = pos - 1;
-  while (start > 0 && pos - start < 4 && IsContinuation(static_cast<unsigned char>(s[start]))) {
+  while (start > 0 && pos - start < 4 && utf8::IsContinuation(s[start])) {
     --start;
   }
   char32_t cp;

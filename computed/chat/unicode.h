@@ -15,9 +15,11 @@
 namespace warp::chat {
 
 // Decodes the code point at `pos` into `*cp` and returns its byte length.
-// An invalid byte decodes as U+FFFD of length 1. REQUIRES: pos < s.size().
+// An invalid byte decodes as U+FFFD of length 1 (common/utf8.h's lenient
+// policy, which this is). REQUIRES: pos < s.size().
 size_t DecodeUtf8(std::string_view s, size_t pos, char32_t* cp);
 
+// common/utf8.h's encoder, lone surrogates printed as U+FFFD (as node does).
 void AppendUtf8(std::string& out, char32_t cp);
 
 // JavaScript's WhiteSpace + LineTerminator set (what \s and trim() match).

@@ -1,5 +1,6 @@
 #include "computed/text/added_tokens.h"
 
+#include "common/utf8.h"
 #include "computed/text/unicode.h"
 #include "computed/text/utf8.h"
 
@@ -11,7 +12,7 @@ bool IsWordChar(char32_t code_point) { return code_point == '_' || IsAlphanumeri
 bool EndsWithWordChar(std::string_view text) {
   if (text.empty()) return false;
   size_t start = text.size() - 1;
-  while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+  while (start > 0 && utf8::IsContinuation(text[start])) --start;
   size_t length = 0;
   return IsWordChar(DecodeCodePoint(text, start, &length));
 }

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace warp::text {
 namespace {
@@ -97,9 +98,7 @@ absl::StatusOr<std::vector<Match>> Regex::FindAll(std::string_view text) const {
     }
     if (match.end >= text.size()) break;
     start = match.end + 1;  // step over one whole character after an empty match
-    while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
-      ++start;
-    }
+    while (start < text.size() && utf8::IsContinuation(text[start])) ++start;
   }
   return matches;
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
 
 namespace warp::text {
 namespace {
@@ -19,10 +20,7 @@ std::string_view WordMembers(RegexDialect dialect) {
              : "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
 }
 
-size_t Utf8Length(char lead) {
-  const auto byte = static_cast<unsigned char>(lead);
-  return byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-}
+size_t Utf8Length(char lead) { return utf8::LeadLength(lead); }
 
 // One side of a class intersection: plain members plus nested classes.
 struct Operand {

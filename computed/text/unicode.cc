@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/utf8.h"
 #include "computed/text/utf8.h"
 
 namespace warp::text {
@@ -159,7 +160,7 @@ size_t TrailingWhitespaceBytes(std::string_view text) {
   size_t end = text.size();
   while (end > 0) {
     size_t start = end - 1;
-    while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+    while (start > 0 && utf8::IsContinuation(text[start])) --start;
     size_t length = 0;
     if (!IsWhitespace(DecodeCodePoint(text, start, &length))) break;
     end = start;

@@ -2,17 +2,19 @@
 
 // UTF-8 primitives for the tokenizers: validation that names the offending
 // byte, code point iteration, and lossy conversion (invalid sequences become
-// U+FFFD by maximal subpart, as Rust's from_utf8_lossy and WHATWG do).
+// U+FFFD by maximal subpart, as Rust's from_utf8_lossy and WHATWG do). The
+// codec itself is common/utf8.h's strict policy, shared with computed/chat.
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "common/utf8.h"
 
 namespace warp::text {
 
-inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
+inline constexpr std::string_view kReplacementChar = utf8::kReplacementBytes;  // U+FFFD
 
 // Length of the valid UTF-8 sequence at `text[pos]`, or 0 if the bytes there
 // are not one (overlong, surrogate, truncated, > U+10FFFF, stray byte).

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstddef>
-#include <list>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
@@ -13,12 +13,13 @@
 #include <unordered_set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/io/file.h"
 #include "common/status.h"
-#include "common/store/lfru_cache.h"
+#include "common/store/eviction_order.h"
 
 namespace warp::bench {
 namespace {
@@ -92,41 +93,33 @@ absl::Status ParseLine(std::string_view line, std::vector<TraceAccess>* accesses
   return absl::OkStatus();
 }
 
-uint64_t LruHits(const std::vector<TraceAccess>& accesses, uint64_t capacity) {
+// Replays `accesses` as demand reads through the runtime's own eviction order
+// (what RecordCache evicts by when nothing is pinned): every miss is admitted,
+// evicting the order's first candidate when the cache is full.
+uint64_t OrderHits(EvictionPolicy policy, const std::vector<TraceAccess>& accesses,
+                   uint64_t capacity) {
   if (capacity == 0) return 0;
-  std::list<uint64_t> order;  // front: most recently used
-  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> resident;
-  uint64_t hits = 0;
-  for (const TraceAccess& access : accesses) {
-    const uint64_t key = Pack(access);
-    auto it = resident.find(key);
-    if (it != resident.end()) {
-      ++hits;
-      order.splice(order.begin(), order, it->second);
-      continue;
-    }
-    if (resident.size() == capacity) {
-      resident.erase(order.back());
-      order.pop_back();
-    }
-    order.push_front(key);
-    resident.emplace(key, order.begin());
-  }
-  return hits;
-}
-
-uint64_t LfruHits(const std::vector<TraceAccess>& accesses, uint64_t capacity) {
-  // One byte per record, so the byte budget is the record budget.
-  LfruCache cache({.capacity_bytes = capacity});
+  const std::unique_ptr<EvictionOrder> order = MakeEvictionOrder(policy);
+  absl::flat_hash_set<ExpertKey> resident;
   uint64_t hits = 0;
   for (const TraceAccess& access : accesses) {
     const ExpertKey key{.layer = access.layer, .expert = access.expert};
-    if (cache.Touch(key, AccessKind::kDemand)) {
+    if (resident.contains(key)) {
       ++hits;
-    } else {
-      // nullopt only if capacity is 0: the record is then simply not cached.
-      (void)cache.Insert(key, /*bytes=*/1, AccessKind::kDemand);
+      order->Touch(key, Priority::kDemand);
+      continue;
     }
+    if (resident.size() == capacity) {
+      ExpertKey victim;
+      order->ForEachCandidate([&](const ExpertKey& first) {
+        victim = first;
+        return false;
+      });
+      order->Erase(victim);
+      resident.erase(victim);
+    }
+    order->Insert(key, Priority::kDemand);
+    resident.insert(key);
   }
   return hits;
 }
@@ -216,9 +209,9 @@ uint64_t CountHits(Policy policy, const std::vector<TraceAccess>& accesses,
                    uint64_t capacity_records) {
   switch (policy) {
     case Policy::kLru:
-      return LruHits(accesses, capacity_records);
+      return OrderHits(EvictionPolicy::kLru, accesses, capacity_records);
     case Policy::kLfru:
-      return LfruHits(accesses, capacity_records);
+      return OrderHits(EvictionPolicy::kLfru, accesses, capacity_records);
     case Policy::kMin:
       return MinHits(accesses, capacity_records);
   }

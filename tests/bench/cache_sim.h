@@ -1,8 +1,9 @@
 #pragma once
 
 // Offline expert-cache policy simulator on recorded routing traces: the hit
-// rate of LRU, LFRU (the runtime's own warp::LfruCache) and Belady's MIN at a
-// budget counted in records (all records of a model are the same size).
+// rate of LRU and LFRU (the runtime's own eviction orders, warp::LruOrder and
+// warp::LfruOrder) and Belady's MIN at a budget counted in records (all
+// records of a model are the same size).
 //
 // Trace format (`computed run --trace FILE`): one line per token per MoE layer,
 // "POSITION LAYER E1,E2,..." with the experts in routing-rank order; lines whose
@@ -25,8 +26,8 @@ struct TraceAccess {
 };
 
 enum class Policy {
-  kLru,   // evict the least recently used record
-  kLfru,  // warp::LfruCache with demand accesses: lowest aged frequency, then LRU
+  kLru,   // warp::LruOrder: evict the least recently used record
+  kLfru,  // warp::LfruOrder with demand accesses: lowest aged frequency, then LRU
   // Belady's offline optimum for demand caching: every miss is admitted and
   // evicts the resident record whose next use is farthest in the future.
   kMin,

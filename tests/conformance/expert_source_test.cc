@@ -181,6 +181,22 @@ TEST_P(ExpertSourceConformance, CorruptRecordIsDataLossAndNotCached) {
   EXPECT_EQ(AsString(*records[1]), BankBytes(1, 2));
 }
 
+TEST_P(ExpertSourceConformance, CancelSpeculativeLeavesDemandReadsAlone) {
+  source_->Prefetch(std::vector<ExpertKey>{{1, 0}, {1, 4}, {2, 5}}, Priority::kLookahead);
+  source_->CancelSpeculative(1);
+  const std::vector<ExpertKey> keys = {{1, 0}, {1, 4}, {2, 5}, {2, 0}};
+  std::vector<absl::StatusOr<ExpertRecord>> records = source_->ReadAll(keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    WARP_ASSERT_OK(records[i]);
+    EXPECT_EQ(AsString(*records[i]), BankBytes(keys[i].layer, keys[i].expert));
+  }
+  // Counted wherever the source reports counters (the fast path reports none).
+  const std::map<std::string, uint64_t> counters = source_->Counters();
+  if (!counters.empty()) {
+    EXPECT_TRUE(counters.contains("expertd.store.lookahead_cancelled"));
+  }
+}
+
 TEST_P(ExpertSourceConformance, DaemonRestartIsRecovered) {
   if (GetParam() == Transport::kEmbedded) GTEST_SKIP() << "no daemon";
   WARP_ASSERT_OK(source_->ReadAll({{ExpertKey{1, 1}}})[0]);

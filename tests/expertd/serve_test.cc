@@ -156,6 +156,12 @@ TEST_F(ServeTest, BadListenSpecExitsOneSayingWhatIsExpected) {
   }
 }
 
+TEST_F(ServeTest, UnknownCachePolicyExitsOneNamingTheChoices) {
+  const CommandResult result = RunExpertd(ServeArgs("--cache-policy arc"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("cache policy 'arc': expected lfru or lru"));
+}
+
 TEST_F(ServeTest, UnparsableBudgetFlagIsAnError) {
   const CommandResult result = RunExpertd(ServeArgs("--budget 12Q"));
   EXPECT_EQ(result.exit_code, 1) << result.output;

@@ -1,8 +1,14 @@
 #include "tests/testing/tiny_container.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
+#include "common/format/container.h"
 #include "common/format/container_writer.h"
+#include "common/io/file.h"
 #include "common/status.h"
 
 namespace warp::testing {
@@ -44,6 +50,18 @@ absl::StatusOr<Manifest> WriteTinyContainer(const std::filesystem::path& dir,
   }
   WARP_RETURN_IF_ERROR(writer->Finish());
   return writer->manifest();
+}
+
+absl::Status FlipBankByte(const std::filesystem::path& dir, uint32_t layer, uint64_t offset) {
+  const std::string path = (dir / BankFileName(layer)).string();
+  const int fd = ::open(path.c_str(), O_RDWR);
+  if (fd < 0) return ErrnoToStatus(errno, path);
+  unsigned char byte = 0;
+  bool ok = ::pread(fd, &byte, 1, offset) == 1;
+  byte ^= 0x20;
+  ok = ok && ::pwrite(fd, &byte, 1, offset) == 1;
+  ::close(fd);
+  return ok ? absl::OkStatus() : absl::DataLossError(path + ": cannot flip a byte");
 }
 
 }  // namespace warp::testing

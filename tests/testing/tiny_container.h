@@ -26,4 +26,8 @@ std::byte RecordByte(uint32_t layer, uint32_t expert, uint64_t i);
 absl::StatusOr<Manifest> WriteTinyContainer(const std::filesystem::path& dir,
                                             const TinyContainerOptions& options = {});
 
+// Flips one bit of byte `offset` of the bank file of `layer` in `dir` (a
+// corruption the footer's CRC32C catches).
+absl::Status FlipBankByte(const std::filesystem::path& dir, uint32_t layer, uint64_t offset);
+
 }  // namespace warp::testing

@@ -1,4 +1,4 @@
-#include "common/store/lfru_cache.h"
+#include "common/store/record_cache.h"
 
 #include <cstdint>
 #include <map>
@@ -30,23 +30,23 @@ constexpr uint64_t kRecordBytes = 100;
 
 ExpertKey Key(uint32_t expert, uint32_t layer = 0) { return {.layer = layer, .expert = expert}; }
 
-LfruCache MakeCache(uint64_t num_records, uint64_t recent_window = 0) {
-  return LfruCache({.capacity_bytes = num_records * kRecordBytes, .recent_window = recent_window});
+RecordCache MakeCache(uint64_t num_records, uint64_t recent_window = 0) {
+  return RecordCache({.capacity_bytes = num_records * kRecordBytes, .recent_window = recent_window});
 }
 
 // Demand-inserts `key`, which must fit without eviction.
-void InsertFresh(LfruCache& cache, const ExpertKey& key, AccessKind kind = AccessKind::kDemand) {
+void InsertFresh(RecordCache& cache, const ExpertKey& key, Priority kind = Priority::kDemand) {
   ASSERT_THAT(cache.Insert(key, kRecordBytes, kind), Optional(IsEmpty()));
 }
 
-TEST(LfruCacheTest, FrequentKeySurvivesScanOfColdKeys) {
-  LfruCache cache = MakeCache(4);
+TEST(RecordCacheTest, FrequentKeySurvivesScanOfColdKeys) {
+  RecordCache cache = MakeCache(4);
   InsertFresh(cache, Key(0));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));
 
   for (uint32_t expert = 1; expert <= 20; ++expert) {
     std::optional<std::vector<ExpertKey>> evicted =
-        cache.Insert(Key(expert), kRecordBytes, AccessKind::kDemand);
+        cache.Insert(Key(expert), kRecordBytes, Priority::kDemand);
     ASSERT_TRUE(evicted.has_value());
     EXPECT_THAT(*evicted, Not(Contains(Key(0))));
   }
@@ -55,59 +55,59 @@ TEST(LfruCacheTest, FrequentKeySurvivesScanOfColdKeys) {
   EXPECT_EQ(cache.stats().evictions, 17u);
 }
 
-TEST(LfruCacheTest, LeastRecentlyUsedIsEvictedAmongEqualFrequencies) {
-  LfruCache cache = MakeCache(3);
+TEST(RecordCacheTest, LeastRecentlyUsedIsEvictedAmongEqualFrequencies) {
+  RecordCache cache = MakeCache(3);
   for (uint32_t expert : {0, 1, 2}) InsertFresh(cache, Key(expert));
   // All reach frequency 2; key 1 is now the least recently used.
-  for (uint32_t expert : {1, 2, 0}) ASSERT_TRUE(cache.Touch(Key(expert), AccessKind::kDemand));
+  for (uint32_t expert : {1, 2, 0}) ASSERT_TRUE(cache.Touch(Key(expert), Priority::kDemand));
 
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(1))));
 }
 
-TEST(LfruCacheTest, LowerFrequencyIsEvictedBeforeOlderHigherFrequency) {
-  LfruCache cache = MakeCache(2);
+TEST(RecordCacheTest, LowerFrequencyIsEvictedBeforeOlderHigherFrequency) {
+  RecordCache cache = MakeCache(2);
   InsertFresh(cache, Key(0));
   InsertFresh(cache, Key(1));
-  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));  // key 0: frequency 2, older
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // key 0: frequency 2, older
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(1))));
 }
 
-TEST(LfruCacheTest, LookaheadTouchDoesNotRaiseFrequency) {
-  LfruCache cache = MakeCache(2);
+TEST(RecordCacheTest, LookaheadTouchDoesNotRaiseFrequency) {
+  RecordCache cache = MakeCache(2);
   InsertFresh(cache, Key(0));
   InsertFresh(cache, Key(1));
-  ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kLookahead));
+  ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(0), Priority::kLookahead));
 
   // Key 0 is the most recently touched but still has the lower frequency.
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(0))));
 }
 
-TEST(LfruCacheTest, CertainTouchCountsLikeDemand) {
-  LfruCache cache = MakeCache(2);
-  InsertFresh(cache, Key(0), AccessKind::kCertain);
+TEST(RecordCacheTest, CertainTouchCountsLikeDemand) {
+  RecordCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0), Priority::kCertain);
   InsertFresh(cache, Key(1));
-  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kCertain));
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kCertain));
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(1))));
 }
 
-TEST(LfruCacheTest, TouchOfMissingKeyReturnsFalse) {
-  LfruCache cache = MakeCache(2);
-  EXPECT_FALSE(cache.Touch(Key(7), AccessKind::kDemand));
+TEST(RecordCacheTest, TouchOfMissingKeyReturnsFalse) {
+  RecordCache cache = MakeCache(2);
+  EXPECT_FALSE(cache.Touch(Key(7), Priority::kDemand));
   InsertFresh(cache, Key(7, 3));
-  EXPECT_FALSE(cache.Touch(Key(7), AccessKind::kDemand));  // same expert, other layer
-  EXPECT_TRUE(cache.Touch(Key(7, 3), AccessKind::kLookahead));
+  EXPECT_FALSE(cache.Touch(Key(7), Priority::kDemand));  // same expert, other layer
+  EXPECT_TRUE(cache.Touch(Key(7, 3), Priority::kLookahead));
 }
 
-TEST(LfruCacheTest, NeverExceedsCapacity) {
+TEST(RecordCacheTest, NeverExceedsCapacity) {
   constexpr uint64_t kCapacityBytes = 1000;
-  LfruCache cache({.capacity_bytes = kCapacityBytes, .recent_window = 6});
+  RecordCache cache({.capacity_bytes = kCapacityBytes, .recent_window = 6});
   std::mt19937 rng(20240611);
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> resident;  // (layer, expert) -> bytes
   std::map<std::pair<uint32_t, uint32_t>, int> pins;
@@ -115,12 +115,12 @@ TEST(LfruCacheTest, NeverExceedsCapacity) {
     return Key(std::uniform_int_distribution<uint32_t>(0, 19)(rng),
                std::uniform_int_distribution<uint32_t>(0, 1)(rng));
   };
-  const AccessKind kKinds[] = {AccessKind::kDemand, AccessKind::kCertain, AccessKind::kLookahead};
+  const Priority kKinds[] = {Priority::kDemand, Priority::kCertain, Priority::kLookahead};
 
   for (int step = 0; step < 20000; ++step) {
     const ExpertKey key = random_key();
     const auto id = std::make_pair(key.layer, key.expert);
-    const AccessKind kind = kKinds[std::uniform_int_distribution<int>(0, 2)(rng)];
+    const Priority kind = kKinds[std::uniform_int_distribution<int>(0, 2)(rng)];
     const int op = std::uniform_int_distribution<int>(0, 9)(rng);
     if (op <= 3) {
       if (cache.Contains(key)) continue;
@@ -128,7 +128,7 @@ TEST(LfruCacheTest, NeverExceedsCapacity) {
       const uint64_t pinned_before = cache.pinned_bytes();
       std::optional<std::vector<ExpertKey>> evicted = cache.Insert(key, bytes, kind);
       if (!evicted.has_value()) {
-        if (kind != AccessKind::kLookahead) {
+        if (kind != Priority::kLookahead) {
           EXPECT_GT(bytes, kCapacityBytes - pinned_before) << "step " << step;
         }
         continue;
@@ -174,194 +174,194 @@ TEST(LfruCacheTest, NeverExceedsCapacity) {
   EXPECT_GT(cache.stats().rejected_inserts, 0u);
 }
 
-TEST(LfruCacheTest, PinnedKeysAreNeverEvicted) {
-  LfruCache cache = MakeCache(3);
+TEST(RecordCacheTest, PinnedKeysAreNeverEvicted) {
+  RecordCache cache = MakeCache(3);
   for (uint32_t expert : {0, 1, 2}) InsertFresh(cache, Key(expert));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(2), AccessKind::kDemand));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(2), Priority::kDemand));
   cache.Pin(Key(0));
   cache.Pin(Key(1));
   EXPECT_EQ(cache.pinned_bytes(), 2 * kRecordBytes);
 
   // Keys 0 and 1 have the lowest frequency, but only key 2 may go.
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(2))));
 
   cache.Pin(Key(3));
-  EXPECT_EQ(cache.Insert(Key(4), kRecordBytes, AccessKind::kDemand), std::nullopt);
-  EXPECT_EQ(cache.Insert(Key(4), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(4), kRecordBytes, Priority::kDemand), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(4), kRecordBytes, Priority::kLookahead), std::nullopt);
   EXPECT_EQ(cache.stats().rejected_inserts, 2u);
   EXPECT_EQ(cache.size(), 3u);
   EXPECT_EQ(cache.used_bytes(), 3 * kRecordBytes);
 }
 
-TEST(LfruCacheTest, PinCountsNest) {
-  LfruCache cache = MakeCache(1);
+TEST(RecordCacheTest, PinCountsNest) {
+  RecordCache cache = MakeCache(1);
   InsertFresh(cache, Key(0));
   cache.Pin(Key(0));
   cache.Pin(Key(0));
   cache.Unpin(Key(0));
   EXPECT_TRUE(cache.IsPinned(Key(0)));
   EXPECT_EQ(cache.pinned_bytes(), kRecordBytes);
-  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes, AccessKind::kDemand), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes, Priority::kDemand), std::nullopt);
 
   cache.Unpin(Key(0));
   EXPECT_FALSE(cache.IsPinned(Key(0)));
   EXPECT_EQ(cache.pinned_bytes(), 0u);
-  EXPECT_THAT(cache.Insert(Key(1), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(1), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(0))));
 }
 
-TEST(LfruCacheTest, LookaheadMayTakeFreeSpace) {
-  LfruCache cache = MakeCache(3);
+TEST(RecordCacheTest, LookaheadMayTakeFreeSpace) {
+  RecordCache cache = MakeCache(3);
   InsertFresh(cache, Key(0));
-  InsertFresh(cache, Key(1), AccessKind::kLookahead);
+  InsertFresh(cache, Key(1), Priority::kLookahead);
   EXPECT_TRUE(cache.Contains(Key(1)));
   EXPECT_EQ(cache.used_bytes(), 2 * kRecordBytes);
   EXPECT_EQ(cache.stats().inserts, 2u);
   EXPECT_EQ(cache.stats().speculative_inserts, 1u);
 }
 
-TEST(LfruCacheTest, LookaheadNeverEvictsAWarmDemandRecord) {
-  LfruCache cache = MakeCache(2);  // window = number of resident entries
+TEST(RecordCacheTest, LookaheadNeverEvictsAWarmDemandRecord) {
+  RecordCache cache = MakeCache(2);  // window = number of resident entries
   InsertFresh(cache, Key(0));
   InsertFresh(cache, Key(1));
 
-  EXPECT_EQ(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(2), kRecordBytes, Priority::kLookahead), std::nullopt);
   EXPECT_TRUE(cache.Contains(Key(0)));
   EXPECT_TRUE(cache.Contains(Key(1)));
   EXPECT_EQ(cache.stats().rejected_inserts, 1u);
   EXPECT_EQ(cache.stats().evictions, 0u);
 }
 
-TEST(LfruCacheTest, LookaheadEvictsOnlyColdUnpinnedRecords) {
-  LfruCache cache = MakeCache(2, /*recent_window=*/3);
+TEST(RecordCacheTest, LookaheadEvictsOnlyColdUnpinnedRecords) {
+  RecordCache cache = MakeCache(2, /*recent_window=*/3);
   InsertFresh(cache, Key(0));
   InsertFresh(cache, Key(1));
   cache.Pin(Key(1));
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
   // Demand clock 4: key 0 (used at 1) is cold; a demand touch at 2 would still be warm.
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead),
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kLookahead),
               Optional(ElementsAre(Key(0))));
-  ASSERT_TRUE(cache.Touch(Key(2), AccessKind::kDemand));
-  EXPECT_EQ(cache.Insert(Key(3), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+  ASSERT_TRUE(cache.Touch(Key(2), Priority::kDemand));
+  EXPECT_EQ(cache.Insert(Key(3), kRecordBytes, Priority::kLookahead), std::nullopt);
 }
 
-TEST(LfruCacheTest, LookaheadMayEvictColdRecords) {
-  LfruCache cache = MakeCache(3, /*recent_window=*/2);
+TEST(RecordCacheTest, LookaheadMayEvictColdRecords) {
+  RecordCache cache = MakeCache(3, /*recent_window=*/2);
   for (uint32_t expert : {0, 1, 2}) InsertFresh(cache, Key(expert));
   // Key 0 gets the highest frequency but its last demand touch leaves the window.
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
-  ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
-  ASSERT_TRUE(cache.Touch(Key(2), AccessKind::kDemand));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(2), Priority::kDemand));
 
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kLookahead),
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kLookahead),
               Optional(ElementsAre(Key(0))));
   EXPECT_TRUE(cache.Contains(Key(1)));
   EXPECT_TRUE(cache.Contains(Key(2)));
   EXPECT_TRUE(cache.Contains(Key(3)));
 }
 
-TEST(LfruCacheTest, LookaheadEvictsUnusedSpeculativeRecordsFirst) {
-  LfruCache cache = MakeCache(3, /*recent_window=*/1);
+TEST(RecordCacheTest, LookaheadEvictsUnusedSpeculativeRecordsFirst) {
+  RecordCache cache = MakeCache(3, /*recent_window=*/1);
   InsertFresh(cache, Key(0));
-  InsertFresh(cache, Key(1), AccessKind::kLookahead);
+  InsertFresh(cache, Key(1), Priority::kLookahead);
   InsertFresh(cache, Key(2));  // key 0 is now cold too
 
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kLookahead),
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kLookahead),
               Optional(ElementsAre(Key(1))));
-  EXPECT_THAT(cache.Insert(Key(4), 2 * kRecordBytes, AccessKind::kLookahead),
+  EXPECT_THAT(cache.Insert(Key(4), 2 * kRecordBytes, Priority::kLookahead),
               Optional(ElementsAre(Key(3), Key(0))));
 }
 
-TEST(LfruCacheTest, LookaheadInsertUsedByDemandBecomesWarm) {
+TEST(RecordCacheTest, LookaheadInsertUsedByDemandBecomesWarm) {
   {
     // Unused, a speculative record is cold and the next lookahead may take its place.
-    LfruCache cache = MakeCache(2);
-    InsertFresh(cache, Key(0), AccessKind::kLookahead);
+    RecordCache cache = MakeCache(2);
+    InsertFresh(cache, Key(0), Priority::kLookahead);
     InsertFresh(cache, Key(1));
-    EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead),
+    EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kLookahead),
                 Optional(ElementsAre(Key(0))));
   }
-  LfruCache cache = MakeCache(2);
-  InsertFresh(cache, Key(0), AccessKind::kLookahead);
-  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
+  RecordCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0), Priority::kLookahead);
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));
   InsertFresh(cache, Key(1));
-  EXPECT_EQ(cache.Insert(Key(2), kRecordBytes, AccessKind::kLookahead), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(2), kRecordBytes, Priority::kLookahead), std::nullopt);
   EXPECT_TRUE(cache.Contains(Key(0)));
 }
 
-TEST(LfruCacheTest, SpeculativeEvictedUnusedIsCounted) {
-  LfruCache cache = MakeCache(2);
-  InsertFresh(cache, Key(0), AccessKind::kLookahead);
-  InsertFresh(cache, Key(1), AccessKind::kLookahead);
-  ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
-  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kLookahead));  // a hint is not a use
+TEST(RecordCacheTest, SpeculativeEvictedUnusedIsCounted) {
+  RecordCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0), Priority::kLookahead);
+  InsertFresh(cache, Key(1), Priority::kLookahead);
+  ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kLookahead));  // a hint is not a use
 
   // Key 0 never served a demand: frequency 0, evicted first and counted as waste.
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(0))));
   EXPECT_EQ(cache.stats().speculative_evicted_unused, 1u);
 
   // Key 1 was used before it went.
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(1))));
   EXPECT_EQ(cache.stats().speculative_evicted_unused, 1u);
   EXPECT_EQ(cache.stats().evictions, 2u);
   EXPECT_EQ(cache.stats().speculative_inserts, 2u);
 }
 
-TEST(LfruCacheTest, TooLargeRecordIsRejected) {
-  LfruCache cache = MakeCache(1);
-  InsertFresh(cache, Key(0), AccessKind::kDemand);
-  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes + 1, AccessKind::kDemand), std::nullopt);
-  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes + 1, AccessKind::kLookahead), std::nullopt);
+TEST(RecordCacheTest, TooLargeRecordIsRejected) {
+  RecordCache cache = MakeCache(1);
+  InsertFresh(cache, Key(0), Priority::kDemand);
+  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes + 1, Priority::kDemand), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(1), kRecordBytes + 1, Priority::kLookahead), std::nullopt);
   EXPECT_TRUE(cache.Contains(Key(0)));  // nothing evicted for a record that cannot fit
   EXPECT_EQ(cache.used_bytes(), kRecordBytes);
   EXPECT_EQ(cache.stats().rejected_inserts, 2u);
   EXPECT_EQ(cache.stats().evictions, 0u);
 }
 
-TEST(LfruCacheTest, EraseFreesBytes) {
-  LfruCache cache = MakeCache(2);
+TEST(RecordCacheTest, EraseFreesBytes) {
+  RecordCache cache = MakeCache(2);
   InsertFresh(cache, Key(0));
-  ASSERT_THAT(cache.Insert(Key(1), kRecordBytes / 2, AccessKind::kDemand), Optional(IsEmpty()));
+  ASSERT_THAT(cache.Insert(Key(1), kRecordBytes / 2, Priority::kDemand), Optional(IsEmpty()));
   cache.Erase(Key(0));
   EXPECT_FALSE(cache.Contains(Key(0)));
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(cache.used_bytes(), kRecordBytes / 2);
   EXPECT_EQ(cache.stats().evictions, 0u);
 
-  EXPECT_THAT(cache.Insert(Key(0), kRecordBytes, AccessKind::kDemand), Optional(IsEmpty()));
+  EXPECT_THAT(cache.Insert(Key(0), kRecordBytes, Priority::kDemand), Optional(IsEmpty()));
 }
 
-TEST(LfruCacheTest, FrequenciesAge) {
-  LfruCache cache = MakeCache(2);
+TEST(RecordCacheTest, FrequenciesAge) {
+  RecordCache cache = MakeCache(2);
   InsertFresh(cache, Key(0));
-  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));
   InsertFresh(cache, Key(1));
-  for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
 
   // Without aging key 0 (1001 uses) would beat key 1 (201 uses).
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(0))));
   EXPECT_TRUE(cache.Contains(Key(1)));
 }
 
-TEST(LfruCacheTest, RecentlyHotKeyStillBeatsAColdOneAfterAging) {
-  LfruCache cache = MakeCache(2);
+TEST(RecordCacheTest, RecentlyHotKeyStillBeatsAColdOneAfterAging) {
+  RecordCache cache = MakeCache(2);
   InsertFresh(cache, Key(0));
   InsertFresh(cache, Key(1));
-  for (int i = 0; i < 500; ++i) ASSERT_TRUE(cache.Touch(Key(1), AccessKind::kDemand));
-  ASSERT_TRUE(cache.Touch(Key(0), AccessKind::kDemand));  // most recent, but rarely used
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // most recent, but rarely used
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, AccessKind::kDemand),
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
               Optional(ElementsAre(Key(0))));
 }
 
-TEST(LfruCacheDeathTest, ContractViolationsAbort) {
-  LfruCache cache = MakeCache(2);
+TEST(RecordCacheDeathTest, ContractViolationsAbort) {
+  RecordCache cache = MakeCache(2);
   InsertFresh(cache, Key(0));
-  EXPECT_DEATH(cache.Insert(Key(0), kRecordBytes, AccessKind::kDemand), "WARP_CHECK");
+  EXPECT_DEATH(cache.Insert(Key(0), kRecordBytes, Priority::kDemand), "WARP_CHECK");
   EXPECT_DEATH(cache.Unpin(Key(0)), "WARP_CHECK");
   EXPECT_DEATH(cache.Pin(Key(1)), "WARP_CHECK");
   cache.Pin(Key(0));

@@ -1,0 +1,163 @@
+#include "common/store/record_cache.h"
+
+#include "common/check.h"
+
+namespace warp {
+namespace {
+
+bool IsUse(Priority priority) { return priority != Priority::kLookahead; }
+
+}  // namespace
+
+RecordCache::RecordCache(const Options& options)
+    : options_(options), order_(MakeEvictionOrder(options.policy)) {}
+
+bool RecordCache::Contains(const ExpertKey& key) const { return entries_.contains(key); }
+
+bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  Entry& entry = it->second;
+  const bool indexed = entry.pin_count == 0;
+  if (indexed) {
+    WARP_CHECK(by_last_demand_.erase(ColdKey{entry.last_demand, entry.last_use, key}) == 1);
+  }
+  entry.last_use = ++access_clock_;
+  if (IsUse(priority)) entry.last_demand = ++demand_clock_;
+  if (indexed) by_last_demand_.insert(ColdKey{entry.last_demand, entry.last_use, key});
+  order_->Touch(key, priority);
+  return true;
+}
+
+std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, uint64_t bytes,
+                                                          Priority priority) {
+  WARP_CHECK(!Contains(key));
+  const uint64_t capacity = options_.capacity_bytes;
+  const uint64_t free_bytes = capacity - used_bytes_;
+  std::vector<ExpertKey> victims;
+  if (bytes > capacity) {
+    ++stats_.rejected_inserts;
+    return std::nullopt;
+  }
+  if (!IsUse(priority)) {
+    if (bytes > free_bytes) {
+      std::optional<std::vector<ExpertKey>> cold = PickColdVictims(bytes - free_bytes);
+      if (!cold.has_value()) {
+        ++stats_.rejected_inserts;
+        return std::nullopt;
+      }
+      victims = *std::move(cold);
+    }
+  } else {
+    if (bytes > capacity - pinned_bytes_) {
+      ++stats_.rejected_inserts;
+      return std::nullopt;
+    }
+    if (bytes > free_bytes) victims = PickVictims(bytes - free_bytes);
+  }
+  for (const ExpertKey& victim : victims) Evict(victim);
+
+  Entry entry{.bytes = bytes, .last_use = ++access_clock_};
+  if (IsUse(priority)) {
+    entry.last_demand = ++demand_clock_;
+  } else {
+    ++stats_.speculative_inserts;
+  }
+  entries_.emplace(key, entry);
+  by_last_demand_.insert(ColdKey{entry.last_demand, entry.last_use, key});
+  order_->Insert(key, priority);
+  used_bytes_ += bytes;
+  ++stats_.inserts;
+  return victims;
+}
+
+void RecordCache::Pin(const ExpertKey& key) {
+  auto it = entries_.find(key);
+  WARP_CHECK(it != entries_.end());
+  Entry& entry = it->second;
+  if (entry.pin_count == 0) {
+    WARP_CHECK(by_last_demand_.erase(ColdKey{entry.last_demand, entry.last_use, key}) == 1);
+    pinned_bytes_ += entry.bytes;
+  }
+  ++entry.pin_count;
+}
+
+void RecordCache::Unpin(const ExpertKey& key) {
+  auto it = entries_.find(key);
+  WARP_CHECK(it != entries_.end());
+  Entry& entry = it->second;
+  WARP_CHECK(entry.pin_count > 0);
+  --entry.pin_count;
+  if (entry.pin_count == 0) {
+    pinned_bytes_ -= entry.bytes;
+    by_last_demand_.insert(ColdKey{entry.last_demand, entry.last_use, key});
+  }
+}
+
+bool RecordCache::IsPinned(const ExpertKey& key) const {
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.pin_count > 0;
+}
+
+void RecordCache::Erase(const ExpertKey& key) {
+  auto it = entries_.find(key);
+  WARP_CHECK(it != entries_.end());
+  WARP_CHECK(it->second.pin_count == 0);
+  Remove(it);
+}
+
+bool RecordCache::IsCold(const Entry& entry) const {
+  const uint64_t window = options_.recent_window != 0 ? options_.recent_window : entries_.size();
+  return entry.last_demand == 0 || demand_clock_ - entry.last_demand >= window;
+}
+
+std::optional<std::vector<ExpertKey>> RecordCache::PickColdVictims(uint64_t bytes) const {
+  // Coldness depends only on last_demand, so the cold entries are a prefix of
+  // by_last_demand_: the walk stops at the first warm one.
+  std::vector<ExpertKey> victims;
+  uint64_t freed_bytes = 0;
+  for (const ColdKey& cold : by_last_demand_) {
+    const Entry& entry = entries_.at(cold.key);
+    if (!IsCold(entry)) break;
+    victims.push_back(cold.key);
+    freed_bytes += entry.bytes;
+    if (freed_bytes >= bytes) return victims;
+  }
+  return std::nullopt;
+}
+
+std::vector<ExpertKey> RecordCache::PickVictims(uint64_t bytes) const {
+  std::vector<ExpertKey> victims;
+  uint64_t freed_bytes = 0;
+  order_->ForEachCandidate([&](const ExpertKey& key) {
+    const Entry& entry = entries_.at(key);
+    if (entry.pin_count > 0) return true;
+    victims.push_back(key);
+    freed_bytes += entry.bytes;
+    return freed_bytes < bytes;
+  });
+  // The caller checked that the unpinned bytes suffice.
+  WARP_CHECK(freed_bytes >= bytes);
+  return victims;
+}
+
+void RecordCache::Evict(const ExpertKey& key) {
+  auto it = entries_.find(key);
+  WARP_CHECK(it != entries_.end());
+  WARP_CHECK(it->second.pin_count == 0);
+  if (it->second.last_demand == 0) ++stats_.speculative_evicted_unused;
+  ++stats_.evictions;
+  Remove(it);
+}
+
+void RecordCache::Remove(EntryMap::iterator it) {
+  if (it->second.pin_count == 0) {
+    WARP_CHECK(by_last_demand_.erase(
+                   ColdKey{it->second.last_demand, it->second.last_use, it->first}) == 1);
+  }
+  order_->Erase(it->first);
+  used_bytes_ -= it->second.bytes;
+  entries_.erase(it);
+}
+
+}  // namespace warp

@@ -1,0 +1,136 @@
+#pragma once
+
+// RecordCache: admission, byte accounting and pins of the expert record
+// cache, over a pluggable EvictionOrder (LFRU by default, or LRU). Decides
+// which records stay resident and which must go; never touches buffers or
+// files (the ExpertStore owns the RecordArena slots and frees those of the
+// keys Insert returns).
+//
+// Rules it owns, whatever the order:
+// - Pinned records (a read in progress, a lease held) are never evicted.
+// - Demand and certain inserts evict the order's first unpinned candidates.
+// - Speculative (lookahead) inserts may only take free bytes or cold records:
+//   they never evict a record that a demand or certain access touched
+//   recently; cold victims go least recently demanded first, never-used
+//   speculative records before all others.
+// - A corrupt record never enters: the store admits and pins a key for its
+//   read and Erases it if the read fails, so no failed record is ever found.
+//
+// Thread-compatible: the ExpertStore calls it under its mutex.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/store/eviction_order.h"
+#include "common/store/expert_source.h"
+
+namespace warp {
+
+class RecordCache {
+ public:
+  struct Options {
+    uint64_t capacity_bytes = 0;
+    // A record is "warm" if a demand (or certain) access touched it within the
+    // last `recent_window` demand/certain accesses to the cache; speculative
+    // (kLookahead) inserts may never evict a warm record. 0 means: window =
+    // number of resident entries.
+    uint64_t recent_window = 0;
+    EvictionPolicy policy = EvictionPolicy::kLfru;  // the order of demand evictions
+  };
+
+  struct Stats {
+    uint64_t inserts = 0;              // admitted, any priority
+    uint64_t evictions = 0;            // keys returned by Insert (Erase is not an eviction)
+    uint64_t rejected_inserts = 0;     // Insert returned nullopt
+    uint64_t speculative_inserts = 0;  // admitted kLookahead inserts
+    // kLookahead-inserted records evicted before any demand/certain touch:
+    // speculative bytes read for nothing.
+    uint64_t speculative_evicted_unused = 0;
+  };
+
+  explicit RecordCache(const Options& options);
+
+  RecordCache(const RecordCache&) = delete;
+  RecordCache& operator=(const RecordCache&) = delete;
+
+  bool Contains(const ExpertKey& key) const;
+
+  // Records a hit at `priority`. Returns false if `key` is not resident.
+  // Every hit is told to the eviction order; lookahead hits do not make the
+  // record warm.
+  bool Touch(const ExpertKey& key, Priority priority);
+
+  // Tries to admit `key` charging `bytes`. On success returns the keys evicted
+  // to make room (the caller frees their buffers), in eviction order. Returns
+  // nullopt, evicting nothing, if `key` cannot be admitted: bytes > capacity,
+  // or not enough evictable bytes (pinned records are never evicted;
+  // kLookahead may only use free bytes or evict cold records).
+  // REQUIRES: `key` is not resident.
+  std::optional<std::vector<ExpertKey>> Insert(const ExpertKey& key, uint64_t bytes,
+                                               Priority priority);
+
+  // Pins nest: pinning twice needs two Unpins.
+  void Pin(const ExpertKey& key);    // REQUIRES: `key` is resident.
+  void Unpin(const ExpertKey& key);  // REQUIRES: `key` is pinned.
+  bool IsPinned(const ExpertKey& key) const;
+
+  // Removes `key` (e.g. its buffer was found corrupt). Not counted as an eviction.
+  // REQUIRES: `key` is resident and not pinned.
+  void Erase(const ExpertKey& key);
+
+  uint64_t used_bytes() const { return used_bytes_; }
+  uint64_t capacity_bytes() const { return options_.capacity_bytes; }
+  uint64_t pinned_bytes() const { return pinned_bytes_; }
+  size_t size() const { return entries_.size(); }
+  EvictionPolicy policy() const { return options_.policy; }
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Entry {
+    uint64_t bytes = 0;
+    uint64_t last_use = 0;     // access_clock_ at the last access of any kind
+    uint64_t last_demand = 0;  // demand_clock_ at the last demand/certain access; 0: never
+    uint32_t pin_count = 0;
+  };
+
+  // Position of an unpinned entry in the order of speculative evictions:
+  // ascending last_demand, then ascending last_use (unique per entry, so the
+  // key only breaks impossible ties).
+  struct ColdKey {
+    uint64_t last_demand = 0;
+    uint64_t last_use = 0;
+    ExpertKey key;
+    friend bool operator<(const ColdKey& a, const ColdKey& b) {
+      return std::tie(a.last_demand, a.last_use, a.key.layer, a.key.expert) <
+             std::tie(b.last_demand, b.last_use, b.key.layer, b.key.expert);
+    }
+  };
+
+  using EntryMap = absl::flat_hash_map<ExpertKey, Entry>;
+
+  bool IsCold(const Entry& entry) const;
+  // Collects cold victims, least recently demanded first, until `bytes` fit.
+  std::optional<std::vector<ExpertKey>> PickColdVictims(uint64_t bytes) const;
+  // Collects the order's first unpinned candidates until `bytes` fit.
+  std::vector<ExpertKey> PickVictims(uint64_t bytes) const;
+  void Evict(const ExpertKey& key);
+  void Remove(EntryMap::iterator it);
+
+  const Options options_;
+  const std::unique_ptr<EvictionOrder> order_;  // every resident key, pinned ones included
+  EntryMap entries_;
+  std::set<ColdKey> by_last_demand_;  // unpinned entries only
+  uint64_t access_clock_ = 0;         // every access
+  uint64_t demand_clock_ = 0;         // demand/certain accesses only
+  uint64_t used_bytes_ = 0;
+  uint64_t pinned_bytes_ = 0;
+  Stats stats_;
+};
+
+}  // namespace warp

@@ -3,9 +3,14 @@ include(GoogleTest)
 # warp_add_test(NAME SRCS a.cc b.cc DEPS lib1 lib2 [LABELS l1 l2])
 # One GoogleTest binary, its cases discovered into ctest.
 function(warp_add_test name)
-  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  # BARE: without warp_testing (and so without the whole stack it links), for
+  # tests that must show their library stands alone (kernels: no gRPC, no CLI).
+  cmake_parse_arguments(ARG "BARE" "" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} warp_testing GTest::gmock GTest::gtest_main)
+  if(NOT ARG_BARE)
+    target_link_libraries(${name} PRIVATE warp_testing)
+  endif()
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   # Where CLI tests find the binaries and golden tests the docs; the
   # environment variables of the same names override these.

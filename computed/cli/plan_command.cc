@@ -36,8 +36,11 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
                   plan.num_moe_layers ? plan.num_records / plan.num_moe_layers : 0),
               plan.experts_per_token, FingerprintHex(manifest.fingerprint).c_str());
   PrintRow("trunk", plan.trunk_bytes, "dense weights, resident");
+  const bool linear = plan.kv_bytes == plan.context_tokens * plan.kv_bytes_per_token;
   PrintRow("kv/state", plan.kv_bytes,
-           absl::StrCat(plan.context_tokens, " tokens x ", plan.kv_bytes_per_token, " B"));
+           linear ? absl::StrCat(plan.context_tokens, " tokens x ", plan.kv_bytes_per_token, " B")
+                  : absl::StrCat(plan.context_tokens, " tokens; sliding layers hold their window",
+                                 " (", plan.kv_bytes_per_token, " B for the first token)"));
   PrintRow("working set", plan.working_set_bytes,
            absl::StrCat(plan.experts_per_token, " experts x ", plan.num_moe_layers,
                         " MoE layers x ", record_bytes, " B records, per token"));

@@ -69,11 +69,14 @@ struct RunStats {
 
 class BitIdentityTest : public ::testing::Test {
  protected:
+  // The fixture every run converts and runs.
+  virtual std::string FixtureName() const { return "deepseek_v3_f32"; }
+
   void SetUp() override {
     auto result =
-        RunBinary("computed", "convert --quiet " + Fixture("deepseek_v3_f32") + " " + Model());
+        RunBinary("computed", "convert --quiet " + Fixture(FixtureName()) + " " + Model());
     ASSERT_EQ(result.exit_code, 0) << result.output;
-    std::ifstream in(Fixture("deepseek_v3_f32") + "/tokens.txt");
+    std::ifstream in(Fixture(FixtureName()) + "/tokens.txt");
     std::getline(in, tokens_);
     num_tokens_ = static_cast<uint32_t>(std::count(tokens_.begin(), tokens_.end(), ',') + 1);
   }
@@ -225,6 +228,40 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   }
   ExpectIdentical("--stores " + absl::StrJoin(addresses, ","));
   ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --no-prefetch --lookahead 0");
+}
+
+// gpt-oss (MXFP4 experts kept native, sliding layers whose ring of window + 16
+// positions wraps within the 24-token prompt and its continuation): the same
+// bits across threads, chunks, prefetch and lookahead, eviction and daemons.
+class GptOssBitIdentityTest : public BitIdentityTest {
+ protected:
+  std::string FixtureName() const override { return "gpt_oss_mxfp4"; }
+};
+
+TEST_F(GptOssBitIdentityTest, LogitsDoNotDependOnSchedulingBudgetOrTransport) {
+  auto container = Container::Open(Model());
+  WARP_ASSERT_OK(container);
+  auto plan = ComputePlan((*container)->manifest(), num_tokens_ + kGreedy + 1);
+  WARP_ASSERT_OK(plan);
+  const uint64_t record_bytes = (*container)->manifest().banks.front().record_bytes;
+  SetReference("--threads 1 --no-prefetch --lookahead 0");
+  for (const char* mode : {"--threads 2", "--prefill-chunk 1", "--prefill-chunk 16 --threads 2",
+                           "--prefill-chunk 5 --lookahead 16", "--no-prefetch --lookahead 4",
+                           "--lookahead 0"}) {
+    ExpectIdentical(mode);
+  }
+  for (const uint64_t extra_records : {0, 2}) {
+    const std::string budget =
+        "--budget " + std::to_string(plan->floor_bytes + extra_records * record_bytes);
+    ExpectIdentical(budget + " --prefill-chunk 1");
+    ExpectIdentical(budget + " --lookahead 16");
+    const RunStats stats = Stats(budget);
+    EXPECT_GT(stats.read_bytes, static_cast<double>(plan->bank_bytes)) << budget;
+  }
+  auto daemon = warp::testing::Daemon::Start(
+      {"--model", Model(), "--listen", "unix:" + (dir_ / "d").string()});
+  WARP_ASSERT_OK(daemon);
+  ExpectIdentical("--stores " + (*daemon)->addresses().at(0) + " --prefill-chunk 3");
 }
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {

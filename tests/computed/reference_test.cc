@@ -14,6 +14,7 @@
 #include "computed/convert/converter.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
+#include "computed/planner/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
@@ -151,6 +152,31 @@ TEST_P(ReferenceTest, IncrementalDecodeEqualsBatchedPrefillBitForBit) {
           << "chunk " << chunk << ", threads " << threads;
     }
   }
+}
+
+// Chat's Rewind: forgetting the last positions and running them again gives
+// the bits of the first run.
+TEST_P(ReferenceTest, RewindAndRecomputeGivesTheSameBits) {
+  Model model(model_dir_, 2);
+  const size_t vocab = model->config().vocab_size;
+  const std::vector<float> reference = model.Prefill(tokens_, tokens_.size());
+  const uint32_t keep = static_cast<uint32_t>(tokens_.size()) - 4;
+  ASSERT_EQ(model->Rewind(keep), keep);
+  auto again = model->Forward(std::span(tokens_).subspan(keep));
+  WARP_ASSERT_OK(again);
+  EXPECT_EQ(0, std::memcmp(again->data(), reference.data() + keep * vocab,
+                           again->size() * sizeof(float)));
+}
+
+// What the layers' state holds is what `computed plan` counts for the same
+// context (sliding layers: their window plus the rewind slack).
+TEST_P(ReferenceTest, StateBytesEqualThePlannersFigure) {
+  Model model(model_dir_, 1, /*max_positions=*/64);
+  auto container = Container::Open(model_dir_);
+  WARP_ASSERT_OK(container);
+  auto plan = ComputePlan((*container)->manifest(), 64);
+  WARP_ASSERT_OK(plan);
+  EXPECT_EQ(model->StateBytes(), plan->kv_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,

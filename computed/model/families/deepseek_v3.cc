@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "computed/model/config_fields.h"
 #include "computed/model/families/family_parts.h"
@@ -21,7 +20,7 @@ float MlaSoftmaxScaleFactor(const ModelConfig& c) {
   return static_cast<float>(mscale * mscale);
 }
 
-class DeepseekV3 : public ModelFamily {
+class DeepseekV3 : public SwiGluFamily {
  public:
   Architecture arch() const override { return Architecture::kDeepseekV3; }
   std::string_view name() const override { return "deepseek_v3"; }
@@ -38,9 +37,7 @@ class DeepseekV3 : public ModelFamily {
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
-    ModelPlan plan = PreNormModel(c);
-    for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
-      LayerPlan l = PreNormLayer(layer);
+    return PreNormModel(c, [&](uint32_t layer, LayerPlan& l) {
       const std::string p = LayerPrefix(layer);
       l.mixer = MixerPlan{
           .kind = MixerKind::kMla,
@@ -49,32 +46,9 @@ class DeepseekV3 : public ModelFamily {
                    .yarn = c.yarn},
           .softmax_scale = MlaSoftmaxScaleFactor(c) /
                            std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim))};
-      if (c.IsMoeLayer(layer)) {
-        l.ffn = FfnPlan{.kind = FfnKind::kMoe,
-                        .prefix = p + "mlp",
-                        .router = RouterKind::kSigmoidGroupTopK,
-                        .router_weight = p + "mlp.gate.weight",
-                        .selection_bias = p + "mlp.gate.e_score_correction_bias"};
-        if (c.num_shared_experts > 0) {
-          l.ffn.shared_prefix = p + "mlp.shared_experts";
-          l.ffn.shared_intermediate = uint64_t{c.moe_intermediate_size} * c.num_shared_experts;
-        }
-      } else {
-        l.ffn = DenseMlp(p + "mlp", c.intermediate_size);
-      }
-      plan.layers.push_back(std::move(l));
-    }
-    return plan;
-  }
-
-  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat f) const override {
-    return SwiGluExpertMatrices(c, f);
-  }
-
-  CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
-                              std::string_view matrix) const override {
-    return {.tensor = absl::StrCat(LayerPrefix(layer), "mlp.experts.", expert, ".",
-                                   std::string(matrix), ".weight")};
+      l.ffn = c.IsMoeLayer(layer) ? GroupRoutedMoe(c, p + "mlp")
+                                  : DenseMlp(p + "mlp", c.intermediate_size);
+    });
   }
 };
 

@@ -67,13 +67,40 @@ FfnPlan DenseMlp(std::string prefix, uint64_t intermediate) {
                  .intermediate = intermediate};
 }
 
-ModelPlan PreNormModel(const ModelConfig& c) {
+ModelPlan PreNormModel(const ModelConfig& c,
+                       const std::function<void(uint32_t layer, LayerPlan& plan)>& fill) {
   ModelPlan plan;
   plan.head = c.tie_word_embeddings ? plan.embed : "lm_head.weight";
+  for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
+    LayerPlan l = PreNormLayer(layer);
+    fill(layer, l);
+    plan.layers.push_back(std::move(l));
+  }
   return plan;
 }
 
-std::vector<TensorSpec> SwiGluExpertMatrices(const ModelConfig& c, TensorFormat format) {
+FfnPlan GroupRoutedMoe(const ModelConfig& c, const std::string& prefix) {
+  FfnPlan ffn{.kind = FfnKind::kMoe,
+              .prefix = prefix,
+              .router = RouterKind::kSigmoidGroupTopK,
+              .router_weight = prefix + ".gate.weight",
+              .selection_bias = prefix + ".gate.e_score_correction_bias"};
+  if (c.num_shared_experts > 0) {
+    ffn.shared_prefix = prefix + ".shared_experts";
+    ffn.shared_intermediate = uint64_t{c.moe_intermediate_size} * c.num_shared_experts;
+  }
+  return ffn;
+}
+
+FfnPlan SoftmaxMoe(const std::string& prefix) {
+  return FfnPlan{.kind = FfnKind::kMoe,
+                 .prefix = prefix,
+                 .router = RouterKind::kSoftmaxTopK,
+                 .router_weight = prefix + ".gate.weight"};
+}
+
+std::vector<TensorSpec> SwiGluFamily::ExpertMatrices(const ModelConfig& c,
+                                                     TensorFormat format) const {
   const uint64_t hidden = c.hidden_size;
   const uint64_t inter = c.moe_intermediate_size;
   return {
@@ -81,6 +108,12 @@ std::vector<TensorSpec> SwiGluExpertMatrices(const ModelConfig& c, TensorFormat 
       {.name = "up_proj", .format = format, .shape = {inter, hidden}},
       {.name = "down_proj", .format = format, .shape = {hidden, inter}},
   };
+}
+
+CheckpointSlice SwiGluFamily::ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
+                                          std::string_view matrix) const {
+  return {.tensor = absl::StrCat(LayerPrefix(layer), "mlp.experts.", expert, ".",
+                                 std::string(matrix), ".weight")};
 }
 
 }  // namespace warp::computed::family_parts

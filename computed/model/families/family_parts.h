@@ -7,11 +7,13 @@
 // Thread-safe: pure functions.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "common/format/container_writer.h"
+#include "computed/model/family.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"
 #include "nlohmann/json.hpp"
@@ -35,10 +37,25 @@ LayerPlan PreNormLayer(uint32_t layer);
 MixerPlan GqaMixer(const ModelConfig& config, uint32_t layer);
 // A dense SwiGLU MLP `prefix` of `intermediate`.
 FfnPlan DenseMlp(std::string prefix, uint64_t intermediate);
-// The plan's head: lm_head.weight, or the embedding when tied.
-ModelPlan PreNormModel(const ModelConfig& config);
+// A pre-norm model whose head is lm_head.weight (or the tied embedding), with
+// one PreNormLayer per decoder layer that `fill` completes (mixer, FFN).
+ModelPlan PreNormModel(const ModelConfig& config,
+                       const std::function<void(uint32_t layer, LayerPlan& plan)>& fill);
+// DeepSeek-style routed experts at `prefix` (".gate.weight", the selection
+// bias ".gate.e_score_correction_bias", shared experts when the config has them).
+FfnPlan GroupRoutedMoe(const ModelConfig& config, const std::string& prefix);
+// Softmax top-k routed experts at `prefix` (".gate.weight").
+FfnPlan SoftmaxMoe(const std::string& prefix);
 
-// gate_proj [inter, hidden], up_proj [inter, hidden], down_proj [hidden, inter].
-std::vector<TensorSpec> SwiGluExpertMatrices(const ModelConfig& config, TensorFormat format);
+// A family whose records are SwiGLU experts stored one tensor per matrix
+// (`PREFIX.experts.E.{gate,up,down}_proj.weight`): deepseek_v3, qwen3_moe, glm4_moe.
+class SwiGluFamily : public ModelFamily {
+ public:
+  // gate_proj [inter, hidden], up_proj [inter, hidden], down_proj [hidden, inter].
+  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& config,
+                                         TensorFormat format) const override;
+  CheckpointSlice ExpertSlice(const ModelConfig& config, uint32_t layer, uint32_t expert,
+                              std::string_view matrix) const override;
+};
 
 }  // namespace warp::computed::family_parts

@@ -67,9 +67,7 @@ class GptOss : public ModelFamily {
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
-    ModelPlan plan = PreNormModel(c);
-    for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
-      LayerPlan l = PreNormLayer(layer);
+    return PreNormModel(c, [&](uint32_t layer, LayerPlan& l) {
       const std::string p = LayerPrefix(layer);
       l.mixer = GqaMixer(c, layer);
       l.mixer.o_bias = c.attention_bias;
@@ -82,9 +80,7 @@ class GptOss : public ModelFamily {
                       .router_bias = p + "mlp.router.bias",
                       .activation = ExpertActivation::kClampedSwiGlu,
                       .swiglu_limit = c.swiglu_limit};
-      plan.layers.push_back(std::move(l));
-    }
-    return plan;
+    });
   }
 
   // gate_up_proj keeps the release's interleaved rows (gate j = row 2j, up j = row 2j + 1).

@@ -11,7 +11,7 @@ namespace {
 using namespace config_fields;  // NOLINT
 using namespace family_parts;   // NOLINT
 
-class Mixtral : public ModelFamily {
+class Mixtral : public SwiGluFamily {
  public:
   Architecture arch() const override { return Architecture::kMixtral; }
   std::string_view name() const override { return "mixtral"; }
@@ -26,24 +26,13 @@ class Mixtral : public ModelFamily {
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
-    ModelPlan plan = PreNormModel(c);
-    for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
-      LayerPlan l = PreNormLayer(layer);
-      const std::string p = LayerPrefix(layer);
+    return PreNormModel(c, [&](uint32_t layer, LayerPlan& l) {
       l.mixer = GqaMixer(c, layer);
-      l.ffn = FfnPlan{.kind = FfnKind::kMoe,
-                      .prefix = p + "block_sparse_moe",
-                      .router = RouterKind::kSoftmaxTopK,
-                      .router_weight = p + "block_sparse_moe.gate.weight"};
-      plan.layers.push_back(std::move(l));
-    }
-    return plan;
+      l.ffn = SoftmaxMoe(LayerPrefix(layer) + "block_sparse_moe");
+    });
   }
 
-  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat f) const override {
-    return SwiGluExpertMatrices(c, f);
-  }
-
+  // w1/w3/w2 are the record's gate_proj/up_proj/down_proj.
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
     const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";

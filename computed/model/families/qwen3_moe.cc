@@ -1,6 +1,5 @@
 #include "computed/model/families/qwen3_moe.h"
 
-#include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "computed/model/config_fields.h"
 #include "computed/model/families/family_parts.h"
@@ -11,7 +10,7 @@ namespace {
 using namespace config_fields;  // NOLINT
 using namespace family_parts;   // NOLINT
 
-class Qwen3Moe : public ModelFamily {
+class Qwen3Moe : public SwiGluFamily {
  public:
   Architecture arch() const override { return Architecture::kQwen3Moe; }
   std::string_view name() const override { return "qwen3_moe"; }
@@ -43,29 +42,11 @@ class Qwen3Moe : public ModelFamily {
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
-    ModelPlan plan = PreNormModel(c);
-    for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
-      LayerPlan l = PreNormLayer(layer);
+    return PreNormModel(c, [&](uint32_t layer, LayerPlan& l) {
       const std::string p = LayerPrefix(layer);
       l.mixer = GqaMixer(c, layer);
-      l.ffn = c.IsMoeLayer(layer) ? FfnPlan{.kind = FfnKind::kMoe,
-                                            .prefix = p + "mlp",
-                                            .router = RouterKind::kSoftmaxTopK,
-                                            .router_weight = p + "mlp.gate.weight"}
-                                  : DenseMlp(p + "mlp", c.intermediate_size);
-      plan.layers.push_back(std::move(l));
-    }
-    return plan;
-  }
-
-  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat f) const override {
-    return SwiGluExpertMatrices(c, f);
-  }
-
-  CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
-                              std::string_view matrix) const override {
-    return {.tensor = absl::StrCat(LayerPrefix(layer), "mlp.experts.", expert, ".",
-                                   std::string(matrix), ".weight")};
+      l.ffn = c.IsMoeLayer(layer) ? SoftmaxMoe(p + "mlp") : DenseMlp(p + "mlp", c.intermediate_size);
+    });
   }
 };
 

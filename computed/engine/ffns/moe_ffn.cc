@@ -57,6 +57,7 @@ void MoeFfn::RunExpert(const ExpertRecord& record, std::span<const float> x,
 void MoeFfn::RunShared(std::span<const float> x, uint32_t n, std::vector<float>& shared) {
   if (!shared_) return;
   shared.resize(n * hidden_);
+  // A dense MLP reads nothing from the ExpertSource: its Forward cannot fail.
   (void)shared_->Forward(x, n, 0, shared);
 }
 

@@ -73,7 +73,6 @@ struct ModelConfig {
   // Numerics and routing.
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
-  bool rope_interleaved = false;       // deepseek_v3: rope on interleaved (even, odd) pairs
   float partial_rotary_factor = 1.0f;  // glm4_moe: rope on the first head_dim x factor dims
   YarnScaling yarn;
   bool attention_bias = false;  // q/k/v projections carry biases (glm4_moe)

@@ -14,9 +14,7 @@ budget=${3:-8G}
 work=$(mktemp -d "${TMPDIR:-/tmp}/warp-beyond.XXXXXX")
 source "$(dirname "$0")/memory_cgroup.sh"
 trap 'rm -rf "$work"; cgroup_remove' EXIT
-budget_bytes=$(numfmt --from=iec "$budget")
-cgroup_create $(( budget_bytes / 3 * 4 ))
-[[ -n "$cgroup" ]] && echo "memory cgroup $cgroup: limit $(numfmt --to=iec $(( budget_bytes / 3 * 4 )))"
+cgroup_for_budget "$budget"
 "$build/bin/computed" synth --quiet --arch deepseek_v3 --preset k2-slice --size "$size" \
   "$work/k2.warp" | tail -1
 "$build/bin/computed" plan "$work/k2.warp" --context 64 --budget "$budget"

@@ -39,6 +39,15 @@ cgroup_peak() {
   fi
 }
 
+# A cgroup whose limit is the "RAM" of a run with BUDGET (4/3 of it, so the
+# planner's default, 3/4 of the limit, is BUDGET); sets budget_bytes.
+cgroup_for_budget() {
+  budget_bytes=$(numfmt --from=iec "$1")
+  cgroup_create $(( budget_bytes / 3 * 4 ))
+  [[ -n "$cgroup" ]] && echo "memory cgroup $cgroup: limit $(numfmt --to=iec $(( budget_bytes / 3 * 4 )))"
+  return 0
+}
+
 cgroup_remove() {
   [[ -n "$cgroup" ]] && rmdir "$cgroup" 2>/dev/null || true
 }

@@ -137,7 +137,23 @@ class BitIdentityTest : public ::testing::Test {
     return stats;
   }
 
+  // Two daemons over one copy of the banks, shards 0/2 (fast path) and 1/2
+  // (gRPC over a Unix socket), each caching at most `budget`.
+  void StartHalves(const std::string& name, const std::string& budget,
+                   std::vector<std::string>& addresses) {
+    for (int i = 0; i < 2; ++i) {
+      const std::string socket = (dir_ / (name + std::to_string(i))).string();
+      auto daemon = warp::testing::Daemon::Start(
+          {"--model", Model(), "--shard", std::to_string(i) + "/2", "--listen",
+           (i == 0 ? "fastpath:" : "unix:") + socket, "--budget", budget});
+      WARP_ASSERT_OK(daemon);
+      addresses.push_back((*daemon)->addresses().at(0));
+      daemons_.push_back(std::move(*daemon));
+    }
+  }
+
   warp::testing::TempDir dir_;
+  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons_;
   std::string tokens_;
   uint32_t num_tokens_ = 0;
   Outputs reference_;
@@ -266,17 +282,8 @@ TEST_F(GptOssBitIdentityTest, LogitsDoNotDependOnSchedulingBudgetOrTransport) {
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
   SetReference("");
-  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
   std::vector<std::string> addresses;
-  for (int i = 0; i < 2; ++i) {
-    auto daemon = warp::testing::Daemon::Start(
-        {"--model", Model(), "--shard", std::to_string(i) + "/2", "--listen",
-         i == 0 ? "fastpath:" + (dir_ / "f0").string() : "unix:" + (dir_ / "u1").string(),
-         "--budget", "1M"});
-    WARP_ASSERT_OK(daemon);
-    addresses.push_back((*daemon)->addresses().at(0));
-    daemons.push_back(std::move(*daemon));
-  }
+  ASSERT_NO_FATAL_FAILURE(StartHalves("f", "1M", addresses));
   ExpectIdentical("--stores " + absl::StrJoin(addresses, ","));
   ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") +
                   " --prefill-chunk 1 --lookahead 16");
@@ -292,17 +299,8 @@ TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
 // stay the same.
 TEST_F(BitIdentityTest, DaemonsEvictingTheirRecordsGiveTheSameLogits) {
   SetReference("");
-  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
   std::vector<std::string> addresses;
-  for (int i = 0; i < 2; ++i) {
-    auto daemon = warp::testing::Daemon::Start(
-        {"--model", Model(), "--shard", std::to_string(i) + "/2", "--listen",
-         i == 0 ? "fastpath:" + (dir_ / "e0").string() : "unix:" + (dir_ / "e1").string(),
-         "--budget", "140K"});
-    WARP_ASSERT_OK(daemon);
-    addresses.push_back((*daemon)->addresses().at(0));
-    daemons.push_back(std::move(*daemon));
-  }
+  ASSERT_NO_FATAL_FAILURE(StartHalves("e", "140K", addresses));
   const std::string stores = "--stores " + absl::StrJoin(addresses, ",");
   for (const char* mode :
        {"", "--prefill-chunk 1", "--no-prefetch --lookahead 0 --prefill-chunk 1"}) {

@@ -251,5 +251,34 @@ TEST_F(GptOssConvertTest, LayerTypesOfTheWrongLengthAreRefused) {
                                   HasSubstr("layer_types: must be an array of num_hidden_layers")));
 }
 
+TEST_F(GptOssConvertTest, BlocksWithoutTheirScalesAreRefusedNamingBoth) {
+  EditHeader([](json& root) { root.erase("model.layers.1.mlp.experts.down_proj_scales"); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kNotFound,
+                                  AllOf(HasSubstr("model.layers.1.mlp.experts.down_proj_blocks"),
+                                        HasSubstr("model.layers.1.mlp.experts.down_proj_scales"),
+                                        HasSubstr("missing"))));
+}
+
+TEST_F(GptOssConvertTest, SlidingLayersWithoutAWindowAreRefused) {
+  EditConfig([](json& config) { config["sliding_window"] = 0; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("config.json: sliding_window: must be positive")));
+}
+
+TEST_F(GptOssConvertTest, ANonPositiveSwigluLimitIsRefused) {
+  EditConfig([](json& config) { config["swiglu_limit"] = 0.0; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("config.json: swiglu_limit: must be positive")));
+}
+
+TEST_F(GptOssConvertTest, EitherSpellingOfTheTopKIsReadAndNeitherIsRefused) {
+  EditConfig([](json& config) { config.erase("num_experts_per_tok"); });
+  WARP_EXPECT_OK(Convert());  // the release's older experts_per_token
+  EditConfig([](json& config) { config.erase("experts_per_token"); });
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("num_experts_per_tok or experts_per_token: missing")));
+}
+
 }  // namespace
 }  // namespace warp::computed

@@ -27,7 +27,6 @@ class DeepseekV3 : public SwiGluFamily {
 
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
     WARP_RETURN_IF_ERROR(ParseGroupRouting(json, out));
-    out.rope_interleaved = true;
     WARP_ASSIGN_OR_RETURN(out.q_lora_rank, UintOr(json, "q_lora_rank", 0));
     WARP_ASSIGN_OR_RETURN(out.kv_lora_rank, Uint(json, "kv_lora_rank"));
     WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));

@@ -261,6 +261,57 @@ MXFP4_QUANT_CONFIG = {
 }
 
 
+# Kimi-Linear: key set of the moonshotai/Kimi-Linear-48B-A3B release config.json (key-sorted like it),
+# shrunk. linear_attn_config layer lists are 1-based: layers 0,1,2,4 are KDA, layer 3 is MLA.
+KIMI_LINEAR_BASE = {
+    "architectures": ["KimiLinearForCausalLM"],
+    "auto_map": {"AutoConfig": "configuration_kimi.KimiLinearConfig",
+                 "AutoModel": "modeling_kimi.KimiLinearModel",
+                 "AutoModelForCausalLM": "modeling_kimi.KimiLinearForCausalLM"},
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "first_k_dense_replace": 1,
+    "head_dim": 16,
+    "hidden_act": "silu",
+    "hidden_size": 64,
+    "initializer_range": 0.02,
+    "intermediate_size": 128,
+    "kv_lora_rank": 32,
+    "linear_attn_config": {"full_attn_layers": [4], "head_dim": 16, "kda_layers": [1, 2, 3, 5],
+                           "num_heads": 4, "short_conv_kernel_size": 4},
+    "mla_use_nope": True,
+    "model_max_length": 64,
+    "model_type": "kimi_linear",
+    "moe_intermediate_size": 32,
+    "moe_layer_freq": 1,
+    "moe_renormalize": True,
+    "moe_router_activation_func": "sigmoid",
+    "num_attention_heads": 4,
+    "num_expert_group": 1,
+    "num_experts": 16,
+    "num_experts_per_token": 4,
+    "num_hidden_layers": 5,
+    "num_key_value_heads": 4,
+    "num_nextn_predict_layers": 0,
+    "num_shared_experts": 1,
+    "pad_token_id": 255,
+    "q_lora_rank": None,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 16,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": None,
+    "rope_theta": 10000.0,
+    "routed_scaling_factor": 2.446,
+    "tie_word_embeddings": False,
+    "topk_group": 1,
+    "transformers_version": "4.57.0",
+    "use_cache": True,
+    "use_grouped_topk": True,
+    "v_head_dim": 32,
+    "vocab_size": 256,
+}
+
+
 def _v(name, base, storage, seed, split=False, **over):
     cfg = copy.deepcopy(base)
     cfg.update(over)
@@ -270,7 +321,9 @@ def _v(name, base, storage, seed, split=False, **over):
                                       "weight_block_size": [128, 128], "activation_scheme": "dynamic"}
     if storage == "mxfp4":
         cfg["quantization_config"] = copy.deepcopy(MXFP4_QUANT_CONFIG)
-    if cfg["model_type"] == "gpt_oss":
+    if cfg["model_type"] == "kimi_linear":  # the release says "dtype" (transformers >= 4.56), not torch_dtype
+        cfg["dtype"] = cfg.pop("torch_dtype")
+    if cfg["model_type"] in ("gpt_oss", "kimi_linear"):
         cfg = dict(sorted(cfg.items()))  # the release config.json is key-sorted
     return {"name": name, "config": cfg, "storage": storage, "seed": seed, "split": split}
 
@@ -303,6 +356,7 @@ VARIANTS = [
        intermediate_size=32, rope_theta=1000.0, initial_context_length=16, max_position_embeddings=64,
        rope_scaling={"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0,
                      "original_max_position_embeddings": 16, "rope_type": "yarn", "truncate": True}),
+    _v("kimi_linear_bf16", KIMI_LINEAR_BASE, "bf16", 14000),
 ]
 
 # gpt-oss weight scales: the expert gate_up projection has output std ~GPTOSS_GATE_UP_STD, so
@@ -337,6 +391,8 @@ def gen_weights(cfg: dict, g: torch.Generator) -> dict:
     w["model.embed_tokens.weight"] = torch.randn(V, Hd, generator=g)
     if mt == "gpt_oss":
         return gen_weights_gpt_oss(cfg, g, w, lin, norm, vec)
+    if mt == "kimi_linear":
+        return gen_weights_kimi_linear(cfg, g, w, lin, norm, vec, mlp3)
     model = models.ReferenceModel.__new__(models.ReferenceModel)
     model.c, model.mt = cfg, mt
     for i in range(cfg["num_hidden_layers"]):
@@ -428,6 +484,68 @@ def gen_weights_gpt_oss(cfg, g, w, lin, norm, vec):
     return w
 
 
+# KDA decay calibration: A = exp(A_log) ~ U(1, 16) as in the remote code's init; dt_bias ~ N(KDA_DT_MEAN, 1)
+# puts softplus(g + dt_bias) around 0.02-0.3, so the per-step decay exp(-A softplus(.)) spreads over (0, 1)
+# instead of collapsing to 0 (see manifest "kda_decay").
+KDA_DT_MEAN = -4.0
+KIMI_LATENT_SCALE = 0.004
+
+
+def gen_weights_kimi_linear(cfg, g, w, lin, norm, vec, mlp3):
+    """Moonshot checkpoint names and shapes (modeling_kimi.py); nn.Linear weights are [out, in]."""
+    Hd, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    lac = cfg["linear_attn_config"]
+    KH, KD, W = lac["num_heads"], lac["head_dim"], lac["short_conv_kernel_size"]
+    P = KH * KD
+    dn, dr, dv, r = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"], cfg["kv_lora_rank"]
+    model = models.ReferenceModel.__new__(models.ReferenceModel)
+    model.c, model.mt = cfg, "kimi_linear"
+    kinds = models.kimi_layer_kinds(cfg)
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        norm(p + "input_layernorm.weight", Hd)
+        a = p + "self_attn."
+        if kinds[i] == "kda":
+            lin(a + "q_proj.weight", P, Hd)
+            lin(a + "k_proj.weight", P, Hd)
+            lin(a + "v_proj.weight", P, Hd)
+            for n in ("q", "k", "v"):  # depthwise conv taps [D, 1, W]; the last tap (current token) ~ 1
+                t = torch.randn(P, 1, W, generator=g) * 0.4
+                t[:, 0, W - 1] += 1.0
+                w[a + f"{n}_conv1d.weight"] = t
+            w[a + "A_log"] = torch.log(1.0 + 15.0 * torch.rand(KH, generator=g)).view(1, 1, KH, 1)
+            lin(a + "f_a_proj.weight", KD, Hd)
+            lin(a + "f_b_proj.weight", P, KD)
+            w[a + "dt_bias"] = KDA_DT_MEAN + torch.randn(P, generator=g)
+            lin(a + "b_proj.weight", KH, Hd, scale=2.0)
+            lin(a + "g_a_proj.weight", KD, Hd)
+            lin(a + "g_b_proj.weight", P, KD, scale=2.0)
+            norm(a + "o_norm.weight", KD)
+            lin(a + "o_proj.weight", Hd, P)
+        else:
+            lin(a + "q_proj.weight", H * (dn + dr), Hd)
+            lin(a + "kv_a_proj_with_mqa.weight", r + dr, Hd)
+            # small latent rows: mean(c^2) ~ 1e-5, so kv_a_layernorm's eps (1e-6, not rms_norm_eps 1e-5) shows
+            w[a + "kv_a_proj_with_mqa.weight"][:r] *= KIMI_LATENT_SCALE
+            norm(a + "kv_a_layernorm.weight", r)
+            lin(a + "kv_b_proj.weight", H * (dn + dv), r)
+            lin(a + "o_proj.weight", Hd, H * dv)
+        norm(p + "post_attention_layernorm.weight", Hd)
+        if not model.is_moe_layer(i):
+            mlp3(p + "mlp", cfg["intermediate_size"])
+        else:
+            E = cfg["num_experts"]
+            m = p + "block_sparse_moe."
+            lin(m + "gate.weight", E, Hd, scale=2.0)
+            vec(m + "gate.e_score_correction_bias", E, 0.05)
+            for e in range(E):
+                mlp3(f"{m}experts.{e}", cfg["moe_intermediate_size"], ("w1", "w3", "w2"))
+            mlp3(m + "shared_experts", cfg["moe_intermediate_size"] * cfg["num_shared_experts"])
+    norm("model.norm.weight", Hd)
+    lin("lm_head.weight", cfg["vocab_size"], Hd, scale=2.0)
+    return w
+
+
 _FP4_MAGS = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 
@@ -487,7 +605,7 @@ def to_storage(weights: dict, storage: str):
             stored[name] = ("BF16", bits)
             deq[name] = torch.from_numpy(models.bf16_bits_to_f32(bits).copy())
             continue
-        if storage == "f32" or name.endswith("e_score_correction_bias"):
+        if storage == "f32" or name.endswith(("e_score_correction_bias", ".A_log", ".dt_bias")):
             stored[name] = ("F32", a)
             deq[name] = torch.from_numpy(a.copy())
         elif storage == "bf16" or not is_fp8_weight(name, t):
@@ -680,6 +798,15 @@ def main(argv):
             "max_abs_logit": float(prefill.abs().max()),
             "greedy": greedy,
         }
+        if v["config"]["model_type"] == "kimi_linear":
+            model.forward(tokens)
+            d = torch.cat([t.flatten() for t in model.kda_decay_trace]).double()
+            info["layer_kinds"] = models.kimi_layer_kinds(v["config"])
+            info["kda_decay_over_prefill"] = {
+                "quantiles_1_10_50_90_99": [round(float(d.quantile(q)), 4) for q in (0.01, 0.1, 0.5, 0.9, 0.99)],
+                "min": float(d.min()), "max": float(d.max()),
+                "frac_below_0.05": round(float((d < 0.05).double().mean()), 4),
+                "frac_above_0.95": round(float((d > 0.95).double().mean()), 4)}
         if v["config"]["model_type"] == "gpt_oss":
             info["clamp_over_40_positions"] = st["clamp"]
             model.forward(tokens)

@@ -476,6 +476,101 @@ def gpt_oss_top_k(c: dict) -> int:
 
 
 # ---------------------------------------------------------------------------
+# Kimi-Linear pieces (Moonshot remote code modeling_kimi.py; fla ops/kda, modules)
+# ---------------------------------------------------------------------------
+
+
+def kimi_layer_kinds(c: dict) -> List[str]:
+    """"kda" or "mla" per layer. linear_attn_config lists are 1-BASED: layer i (0-based) is KDA iff
+    i + 1 is in kda_layers, MLA (full attention) iff i + 1 is in full_attn_layers; every layer is in
+    exactly one of the two lists."""
+    lac = c["linear_attn_config"]
+    kda, full = set(lac["kda_layers"]), set(lac["full_attn_layers"])
+    n = c["num_hidden_layers"]
+    kinds = []
+    for i in range(n):
+        a, b = (i + 1) in kda, (i + 1) in full
+        assert a != b, f"layer {i} (1-based {i + 1}) must be in exactly one of kda_layers / full_attn_layers"
+        kinds.append("kda" if a else "mla")
+    assert kda | full == set(range(1, n + 1)), (sorted(kda), sorted(full), n)
+    return kinds
+
+
+def kda_short_conv(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """fla ``ShortConvolution`` (depthwise causal nn.Conv1d, no bias) + SiLU, whole sequence, no cache.
+
+    x [S, D], w [D, 1, W] -> [S, D]:  y[t, d] = silu( sum_{j<W} w[d, 0, j] * x[t - (W-1) + j, d] ),
+    with x[s] = 0 for s < 0 (zero history before position 0). The LAST tap w[d, 0, W-1] multiplies
+    the current token.
+    """
+    S, D = x.shape
+    W = w.shape[-1]
+    assert tuple(w.shape) == (D, 1, W), w.shape
+    xp = torch.cat((torch.zeros(W - 1, D, dtype=x.dtype), x), dim=0)  # [S+W-1, D]
+    y = torch.zeros_like(x)
+    for j in range(W):
+        y = y + xp[j:j + S] * w[:, 0, j][None, :]
+    return torch.nn.functional.silu(y)
+
+
+def kda_gate(g: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor, lower_bound: Optional[float] = None):
+    """fla ``naive_kda_gate`` / ``naive_kda_lowerbound_gate``: g [S, H, K] -> log-decay [S, H, K].
+
+    default:      gl = -exp(A_log[h]) * softplus(g + dt_bias[h*K + k])
+    lower_bound:  gl = lower_bound * sigmoid(exp(A_log[h]) * (g + dt_bias[h*K + k]))
+    """
+    S, H, K = g.shape
+    a = A_log.reshape(H).float().exp().view(1, H, 1)
+    x = g.float() + dt_bias.reshape(H, K).float()[None]
+    if lower_bound is None:
+        return -a * torch.nn.functional.softplus(x)
+    return lower_bound * torch.sigmoid(a * x)
+
+
+def l2norm_fla(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """fla ``l2norm_fwd`` (modules/l2norm.py): x * 1/sqrt(sum(x^2) + eps), eps 1e-6 inside the sqrt."""
+    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)
+
+
+def kda_recurrent(q, k, v, g, beta, scale: float):
+    """Token-by-token KDA (fla ``naive_recurrent_kda``), zero initial state.
+
+    q, k [S, H, K] (already l2-normalised), v [S, H, V], g [S, H, K] log-decay (<= 0), beta [S, H].
+    State S_h [K, V] per head:
+        S   = S * exp(g_t)[:, None]                    # per key channel
+        S  += (beta_t k_t) ⊗ (v_t - k_tᵀ S)            # delta rule
+        o_t = (scale q_t)ᵀ S
+    """
+    Sq, H, K = q.shape
+    V = v.shape[-1]
+    st = torch.zeros(H, K, V, dtype=torch.float32)
+    o = torch.zeros(Sq, H, V, dtype=torch.float32)
+    qs = q.float() * scale
+    for t in range(Sq):
+        st = st * g[t].exp()[..., None]
+        kt = k[t].float()
+        pred = (kt[..., None] * st).sum(-2)  # [H, V]
+        st = st + (beta[t][:, None] * kt)[..., None] * (v[t].float() - pred)[:, None, :]
+        o[t] = (qs[t][..., None] * st).sum(-2)
+    return o
+
+
+def rms_norm_gated_sigmoid(x: torch.Tensor, w: torch.Tensor, gate: torch.Tensor, eps: float) -> torch.Tensor:
+    """fla ``FusedRMSNormGated(activation='sigmoid')``: x * rsqrt(mean(x^2) + eps) * w * sigmoid(gate)."""
+    return rms_norm(x, w, eps) * torch.sigmoid(gate)
+
+
+def kimi_route(logits, bias, c: dict):
+    """Moonshot ``KimiMoEGate`` (sigmoid, noaux_tc-style): the DeepSeek router with Kimi key names.
+    The correction bias is used for the SELECTION only (see README: the remote code adds it in place)."""
+    if c.get("moe_router_activation_func", "sigmoid") != "sigmoid":
+        raise NotImplementedError(c.get("moe_router_activation_func"))
+    k = c["num_experts_per_token"]
+    return route_sigmoid_group(logits, bias, c.get("num_expert_group", 1), c.get("topk_group", 1), k,
+                               bool(c["moe_renormalize"]) and k > 1, c["routed_scaling_factor"])
+
+
+# ---------------------------------------------------------------------------
 # The model
 # ---------------------------------------------------------------------------
 
@@ -487,10 +582,12 @@ class ReferenceModel:
         self.c = config
         self.w = {k: v.float() for k, v in weights.items()}
         self.mt = config["model_type"]
-        if self.mt not in ("deepseek_v3", "qwen3_moe", "glm4_moe", "mixtral", "gpt_oss"):
+        if self.mt not in ("deepseek_v3", "qwen3_moe", "glm4_moe", "mixtral", "gpt_oss", "kimi_linear"):
             raise NotImplementedError(self.mt)
         c = config
-        if self.mt == "deepseek_v3":
+        if self.mt == "kimi_linear":
+            self.kinds = kimi_layer_kinds(c)
+        if self.mt in ("deepseek_v3", "kimi_linear"):  # kimi_linear: no RoPE at all (mla_use_nope)
             self.rope_dim = c["qk_rope_head_dim"]  # DeepseekV3Config.head_dim = qk_rope_head_dim
         else:
             head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
@@ -499,6 +596,7 @@ class ReferenceModel:
         self.inv_freq, self.attn_factor = rope_parameters(c, self.rope_dim)
         self.trace: List[dict] = []
         self.clamp_stats: List[dict] = []
+        self.kda_decay_trace: List[torch.Tensor] = []
 
     # -- helpers ------------------------------------------------------------
     def W(self, name):
@@ -513,6 +611,9 @@ class ReferenceModel:
             return i >= c["first_k_dense_replace"]
         if self.mt == "qwen3_moe":
             return (i not in c.get("mlp_only_layers", [])) and c["num_experts"] > 0 and (i + 1) % c["decoder_sparse_step"] == 0
+        if self.mt == "kimi_linear":  # KimiDecoderLayer
+            return (c.get("num_experts") is not None and i >= c["first_k_dense_replace"]
+                    and i % c.get("moe_layer_freq", 1) == 0)
         return True  # mixtral
 
     # -- attention ----------------------------------------------------------
@@ -612,6 +713,63 @@ class ReferenceModel:
         self.trace.append({"layer": i, "idx": idx, "weights": w, **info})
         return out
 
+    # -- Kimi-Linear ----------------------------------------------------------
+    def attn_kimi_mla(self, i, x):
+        """KimiMLAAttention: DeepSeek MLA with q_proj (q_lora_rank null) and NO RoPE (mla_use_nope):
+        the qk_rope_head_dim part of q and the shared k_rot = kv_a_proj_with_mqa(x)[:, r:] are used
+        as they are (k_rot is one head broadcast to all heads, never rotated)."""
+        c, p = self.c, f"model.layers.{i}.self_attn."
+        S = x.shape[0]
+        H = c["num_attention_heads"]
+        dn, dr, dv, r = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"], c["kv_lora_rank"]
+        assert c.get("q_lora_rank") is None and c.get("mla_use_nope", True)
+        q = linear(x, self.W(p + "q_proj.weight")).view(S, H, dn + dr).transpose(0, 1)  # [H,S,dn+dr]
+        ckv = linear(x, self.W(p + "kv_a_proj_with_mqa.weight"))  # [S, r+dr]
+        c_kv, k_rot = ckv[:, :r], ckv[:, r:]
+        # KimiRMSNorm(kv_lora_rank) is built without eps: the default 1e-6, not rms_norm_eps
+        kv = linear(rms_norm(c_kv, self.W(p + "kv_a_layernorm.weight"), 1e-6), self.W(p + "kv_b_proj.weight"))
+        kv = kv.view(S, H, dn + dv).transpose(0, 1)
+        k_nope, v = kv[..., :dn], kv[..., dn:]
+        ks = torch.cat((k_nope, k_rot.view(1, S, dr).expand(H, S, dr)), dim=-1)
+        o = causal_attention(q, ks, v, (dn + dr) ** -0.5)  # [H,S,dv]
+        return linear(o.transpose(0, 1).reshape(S, H * dv), self.W(p + "o_proj.weight"))
+
+    def attn_kda(self, i, x):
+        """KimiDeltaAttention (chunk_kda / fused_recurrent_kda with use_qk_l2norm_in_kernel=True)."""
+        c, p = self.c, f"model.layers.{i}.self_attn."
+        S = x.shape[0]
+        lac = c["linear_attn_config"]
+        H, K = lac["num_heads"], lac["head_dim"]
+        q = kda_short_conv(linear(x, self.W(p + "q_proj.weight")), self.W(p + "q_conv1d.weight")).view(S, H, K)
+        k = kda_short_conv(linear(x, self.W(p + "k_proj.weight")), self.W(p + "k_conv1d.weight")).view(S, H, K)
+        v = kda_short_conv(linear(x, self.W(p + "v_proj.weight")), self.W(p + "v_conv1d.weight")).view(S, H, K)
+        graw = linear(linear(x, self.W(p + "f_a_proj.weight")), self.W(p + "f_b_proj.weight")).view(S, H, K)
+        g = kda_gate(graw, self.W(p + "A_log"), self.W(p + "dt_bias"), lac.get("gate_lower_bound"))
+        beta = torch.sigmoid(linear(x, self.W(p + "b_proj.weight")))  # [S, H]
+        q, k = l2norm_fla(q), l2norm_fla(k)
+        o = kda_recurrent(q, k, v, g, beta, K ** -0.5)  # [S, H, K]
+        gate = linear(linear(x, self.W(p + "g_a_proj.weight")), self.W(p + "g_b_proj.weight")).view(S, H, K)
+        o = rms_norm_gated_sigmoid(o, self.W(p + "o_norm.weight"), gate, c["rms_norm_eps"])
+        self.kda_decay_trace.append(g.exp())
+        return linear(o.reshape(S, H * K), self.W(p + "o_proj.weight"))
+
+    def mlp_kimi(self, i, x):
+        c, p = self.c, f"model.layers.{i}."
+        if not self.is_moe_layer(i):
+            return swiglu(x, self.W(p + "mlp.gate_proj.weight"), self.W(p + "mlp.up_proj.weight"),
+                          self.W(p + "mlp.down_proj.weight"))
+        m = p + "block_sparse_moe."
+        logits = linear(x, self.W(m + "gate.weight"))
+        idx, w, info = kimi_route(logits, self.W(m + "gate.e_score_correction_bias"), c)
+        fn = lambda e, xx: swiglu(xx, self.W(f"{m}experts.{e}.w1.weight"), self.W(f"{m}experts.{e}.w3.weight"),
+                                  self.W(f"{m}experts.{e}.w2.weight"))
+        out = moe_combine(x, idx, w, fn)
+        if c.get("num_shared_experts"):
+            out = out + swiglu(x, self.W(m + "shared_experts.gate_proj.weight"), self.W(m + "shared_experts.up_proj.weight"),
+                               self.W(m + "shared_experts.down_proj.weight"))
+        self.trace.append({"layer": i, "idx": idx, "weights": w, **info})
+        return out
+
     # -- feed-forward -------------------------------------------------------
     def mlp(self, i, x, pos_offset_trace: bool = True):
         c = self.c
@@ -653,6 +811,7 @@ class ReferenceModel:
         c = self.c
         self.trace = []
         self.clamp_stats = []
+        self.kda_decay_trace = []
         ids = torch.tensor(tokens, dtype=torch.long)
         S = ids.shape[0]
         h = self.W("model.embed_tokens.weight")[ids]
@@ -661,7 +820,9 @@ class ReferenceModel:
         for i in range(c["num_hidden_layers"]):
             p = f"model.layers.{i}."
             x = rms_norm(h, self.W(p + "input_layernorm.weight"), eps)
-            if self.mt == "deepseek_v3":
+            if self.mt == "kimi_linear":
+                a = self.attn_kda(i, x) if self.kinds[i] == "kda" else self.attn_kimi_mla(i, x)
+            elif self.mt == "deepseek_v3":
                 a = self.attn_mla(i, x, cos, sin)
             elif self.mt == "gpt_oss":
                 a = self.attn_gpt_oss(i, x, cos, sin)
@@ -669,7 +830,12 @@ class ReferenceModel:
                 a = self.attn_gqa(i, x, cos, sin)
             h = h + a
             x = rms_norm(h, self.W(p + "post_attention_layernorm.weight"), eps)
-            h = h + (self.mlp_gpt_oss(i, x) if self.mt == "gpt_oss" else self.mlp(i, x))
+            if self.mt == "gpt_oss":
+                h = h + self.mlp_gpt_oss(i, x)
+            elif self.mt == "kimi_linear":
+                h = h + self.mlp_kimi(i, x)
+            else:
+                h = h + self.mlp(i, x)
         h = rms_norm(h, self.W("model.norm.weight"), eps)
         return linear(h, self.W("lm_head.weight"))
 

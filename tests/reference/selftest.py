@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-checks of the reference and of the fixtures' power to catch mistakes.
 
-    /usr/bin/python3 tests/reference/selftest.py               # checks 1-4 and 6 (fast; ctest runs this)
+    /usr/bin/python3 tests/reference/selftest.py               # checks 1-4, 6 and 7 (fast; ctest runs this)
     /usr/bin/python3 tests/reference/selftest.py --mutations   # also the mutation table (5)
 
 1. number formats: E4M3 encoder vs brute force, bf16 rounding vs torch.
@@ -18,6 +18,9 @@
    against openai/gpt-oss's `sdpa` formulation, YaRN against openai/gpt-oss's
    `_compute_concentration_and_inv_freq`, and gpt-oss mutation rows (the
    mutation table requires every gpt-oss row to move the logits by > 0.05).
+7. Kimi-Linear: the token-by-token KDA recurrence against a re-implementation of fla's
+   chunkwise `naive_chunk_kda`, the short conv against nn.Conv1d, and Kimi mutation rows
+   (asserted > 0.05 like the gpt-oss ones).
 """
 
 from __future__ import annotations
@@ -234,10 +237,10 @@ def run_mutations():
          {"route_softmax": lambda l, k, n: orig_soft(l, k, False)}),
     ]
     print(f"{'fixture':26s} {'injected mistake':52s} {'max|dlogit|':>12s} greedy-changed")
-    for name, desc, cm, patch in cases + gpt_oss_mutations():
+    for name, desc, cm, patch in cases + gpt_oss_mutations() + kimi_mutations():
         d, gchg = mutated_diff(name, cm, patch)
         print(f"{name:26s} {desc:52s} {d:12.4g} {gchg}")
-        if name.startswith("gpt_oss"):
+        if name.startswith(("gpt_oss", "kimi")):
             assert d > 0.05, (name, desc, d)
 
 
@@ -422,6 +425,131 @@ def gpt_oss_mutations():
     ]
 
 
+# ---- Kimi-Linear -----------------------------------------------------------
+
+
+def kda_chunk_naive(q, k, v, g, beta, scale, chunk=16):
+    """The chunkwise KDA of fla ``naive_chunk_kda`` (ops/kda/naive.py), re-implemented: zero initial state,
+    q, k [T, H, K] (l2-normalised), v [T, H, V], g [T, H, K] log-decays, beta [T, H]. The sequence is
+    zero-padded to a multiple of ``chunk`` (padding has k = v = beta = 0, g = 0, so it changes nothing
+    before it). Per chunk, with G = the inclusive cumsum of g inside the chunk and S0 the incoming state:
+        L[i, j]  = <k_i exp(G_i - G_j), k_j>  (j < i),  A = (I + diag(beta) L)^-1 diag(beta)   (forward subst.)
+        w = A (exp(G) * k),  u = A v,  v_new = u - w S0
+        o_i = (scale q_i exp(G_i)) S0 + sum_{j <= i} <scale q_i exp(G_i - G_j), k_j> v_new_j
+        S   = exp(G_last) * S0 + sum_j (exp(G_last - G_j) k_j) ⊗ v_new_j
+    Returns (o [T, H, V], final state [H, K, V])."""
+    T, H, K = q.shape
+    V = v.shape[-1]
+    pad = (-T) % chunk
+    P = lambda x: torch.cat((x, torch.zeros(pad, *x.shape[1:], dtype=x.dtype)), 0)
+    q, k, v, g, beta = (P(x.double()) for x in (q, k, v, g, beta))
+    q = q * scale
+    n = q.shape[0] // chunk
+    S = torch.zeros(H, K, V, dtype=torch.float64)
+    out = torch.zeros(n * chunk, H, V, dtype=torch.float64)
+    for c in range(n):
+        sl = slice(c * chunk, (c + 1) * chunk)
+        qc, kc, vc, bc = (x[sl].transpose(0, 1) for x in (q, k, v, beta))  # [H, C, .]
+        G = g[sl].transpose(0, 1).cumsum(1)  # [H, C, K]
+        diff = (G[:, :, None, :] - G[:, None, :, :])  # [H, i, j, K]
+        lower = torch.tril(torch.ones(chunk, chunk, dtype=torch.bool), -1)
+        incl = torch.tril(torch.ones(chunk, chunk, dtype=torch.bool), 0)
+        dec = torch.where(incl[None, :, :, None], diff, torch.full_like(diff, -math.inf)).exp()
+        L = torch.einsum("hik,hijk,hjk->hij", kc, dec, kc) * lower
+        # A = (I + diag(beta) L)^-1 diag(beta) by forward substitution, row by row
+        Ainv = torch.zeros(H, chunk, chunk, dtype=torch.float64)
+        for i in range(chunk):
+            row = torch.zeros(H, chunk, dtype=torch.float64)
+            row[:, i] = 1.0
+            row = row - bc[:, i, None] * torch.einsum("hj,hjm->hm", L[:, i, :], Ainv)
+            Ainv[:, i] = row
+        A = Ainv * bc[:, None, :]
+        wv = A @ (G.exp() * kc)
+        u = A @ vc
+        v_new = u - wv @ S
+        Aqk = torch.einsum("hik,hijk,hjk->hij", qc, dec, kc) * incl
+        o = (qc * G.exp()) @ S + Aqk @ v_new
+        out[sl] = o.transpose(0, 1)
+        Gl = G[:, -1:, :]  # [H, 1, K]
+        S = Gl.transpose(1, 2).exp() * S + ((Gl - G).exp() * kc).transpose(1, 2) @ v_new
+    return out[:T], S
+
+
+def check_kda():
+    torch.manual_seed(1234)
+    for (T, H, K, V, chunk) in ((24, 4, 16, 16, 8), (37, 3, 16, 32, 16), (64, 2, 32, 16, 64)):
+        q = M.l2norm_fla(torch.randn(T, H, K))
+        k = M.l2norm_fla(torch.randn(T, H, K))
+        v = torch.randn(T, H, V)
+        g = M.kda_gate(torch.randn(T, H, K), torch.log(1 + 15 * torch.rand(H)).view(1, 1, H, 1),
+                       -3.0 + torch.randn(H * K))
+        beta = torch.sigmoid(torch.randn(T, H))
+        ref = M.kda_recurrent(q, k, v, g, beta, K ** -0.5)
+        got, _ = kda_chunk_naive(q, k, v, g, beta, K ** -0.5, chunk)
+        err = (ref.double() - got).abs().max().item()
+        assert err < 1e-5, (T, H, K, V, chunk, err)
+    # the causal depthwise conv against torch's Conv1d (padding W-1, keep the first S outputs)
+    x, w = torch.randn(19, 24), torch.randn(24, 1, 4)
+    ref = torch.nn.functional.silu(torch.nn.functional.conv1d(x.T[None], w, padding=3, groups=24)[0, :, :19].T)
+    err2 = (M.kda_short_conv(x, w) - ref).abs().max().item()
+    assert err2 < 1e-5, err2
+    print(f"KDA token-by-token recurrence == fla naive_chunk_kda (chunks 8/16/64, padded T): ok "
+          f"(max err {err:.2e}); short conv == nn.Conv1d: ok")
+
+
+def kimi_mutations():
+    orig_route, orig_conv, orig_gate = M.kimi_route, M.kda_short_conv, M.kda_gate
+    orig_rms = M.rms_norm
+
+    def route_bias_in_weights(logits, bias, c):  # the remote code's in-place `scores_for_choice += bias`
+        idx, w, info = orig_route(logits, bias, c)
+        wb = (torch.sigmoid(logits) + bias).gather(1, idx)
+        wb = wb / (wb.sum(-1, keepdim=True) + 1e-20)
+        return idx, wb * c["routed_scaling_factor"], info
+
+    def route_no_scale(logits, bias, c):
+        return orig_route(logits, bias, dict(c, routed_scaling_factor=1.0))
+
+    def conv_reversed(x, w):
+        return orig_conv(x, w.flip(-1))
+
+    def conv_none(x, w):
+        return torch.nn.functional.silu(x)
+
+    def gate_no_A(g, A_log, dt_bias, lb=None):
+        return orig_gate(g, torch.zeros_like(A_log), dt_bias, lb)
+
+    def gate_no_dt(g, A_log, dt_bias, lb=None):
+        return orig_gate(g, A_log, torch.zeros_like(dt_bias), lb)
+
+    def no_l2(x, eps=1e-6):
+        return x
+
+    def ng_silu(x, w, gate, eps):  # transformers' KimiLinearRMSNormGated fallback (silu)
+        return M.rms_norm(x, w, eps) * torch.nn.functional.silu(gate)
+
+    def ng_no_gate(x, w, gate, eps):
+        return M.rms_norm(x, w, eps)
+
+    def kv_norm_eps_rms(x, w, eps):  # kv_a_layernorm with rms_norm_eps (1e-5) instead of 1e-6
+        return orig_rms(x, w, 1e-5 if eps == 1e-6 else eps)
+
+    K = "kimi_linear_bf16"
+    return [
+        (K, "router: correction bias also in the weights (in-place)", None, {"kimi_route": route_bias_in_weights}),
+        (K, "router: routed_scaling_factor omitted", None, {"kimi_route": route_no_scale}),
+        (K, "shared expert omitted", lambda c: c.update(num_shared_experts=0), None),
+        (K, "KDA conv taps reversed (first tap = current token)", None, {"kda_short_conv": conv_reversed}),
+        (K, "KDA short conv skipped (SiLU only)", None, {"kda_short_conv": conv_none}),
+        (K, "KDA gate without exp(A_log)", None, {"kda_gate": gate_no_A}),
+        (K, "KDA gate without dt_bias", None, {"kda_gate": gate_no_dt}),
+        (K, "q/k l2norm skipped", None, {"l2norm_fla": no_l2}),
+        (K, "o_norm gate silu instead of sigmoid (HF fallback)", None, {"rms_norm_gated_sigmoid": ng_silu}),
+        (K, "o_norm output gate omitted", None, {"rms_norm_gated_sigmoid": ng_no_gate}),
+        (K, "kv_a_layernorm eps = rms_norm_eps (1e-5)", None, {"rms_norm": kv_norm_eps_rms}),
+    ]
+
+
 if __name__ == "__main__":
     t0 = time.time()
     check_formats()
@@ -432,6 +560,7 @@ if __name__ == "__main__":
     check_mxfp4()
     check_sink_attention_vs_openai()
     check_yarn_vs_openai()
+    check_kda()
     check_fixtures()
     if "--mutations" in sys.argv[1:]:
         run_mutations()

@@ -312,9 +312,97 @@ KIMI_LINEAR_BASE = {
 }
 
 
+# Kimi-K3: the key set of the moonshotai/Kimi-K3 release config.json (top level + text_config, as far as
+# public copies of it show), shrunk. 1-based layer lists: layers 0,1,3 KDA, layers 2,4 MLA (the last layer is
+# MLA, as in the release); attn_res_block_size 2 banks the inputs of layers 0, 2 and 4.
+KIMI_K3_TEXT = {
+    "activation_situ_beta": 4.0,
+    "activation_situ_linear_beta": 25.0,
+    "attn_res_block_size": 2,
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "first_k_dense_replace": 1,
+    "hidden_act": "situ",
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "kv_lora_rank": 32,
+    "latent_moe_use_norm": True,
+    "linear_attn_config": {"full_attn_layers": [3, 5], "gate_lower_bound": -5.0, "head_dim": 16,
+                           "kda_layers": [1, 2, 4], "num_heads": 4, "short_conv_kernel_size": 4,
+                           "use_full_rank_gate": True},
+    "max_position_embeddings": 64,
+    "mla_use_nope": True,
+    "mla_use_output_gate": True,
+    "model_type": "kimi_linear",
+    "moe_intermediate_size": 64,
+    "moe_layer_freq": 1,
+    "moe_renormalize": True,
+    "moe_router_activation_func": "sigmoid",
+    "num_attention_heads": 4,
+    "num_expert_group": 1,
+    "num_experts": 16,
+    "num_experts_per_token": 4,
+    "num_hidden_layers": 5,
+    "num_key_value_heads": 4,
+    "num_nextn_predict_layers": 0,
+    "num_shared_experts": 2,
+    "pad_token_id": 255,
+    "q_lora_rank": 32,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 16,
+    "rms_norm_eps": 1e-05,
+    "routed_expert_hidden_size": 32,
+    "routed_scaling_factor": 1.0,
+    "tie_word_embeddings": False,
+    "topk_group": 1,
+    "topk_method": "noaux_tc",
+    "use_grouped_topk": True,
+    "v_head_dim": 32,
+    "vocab_size": 256,
+}
+KIMI_K3_BASE = {
+    "architectures": ["KimiK3ForConditionalGeneration"],
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "media_placeholder_token_id": 254,
+    "model_type": "kimi_k3",
+    "pad_token_id": 255,
+    "text_config": KIMI_K3_TEXT,
+    "tie_word_embeddings": False,
+    "vision_config": {"model_type": "kimi_k3_vision", "patch_size": 14, "vt_hidden_size": 1152},
+}
+# compressed-tensors quantization_config of the release (text_config.quantization_config), as public copies
+# of it show it (the "observer" entry differs between the copies: minmax / null)
+K3_QUANT_CONFIG = {
+    "config_groups": {"group_0": {
+        "format": "mxfp4-pack-quantized", "input_activations": None, "output_activations": None,
+        "targets": ["Linear"],
+        "weights": {"actorder": None, "block_structure": None, "dynamic": False, "group_size": 32, "num_bits": 4,
+                    "observer": "minmax", "observer_kwargs": {}, "scale_dtype": "torch.uint8", "strategy": "group",
+                    "symmetric": True, "type": "float", "zp_dtype": None}}},
+    "format": "mxfp4-pack-quantized",
+    "global_compression_ratio": None,
+    "ignore": ["re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*",
+               "re:.*lm_head.*", "re:.*vision_tower.*", "re:.*mm_projector.*"],
+    "kv_cache_scheme": None,
+    "quant_method": "compressed-tensors",
+    "quantization_status": "compressed",
+}
+
+
 def _v(name, base, storage, seed, split=False, **over):
     cfg = copy.deepcopy(base)
     cfg.update(over)
+    if cfg["model_type"] == "kimi_k3":  # hyper-parameters live in text_config
+        tc = cfg["text_config"]
+        tc.update(over.pop("text", {}))
+        tc["dtype"] = "bfloat16"
+        if storage == "mxfp4ct":
+            tc["quantization_config"] = copy.deepcopy(K3_QUANT_CONFIG)
+        cfg.pop("text", None)
+        cfg["text_config"] = dict(sorted(tc.items()))
+        cfg = dict(sorted(cfg.items()))
+        return {"name": name, "config": cfg, "storage": storage, "seed": seed, "split": split}
     cfg["torch_dtype"] = {"f32": "float32", "bf16": "bfloat16", "fp8": "bfloat16", "mxfp4": "bfloat16"}[storage]
     if storage == "fp8":
         cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3",
@@ -357,6 +445,8 @@ VARIANTS = [
        rope_scaling={"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0,
                      "original_max_position_embeddings": 16, "rope_type": "yarn", "truncate": True}),
     _v("kimi_linear_bf16", KIMI_LINEAR_BASE, "bf16", 14000),
+    _v("kimi_k3_bf16", KIMI_K3_BASE, "bf16", 15000),
+    _v("kimi_k3_mxfp4", KIMI_K3_BASE, "mxfp4ct", 16000),
 ]
 
 # gpt-oss weight scales: the expert gate_up projection has output std ~GPTOSS_GATE_UP_STD, so
@@ -371,6 +461,8 @@ GPTOSS_DOWN_SCALE = 0.2
 
 def gen_weights(cfg: dict, g: torch.Generator) -> dict:
     mt = cfg["model_type"]
+    if mt == "kimi_k3":
+        return gen_weights_kimi_k3(cfg, g)
     Hd, V, H = cfg["hidden_size"], cfg["vocab_size"], cfg["num_attention_heads"]
     w = {}
 
@@ -546,6 +638,99 @@ def gen_weights_kimi_linear(cfg, g, w, lin, norm, vec, mlp3):
     return w
 
 
+# SiTU calibration: gate pre-activations with std ~K3_GATE_STD reach the tanh(g/4) saturation, up ones with std
+# ~K3_UP_STD reach tanh(u/25)'s (see manifest "situ_saturation"); the down projections are scaled back.
+K3_GATE_STD = 4.0
+K3_UP_STD = 20.0
+
+
+def gen_weights_kimi_k3(cfg, g):
+    """Release names (language_model. prefix) and shapes; nn.Linear weights are [out, in]."""
+    tc = cfg["text_config"]
+    Hd, V, H = tc["hidden_size"], tc["vocab_size"], tc["num_attention_heads"]
+    lac = tc["linear_attn_config"]
+    KH, KD, W = lac["num_heads"], lac["head_dim"], lac["short_conv_kernel_size"]
+    P = KH * KD
+    dn, dr, dv, r, qr = tc["qk_nope_head_dim"], tc["qk_rope_head_dim"], tc["v_head_dim"], tc["kv_lora_rank"], tc["q_lora_rank"]
+    L, Im, E = tc["routed_expert_hidden_size"], tc["moe_intermediate_size"], tc["num_experts"]
+    w = {}
+    pre = models.K3_PREFIX + "model."
+
+    def lin(name, out_f, in_f, scale=1.0):
+        w[name] = torch.randn(out_f, in_f, generator=g) * (scale / math.sqrt(in_f))
+
+    def norm(name, n):
+        w[name] = 0.9 + 0.2 * torch.rand(n, generator=g)
+
+    def situ3(prefix, inter, in_f, out_f, names=("gate_proj", "up_proj", "down_proj")):
+        lin(f"{prefix}.{names[0]}.weight", inter, in_f, K3_GATE_STD)
+        lin(f"{prefix}.{names[1]}.weight", inter, in_f, K3_UP_STD)
+        lin(f"{prefix}.{names[2]}.weight", out_f, inter, 1.0 / K3_UP_STD)
+
+    def res(name):  # AttnRes pair: norm [hidden], score vector [1, hidden]
+        norm(name + "_norm.weight", Hd)
+        w[name + "_proj.weight"] = torch.randn(1, Hd, generator=g) * (1.0 / math.sqrt(Hd))
+
+    w[pre + "embed_tokens.weight"] = torch.randn(V, Hd, generator=g)
+    model = models.ReferenceModel(cfg, {})
+    for i in range(tc["num_hidden_layers"]):
+        p = f"{pre}layers.{i}."
+        norm(p + "input_layernorm.weight", Hd)
+        res(p + "self_attention_res")
+        res(p + "mlp_res")
+        a = p + "self_attn."
+        if model.kinds[i] == "kda":
+            lin(a + "q_proj.weight", P, Hd)
+            lin(a + "k_proj.weight", P, Hd)
+            lin(a + "v_proj.weight", P, Hd)
+            for n in ("q", "k", "v"):
+                t = torch.randn(P, 1, W, generator=g) * 0.4
+                t[:, 0, W - 1] += 1.0
+                w[a + f"{n}_conv1d.weight"] = t
+            # 1-D, zero-padded past the KH heads to head_dim entries (the release: [128] for 96 heads)
+            al = torch.zeros(KD)
+            al[:KH] = torch.log(0.5 + 2.0 * torch.rand(KH, generator=g))
+            w[a + "A_log"] = al
+            lin(a + "f_a_proj.weight", KD, Hd)
+            lin(a + "f_b_proj.weight", P, KD)
+            w[a + "dt_bias"] = K3_DT_MEAN + torch.randn(P, generator=g)
+            lin(a + "b_proj.weight", KH, Hd, scale=2.0)
+            lin(a + "g_proj.weight", P, Hd, scale=2.0)
+            norm(a + "o_norm.weight", KD)
+            lin(a + "o_proj.weight", Hd, P)
+        else:
+            lin(a + "q_a_proj.weight", qr, Hd)
+            norm(a + "q_a_layernorm.weight", qr)
+            lin(a + "q_b_proj.weight", H * (dn + dr), qr)
+            lin(a + "kv_a_proj_with_mqa.weight", r + dr, Hd)
+            norm(a + "kv_a_layernorm.weight", r)
+            lin(a + "kv_b_proj.weight", H * (dn + dv), r)
+            lin(a + "g_proj.weight", H * dv, Hd, scale=2.0)
+            lin(a + "o_proj.weight", Hd, H * dv)
+        norm(p + "post_attention_layernorm.weight", Hd)
+        if not model.is_moe_layer(i):
+            situ3(p + "mlp", tc["intermediate_size"], Hd, Hd)
+        else:
+            m = p + "block_sparse_moe."
+            lin(m + "gate.weight", E, Hd, scale=2.0)
+            w[m + "gate.e_score_correction_bias"] = torch.randn(E, generator=g) * 0.05
+            lin(m + "routed_expert_down_proj.weight", L, Hd)
+            norm(m + "routed_expert_norm.weight", L)
+            lin(m + "routed_expert_up_proj.weight", Hd, L)
+            for e in range(E):
+                situ3(f"{m}experts.{e}", Im, L, L, ("w1", "w3", "w2"))
+            situ3(m + "shared_experts", Im * tc["num_shared_experts"], Hd, Hd)
+    norm(pre + "norm.weight", Hd)
+    res(pre + "output_attn_res")
+    lin(models.K3_PREFIX + "lm_head.weight", V, Hd, scale=2.0)
+    return w
+
+
+# K3 lower-bound gate: gl = -5 * sigmoid(exp(A_log) * (graw + dt_bias)); dt_bias ~ N(K3_DT_MEAN, 1) and
+# A = exp(A_log) in [0.5, 2.5] put the per-step decay exp(gl) across (e^-5, 1).
+K3_DT_MEAN = -2.5
+
+
 _FP4_MAGS = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 
@@ -593,6 +778,26 @@ def to_storage(weights: dict, storage: str):
     stored, deq = {}, {}
     for name, t in weights.items():
         a = t.numpy().astype(np.float32)
+        if storage == "mxfp4ct" and ".block_sparse_moe.experts." in name:
+            # compressed-tensors mxfp4-pack-quantized: [rows, cols] -> weight_packed [rows, cols/2] +
+            # weight_scale [rows, cols/32] (E8M0), quantised along cols (the input dim)
+            assert name.endswith(".weight") and a.ndim == 2
+            blocks, scales = f32_to_mxfp4(a)
+            rows, cols = a.shape
+            stored[name + "_packed"] = ("U8", blocks.reshape(rows, cols // 2))
+            stored[name + "_scale"] = ("U8", scales)
+            deq[name] = torch.from_numpy(models.dequant_mxfp4_packed(blocks.reshape(rows, cols // 2), scales))
+            continue
+        if storage == "mxfp4ct":
+            storage_of = "f32" if name.endswith(("e_score_correction_bias", ".A_log", ".dt_bias")) else "bf16"
+            if storage_of == "f32":
+                stored[name] = ("F32", a)
+                deq[name] = torch.from_numpy(a.copy())
+            else:
+                bits = models.f32_to_bf16_bits(a)
+                stored[name] = ("BF16", bits)
+                deq[name] = torch.from_numpy(models.bf16_bits_to_f32(bits).copy())
+            continue
         if storage == "mxfp4" and name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
             # release layout: [E, out, in] quantised along `in`; HF layout is its transpose [E, in, out]
             blocks, scales = f32_to_mxfp4(np.ascontiguousarray(np.swapaxes(a, -1, -2)))
@@ -679,7 +884,7 @@ def analyse(model: models.ReferenceModel, seq):
 
 def build_variant(v: dict):
     cfg = v["config"]
-    V = cfg["vocab_size"]
+    V = cfg.get("text_config", cfg)["vocab_size"]
     for attempt in range(MAX_ATTEMPTS):
         seed = v["seed"] + attempt
         torch.manual_seed(seed)
@@ -798,10 +1003,12 @@ def main(argv):
             "max_abs_logit": float(prefill.abs().max()),
             "greedy": greedy,
         }
-        if v["config"]["model_type"] == "kimi_linear":
+        if v["config"]["model_type"] in ("kimi_linear", "kimi_k3"):
             model.forward(tokens)
             d = torch.cat([t.flatten() for t in model.kda_decay_trace]).double()
-            info["layer_kinds"] = models.kimi_layer_kinds(v["config"])
+            info["layer_kinds"] = models.kimi_layer_kinds(v["config"].get("text_config", v["config"]))
+            if model.attn_res_trace:
+                info["attn_res_banked_inputs_after_layer"] = [int(t) for t in model.attn_res_trace]
             info["kda_decay_over_prefill"] = {
                 "quantiles_1_10_50_90_99": [round(float(d.quantile(q)), 4) for q in (0.01, 0.1, 0.5, 0.9, 0.99)],
                 "min": float(d.min()), "max": float(d.max()),

@@ -157,6 +157,18 @@ def dequant_mxfp4(blocks: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return vals.reshape(*blocks.shape[:-2], blocks.shape[-2] * 32)
 
 
+def dequant_mxfp4_packed(packed: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """compressed-tensors ``mxfp4-pack-quantized`` (Kimi-K3 routed experts) -> float32 [rows, cols].
+
+    packed uint8 [rows, cols/2], scale uint8 (E8M0) [rows, cols/32]. Byte j of a row holds column 2j in its
+    LOW nibble and column 2j+1 in its HIGH nibble (compressed-tensors ``pack_fp4_to_uint8``); column c uses
+    scale[r, c // 32]: w[r, c] = FP4_E2M1[code] * 2^(scale - 127). Same byte layout as gpt-oss's blocks.
+    """
+    R, C2 = packed.shape
+    assert C2 % 16 == 0 and scale.shape == (R, C2 // 16), (packed.shape, scale.shape)
+    return dequant_mxfp4(packed.reshape(R, C2 // 16, 16), scale)
+
+
 def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
     """Load config.json and all weights of a checkpoint directory as float32 tensors.
 
@@ -191,6 +203,15 @@ def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
     weights: Dict[str, torch.Tensor] = {}
     for name, (dtype, shape, data) in raw.items():
         if name.endswith("_scale_inv") or (name.endswith("_scales") and name[:-7] + "_blocks" in raw):
+            continue
+        if name.endswith(".weight_scale") and name[:-13] + ".weight_packed" in raw:
+            continue
+        if name.endswith(".weight_packed") and dtype == "U8":  # compressed-tensors MXFP4 (Kimi-K3 experts)
+            base = name[: -len("_packed")]  # -> <module>.weight
+            sdt, sshape, sdata = raw[base + "_scale"]
+            assert sdt == "U8", f"{base}_scale must be U8 (E8M0), got {sdt}"
+            deq = dequant_mxfp4_packed(decode_tensor(dtype, shape, data), decode_tensor(sdt, sshape, sdata))
+            weights[base] = torch.from_numpy(np.ascontiguousarray(deq, dtype=np.float32))
             continue
         if name.endswith("_blocks") and dtype == "U8":
             base = name[: -len("_blocks")]
@@ -571,6 +592,47 @@ def kimi_route(logits, bias, c: dict):
 
 
 # ---------------------------------------------------------------------------
+# Kimi-K3 pieces (transformers models/kimi_k3/modular_kimi_k3.py; llama.cpp src/models/kimi-k3.cpp)
+# ---------------------------------------------------------------------------
+
+K3_PREFIX = "language_model."  # the text model sits under the multimodal wrapper in the release
+K3_BANK_RAW = True  # AttnRes banks the raw layer input (not the mixed one); a switch for the mutation table
+
+
+def situ_mul(gate: torch.Tensor, up: torch.Tensor, beta: float, linear_beta: Optional[float]) -> torch.Tensor:
+    """SiTU-GLU: beta*tanh(gate/beta)*sigmoid(gate) * (linear_beta*tanh(up/linear_beta) if linear_beta else up)."""
+    if linear_beta:
+        up = linear_beta * torch.tanh(up / linear_beta)
+    return beta * torch.tanh(gate / beta) * torch.sigmoid(gate) * up
+
+
+def situ_mlp(x, wg, wu, wd, beta, linear_beta):
+    return linear(situ_mul(linear(x, wg), linear(x, wu), beta, linear_beta), wd)
+
+
+def attn_res_mix(cur: torch.Tensor, bank: List[torch.Tensor], proj: torch.Tensor, norm_w: torch.Tensor, eps: float):
+    """AttnRes mix (transformers ``KimiK3AttentionResidual``, llama.cpp ``res_mix``): the banked block inputs and
+    the current stream are scored by one learned vector and mixed by a softmax over the N = len(bank)+1 sources:
+        V = [bank_0, ..., bank_{n-1}, cur]          (each [S, hidden])
+        score_j = proj · RMSNorm(V_j; norm_w, eps)   (proj = the [1, hidden] weight)
+        out = sum_j softmax(score)_j * V_j           (the RAW values, not the normed ones)
+    With an empty bank the stream passes unchanged."""
+    if not bank:
+        return cur
+    V = torch.stack(list(bank) + [cur], dim=0)  # [N, S, D]
+    scores = (rms_norm(V, norm_w, eps) * proj.reshape(-1)).sum(-1)  # [N, S]
+    probs = torch.softmax(scores, dim=0)
+    return (probs[..., None] * V).sum(0)
+
+
+def k3_a_log(A_log: torch.Tensor, H: int) -> torch.Tensor:
+    """The release stores A_log 1-D, zero-padded past the H heads (colibri: [128] for 96 heads); use the first H."""
+    flat = A_log.reshape(-1)
+    assert flat.numel() >= H, (A_log.shape, H)
+    return flat[:H]
+
+
+# ---------------------------------------------------------------------------
 # The model
 # ---------------------------------------------------------------------------
 
@@ -582,8 +644,17 @@ class ReferenceModel:
         self.c = config
         self.w = {k: v.float() for k, v in weights.items()}
         self.mt = config["model_type"]
-        if self.mt not in ("deepseek_v3", "qwen3_moe", "glm4_moe", "mixtral", "gpt_oss", "kimi_linear"):
+        if self.mt not in ("deepseek_v3", "qwen3_moe", "glm4_moe", "mixtral", "gpt_oss", "kimi_linear", "kimi_k3"):
             raise NotImplementedError(self.mt)
+        self.trace: List[dict] = []
+        self.clamp_stats: List[dict] = []
+        self.kda_decay_trace: List[torch.Tensor] = []
+        self.attn_res_trace: List[torch.Tensor] = []
+        if self.mt == "kimi_k3":
+            self.tc = config["text_config"]
+            assert self.tc.get("model_type") == "kimi_linear" and self.tc.get("mla_use_nope", True)
+            self.kinds = kimi_layer_kinds(self.tc)
+            return
         c = config
         if self.mt == "kimi_linear":
             self.kinds = kimi_layer_kinds(c)
@@ -594,9 +665,6 @@ class ReferenceModel:
             self.head_dim = head_dim
             self.rope_dim = int(head_dim * c.get("partial_rotary_factor", 1.0))
         self.inv_freq, self.attn_factor = rope_parameters(c, self.rope_dim)
-        self.trace: List[dict] = []
-        self.clamp_stats: List[dict] = []
-        self.kda_decay_trace: List[torch.Tensor] = []
 
     # -- helpers ------------------------------------------------------------
     def W(self, name):
@@ -611,7 +679,9 @@ class ReferenceModel:
             return i >= c["first_k_dense_replace"]
         if self.mt == "qwen3_moe":
             return (i not in c.get("mlp_only_layers", [])) and c["num_experts"] > 0 and (i + 1) % c["decoder_sparse_step"] == 0
-        if self.mt == "kimi_linear":  # KimiDecoderLayer
+        if self.mt == "kimi_k3":
+            c = self.tc
+        if self.mt in ("kimi_linear", "kimi_k3"):  # KimiDecoderLayer
             return (c.get("num_experts") is not None and i >= c["first_k_dense_replace"]
                     and i % c.get("moe_layer_freq", 1) == 0)
         return True  # mixtral
@@ -806,8 +876,106 @@ class ReferenceModel:
         return out
 
     # -- full model ---------------------------------------------------------
+    # -- Kimi-K3 --------------------------------------------------------------
+    def k3_kda(self, i, x):
+        """KimiK3DeltaAttention: the Kimi-Linear KDA with the lower-bound gate and a full-rank output gate."""
+        tc, p = self.tc, f"{K3_PREFIX}model.layers.{i}.self_attn."
+        S = x.shape[0]
+        lac = tc["linear_attn_config"]
+        H, K = lac["num_heads"], lac["head_dim"]
+        q = kda_short_conv(linear(x, self.W(p + "q_proj.weight")), self.W(p + "q_conv1d.weight")).view(S, H, K)
+        k = kda_short_conv(linear(x, self.W(p + "k_proj.weight")), self.W(p + "k_conv1d.weight")).view(S, H, K)
+        v = kda_short_conv(linear(x, self.W(p + "v_proj.weight")), self.W(p + "v_conv1d.weight")).view(S, H, K)
+        graw = linear(linear(x, self.W(p + "f_a_proj.weight")), self.W(p + "f_b_proj.weight")).view(S, H, K)
+        g = kda_gate(graw, k3_a_log(self.W(p + "A_log"), H), self.W(p + "dt_bias"), lac.get("gate_lower_bound"))
+        beta = torch.sigmoid(linear(x, self.W(p + "b_proj.weight")))
+        o = kda_recurrent(l2norm_fla(q), l2norm_fla(k), v, g, beta, K ** -0.5)
+        if lac.get("use_full_rank_gate", False):
+            gate = linear(x, self.W(p + "g_proj.weight")).view(S, H, K)
+        else:
+            gate = linear(linear(x, self.W(p + "g_a_proj.weight")), self.W(p + "g_b_proj.weight")).view(S, H, K)
+        o = rms_norm_gated_sigmoid(o, self.W(p + "o_norm.weight"), gate, tc["rms_norm_eps"])
+        self.kda_decay_trace.append(g.exp())
+        return linear(o.reshape(S, H * K), self.W(p + "o_proj.weight"))
+
+    def k3_mla(self, i, x):
+        """KimiK3GatedMLA: q-LoRA MLA without RoPE, output * sigmoid(g_proj(x)) before o_proj."""
+        tc, p = self.tc, f"{K3_PREFIX}model.layers.{i}.self_attn."
+        S = x.shape[0]
+        H = tc["num_attention_heads"]
+        dn, dr, dv, r = tc["qk_nope_head_dim"], tc["qk_rope_head_dim"], tc["v_head_dim"], tc["kv_lora_rank"]
+        if tc.get("q_lora_rank") is None:
+            q = linear(x, self.W(p + "q_proj.weight"))
+        else:  # KimiK3RMSNorm(q_lora_rank): LlamaRMSNorm default eps 1e-6
+            q = linear(rms_norm(linear(x, self.W(p + "q_a_proj.weight")), self.W(p + "q_a_layernorm.weight"), 1e-6),
+                       self.W(p + "q_b_proj.weight"))
+        q = q.view(S, H, dn + dr).transpose(0, 1)
+        ckv = linear(x, self.W(p + "kv_a_proj_with_mqa.weight"))
+        c_kv, k_sh = ckv[:, :r], ckv[:, r:]
+        kv = linear(rms_norm(c_kv, self.W(p + "kv_a_layernorm.weight"), 1e-6), self.W(p + "kv_b_proj.weight"))
+        kv = kv.view(S, H, dn + dv).transpose(0, 1)
+        ks = torch.cat((kv[..., :dn], k_sh.view(1, S, dr).expand(H, S, dr)), dim=-1)
+        o = causal_attention(q, ks, kv[..., dn:], (dn + dr) ** -0.5).transpose(0, 1).reshape(S, H * dv)
+        if tc.get("mla_use_output_gate", False):
+            o = o * torch.sigmoid(linear(x, self.W(p + "g_proj.weight")))
+        return linear(o, self.W(p + "o_proj.weight"))
+
+    def k3_mlp(self, i, x):
+        tc, p = self.tc, f"{K3_PREFIX}model.layers.{i}."
+        b1, b2 = tc["activation_situ_beta"], tc.get("activation_situ_linear_beta")
+        if not self.is_moe_layer(i):
+            return situ_mlp(x, self.W(p + "mlp.gate_proj.weight"), self.W(p + "mlp.up_proj.weight"),
+                            self.W(p + "mlp.down_proj.weight"), b1, b2)
+        m = p + "block_sparse_moe."
+        logits = linear(x, self.W(m + "gate.weight"))  # the router reads the full-width x
+        idx, w, info = kimi_route(logits, self.W(m + "gate.e_score_correction_bias"), tc)
+        z = linear(x, self.W(m + "routed_expert_down_proj.weight"))  # [S, latent]
+        fn = lambda e, zz: situ_mlp(zz, self.W(f"{m}experts.{e}.w1.weight"), self.W(f"{m}experts.{e}.w3.weight"),
+                                    self.W(f"{m}experts.{e}.w2.weight"), b1, b2)
+        u = moe_combine(z, idx, w, fn)  # weighted sum in the latent (weights include routed_scaling_factor)
+        if tc.get("latent_moe_use_norm", True):
+            u = rms_norm(u, self.W(m + "routed_expert_norm.weight"), tc["rms_norm_eps"])
+        out = linear(u, self.W(m + "routed_expert_up_proj.weight"))
+        if tc.get("num_shared_experts"):
+            sp = m + "shared_experts."
+            out = out + situ_mlp(x, self.W(sp + "gate_proj.weight"), self.W(sp + "up_proj.weight"),
+                                 self.W(sp + "down_proj.weight"), b1, b2)
+        self.trace.append({"layer": i, "idx": idx, "weights": w, **info})
+        return out
+
+    def forward_k3(self, ids: torch.Tensor) -> torch.Tensor:
+        tc = self.tc
+        eps, bs = tc["rms_norm_eps"], tc["attn_res_block_size"]
+        P = K3_PREFIX + "model."
+        h = self.W(P + "embed_tokens.weight")[ids]
+        bank: List[torch.Tensor] = []
+        for i in range(tc["num_hidden_layers"]):
+            p = f"{P}layers.{i}."
+            prefix = h  # the layer input (partial sum of the current block)
+            cur = attn_res_mix(prefix, bank, self.W(p + "self_attention_res_proj.weight"),
+                               self.W(p + "self_attention_res_norm.weight"), eps)
+            banked = i % bs == 0
+            if banked:  # start of a block: bank the raw layer input; the block's sum restarts from the attention
+                bank.append(prefix if K3_BANK_RAW else cur)
+            x = rms_norm(cur, self.W(p + "input_layernorm.weight"), eps)
+            a = self.k3_kda(i, x) if self.kinds[i] == "kda" else self.k3_mla(i, x)
+            prefix = a if banked else prefix + a
+            cur = attn_res_mix(prefix, bank, self.W(p + "mlp_res_proj.weight"), self.W(p + "mlp_res_norm.weight"), eps)
+            x = rms_norm(cur, self.W(p + "post_attention_layernorm.weight"), eps)
+            h = prefix + self.k3_mlp(i, x)
+            self.attn_res_trace.append(torch.tensor(len(bank)))
+        cur = attn_res_mix(h, bank, self.W(P + "output_attn_res_proj.weight"), self.W(P + "output_attn_res_norm.weight"), eps)
+        cur = rms_norm(cur, self.W(P + "norm.weight"), eps)
+        return linear(cur, self.W(K3_PREFIX + "lm_head.weight"))
+
     @torch.no_grad()
     def forward(self, tokens: List[int]) -> torch.Tensor:
+        self.trace = []
+        self.clamp_stats = []
+        self.kda_decay_trace = []
+        self.attn_res_trace = []
+        if self.mt == "kimi_k3":
+            return self.forward_k3(torch.tensor(tokens, dtype=torch.long))
         c = self.c
         self.trace = []
         self.clamp_stats = []

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-checks of the reference and of the fixtures' power to catch mistakes.
 
-    /usr/bin/python3 tests/reference/selftest.py               # checks 1-4, 6 and 7 (fast; ctest runs this)
+    /usr/bin/python3 tests/reference/selftest.py               # checks 1-4, 6, 7, 8 (fast; ctest runs this)
     /usr/bin/python3 tests/reference/selftest.py --mutations   # also the mutation table (5)
 
 1. number formats: E4M3 encoder vs brute force, bf16 rounding vs torch.
@@ -21,6 +21,8 @@
 7. Kimi-Linear: the token-by-token KDA recurrence against a re-implementation of fla's
    chunkwise `naive_chunk_kda`, the short conv against nn.Conv1d, and Kimi mutation rows
    (asserted > 0.05 like the gpt-oss ones).
+8. Kimi-K3: the packed MXFP4 experts against the raw bytes of kimi_k3_mxfp4, AttnRes against
+   llama.cpp's split formulation, and Kimi-K3 mutation rows (asserted > 0.05).
 """
 
 from __future__ import annotations
@@ -237,7 +239,7 @@ def run_mutations():
          {"route_softmax": lambda l, k, n: orig_soft(l, k, False)}),
     ]
     print(f"{'fixture':26s} {'injected mistake':52s} {'max|dlogit|':>12s} greedy-changed")
-    for name, desc, cm, patch in cases + gpt_oss_mutations() + kimi_mutations():
+    for name, desc, cm, patch in cases + gpt_oss_mutations() + kimi_mutations() + k3_mutations():
         d, gchg = mutated_diff(name, cm, patch)
         print(f"{name:26s} {desc:52s} {d:12.4g} {gchg}")
         if name.startswith(("gpt_oss", "kimi")):
@@ -550,6 +552,121 @@ def kimi_mutations():
     ]
 
 
+# ---- Kimi-K3 ---------------------------------------------------------------
+
+
+def check_k3():
+    """The packed-MXFP4 experts against the raw bytes of kimi_k3_mxfp4, and AttnRes against a
+    second formulation (llama.cpp's res_mix: the bank and the current stream scored apart)."""
+    d = os.path.join(FIX, "kimi_k3_mxfp4")
+    raw = M.read_safetensors(os.path.join(d, "model.safetensors"))
+    cfg, w = M.load_checkpoint(d)
+    tc = cfg["text_config"]
+    L, Im = tc["routed_expert_hidden_size"], tc["moe_intermediate_size"]
+    n_checked = 0
+    for proj, rows, cols in (("w1", Im, L), ("w3", Im, L), ("w2", L, Im)):
+        key = f"{M.K3_PREFIX}model.layers.2.block_sparse_moe.experts.5.{proj}.weight"
+        pdt, pshape, pdata = raw[key + "_packed"]
+        sdt, sshape, sdata = raw[key + "_scale"]
+        assert (pdt, pshape, sdt, sshape) == ("U8", [rows, cols // 2], "U8", [rows, cols // 32]), (key, pshape, sshape)
+        assert key in w and list(w[key].shape) == [rows, cols] and key + "_packed" not in w
+        pk = np.frombuffer(pdata, np.uint8).reshape(pshape)
+        sc = np.frombuffer(sdata, np.uint8).reshape(sshape)
+        for (r, c) in ((0, 0), (rows - 1, cols - 1), (3, 33 % cols), (7, 31), (1, 2)):
+            byte = int(pk[r, c // 2])
+            code = (byte >> 4) if c % 2 else (byte & 0xF)
+            assert float(w[key][r, c]) == float(M.FP4_E2M1[code]) * 2.0 ** (int(sc[r, c // 32]) - 127), (key, r, c)
+            n_checked += 1
+    codes = np.concatenate([np.frombuffer(raw[k][2], np.uint8) for k in raw if k.endswith(".weight_packed")])
+    hist = np.bincount(np.concatenate([codes & 0xF, codes >> 4]), minlength=16)
+    assert (hist > 0).all(), hist
+    # AttnRes: two formulations of one mix
+    torch.manual_seed(7)
+    S, D = 5, 64
+    bank = [torch.randn(S, D) * s for s in (1.0, 3.0, 0.5)]
+    cur, proj, nw = torch.randn(S, D), torch.randn(1, D) * 0.3, 0.9 + 0.2 * torch.rand(D)
+    ref = M.attn_res_mix(cur, bank, proj, nw, 1e-5)
+    stack = torch.stack(bank, 1)  # [S, n, D]
+    sc_b = (stack * torch.rsqrt(stack.pow(2).mean(-1, keepdim=True) + 1e-5) * nw * proj[0]).sum(-1)
+    sc_c = (cur * torch.rsqrt(cur.pow(2).mean(-1, keepdim=True) + 1e-5) * nw * proj[0]).sum(-1, keepdim=True)
+    pr = torch.softmax(torch.cat((sc_b, sc_c), -1), -1)
+    alt = (pr[..., :-1, None] * stack).sum(1) + pr[..., -1:] * cur
+    err = (ref - alt).abs().max().item()
+    assert err < 1e-5, err
+    print(f"kimi-k3: packed MXFP4 == raw bytes ({n_checked} entries, all 16 codes used), "
+          f"AttnRes == llama.cpp res_mix form (max err {err:.1e}): ok")
+
+
+def k3_mutations():
+    orig_mix, orig_situ, orig_route, orig_gate, orig_mxp = (M.attn_res_mix, M.situ_mul, M.kimi_route, M.kda_gate,
+                                                            M.dequant_mxfp4_packed)
+    orig_ng = M.rms_norm_gated_sigmoid
+
+    def no_attn_res(cur, bank, proj, nw, eps):  # a plain residual stream
+        return cur
+
+    def res_raw_scores(cur, bank, proj, nw, eps):  # scores from the raw values (no RMSNorm)
+        if not bank:
+            return cur
+        V = torch.stack(list(bank) + [cur], 0)
+        p = torch.softmax((V * nw * proj.reshape(-1)).sum(-1), 0)
+        return (p[..., None] * V).sum(0)
+
+    def res_normed_values(cur, bank, proj, nw, eps):  # mixes the normed values instead of the raw ones
+        if not bank:
+            return cur
+        V = torch.stack(list(bank) + [cur], 0)
+        Vn = M.rms_norm(V, nw, eps)
+        p = torch.softmax((Vn * proj.reshape(-1)).sum(-1), 0)
+        return (p[..., None] * Vn).sum(0)
+
+    def situ_as_swiglu(g, u, b1, b2):
+        return torch.nn.functional.silu(g) * u
+
+    def situ_no_linear_beta(g, u, b1, b2):
+        return orig_situ(g, u, b1, None)
+
+    def gate_softplus(g, A_log, dt_bias, lb=None):  # the Kimi-Linear gate instead of the lower-bound one
+        return orig_gate(g, A_log, dt_bias, None)
+
+    def route_bias_in_weights(logits, bias, c):
+        idx, w, info = orig_route(logits, bias, c)
+        wb = (torch.sigmoid(logits) + bias).gather(1, idx)
+        wb = wb / (wb.sum(-1, keepdim=True) + 1e-20)
+        return idx, wb * c["routed_scaling_factor"], info
+
+    def nibbles_swapped(packed, scale):
+        return orig_mxp(((packed & 0x0F) << 4) | (packed >> 4), scale)
+
+    def scale_bias_128(packed, scale):
+        return orig_mxp(packed, scale) * np.float32(0.5)
+
+    def text(fn):
+        return lambda c: fn(c["text_config"])
+
+    B, X = "kimi_k3_bf16", "kimi_k3_mxfp4"
+    return [
+        (B, "AttnRes off (plain residual, no final mix)", None, {"attn_res_mix": no_attn_res}),
+        (X, "AttnRes off (plain residual, no final mix)", None, {"attn_res_mix": no_attn_res}),
+        (B, "AttnRes banks the mixed input, not the raw one", None, {"K3_BANK_RAW": False}),
+        (B, "AttnRes scores without the RMSNorm", None, {"attn_res_mix": res_raw_scores}),
+        (B, "AttnRes mixes the normed values", None, {"attn_res_mix": res_normed_values}),
+        (B, "AttnRes block size 3 instead of 2", text(lambda t: t.update(attn_res_block_size=3)), None),
+        (B, "SiTU replaced by SwiGLU", None, {"situ_mul": situ_as_swiglu}),
+        (X, "SiTU replaced by SwiGLU", None, {"situ_mul": situ_as_swiglu}),
+        (B, "SiTU without the up-branch tanh (linear_beta)", None, {"situ_mul": situ_no_linear_beta}),
+        (B, "KDA softplus gate instead of gate_lower_bound", None, {"kda_gate": gate_softplus}),
+        (B, "MLA output gate omitted", text(lambda t: t.update(mla_use_output_gate=False)), None),
+        (B, "latent routed_expert_norm omitted", text(lambda t: t.update(latent_moe_use_norm=False)), None),
+        (B, "shared experts omitted", text(lambda t: t.update(num_shared_experts=0)), None),
+        (B, "router: correction bias also in the weights", None, {"kimi_route": route_bias_in_weights}),
+        (B, "o_norm gate silu instead of sigmoid", None,
+         {"rms_norm_gated_sigmoid": lambda x, w, g, eps: M.rms_norm(x, w, eps) * torch.nn.functional.silu(g)}),
+        (X, "mxfp4 nibbles swapped (high = column 2j)", None, {"dequant_mxfp4_packed": nibbles_swapped}),
+        (X, "mxfp4 scale bias 128 instead of 127", None, {"dequant_mxfp4_packed": scale_bias_128}),
+    ]
+
+
 if __name__ == "__main__":
     t0 = time.time()
     check_formats()
@@ -561,6 +678,7 @@ if __name__ == "__main__":
     check_sink_attention_vs_openai()
     check_yarn_vs_openai()
     check_kda()
+    check_k3()
     check_fixtures()
     if "--mutations" in sys.argv[1:]:
         run_mutations()

@@ -49,8 +49,10 @@ uint64_t NumElements(const std::vector<uint64_t>& shape) {
 }
 
 std::string ShapeProblem(TensorFormat format, const std::vector<uint64_t>& shape) {
-  if (shape.empty() || shape.size() > 2) {
-    return absl::StrCat("shape must have 1 or 2 dimensions, has ", shape.size());
+  // Matrices and vectors, and the few small N-D trunk tensors releases ship
+  // as they are (Kimi's [D, 1, K] conv taps and [1, 1, H, 1] decay rates).
+  if (shape.empty() || shape.size() > 4) {
+    return absl::StrCat("shape must have 1 to 4 dimensions, has ", shape.size());
   }
   uint64_t elements = 1;
   for (uint64_t dim : shape) {

@@ -38,7 +38,15 @@ absl::StatusOr<std::vector<float>> Conversation::Prepare(uint32_t reserve) {
   in_cache_.assign(ids.begin(), ids.end());
   reused_ = static_cast<uint32_t>(shared);
   new_ = static_cast<uint32_t>(ids.size() - shared);
-  return session_.PrefillLast(std::span(ids).subspan(shared));
+  // A recurrent layer can only return to a checkpoint: take one before the
+  // last prompt token, which the next turn keeps (or recomputes) at the least.
+  std::span<const int32_t> rest = std::span(ids).subspan(shared);
+  if (rest.size() > 1) {
+    WARP_RETURN_IF_ERROR(session_.PrefillLast(rest.first(rest.size() - 1)).status());
+    rest = rest.last(1);
+  }
+  session_.Checkpoint();
+  return session_.PrefillLast(rest);
 }
 
 }  // namespace warp::computed

@@ -36,11 +36,17 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
                   plan.num_moe_layers ? plan.num_records / plan.num_moe_layers : 0),
               plan.experts_per_token, FingerprintHex(manifest.fingerprint).c_str());
   PrintRow("trunk", plan.trunk_bytes, "dense weights, resident");
-  const bool linear = plan.kv_bytes == plan.context_tokens * plan.kv_bytes_per_token;
-  PrintRow("kv/state", plan.kv_bytes,
-           linear ? absl::StrCat(plan.context_tokens, " tokens x ", plan.kv_bytes_per_token, " B")
-                  : absl::StrCat(plan.context_tokens, " tokens; sliding layers hold their window",
-                                 " (", plan.kv_bytes_per_token, " B for the first token)"));
+  const uint64_t growing = plan.kv_bytes - plan.fixed_state_bytes;
+  const bool linear = growing == plan.context_tokens * plan.kv_bytes_per_token;
+  std::string state =
+      linear ? absl::StrCat(plan.context_tokens, " tokens x ", plan.kv_bytes_per_token, " B")
+             : absl::StrCat(plan.context_tokens, " tokens; sliding layers hold their window",
+                            " (", plan.kv_bytes_per_token, " B for the first token)");
+  if (plan.fixed_state_bytes > 0) {
+    absl::StrAppend(&state, " + ", FormatBytes(plan.fixed_state_bytes),
+                    " recurrent state at any context (with its chat checkpoint)");
+  }
+  PrintRow("kv/state", plan.kv_bytes, state);
   PrintRow("working set", plan.working_set_bytes,
            absl::StrCat(plan.experts_per_token, " experts x ", plan.num_moe_layers,
                         " MoE layers x ", record_bytes, " B records, per token"));

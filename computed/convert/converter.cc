@@ -117,8 +117,9 @@ class Converter {
       return scale ? checkpoint_.Read(*t.scale_inv, offset, out)
                    : checkpoint_.Read(*t.source, offset, out);
     }
-    const uint64_t cols = t.spec.shape.size() == 2 ? t.spec.shape[1] : t.spec.shape[0];
-    const uint64_t rows = t.spec.shape.size() == 2 ? t.spec.shape[0] : 1;
+    // Rows of the innermost dimension, as the checkpoint reader counts them.
+    const uint64_t cols = t.spec.shape.back();
+    const uint64_t rows = NumElements(t.spec.shape) / cols;
     const uint64_t row_bytes =
         scale ? ScaleBytes(t.spec.format, {1, cols}) : DataBytes(t.spec.format, {1, cols});
     const uint64_t first = offset / row_bytes;

@@ -29,4 +29,36 @@ uint32_t PositionRows::Rewind(uint32_t position) {
   return position;
 }
 
+RecurrentState::RecurrentState(std::vector<uint64_t> sizes) {
+  for (uint64_t size : sizes) {
+    parts_.emplace_back(size, 0.0f);
+    saved_.emplace_back(size, 0.0f);
+  }
+}
+
+uint64_t RecurrentState::bytes() const {
+  uint64_t total = 0;
+  for (const auto& part : parts_) total += 2 * part.size() * sizeof(float);
+  return total;
+}
+
+uint32_t RecurrentState::Rewind(uint32_t position) {
+  if (position >= end_) return end_;
+  if (saved_at_ && *saved_at_ <= position) {
+    parts_ = saved_;
+    end_ = *saved_at_;
+    return end_;
+  }
+  // The checkpoint (if any) lies in the forgotten part, which may be rewritten.
+  saved_at_.reset();
+  for (auto& part : parts_) std::fill(part.begin(), part.end(), 0.0f);
+  end_ = 0;
+  return 0;
+}
+
+void RecurrentState::Checkpoint() {
+  saved_ = parts_;
+  saved_at_ = end_;
+}
+
 }  // namespace warp::computed

@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 namespace warp::computed {
@@ -22,9 +24,15 @@ class LayerState {
   virtual uint64_t bytes() const = 0;
 
   // Forgets positions >= `position`; returns the position the layer can
-  // continue from: `position`, or 0 when it no longer holds the positions
-  // before it that the next token needs (a sliding window that moved past).
+  // continue from: `position`, or an earlier one when it no longer holds
+  // what the next token needs (a sliding window that moved past: 0; a
+  // recurrent state: its checkpoint, or 0).
   virtual uint32_t Rewind(uint32_t position) = 0;
+
+  // Remembers the current position as one a later Rewind can return to
+  // (chat calls it at the end of each turn's prompt). A cache of positions
+  // can return anywhere and ignores it.
+  virtual void Checkpoint() {}
 };
 
 // Rows of float32 per position (e.g. K and V, or latent and rope key), for
@@ -60,6 +68,31 @@ class PositionRows : public LayerState {
   uint32_t end_ = 0;   // one past the last written position
   std::vector<uint64_t> widths_;
   std::vector<std::vector<float>> rows_;  // [kind][capacity * width]
+};
+
+// The fixed-size state of a recurrent mixer (KDA): float32 parts whose size
+// does not depend on the context, plus one checkpoint copy of them, so that
+// chat can rewind to the end of the last prompt without recomputing the
+// conversation (docs/ENGINE.md#state). Both are allocated at construction.
+class RecurrentState : public LayerState {
+ public:
+  // `sizes`: floats of each part.
+  explicit RecurrentState(std::vector<uint64_t> sizes);
+
+  std::span<float> Part(size_t kind) { return parts_[kind]; }
+  // Marks the token at `pos` folded in.
+  void Advanced(uint32_t pos) { end_ = pos + 1; }
+
+  uint64_t bytes() const override;
+  // Returns `position` when nothing is to be forgotten; else restores the
+  // checkpoint when it lies at or before `position`, else starts over at 0.
+  uint32_t Rewind(uint32_t position) override;
+  void Checkpoint() override;
+
+ private:
+  std::vector<std::vector<float>> parts_, saved_;
+  uint32_t end_ = 0;                 // tokens folded in
+  std::optional<uint32_t> saved_at_;  // the checkpoint's position
 };
 
 }  // namespace warp::computed

@@ -135,11 +135,21 @@ absl::Status Transformer::BuildLayers() {
 }
 
 uint32_t Transformer::Rewind(uint32_t position) {
-  position = std::min(position_, position);
-  for (const auto& mixer : mixers_) position = std::min(position, mixer->state().Rewind(position));
-  // A layer that fell back to 0 leaves the others holding more than is used: harmless.
-  position_ = position;
+  // Until every layer agrees: a recurrent state restored to its checkpoint
+  // must go further back when another layer can only continue from earlier.
+  uint32_t target = std::min(position_, position);
+  for (;;) {
+    uint32_t reached = target;
+    for (const auto& mixer : mixers_) reached = std::min(reached, mixer->state().Rewind(target));
+    if (reached == target) break;
+    target = reached;
+  }
+  position_ = target;
   return position_;
+}
+
+void Transformer::Checkpoint() {
+  for (const auto& mixer : mixers_) mixer->state().Checkpoint();
 }
 
 uint64_t Transformer::StateBytes() const {

@@ -61,9 +61,13 @@ class Transformer {
   uint32_t position() const { return position_; }
   void Reset() { Rewind(0); }
   // Forgets the state from `position` on; returns where the model continues
-  // from (`position`, or 0 when a layer no longer holds what precedes it).
+  // from: `position`, or earlier when a layer no longer holds what precedes
+  // it (a sliding window: 0; a recurrent state: its checkpoint, or 0).
   uint32_t Rewind(uint32_t position);
-  // Bytes of every layer's state (KV caches), allocated at creation.
+  // Marks position() as one Rewind can return to (recurrent states keep a copy).
+  void Checkpoint();
+  // Bytes of every layer's state (KV caches, recurrent states and their
+  // checkpoints), allocated at creation.
   uint64_t StateBytes() const;
 
   const ModelConfig& config() const { return config_; }

@@ -8,6 +8,11 @@ uint64_t HeldPositions(uint64_t context, uint32_t window) {
   return window == 0 ? context : std::min<uint64_t>(context, uint64_t{window} + kSlidingRewindSlack);
 }
 
+uint64_t KdaStateFloats(const LinearAttention& kda) {
+  const uint64_t width = uint64_t{kda.num_heads} * kda.head_dim;
+  return width * kda.head_dim + (kda.conv_kernel - 1) * 3 * width;
+}
+
 uint64_t MixerStateBytes(const ModelConfig& c, const MixerPlan& plan, uint64_t context) {
   switch (plan.kind) {
     case MixerKind::kMla:  // the normalized latent and the rotated rope key
@@ -15,6 +20,8 @@ uint64_t MixerStateBytes(const ModelConfig& c, const MixerPlan& plan, uint64_t c
     case MixerKind::kGqa: {  // K and V per kv head; a sliding layer keeps only its window
       return HeldPositions(context, plan.sliding_window) * 2 * uint64_t{c.num_kv_heads} * c.head_dim * sizeof(float);
     }
+    case MixerKind::kKda:  // independent of the context: the state and its chat checkpoint
+      return 2 * KdaStateFloats(c.linear_attention) * sizeof(float);
   }
   return 0;
 }

@@ -20,7 +20,7 @@ namespace warp::computed {
 
 // Rotary position embedding of one mixer.
 struct RopePlan {
-  uint32_t dim = 0;          // rotated width per head (even)
+  uint32_t dim = 0;          // rotated width per head (even); 0: no rope (NoPE)
   bool interleaved = false;  // pairs (2i, 2i+1) (DeepSeek); else (i, i + dim/2) (NeoX)
   double theta = 10000.0;
   YarnScaling yarn;
@@ -28,7 +28,9 @@ struct RopePlan {
 
 enum class MixerKind {
   kGqa,  // grouped-query softmax attention with a K/V cache (optionally sliding, with sinks)
-  kMla,  // multi-head latent attention with the absorbed latent cache (DeepSeek V3)
+  kMla,  // multi-head latent attention with the absorbed latent cache (DeepSeek V3);
+         // with rope.dim 0 the shared rope key is not rotated (Kimi-Linear's NoPE MLA)
+  kKda,  // Kimi Delta Attention: gated delta-rule linear attention, fixed-size state
 };
 
 struct MixerPlan {
@@ -96,6 +98,10 @@ inline constexpr uint32_t kSlidingRewindSlack = 16;
 // Positions a mixer's cache holds for a context of `context`: all of them, or
 // the window plus the rewind slack.
 uint64_t HeldPositions(uint64_t context, uint32_t window);
+
+// Floats of one KDA layer's state: per head the [head_dim, head_dim] matrix
+// S, and the last conv_kernel - 1 inputs of the q, k and v convolutions.
+uint64_t KdaStateFloats(const LinearAttention& kda);
 
 // Bytes of mixer state a context of `context` tokens holds in layer `plan`,
 // as the engine keeps it (float32): what `computed plan` reports and what the

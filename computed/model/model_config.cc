@@ -40,9 +40,10 @@ absl::Status ParseCommon(const Json& config, ModelConfig& out) {
   WARP_ASSIGN_OR_RETURN(out.num_heads, Uint(config, "num_attention_heads"));
   WARP_ASSIGN_OR_RETURN(out.num_kv_heads, UintOr(config, "num_key_value_heads", out.num_heads));
   WARP_ASSIGN_OR_RETURN(out.intermediate_size, Uint(config, "intermediate_size"));
-  // gpt-oss's early configs say experts_per_token.
+  // gpt-oss's early configs say experts_per_token, Kimi-Linear's num_experts_per_token.
   WARP_ASSIGN_OR_RETURN(out.experts_per_token,
-                        FirstUint(config, {"num_experts_per_tok", "experts_per_token"}));
+                        FirstUint(config, {"num_experts_per_tok", "experts_per_token",
+                                           "num_experts_per_token"}));
   WARP_ASSIGN_OR_RETURN(out.tie_word_embeddings, BoolOr(config, "tie_word_embeddings", false));
   WARP_ASSIGN_OR_RETURN(double eps, DoubleOr(config, "rms_norm_eps", 1e-6));
   out.rms_norm_eps = static_cast<float>(eps);
@@ -80,9 +81,10 @@ absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type) {
   if (model_type == "glm4_moe") return Architecture::kGlm4Moe;
   if (model_type == "mixtral") return Architecture::kMixtral;
   if (model_type == "gpt_oss") return Architecture::kGptOss;
+  if (model_type == "kimi_linear") return Architecture::kKimiLinear;
   return absl::InvalidArgumentError(absl::StrCat("architecture \"", std::string(model_type),
                                                  "\" is not supported (supported: deepseek_v3, "
-                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss)"));
+                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss, kimi_linear)"));
 }
 
 uint32_t ModelConfig::NumMoeLayers() const {

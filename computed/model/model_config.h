@@ -22,6 +22,7 @@ enum class Architecture {
   kGlm4Moe,     // GLM-4.5: GQA with biases and q/k norm, partial rope, sigmoid group routing
   kMixtral,     // Mixtral: GQA, softmax top-2
   kGptOss,      // gpt-oss: GQA with sinks, sliding/full layers, clamped SwiGLU experts
+  kKimiLinear,  // Kimi-Linear: KDA linear attention with NoPE MLA every few layers
 };
 
 enum class RouterKind {
@@ -42,6 +43,14 @@ struct YarnScaling {
   // Round the correction range to whole dims (transformers' default); gpt-oss
   // releases set "truncate": false, which keeps the fractional range.
   bool truncate = true;
+};
+
+// Kimi Delta Attention's shape (linear_attn_config): per head a [head_dim,
+// head_dim] recurrent state and causal convolutions of conv_kernel taps.
+struct LinearAttention {
+  uint32_t num_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t conv_kernel = 0;
 };
 
 std::string_view ArchitectureName(Architecture arch);
@@ -86,8 +95,13 @@ struct ModelConfig {
   uint32_t sliding_window = 0;
   std::vector<bool> sliding_layer;  // [num_layers]
   float swiglu_limit = 0.0f;        // gpt_oss expert clamp
+  // Kimi Delta Attention (kimi_linear's linear_attn_config), and which layers use it.
+  LinearAttention linear_attention;
+  std::vector<bool> kda_layer;  // [num_layers]
+  bool mla_rope = true;         // false: MLA without rope (kimi_linear's mla_use_nope)
 
   bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
+  bool IsKdaLayer(uint32_t layer) const { return layer < kda_layer.size() && kda_layer[layer]; }
   bool IsSlidingLayer(uint32_t layer) const {
     return layer < sliding_layer.size() && sliding_layer[layer];
   }

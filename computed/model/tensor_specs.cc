@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "computed/model/family.h"
 
 namespace warp::computed {
@@ -74,6 +75,25 @@ void AddGqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
   if (m.sinks) specs.Add(p + "sinks", {c.num_heads});
 }
 
+// Kimi Delta Attention (KimiDeltaAttention of modeling_kimi.py), under the release's names.
+void AddKda(const ModelConfig& c, const std::string& p, SpecList& specs) {
+  const LinearAttention& kda = c.linear_attention;
+  const uint64_t hidden = c.hidden_size, dim = kda.head_dim, width = uint64_t{kda.num_heads} * dim;
+  for (const char* x : {"q", "k", "v"}) {
+    specs.Add(absl::StrCat(p, x, "_proj.weight"), {width, hidden});
+    specs.Add(absl::StrCat(p, x, "_conv1d.weight"), {width, 1, kda.conv_kernel});  // depthwise
+  }
+  specs.Add(p + "A_log", {1, 1, kda.num_heads, 1});
+  specs.Add(p + "dt_bias", {width});
+  specs.Add(p + "f_a_proj.weight", {dim, hidden});
+  specs.Add(p + "f_b_proj.weight", {width, dim});
+  specs.Add(p + "b_proj.weight", {kda.num_heads, hidden});
+  specs.Add(p + "g_a_proj.weight", {dim, hidden});
+  specs.Add(p + "g_b_proj.weight", {width, dim});
+  specs.Add(p + "o_norm.weight", {dim});
+  specs.Add(p + "o_proj.weight", {hidden, width});
+}
+
 void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
   const uint64_t hidden = c.hidden_size;
   switch (f.kind) {
@@ -94,7 +114,7 @@ void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
 ModelPlan PlanOf(const ModelConfig& config) { return FamilyOf(config.arch).Plan(config); }
 
 bool IsPrecisionCritical(const TensorSpec& spec) {
-  return spec.shape.size() == 1 || absl::EndsWith(spec.name, ".gate.weight") ||
+  return spec.shape.size() != 2 || absl::EndsWith(spec.name, ".gate.weight") ||
          absl::EndsWith(spec.name, ".router.weight");
 }
 
@@ -110,6 +130,9 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
         break;
       case MixerKind::kGqa:
         AddGqa(c, layer.mixer, specs);
+        break;
+      case MixerKind::kKda:
+        AddKda(c, layer.mixer.prefix, specs);
         break;
     }
     specs.Add(layer.post_norm, {c.hidden_size});

@@ -25,7 +25,8 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& config, TensorFormat
 // The matrices of one routed-expert record, in record order (the family's).
 std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorFormat format);
 
-// True for tensors stored f32 whatever the trunk format (norms, biases, routers).
+// True for tensors stored f32 whatever the trunk format: everything that is not
+// a matrix (norms, biases, conv taps, decay rates) and the routers.
 bool IsPrecisionCritical(const TensorSpec& spec);
 
 }  // namespace warp::computed

@@ -16,9 +16,12 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
   PlanFigures plan;
   plan.trunk_bytes = manifest.trunk_bytes;
   plan.context_tokens = context_tokens;
-  // State per layer as the mixers keep it: a sliding layer holds only its window.
+  // State per layer as the mixers keep it: a sliding layer holds only its
+  // window, a recurrent (KDA) layer the same bytes at any context.
   for (const LayerPlan& layer : PlanOf(model).layers) {
-    plan.kv_bytes_per_token += MixerStateBytes(model, layer.mixer, 1);
+    const uint64_t fixed = MixerStateBytes(model, layer.mixer, 0);
+    plan.fixed_state_bytes += fixed;
+    plan.kv_bytes_per_token += MixerStateBytes(model, layer.mixer, 1) - fixed;
     plan.kv_bytes += MixerStateBytes(model, layer.mixer, context_tokens);
   }
   plan.experts_per_token = model.experts_per_token;

@@ -25,7 +25,8 @@ struct PlanFigures {
   uint64_t trunk_bytes = 0;
   uint64_t context_tokens = 0;
   uint64_t kv_bytes_per_token = 0;  // the first token's: sliding layers cap what follow
-  uint64_t kv_bytes = 0;
+  uint64_t fixed_state_bytes = 0;   // recurrent layers' state: the same at any context
+  uint64_t kv_bytes = 0;             // all of the state at context_tokens, fixed part included
   uint32_t experts_per_token = 0;
   uint32_t num_moe_layers = 0;
   uint64_t num_records = 0;        // routed experts over all MoE layers

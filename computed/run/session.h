@@ -69,6 +69,8 @@ class Session {
   // Forgets the state from `position` on (a chat history re-rendered
   // differently); returns where the model continues from (Transformer::Rewind).
   uint32_t Rewind(uint32_t position) { return transformer_->Rewind(position); }
+  // Marks position() as one Rewind can return to (Transformer::Checkpoint).
+  void Checkpoint() { transformer_->Checkpoint(); }
 
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }

@@ -178,6 +178,71 @@ json GptOss120bSlice() {
   return config;
 }
 
+// Kimi's hybrid layout: every fourth layer MLA, the others KDA (1-based lists).
+json KimiLayerLists(uint32_t layers) {
+  json kda = json::array(), full = json::array();
+  for (uint32_t layer = 1; layer <= layers; ++layer) (layer % 4 == 0 ? full : kda).push_back(layer);
+  return json{{"kda_layers", kda}, {"full_attn_layers", full}};
+}
+
+json KimiLinearTiny() {
+  json config{{"model_type", "kimi_linear"},
+              {"architectures", {"KimiLinearForCausalLM"}},
+              {"vocab_size", 256},
+              {"hidden_size", 64},
+              {"intermediate_size", 128},
+              {"moe_intermediate_size", 32},
+              {"num_hidden_layers", 4},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 4},
+              {"num_experts", 16},
+              {"num_experts_per_token", 4},
+              {"num_shared_experts", 1},
+              {"num_expert_group", 1},
+              {"topk_group", 1},
+              {"moe_renormalize", true},
+              {"moe_router_activation_func", "sigmoid"},
+              {"routed_scaling_factor", 2.446},
+              {"first_k_dense_replace", 1},
+              {"moe_layer_freq", 1},
+              {"q_lora_rank", nullptr},
+              {"kv_lora_rank", 32},
+              {"qk_nope_head_dim", 16},
+              {"qk_rope_head_dim", 8},
+              {"v_head_dim", 16},
+              {"mla_use_nope", true},
+              {"linear_attn_config",
+               {{"head_dim", 16}, {"num_heads", 4}, {"short_conv_kernel_size", 4}}},
+              {"rope_theta", 10000.0},
+              {"rope_scaling", nullptr},
+              {"rms_norm_eps", 1e-5},
+              {"hidden_act", "silu"},
+              {"tie_word_embeddings", false}};
+  config["linear_attn_config"].update(KimiLayerLists(4));
+  return config;
+}
+
+// Kimi-Linear-48B-A3B's shapes (hidden 2304, 256 experts of 1024, top-8 + 1
+// shared, KDA 32 x 128, NoPE MLA 32 heads 512/128/64/128), 4 of its 27 layers
+// (KDA, KDA, KDA, MLA), vocabulary cut from 163840 to 32768.
+json KimiLinearSlice() {
+  json config = KimiLinearTiny();
+  config.update(json{{"vocab_size", 32768},
+                     {"hidden_size", 2304},
+                     {"intermediate_size", 9216},
+                     {"moe_intermediate_size", 1024},
+                     {"num_attention_heads", 32},
+                     {"num_key_value_heads", 32},
+                     {"num_experts", 256},
+                     {"num_experts_per_token", 8},
+                     {"kv_lora_rank", 512},
+                     {"qk_nope_head_dim", 128},
+                     {"qk_rope_head_dim", 64},
+                     {"v_head_dim", 128}});
+  config["linear_attn_config"].update(json{{"head_dim", 128}, {"num_heads", 32}});
+  return config;
+}
+
 uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
   uint64_t bytes = 0;
   for (const TensorSpec& spec : TrunkTensorSpecs(config, format)) {
@@ -189,7 +254,7 @@ uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
 
 const char* ExpertCountKey(std::string_view arch) {
   if (arch == "gpt_oss" || arch == "mixtral") return "num_local_experts";
-  return arch == "qwen3_moe" ? "num_experts" : "n_routed_experts";
+  return arch == "qwen3_moe" || arch == "kimi_linear" ? "num_experts" : "n_routed_experts";
 }
 
 }  // namespace
@@ -209,6 +274,11 @@ const std::vector<Preset>& AllPresets() {
       {"gpt_oss", "120b-slice",
        "gpt-oss-120b shapes: hidden 2880, 128 experts of 2880, top-4, GQA 64/8, window 128",
        GptOss120bSlice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
+      {"kimi_linear", "tiny", "4 layers (KDA x3, NoPE MLA), 16 experts of 64x32, top-4; about 1 MiB",
+       KimiLinearTiny(), TensorFormat::kBF16, TensorFormat::kF32},
+      {"kimi_linear", "kimi-linear-slice",
+       "Kimi-Linear-48B shapes: hidden 2304, 256 experts of 1024, top-8, KDA 32x128, MLA",
+       KimiLinearSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
   };
   return presets;
 }
@@ -247,6 +317,9 @@ absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
         scaled["layer_types"].push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
       }
     }
+    if (scaled.contains("linear_attn_config")) {  // Kimi: the layer lists follow the count
+      scaled["linear_attn_config"].update(KimiLayerLists(layers));
+    }
     return ContainerBytes(arch, scaled, expert_format, trunk_format);
   };
   const uint32_t all_experts = config.value(ExpertCountKey(arch), 0u);
@@ -265,7 +338,8 @@ absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
   // One MoE layer is already too big: drop experts, keeping whole routing groups.
   const uint32_t group = std::max(1u, config.value("n_group", 1u));
   const uint32_t min_experts =
-      (config.value("num_experts_per_tok", 1u) + group - 1) / group * group;
+      (config.value("num_experts_per_tok", config.value("num_experts_per_token", 1u)) + group - 1) /
+      group * group;
   for (uint32_t experts = all_experts / group * group; experts >= min_experts; experts -= group) {
     WARP_ASSIGN_OR_RETURN(bytes, bytes_with(layers, experts));
     if (bytes <= target_bytes) return scaled;

@@ -277,7 +277,61 @@ TEST_F(GptOssConvertTest, EitherSpellingOfTheTopKIsReadAndNeitherIsRefused) {
   EditConfig([](json& config) { config.erase("experts_per_token"); });
   EXPECT_THAT(Convert(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("num_experts_per_tok or experts_per_token: missing")));
+                       HasSubstr("num_experts_per_tok or experts_per_token or num_experts_per_token: missing")));
+}
+
+// Kimi-Linear as released: KDA and NoPE MLA layers chosen by 1-based lists.
+class KimiLinearConvertTest : public ConvertTest {
+ protected:
+  void SetUp() override {
+    fs::copy(FixtureDir("kimi_linear_bf16"), hf_, fs::copy_options::recursive);
+  }
+};
+
+TEST_F(KimiLinearConvertTest, AMissingLinearAttnConfigIsRefused) {
+  WARP_ASSERT_OK(Convert());
+  EditConfig([](json& config) { config.erase("linear_attn_config"); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("config.json: linear_attn_config: missing")));
+}
+
+TEST_F(KimiLinearConvertTest, ALayerNumberOutOfRangeIsRefusedNamingTheList) {
+  EditConfig([](json& config) {
+    const uint32_t layers = config["num_hidden_layers"];
+    config["linear_attn_config"]["kda_layers"].push_back(layers + 1);
+  });
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("config.json: linear_attn_config.kda_layers"),
+                             HasSubstr("is not a layer (1-based"))));
+  EditConfig([](json& config) {
+    config["linear_attn_config"]["kda_layers"].erase(config["linear_attn_config"]["kda_layers"].size() - 1);
+    config["linear_attn_config"]["full_attn_layers"] = {0};
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("linear_attn_config.full_attn_layers: 0 is not a layer")));
+}
+
+TEST_F(KimiLinearConvertTest, ALayerInBothListsIsRefused) {
+  EditConfig([](json& config) { config["linear_attn_config"]["kda_layers"].push_back(4); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("layer 4 is in both kda_layers and full_attn_layers")));
+}
+
+TEST_F(KimiLinearConvertTest, AConvWeightOfTheWrongShapeIsRefusedNamingTheTensor) {
+  EditHeader([](json& root) {
+    json& conv = root["model.layers.1.self_attn.k_conv1d.weight"];
+    conv["shape"] = {conv["shape"][0].get<uint64_t>() * 4, 1, 1};
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("model.layers.1.self_attn.k_conv1d.weight"),
+                                        HasSubstr("config.json implies"))));
+}
+
+TEST_F(KimiLinearConvertTest, ASoftmaxRouterIsRefused) {
+  EditConfig([](json& config) { config["moe_router_activation_func"] = "softmax"; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("moe_router_activation_func: \"softmax\" is not supported")));
 }
 
 }  // namespace

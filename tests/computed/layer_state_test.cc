@@ -1,4 +1,5 @@
-// PositionRows: the per-position state of attention layers, full or a sliding ring.
+// PositionRows: the per-position state of attention layers, full or a sliding
+// ring; RecurrentState: the fixed-size state of KDA layers and its checkpoint.
 
 #include "computed/engine/layer_state.h"
 
@@ -47,6 +48,46 @@ TEST(PositionRowsTest, RewindPastTheEndStaysAtTheEnd) {
   PositionRows rows(/*context=*/16, /*window=*/0, {1});
   for (uint32_t pos = 0; pos < 5; ++pos) rows.Written(pos);
   EXPECT_EQ(rows.Rewind(9), 5u);
+}
+
+// Folds `n` tokens into part 0: each adds its position to every float.
+void Fold(RecurrentState& state, uint32_t first, uint32_t n) {
+  for (uint32_t pos = first; pos < first + n; ++pos) {
+    for (float& x : state.Part(0)) x += static_cast<float>(pos);
+    state.Advanced(pos);
+  }
+}
+
+TEST(RecurrentStateTest, HoldsTheSameBytesAtAnyContextCheckpointIncluded) {
+  RecurrentState state({6, 3});
+  EXPECT_EQ(state.bytes(), 2u * (6 + 3) * sizeof(float));
+  Fold(state, 0, 1000);
+  EXPECT_EQ(state.bytes(), 2u * (6 + 3) * sizeof(float));
+}
+
+TEST(RecurrentStateTest, RewindReturnsToTheCheckpointWithItsBytes) {
+  RecurrentState state({4});
+  Fold(state, 0, 10);
+  state.Checkpoint();
+  const std::vector<float> at_ten(state.Part(0).begin(), state.Part(0).end());
+  Fold(state, 10, 7);
+  EXPECT_EQ(state.Rewind(17), 17u);  // nothing to forget
+  EXPECT_EQ(state.Rewind(14), 10u);  // the checkpoint lies before 14
+  EXPECT_EQ(std::vector<float>(state.Part(0).begin(), state.Part(0).end()), at_ten);
+  Fold(state, 10, 3);
+  EXPECT_EQ(state.Rewind(10), 10u);  // and it stays for the next turn
+  EXPECT_EQ(std::vector<float>(state.Part(0).begin(), state.Part(0).end()), at_ten);
+}
+
+TEST(RecurrentStateTest, RewindBeforeTheCheckpointStartsOverAndDropsIt) {
+  RecurrentState state({4});
+  Fold(state, 0, 10);
+  state.Checkpoint();
+  Fold(state, 10, 5);
+  EXPECT_EQ(state.Rewind(9), 0u);
+  for (float x : state.Part(0)) EXPECT_EQ(x, 0.0f);
+  Fold(state, 0, 12);  // a different history: the old checkpoint must not come back
+  EXPECT_EQ(state.Rewind(11), 0u);
 }
 
 }  // namespace

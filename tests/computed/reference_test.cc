@@ -155,17 +155,30 @@ TEST_P(ReferenceTest, IncrementalDecodeEqualsBatchedPrefillBitForBit) {
 }
 
 // Chat's Rewind: forgetting the last positions and running them again gives
-// the bits of the first run.
+// the bits of the first run. Attention caches continue where asked; a
+// recurrent (KDA) layer from its checkpoint, or from 0 before it.
 TEST_P(ReferenceTest, RewindAndRecomputeGivesTheSameBits) {
   Model model(model_dir_, 2);
   const size_t vocab = model->config().vocab_size;
-  const std::vector<float> reference = model.Prefill(tokens_, tokens_.size());
-  const uint32_t keep = static_cast<uint32_t>(tokens_.size()) - 4;
-  ASSERT_EQ(model->Rewind(keep), keep);
-  auto again = model->Forward(std::span(tokens_).subspan(keep));
-  WARP_ASSERT_OK(again);
-  EXPECT_EQ(0, std::memcmp(again->data(), reference.data() + keep * vocab,
-                           again->size() * sizeof(float)));
+  bool recurrent = false;
+  for (const LayerPlan& layer : model->plan().layers) recurrent |= layer.mixer.kind == MixerKind::kKda;
+  const uint32_t mark = static_cast<uint32_t>(tokens_.size()) - 8;
+  auto head = model->Forward(std::span(tokens_).first(mark));
+  WARP_ASSERT_OK(head);
+  model->Checkpoint();
+  auto tail = model->Forward(std::span(tokens_).subspan(mark));
+  WARP_ASSERT_OK(tail);
+  std::vector<float> reference = *head;
+  reference.insert(reference.end(), tail->begin(), tail->end());
+  for (const uint32_t keep : {mark + 4, mark, mark - 3}) {
+    const uint32_t from = model->Rewind(keep);
+    EXPECT_EQ(from, !recurrent ? keep : keep >= mark ? mark : 0u) << "rewind to " << keep;
+    auto again = model->Forward(std::span(tokens_).subspan(from));
+    WARP_ASSERT_OK(again);
+    EXPECT_EQ(0, std::memcmp(again->data(), reference.data() + from * vocab,
+                             again->size() * sizeof(float)))
+        << "rewind to " << keep;
+  }
 }
 
 // What the layers' state holds is what `computed plan` counts for the same
@@ -185,7 +198,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,
                                            "deepseek_v3_noqlora_f32", "qwen3_moe_f32",
                                            "qwen3_moe_bf16", "qwen3_moe_nonorm_f32", "glm4_moe_f32",
                                            "mixtral_f32", "gpt_oss_bf16", "gpt_oss_mxfp4",
-                                           "gpt_oss_yarn_truncate_f32"));
+                                           "gpt_oss_yarn_truncate_f32", "kimi_linear_bf16"));
 
 }  // namespace
 }  // namespace warp::computed

@@ -117,14 +117,17 @@ INSTANTIATE_TEST_SUITE_P(
                       PresetCase{"deepseek_v3", "k2-slice", 600ull << 20, TensorFormat::kQ4B32},
                       PresetCase{"qwen3_moe", "a3b-slice", 200ull << 20, TensorFormat::kQ4B32},
                       PresetCase{"gpt_oss", "tiny"},
-                      PresetCase{"gpt_oss", "120b-slice", 400ull << 20, TensorFormat::kQ4B32}),
+                      PresetCase{"gpt_oss", "120b-slice", 400ull << 20, TensorFormat::kQ4B32},
+                      PresetCase{"kimi_linear", "tiny"},
+                      PresetCase{"kimi_linear", "kimi-linear-slice", 400ull << 20,
+                                 TensorFormat::kQ4B32}),
     [](const auto& info) {
       std::string name = info.param.arch + "_" + info.param.preset;
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
 
-TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 6u); }
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 8u); }
 
 TEST(SynthTest, SameSeedGivesSameBytesOtherSeedDiffers) {
   warp::testing::TempDir dir;

@@ -1,4 +1,5 @@
 #include "computed/engine/mixers/gqa_attention.h"
+#include "computed/engine/mixers/kda_attention.h"
 #include "computed/engine/mixers/mla_attention.h"
 #include "computed/engine/token_mixer.h"
 
@@ -12,6 +13,8 @@ std::unique_ptr<TokenMixer> CreateMixer(const ModelConfig& config, const MixerPl
       return std::make_unique<MlaAttention>(config, plan, weights, context, pool);
     case MixerKind::kGqa:
       return std::make_unique<GqaAttention>(config, plan, weights, context, pool);
+    case MixerKind::kKda:
+      return std::make_unique<KdaAttention>(config, plan, weights, pool);
   }
   return nullptr;
 }

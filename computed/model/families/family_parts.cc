@@ -16,20 +16,21 @@ absl::Status ParseHeadDim(const Json& json, ModelConfig& out) {
   return absl::OkStatus();
 }
 
-absl::Status ParseGroupRouting(const Json& json, ModelConfig& out) {
+absl::Status ParseGroupRouting(const Json& json, ModelConfig& out, const GroupRoutingKeys& keys) {
   out.router = RouterKind::kSigmoidGroupTopK;
   WARP_ASSIGN_OR_RETURN(out.moe_intermediate_size, Uint(json, "moe_intermediate_size"));
-  WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, "n_routed_experts"));
-  WARP_ASSIGN_OR_RETURN(out.num_shared_experts, UintOr(json, "n_shared_experts", 0));
-  WARP_ASSIGN_OR_RETURN(out.n_group, UintOr(json, "n_group", 1));
+  WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, keys.experts));
+  WARP_ASSIGN_OR_RETURN(out.num_shared_experts, UintOr(json, keys.shared_experts, 0));
+  WARP_ASSIGN_OR_RETURN(out.n_group, UintOr(json, keys.n_group, 1));
   WARP_ASSIGN_OR_RETURN(out.topk_group, UintOr(json, "topk_group", 1));
-  WARP_ASSIGN_OR_RETURN(out.norm_topk_prob, BoolOr(json, "norm_topk_prob", true));
+  WARP_ASSIGN_OR_RETURN(out.norm_topk_prob, BoolOr(json, keys.renormalize, true));
+  // Never assumed: releases of one family differ (Kimi-Linear 2.446, DeepSeek V3 2.5).
   WARP_ASSIGN_OR_RETURN(double scaling, DoubleOr(json, "routed_scaling_factor", 1.0));
   out.routed_scaling_factor = static_cast<float>(scaling);
   if (out.n_group == 0 || out.num_experts % out.n_group != 0 || out.topk_group == 0 ||
       out.topk_group > out.n_group) {
-    return KeyError("n_group",
-                    "n_group must divide n_routed_experts, and 0 < topk_group <= n_group");
+    return KeyError(keys.n_group, absl::StrCat("must divide ", keys.experts,
+                                               ", and 0 < topk_group <= ", keys.n_group));
   }
   WARP_ASSIGN_OR_RETURN(uint32_t first_dense, UintOr(json, "first_k_dense_replace", 0));
   WARP_ASSIGN_OR_RETURN(uint32_t freq, UintOr(json, "moe_layer_freq", 1));

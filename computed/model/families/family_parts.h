@@ -24,9 +24,17 @@ using Json = nlohmann::ordered_json;
 
 // head_dim, defaulting to hidden / heads.
 absl::Status ParseHeadDim(const Json& json, ModelConfig& config);
+// The config.json names of the group-routing keys, which Kimi-Linear renames.
+struct GroupRoutingKeys {
+  const char* experts = "n_routed_experts";
+  const char* shared_experts = "n_shared_experts";
+  const char* n_group = "n_group";
+  const char* renormalize = "norm_topk_prob";
+};
 // Sigmoid + bias, group-limited routing with shared experts, first_k_dense_replace
-// and moe_layer_freq (deepseek_v3, glm4_moe).
-absl::Status ParseGroupRouting(const Json& json, ModelConfig& config);
+// and moe_layer_freq (deepseek_v3, glm4_moe, kimi_linear).
+absl::Status ParseGroupRouting(const Json& json, ModelConfig& config,
+                               const GroupRoutingKeys& keys = {});
 
 // "model.layers.N."
 std::string LayerPrefix(uint32_t layer);

@@ -182,6 +182,7 @@ class Converter {
   struct Mxfp4Source {
     const SourceTensor* blocks;
     const SourceTensor* scales;
+    uint32_t index = 0;  // the expert's slice of fused tensors; 0 for one tensor per expert
   };
   absl::StatusOr<std::optional<Mxfp4Source>> Mxfp4SliceSource(const CheckpointSlice& slice,
                                                                const TensorSpec& matrix) const {
@@ -200,9 +201,15 @@ class Converter {
                          "; MXFP4 ", t == blocks ? "blocks" : "scales (E8M0)", " must be U8"));
       }
     }
+    // Fused [experts, rows, cols/32, 16] blocks (gpt-oss), or one expert's
+    // compressed-tensors weight_packed [rows, cols/2] (Kimi K3): the same bytes.
     const uint64_t rows = matrix.shape[0], cols = matrix.shape[1];
-    const std::vector<uint64_t> want_blocks = {model_.num_experts, rows, cols / 32, 16};
-    const std::vector<uint64_t> want_scales = {model_.num_experts, rows, cols / 32};
+    std::vector<uint64_t> want_blocks = {rows, cols / 2};
+    std::vector<uint64_t> want_scales = {rows, cols / 32};
+    if (slice.index) {
+      want_blocks = {model_.num_experts, rows, cols / 32, 16};
+      want_scales.insert(want_scales.begin(), model_.num_experts);
+    }
     if (blocks->shape != want_blocks) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", blocks->name, " has shape ",
                                                      ShapeString(blocks->shape),
@@ -213,20 +220,21 @@ class Converter {
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor ", scales->name, " has shape ", ShapeString(scales->shape),
           ", which disagrees with its blocks ", blocks->name, " ", ShapeString(blocks->shape),
-          " (one scale per 16-byte block: ", ShapeString(want_scales), ")"));
+          " (one scale per 32 values: ", ShapeString(want_scales), ")"));
     }
-    return Mxfp4Source{blocks, scales};
+    return Mxfp4Source{blocks, scales, slice.index.value_or(0)};
   }
 
   // One expert's MXFP4 matrix: its bytes as they are into an mxfp4_b32 record
   // matrix, else decoded and re-encoded (--experts q8|q4).
-  absl::Status FillFromMxfp4(const Mxfp4Source& source, uint32_t expert, const TensorEntry& matrix,
+  absl::Status FillFromMxfp4(const Mxfp4Source& source, const TensorEntry& matrix,
                              std::span<std::byte> record) const {
+    const uint64_t index = source.index;
     const uint64_t rows = matrix.shape[0], cols = matrix.shape[1];
     const uint64_t data_bytes = rows * cols / 2, scale_bytes = rows * cols / 32;
     std::vector<std::byte> data(data_bytes), scales(scale_bytes);
-    WARP_RETURN_IF_ERROR(checkpoint_.Read(*source.blocks, expert * data_bytes, data));
-    WARP_RETURN_IF_ERROR(checkpoint_.Read(*source.scales, expert * scale_bytes, scales));
+    WARP_RETURN_IF_ERROR(checkpoint_.Read(*source.blocks, index * data_bytes, data));
+    WARP_RETURN_IF_ERROR(checkpoint_.Read(*source.scales, index * scale_bytes, scales));
     progress_.Advance(data_bytes + scale_bytes);
     std::span<std::byte> out = record.subspan(matrix.data.offset, matrix.data.bytes);
     if (matrix.format == TensorFormat::kMxfp4B32) {
@@ -268,7 +276,7 @@ class Converter {
     const CheckpointSlice slice = family_.ExpertSlice(model_, layer, expert, matrix.name);
     const TensorSpec spec{.name = slice.tensor, .format = matrix.format, .shape = matrix.shape};
     WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, spec));
-    if (mxfp4) return FillFromMxfp4(*mxfp4, expert, matrix, record);
+    if (mxfp4) return FillFromMxfp4(*mxfp4, matrix, record);
     WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, spec));
     std::span<std::byte> data = record.subspan(matrix.data.offset, matrix.data.bytes);
     if (!slice.index && !slice.transposed) {  // one tensor per expert: the trunk's path

@@ -29,6 +29,15 @@ void SiluMul(std::span<float> gate, std::span<const float> up) {
   }
 }
 
+void GluMul(const GluActivation& act, std::span<float> gate, std::span<const float> up) {
+  if (!act.situ) return SiluMul(gate, up);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const float g = gate[i];
+    const float u = act.linear_beta > 0 ? act.linear_beta * std::tanh(up[i] / act.linear_beta) : up[i];
+    gate[i] = act.beta * std::tanh(g / act.beta) / (1.0f + std::exp(-g)) * u;
+  }
+}
+
 void Softmax(std::span<float> x) {
   const float max = *std::max_element(x.begin(), x.end());
   float sum = 0.0f;

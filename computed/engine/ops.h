@@ -19,6 +19,9 @@ void RmsNorm(std::span<const float> x, std::span<const float> weight, float eps,
 
 // gate[i] = silu(gate[i]) * up[i].
 void SiluMul(std::span<float> gate, std::span<const float> up);
+// gate[i] = act(gate[i], up[i]): SiluMul, or SiTU
+// beta tanh(g / beta) sigmoid(g) * linear_beta tanh(u / linear_beta) (Kimi K3).
+void GluMul(const GluActivation& act, std::span<float> gate, std::span<const float> up);
 
 // In-place softmax; returns nothing. Subtracts the max first.
 void Softmax(std::span<float> x);

@@ -117,7 +117,8 @@ absl::Status Transformer::BuildLayers() {
     mixers_.push_back(CreateMixer(config_, plan.mixer, *weights_, options_.max_positions, pool_));
     if (plan.ffn.kind == FfnKind::kDenseMlp) {
       ffns_.push_back(
-          std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, pool_, stats_.seconds_dense));
+          std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.glu, pool_,
+                                     stats_.seconds_dense));
       continue;
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
@@ -125,11 +126,19 @@ absl::Status Transformer::BuildLayers() {
                           ExpertMath::Create(plan.ffn, bank, pool_));
     std::optional<DenseMlp> shared;
     if (!plan.ffn.shared_prefix.empty()) {
-      shared.emplace(*weights_, plan.ffn.shared_prefix, pool_, stats_.seconds_dense);
+      shared.emplace(*weights_, plan.ffn.shared_prefix, plan.ffn.glu, pool_, stats_.seconds_dense);
+    }
+    std::optional<LatentMoe> latent;
+    if (plan.ffn.latent_dim > 0) {
+      latent = LatentMoe{.down = weights_->Matrix(plan.ffn.latent_down),
+                         .up = weights_->Matrix(plan.ffn.latent_up),
+                         .eps = config_.rms_norm_eps};
+      if (!plan.ffn.latent_norm.empty()) latent->norm = weights_->Vector(plan.ffn.latent_norm);
     }
     ffns_.push_back(std::make_unique<MoeFfn>(layer, config_.hidden_size, *routers_[layer],
-                                             std::move(math), bank, std::move(shared), experts_,
-                                             *lookahead_, moe_options_, stats_));
+                                             std::move(math), bank, std::move(shared),
+                                             std::move(latent), experts_, *lookahead_, pool_,
+                                             moe_options_, stats_));
   }
   return absl::OkStatus();
 }

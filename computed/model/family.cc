@@ -4,6 +4,7 @@
 #include "computed/model/families/deepseek_v3.h"
 #include "computed/model/families/glm4_moe.h"
 #include "computed/model/families/gpt_oss.h"
+#include "computed/model/families/kimi_k3.h"
 #include "computed/model/families/kimi_linear.h"
 #include "computed/model/families/mixtral.h"
 #include "computed/model/families/qwen3_moe.h"
@@ -24,6 +25,8 @@ const ModelFamily& FamilyOf(Architecture arch) {
       return GptOssFamily();
     case Architecture::kKimiLinear:
       return KimiLinearFamily();
+    case Architecture::kKimiK3:
+      return KimiK3Family();
   }
   WARP_CHECK(false);
   return DeepseekV3Family();

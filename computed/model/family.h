@@ -28,9 +28,11 @@ struct CheckpointSlice {
   std::string tensor;             // checkpoint tensor name
   std::optional<uint32_t> index;  // fused [experts, ...] tensors: the expert's slice of dim 0
   bool transposed = false;        // stored [in, out] (x @ W); the record holds [out, in]
-  // MXFP4 releases (gpt-oss) hold the matrix instead as FP4 blocks
-  // [experts, out, in/32, 16] U8 with E8M0 scales [experts, out, in/32] U8;
-  // used, sliced alike and kept native, when the checkpoint has them.
+  // MXFP4 releases hold the matrix instead as FP4 blocks with E8M0 scales,
+  // U8 both: fused [experts, out, in/32, 16] and [experts, out, in/32]
+  // (gpt-oss, with `index`), or one expert's compressed-tensors
+  // weight_packed [out, in/2] and weight_scale [out, in/32] (Kimi K3); used,
+  // and kept native, when the checkpoint has them.
   std::string mxfp4_blocks, mxfp4_scales;
 };
 
@@ -40,7 +42,13 @@ class ModelFamily {
 
   virtual Architecture arch() const = 0;
   virtual std::string_view name() const = 0;  // the manifest's architecture
-  // Reads the family's own keys into `config`, whose common keys are set.
+  // The object holding the hyper-parameters: config.json itself, or a
+  // multimodal release's text model (Kimi K3's text_config).
+  virtual absl::StatusOr<const nlohmann::ordered_json*> TextConfig(
+      const nlohmann::ordered_json& config) const {
+    return &config;
+  }
+  // Reads the family's own keys (of TextConfig) into `config`, whose common keys are set.
   virtual absl::Status Parse(const nlohmann::ordered_json& json, ModelConfig& config) const = 0;
   // The layer plan. REQUIRES: `config` came from Parse.
   virtual ModelPlan Plan(const ModelConfig& config) const = 0;

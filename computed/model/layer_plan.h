@@ -44,6 +44,11 @@ struct MixerPlan {
   bool qk_norm = false;         // q_norm / k_norm per head before rope
   bool sinks = false;           // `sinks` [heads]: a logit per head that joins the softmax
   float softmax_scale = 1.0f;   // applied to q.k
+  // MLA
+  bool output_gate = false;  // `g_proj`: the heads' output * sigmoid(g_proj x) (Kimi K3)
+  // KDA: A_log as the release stores it (Kimi-Linear [1, 1, H, 1]; Kimi K3 a
+  // zero-padded vector of at least H); the first H values are the heads'.
+  std::vector<uint64_t> a_log_shape;
 };
 
 enum class FfnKind {
@@ -52,7 +57,8 @@ enum class FfnKind {
 };
 
 enum class ExpertActivation {
-  kSwiGlu,         // records gate_proj, up_proj, down_proj: down(silu(gate) * up)
+  kSwiGlu,         // records gate_proj, up_proj, down_proj: down(act(gate) * up), act
+                   // per FfnPlan::glu (SiLU or SiTU)
   kClampedSwiGlu,  // gpt-oss: records gate_up (rows interleaved), down, with biases;
                    // gate <= limit, |up| <= limit, down((up + 1) * gate * sigmoid(1.702 gate))
 };
@@ -61,6 +67,7 @@ struct FfnPlan {
   FfnKind kind = FfnKind::kDenseMlp;
   std::string prefix;         // "model.layers.N.mlp"
   uint64_t intermediate = 0;  // dense MLP width
+  GluActivation glu;          // of the dense MLP, the shared and the routed experts
   // MoE
   RouterKind router = RouterKind::kSoftmaxTopK;
   std::string router_weight;  // [experts, hidden]
@@ -70,6 +77,18 @@ struct FfnPlan {
   float swiglu_limit = 0.0f;          // kClampedSwiGlu
   std::string shared_prefix;          // "" or the shared experts' MLP prefix
   uint64_t shared_intermediate = 0;
+  // LatentMoE (Kimi K3): the routed experts run in a narrower latent,
+  // up(norm(sum_k w_k E_k(down x))); the router and shared experts see x.
+  uint64_t latent_dim = 0;   // 0: experts in the hidden width
+  std::string latent_down;   // [latent, hidden]
+  std::string latent_norm;   // "" or [latent]
+  std::string latent_up;     // [hidden, latent]
+};
+
+// The pseudo-query of one AttnRes mix: proj [1, hidden] dotted with the
+// RMS-normalized (weight `norm`) candidates scores them.
+struct ResidualMix {
+  std::string norm, proj;
 };
 
 struct LayerPlan {
@@ -77,10 +96,13 @@ struct LayerPlan {
   std::string post_norm;   // before the FFN
   MixerPlan mixer;
   FfnPlan ffn;
+  ResidualMix mixer_mix, ffn_mix;  // kAttnRes: the mixes before the mixer and the FFN
 };
 
 enum class ResidualKind {
   kPreNorm,  // h += mixer(norm(h)); h += ffn(norm(h)); logits = head(norm(h))
+  kAttnRes,  // Kimi K3: each sublayer reads a softmax mix of banked layer inputs and the
+             // running block sum (docs/ENGINE.md#attnres)
 };
 
 struct ModelPlan {
@@ -89,6 +111,10 @@ struct ModelPlan {
   std::string final_norm = "model.norm.weight";
   std::string head;  // lm_head.weight, or the embedding when tied
   std::vector<LayerPlan> layers;
+  // kAttnRes: every `attn_res_block` layers the layer input is banked; the
+  // final mix comes before final_norm.
+  uint32_t attn_res_block = 0;
+  ResidualMix final_mix;
 };
 
 // Positions a sliding layer keeps beyond its window, so that chat can rewind

@@ -82,9 +82,10 @@ absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type) {
   if (model_type == "mixtral") return Architecture::kMixtral;
   if (model_type == "gpt_oss") return Architecture::kGptOss;
   if (model_type == "kimi_linear") return Architecture::kKimiLinear;
+  if (model_type == "kimi_k3") return Architecture::kKimiK3;
   return absl::InvalidArgumentError(absl::StrCat("architecture \"", std::string(model_type),
                                                  "\" is not supported (supported: deepseek_v3, "
-                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss, kimi_linear)"));
+                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss, kimi_linear, kimi_k3)"));
 }
 
 uint32_t ModelConfig::NumMoeLayers() const {
@@ -98,8 +99,10 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view model_type,
   if (!config.is_object()) return absl::InvalidArgumentError("config.json: must be an object");
   ModelConfig out;
   WARP_ASSIGN_OR_RETURN(out.arch, ParseArchitecture(model_type));
-  WARP_RETURN_IF_ERROR(ParseCommon(config, out));
-  WARP_RETURN_IF_ERROR(FamilyOf(out.arch).Parse(config, out));
+  const ModelFamily& family = FamilyOf(out.arch);
+  WARP_ASSIGN_OR_RETURN(const Json* text, family.TextConfig(config));
+  WARP_RETURN_IF_ERROR(ParseCommon(*text, out));
+  WARP_RETURN_IF_ERROR(family.Parse(*text, out));
   WARP_RETURN_IF_ERROR(Validate(out));
   return out;
 }

@@ -23,6 +23,7 @@ enum class Architecture {
   kMixtral,     // Mixtral: GQA, softmax top-2
   kGptOss,      // gpt-oss: GQA with sinks, sliding/full layers, clamped SwiGLU experts
   kKimiLinear,  // Kimi-Linear: KDA linear attention with NoPE MLA every few layers
+  kKimiK3,      // Kimi K3: Kimi-Linear + gated MLA, SiTU, LatentMoE, AttnRes (under text_config)
 };
 
 enum class RouterKind {
@@ -51,6 +52,18 @@ struct LinearAttention {
   uint32_t num_heads = 0;
   uint32_t head_dim = 0;
   uint32_t conv_kernel = 0;
+  // Kimi K3: the decay is gate_lower_bound * sigmoid(...) instead of
+  // -softplus (0: Kimi-Linear's), and the output gate one full-rank matrix.
+  float gate_lower_bound = 0.0f;
+  bool full_rank_gate = false;
+};
+
+// The elementwise part of a gated MLP, act(gate) * up: SiLU, or Kimi K3's
+// SiTU beta tanh(g / beta) sigmoid(g) * linear_beta tanh(u / linear_beta).
+struct GluActivation {
+  bool situ = false;
+  float beta = 0.0f;         // activation_situ_beta
+  float linear_beta = 0.0f;  // activation_situ_linear_beta; <= 0: u as it is
 };
 
 std::string_view ArchitectureName(Architecture arch);
@@ -99,6 +112,12 @@ struct ModelConfig {
   LinearAttention linear_attention;
   std::vector<bool> kda_layer;  // [num_layers]
   bool mla_rope = true;         // false: MLA without rope (kimi_linear's mla_use_nope)
+  // Kimi K3.
+  bool mla_output_gate = false;     // MLA output * sigmoid(g_proj x) before o_proj
+  GluActivation glu;                // hidden_act of every gated MLP
+  uint32_t latent_moe_dim = 0;      // routed_expert_hidden_size: experts run in this width
+  bool latent_moe_norm = false;     // latent_moe_use_norm
+  uint32_t attn_res_block = 0;      // attn_res_block_size: AttnRes instead of the residual stream
 
   bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
   bool IsKdaLayer(uint32_t layer) const { return layer < kda_layer.size() && kda_layer[layer]; }

@@ -37,7 +37,8 @@ class SpecList {
   std::vector<TensorSpec> specs_;
 };
 
-void AddMla(const ModelConfig& c, const std::string& p, SpecList& specs) {
+void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
+  const std::string& p = m.prefix;
   const uint64_t q_head = uint64_t{c.qk_nope_head_dim} + c.qk_rope_head_dim;
   if (c.q_lora_rank > 0) {
     specs.Add(p + "q_a_proj.weight", {c.q_lora_rank, c.hidden_size});
@@ -51,7 +52,13 @@ void AddMla(const ModelConfig& c, const std::string& p, SpecList& specs) {
   specs.Add(p + "kv_a_layernorm.weight", {c.kv_lora_rank});
   specs.Add(p + "kv_b_proj.weight",
             {uint64_t{c.num_heads} * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank});
+  if (m.output_gate) specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
   specs.Add(p + "o_proj.weight", {c.hidden_size, uint64_t{c.num_heads} * c.v_head_dim});
+}
+
+void AddMix(const ModelConfig& c, const ResidualMix& mix, SpecList& specs) {
+  specs.Add(mix.norm, {c.hidden_size});
+  specs.Add(mix.proj, {1, c.hidden_size});
 }
 
 void AddGqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
@@ -76,20 +83,25 @@ void AddGqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
 }
 
 // Kimi Delta Attention (KimiDeltaAttention of modeling_kimi.py), under the release's names.
-void AddKda(const ModelConfig& c, const std::string& p, SpecList& specs) {
+void AddKda(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
+  const std::string& p = m.prefix;
   const LinearAttention& kda = c.linear_attention;
   const uint64_t hidden = c.hidden_size, dim = kda.head_dim, width = uint64_t{kda.num_heads} * dim;
   for (const char* x : {"q", "k", "v"}) {
     specs.Add(absl::StrCat(p, x, "_proj.weight"), {width, hidden});
     specs.Add(absl::StrCat(p, x, "_conv1d.weight"), {width, 1, kda.conv_kernel});  // depthwise
   }
-  specs.Add(p + "A_log", {1, 1, kda.num_heads, 1});
+  specs.Add(p + "A_log", m.a_log_shape);
   specs.Add(p + "dt_bias", {width});
   specs.Add(p + "f_a_proj.weight", {dim, hidden});
   specs.Add(p + "f_b_proj.weight", {width, dim});
   specs.Add(p + "b_proj.weight", {kda.num_heads, hidden});
-  specs.Add(p + "g_a_proj.weight", {dim, hidden});
-  specs.Add(p + "g_b_proj.weight", {width, dim});
+  if (kda.full_rank_gate) {
+    specs.Add(p + "g_proj.weight", {width, hidden});
+  } else {
+    specs.Add(p + "g_a_proj.weight", {dim, hidden});
+    specs.Add(p + "g_b_proj.weight", {width, dim});
+  }
   specs.Add(p + "o_norm.weight", {dim});
   specs.Add(p + "o_proj.weight", {hidden, width});
 }
@@ -105,6 +117,11 @@ void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
       if (!f.router_bias.empty()) specs.Add(f.router_bias, {c.num_experts});
       if (!f.selection_bias.empty()) specs.Add(f.selection_bias, {c.num_experts});
       if (!f.shared_prefix.empty()) specs.AddMlp(f.shared_prefix, hidden, f.shared_intermediate);
+      if (f.latent_dim > 0) {
+        specs.Add(f.latent_down, {f.latent_dim, hidden});
+        if (!f.latent_norm.empty()) specs.Add(f.latent_norm, {f.latent_dim});
+        specs.Add(f.latent_up, {hidden, f.latent_dim});
+      }
       return;
   }
 }
@@ -115,29 +132,33 @@ ModelPlan PlanOf(const ModelConfig& config) { return FamilyOf(config.arch).Plan(
 
 bool IsPrecisionCritical(const TensorSpec& spec) {
   return spec.shape.size() != 2 || absl::EndsWith(spec.name, ".gate.weight") ||
-         absl::EndsWith(spec.name, ".router.weight");
+         absl::EndsWith(spec.name, ".router.weight") || absl::EndsWith(spec.name, "_res_proj.weight");
 }
 
 std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matrix_format) {
   const ModelPlan plan = PlanOf(c);
   SpecList specs(matrix_format);
   specs.Add(plan.embed, {c.vocab_size, c.hidden_size});
+  const bool attn_res = plan.residual == ResidualKind::kAttnRes;
   for (const LayerPlan& layer : plan.layers) {
+    if (attn_res) AddMix(c, layer.mixer_mix, specs);
     specs.Add(layer.input_norm, {c.hidden_size});
     switch (layer.mixer.kind) {
       case MixerKind::kMla:
-        AddMla(c, layer.mixer.prefix, specs);
+        AddMla(c, layer.mixer, specs);
         break;
       case MixerKind::kGqa:
         AddGqa(c, layer.mixer, specs);
         break;
       case MixerKind::kKda:
-        AddKda(c, layer.mixer.prefix, specs);
+        AddKda(c, layer.mixer, specs);
         break;
     }
+    if (attn_res) AddMix(c, layer.ffn_mix, specs);
     specs.Add(layer.post_norm, {c.hidden_size});
     AddFfn(c, layer.ffn, specs);
   }
+  if (attn_res) AddMix(c, plan.final_mix, specs);
   specs.Add(plan.final_norm, {c.hidden_size});
   if (plan.head != plan.embed) specs.Add(plan.head, {c.vocab_size, c.hidden_size});
   return specs.Take();

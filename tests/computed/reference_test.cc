@@ -198,7 +198,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,
                                            "deepseek_v3_noqlora_f32", "qwen3_moe_f32",
                                            "qwen3_moe_bf16", "qwen3_moe_nonorm_f32", "glm4_moe_f32",
                                            "mixtral_f32", "gpt_oss_bf16", "gpt_oss_mxfp4",
-                                           "gpt_oss_yarn_truncate_f32", "kimi_linear_bf16"));
+                                           "gpt_oss_yarn_truncate_f32", "kimi_linear_bf16",
+                                           "kimi_k3_bf16", "kimi_k3_mxfp4"));
 
 }  // namespace
 }  // namespace warp::computed

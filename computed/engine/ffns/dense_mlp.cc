@@ -8,10 +8,11 @@
 
 namespace warp::computed {
 
-DenseMlp::DenseMlp(const TrunkWeights& weights, const std::string& prefix, ThreadPool& pool,
-                   double& seconds)
+DenseMlp::DenseMlp(const TrunkWeights& weights, const std::string& prefix,
+                   const GluActivation& act, ThreadPool& pool, double& seconds)
     : pool_(pool),
       seconds_(seconds),
+      act_(act),
       gate_(weights.Matrix(prefix + ".gate_proj.weight")),
       up_(weights.Matrix(prefix + ".up_proj.weight")),
       down_(weights.Matrix(prefix + ".down_proj.weight")) {}
@@ -22,7 +23,7 @@ absl::Status DenseMlp::Forward(std::span<const float> x, uint32_t n, uint32_t,
   std::vector<float> gate(n * gate_.rows), up(n * up_.rows);
   Linear(pool_, gate_, x.data(), n, gate.data());
   Linear(pool_, up_, x.data(), n, up.data());
-  SiluMul(gate, up);
+  GluMul(act_, gate, up);
   Linear(pool_, down_, gate.data(), n, out.data());
   return absl::OkStatus();
 }

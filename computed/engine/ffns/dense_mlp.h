@@ -1,7 +1,7 @@
 #pragma once
 
-// A dense SwiGLU MLP, down(silu(gate x) * up x): the dense layers and the
-// shared experts of MoE layers.
+// A dense gated MLP, down(act(gate x, up x)) with SiLU (SwiGLU) or SiTU:
+// the dense layers and the shared experts of MoE layers.
 //
 // Thread-compatible: one Forward at a time.
 
@@ -11,14 +11,15 @@
 #include "computed/engine/forward_stats.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/trunk_weights.h"
+#include "computed/model/model_config.h"
 
 namespace warp::computed {
 
 class DenseMlp : public Ffn {
  public:
   // Binds `prefix`.{gate,up,down}_proj.weight; times itself into `seconds`.
-  DenseMlp(const TrunkWeights& weights, const std::string& prefix, ThreadPool& pool,
-           double& seconds);
+  DenseMlp(const TrunkWeights& weights, const std::string& prefix, const GluActivation& act,
+           ThreadPool& pool, double& seconds);
 
   absl::Status Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                        std::span<float> out) override;
@@ -26,6 +27,7 @@ class DenseMlp : public Ffn {
  private:
   ThreadPool& pool_;
   double& seconds_;
+  GluActivation act_;
   kernels::MatrixView gate_, up_, down_;
 };
 

@@ -39,12 +39,12 @@ const float* RecordVector(const ExpertRecord& record, const TensorEntry& vector)
   return reinterpret_cast<const float*>(record.bytes().data() + vector.data.offset);
 }
 
-// down(silu(gate x) * up x).
+// down(act(gate x, up x)), act SiLU or SiTU.
 class SwiGluExpert : public ExpertMath {
  public:
   SwiGluExpert(const TensorEntry& gate, const TensorEntry& up, const TensorEntry& down,
-               ThreadPool& pool)
-      : gate_(gate), up_(up), down_(down), pool_(pool) {}
+               const GluActivation& act, ThreadPool& pool)
+      : gate_(gate), up_(up), down_(down), act_(act), pool_(pool) {}
 
   void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
            std::span<float> out) const override {
@@ -52,12 +52,13 @@ class SwiGluExpert : public ExpertMath {
     std::vector<float> gate(m * inter), up(m * inter);
     Linear(pool_, RecordMatrix(record, gate_), xs.data(), m, gate.data());
     Linear(pool_, RecordMatrix(record, up_), xs.data(), m, up.data());
-    SiluMul(gate, up);
+    GluMul(act_, gate, up);
     Linear(pool_, RecordMatrix(record, down_), gate.data(), m, out.data());
   }
 
  private:
   const TensorEntry &gate_, &up_, &down_;
+  GluActivation act_;
   ThreadPool& pool_;
 };
 
@@ -115,7 +116,7 @@ absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const FfnPlan& pl
       WARP_ASSIGN_OR_RETURN(const TensorEntry* gate, Matrix(bank, "gate_proj"));
       WARP_ASSIGN_OR_RETURN(const TensorEntry* up, Matrix(bank, "up_proj"));
       WARP_ASSIGN_OR_RETURN(const TensorEntry* down, Matrix(bank, "down_proj"));
-      return std::make_unique<SwiGluExpert>(*gate, *up, *down, pool);
+      return std::make_unique<SwiGluExpert>(*gate, *up, *down, plan.glu, pool);
     }
     case ExpertActivation::kClampedSwiGlu: {
       WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up, Matrix(bank, "gate_up_proj"));

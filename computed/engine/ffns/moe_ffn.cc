@@ -3,23 +3,29 @@
 #include <algorithm>
 
 #include "common/status.h"
+#include "computed/engine/linear.h"
+#include "computed/engine/ops.h"
 #include "computed/engine/stage_timer.h"
 
 namespace warp::computed {
 
 MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router, std::unique_ptr<ExpertMath> math,
-               const BankEntry& bank, std::optional<DenseMlp> shared, ExpertSource& experts,
-               Lookahead& lookahead, const MoeOptions& options, ForwardStats& stats)
+               const BankEntry& bank, std::optional<DenseMlp> shared,
+               std::optional<LatentMoe> latent, ExpertSource& experts, Lookahead& lookahead,
+               ThreadPool& pool, const MoeOptions& options, ForwardStats& stats)
     : layer_(layer),
       router_(router),
       math_(std::move(math)),
       bank_(bank),
       shared_(std::move(shared)),
+      latent_(std::move(latent)),
       experts_(experts),
       lookahead_(lookahead),
+      pool_(pool),
       options_(options),
       stats_(stats),
-      hidden_(hidden) {}
+      hidden_(hidden),
+      width_(latent_ ? latent_->down.rows : hidden) {}
 
 MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, uint32_t first_pos) {
   ChunkExperts chunk;
@@ -41,15 +47,15 @@ MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, uint32_
   return chunk;
 }
 
-void MoeFfn::RunExpert(const ExpertRecord& record, std::span<const float> x,
+void MoeFfn::RunExpert(const ExpertRecord& record, std::span<const float> in,
                        const std::vector<uint32_t>& tokens, std::vector<float>& output) {
   StageTimer timer(stats_.seconds_expert);
   const uint32_t m = static_cast<uint32_t>(tokens.size());
-  std::vector<float> xs(m * hidden_);
+  std::vector<float> xs(m * width_);
   for (uint32_t i = 0; i < m; ++i) {
-    std::copy_n(&x[tokens[i] * hidden_], hidden_, &xs[i * hidden_]);
+    std::copy_n(&in[tokens[i] * width_], width_, &xs[i * width_]);
   }
-  output.resize(m * hidden_);
+  output.resize(m * width_);
   math_->Run(record, xs, m, output);
   stats_.expert_uses += m;
 }
@@ -61,8 +67,8 @@ void MoeFfn::RunShared(std::span<const float> x, uint32_t n, std::vector<float>&
   (void)shared_->Forward(x, n, 0, shared);
 }
 
-absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, uint32_t n,
-                                          const ChunkExperts& chunk,
+absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
+                                          uint32_t n, const ChunkExperts& chunk,
                                           std::vector<std::vector<float>>& outputs,
                                           std::vector<float>& shared) {
   std::shared_ptr<ReadBatch> batch = experts_.Read(chunk.keys, Priority::kDemand);
@@ -76,12 +82,12 @@ absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, uint32_t n,
     }
     if (!next) return absl::OkStatus();
     if (!next->second.ok()) return next->second.status();
-    RunExpert(*next->second, x, chunk.tokens[next->first], outputs[next->first]);
+    RunExpert(*next->second, in, chunk.tokens[next->first], outputs[next->first]);
   }
 }
 
-absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, uint32_t n,
-                                       const ChunkExperts& chunk,
+absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const float> in,
+                                       uint32_t n, const ChunkExperts& chunk,
                                        std::vector<std::vector<float>>& outputs,
                                        std::vector<float>& shared) {
   std::vector<absl::StatusOr<ExpertRecord>> records;
@@ -91,7 +97,7 @@ absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, uint32_t n,
   }
   for (size_t u = 0; u < chunk.keys.size(); ++u) {
     if (!records[u].ok()) return records[u].status();
-    RunExpert(*records[u], x, chunk.tokens[u], outputs[u]);
+    RunExpert(*records[u], in, chunk.tokens[u], outputs[u]);
   }
   RunShared(x, n, shared);
   lookahead_.Hint(layer_, x, n);
@@ -108,23 +114,44 @@ absl::Status MoeFfn::Forward(std::span<const float> x, uint32_t n, uint32_t firs
     chunk = Union(routings, first_pos);
     lookahead_.Score(layer_, routings, bank_.record_bytes);
   }
+  std::vector<float> latent;  // LatentMoE: the experts' input, down x
+  if (latent_) {
+    latent.resize(n * width_);
+    Linear(pool_, latent_->down, x.data(), n, latent.data());
+  }
+  const std::span<const float> in = latent_ ? std::span<const float>(latent) : x;
   std::vector<std::vector<float>> outputs(chunk.keys.size());
   std::vector<float> shared;
-  WARP_RETURN_IF_ERROR(options_.prefetch ? ComputeAsReadsArrive(x, n, chunk, outputs, shared)
-                                         : ComputeAfterReads(x, n, chunk, outputs, shared));
+  WARP_RETURN_IF_ERROR(options_.prefetch ? ComputeAsReadsArrive(x, in, n, chunk, outputs, shared)
+                                         : ComputeAfterReads(x, in, n, chunk, outputs, shared));
   // The layer has passed: speculative reads still queued for it are stale.
   experts_.CancelSpeculative(layer_);
   // Combine in routing-rank order, whatever order the records arrived in,
   // then add the shared experts: the same sums on every path.
-  std::fill(out.begin(), out.begin() + n * hidden_, 0.0f);
+  std::vector<float> sum_in_latent;
+  std::span<float> sum = out.first(n * hidden_);
+  if (latent_) {
+    sum_in_latent.resize(n * width_);
+    sum = sum_in_latent;
+  }
+  std::fill(sum.begin(), sum.end(), 0.0f);
   std::vector<uint32_t> next_row(chunk.keys.size(), 0);
   for (uint32_t t = 0; t < n; ++t) {
     for (size_t k = 0; k < routings[t].experts.size(); ++k) {
       const int32_t u = chunk.key_of_expert[routings[t].experts[k]];
-      const float* y = &outputs[u][next_row[u]++ * hidden_];
+      const float* y = &outputs[u][next_row[u]++ * width_];
       const float w = routings[t].weights[k];
-      for (uint64_t i = 0; i < hidden_; ++i) out[t * hidden_ + i] += w * y[i];
+      for (uint64_t i = 0; i < width_; ++i) sum[t * width_ + i] += w * y[i];
     }
+  }
+  if (latent_) {
+    if (!latent_->norm.empty()) {
+      for (uint32_t t = 0; t < n; ++t) {
+        std::span<float> row = sum.subspan(t * width_, width_);
+        RmsNorm(row, latent_->norm, latent_->eps, row);
+      }
+    }
+    Linear(pool_, latent_->up, sum.data(), n, out.data());
   }
   for (uint64_t i = 0; i < shared.size(); ++i) out[i] += shared[i];
   return absl::OkStatus();

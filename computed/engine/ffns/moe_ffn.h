@@ -31,6 +31,14 @@ namespace warp::computed {
 using OnRoute =
     std::function<void(uint32_t position, uint32_t layer, const std::vector<uint32_t>& experts)>;
 
+// LatentMoE (Kimi K3): the routed experts run on down x, their weighted sum
+// is RMS-normalized (when `norm` is set) and taken back by `up`.
+struct LatentMoe {
+  kernels::MatrixView down, up;
+  std::span<const float> norm;
+  float eps = 1e-6f;
+};
+
 struct MoeOptions {
   uint32_t experts_per_token = 0;  // top-k
   bool prefetch = true;            // false: read everything, then compute
@@ -40,8 +48,9 @@ struct MoeOptions {
 class MoeFfn : public Ffn {
  public:
   MoeFfn(uint32_t layer, uint64_t hidden, const Router& router, std::unique_ptr<ExpertMath> math,
-         const BankEntry& bank, std::optional<DenseMlp> shared, ExpertSource& experts,
-         Lookahead& lookahead, const MoeOptions& options, ForwardStats& stats);
+         const BankEntry& bank, std::optional<DenseMlp> shared, std::optional<LatentMoe> latent,
+         ExpertSource& experts, Lookahead& lookahead, ThreadPool& pool, const MoeOptions& options,
+         ForwardStats& stats);
 
   absl::Status Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                        std::span<float> out) override;
@@ -54,13 +63,16 @@ class MoeFfn : public Ffn {
     std::vector<std::vector<uint32_t>> tokens;  // [key] -> tokens in order
   };
   ChunkExperts Union(const std::vector<Routing>& routings, uint32_t first_pos);
-  // Runs the expert of keys[u] over its tokens into outputs[u].
-  void RunExpert(const ExpertRecord& record, std::span<const float> x,
+  // Runs the expert of keys[u] over its tokens' rows of `in` into outputs[u].
+  void RunExpert(const ExpertRecord& record, std::span<const float> in,
                  const std::vector<uint32_t>& tokens, std::vector<float>& output);
-  absl::Status ComputeAsReadsArrive(std::span<const float> x, uint32_t n, const ChunkExperts& chunk,
+  // x: the layer input (router, shared experts, lookahead); in: the experts'.
+  absl::Status ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in, uint32_t n,
+                                    const ChunkExperts& chunk,
                                     std::vector<std::vector<float>>& outputs,
                                     std::vector<float>& shared);
-  absl::Status ComputeAfterReads(std::span<const float> x, uint32_t n, const ChunkExperts& chunk,
+  absl::Status ComputeAfterReads(std::span<const float> x, std::span<const float> in, uint32_t n,
+                                 const ChunkExperts& chunk,
                                  std::vector<std::vector<float>>& outputs,
                                  std::vector<float>& shared);
   void RunShared(std::span<const float> x, uint32_t n, std::vector<float>& shared);
@@ -70,11 +82,14 @@ class MoeFfn : public Ffn {
   std::unique_ptr<ExpertMath> math_;
   const BankEntry& bank_;
   std::optional<DenseMlp> shared_;
+  std::optional<LatentMoe> latent_;
   ExpertSource& experts_;
   Lookahead& lookahead_;
+  ThreadPool& pool_;
   const MoeOptions& options_;
   ForwardStats& stats_;
   const uint64_t hidden_;
+  const uint64_t width_;  // of the experts' input and output: hidden, or the latent
 };
 
 }  // namespace warp::computed

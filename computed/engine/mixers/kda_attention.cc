@@ -47,8 +47,12 @@ KdaAttention::KdaAttention(const ModelConfig& c, const MixerPlan& plan, const Tr
   f_a_ = w.Matrix(p + "f_a_proj.weight");
   f_b_ = w.Matrix(p + "f_b_proj.weight");
   b_ = w.Matrix(p + "b_proj.weight");
-  g_a_ = w.Matrix(p + "g_a_proj.weight");
-  g_b_ = w.Matrix(p + "g_b_proj.weight");
+  if (kda_.full_rank_gate) {
+    g_full_ = w.Matrix(p + "g_proj.weight");
+  } else {
+    g_a_ = w.Matrix(p + "g_a_proj.weight");
+    g_b_ = w.Matrix(p + "g_b_proj.weight");
+  }
   o_norm_ = w.Vector(p + "o_norm.weight");
   o_ = w.Matrix(p + "o_proj.weight");
 }
@@ -84,9 +88,11 @@ void KdaAttention::Head(uint32_t h, const float* qkv, const float* gate, float b
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dim));
   for (float& x : q) x *= q_scale;
   float* s = state_.Part(kS).data() + at * dim;  // [dim (key)][dim (value)]
-  const float decay_rate = std::exp(a_log_[h]);
+  const float rate = std::exp(a_log_[h]), lower_bound = kda_.gate_lower_bound;
   for (uint32_t i = 0; i < dim; ++i) {
-    const float decay = std::exp(-decay_rate * Softplus(gate[at + i] + dt_bias_[at + i]));
+    const float f = gate[at + i] + dt_bias_[at + i];
+    const float log_decay = lower_bound != 0.0f ? lower_bound * Sigmoid(rate * f) : -rate * Softplus(f);
+    const float decay = std::exp(log_decay);
     for (uint32_t j = 0; j < dim; ++j) s[i * dim + j] *= decay;
   }
   std::vector<float> delta(dim, 0.0f);  // beta (v - k^T S)
@@ -124,8 +130,12 @@ void KdaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   std::vector<float> low(n * dim), gate(n * width_), out_gate(n * width_), beta(n * heads);
   Linear(pool_, f_a_, x.data(), n, low.data());
   Linear(pool_, f_b_, low.data(), n, gate.data());
-  Linear(pool_, g_a_, x.data(), n, low.data());
-  Linear(pool_, g_b_, low.data(), n, out_gate.data());
+  if (kda_.full_rank_gate) {
+    Linear(pool_, g_full_, x.data(), n, out_gate.data());
+  } else {
+    Linear(pool_, g_a_, x.data(), n, low.data());
+    Linear(pool_, g_b_, low.data(), n, out_gate.data());
+  }
   Linear(pool_, b_, x.data(), n, beta.data());
   std::vector<float> qkv(row), o(n * width_);
   for (uint32_t t = 0; t < n; ++t) {

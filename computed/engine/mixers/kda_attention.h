@@ -7,7 +7,9 @@
 // with q, k L2-normalized and q scaled by head_dim^-0.5, a token does
 //   S *= exp(g) (row-wise);  S += k (beta (v - k^T S))^T;  o = q^T S,
 // then o is RMS-normalized per head, gated by sigmoid(g_b(g_a(x))) and
-// projected by o_proj. Tokens run one by one through the recurrence, so a
+// projected by o_proj. Kimi K3 bounds the decay instead,
+// g = gate_lower_bound sigmoid(exp(A_log) (f + dt_bias)), and gates the
+// output with one full-rank g_proj. Tokens run one by one through the recurrence, so a
 // chunk gives the bits of single steps; the projections see the whole chunk.
 //
 // Thread-compatible: one Forward at a time.
@@ -37,7 +39,7 @@ class KdaAttention : public TokenMixer {
   const LinearAttention& kda_;
   ThreadPool& pool_;
   uint64_t width_;  // num_heads * head_dim
-  kernels::MatrixView q_, k_, v_, f_a_, f_b_, b_, g_a_, g_b_, o_;
+  kernels::MatrixView q_, k_, v_, f_a_, f_b_, b_, g_a_, g_b_, g_full_, o_;
   std::span<const float> conv_[3];  // [width][conv_kernel] taps of q, k, v
   std::span<const float> a_log_, dt_bias_, o_norm_;
   RecurrentState state_;  // parts kS [heads][dim][dim], kHistory [conv_kernel - 1][3][width]

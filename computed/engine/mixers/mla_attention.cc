@@ -1,5 +1,7 @@
 #include "computed/engine/mixers/mla_attention.h"
 
+#include <cmath>
+
 #include "computed/engine/linear.h"
 #include "computed/engine/mixers/dot.h"
 #include "computed/kernels/matmul.h"
@@ -34,6 +36,7 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Tr
   kv_a_norm_ = w.Vector(p + "kv_a_layernorm.weight");
   kv_b_ = w.Matrix(p + "kv_b_proj.weight");
   o_ = w.Matrix(p + "o_proj.weight");
+  if (plan.output_gate) gate_ = w.Matrix(p + "g_proj.weight");
 }
 
 void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
@@ -94,6 +97,11 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
       kernels::MatMulRows(kv_b_, ctx, 1, v_row, v_row + v_dim, kv_b_out, kv_b_.rows);
       std::copy_n(&kv_b_out[v_row], v_dim, attn.data() + (uint64_t{t} * heads + h) * v_dim);
     }
+  }
+  if (gate_.rows > 0) {  // Kimi K3: the heads' output * sigmoid(g_proj x)
+    std::vector<float> gate(attn.size());
+    Linear(pool_, gate_, x.data(), n, gate.data());
+    for (size_t i = 0; i < attn.size(); ++i) attn[i] /= 1.0f + std::exp(-gate[i]);
   }
   Linear(pool_, o_, attn.data(), n, out.data());
 }

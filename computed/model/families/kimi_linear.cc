@@ -46,6 +46,11 @@ absl::Status ParseLinearAttention(const Json& json, ModelConfig& out) {
   if (kda.num_heads == 0 || kda.head_dim == 0 || kda.conv_kernel == 0) {
     return KeyError("linear_attn_config", "num_heads, head_dim and short_conv_kernel_size must be positive");
   }
+  // Kimi K3's lower-bounded decay and full-rank output gate.
+  WARP_ASSIGN_OR_RETURN(double lower_bound, DoubleOr(lac, "gate_lower_bound", 0.0));
+  if (lower_bound > 0) return KeyError("linear_attn_config.gate_lower_bound", "must be negative");
+  kda.gate_lower_bound = static_cast<float>(lower_bound);
+  WARP_ASSIGN_OR_RETURN(kda.full_rank_gate, BoolOr(lac, "use_full_rank_gate", false));
   WARP_RETURN_IF_ERROR(ParseLayerList(lac, "kda_layers", out.num_layers, out.kda_layer));
   std::vector<bool> full;
   WARP_RETURN_IF_ERROR(ParseLayerList(lac, "full_attn_layers", out.num_layers, full));
@@ -78,32 +83,13 @@ class KimiLinear : public SwiGluFamily {
   std::string_view name() const override { return "kimi_linear"; }
 
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
-    WARP_RETURN_IF_ERROR(ParseRouting(json, out));
-    WARP_RETURN_IF_ERROR(ParseLinearAttention(json, out));
-    WARP_ASSIGN_OR_RETURN(out.q_lora_rank, UintOr(json, "q_lora_rank", 0));
-    WARP_ASSIGN_OR_RETURN(out.kv_lora_rank, Uint(json, "kv_lora_rank"));
-    WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));
-    WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, Uint(json, "qk_rope_head_dim"));
-    WARP_ASSIGN_OR_RETURN(out.v_head_dim, Uint(json, "v_head_dim"));
-    WARP_ASSIGN_OR_RETURN(bool nope, BoolOr(json, "mla_use_nope", false));
-    out.mla_rope = !nope;
-    return absl::OkStatus();
+    return kimi::ParseKimiLinear(json, out);
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
     return PreNormModel(c, [&](uint32_t layer, LayerPlan& l) {
       const std::string p = LayerPrefix(layer);
-      if (c.IsKdaLayer(layer)) {
-        l.mixer = MixerPlan{.kind = MixerKind::kKda, .prefix = p + "self_attn."};
-      } else {
-        l.mixer = MixerPlan{
-            .kind = MixerKind::kMla,
-            .prefix = p + "self_attn.",
-            .rope = {.dim = c.mla_rope ? c.qk_rope_head_dim : 0, .interleaved = true,
-                     .theta = c.rope_theta, .yarn = c.yarn},
-            .softmax_scale =
-                1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim))};
-      }
+      l.mixer = kimi::Mixer(c, layer, p);
       l.ffn = c.IsMoeLayer(layer) ? GroupRoutedMoe(c, p + "block_sparse_moe")
                                   : DenseMlp(p + "mlp", c.intermediate_size);
     });
@@ -112,13 +98,49 @@ class KimiLinear : public SwiGluFamily {
   // The records keep SwiGluFamily's matrix names; the release calls them w1 (gate), w3 (up), w2 (down).
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
-    const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
-    return {.tensor = absl::StrCat(LayerPrefix(layer), "block_sparse_moe.experts.", expert, ".", w,
-                                   ".weight")};
+    return {.tensor = absl::StrCat(LayerPrefix(layer), "block_sparse_moe.experts.", expert, ".",
+                                   kimi::ReleaseMatrixName(matrix), ".weight")};
   }
 };
 
 }  // namespace
+
+namespace kimi {
+
+absl::Status ParseKimiLinear(const Json& json, ModelConfig& out) {
+  WARP_RETURN_IF_ERROR(ParseRouting(json, out));
+  WARP_RETURN_IF_ERROR(ParseLinearAttention(json, out));
+  WARP_ASSIGN_OR_RETURN(out.q_lora_rank, UintOr(json, "q_lora_rank", 0));
+  WARP_ASSIGN_OR_RETURN(out.kv_lora_rank, Uint(json, "kv_lora_rank"));
+  WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));
+  WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, Uint(json, "qk_rope_head_dim"));
+  WARP_ASSIGN_OR_RETURN(out.v_head_dim, Uint(json, "v_head_dim"));
+  WARP_ASSIGN_OR_RETURN(bool nope, BoolOr(json, "mla_use_nope", false));
+  out.mla_rope = !nope;
+  return absl::OkStatus();
+}
+
+MixerPlan Mixer(const ModelConfig& c, uint32_t layer, const std::string& layer_prefix) {
+  if (c.IsKdaLayer(layer)) {
+    return MixerPlan{.kind = MixerKind::kKda,
+                     .prefix = layer_prefix + "self_attn.",
+                     .a_log_shape = {1, 1, c.linear_attention.num_heads, 1}};
+  }
+  return MixerPlan{
+      .kind = MixerKind::kMla,
+      .prefix = layer_prefix + "self_attn.",
+      .rope = {.dim = c.mla_rope ? c.qk_rope_head_dim : 0, .interleaved = true,
+               .theta = c.rope_theta, .yarn = c.yarn},
+      .softmax_scale =
+          1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim)),
+      .output_gate = c.mla_output_gate};
+}
+
+const char* ReleaseMatrixName(std::string_view matrix) {
+  return matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
+}
+
+}  // namespace kimi
 
 const ModelFamily& KimiLinearFamily() {
   static const KimiLinear family;

@@ -10,10 +10,25 @@
 // fla's naive KDA recurrence; tests/reference/README.md#kimi_linear has the
 // math as the reference implements it and where sources disagree.
 
+#include <string>
+
 #include "computed/model/family.h"
 
 namespace warp::computed {
 
 const ModelFamily& KimiLinearFamily();
+
+// What Kimi K3 (families/kimi_k3) shares with Kimi-Linear.
+namespace kimi {
+
+// The Kimi-Linear keys of `json` (config.json, or K3's text_config): routing,
+// shared experts and dense layers, linear_attn_config, MLA.
+absl::Status ParseKimiLinear(const nlohmann::ordered_json& json, ModelConfig& config);
+// Layer `layer`'s mixer, KDA or MLA, under `layer_prefix` ("model.layers.N.").
+MixerPlan Mixer(const ModelConfig& config, uint32_t layer, const std::string& layer_prefix);
+// The release's name of record matrix `matrix`: w1 (gate_proj), w3 (up_proj), w2 (down_proj).
+const char* ReleaseMatrixName(std::string_view matrix);
+
+}  // namespace kimi
 
 }  // namespace warp::computed

@@ -26,6 +26,7 @@ struct MemoryLimits {
   std::optional<uint64_t> cgroup_limit_bytes;  // tightest limit found, if any
   std::optional<uint64_t> cgroup_usage_bytes;  // usage of the cgroup that has that limit
   std::string cgroup_source;  // file the limit came from, for messages ("" if none)
+  std::string assumed;        // non-empty when the figures are a given machine's ("--ram 64G")
 
   // min(mem_available, limit - usage (floored at 0)); a missing usage file
   // counts as zero usage.

@@ -1,5 +1,7 @@
-// computed plan MODEL.warp [--context N] [--budget SIZE]
-// Reads only the manifest.
+// computed plan MODEL.warp [--context N] [--budget SIZE] [--ram SIZE]
+// computed plan --config RELEASE/config.json ...: before converting, as the
+// container of that release with its experts native would be.
+// Reads only the manifest (or the config).
 
 #include <cstdio>
 #include <memory>
@@ -10,14 +12,20 @@
 #include "common/format/container.h"
 #include "common/io/file.h"
 #include "common/memory/memory_limits.h"
+#include "common/status.h"
 #include "computed/cli/commands.h"
 #include "computed/planner/planner.h"
+#include "computed/synth/presets.h"
 
 namespace warp::computed {
 namespace {
 
 struct PlanFlags {
   std::string model;
+  std::string config;  // --config: a release's config.json instead of a container
+  std::string ram;     // --ram: plan for a machine with this much memory
+  std::string experts = "native";  // --config: as `computed convert --experts/--trunk`
+  std::string trunk = "bf16";
   uint64_t context = 4096;
   std::string budget;
   uint32_t daemons = 0;  // local expertd daemons that will hold the cache
@@ -57,12 +65,56 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
                         FormatBytes(plan.resident_bytes), ")"));
 }
 
-absl::Status Run(const PlanFlags& flags) {
+// The experts as `computed convert` keeps them natively: MXFP4 where the
+// release quantized them so (gpt-oss, Kimi K3's compressed-tensors), else BF16.
+TensorFormat NativeExpertFormat(const nlohmann::ordered_json& config) {
+  for (const auto* object : {&config, config.contains("text_config") ? &config["text_config"] : &config}) {
+    auto it = object->find("quantization_config");
+    if (it == object->end() || !it->is_object()) continue;
+    if (it->value("quant_method", "") == "mxfp4" || it->value("format", "") == "mxfp4-pack-quantized") {
+      return TensorFormat::kMxfp4B32;
+    }
+  }
+  return TensorFormat::kBF16;
+}
+
+absl::StatusOr<TensorFormat> FlagFormat(std::string_view flag, const std::string& name,
+                                        TensorFormat native) {
+  if (name == "native") return native;
+  if (name == "bf16" || name == "q8" || name == "q4") {
+    return *ParseTensorFormat(name == "bf16" ? "bf16" : name == "q8" ? "q8_b32" : "q4_b32");
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", std::string(flag), " ", name, ": expected native, bf16, q8 or q4"));
+}
+
+absl::StatusOr<Manifest> PlannedFromConfig(const PlanFlags& flags) {
+  const std::string& path = flags.config;
+  WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (!config.is_object() || !config.contains("model_type")) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a config.json with a model_type"));
+  }
+  WARP_ASSIGN_OR_RETURN(TensorFormat experts,
+                        FlagFormat("experts", flags.experts, NativeExpertFormat(config)));
+  WARP_ASSIGN_OR_RETURN(TensorFormat trunk, FlagFormat("trunk", flags.trunk, TensorFormat::kBF16));
+  auto manifest = PlannedManifest(config["model_type"].get<std::string>(), config, experts, trunk);
+  if (!manifest.ok()) return Annotate(manifest.status(), path);
+  return manifest;
+}
+
+absl::StatusOr<Manifest> ReadManifest(const std::string& model) {
   // Only the manifest: plan must stay instant on a 1 TB model.
-  const std::filesystem::path manifest_path = std::filesystem::path(flags.model) / kManifestFile;
-  auto text = ReadFileToString(manifest_path);
-  if (!text.ok()) return text.status();
-  auto manifest = ParseManifest(*text, manifest_path.string());
+  const std::filesystem::path manifest_path = std::filesystem::path(model) / kManifestFile;
+  WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(manifest_path));
+  return ParseManifest(text, manifest_path.string());
+}
+
+absl::Status Run(const PlanFlags& flags) {
+  if (flags.model.empty() == flags.config.empty()) {
+    return absl::InvalidArgumentError("give either MODEL.warp or --config config.json");
+  }
+  auto manifest = flags.config.empty() ? ReadManifest(flags.model) : PlannedFromConfig(flags);
   if (!manifest.ok()) return manifest.status();
   auto plan = ComputePlan(*manifest, flags.context);
   if (!plan.ok()) return plan.status();
@@ -70,6 +122,12 @@ absl::Status Run(const PlanFlags& flags) {
 
   auto limits = ReadMemoryLimits();
   if (!limits.ok()) return limits.status();
+  if (!flags.ram.empty()) {  // a machine of that size, all of it free, no cgroup
+    auto ram = ParseByteSize(flags.ram);
+    if (!ram.ok()) return ram.status();
+    limits = MemoryLimits{.mem_total_bytes = *ram, .mem_available_bytes = *ram,
+                          .assumed = absl::StrCat("--ram ", flags.ram)};
+  }
   std::optional<uint64_t> requested;
   if (!flags.budget.empty()) {
     auto parsed = ParseByteSize(flags.budget);
@@ -95,7 +153,14 @@ absl::Status Run(const PlanFlags& flags) {
 CommandRunner AddPlanCommand(CLI::App& app) {
   auto flags = std::make_shared<PlanFlags>();
   CLI::App* cmd = app.add_subcommand("plan", "Print the memory plan of a model (manifest only)");
-  cmd->add_option("model", flags->model, "MODEL.warp")->required();
+  cmd->add_option("model", flags->model, "MODEL.warp");
+  cmd->add_option("--config", flags->config,
+                  "Plan a release from its config.json instead, experts as convert keeps them");
+  cmd->add_option("--ram", flags->ram, "Plan for a machine with this much memory, e.g. 64G");
+  cmd->add_option("--experts", flags->experts, "With --config: native|bf16|q8|q4, as convert")
+      ->capture_default_str();
+  cmd->add_option("--trunk", flags->trunk, "With --config: bf16|q8|q4, as convert")
+      ->capture_default_str();
   cmd->add_option("--context", flags->context, "Context length in tokens")->capture_default_str();
   cmd->add_option("--budget", flags->budget, "Check this budget instead of the default, e.g. 8G");
   cmd->add_option("--daemons", flags->daemons,

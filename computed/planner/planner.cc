@@ -64,7 +64,8 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
   }
   const uint64_t available = limits.available_bytes();
   const uint64_t usable = available / 4 * 3;
-  const std::string source = limits.cgroup_limit_bytes
+  const std::string source = !limits.assumed.empty() ? limits.assumed
+                             : limits.cgroup_limit_bytes
                                  ? absl::StrCat("cgroup limit in ", limits.cgroup_source)
                                  : std::string("/proc/meminfo MemAvailable");
   if (usable < plan.floor_bytes) {

@@ -243,6 +243,86 @@ json KimiLinearSlice() {
   return config;
 }
 
+// Kimi K3's shapes under text_config: hidden 7168, KDA 96 x 128 with the
+// lower-bounded gate and full-rank output gate, gated q-LoRA MLA 96 heads,
+// SiTU, LatentMoE of 896 experts of 3072 in a 3584 latent, top-16 + 2
+// shared, AttnRes every 12 layers (from the release's config.json).
+json KimiK3Text() {
+  json text = KimiLinearTiny();
+  text.erase("architectures");
+  text.update(json{{"vocab_size", 163840},
+                   {"hidden_size", 7168},
+                   {"intermediate_size", 33792},
+                   {"moe_intermediate_size", 3072},
+                   {"num_hidden_layers", 93},
+                   {"num_attention_heads", 96},
+                   {"num_key_value_heads", 96},
+                   {"num_experts", 896},
+                   {"num_experts_per_token", 16},
+                   {"num_shared_experts", 2},
+                   {"routed_scaling_factor", 1.0},
+                   {"q_lora_rank", 1536},
+                   {"kv_lora_rank", 512},
+                   {"qk_nope_head_dim", 128},
+                   {"qk_rope_head_dim", 64},
+                   {"v_head_dim", 128},
+                   {"mla_use_output_gate", true},
+                   {"hidden_act", "situ"},
+                   {"activation_situ_beta", 4.0},
+                   {"activation_situ_linear_beta", 25.0},
+                   {"routed_expert_hidden_size", 3584},
+                   {"latent_moe_use_norm", true},
+                   {"attn_res_block_size", 12},
+                   {"max_position_embeddings", 1048576}});
+  text["linear_attn_config"] = json{{"head_dim", 128},
+                                    {"num_heads", 96},
+                                    {"short_conv_kernel_size", 4},
+                                    {"gate_lower_bound", -5.0},
+                                    {"use_full_rank_gate", true}};
+  text["linear_attn_config"].update(KimiLayerLists(93));
+  // The release: every fourth layer MLA, and the last one too.
+  text["linear_attn_config"]["kda_layers"].erase(text["linear_attn_config"]["kda_layers"].size() - 1);
+  text["linear_attn_config"]["full_attn_layers"].push_back(93);
+  return text;
+}
+
+json KimiK3Wrapper(json text) {
+  return json{{"architectures", {"KimiK3ForConditionalGeneration"}},
+              {"model_type", "kimi_k3"},
+              {"tie_word_embeddings", false},
+              {"text_config", std::move(text)}};
+}
+
+// K3's shapes in 4 layers (as KimiK3Text, AttnRes every 2), about 1 MiB.
+json KimiK3Tiny() {
+  json text = KimiLinearTiny();
+  text.erase("architectures");
+  text.update(json{{"q_lora_rank", 32},
+                   {"num_shared_experts", 2},
+                   {"routed_scaling_factor", 1.0},
+                   {"mla_use_output_gate", true},
+                   {"hidden_act", "situ"},
+                   {"activation_situ_beta", 4.0},
+                   {"activation_situ_linear_beta", 25.0},
+                   {"routed_expert_hidden_size", 32},
+                   {"moe_intermediate_size", 64},
+                   {"latent_moe_use_norm", true},
+                   {"attn_res_block_size", 2}});
+  text["linear_attn_config"].update(json{{"gate_lower_bound", -5.0}, {"use_full_rank_gate", true}});
+  return KimiK3Wrapper(std::move(text));
+}
+
+// K3's expert shapes and top-16 (896 MXFP4 experts of 3072 in the 3584
+// latent: 17.55 MB records), hidden 7168, 3 layers: dense KDA, KDA, MLA;
+// vocabulary cut to 32768 and the dense MLP to 3 x 3072 so the trunk stays
+// near 1 GiB and a benchmark's budget goes to experts.
+json KimiK3Slice() {
+  json text = KimiK3Text();
+  text.update(json{{"vocab_size", 32768}, {"num_hidden_layers", 3}, {"intermediate_size", 9216}});
+  text["linear_attn_config"].update(json{{"kda_layers", {1, 2}}, {"full_attn_layers", {3}}});
+  return KimiK3Wrapper(std::move(text));
+}
+
 uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
   uint64_t bytes = 0;
   for (const TensorSpec& spec : TrunkTensorSpecs(config, format)) {
@@ -254,7 +334,8 @@ uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
 
 const char* ExpertCountKey(std::string_view arch) {
   if (arch == "gpt_oss" || arch == "mixtral") return "num_local_experts";
-  return arch == "qwen3_moe" || arch == "kimi_linear" ? "num_experts" : "n_routed_experts";
+  return arch == "qwen3_moe" || arch == "kimi_linear" || arch == "kimi_k3" ? "num_experts"
+                                                                           : "n_routed_experts";
 }
 
 }  // namespace
@@ -279,6 +360,11 @@ const std::vector<Preset>& AllPresets() {
       {"kimi_linear", "kimi-linear-slice",
        "Kimi-Linear-48B shapes: hidden 2304, 256 experts of 1024, top-8, KDA 32x128, MLA",
        KimiLinearSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
+      {"kimi_k3", "tiny", "4 layers (KDA x3, gated MLA), AttnRes, 16 MXFP4 latent experts; ~1 MiB",
+       KimiK3Tiny(), TensorFormat::kMxfp4B32, TensorFormat::kF32},
+      {"kimi_k3", "k3-slice",
+       "Kimi K3 expert shapes: 896 MXFP4 experts of 3072 in a 3584 latent, top-16, hidden 7168",
+       KimiK3Slice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
   };
   return presets;
 }
@@ -303,26 +389,43 @@ absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const json& confi
          uint64_t{model.NumMoeLayers()} * model.num_experts * record_bytes;
 }
 
+absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const json& config,
+                                         TensorFormat expert_format, TensorFormat trunk_format) {
+  WARP_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(arch, config));
+  Manifest manifest{.architecture = std::string(arch),
+                    .config = config,
+                    .source = "planned from config.json",
+                    .trunk_bytes = TrunkBytes(model, trunk_format)};
+  const std::vector<TensorSpec> matrices = ExpertMatrixSpecs(model, expert_format);
+  for (uint32_t layer = 0; layer < model.num_layers; ++layer) {
+    if (model.IsMoeLayer(layer)) manifest.banks.push_back(LayoutBank(layer, model.num_experts, matrices));
+  }
+  return manifest;
+}
+
 absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
                                  TensorFormat expert_format, TensorFormat trunk_format,
                                  uint64_t target_bytes) {
   json scaled = config;
-  const uint32_t first_moe = config.value("first_k_dense_replace", 0u);
+  // The text model's keys: config.json's own, or a multimodal release's text_config (Kimi K3).
+  const json& text = config.contains("text_config") ? config["text_config"] : config;
+  json& scaled_text = scaled.contains("text_config") ? scaled["text_config"] : scaled;
+  const uint32_t first_moe = text.value("first_k_dense_replace", 0u);
   auto bytes_with = [&](uint32_t layers, uint32_t experts) -> absl::StatusOr<uint64_t> {
-    scaled["num_hidden_layers"] = layers;
-    scaled[ExpertCountKey(arch)] = experts;
-    if (scaled.contains("layer_types")) {  // gpt-oss: sliding and full alternate, as released
-      scaled["layer_types"] = json::array();
+    scaled_text["num_hidden_layers"] = layers;
+    scaled_text[ExpertCountKey(arch)] = experts;
+    if (scaled_text.contains("layer_types")) {  // gpt-oss: sliding and full alternate, as released
+      scaled_text["layer_types"] = json::array();
       for (uint32_t layer = 0; layer < layers; ++layer) {
-        scaled["layer_types"].push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
+        scaled_text["layer_types"].push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
       }
     }
-    if (scaled.contains("linear_attn_config")) {  // Kimi: the layer lists follow the count
-      scaled["linear_attn_config"].update(KimiLayerLists(layers));
+    if (scaled_text.contains("linear_attn_config")) {  // Kimi: the layer lists follow the count
+      scaled_text["linear_attn_config"].update(KimiLayerLists(layers));
     }
     return ContainerBytes(arch, scaled, expert_format, trunk_format);
   };
-  const uint32_t all_experts = config.value(ExpertCountKey(arch), 0u);
+  const uint32_t all_experts = text.value(ExpertCountKey(arch), 0u);
   // More layers first: they keep the real expert count and so the real routing.
   uint32_t layers = first_moe + 1;
   WARP_ASSIGN_OR_RETURN(uint64_t bytes, bytes_with(layers, all_experts));
@@ -336,9 +439,9 @@ absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
     return scaled;
   }
   // One MoE layer is already too big: drop experts, keeping whole routing groups.
-  const uint32_t group = std::max(1u, config.value("n_group", 1u));
+  const uint32_t group = std::max(1u, text.value("n_group", 1u));
   const uint32_t min_experts =
-      (config.value("num_experts_per_tok", config.value("num_experts_per_token", 1u)) + group - 1) /
+      (text.value("num_experts_per_tok", text.value("num_experts_per_token", 1u)) + group - 1) /
       group * group;
   for (uint32_t experts = all_experts / group * group; experts >= min_experts; experts -= group) {
     WARP_ASSIGN_OR_RETURN(bytes, bytes_with(layers, experts));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/format/manifest.h"
 #include "common/format/tensor_format.h"
 #include "nlohmann/json.hpp"
 
@@ -30,6 +31,12 @@ absl::StatusOr<Preset> FindPreset(std::string_view arch, std::string_view name);
 // plus every bank; manifest excluded).
 absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::ordered_json& config,
                                         TensorFormat expert_format, TensorFormat trunk_format);
+
+// The manifest a container of `config` would have with these formats — the
+// trunk's size and every bank's record layout, no files: what
+// `computed plan --config` plans before a release is converted.
+absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const nlohmann::ordered_json& config,
+                                         TensorFormat expert_format, TensorFormat trunk_format);
 
 // Returns `config` with num_hidden_layers (and, when even the smallest layer
 // count is too big, the routed expert count) chosen so the container is as

@@ -280,29 +280,48 @@ TEST_F(GptOssBitIdentityTest, LogitsDoNotDependOnSchedulingBudgetOrTransport) {
   ExpectIdentical("--stores " + (*daemon)->addresses().at(0) + " --prefill-chunk 3");
 }
 
-// Kimi-Linear (KDA layers whose recurrent state and conv history run token by
-// token inside a chunk, NoPE MLA): the same bits for prefill chunks 1, 3 and
-// 16, threads, prefetch and lookahead, a budget at the floor and a daemon.
-class KimiLinearBitIdentityTest : public BitIdentityTest {
+// The Kimi families, whose KDA layers run their recurrent state and conv
+// history token by token inside a chunk: the same bits for prefill chunks 1,
+// 3 and 16, threads, prefetch and lookahead, a budget at the floor and a daemon.
+class KimiBitIdentityTest : public BitIdentityTest {
+ protected:
+  void ExpectIdenticalInEveryMode() {
+    auto container = Container::Open(Model());
+    WARP_ASSERT_OK(container);
+    auto plan = ComputePlan((*container)->manifest(), num_tokens_ + kGreedy + 1);
+    WARP_ASSERT_OK(plan);
+    SetReference("--threads 1 --no-prefetch --lookahead 0 --prefill-chunk 1");
+    for (const char* mode : {"--prefill-chunk 3", "--prefill-chunk 16 --threads 2",
+                             "--threads 2 --lookahead 16", "--no-prefetch --lookahead 4"}) {
+      ExpectIdentical(mode);
+    }
+    ExpectIdentical("--budget " + std::to_string(plan->floor_bytes) + " --prefill-chunk 3");
+    auto daemon = warp::testing::Daemon::Start(
+        {"--model", Model(), "--listen", "unix:" + (dir_ / "d").string()});
+    WARP_ASSERT_OK(daemon);
+    ExpectIdentical("--stores " + (*daemon)->addresses().at(0) + " --prefill-chunk 16");
+  }
+};
+
+// Kimi-Linear: KDA with the softplus decay and NoPE MLA.
+class KimiLinearBitIdentityTest : public KimiBitIdentityTest {
  protected:
   std::string FixtureName() const override { return "kimi_linear_bf16"; }
 };
 
 TEST_F(KimiLinearBitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrTransport) {
-  auto container = Container::Open(Model());
-  WARP_ASSERT_OK(container);
-  auto plan = ComputePlan((*container)->manifest(), num_tokens_ + kGreedy + 1);
-  WARP_ASSERT_OK(plan);
-  SetReference("--threads 1 --no-prefetch --lookahead 0 --prefill-chunk 1");
-  for (const char* mode : {"--prefill-chunk 3", "--prefill-chunk 16 --threads 2",
-                           "--threads 2 --lookahead 16", "--no-prefetch --lookahead 4"}) {
-    ExpectIdentical(mode);
-  }
-  ExpectIdentical("--budget " + std::to_string(plan->floor_bytes) + " --prefill-chunk 3");
-  auto daemon = warp::testing::Daemon::Start(
-      {"--model", Model(), "--listen", "unix:" + (dir_ / "d").string()});
-  WARP_ASSERT_OK(daemon);
-  ExpectIdentical("--stores " + (*daemon)->addresses().at(0) + " --prefill-chunk 16");
+  ExpectIdenticalInEveryMode();
+}
+
+// Kimi K3: AttnRes, LatentMoE with MXFP4 latent experts kept native, gated
+// MLA, the lower-bounded KDA decay.
+class KimiK3BitIdentityTest : public KimiBitIdentityTest {
+ protected:
+  std::string FixtureName() const override { return "kimi_k3_mxfp4"; }
+};
+
+TEST_F(KimiK3BitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrTransport) {
+  ExpectIdenticalInEveryMode();
 }
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {

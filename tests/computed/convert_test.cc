@@ -334,5 +334,48 @@ TEST_F(KimiLinearConvertTest, ASoftmaxRouterIsRefused) {
                                   HasSubstr("moe_router_activation_func: \"softmax\" is not supported")));
 }
 
+// Kimi K3 as released: the text model under text_config, experts as
+// compressed-tensors MXFP4 weight_packed / weight_scale.
+class KimiK3ConvertTest : public ConvertTest {
+ protected:
+  void SetUp() override {
+    fs::copy(FixtureDir("kimi_k3_mxfp4"), hf_, fs::copy_options::recursive);
+  }
+};
+
+TEST_F(KimiK3ConvertTest, PackedExpertsAreKeptAsTheyAre) {
+  WARP_ASSERT_OK(Convert());
+  auto container = Container::Open(dir_ / "out.warp");
+  WARP_ASSERT_OK(container);
+  for (const TensorEntry& matrix : (*container)->manifest().banks[0].matrices) {
+    EXPECT_EQ(matrix.format, TensorFormat::kMxfp4B32) << matrix.name;
+  }
+}
+
+TEST_F(KimiK3ConvertTest, AMissingTextConfigIsRefused) {
+  EditConfig([](json& config) { config.erase("text_config"); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("config.json: text_config: missing")));
+}
+
+TEST_F(KimiK3ConvertTest, APackedWeightWhoseScaleCountDisagreesIsRefusedNamingBoth) {
+  const std::string expert = "language_model.model.layers.2.block_sparse_moe.experts.5.w2.";
+  EditHeader([&](json& root) {
+    json& scale = root[expert + "weight_scale"];
+    scale["shape"] = {scale["shape"][0].get<uint64_t>() / 2, scale["shape"][1].get<uint64_t>() * 2};
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr(expert + "weight_scale"),
+                                        HasSubstr(expert + "weight_packed"),
+                                        HasSubstr("one scale per 32 values"))));
+}
+
+TEST_F(KimiK3ConvertTest, APackedWeightWithoutItsScaleIsRefused) {
+  const std::string expert = "language_model.model.layers.1.block_sparse_moe.experts.0.w1.";
+  EditHeader([&](json& root) { root.erase(expert + "weight_scale"); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kNotFound,
+                                  AllOf(HasSubstr(expert + "weight_packed"), HasSubstr("missing"))));
+}
+
 }  // namespace
 }  // namespace warp::computed

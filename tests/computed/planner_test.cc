@@ -3,9 +3,11 @@
 #include <fstream>
 
 #include "common/format/container.h"
+#include "computed/synth/presets.h"
 #include "computed/synth/synth_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -188,6 +190,33 @@ TEST(ResolveBudgetTest, FakeCgroupV1TreeTooSmallIsRefused) {
   WARP_ASSERT_OK(limits);
   EXPECT_THAT(ResolveBudget(FakePlan(), std::nullopt, *limits),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cgroup limit")));
+}
+
+// Kimi K3 as released (tests/configs/kimi_k3.config.json), planned before
+// conversion: 92 MoE layers of 896 MXFP4 latent experts, 69 KDA layers whose
+// state does not grow with the context, 24 MLA layers whose latent cache does.
+TEST(PlannedManifestTest, KimiK3ReleaseConfigGivesItsRealFigures) {
+  std::ifstream in(warp::testing::SourceDir() / "tests/configs/kimi_k3.config.json");
+  const nlohmann::ordered_json config = nlohmann::ordered_json::parse(in);
+  auto manifest = PlannedManifest("kimi_k3", config, TensorFormat::kMxfp4B32, TensorFormat::kBF16);
+  WARP_ASSERT_OK(manifest);
+  ASSERT_EQ(manifest->banks.size(), 92u);
+  // gate/up [3072, 3584] and down [3584, 3072]: 3 x (data 5505024 + E8M0 344064)
+  // = 17547264, each sub-tensor 4 KiB aligned, plus the footer: 17551360.
+  EXPECT_EQ(manifest->banks.front().record_bytes, 17551360u);
+  auto short_context = ComputePlan(*manifest, 4096);
+  auto long_context = ComputePlan(*manifest, 1 << 20);
+  WARP_ASSERT_OK(short_context);
+  WARP_ASSERT_OK(long_context);
+  EXPECT_EQ(short_context->working_set_bytes, uint64_t{16} * 92 * 17551360);
+  // Per KDA layer 96 heads x 128 x 128 of S plus 3 x 3 x 12288 conv inputs,
+  // float32, twice (the chat checkpoint).
+  const uint64_t kda = 2 * (96u * 128 * 128 + 3 * 3 * 12288) * 4;
+  EXPECT_EQ(short_context->fixed_state_bytes, uint64_t{69} * kda);
+  EXPECT_EQ(long_context->fixed_state_bytes, uint64_t{69} * kda);
+  EXPECT_EQ(short_context->kv_bytes_per_token, 24u * (512 + 64) * 4);
+  EXPECT_EQ(long_context->kv_bytes - short_context->kv_bytes,
+            uint64_t{(1u << 20) - 4096} * short_context->kv_bytes_per_token);
 }
 
 }  // namespace

@@ -120,14 +120,16 @@ INSTANTIATE_TEST_SUITE_P(
                       PresetCase{"gpt_oss", "120b-slice", 400ull << 20, TensorFormat::kQ4B32},
                       PresetCase{"kimi_linear", "tiny"},
                       PresetCase{"kimi_linear", "kimi-linear-slice", 400ull << 20,
-                                 TensorFormat::kQ4B32}),
+                                 TensorFormat::kQ4B32},
+                      PresetCase{"kimi_k3", "tiny"},
+                      PresetCase{"kimi_k3", "k3-slice", 1300ull << 20, TensorFormat::kQ4B32}),
     [](const auto& info) {
       std::string name = info.param.arch + "_" + info.param.preset;
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
 
-TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 8u); }
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 10u); }
 
 TEST(SynthTest, SameSeedGivesSameBytesOtherSeedDiffers) {
   warp::testing::TempDir dir;

@@ -417,6 +417,16 @@ absl::StatusOr<std::optional<TokenizerRef>> CopyTokenizer(const fs::path& from,
   return ref;
 }
 
+// Whether `ref` names a file text::Tokenizer::Load reads (tokenizer.model, SentencePiece's own
+// format, is copied but not read).
+bool HasTokenizerFile(const std::optional<TokenizerRef>& ref) {
+  if (!ref) return false;
+  for (const std::string& name : ref->files) {
+    if (name == "tokenizer.json" || name == "tiktoken.model") return true;
+  }
+  return false;
+}
+
 // Identifies the checkpoint: its config and every tensor's name, dtype, shape and size.
 uint64_t CheckpointFingerprint(const json& config, const Checkpoint& checkpoint,
                                const ConvertOptions& options) {
@@ -464,6 +474,11 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& hf_dir, const fs
   if (status.ok()) status = converter.WriteBanks(*writer);
   if (!status.ok()) return Annotate(status, hf_dir.string());
   WARP_ASSIGN_OR_RETURN(std::optional<TokenizerRef> tokenizer, CopyTokenizer(hf_dir, out));
+  if (!HasTokenizerFile(tokenizer)) {
+    Logger("computed")
+        .warn("{}: no tokenizer.json or tiktoken.model; the container takes and prints token ids",
+              hf_dir.string());
+  }
   writer->SetTokenizer(tokenizer);
   WARP_RETURN_IF_ERROR(writer->Finish());
   progress.Finish();

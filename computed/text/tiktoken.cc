@@ -18,6 +18,12 @@ namespace {
 
 constexpr size_t kMaxRankSlack = 1 << 16;  // holes allowed in the ranks
 
+// Bytes valid UTF-8 never holds (overlong leads C0 and C1; leads past U+10FFFF
+// from F5). Encode rejects invalid UTF-8 first, so merging never starts from
+// them, and a vocabulary may leave them out (a small one uses those ids for
+// its special tokens).
+bool OccursInUtf8(int byte) { return byte != 0xC0 && byte != 0xC1 && byte < 0xF5; }
+
 // A config's "bos_token": a string or an AddedToken object with "content".
 std::string TokenContent(const Json& config, std::string_view key) {
   const Json* field = FindField(config, key);
@@ -107,9 +113,10 @@ absl::Status TiktokenTokenizer::ParseRanks(std::string_view text, const std::str
   }
   if (ranks_.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": no tokens"));
   for (int byte = 0; byte < 256; ++byte) {  // merging starts from single bytes
-    if (!ranks_.contains(std::string(1, static_cast<char>(byte)))) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: no token for the byte 0x%02X (every byte needs one)", source, byte));
+    if (OccursInUtf8(byte) && !ranks_.contains(std::string(1, static_cast<char>(byte)))) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: no token for the byte 0x%02X (every byte UTF-8 text can hold needs one)", source,
+          byte));
     }
   }
   vocab_size_ = static_cast<int32_t>(id_to_bytes_.size());

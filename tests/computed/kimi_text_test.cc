@@ -1,0 +1,332 @@
+// Kimi's text layer through a converted release: the kimi_linear fixture
+// (vocab 256; KDA and MLA layers) given a Kimi-style tokenizer — a
+// tiktoken.model and a tokenizer_config.json with Kimi's special tokens and
+// chat template — through convert, tokenize, template, run and chat. Chat on
+// the recurrent (KDA) layers rewinds to the checkpoint at the end of the last
+// prompt and still answers what a fresh run over the conversation answers.
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/format/container.h"
+#include "computed/cli/model_text.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/interactive_process.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using ::testing::HasSubstr;
+using ::warp::testing::RunBinary;
+
+// Byte tokens 0x00..0xF7, ranked by value: the bytes from 0xF8 never occur in
+// UTF-8, which leaves the fixture's last 8 ids for the special tokens.
+constexpr int kByteTokens = 248;
+// Kimi's special tokens in the order of its tokenizer_config.json (163584
+// [BOS], 163585 [EOS], 163586 <|im_end|>, ... 163839 [PAD]), renumbered from 248.
+constexpr const char* kSpecials[] = {
+    "[BOS]",         "[EOS]",         "<|im_end|>", "<|im_user|>", "<|im_assistant|>",
+    "<|im_system|>", "<|im_middle|>", "[PAD]"};
+constexpr int32_t kBos = 248, kImEnd = 250, kImUser = 251, kImSystem = 253, kImMiddle = 254;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+fs::path KimiTemplate() { return warp::testing::SourceDir() / "tests/chat/templates/kimi.jinja"; }
+
+// The kimi_linear fixture as a Kimi release ships it: config.json with the
+// release's bos/eos (Kimi-Linear: bos 163584 [BOS], eos 163586 <|im_end|>)
+// and, with `tiktoken`, tiktoken.model; with `tokenizer_config`,
+// tokenizer_config.json with the special tokens and the chat template.
+void WriteKimiRelease(const fs::path& dir, bool tiktoken, bool tokenizer_config) {
+  fs::copy(warp::testing::FixtureDir("kimi_linear_bf16"), dir, fs::copy_options::recursive);
+  json config = json::parse(ReadFile(dir / "config.json"));
+  config["bos_token_id"] = kBos;
+  config["eos_token_id"] = kImEnd;
+  std::ofstream(dir / "config.json") << config.dump(2);
+  if (tiktoken) {
+    std::ofstream ranks(dir / "tiktoken.model");
+    for (int byte = 0; byte < kByteTokens; ++byte) {
+      ranks << absl::Base64Escape(std::string(1, static_cast<char>(byte))) << " " << byte << "\n";
+    }
+  }
+  if (tokenizer_config) {
+    json decoder = json::object();
+    for (int i = 0; i < static_cast<int>(std::size(kSpecials)); ++i) {
+      decoder[std::to_string(kByteTokens + i)] = {{"content", kSpecials[i]}, {"lstrip", false},
+                                                  {"normalized", false},     {"rstrip", false},
+                                                  {"single_word", false},    {"special", true}};
+    }
+    const json tokenizer = {
+        {"added_tokens_decoder", decoder},
+        {"additional_special_tokens",
+         {"<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>"}},
+        {"bos_token", "[BOS]"},
+        {"chat_template", ReadFile(KimiTemplate())},
+        {"clean_up_tokenization_spaces", false},
+        {"eos_token", "[EOS]"},
+        {"model_max_length", 1048576},
+        {"pad_token", "[PAD]"},
+        {"tokenizer_class", "TikTokenTokenizer"}};
+    std::ofstream(dir / "tokenizer_config.json") << tokenizer.dump(2);
+  }
+}
+
+// Converts `hf` to `out`; returns the converter's output.
+std::string Convert(const fs::path& hf, const fs::path& out) {
+  auto result =
+      RunBinary("computed", "--log-level warn convert --quiet " + hf.string() + " " + out.string());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  return result.output;
+}
+
+// A command's printed result: its output up to the newline before the stats
+// line ("[N tokens ..."), or up to the final newline.
+std::string Printed(const std::string& output) {
+  size_t end = output.rfind("\n[");
+  if (end == std::string::npos) end = output.size() - (absl::EndsWith(output, "\n") ? 1 : 0);
+  return output.substr(0, end);
+}
+
+std::string Ids(const std::vector<int32_t>& ids) { return absl::StrJoin(ids, ","); }
+
+std::vector<int32_t> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  for (absl::string_view field : absl::StrSplit(text, ',')) {
+    int32_t id = -1;
+    EXPECT_TRUE(absl::SimpleAtoi(field, &id)) << text;
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+// The release converted once for the suite, and its text layer loaded in
+// process to compute what the commands should give.
+class KimiTextTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new warp::testing::TempDir();
+    WriteKimiRelease(Release(), /*tiktoken=*/true, /*tokenizer_config=*/true);
+    convert_output_ = new std::string(Convert(Release(), Model()));
+    absl::StatusOr<ModelText> text = LoadModelText(Model());
+    ASSERT_TRUE(text.ok()) << text.status();
+    text_ = new ModelText(*std::move(text));
+  }
+  static void TearDownTestSuite() {
+    delete text_;
+    delete convert_output_;
+    delete dir_;
+  }
+
+  static fs::path Release() { return *dir_ / "kimi-hf"; }
+  static fs::path Model() { return *dir_ / "kimi.warp"; }
+
+  // The prompt `messages` gives, rendered and tokenized as chat does.
+  static std::vector<int32_t> PromptIds(const nlohmann::json& messages) {
+    absl::StatusOr<std::string> prompt =
+        text_->chat_template->Render(messages, /*add_generation_prompt=*/true);
+    EXPECT_TRUE(prompt.ok()) << prompt.status();
+    absl::StatusOr<std::vector<int32_t>> ids = text_->tokenizer->Encode(prompt.value_or(""));
+    EXPECT_TRUE(ids.ok()) << ids.status();
+    return ids.value_or(std::vector<int32_t>{});
+  }
+
+  // The reply of a fresh session to `prompt`: `run --ids`, decoded as chat decodes it.
+  static std::string FreshReply(const std::vector<int32_t>& prompt, int max_tokens) {
+    auto run = RunBinary("computed", absl::StrCat("--log-level warn run ", Model().string(),
+                                                  " --ids ", Ids(prompt), " -n ", max_tokens));
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    absl::StatusOr<std::string> text =
+        text_->tokenizer->Decode(ParseIds(Printed(run.output)), /*skip_special_tokens=*/true);
+    EXPECT_TRUE(text.ok()) << text.status();
+    return text.value_or("");
+  }
+
+  // `computed template` over `messages_json`.
+  static std::string Render(const std::string& messages_json, bool add_generation_prompt) {
+    const fs::path file = *dir_ / "messages.json";
+    std::ofstream(file) << messages_json;
+    auto result = RunBinary(
+        "computed", absl::StrCat("--log-level warn template ",
+                                 add_generation_prompt ? "--add-generation-prompt " : "",
+                                 "--tokenizer ", Model().string(), " --messages ", file.string()));
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return result.output;
+  }
+
+  static warp::testing::TempDir* dir_;
+  static std::string* convert_output_;
+  static ModelText* text_;
+};
+
+warp::testing::TempDir* KimiTextTest::dir_ = nullptr;
+std::string* KimiTextTest::convert_output_ = nullptr;
+ModelText* KimiTextTest::text_ = nullptr;
+
+// tiktoken.model and tokenizer_config.json are copied as they are; the
+// template inside tokenizer_config.json becomes chat_template.jinja.
+TEST_F(KimiTextTest, ConvertCopiesTheTokenizerAndWritesTheTemplateOut) {
+  EXPECT_THAT(*convert_output_, ::testing::Not(HasSubstr("warn")));
+  auto container = Container::Open(Model());
+  ASSERT_TRUE(container.ok()) << container.status();
+  const auto& tokenizer = (*container)->manifest().tokenizer;
+  ASSERT_TRUE(tokenizer.has_value());
+  EXPECT_THAT(tokenizer->files,
+              ::testing::UnorderedElementsAre("tokenizer_config.json", "tiktoken.model"));
+  EXPECT_EQ(tokenizer->chat_template, "chat_template.jinja");
+  EXPECT_EQ(ReadFile(Model() / "chat_template.jinja"), ReadFile(KimiTemplate()));
+  EXPECT_EQ(ReadFile(Model() / "tiktoken.model"), ReadFile(Release() / "tiktoken.model"));
+  EXPECT_EQ(ReadFile(Model() / "tokenizer_config.json"),
+            ReadFile(Release() / "tokenizer_config.json"));
+  EXPECT_EQ(text_->tokenizer->vocab_size(), 256);
+  EXPECT_THAT(text_->stop_ids, ::testing::ElementsAre(kImEnd));  // config.json eos_token_id
+}
+
+TEST_F(KimiTextTest, TokenizeRoundTripsTextWithSpecialTokens) {
+  const std::string text = "<|im_system|>system<|im_middle|>Grüße, 世界 — 42!<|im_end|>";
+  std::vector<int32_t> expected = {kImSystem};
+  for (unsigned char byte : std::string("system")) expected.push_back(byte);
+  expected.push_back(kImMiddle);
+  for (unsigned char byte : std::string("Grüße, 世界 — 42!")) expected.push_back(byte);
+  expected.push_back(kImEnd);
+  for (const fs::path& tokenizer : {Model(), Release() / "tiktoken.model"}) {
+    SCOPED_TRACE(tokenizer.string());
+    auto ids = RunBinary("computed", "--log-level warn tokenize --tokenizer " + tokenizer.string() +
+                                         " '" + text + "'");
+    ASSERT_EQ(ids.exit_code, 0) << ids.output;
+    EXPECT_EQ(Printed(ids.output), Ids(expected));
+  }
+  auto decoded = RunBinary("computed", "--log-level warn tokenize --tokenizer " + Model().string() +
+                                           " --decode " + Ids(expected));
+  EXPECT_EQ(Printed(decoded.output), text);
+  auto skipped =
+      RunBinary("computed", "--log-level warn tokenize --skip-special-tokens --tokenizer " +
+                                Model().string() + " --decode " + Ids(expected));
+  EXPECT_EQ(Printed(skipped.output), "systemGrüße, 世界 — 42!");
+  // tokenizer_config.json sets no add_bos_token: the post-processor adds nothing.
+  auto with_specials = RunBinary("computed",
+                                 "--log-level warn tokenize --add-special-tokens "
+                                 "--tokenizer " +
+                                     Model().string() + " '[BOS]<|im_user|>'");
+  EXPECT_EQ(Printed(with_specials.output), absl::StrCat(kBos, ",", kImUser));
+}
+
+// Kimi's format: every turn is <|im_ROLE|>ROLE<|im_middle|>CONTENT<|im_end|>,
+// with no separators, and a default system turn when the first is not one.
+TEST_F(KimiTextTest, TemplateRendersKimisFormat) {
+  EXPECT_EQ(Render(R"([{"role": "system", "content": "You are Kimi."},
+                       {"role": "user", "content": "Hello"}])",
+                   /*add_generation_prompt=*/true),
+            "<|im_system|>system<|im_middle|>You are Kimi.<|im_end|>"
+            "<|im_user|>user<|im_middle|>Hello<|im_end|>"
+            "<|im_assistant|>assistant<|im_middle|>");
+  EXPECT_EQ(Render(R"([{"role": "user", "content": "Hello"},
+                       {"role": "assistant", "content": "Hi!"}])",
+                   /*add_generation_prompt=*/false),
+            "<|im_system|>system<|im_middle|>You are a helpful assistant<|im_end|>"
+            "<|im_user|>user<|im_middle|>Hello<|im_end|>"
+            "<|im_assistant|>assistant<|im_middle|>Hi!<|im_end|>");
+}
+
+TEST_F(KimiTextTest, RunAppliesTheTemplateAndGenerates) {
+  auto run = RunBinary("computed", "--log-level warn run " + Model().string() +
+                                       " Hello --system 'You are Kimi.' -n 8 --ignore-eos");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<int32_t> prompt = PromptIds({{{"role", "system"}, {"content", "You are Kimi."}},
+                                                 {{"role", "user"}, {"content", "Hello"}}});
+  EXPECT_FALSE(Printed(run.output).empty());
+  EXPECT_EQ(Printed(run.output), FreshReply(prompt, 8));
+}
+
+// Each turn keeps the previous prompt but its last token from the KV cache:
+// the KDA layers' recurrent state returns to the checkpoint taken there (the
+// MLA layers keep every position), and the reply is a fresh run's, byte for byte.
+TEST_F(KimiTextTest, ChatRewindsTheRecurrentStateToTheLastPrompt) {
+  const std::vector<std::string> lines = {"Hello", "And then?", "Thank you."};
+  warp::testing::InteractiveProcess chat(
+      "computed", {"--log-level", "warn", "chat", Model().string(), "-n", "8", "--ignore-eos"});
+  ASSERT_TRUE(chat.started());
+  for (const std::string& line : lines) chat.Write(line + "\n");
+  chat.CloseStdin();  // Ctrl-D: quits after the last reply
+  ASSERT_EQ(chat.Wait(), 0) << chat.output();
+  // The banner line, then per turn the reply and its stats line, then the session's.
+  const std::string& out = chat.output();
+  std::vector<size_t> stats;  // the newline that ends each reply
+  for (size_t at = out.find("\n["); at != std::string::npos; at = out.find("\n[", at + 1)) {
+    if (out.find("KV cache]", at) < out.find('\n', at + 1)) stats.push_back(at);
+  }
+  ASSERT_EQ(stats.size(), lines.size()) << out;
+  nlohmann::json messages = nlohmann::json::array();
+  size_t reply_begin = out.find('\n') + 1;
+  size_t previous_prompt = 0;
+  for (size_t turn = 0; turn < lines.size(); ++turn) {
+    SCOPED_TRACE(absl::StrCat("turn ", turn + 1));
+    const std::string reply = out.substr(reply_begin, stats[turn] - reply_begin);
+    const size_t stats_end = out.find('\n', stats[turn] + 1);
+    const std::string stats_line = out.substr(stats[turn] + 1, stats_end - stats[turn] - 1);
+    reply_begin = stats_end + 1;
+    messages.push_back({{"role", "user"}, {"content", lines[turn]}});
+    const std::vector<int32_t> prompt = PromptIds(messages);
+    const size_t reused = turn == 0 ? 0 : previous_prompt - 1;
+    EXPECT_THAT(stats_line, HasSubstr(absl::StrCat("prompt ", prompt.size() - reused, " new + ",
+                                                   reused, " from the KV cache")));
+    EXPECT_EQ(reply, FreshReply(prompt, 8));
+    messages.push_back({{"role", "assistant"}, {"content", reply}});
+    previous_prompt = prompt.size();
+  }
+}
+
+// A release whose tokenizer files are missing converts, warning what it
+// lacks, and each command then names what the container lacks.
+TEST_F(KimiTextTest, AReleaseWithoutItsTokenizerSaysWhatIsMissing) {
+  const fs::path bare = *dir_ / "bare-hf", bare_model = *dir_ / "bare.warp";
+  WriteKimiRelease(bare, /*tiktoken=*/false, /*tokenizer_config=*/false);
+  EXPECT_THAT(Convert(bare, bare_model),
+              HasSubstr("bare-hf: no tokenizer.json or tiktoken.model; the container takes and "
+                        "prints token ids"));
+  auto chat = RunBinary("computed", "--log-level warn chat " + bare_model.string());
+  EXPECT_EQ(chat.exit_code, 1);
+  EXPECT_THAT(chat.output, HasSubstr("the container has no tokenizer (manifest \"tokenizer\" is "
+                                     "null); give token ids, or convert a release that ships one"));
+  auto text = RunBinary("computed", "--log-level warn run " + bare_model.string() + " Hello -n 2");
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_THAT(text.output,
+              HasSubstr("the model has no tokenizer, so the prompt must be token ids"));
+  auto ids = RunBinary("computed", "--log-level warn run " + bare_model.string() + " 1,2,3 -n 2");
+  EXPECT_EQ(ids.exit_code, 0) << ids.output;
+
+  // tokenizer_config.json, template and all, without the tiktoken.model it goes with.
+  const fs::path half = *dir_ / "half-hf", half_model = *dir_ / "half.warp";
+  WriteKimiRelease(half, /*tiktoken=*/false, /*tokenizer_config=*/true);
+  EXPECT_THAT(Convert(half, half_model), HasSubstr("half-hf: no tokenizer.json or tiktoken.model"));
+  const fs::path messages = *dir_ / "one.json";
+  std::ofstream(messages) << R"([{"role": "user", "content": "Hello"}])";
+  for (const std::string& command :
+       {std::string("chat "), "template --messages " + messages.string() + " --tokenizer "}) {
+    auto result = RunBinary("computed", "--log-level warn " + command + half_model.string());
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_THAT(result.output, HasSubstr("the manifest names no tokenizer.json or tiktoken.model "
+                                         "among its tokenizer files"));
+  }
+}
+
+}  // namespace
+}  // namespace warp::computed

@@ -1,5 +1,5 @@
-// Kimi's text layer through a converted release: the kimi_linear fixture
-// (vocab 256; KDA and MLA layers) given a Kimi-style tokenizer — a
+// Kimi's text layer through a converted release: the kimi_linear and kimi_k3
+// fixtures (vocab 256; KDA and MLA layers) given a Kimi-style tokenizer — a
 // tiktoken.model and a tokenizer_config.json with Kimi's special tokens and
 // chat template — through convert, tokenize, template, run and chat. Chat on
 // the recurrent (KDA) layers rewinds to the checkpoint at the end of the last
@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,8 +58,9 @@ fs::path KimiTemplate() { return warp::testing::SourceDir() / "tests/chat/templa
 // release's bos/eos (Kimi-Linear: bos 163584 [BOS], eos 163586 <|im_end|>)
 // and, with `tiktoken`, tiktoken.model; with `tokenizer_config`,
 // tokenizer_config.json with the special tokens and the chat template.
-void WriteKimiRelease(const fs::path& dir, bool tiktoken, bool tokenizer_config) {
-  fs::copy(warp::testing::FixtureDir("kimi_linear_bf16"), dir, fs::copy_options::recursive);
+void WriteKimiRelease(const fs::path& dir, const std::string& fixture, bool tiktoken,
+                      bool tokenizer_config) {
+  fs::copy(warp::testing::FixtureDir(fixture), dir, fs::copy_options::recursive);
   json config = json::parse(ReadFile(dir / "config.json"));
   config["bos_token_id"] = kBos;
   config["eos_token_id"] = kImEnd;
@@ -118,51 +121,61 @@ std::vector<int32_t> ParseIds(const std::string& text) {
   return ids;
 }
 
-// The release converted once for the suite, and its text layer loaded in
-// process to compute what the commands should give.
-class KimiTextTest : public ::testing::Test {
+// Each fixture's release converted once for the suite, and its text layer
+// loaded in process to compute what the commands should give.
+class KimiTextTest : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new warp::testing::TempDir();
-    WriteKimiRelease(Release(), /*tiktoken=*/true, /*tokenizer_config=*/true);
-    convert_output_ = new std::string(Convert(Release(), Model()));
-    absl::StatusOr<ModelText> text = LoadModelText(Model());
-    ASSERT_TRUE(text.ok()) << text.status();
-    text_ = new ModelText(*std::move(text));
-  }
-  static void TearDownTestSuite() {
-    delete text_;
-    delete convert_output_;
-    delete dir_;
+  struct Converted {
+    warp::testing::TempDir dir;
+    std::string convert_output;
+    std::unique_ptr<ModelText> text;
+  };
+
+  static void TearDownTestSuite() { converted_.clear(); }
+
+  void SetUp() override {
+    std::unique_ptr<Converted>& slot = converted_[GetParam()];
+    if (slot == nullptr) {
+      slot = std::make_unique<Converted>();
+      WriteKimiRelease(slot->dir / "kimi-hf", GetParam(), /*tiktoken=*/true,
+                       /*tokenizer_config=*/true);
+      slot->convert_output = Convert(slot->dir / "kimi-hf", slot->dir / "kimi.warp");
+      absl::StatusOr<ModelText> text = LoadModelText(slot->dir / "kimi.warp");
+      ASSERT_TRUE(text.ok()) << text.status();
+      slot->text = std::make_unique<ModelText>(*std::move(text));
+    }
+    converted = slot.get();
   }
 
-  static fs::path Release() { return *dir_ / "kimi-hf"; }
-  static fs::path Model() { return *dir_ / "kimi.warp"; }
+  fs::path Dir() const { return converted->dir.path(); }
+  fs::path Release() const { return Dir() / "kimi-hf"; }
+  fs::path Model() const { return Dir() / "kimi.warp"; }
+  const ModelText& Text() const { return *converted->text; }
 
   // The prompt `messages` gives, rendered and tokenized as chat does.
-  static std::vector<int32_t> PromptIds(const nlohmann::json& messages) {
+  std::vector<int32_t> PromptIds(const nlohmann::json& messages) const {
     absl::StatusOr<std::string> prompt =
-        text_->chat_template->Render(messages, /*add_generation_prompt=*/true);
+        Text().chat_template->Render(messages, /*add_generation_prompt=*/true);
     EXPECT_TRUE(prompt.ok()) << prompt.status();
-    absl::StatusOr<std::vector<int32_t>> ids = text_->tokenizer->Encode(prompt.value_or(""));
+    absl::StatusOr<std::vector<int32_t>> ids = Text().tokenizer->Encode(prompt.value_or(""));
     EXPECT_TRUE(ids.ok()) << ids.status();
     return ids.value_or(std::vector<int32_t>{});
   }
 
   // The reply of a fresh session to `prompt`: `run --ids`, decoded as chat decodes it.
-  static std::string FreshReply(const std::vector<int32_t>& prompt, int max_tokens) {
+  std::string FreshReply(const std::vector<int32_t>& prompt, int max_tokens) const {
     auto run = RunBinary("computed", absl::StrCat("--log-level warn run ", Model().string(),
                                                   " --ids ", Ids(prompt), " -n ", max_tokens));
     EXPECT_EQ(run.exit_code, 0) << run.output;
     absl::StatusOr<std::string> text =
-        text_->tokenizer->Decode(ParseIds(Printed(run.output)), /*skip_special_tokens=*/true);
+        Text().tokenizer->Decode(ParseIds(Printed(run.output)), /*skip_special_tokens=*/true);
     EXPECT_TRUE(text.ok()) << text.status();
     return text.value_or("");
   }
 
   // `computed template` over `messages_json`.
-  static std::string Render(const std::string& messages_json, bool add_generation_prompt) {
-    const fs::path file = *dir_ / "messages.json";
+  std::string Render(const std::string& messages_json, bool add_generation_prompt) const {
+    const fs::path file = Dir() / "messages.json";
     std::ofstream(file) << messages_json;
     auto result = RunBinary(
         "computed", absl::StrCat("--log-level warn template ",
@@ -172,19 +185,14 @@ class KimiTextTest : public ::testing::Test {
     return result.output;
   }
 
-  static warp::testing::TempDir* dir_;
-  static std::string* convert_output_;
-  static ModelText* text_;
+  static inline std::map<std::string, std::unique_ptr<Converted>> converted_;
+  Converted* converted = nullptr;
 };
-
-warp::testing::TempDir* KimiTextTest::dir_ = nullptr;
-std::string* KimiTextTest::convert_output_ = nullptr;
-ModelText* KimiTextTest::text_ = nullptr;
 
 // tiktoken.model and tokenizer_config.json are copied as they are; the
 // template inside tokenizer_config.json becomes chat_template.jinja.
-TEST_F(KimiTextTest, ConvertCopiesTheTokenizerAndWritesTheTemplateOut) {
-  EXPECT_THAT(*convert_output_, ::testing::Not(HasSubstr("warn")));
+TEST_P(KimiTextTest, ConvertCopiesTheTokenizerAndWritesTheTemplateOut) {
+  EXPECT_THAT(converted->convert_output, ::testing::Not(HasSubstr("warn")));
   auto container = Container::Open(Model());
   ASSERT_TRUE(container.ok()) << container.status();
   const auto& tokenizer = (*container)->manifest().tokenizer;
@@ -196,11 +204,11 @@ TEST_F(KimiTextTest, ConvertCopiesTheTokenizerAndWritesTheTemplateOut) {
   EXPECT_EQ(ReadFile(Model() / "tiktoken.model"), ReadFile(Release() / "tiktoken.model"));
   EXPECT_EQ(ReadFile(Model() / "tokenizer_config.json"),
             ReadFile(Release() / "tokenizer_config.json"));
-  EXPECT_EQ(text_->tokenizer->vocab_size(), 256);
-  EXPECT_THAT(text_->stop_ids, ::testing::ElementsAre(kImEnd));  // config.json eos_token_id
+  EXPECT_EQ(Text().tokenizer->vocab_size(), 256);
+  EXPECT_THAT(Text().stop_ids, ::testing::ElementsAre(kImEnd));  // config.json eos_token_id
 }
 
-TEST_F(KimiTextTest, TokenizeRoundTripsTextWithSpecialTokens) {
+TEST_P(KimiTextTest, TokenizeRoundTripsTextWithSpecialTokens) {
   const std::string text = "<|im_system|>system<|im_middle|>Grüße, 世界 — 42!<|im_end|>";
   std::vector<int32_t> expected = {kImSystem};
   for (unsigned char byte : std::string("system")) expected.push_back(byte);
@@ -231,7 +239,7 @@ TEST_F(KimiTextTest, TokenizeRoundTripsTextWithSpecialTokens) {
 
 // Kimi's format: every turn is <|im_ROLE|>ROLE<|im_middle|>CONTENT<|im_end|>,
 // with no separators, and a default system turn when the first is not one.
-TEST_F(KimiTextTest, TemplateRendersKimisFormat) {
+TEST_P(KimiTextTest, TemplateRendersKimisFormat) {
   EXPECT_EQ(Render(R"([{"role": "system", "content": "You are Kimi."},
                        {"role": "user", "content": "Hello"}])",
                    /*add_generation_prompt=*/true),
@@ -246,7 +254,7 @@ TEST_F(KimiTextTest, TemplateRendersKimisFormat) {
             "<|im_assistant|>assistant<|im_middle|>Hi!<|im_end|>");
 }
 
-TEST_F(KimiTextTest, RunAppliesTheTemplateAndGenerates) {
+TEST_P(KimiTextTest, RunAppliesTheTemplateAndGenerates) {
   auto run = RunBinary("computed", "--log-level warn run " + Model().string() +
                                        " Hello --system 'You are Kimi.' -n 8 --ignore-eos");
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -259,7 +267,7 @@ TEST_F(KimiTextTest, RunAppliesTheTemplateAndGenerates) {
 // Each turn keeps the previous prompt but its last token from the KV cache:
 // the KDA layers' recurrent state returns to the checkpoint taken there (the
 // MLA layers keep every position), and the reply is a fresh run's, byte for byte.
-TEST_F(KimiTextTest, ChatRewindsTheRecurrentStateToTheLastPrompt) {
+TEST_P(KimiTextTest, ChatRewindsTheRecurrentStateToTheLastPrompt) {
   const std::vector<std::string> lines = {"Hello", "And then?", "Thank you."};
   warp::testing::InteractiveProcess chat(
       "computed", {"--log-level", "warn", "chat", Model().string(), "-n", "8", "--ignore-eos"});
@@ -296,9 +304,9 @@ TEST_F(KimiTextTest, ChatRewindsTheRecurrentStateToTheLastPrompt) {
 
 // A release whose tokenizer files are missing converts, warning what it
 // lacks, and each command then names what the container lacks.
-TEST_F(KimiTextTest, AReleaseWithoutItsTokenizerSaysWhatIsMissing) {
-  const fs::path bare = *dir_ / "bare-hf", bare_model = *dir_ / "bare.warp";
-  WriteKimiRelease(bare, /*tiktoken=*/false, /*tokenizer_config=*/false);
+TEST_P(KimiTextTest, AReleaseWithoutItsTokenizerSaysWhatIsMissing) {
+  const fs::path bare = Dir() / "bare-hf", bare_model = Dir() / "bare.warp";
+  WriteKimiRelease(bare, GetParam(), /*tiktoken=*/false, /*tokenizer_config=*/false);
   EXPECT_THAT(Convert(bare, bare_model),
               HasSubstr("bare-hf: no tokenizer.json or tiktoken.model; the container takes and "
                         "prints token ids"));
@@ -314,10 +322,10 @@ TEST_F(KimiTextTest, AReleaseWithoutItsTokenizerSaysWhatIsMissing) {
   EXPECT_EQ(ids.exit_code, 0) << ids.output;
 
   // tokenizer_config.json, template and all, without the tiktoken.model it goes with.
-  const fs::path half = *dir_ / "half-hf", half_model = *dir_ / "half.warp";
-  WriteKimiRelease(half, /*tiktoken=*/false, /*tokenizer_config=*/true);
+  const fs::path half = Dir() / "half-hf", half_model = Dir() / "half.warp";
+  WriteKimiRelease(half, GetParam(), /*tiktoken=*/false, /*tokenizer_config=*/true);
   EXPECT_THAT(Convert(half, half_model), HasSubstr("half-hf: no tokenizer.json or tiktoken.model"));
-  const fs::path messages = *dir_ / "one.json";
+  const fs::path messages = Dir() / "one.json";
   std::ofstream(messages) << R"([{"role": "user", "content": "Hello"}])";
   for (const std::string& command :
        {std::string("chat "), "template --messages " + messages.string() + " --tokenizer "}) {
@@ -327,6 +335,9 @@ TEST_F(KimiTextTest, AReleaseWithoutItsTokenizerSaysWhatIsMissing) {
                                          "among its tokenizer files"));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, KimiTextTest,
+                         ::testing::Values("kimi_linear_bf16", "kimi_k3_mxfp4"));
 
 }  // namespace
 }  // namespace warp::computed

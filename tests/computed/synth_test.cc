@@ -131,6 +131,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 10u); }
 
+// Presets written as C++ literals hold signed integers (Kimi's layer lists).
+TEST(SynthTest, EveryPresetConfigParsesAsWritten) {
+  for (const Preset& preset : AllPresets()) {
+    WARP_EXPECT_OK(ParseModelConfig(preset.arch, preset.config).status())
+        << preset.arch << "/" << preset.name;
+  }
+}
+
 TEST(SynthTest, SameSeedGivesSameBytesOtherSeedDiffers) {
   warp::testing::TempDir dir;
   for (const char* name : {"a.warp", "b.warp"}) {

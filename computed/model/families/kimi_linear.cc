@@ -22,12 +22,13 @@ absl::Status ParseLayerList(const Json& lac, std::string_view key, uint32_t num_
   if (it == lac.end() || it->is_null()) return absl::OkStatus();
   if (!it->is_array()) return KeyError(where, "must be an array of 1-based layer numbers");
   for (const Json& entry : *it) {
-    if (!entry.is_number_unsigned() || entry.get<uint64_t>() < 1 ||
-        entry.get<uint64_t>() > num_layers) {
+    // Any integer: JSON written from C++ literals holds them signed.
+    if (!entry.is_number_integer() || entry.get<int64_t>() < 1 ||
+        entry.get<int64_t>() > int64_t{num_layers}) {
       return KeyError(where, absl::StrCat(entry.dump(), " is not a layer (1-based: 1 .. ",
                                           num_layers, ")"));
     }
-    out[entry.get<uint64_t>() - 1] = true;
+    out[entry.get<int64_t>() - 1] = true;
   }
   return absl::OkStatus();
 }

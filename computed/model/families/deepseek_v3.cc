@@ -27,12 +27,7 @@ class DeepseekV3 : public SwiGluFamily {
 
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
     WARP_RETURN_IF_ERROR(ParseGroupRouting(json, out));
-    WARP_ASSIGN_OR_RETURN(out.q_lora_rank, UintOr(json, "q_lora_rank", 0));
-    WARP_ASSIGN_OR_RETURN(out.kv_lora_rank, Uint(json, "kv_lora_rank"));
-    WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));
-    WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, Uint(json, "qk_rope_head_dim"));
-    WARP_ASSIGN_OR_RETURN(out.v_head_dim, Uint(json, "v_head_dim"));
-    return absl::OkStatus();
+    return ParseMla(json, out);
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {

@@ -42,6 +42,15 @@ absl::Status ParseGroupRouting(const Json& json, ModelConfig& out, const GroupRo
   return absl::OkStatus();
 }
 
+absl::Status ParseMla(const Json& json, ModelConfig& out) {
+  WARP_ASSIGN_OR_RETURN(out.q_lora_rank, UintOr(json, "q_lora_rank", 0));
+  WARP_ASSIGN_OR_RETURN(out.kv_lora_rank, Uint(json, "kv_lora_rank"));
+  WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));
+  WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, Uint(json, "qk_rope_head_dim"));
+  WARP_ASSIGN_OR_RETURN(out.v_head_dim, Uint(json, "v_head_dim"));
+  return absl::OkStatus();
+}
+
 std::string LayerPrefix(uint32_t layer) { return absl::StrCat("model.layers.", layer, "."); }
 
 LayerPlan PreNormLayer(uint32_t layer) {

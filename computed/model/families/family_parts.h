@@ -36,6 +36,10 @@ struct GroupRoutingKeys {
 absl::Status ParseGroupRouting(const Json& json, ModelConfig& config,
                                const GroupRoutingKeys& keys = {});
 
+// MLA's shape keys: q_lora_rank (absent or null: q_proj), kv_lora_rank,
+// qk_nope_head_dim, qk_rope_head_dim, v_head_dim (deepseek_v3, Kimi).
+absl::Status ParseMla(const Json& json, ModelConfig& config);
+
 // "model.layers.N."
 std::string LayerPrefix(uint32_t layer);
 

@@ -111,11 +111,7 @@ namespace kimi {
 absl::Status ParseKimiLinear(const Json& json, ModelConfig& out) {
   WARP_RETURN_IF_ERROR(ParseRouting(json, out));
   WARP_RETURN_IF_ERROR(ParseLinearAttention(json, out));
-  WARP_ASSIGN_OR_RETURN(out.q_lora_rank, UintOr(json, "q_lora_rank", 0));
-  WARP_ASSIGN_OR_RETURN(out.kv_lora_rank, Uint(json, "kv_lora_rank"));
-  WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));
-  WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, Uint(json, "qk_rope_head_dim"));
-  WARP_ASSIGN_OR_RETURN(out.v_head_dim, Uint(json, "v_head_dim"));
+  WARP_RETURN_IF_ERROR(ParseMla(json, out));
   WARP_ASSIGN_OR_RETURN(bool nope, BoolOr(json, "mla_use_nope", false));
   out.mla_rope = !nope;
   return absl::OkStatus();

@@ -64,6 +64,28 @@ TEST_F(ComputedCliTest, PlanSplitsTheCacheAcrossLocalDaemons) {
               ::testing::ContainsRegex("per daemon +1\\.38 MiB +--budget of each of 2"));
 }
 
+// A release planned from its config.json (Kimi K3, tests/configs): its KDA
+// state is the same at any context, its MLA cache grows; on a 64 GB machine
+// the bf16 trunk alone is too big, and the refusal says by how much.
+TEST_F(ComputedCliTest, PlanOfAReleaseConfigShowsTheFixedStateAtAnyContext) {
+  const std::string config =
+      (warp::testing::SourceDir() / "tests/configs/kimi_k3.config.json").string();
+  for (const char* context : {"1000", "100000"}) {
+    auto result = RunBinary("computed", std::string("plan --config ") + config + " --ram 64G " +
+                                            "--context " + context + " --trunk q4");
+    EXPECT_THAT(result.output, HasSubstr(std::string(context) + " tokens x 55296 B + 886.22 MiB "
+                                         "recurrent state at any context"));
+    EXPECT_THAT(result.output, HasSubstr("24.06 GiB  16 experts x 92 MoE layers x 17551360 B"));
+    EXPECT_THAT(result.output, HasSubstr("not enough memory"));
+    EXPECT_THAT(result.output, HasSubstr("(--ram 64G)"));
+  }
+  auto both = RunBinary("computed", "plan " + Model() + " --config " + config);
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_THAT(both.output, HasSubstr("give either MODEL.warp or --config config.json"));
+  auto bad = RunBinary("computed", "plan --config " + config + " --trunk q3");
+  EXPECT_THAT(bad.output, HasSubstr("--trunk q3: expected native, bf16, q8 or q4"));
+}
+
 TEST_F(ComputedCliTest, PlanOfAMissingModelNamesTheFile) {
   auto result = RunBinary("computed", "plan " + (dir_ / "nope.warp").string());
   EXPECT_EQ(result.exit_code, 1);

@@ -45,11 +45,17 @@ absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
       return TensorFormat::kBF16;
     case SourceDtype::kF8E4M3:
       return TensorFormat::kF8E4M3B128;
+    case SourceDtype::kI32:
+    case SourceDtype::kI64:
+      return TensorFormat::kF32;  // integers (expert ids) kept as exact float values
     case SourceDtype::kU8:
+    case SourceDtype::kI8:
+    case SourceDtype::kF8E8M0:
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("tensor ", tensor.name, " is U8, which no storage format reads as values"));
+  return absl::InvalidArgumentError(absl::StrCat("tensor ", tensor.name, " is ",
+                                                 std::string(SourceDtypeName(tensor.dtype)),
+                                                 ", which no storage format reads as values"));
 }
 
 bool IsPassthrough(TensorFormat format, const SourceTensor& tensor) {
@@ -195,10 +201,10 @@ class Converter {
                                               slice.mxfp4_scales, " is missing"));
     }
     for (const SourceTensor* t : {blocks, scales}) {
-      if (t->dtype != SourceDtype::kU8) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tensor ", t->name, " is ", std::string(SourceDtypeName(t->dtype)),
-                         "; MXFP4 ", t == blocks ? "blocks" : "scales (E8M0)", " must be U8"));
+      if (!IsCodeDtype(t->dtype)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor ", t->name, " is ", std::string(SourceDtypeName(t->dtype)), "; MXFP4 ",
+            t == blocks ? "blocks" : "scales (E8M0)", " must be U8, I8 or F8_E8M0 codes"));
       }
     }
     // Fused [experts, rows, cols/32, 16] blocks (gpt-oss), or one expert's

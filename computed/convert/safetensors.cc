@@ -26,8 +26,12 @@ absl::StatusOr<SourceDtype> ParseDtype(const std::string& name) {
   if (name == "BF16") return SourceDtype::kBF16;
   if (name == "F8_E4M3") return SourceDtype::kF8E4M3;
   if (name == "U8") return SourceDtype::kU8;
-  return absl::InvalidArgumentError(
-      absl::StrCat("dtype ", name, " is not supported (F32, F16, BF16, F8_E4M3, U8)"));
+  if (name == "I8") return SourceDtype::kI8;
+  if (name == "F8_E8M0") return SourceDtype::kF8E8M0;
+  if (name == "I32") return SourceDtype::kI32;
+  if (name == "I64") return SourceDtype::kI64;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "dtype ", name, " is not supported (F32, F16, BF16, F8_E4M3, U8, I8, F8_E8M0, I32, I64)"));
 }
 
 json ParseJsonOrNull(const std::string& text) {
@@ -92,6 +96,14 @@ std::string_view SourceDtypeName(SourceDtype dtype) {
       return "F8_E4M3";
     case SourceDtype::kU8:
       return "U8";
+    case SourceDtype::kI8:
+      return "I8";
+    case SourceDtype::kF8E8M0:
+      return "F8_E8M0";
+    case SourceDtype::kI32:
+      return "I32";
+    case SourceDtype::kI64:
+      return "I64";
   }
   return "?";
 }
@@ -105,7 +117,13 @@ uint64_t SourceDtypeBytes(SourceDtype dtype) {
       return 2;
     case SourceDtype::kF8E4M3:
     case SourceDtype::kU8:
+    case SourceDtype::kI8:
+    case SourceDtype::kF8E8M0:
       return 1;
+    case SourceDtype::kI32:
+      return 4;
+    case SourceDtype::kI64:
+      return 8;
   }
   return 0;
 }
@@ -190,9 +208,10 @@ absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
 absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                          uint64_t row_begin, uint64_t num_rows,
                                          std::span<float> out) const {
-  if (tensor.dtype == SourceDtype::kU8) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor ", tensor.name, " is U8 codes, not values"));
+  if (IsCodeDtype(tensor.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", tensor.name, " is ",
+                                                   std::string(SourceDtypeName(tensor.dtype)),
+                                                   " codes, not values"));
   }
   const uint64_t cols = tensor.shape.size() >= 2 ? tensor.shape.back()
                                                  : tensor.bytes / SourceDtypeBytes(tensor.dtype);
@@ -239,7 +258,21 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
                  scales[(row / 128) * scale_cols + col / 128];
         break;
       }
+      case SourceDtype::kI32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        out[i] = static_cast<float>(v);
+        break;
+      }
+      case SourceDtype::kI64: {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        out[i] = static_cast<float>(v);
+        break;
+      }
       case SourceDtype::kU8:
+      case SourceDtype::kI8:
+      case SourceDtype::kF8E8M0:
         break;  // refused above
     }
   }

@@ -20,7 +20,14 @@
 
 namespace warp::computed {
 
-enum class SourceDtype { kF32, kF16, kBF16, kF8E4M3, kU8 };  // U8: packed codes (MXFP4 blocks, E8M0 scales)
+// U8, I8 and F8_E8M0 are codes read as bytes (MXFP4 blocks, E8M0 scales);
+// I32 and I64 integers (DeepSeek V4's tid2eid expert ids), read as values.
+enum class SourceDtype { kF32, kF16, kBF16, kF8E4M3, kU8, kI8, kF8E8M0, kI32, kI64 };
+
+// True for the dtypes whose bytes are codes rather than values.
+inline bool IsCodeDtype(SourceDtype dtype) {
+  return dtype == SourceDtype::kU8 || dtype == SourceDtype::kI8 || dtype == SourceDtype::kF8E8M0;
+}
 
 std::string_view SourceDtypeName(SourceDtype dtype);
 uint64_t SourceDtypeBytes(SourceDtype dtype);

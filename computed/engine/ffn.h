@@ -17,11 +17,11 @@ class Ffn {
  public:
   virtual ~Ffn() = default;
 
-  // x: [n][hidden] normalized inputs of the tokens at first_pos ..; writes
-  // out [n][hidden]. Fails (computing nothing more) if an expert cannot be
-  // read or verified.
-  virtual absl::Status Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
-                               std::span<float> out) = 0;
+  // x: [n][hidden] normalized inputs of the n `tokens` (their ids: hash
+  // routing needs them) at first_pos ..; writes out [n][hidden]. Fails
+  // (computing nothing more) if an expert cannot be read or verified.
+  virtual absl::Status Forward(std::span<const float> x, std::span<const int32_t> tokens,
+                               uint32_t first_pos, std::span<float> out) = 0;
 };
 
 }  // namespace warp::computed

@@ -14,6 +14,7 @@ struct ForwardStats {
   uint64_t expert_read_bytes = 0;
   uint64_t expert_uses = 0;           // (token, expert) pairs computed
   uint64_t token_by_token_bytes = 0;  // what one-token steps would have read: the dedup baseline
+  uint64_t certain_reads = 0;  // hash layers' records issued CERTAIN at a chunk's start
   double seconds_route = 0, seconds_fetch_wait = 0, seconds_expert = 0, seconds_attention = 0,
          seconds_dense = 0;  // per stage, summed over layers
 };

@@ -7,16 +7,16 @@ namespace warp::computed {
 Lookahead::Lookahead(std::vector<const Router*> routers, uint32_t width, ExpertSource& experts)
     : routers_(std::move(routers)), width_(width), experts_(experts), predicted_(routers_.size()) {}
 
-void Lookahead::Hint(uint32_t layer, std::span<const float> x, uint32_t n) {
+void Lookahead::Hint(uint32_t layer, std::span<const float> x, std::span<const int32_t> tokens) {
   uint32_t next = layer + 1;
   while (next < routers_.size() && routers_[next] == nullptr) ++next;
-  if (width_ == 0 || next >= routers_.size()) return;
+  if (width_ == 0 || next >= routers_.size() || routers_[next]->hashed()) return;
   const Router& router = *routers_[next];
   const uint32_t top_n = std::min(width_, router.num_experts());
   std::vector<ExpertKey> keys;
   std::vector<bool> seen(router.num_experts(), false);
   predicted_[next].clear();
-  for (const Routing& routing : router.Route(x, n, top_n)) {
+  for (const Routing& routing : router.Route(x, tokens, top_n)) {
     predicted_[next].push_back(routing.experts);
     stats_.predicted += routing.experts.size();
     for (uint32_t expert : routing.experts) {

@@ -23,8 +23,9 @@ class Lookahead {
   // layers. `width`: experts per token to hint; 0 turns the lookahead off.
   Lookahead(std::vector<const Router*> routers, uint32_t width, ExpertSource& experts);
 
-  // Hints the experts the MoE layer after `layer` would pick for x [n][hidden].
-  void Hint(uint32_t layer, std::span<const float> x, uint32_t n);
+  // Hints the experts the MoE layer after `layer` would pick for x [n][hidden]
+  // of `tokens` (a hash layer's are certain and were read at the chunk's start).
+  void Hint(uint32_t layer, std::span<const float> x, std::span<const int32_t> tokens);
 
   // Scores the predictions made for `layer` against its real routing, then
   // forgets them.

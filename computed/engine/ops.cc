@@ -30,6 +30,13 @@ void SiluMul(std::span<float> gate, std::span<const float> up) {
 }
 
 void GluMul(const GluActivation& act, std::span<float> gate, std::span<const float> up) {
+  if (act.limit > 0) {  // DeepSeek V4: clamp, then SwiGLU
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const float g = std::min(gate[i], act.limit);
+      gate[i] = g / (1.0f + std::exp(-g)) * std::clamp(up[i], -act.limit, act.limit);
+    }
+    return;
+  }
   if (!act.situ) return SiluMul(gate, up);
   for (size_t i = 0; i < gate.size(); ++i) {
     const float g = gate[i];
@@ -64,10 +71,11 @@ Rope::Rope(const RopePlan& plan) : dim_(plan.dim), interleaved_(plan.interleaved
     return;
   }
   const YarnScaling& yarn = plan.yarn;
-  attention_factor_ = static_cast<float>(yarn.mscale != 0 && yarn.mscale_all_dim != 0
-                                             ? YarnMscale(yarn.factor, yarn.mscale) /
-                                                   YarnMscale(yarn.factor, yarn.mscale_all_dim)
-                                             : YarnMscale(yarn.factor, 1.0));
+  attention_factor_ = static_cast<float>(
+      yarn.attention_factor > 0 ? yarn.attention_factor
+      : yarn.mscale != 0 && yarn.mscale_all_dim != 0
+          ? YarnMscale(yarn.factor, yarn.mscale) / YarnMscale(yarn.factor, yarn.mscale_all_dim)
+          : YarnMscale(yarn.factor, 1.0));
   double low = YarnCorrectionDim(yarn.beta_fast, dim, base, yarn.original_max_position);
   double high = YarnCorrectionDim(yarn.beta_slow, dim, base, yarn.original_max_position);
   if (yarn.truncate) {  // transformers' default; gpt-oss releases keep the fractional range
@@ -88,12 +96,17 @@ Rope::Rope(const RopePlan& plan) : dim_(plan.dim), interleaved_(plan.interleaved
   }
 }
 
-void Rope::Apply(std::span<float> x, uint32_t pos) const {
+void Rope::Apply(std::span<float> x, uint32_t pos) const { Rotate(x, pos, 1.0f); }
+
+void Rope::Unapply(std::span<float> x, uint32_t pos) const { Rotate(x, pos, -1.0f); }
+
+void Rope::Rotate(std::span<float> x, uint32_t pos, float direction) const {
   const uint32_t half = dim_ / 2;
   for (uint32_t i = 0; i < half; ++i) {
     const float angle = static_cast<float>(pos) * inv_freq_[i];
     const float c = static_cast<float>(std::cos(static_cast<double>(angle))) * attention_factor_;
-    const float s = static_cast<float>(std::sin(static_cast<double>(angle))) * attention_factor_;
+    const float s =
+        direction * static_cast<float>(std::sin(static_cast<double>(angle))) * attention_factor_;
     float& a = interleaved_ ? x[2 * i] : x[i];
     float& b = interleaved_ ? x[2 * i + 1] : x[i + half];
     const float a0 = a;

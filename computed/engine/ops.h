@@ -35,12 +35,17 @@ class Rope {
   // Rotates the first `dim` values of `x` for position `pos`. Interleaved
   // (DeepSeek): pairs (x[2i], x[2i+1]); otherwise (x[i], x[i + dim/2]).
   void Apply(std::span<float> x, uint32_t pos) const;
+  // The inverse rotation (by -angle): DeepSeek V4 de-rotates its attention
+  // output, whose values are the rotated keys.
+  void Unapply(std::span<float> x, uint32_t pos) const;
 
   uint32_t dim() const { return dim_; }
   // YaRN's attention factor on cos/sin (1 without YaRN).
   float attention_factor() const { return attention_factor_; }
 
  private:
+  void Rotate(std::span<float> x, uint32_t pos, float direction) const;
+
   uint32_t dim_;
   bool interleaved_;
   float attention_factor_ = 1.0f;

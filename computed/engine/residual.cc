@@ -1,6 +1,9 @@
 #include "computed/engine/residual.h"
 
+#include <cmath>
+
 #include "computed/engine/ops.h"
+#include "computed/kernels/matmul.h"
 
 namespace warp::computed {
 namespace {
@@ -139,6 +142,162 @@ class AttnResResidual : public ResidualScheme {
   uint32_t n_ = 0;
 };
 
+// DeepSeek V4's manifold-constrained hyper-connections: `mult` streams per
+// token. At each site a weightless RMSNorm of all streams, times fn, gives
+// pre = sigmoid + eps, post = 2 sigmoid and comb = softmax + eps made doubly
+// stochastic by Sinkhorn; the sublayer reads sum_j pre_j stream_j, and
+// stream k becomes post_k y + sum_j comb[j][k] stream_j. The head reduces the
+// streams with pre of its own.
+class HyperConnectionResidual : public ResidualScheme {
+ public:
+  HyperConnectionResidual(const ModelConfig& c, const ModelPlan& plan, const TrunkWeights& w)
+      : hidden_(c.hidden_size),
+        eps_(c.rms_norm_eps),
+        hc_(c.hyper),
+        final_norm_(w.Vector(plan.final_norm)),
+        head_(Bind(w, plan.hc_head)) {
+    for (const LayerPlan& layer : plan.layers) {
+      norms_.push_back({w.Vector(layer.input_norm), w.Vector(layer.post_norm)});
+      sites_.push_back({Bind(w, layer.mixer_hc), Bind(w, layer.ffn_hc)});
+    }
+  }
+
+  void Begin(std::vector<float> embeddings, uint32_t n) override {
+    n_ = n;
+    streams_.resize(uint64_t{n} * hc_.mult * hidden_);
+    for (uint32_t t = 0; t < n; ++t) {
+      for (uint32_t k = 0; k < hc_.mult; ++k) {
+        std::copy_n(&embeddings[uint64_t{t} * hidden_], hidden_, Stream(t, k));
+      }
+    }
+  }
+
+  void SublayerInput(uint32_t layer, Sublayer sublayer, std::span<float> x) override {
+    const Site& site = sites_[layer][static_cast<int>(sublayer)];
+    const uint32_t m = hc_.mult;
+    post_.resize(uint64_t{n_} * m);
+    comb_.resize(uint64_t{n_} * m * m);
+    std::vector<float> mixes, collapsed(hidden_);
+    for (uint32_t t = 0; t < n_; ++t) {
+      mixes = Mixes(site, t);
+      const float* pre_w = mixes.data();
+      const float* post_w = pre_w + m;
+      const float* comb_w = post_w + m;
+      std::fill(collapsed.begin(), collapsed.end(), 0.0f);
+      for (uint32_t j = 0; j < m; ++j) {
+        const float pre = Sigmoid(pre_w[j] * site.scale[0] + site.base[j]) + hc_.eps;
+        const float* s = Stream(t, j);
+        for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre * s[i];
+        post_[uint64_t{t} * m + j] = 2.0f * Sigmoid(post_w[j] * site.scale[1] + site.base[m + j]);
+      }
+      float* comb = &comb_[uint64_t{t} * m * m];
+      for (uint32_t j = 0; j < m; ++j) {  // row j: softmax over k, + eps
+        std::span<float> row(comb + uint64_t{j} * m, m);
+        for (uint32_t k = 0; k < m; ++k) {
+          row[k] = comb_w[j * m + k] * site.scale[2] + site.base[2 * m + j * m + k];
+        }
+        Softmax(row);
+        for (float& v : row) v += hc_.eps;
+      }
+      Sinkhorn(comb);
+      RmsNorm(collapsed, norms_[layer][static_cast<int>(sublayer)], eps_,
+              {&x[uint64_t{t} * hidden_], hidden_});
+    }
+  }
+
+  void AddSublayerOutput(uint32_t, Sublayer, std::span<const float> y) override {
+    const uint32_t m = hc_.mult;
+    std::vector<float> mixed(uint64_t{m} * hidden_);
+    for (uint32_t t = 0; t < n_; ++t) {
+      const float* comb = &comb_[uint64_t{t} * m * m];
+      const float* out = &y[uint64_t{t} * hidden_];
+      for (uint32_t k = 0; k < m; ++k) {
+        float* dst = &mixed[uint64_t{k} * hidden_];
+        const float post = post_[uint64_t{t} * m + k];
+        for (uint64_t i = 0; i < hidden_; ++i) dst[i] = post * out[i];
+        for (uint32_t j = 0; j < m; ++j) {
+          const float w = comb[uint64_t{j} * m + k];
+          const float* s = Stream(t, j);
+          for (uint64_t i = 0; i < hidden_; ++i) dst[i] += w * s[i];
+        }
+      }
+      std::copy(mixed.begin(), mixed.end(), Stream(t, 0));
+    }
+  }
+
+  void FinalInput(std::span<float> x) override {
+    const uint32_t m = hc_.mult;
+    std::vector<float> collapsed(hidden_);
+    for (uint32_t t = 0; t < n_; ++t) {
+      const std::vector<float> mixes = Mixes(head_, t);
+      std::fill(collapsed.begin(), collapsed.end(), 0.0f);
+      for (uint32_t j = 0; j < m; ++j) {
+        const float pre = Sigmoid(mixes[j] * head_.scale[0] + head_.base[j]) + hc_.eps;
+        const float* s = Stream(t, j);
+        for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre * s[i];
+      }
+      RmsNorm(collapsed, final_norm_, eps_, {&x[uint64_t{t} * hidden_], hidden_});
+    }
+  }
+
+ private:
+  struct Site {
+    kernels::MatrixView fn;
+    std::span<const float> base, scale;
+  };
+  static Site Bind(const TrunkWeights& w, const HyperSite& site) {
+    return {w.Matrix(site.fn), w.Vector(site.base), w.Vector(site.scale)};
+  }
+  static float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+  float* Stream(uint32_t t, uint32_t k) { return &streams_[(uint64_t{t} * hc_.mult + k) * hidden_]; }
+
+  // fn . RMSNorm(the token's streams, flattened, no weight).
+  std::vector<float> Mixes(const Site& site, uint32_t t) {
+    const uint64_t flat = uint64_t{hc_.mult} * hidden_;
+    std::vector<float> normed(Stream(t, 0), Stream(t, 0) + flat), mixes(site.fn.rows);
+    const std::vector<float> ones(flat, 1.0f);
+    RmsNorm(normed, ones, eps_, normed);
+    kernels::MatMulRows(site.fn, normed, 1, 0, site.fn.rows, mixes, site.fn.rows);
+    return mixes;
+  }
+
+  // Columns, then (iters - 1) times rows and columns, each divided by its sum + eps.
+  void Sinkhorn(float* comb) const {
+    const uint32_t m = hc_.mult;
+    auto columns = [&] {
+      for (uint32_t k = 0; k < m; ++k) {
+        float sum = 0.0f;
+        for (uint32_t j = 0; j < m; ++j) sum += comb[j * m + k];
+        for (uint32_t j = 0; j < m; ++j) comb[j * m + k] /= sum + hc_.eps;
+      }
+    };
+    auto rows = [&] {
+      for (uint32_t j = 0; j < m; ++j) {
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < m; ++k) sum += comb[j * m + k];
+        for (uint32_t k = 0; k < m; ++k) comb[j * m + k] /= sum + hc_.eps;
+      }
+    };
+    columns();
+    for (uint32_t i = 1; i < hc_.sinkhorn_iters; ++i) {
+      rows();
+      columns();
+    }
+  }
+
+  uint64_t hidden_;
+  float eps_;
+  HyperConnections hc_;
+  std::span<const float> final_norm_;
+  Site head_;
+  std::vector<std::array<std::span<const float>, 2>> norms_;  // [layer][sublayer]
+  std::vector<std::array<Site, 2>> sites_;                    // [layer][sublayer]
+  std::vector<float> streams_;                                // [n][mult][hidden]
+  std::vector<float> post_, comb_;  // the current site's [n][mult], [n][mult][mult]
+  uint32_t n_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<ResidualScheme> ResidualScheme::Create(const ModelConfig& config,
@@ -149,6 +308,8 @@ std::unique_ptr<ResidualScheme> ResidualScheme::Create(const ModelConfig& config
       return std::make_unique<PreNormResidual>(config, plan, weights);
     case ResidualKind::kAttnRes:
       return std::make_unique<AttnResResidual>(config, plan, weights);
+    case ResidualKind::kHyperConnections:
+      return std::make_unique<HyperConnectionResidual>(config, plan, weights);
   }
   return nullptr;
 }

@@ -71,6 +71,36 @@ Routing SigmoidGroupTopK(const ModelConfig& config, std::span<const float> logit
   return routing;
 }
 
+// DeepSeek V4: scores sqrt(softplus(logit)); the top-k of score + bias (or a
+// hash layer's experts); weights the scores over their sum, x routed_scaling_factor.
+Routing SqrtSoftplusTopK(const ModelConfig& config, std::span<const float> logits,
+                         std::span<const float> bias, uint32_t top_k,
+                         std::span<const float> hashed) {
+  const size_t n = logits.size();
+  std::vector<float> scores(n), choice(n);
+  for (size_t e = 0; e < n; ++e) {
+    const float x = logits[e];
+    scores[e] = std::sqrt(x > 20.0f ? x : std::log1p(std::exp(x)));  // softplus, threshold 20
+    choice[e] = scores[e] + (bias.empty() ? 0.0f : bias[e]);
+  }
+  Routing routing;
+  if (hashed.empty()) {
+    routing.experts = TopK(choice, top_k);
+  } else {
+    for (float expert : hashed) routing.experts.push_back(static_cast<uint32_t>(expert));
+  }
+  float sum = 0.0f;
+  for (uint32_t expert : routing.experts) {
+    routing.weights.push_back(scores[expert]);
+    sum += scores[expert];
+  }
+  for (float& w : routing.weights) {
+    if (config.norm_topk_prob) w /= sum + 1e-20f;
+    w *= config.routed_scaling_factor;
+  }
+  return routing;
+}
+
 // gpt-oss: top-k of the raw logits, then softmax over the chosen k.
 Routing TopKSoftmax(std::span<const float> logits, uint32_t top_k) {
   Routing routing{.experts = TopK(logits, top_k)};
@@ -82,7 +112,7 @@ Routing TopKSoftmax(std::span<const float> logits, uint32_t top_k) {
 }  // namespace
 
 Routing Route(const ModelConfig& config, std::span<const float> logits, std::span<const float> bias,
-              uint32_t top_k) {
+              uint32_t top_k, std::span<const float> hashed) {
   switch (config.router) {
     case RouterKind::kSoftmaxTopK:
       return SoftmaxTopK(config, logits, top_k);
@@ -90,6 +120,8 @@ Routing Route(const ModelConfig& config, std::span<const float> logits, std::spa
       return SigmoidGroupTopK(config, logits, bias, top_k);
     case RouterKind::kTopKSoftmax:
       return TopKSoftmax(logits, top_k);
+    case RouterKind::kSqrtSoftplusTopK:
+      return SqrtSoftplusTopK(config, logits, bias, top_k, hashed);
   }
   return {};
 }
@@ -99,9 +131,12 @@ Router::Router(const ModelConfig& config, const FfnPlan& plan, const TrunkWeight
     : config_(config), pool_(pool), weight_(weights.Matrix(plan.router_weight)) {
   if (!plan.router_bias.empty()) logit_bias_ = weights.Vector(plan.router_bias);
   if (!plan.selection_bias.empty()) selection_bias_ = weights.Vector(plan.selection_bias);
+  if (!plan.hash_table.empty()) hash_table_ = weights.Vector(plan.hash_table);
 }
 
-std::vector<Routing> Router::Route(std::span<const float> x, uint32_t n, uint32_t top_k) const {
+std::vector<Routing> Router::Route(std::span<const float> x, std::span<const int32_t> tokens,
+                                   uint32_t top_k) const {
+  const uint32_t n = static_cast<uint32_t>(tokens.size());
   const uint32_t num_experts = config_.num_experts;
   std::vector<float> logits(uint64_t{n} * num_experts);
   Linear(pool_, weight_, x.data(), n, logits.data());
@@ -109,7 +144,8 @@ std::vector<Routing> Router::Route(std::span<const float> x, uint32_t n, uint32_
   for (uint32_t t = 0; t < n; ++t) {
     std::span<float> row(&logits[uint64_t{t} * num_experts], num_experts);
     for (size_t e = 0; e < logit_bias_.size(); ++e) row[e] += logit_bias_[e];
-    routings.push_back(computed::Route(config_, row, selection_bias_, top_k));
+    routings.push_back(computed::Route(config_, row, selection_bias_, top_k,
+                                       hashed() ? HashedExperts(tokens[t]) : std::span<const float>()));
   }
   return routings;
 }

@@ -24,12 +24,13 @@ struct Routing {
 };
 
 // `logits` [num_experts] are the router's outputs (x . W_gate^T, plus its bias
-// where it has one); `bias` is e_score_correction_bias for sigmoid routing
-// (selection only), else empty. Pure.
+// where it has one); `bias` is e_score_correction_bias for sigmoid and
+// sqrt-softplus routing (selection only), else empty; `hashed`, if not
+// empty, the experts of a hash layer, which then only weighs them. Pure.
 // Unselected groups are excluded entirely, as DeepSeek's reference does, even
 // where every biased score in the kept groups is negative.
 Routing Route(const ModelConfig& config, std::span<const float> logits, std::span<const float> bias,
-              uint32_t top_k);
+              uint32_t top_k, std::span<const float> hashed = {});
 
 // The router of one MoE layer, its weights bound once.
 //
@@ -39,15 +40,25 @@ class Router {
   Router(const ModelConfig& config, const FfnPlan& plan, const TrunkWeights& weights,
          ThreadPool& pool);
 
-  // The top-k routing of each of the n tokens of x [n][hidden].
-  std::vector<Routing> Route(std::span<const float> x, uint32_t n, uint32_t top_k) const;
+  // The top-k routing of each of the n tokens of x [n][hidden]; a hash layer
+  // takes its experts from the table by `tokens` (one per row of x).
+  std::vector<Routing> Route(std::span<const float> x, std::span<const int32_t> tokens,
+                             uint32_t top_k) const;
   uint32_t num_experts() const { return config_.num_experts; }
+  // A hash layer's experts are known from the token alone (DeepSeek V4's tid2eid).
+  bool hashed() const { return !hash_table_.empty(); }
+  // The experts a hash layer gives `token`, in table order. REQUIRES: hashed().
+  std::span<const float> HashedExperts(int32_t token) const {
+    return hash_table_.subspan(uint64_t(token) * config_.experts_per_token,
+                               config_.experts_per_token);
+  }
 
  private:
   const ModelConfig& config_;
   ThreadPool& pool_;
   kernels::MatrixView weight_;
   std::span<const float> logit_bias_, selection_bias_;
+  std::span<const float> hash_table_;  // [vocab][top-k] expert ids, or empty
 };
 
 }  // namespace warp::computed

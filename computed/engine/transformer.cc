@@ -117,8 +117,8 @@ absl::Status Transformer::BuildLayers() {
     mixers_.push_back(CreateMixer(config_, plan.mixer, *weights_, options_.max_positions, pool_));
     if (plan.ffn.kind == FfnKind::kDenseMlp) {
       ffns_.push_back(
-          std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.glu, pool_,
-                                     stats_.seconds_dense));
+          std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.mlp, plan.ffn.glu,
+                                     pool_, stats_.seconds_dense));
       continue;
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
@@ -126,7 +126,8 @@ absl::Status Transformer::BuildLayers() {
                           ExpertMath::Create(plan.ffn, bank, pool_));
     std::optional<DenseMlp> shared;
     if (!plan.ffn.shared_prefix.empty()) {
-      shared.emplace(*weights_, plan.ffn.shared_prefix, plan.ffn.glu, pool_, stats_.seconds_dense);
+      shared.emplace(*weights_, plan.ffn.shared_prefix, plan.ffn.mlp, plan.ffn.glu, pool_,
+                     stats_.seconds_dense);
     }
     std::optional<LatentMoe> latent;
     if (plan.ffn.latent_dim > 0) {
@@ -161,6 +162,23 @@ void Transformer::Checkpoint() {
   for (const auto& mixer : mixers_) mixer->state().Checkpoint();
 }
 
+void Transformer::IssueCertainReads(std::span<const int32_t> tokens) {
+  for (uint32_t layer = 0; layer < routers_.size(); ++layer) {
+    const Router* router = routers_[layer].get();
+    if (router == nullptr || !router->hashed()) continue;
+    std::vector<ExpertKey> keys;
+    std::vector<bool> seen(router->num_experts(), false);
+    for (int32_t token : tokens) {
+      for (float expert : router->HashedExperts(token)) {
+        if (!seen[static_cast<uint32_t>(expert)]) keys.push_back({layer, static_cast<uint32_t>(expert)});
+        seen[static_cast<uint32_t>(expert)] = true;
+      }
+    }
+    stats_.certain_reads += keys.size();
+    experts_.Prefetch(keys, Priority::kCertain);
+  }
+}
+
 uint64_t Transformer::StateBytes() const {
   uint64_t bytes = 0;
   for (const auto& mixer : mixers_) bytes += mixer->state().bytes();
@@ -175,13 +193,16 @@ absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t>
     return absl::OutOfRangeError(absl::StrCat("context full: ", position_, " + ", n,
                                               " tokens exceed ", options_.max_positions));
   }
-  std::vector<float> embeddings(n * hidden), x(n * hidden), delta(n * hidden);
   for (uint32_t t = 0; t < n; ++t) {
     if (tokens[t] < 0 || static_cast<uint64_t>(tokens[t]) >= config_.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat("token ", tokens[t], " at index ", t,
                                                      " is outside the vocabulary of ",
                                                      config_.vocab_size));
     }
+  }
+  IssueCertainReads(tokens);
+  std::vector<float> embeddings(n * hidden), x(n * hidden), delta(n * hidden);
+  for (uint32_t t = 0; t < n; ++t) {
     kernels::DequantizeRow(embed_, tokens[t], {&embeddings[t * hidden], hidden});
   }
   residual_->Begin(std::move(embeddings), n);
@@ -193,7 +214,7 @@ absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t>
     }
     residual_->AddSublayerOutput(layer, Sublayer::kMixer, delta);
     residual_->SublayerInput(layer, Sublayer::kFfn, x);
-    WARP_RETURN_IF_ERROR(ffns_[layer]->Forward(x, n, position_, delta));
+    WARP_RETURN_IF_ERROR(ffns_[layer]->Forward(x, tokens, position_, delta));
     residual_->AddSublayerOutput(layer, Sublayer::kFfn, delta);
   }
   residual_->FinalInput(x);

@@ -81,6 +81,9 @@ class Transformer {
               const Options& options);
 
   absl::Status CheckTensors() const;
+  // Hash layers route by token: their records are known before the embedding
+  // and read at once, CERTAIN (DeepSeek V4).
+  void IssueCertainReads(std::span<const int32_t> tokens);
   absl::Status BuildLayers();
 
   std::shared_ptr<const Container> container_;

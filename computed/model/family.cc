@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "computed/model/families/deepseek_v3.h"
+#include "computed/model/families/deepseek_v4.h"
 #include "computed/model/families/glm4_moe.h"
 #include "computed/model/families/gpt_oss.h"
 #include "computed/model/families/kimi_k3.h"
@@ -27,6 +28,8 @@ const ModelFamily& FamilyOf(Architecture arch) {
       return KimiLinearFamily();
     case Architecture::kKimiK3:
       return KimiK3Family();
+    case Architecture::kDeepseekV4:
+      return DeepseekV4Family();
   }
   WARP_CHECK(false);
   return DeepseekV3Family();

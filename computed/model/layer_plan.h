@@ -31,6 +31,7 @@ enum class MixerKind {
   kMla,  // multi-head latent attention with the absorbed latent cache (DeepSeek V3);
          // with rope.dim 0 the shared rope key is not rotated (Kimi-Linear's NoPE MLA)
   kKda,  // Kimi Delta Attention: gated delta-rule linear attention, fixed-size state
+  kCompressedMqa,  // DeepSeek V4: one K = V head, sliding window + compressed entries, sinks
 };
 
 struct MixerPlan {
@@ -46,6 +47,9 @@ struct MixerPlan {
   float softmax_scale = 1.0f;   // applied to q.k
   // MLA
   bool output_gate = false;  // `g_proj`: the heads' output * sigmoid(g_proj x) (Kimi K3)
+  // kCompressedMqa: which compressor (none, CSA + indexer, HCA) and its rate.
+  CompressionKind compression = CompressionKind::kNone;
+  uint32_t compress_rate = 0;
   // KDA: A_log as the release stores it (Kimi-Linear [1, 1, H, 1]; Kimi K3 a
   // zero-padded vector of at least H); the first H values are the heads'.
   std::vector<uint64_t> a_log_shape;
@@ -63,16 +67,23 @@ enum class ExpertActivation {
                    // gate <= limit, |up| <= limit, down((up + 1) * gate * sigmoid(1.702 gate))
 };
 
+// The matrix names of a gated MLP under its prefix (PREFIX.NAME.weight).
+struct MlpNames {
+  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
+};
+
 struct FfnPlan {
   FfnKind kind = FfnKind::kDenseMlp;
   std::string prefix;         // "model.layers.N.mlp"
   uint64_t intermediate = 0;  // dense MLP width
   GluActivation glu;          // of the dense MLP, the shared and the routed experts
+  MlpNames mlp;               // of the dense MLP and the shared experts (V4: w1, w3, w2)
   // MoE
   RouterKind router = RouterKind::kSoftmaxTopK;
   std::string router_weight;  // [experts, hidden]
   std::string router_bias;    // "" or [experts]: added to the logits (gpt-oss)
   std::string selection_bias; // "" or [experts]: e_score_correction_bias, selection only
+  std::string hash_table;     // "" or [vocab, top-k] expert ids: routed by token (V4's tid2eid)
   ExpertActivation activation = ExpertActivation::kSwiGlu;
   float swiglu_limit = 0.0f;          // kClampedSwiGlu
   std::string shared_prefix;          // "" or the shared experts' MLP prefix
@@ -91,18 +102,27 @@ struct ResidualMix {
   std::string norm, proj;
 };
 
+// One hyper-connection site's weights: fn [(2 + mult) mult, mult hidden],
+// base [(2 + mult) mult], scale [3] (the model's head: fn [mult, mult hidden],
+// base [mult], scale [1]).
+struct HyperSite {
+  std::string fn, base, scale;
+};
+
 struct LayerPlan {
   std::string input_norm;  // before the mixer
   std::string post_norm;   // before the FFN
   MixerPlan mixer;
   FfnPlan ffn;
   ResidualMix mixer_mix, ffn_mix;  // kAttnRes: the mixes before the mixer and the FFN
+  HyperSite mixer_hc, ffn_hc;      // kHyperConnections: the sites before the mixer and the FFN
 };
 
 enum class ResidualKind {
   kPreNorm,  // h += mixer(norm(h)); h += ffn(norm(h)); logits = head(norm(h))
   kAttnRes,  // Kimi K3: each sublayer reads a softmax mix of banked layer inputs and the
              // running block sum (docs/ENGINE.md#attnres)
+  kHyperConnections,  // DeepSeek V4's mHC: hc_mult streams, Sinkhorn-mixed at each sublayer
 };
 
 struct ModelPlan {
@@ -115,6 +135,7 @@ struct ModelPlan {
   // final mix comes before final_norm.
   uint32_t attn_res_block = 0;
   ResidualMix final_mix;
+  HyperSite hc_head;  // kHyperConnections: reduces the streams before final_norm
 };
 
 // Positions a sliding layer keeps beyond its window, so that chat can rewind

@@ -29,6 +29,7 @@ absl::Status ParseYarn(const Json& config, YarnScaling& yarn) {
   WARP_ASSIGN_OR_RETURN(yarn.mscale, DoubleOr(*it, "mscale", 1.0));
   WARP_ASSIGN_OR_RETURN(yarn.mscale_all_dim, DoubleOr(*it, "mscale_all_dim", 0.0));
   WARP_ASSIGN_OR_RETURN(yarn.truncate, BoolOr(*it, "truncate", true));
+  WARP_ASSIGN_OR_RETURN(yarn.attention_factor, DoubleOr(*it, "attention_factor", 0.0));
   return absl::OkStatus();
 }
 
@@ -39,7 +40,8 @@ absl::Status ParseCommon(const Json& config, ModelConfig& out) {
   WARP_ASSIGN_OR_RETURN(out.vocab_size, Uint(config, "vocab_size"));
   WARP_ASSIGN_OR_RETURN(out.num_heads, Uint(config, "num_attention_heads"));
   WARP_ASSIGN_OR_RETURN(out.num_kv_heads, UintOr(config, "num_key_value_heads", out.num_heads));
-  WARP_ASSIGN_OR_RETURN(out.intermediate_size, Uint(config, "intermediate_size"));
+  // DeepSeek V4 has no dense MLP and no intermediate_size; Validate asks for it where one is.
+  WARP_ASSIGN_OR_RETURN(out.intermediate_size, UintOr(config, "intermediate_size", 0));
   // gpt-oss's early configs say experts_per_token, Kimi-Linear's num_experts_per_token.
   WARP_ASSIGN_OR_RETURN(out.experts_per_token,
                         FirstUint(config, {"num_experts_per_tok", "experts_per_token",
@@ -59,6 +61,11 @@ absl::Status Validate(const ModelConfig& config) {
   }
   if (config.num_kv_heads == 0 || config.num_heads % config.num_kv_heads != 0) {
     return KeyError("num_key_value_heads", "must divide num_attention_heads");
+  }
+  for (uint32_t layer = 0; layer < config.num_layers; ++layer) {
+    if (!config.IsMoeLayer(layer) && config.intermediate_size == 0) {
+      return KeyError("intermediate_size", absl::StrCat("missing (layer ", layer, " is a dense MLP)"));
+    }
   }
   if (config.experts_per_token == 0 || config.experts_per_token > config.num_experts) {
     return KeyError("num_experts_per_tok", absl::StrCat(config.experts_per_token, " is not in [1, ",
@@ -83,9 +90,10 @@ absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type) {
   if (model_type == "gpt_oss") return Architecture::kGptOss;
   if (model_type == "kimi_linear") return Architecture::kKimiLinear;
   if (model_type == "kimi_k3") return Architecture::kKimiK3;
+  if (model_type == "deepseek_v4") return Architecture::kDeepseekV4;
   return absl::InvalidArgumentError(absl::StrCat("architecture \"", std::string(model_type),
                                                  "\" is not supported (supported: deepseek_v3, "
-                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss, kimi_linear, kimi_k3)"));
+                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss, kimi_linear, kimi_k3, deepseek_v4)"));
 }
 
 uint32_t ModelConfig::NumMoeLayers() const {

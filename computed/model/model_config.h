@@ -24,12 +24,14 @@ enum class Architecture {
   kGptOss,      // gpt-oss: GQA with sinks, sliding/full layers, clamped SwiGLU experts
   kKimiLinear,  // Kimi-Linear: KDA linear attention with NoPE MLA every few layers
   kKimiK3,      // Kimi K3: Kimi-Linear + gated MLA, SiTU, LatentMoE, AttnRes (under text_config)
+  kDeepseekV4,  // DeepSeek V4: mHC, sliding + compressed MQA with an indexer, hash routing
 };
 
 enum class RouterKind {
   kSoftmaxTopK,       // softmax over all experts, top-k (qwen3_moe, mixtral)
   kSigmoidGroupTopK,  // sigmoid + selection bias, group-limited top-k (deepseek_v3, glm4_moe)
   kTopKSoftmax,       // top-k of the raw logits, softmax over those k (gpt_oss)
+  kSqrtSoftplusTopK,  // sqrt(softplus) scores + selection bias, top-k; hash layers by token (V4)
 };
 
 // YaRN rope scaling (rope_scaling.type == "yarn"), as DeepSeek V3 / Kimi K2 and gpt-oss ship it.
@@ -44,6 +46,9 @@ struct YarnScaling {
   // Round the correction range to whole dims (transformers' default); gpt-oss
   // releases set "truncate": false, which keeps the fractional range.
   bool truncate = true;
+  // > 0: the cos/sin factor as given (rope_scaling.attention_factor; DeepSeek V4's
+  // compressed layers use 1); 0: derived from mscale.
+  double attention_factor = 0.0;
 };
 
 // Kimi Delta Attention's shape (linear_attn_config): per head a [head_dim,
@@ -60,10 +65,35 @@ struct LinearAttention {
 
 // The elementwise part of a gated MLP, act(gate) * up: SiLU, or Kimi K3's
 // SiTU beta tanh(g / beta) sigmoid(g) * linear_beta tanh(u / linear_beta).
+// With `limit` (DeepSeek V4), SiLU's inputs are clamped first: gate <= limit,
+// |up| <= limit.
 struct GluActivation {
+  float limit = 0.0f;
   bool situ = false;
   float beta = 0.0f;         // activation_situ_beta
   float linear_beta = 0.0f;  // activation_situ_linear_beta; <= 0: u as it is
+};
+
+// DeepSeek V4's attention: a single K = V head over the last sliding_window
+// positions plus, per layer, compressed entries — CSA (pools of csa_rate with
+// overlap, chosen per query by a lightning indexer) or HCA (closed windows of
+// hca_rate) — and a grouped low-rank output projection.
+enum class CompressionKind { kNone, kCsa, kHca };
+
+struct CompressedAttention {
+  std::vector<CompressionKind> layer_kind;  // [num_layers]
+  uint32_t csa_rate = 4, hca_rate = 128;
+  double compress_rope_theta = 160000.0;  // rope of compressed layers (with YaRN)
+  uint32_t o_groups = 0, o_lora_rank = 0;
+  uint32_t index_heads = 0, index_head_dim = 0, index_topk = 0;
+};
+
+// DeepSeek V4's manifold-constrained hyper-connections: hc_mult residual
+// streams mixed at every sublayer (Sinkhorn-normalized comb).
+struct HyperConnections {
+  uint32_t mult = 0;
+  uint32_t sinkhorn_iters = 0;
+  float eps = 1e-6f;
 };
 
 std::string_view ArchitectureName(Architecture arch);
@@ -118,6 +148,10 @@ struct ModelConfig {
   uint32_t latent_moe_dim = 0;      // routed_expert_hidden_size: experts run in this width
   bool latent_moe_norm = false;     // latent_moe_use_norm
   uint32_t attn_res_block = 0;      // attn_res_block_size: AttnRes instead of the residual stream
+  // DeepSeek V4.
+  CompressedAttention compressed;
+  HyperConnections hyper;
+  std::vector<bool> hash_layer;  // [num_layers]: routed by token id through tid2eid
 
   bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
   bool IsKdaLayer(uint32_t layer) const { return layer < kda_layer.size() && kda_layer[layer]; }

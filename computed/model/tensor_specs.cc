@@ -24,10 +24,11 @@ class SpecList {
     specs_.push_back(std::move(spec));
   }
 
-  void AddMlp(const std::string& prefix, uint64_t hidden, uint64_t intermediate) {
-    Add(prefix + ".gate_proj.weight", {intermediate, hidden});
-    Add(prefix + ".up_proj.weight", {intermediate, hidden});
-    Add(prefix + ".down_proj.weight", {hidden, intermediate});
+  void AddMlp(const std::string& prefix, const MlpNames& names, uint64_t hidden,
+              uint64_t intermediate) {
+    Add(prefix + "." + names.gate + ".weight", {intermediate, hidden});
+    Add(prefix + "." + names.up + ".weight", {intermediate, hidden});
+    Add(prefix + "." + names.down + ".weight", {hidden, intermediate});
   }
 
   std::vector<TensorSpec> Take() { return std::move(specs_); }
@@ -54,6 +55,42 @@ void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
             {uint64_t{c.num_heads} * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank});
   if (m.output_gate) specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
   specs.Add(p + "o_proj.weight", {c.hidden_size, uint64_t{c.num_heads} * c.v_head_dim});
+}
+
+// DeepSeek V4's attention, under the release's names (docs/ENGINE.md#deepseek-v4).
+void AddCompressedMqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
+  const std::string& p = m.prefix;
+  const CompressedAttention& ca = c.compressed;
+  const uint64_t hidden = c.hidden_size, dim = c.head_dim, heads = c.num_heads;
+  specs.Add(p + "wq_a.weight", {c.q_lora_rank, hidden});
+  specs.Add(p + "q_norm.weight", {c.q_lora_rank});
+  specs.Add(p + "wq_b.weight", {heads * dim, c.q_lora_rank});
+  specs.Add(p + "wkv.weight", {dim, hidden});
+  specs.Add(p + "kv_norm.weight", {dim});
+  specs.Add(p + "wo_a.weight", {uint64_t{ca.o_groups} * ca.o_lora_rank, heads * dim / ca.o_groups});
+  specs.Add(p + "wo_b.weight", {hidden, uint64_t{ca.o_groups} * ca.o_lora_rank});
+  specs.Add(p + "attn_sink", {heads});
+  auto compressor = [&](const std::string& q, uint64_t width, uint64_t out_dim) {
+    specs.Add(q + "wkv.weight", {width, hidden});
+    specs.Add(q + "wgate.weight", {width, hidden});
+    specs.Add(q + "ape", {m.compress_rate, width});
+    specs.Add(q + "norm.weight", {out_dim});
+  };
+  if (m.compression == CompressionKind::kHca) compressor(p + "compressor.", dim, dim);
+  if (m.compression == CompressionKind::kCsa) {
+    compressor(p + "compressor.", 2 * dim, dim);
+    specs.Add(p + "indexer.wq_b.weight", {uint64_t{ca.index_heads} * ca.index_head_dim, c.q_lora_rank});
+    specs.Add(p + "indexer.weights_proj.weight", {ca.index_heads, hidden});
+    compressor(p + "indexer.compressor.", 2 * uint64_t{ca.index_head_dim}, ca.index_head_dim);
+  }
+}
+
+// One hyper-connection site: `outputs` mixes of the flattened streams.
+void AddHyperSite(const ModelConfig& c, const HyperSite& site, uint64_t outputs, uint64_t scales,
+                  SpecList& specs) {
+  specs.Add(site.fn, {outputs, uint64_t{c.hyper.mult} * c.hidden_size});
+  specs.Add(site.base, {outputs});
+  specs.Add(site.scale, {scales});
 }
 
 void AddMix(const ModelConfig& c, const ResidualMix& mix, SpecList& specs) {
@@ -110,13 +147,16 @@ void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
   const uint64_t hidden = c.hidden_size;
   switch (f.kind) {
     case FfnKind::kDenseMlp:
-      specs.AddMlp(f.prefix, hidden, f.intermediate);
+      specs.AddMlp(f.prefix, f.mlp, hidden, f.intermediate);
       return;
     case FfnKind::kMoe:
       specs.Add(f.router_weight, {c.num_experts, hidden});
       if (!f.router_bias.empty()) specs.Add(f.router_bias, {c.num_experts});
       if (!f.selection_bias.empty()) specs.Add(f.selection_bias, {c.num_experts});
-      if (!f.shared_prefix.empty()) specs.AddMlp(f.shared_prefix, hidden, f.shared_intermediate);
+      if (!f.shared_prefix.empty()) {
+        specs.AddMlp(f.shared_prefix, f.mlp, hidden, f.shared_intermediate);
+      }
+      if (!f.hash_table.empty()) specs.Add(f.hash_table, {c.vocab_size, c.experts_per_token});
       if (f.latent_dim > 0) {
         specs.Add(f.latent_down, {f.latent_dim, hidden});
         if (!f.latent_norm.empty()) specs.Add(f.latent_norm, {f.latent_dim});
@@ -132,7 +172,11 @@ ModelPlan PlanOf(const ModelConfig& config) { return FamilyOf(config.arch).Plan(
 
 bool IsPrecisionCritical(const TensorSpec& spec) {
   return spec.shape.size() != 2 || absl::EndsWith(spec.name, ".gate.weight") ||
-         absl::EndsWith(spec.name, ".router.weight") || absl::EndsWith(spec.name, "_res_proj.weight");
+         absl::EndsWith(spec.name, ".router.weight") ||
+         absl::EndsWith(spec.name, "_res_proj.weight") ||  // AttnRes queries
+         absl::EndsWith(spec.name, "_fn") ||               // mHC mixes
+         absl::EndsWith(spec.name, ".ape") ||              // compressor position biases
+         absl::EndsWith(spec.name, ".tid2eid");            // expert ids
 }
 
 std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matrix_format) {
@@ -140,8 +184,11 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
   SpecList specs(matrix_format);
   specs.Add(plan.embed, {c.vocab_size, c.hidden_size});
   const bool attn_res = plan.residual == ResidualKind::kAttnRes;
+  const bool hyper = plan.residual == ResidualKind::kHyperConnections;
+  const uint64_t site_outputs = (2 + uint64_t{c.hyper.mult}) * c.hyper.mult;
   for (const LayerPlan& layer : plan.layers) {
     if (attn_res) AddMix(c, layer.mixer_mix, specs);
+    if (hyper) AddHyperSite(c, layer.mixer_hc, site_outputs, 3, specs);
     specs.Add(layer.input_norm, {c.hidden_size});
     switch (layer.mixer.kind) {
       case MixerKind::kMla:
@@ -153,12 +200,17 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
       case MixerKind::kKda:
         AddKda(c, layer.mixer, specs);
         break;
+      case MixerKind::kCompressedMqa:
+        AddCompressedMqa(c, layer.mixer, specs);
+        break;
     }
     if (attn_res) AddMix(c, layer.ffn_mix, specs);
+    if (hyper) AddHyperSite(c, layer.ffn_hc, site_outputs, 3, specs);
     specs.Add(layer.post_norm, {c.hidden_size});
     AddFfn(c, layer.ffn, specs);
   }
   if (attn_res) AddMix(c, plan.final_mix, specs);
+  if (hyper) AddHyperSite(c, plan.hc_head, c.hyper.mult, 1, specs);
   specs.Add(plan.final_norm, {c.hidden_size});
   if (plan.head != plan.embed) specs.Add(plan.head, {c.vocab_size, c.hidden_size});
   return specs.Take();

@@ -187,6 +187,10 @@ std::string Session::StatsLine() const {
             ? static_cast<double>(lookahead.wasted_bytes) / stats.expert_read_bytes
             : 0.0);
   }
+  if (stats.certain_reads > 0) {
+    absl::StrAppendFormat(&line, " | certain %d (%s)", stats.certain_reads,
+                          FormatBytes(delta("read_bytes_certain")));
+  }
   if (stats.expert_read_bytes > 0 && stats.token_by_token_bytes > stats.expert_read_bytes) {
     absl::StrAppendFormat(
         &line, " | prefill dedup %.1fx",

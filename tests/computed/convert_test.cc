@@ -126,10 +126,10 @@ TEST_F(ConvertTest, HeaderOffsetsPastTheFileAreRefusedNamingTheTensor) {
 }
 
 TEST_F(ConvertTest, UnsupportedDtypeIsRefusedByName) {
-  EditHeader([](json& root) { root["model.norm.weight"]["dtype"] = "I64"; });
+  EditHeader([](json& root) { root["model.norm.weight"]["dtype"] = "F64"; });
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
                                   AllOf(HasSubstr("model.norm.weight"),
-                                        HasSubstr("dtype I64 is not supported"))));
+                                        HasSubstr("dtype F64 is not supported"))));
 }
 
 TEST_F(ConvertTest, ConfigMissingARequiredFieldIsRefused) {

@@ -9,16 +9,18 @@
 namespace warp::computed {
 
 DenseMlp::DenseMlp(const TrunkWeights& weights, const std::string& prefix,
-                   const GluActivation& act, ThreadPool& pool, double& seconds)
+                   const MlpNames& names, const GluActivation& act, ThreadPool& pool,
+                   double& seconds)
     : pool_(pool),
       seconds_(seconds),
       act_(act),
-      gate_(weights.Matrix(prefix + ".gate_proj.weight")),
-      up_(weights.Matrix(prefix + ".up_proj.weight")),
-      down_(weights.Matrix(prefix + ".down_proj.weight")) {}
+      gate_(weights.Matrix(prefix + "." + names.gate + ".weight")),
+      up_(weights.Matrix(prefix + "." + names.up + ".weight")),
+      down_(weights.Matrix(prefix + "." + names.down + ".weight")) {}
 
-absl::Status DenseMlp::Forward(std::span<const float> x, uint32_t n, uint32_t,
-                               std::span<float> out) {
+absl::Status DenseMlp::Forward(std::span<const float> x, std::span<const int32_t> tokens,
+                               uint32_t, std::span<float> out) {
+  const uint32_t n = static_cast<uint32_t>(tokens.size());
   StageTimer timer(seconds_);
   std::vector<float> gate(n * gate_.rows), up(n * up_.rows);
   Linear(pool_, gate_, x.data(), n, gate.data());

@@ -11,18 +11,19 @@
 #include "computed/engine/forward_stats.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/trunk_weights.h"
+#include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"
 
 namespace warp::computed {
 
 class DenseMlp : public Ffn {
  public:
-  // Binds `prefix`.{gate,up,down}_proj.weight; times itself into `seconds`.
-  DenseMlp(const TrunkWeights& weights, const std::string& prefix, const GluActivation& act,
-           ThreadPool& pool, double& seconds);
+  // Binds `prefix`.{gate,up,down}.weight; times itself into `seconds`.
+  DenseMlp(const TrunkWeights& weights, const std::string& prefix, const MlpNames& names,
+           const GluActivation& act, ThreadPool& pool, double& seconds);
 
-  absl::Status Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
-                       std::span<float> out) override;
+  absl::Status Forward(std::span<const float> x, std::span<const int32_t> tokens,
+                       uint32_t first_pos, std::span<float> out) override;
 
  private:
   ThreadPool& pool_;

@@ -60,20 +60,22 @@ void MoeFfn::RunExpert(const ExpertRecord& record, std::span<const float> in,
   stats_.expert_uses += m;
 }
 
-void MoeFfn::RunShared(std::span<const float> x, uint32_t n, std::vector<float>& shared) {
+void MoeFfn::RunShared(std::span<const float> x, std::span<const int32_t> tokens,
+                       std::vector<float>& shared) {
   if (!shared_) return;
-  shared.resize(n * hidden_);
+  shared.resize(tokens.size() * hidden_);
   // A dense MLP reads nothing from the ExpertSource: its Forward cannot fail.
-  (void)shared_->Forward(x, n, 0, shared);
+  (void)shared_->Forward(x, tokens, 0, shared);
 }
 
 absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
-                                          uint32_t n, const ChunkExperts& chunk,
+                                          std::span<const int32_t> tokens,
+                                          const ChunkExperts& chunk,
                                           std::vector<std::vector<float>>& outputs,
                                           std::vector<float>& shared) {
   std::shared_ptr<ReadBatch> batch = experts_.Read(chunk.keys, Priority::kDemand);
-  RunShared(x, n, shared);
-  lookahead_.Hint(layer_, x, n);
+  RunShared(x, tokens, shared);
+  lookahead_.Hint(layer_, x, tokens);
   while (true) {
     std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> next;
     {
@@ -87,7 +89,8 @@ absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<co
 }
 
 absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const float> in,
-                                       uint32_t n, const ChunkExperts& chunk,
+                                       std::span<const int32_t> tokens,
+                                       const ChunkExperts& chunk,
                                        std::vector<std::vector<float>>& outputs,
                                        std::vector<float>& shared) {
   std::vector<absl::StatusOr<ExpertRecord>> records;
@@ -99,18 +102,19 @@ absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const
     if (!records[u].ok()) return records[u].status();
     RunExpert(*records[u], in, chunk.tokens[u], outputs[u]);
   }
-  RunShared(x, n, shared);
-  lookahead_.Hint(layer_, x, n);
+  RunShared(x, tokens, shared);
+  lookahead_.Hint(layer_, x, tokens);
   return absl::OkStatus();
 }
 
-absl::Status MoeFfn::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
-                             std::span<float> out) {
+absl::Status MoeFfn::Forward(std::span<const float> x, std::span<const int32_t> tokens,
+                             uint32_t first_pos, std::span<float> out) {
+  const uint32_t n = static_cast<uint32_t>(tokens.size());
   std::vector<Routing> routings;
   ChunkExperts chunk;
   {
     StageTimer timer(stats_.seconds_route);
-    routings = router_.Route(x, n, options_.experts_per_token);
+    routings = router_.Route(x, tokens, options_.experts_per_token);
     chunk = Union(routings, first_pos);
     lookahead_.Score(layer_, routings, bank_.record_bytes);
   }
@@ -122,8 +126,9 @@ absl::Status MoeFfn::Forward(std::span<const float> x, uint32_t n, uint32_t firs
   const std::span<const float> in = latent_ ? std::span<const float>(latent) : x;
   std::vector<std::vector<float>> outputs(chunk.keys.size());
   std::vector<float> shared;
-  WARP_RETURN_IF_ERROR(options_.prefetch ? ComputeAsReadsArrive(x, in, n, chunk, outputs, shared)
-                                         : ComputeAfterReads(x, in, n, chunk, outputs, shared));
+  WARP_RETURN_IF_ERROR(options_.prefetch
+                           ? ComputeAsReadsArrive(x, in, tokens, chunk, outputs, shared)
+                           : ComputeAfterReads(x, in, tokens, chunk, outputs, shared));
   // The layer has passed: speculative reads still queued for it are stale.
   experts_.CancelSpeculative(layer_);
   // Combine in routing-rank order, whatever order the records arrived in,

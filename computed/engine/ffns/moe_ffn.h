@@ -52,8 +52,8 @@ class MoeFfn : public Ffn {
          ExpertSource& experts, Lookahead& lookahead, ThreadPool& pool, const MoeOptions& options,
          ForwardStats& stats);
 
-  absl::Status Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
-                       std::span<float> out) override;
+  absl::Status Forward(std::span<const float> x, std::span<const int32_t> tokens,
+                       uint32_t first_pos, std::span<float> out) override;
 
  private:
   // The union of a chunk's experts, each read once, and which tokens use each.
@@ -67,15 +67,16 @@ class MoeFfn : public Ffn {
   void RunExpert(const ExpertRecord& record, std::span<const float> in,
                  const std::vector<uint32_t>& tokens, std::vector<float>& output);
   // x: the layer input (router, shared experts, lookahead); in: the experts'.
-  absl::Status ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in, uint32_t n,
-                                    const ChunkExperts& chunk,
+  absl::Status ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
+                                    std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                     std::vector<std::vector<float>>& outputs,
                                     std::vector<float>& shared);
-  absl::Status ComputeAfterReads(std::span<const float> x, std::span<const float> in, uint32_t n,
-                                 const ChunkExperts& chunk,
+  absl::Status ComputeAfterReads(std::span<const float> x, std::span<const float> in,
+                                 std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                  std::vector<std::vector<float>>& outputs,
                                  std::vector<float>& shared);
-  void RunShared(std::span<const float> x, uint32_t n, std::vector<float>& shared);
+  void RunShared(std::span<const float> x, std::span<const int32_t> tokens,
+                 std::vector<float>& shared);
 
   const uint32_t layer_;
   const Router& router_;

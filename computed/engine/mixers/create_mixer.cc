@@ -1,3 +1,4 @@
+#include "computed/engine/mixers/compressed_mqa_attention.h"
 #include "computed/engine/mixers/gqa_attention.h"
 #include "computed/engine/mixers/kda_attention.h"
 #include "computed/engine/mixers/mla_attention.h"
@@ -15,6 +16,8 @@ std::unique_ptr<TokenMixer> CreateMixer(const ModelConfig& config, const MixerPl
       return std::make_unique<GqaAttention>(config, plan, weights, context, pool);
     case MixerKind::kKda:
       return std::make_unique<KdaAttention>(config, plan, weights, pool);
+    case MixerKind::kCompressedMqa:
+      return std::make_unique<CompressedMqaAttention>(config, plan, weights, context, pool);
   }
   return nullptr;
 }

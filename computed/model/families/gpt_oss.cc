@@ -45,7 +45,8 @@ class GptOss : public ModelFamily {
 
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
     WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, "num_local_experts"));
-    out.moe_intermediate_size = out.intermediate_size;  // every MLP is routed experts
+    // Every MLP is routed experts.
+    WARP_ASSIGN_OR_RETURN(out.moe_intermediate_size, Uint(json, "intermediate_size"));
     out.moe_layer.assign(out.num_layers, true);
     out.router = RouterKind::kTopKSoftmax;
     WARP_RETURN_IF_ERROR(ParseHeadDim(json, out));

@@ -18,7 +18,8 @@ class Mixtral : public SwiGluFamily {
 
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
     WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, "num_local_experts"));
-    out.moe_intermediate_size = out.intermediate_size;  // Mixtral's experts are its MLPs
+    // Mixtral's experts are its MLPs.
+    WARP_ASSIGN_OR_RETURN(out.moe_intermediate_size, Uint(json, "intermediate_size"));
     out.norm_topk_prob = true;  // MixtralSparseMoeBlock always renormalizes the top-k
     WARP_RETURN_IF_ERROR(ParseHeadDim(json, out));
     out.moe_layer.assign(out.num_layers, true);

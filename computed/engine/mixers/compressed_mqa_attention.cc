@@ -1,0 +1,154 @@
+#include "computed/engine/mixers/compressed_mqa_attention.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "computed/engine/linear.h"
+#include "computed/engine/mixers/dot.h"
+#include "computed/kernels/matmul.h"
+
+namespace warp::computed {
+
+uint64_t CompressedMqaState::bytes() const {
+  uint64_t total = window_.bytes();
+  for (const KvCompressor* compressor : compressors_) total += compressor->bytes();
+  return total;
+}
+
+uint32_t CompressedMqaState::Rewind(uint32_t position) {
+  for (;;) {  // until every part can continue from the same position
+    uint32_t reached = window_.Rewind(position);
+    for (KvCompressor* compressor : compressors_) reached = std::min(reached, compressor->Rewind(position));
+    if (reached == position) return position;
+    position = reached;
+  }
+}
+
+void CompressedMqaState::Checkpoint() {
+  for (KvCompressor* compressor : compressors_) compressor->Checkpoint();
+}
+
+CompressedMqaAttention::CompressedMqaAttention(const ModelConfig& c, const MixerPlan& plan,
+                                               const TrunkWeights& w, uint32_t context,
+                                               ThreadPool& pool)
+    : c_(c),
+      pool_(pool),
+      window_(plan.sliding_window),
+      rope_(plan.rope),
+      state_(context, plan.sliding_window, c.head_dim) {
+  const std::string& p = plan.prefix;
+  q_a_ = w.Matrix(p + "wq_a.weight");
+  q_norm_ = w.Vector(p + "q_norm.weight");
+  q_b_ = w.Matrix(p + "wq_b.weight");
+  kv_ = w.Matrix(p + "wkv.weight");
+  kv_norm_ = w.Vector(p + "kv_norm.weight");
+  o_a_ = w.Matrix(p + "wo_a.weight");
+  o_b_ = w.Matrix(p + "wo_b.weight");
+  sinks_ = w.Vector(p + "attn_sink");
+  if (plan.compression != CompressionKind::kNone) {
+    const bool csa = plan.compression == CompressionKind::kCsa;
+    compressor_ = std::make_unique<KvCompressor>(w, p + "compressor.", c.head_dim,
+                                                 plan.compress_rate, /*overlap=*/csa,
+                                                 c.rms_norm_eps, rope_, context);
+    state_.Add(compressor_.get());
+    if (csa) {
+      indexer_ = std::make_unique<LightningIndexer>(c, w, p + "indexer.", plan.compress_rate,
+                                                    rope_, context, pool);
+      state_.Add(&indexer_->keys());
+    }
+  }
+}
+
+void CompressedMqaAttention::Attend(const float* q, uint32_t h, uint32_t pos,
+                                    const std::vector<uint32_t>& entries, float* o) {
+  const uint32_t dim = c_.head_dim;
+  PositionRows& rows = state_.window();
+  const uint32_t first = rows.FirstVisible(pos);
+  const uint32_t sliding = pos + 1 - first;
+  std::vector<float> scores(sliding + entries.size() + 1);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  for (uint32_t s = first; s <= pos; ++s) scores[s - first] = Dot(q, rows.Row(0, s), dim) * scale;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    scores[sliding + e] = Dot(q, compressor_->Entry(entries[e]), dim) * scale;
+  }
+  scores.back() = sinks_[h];  // the sink joins the softmax, then is dropped
+  Softmax(scores);
+  std::fill(o, o + dim, 0.0f);
+  for (uint32_t s = first; s <= pos; ++s) {
+    const float* v = rows.Row(0, s);
+    for (uint32_t i = 0; i < dim; ++i) o[i] += scores[s - first] * v[i];
+  }
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const float* v = compressor_->Entry(entries[e]);
+    for (uint32_t i = 0; i < dim; ++i) o[i] += scores[sliding + e] * v[i];
+  }
+}
+
+void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
+                                     std::span<float> out) {
+  const uint32_t heads = c_.num_heads, dim = c_.head_dim, rope = rope_.dim();
+  const uint32_t q_lora = c_.q_lora_rank;
+  const float eps = c_.rms_norm_eps;
+  std::vector<float> q_res(uint64_t{n} * q_lora), q(uint64_t{n} * heads * dim),
+      kv(uint64_t{n} * dim);
+  Linear(pool_, q_a_, x.data(), n, q_res.data());
+  for (uint32_t t = 0; t < n; ++t) {
+    std::span<float> row(&q_res[uint64_t{t} * q_lora], q_lora);
+    RmsNorm(row, q_norm_, eps, row);
+  }
+  Linear(pool_, q_b_, q_res.data(), n, q.data());
+  Linear(pool_, kv_, x.data(), n, kv.data());
+  std::vector<float> comp_kv, comp_gate;
+  if (compressor_) {
+    comp_kv.resize(uint64_t{n} * compressor_->width());
+    comp_gate.resize(uint64_t{n} * compressor_->width());
+    Linear(pool_, compressor_->kv_proj(), x.data(), n, comp_kv.data());
+    Linear(pool_, compressor_->gate_proj(), x.data(), n, comp_gate.data());
+  }
+  if (indexer_) indexer_->Project(x, q_res, n);
+  const std::vector<float> ones(dim, 1.0f);  // q's per-head norm has no weight
+  std::vector<float> attn(uint64_t{n} * heads * dim);
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t pos = first_pos + t;
+    float* k = state_.window().Row(0, pos);
+    RmsNorm({&kv[uint64_t{t} * dim], dim}, kv_norm_, eps, {k, dim});
+    rope_.Apply({k + dim - rope, rope}, pos);
+    state_.window().Written(pos);
+    std::vector<uint32_t> entries;
+    if (compressor_) {
+      compressor_->Add(&comp_kv[uint64_t{t} * compressor_->width()],
+                       &comp_gate[uint64_t{t} * compressor_->width()]);
+      if (indexer_) {
+        entries = indexer_->Select(t, pos);
+      } else {
+        entries.resize(compressor_->VisibleAt(pos));
+        std::iota(entries.begin(), entries.end(), 0u);
+      }
+    }
+    pool_.ParallelFor(heads, 1, [&](size_t begin, size_t end) {
+      for (size_t h = begin; h < end; ++h) {
+        float* qh = &q[(uint64_t{t} * heads + h) * dim];
+        RmsNorm({qh, dim}, ones, eps, {qh, dim});
+        rope_.Apply({qh + dim - rope, rope}, pos);
+        float* o = &attn[(uint64_t{t} * heads + h) * dim];
+        Attend(qh, static_cast<uint32_t>(h), pos, entries, o);
+        rope_.Unapply({o + dim - rope, rope}, pos);
+      }
+    });
+  }
+  // Grouped output: group g's heads through rows g of wo_a, then wo_b.
+  const uint32_t groups = c_.compressed.o_groups, rank = c_.compressed.o_lora_rank;
+  const uint64_t group_width = uint64_t{heads} * dim / groups;
+  std::vector<float> grouped(uint64_t{n} * groups * rank), slice(uint64_t{n} * group_width);
+  for (uint32_t g = 0; g < groups; ++g) {
+    for (uint32_t t = 0; t < n; ++t) {
+      std::copy_n(&attn[uint64_t{t} * heads * dim + g * group_width], group_width,
+                  &slice[uint64_t{t} * group_width]);
+    }
+    kernels::MatMulRows(o_a_, slice, n, uint64_t{g} * rank, uint64_t{g + 1} * rank, grouped,
+                        uint64_t{groups} * rank);
+  }
+  Linear(pool_, o_b_, grouped.data(), n, out.data());
+}
+
+}  // namespace warp::computed

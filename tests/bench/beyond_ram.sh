@@ -1,49 +1,101 @@
 #!/usr/bin/env bash
-# Beyond RAM: a synthetic k2-slice model at least twice the memory budget,
-# decoded inside a memory cgroup whose limit is the "RAM" (4/3 of BUDGET, so
-# the planner's default, 3/4 of the limit, is BUDGET; O_DIRECT reads bypass
-# the page cache, so the expert cache inside the budget is the only RAM the
-# experts get). Each run prints the cgroup's peak memory.
-# A/B in the same run at equal budget: prefetch + lookahead, lookahead off,
-# the synchronous path. Figures go to docs/EFFICIENCY.md.
-#   tests/bench/beyond_ram.sh BUILD_DIR [MODEL_SIZE] [BUDGET]
+# Beyond RAM: a synthetic model (k2-slice unless ARCH/PRESET says otherwise) at
+# least twice the memory budget, decoded inside a memory cgroup whose limit is
+# the "RAM" (4/3 of BUDGET, so the planner's default, 3/4 of the limit, is
+# BUDGET; O_DIRECT reads bypass the page cache, so the expert cache inside the
+# budget is the only RAM the experts get). Each run prints the cgroup's peak
+# memory. A/B in the same run at equal budget: prefetch + lookahead, lookahead
+# off, the synchronous path, and a lookahead as wide as the router's top-k.
+# fio reads one bank (record-sized O_DIRECT random reads, 4 in flight as the
+# embedded store's --io-threads) before and after, as the disk's bound and its
+# drift. Figures go to docs/EFFICIENCY.md.
+#   tests/bench/beyond_ram.sh BUILD_DIR [MODEL_SIZE] [BUDGET] [ARCH/PRESET]
+#   tests/bench/beyond_ram.sh build 30G 8G                     # Kimi K2 slice
+#   tests/bench/beyond_ram.sh build 50G 12G kimi_k3/k3-slice   # Kimi K3 slice
 set -euo pipefail
 build=${1:-build}
 size=${2:-30G}
 budget=${3:-8G}
+arch_preset=${4:-deepseek_v3/k2-slice}
+arch=${arch_preset%%/*}
+preset=${arch_preset#*/}
 work=$(mktemp -d "${TMPDIR:-/tmp}/warp-beyond.XXXXXX")
+model="$work/$preset.warp"
 source "$(dirname "$0")/memory_cgroup.sh"
 trap 'rm -rf "$work"; cgroup_remove' EXIT
 cgroup_for_budget "$budget"
-"$build/bin/computed" synth --quiet --arch deepseek_v3 --preset k2-slice --size "$size" \
-  "$work/k2.warp" | tail -1
-"$build/bin/computed" plan "$work/k2.warp" --context 64 --budget "$budget"
+"$build/bin/computed" synth --quiet --arch "$arch" --preset "$preset" --size "$size" \
+  "$model" | tail -1
+plan=$("$build/bin/computed" plan "$model" --context 64 --budget "$budget")
+echo "$plan"
+# "working set  X MiB  16 experts x 3 MoE layers x 17551360 B records, per token"
+read -r top_k moe_layers record_bytes < <(awk '$1 == "working" {print $5, $8, $12}' <<< "$plan")
+# "budget  8.00 GiB  ...; expert cache 6.31 GiB"
+cache_bytes=$(awk '$1 == "budget" {sub(/B$/, "", $NF); print $(NF-1) $NF}' <<< "$plan" |
+  numfmt --from=iec-i)
+working_set=$(( top_k * moe_layers * record_bytes ))
+
+# The stats line's disk reads over its tokens, against the working set. (The
+# stage report's "read a token" is what the layers asked for, hits included:
+# the working set itself with --prefill-chunk 1.)
+per_token() {
+  awk -v ws="$working_set" '/^\[/ {
+    for (i = 1; i < NF; ++i) if ($i == "read") { value = $(i + 1); unit = $(i + 2) }
+    sub(/]$/, "", unit)
+    scale = unit == "KiB" ? 2^10 : unit == "MiB" ? 2^20 : unit == "GiB" ? 2^30 : 1
+    bytes = value * scale / substr($1, 2)
+    printf "  disk read a token: %.1f MiB, %.2f x the working set (%.1f MiB)\n",
+           bytes / 2^20, bytes / ws, ws / 2^20
+  }'
+}
+# decode ARGS...: one run inside the cgroup; its stats line (and stages), then per_token.
+decode() {
+  local out
+  out=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" "$prompt" "$@" \
+    2>&1 >/dev/null)
+  echo "$out"
+  per_token <<< "$out"
+}
+
+# fio on the first bank, as the store reads it; skipped without fio.
+disk_bound() {
+  if ! command -v fio > /dev/null; then
+    echo "fio: not installed (deploy/install-deps.sh --bench)"
+    return
+  fi
+  fio --name=randread --filename="$(ls "$model"/experts-L*.bin | head -1)" --rw=randread \
+    --bs="$record_bytes" --direct=1 --ioengine=libaio --iodepth=4 --readonly --runtime=10 \
+    --time_based 2>/dev/null | grep -E "^ +READ:" | sed "s/^ */fio randread qd 4, $1: /"
+}
+echo
+disk_bound before
+
 prompt=$(seq -s, 11 26)  # 16 prompt tokens
-for config in "" "--lookahead 0" "--no-prefetch --lookahead 0" ""; do
+for config in "" "--lookahead 0" "--no-prefetch --lookahead 0" "" "--lookahead $top_k"; do
   echo
   echo "== budget $budget ${config:-(prefetch + lookahead 6)}"
-  cgroup_run "$build/bin/computed" --log-level warn run "$work/k2.warp" "$prompt" -n 16 \
-    --budget "$budget" --prefill-chunk 1 --stages $config 2>&1 >/dev/null
+  decode -n 16 --budget "$budget" --prefill-chunk 1 --stages $config
   echo "  cgroup peak memory: $(cgroup_peak)"
 done
 if [[ -n "$cgroup" ]]; then
   echo
   echo "== no --budget: the planner's default inside the cgroup"
-  cgroup_run "$build/bin/computed" run "$work/k2.warp" "$prompt" -n 4 --prefill-chunk 1 2>&1 \
+  cgroup_run "$build/bin/computed" run "$model" "$prompt" -n 4 --prefill-chunk 1 2>&1 \
     >/dev/null | grep -E "budget|^\["
   echo "  cgroup peak memory: $(cgroup_peak)"
 fi
+echo
+disk_bound after
 
 # --learn: a cold run records the experts it used (and its routing trace);
 # the next run preloads the hottest into the cache. Warm vs cold hit rate.
 echo
 echo "== cold run with --learn --trace, then a warm run"
-cgroup_run "$build/bin/computed" --log-level warn run "$work/k2.warp" "$prompt" -n 16 --budget "$budget" \
-  --prefill-chunk 1 --learn --trace "$work/trace.txt" 2>&1 >/dev/null | grep '^\['
-cgroup_run "$build/bin/computed" --log-level warn run "$work/k2.warp" "$prompt" -n 16 --budget "$budget" \
-  --prefill-chunk 1 2>&1 >/dev/null | grep '^\['
+decode -n 16 --budget "$budget" --prefill-chunk 1 --learn --trace "$work/trace.txt"
+decode -n 16 --budget "$budget" --prefill-chunk 1
 
 echo
-echo "== cache policies on the recorded trace (records of 23.6 MiB; the run's cache held"
-echo "   $(( $(numfmt --from=iec "$budget") * 3 / 4 / 24776704 )) of them at most)"
+record=$(numfmt --to=iec-i --format=%.1f --round=nearest --suffix=B "$record_bytes")
+echo "== cache policies on the recorded trace (records of $record; the run's cache held"
+echo "   $(( cache_bytes / record_bytes )) of them at most)"
 "$build/bench/cache_sim" "$work/trace.txt" --fractions 0.05,0.1,0.25,0.5

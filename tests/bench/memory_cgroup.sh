@@ -31,12 +31,12 @@ cgroup_run() {
 
 cgroup_peak() {
   [[ -n "$cgroup" ]] || { echo "n/a"; return; }
-  if [[ $cgroup_version == 1 ]]; then
-    numfmt --to=iec < "$cgroup/memory.max_usage_in_bytes"
-    echo 0 > "$cgroup/memory.max_usage_in_bytes"
-  else
-    if [[ -f "$cgroup/memory.peak" ]]; then numfmt --to=iec < "$cgroup/memory.peak"; else echo "n/a"; fi
-  fi
+  local file="$cgroup/memory.peak"
+  [[ $cgroup_version == 1 ]] && file="$cgroup/memory.max_usage_in_bytes"
+  [[ -f "$file" ]] || { echo "n/a"; return; }
+  # Two decimals: numfmt's default rounds up to a whole unit from 10 on (12.01 GiB: "13G").
+  numfmt --to=iec-i --suffix=B --format=%.2f < "$file"
+  if [[ $cgroup_version == 1 ]]; then echo 0 > "$file"; fi
 }
 
 # A cgroup whose limit is the "RAM" of a run with BUDGET (4/3 of it, so the

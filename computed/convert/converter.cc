@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/byte_size.h"
@@ -59,6 +60,7 @@ absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
 }
 
 bool IsPassthrough(TensorFormat format, const SourceTensor& tensor) {
+  if (tensor.dtype == SourceDtype::kI32 || tensor.dtype == SourceDtype::kI64) return false;
   absl::StatusOr<TensorFormat> native = NativeFormat(tensor);
   return native.ok() && *native == format;
 }
@@ -93,10 +95,15 @@ class Converter {
     }
     SourcedTensor out{.spec = {.name = name, .format = format, .shape = shape}, .source = source};
     if (source->dtype == SourceDtype::kF8E4M3) {
+      // DeepSeek V3: NAME_scale_inv (F32); V4: X.scale (E8M0) beside X.weight.
       out.scale_inv = checkpoint_.Find(name + "_scale_inv");
+      const std::string sibling =
+          absl::EndsWith(name, ".weight") ? name.substr(0, name.size() - 7) + ".scale" : "";
+      if (out.scale_inv == nullptr && !sibling.empty()) out.scale_inv = checkpoint_.Find(sibling);
       if (out.scale_inv == nullptr) {
-        return absl::NotFoundError(
-            absl::StrCat("tensor ", name, " is F8_E4M3 but ", name, "_scale_inv is missing"));
+        return absl::NotFoundError(absl::StrCat("tensor ", name, " is F8_E4M3 but ", name,
+                                                "_scale_inv", sibling.empty() ? "" : " or ",
+                                                sibling, " is missing"));
       }
     }
     if (std::string problem = ShapeProblem(format, shape); !problem.empty()) {
@@ -120,8 +127,13 @@ class Converter {
   absl::Status Fill(const SourcedTensor& t, bool scale, uint64_t offset,
                     std::span<std::byte> out) const {
     if (IsPassthrough(t.spec.format, *t.source)) {
-      return scale ? checkpoint_.Read(*t.scale_inv, offset, out)
-                   : checkpoint_.Read(*t.source, offset, out);
+      if (!scale) return checkpoint_.Read(*t.source, offset, out);
+      // The container's FP8 scales are f32; E8M0 ones convert exactly.
+      const SourceTensor& s = *t.scale_inv;
+      std::vector<float> scales(s.shape.size() == 2 ? s.shape[0] * s.shape[1] : 0);
+      WARP_RETURN_IF_ERROR(checkpoint_.ReadScales(s, scales));
+      std::memcpy(out.data(), reinterpret_cast<const std::byte*>(scales.data()) + offset, out.size());
+      return absl::OkStatus();
     }
     // Rows of the innermost dimension, as the checkpoint reader counts them.
     const uint64_t cols = t.spec.shape.back();
@@ -195,6 +207,8 @@ class Converter {
     if (slice.mxfp4_blocks.empty()) return std::nullopt;
     const SourceTensor* blocks = checkpoint_.Find(slice.mxfp4_blocks);
     if (blocks == nullptr) return std::nullopt;
+    // DeepSeek V4 names its FP4 codes as the weight itself: values are not codes.
+    if (slice.mxfp4_blocks == slice.tensor && !IsCodeDtype(blocks->dtype)) return std::nullopt;
     const SourceTensor* scales = checkpoint_.Find(slice.mxfp4_scales);
     if (scales == nullptr) {
       return absl::NotFoundError(absl::StrCat("tensor ", slice.mxfp4_blocks, " is MXFP4 but ",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 #include "absl/strings/match.h"
@@ -205,6 +206,17 @@ absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
                    paths_[tensor.file].string());
 }
 
+absl::Status Checkpoint::ReadScales(const SourceTensor& scale, std::span<float> out) const {
+  if (scale.dtype == SourceDtype::kF32) return Read(scale, 0, std::as_writable_bytes(out));
+  std::vector<uint8_t> codes(out.size());
+  WARP_RETURN_IF_ERROR(Read(scale, 0, std::as_writable_bytes(std::span(codes))));
+  for (size_t i = 0; i < codes.size(); ++i) {
+    out[i] = codes[i] == 255 ? std::numeric_limits<float>::quiet_NaN()
+                             : std::ldexp(1.0f, static_cast<int>(codes[i]) - 127);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                          uint64_t row_begin, uint64_t num_rows,
                                          std::span<float> out) const {
@@ -221,17 +233,18 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
   std::vector<float> scales;
   uint64_t scale_cols = 0;
   if (tensor.dtype == SourceDtype::kF8E4M3) {
-    if (scale_inv == nullptr || scale_inv->dtype != SourceDtype::kF32 ||
+    if (scale_inv == nullptr ||
+        (scale_inv->dtype != SourceDtype::kF32 && scale_inv->dtype != SourceDtype::kF8E8M0) ||
         scale_inv->shape.size() != 2 || tensor.shape.size() != 2 ||
         scale_inv->shape[0] != (tensor.shape[0] + 127) / 128 ||
         scale_inv->shape[1] != (cols + 127) / 128) {
       return absl::InvalidArgumentError(
-          absl::StrCat("tensor ", tensor.name, ": F8_E4M3 needs a F32 ", tensor.name,
-                       "_scale_inv of shape [ceil(rows/128), ceil(cols/128)]"));
+          absl::StrCat("tensor ", tensor.name, ": F8_E4M3 needs F32 or F8_E8M0 block scales (",
+                       tensor.name, "_scale_inv, or .scale) of shape [ceil(rows/128), ceil(cols/128)]"));
     }
     scale_cols = scale_inv->shape[1];
-    scales.resize(scale_inv->bytes / 4);
-    WARP_RETURN_IF_ERROR(Read(*scale_inv, 0, std::as_writable_bytes(std::span(scales))));
+    scales.resize(scale_inv->shape[0] * scale_inv->shape[1]);
+    WARP_RETURN_IF_ERROR(ReadScales(*scale_inv, scales));
   }
   for (uint64_t i = 0; i < num_rows * cols; ++i) {
     const std::byte* p = raw.data() + i * elem;

@@ -54,10 +54,15 @@ class Checkpoint {
   // Reads bytes [offset, offset + out.size()) of `tensor`'s data.
   absl::Status Read(const SourceTensor& tensor, uint64_t offset, std::span<std::byte> out) const;
 
+  // Reads a block-scale tensor as float32: F32 as it is (DeepSeek V3's
+  // *_scale_inv), or F8_E8M0 exponents 2^(e - 127) (DeepSeek V4's *.scale; 255 is NaN).
+  absl::Status ReadScales(const SourceTensor& scale, std::span<float> out) const;
+
   // Reads rows [row_begin, row_begin + num_rows) of a tensor as float32: rows
   // of its last dimension (1-D: the whole tensor is one row; [E, A, B]: E x A
-  // rows of B). U8 tensors are codes, not values: InvalidArgument. FP8 tensors need `scale_inv`
-  // ([ceil(rows/128), ceil(cols/128)] f32) and are dequantized code x scale.
+  // rows of B). Code tensors (U8, I8, F8_E8M0) are not values: InvalidArgument. FP8 tensors
+  // need `scale_inv` ([ceil(rows/128), ceil(cols/128)], F32 or F8_E8M0) and are
+  // dequantized code x scale.
   absl::Status ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                uint64_t row_begin, uint64_t num_rows, std::span<float> out) const;
 

@@ -82,7 +82,8 @@ enum class CompressionKind { kNone, kCsa, kHca };
 
 struct CompressedAttention {
   std::vector<CompressionKind> layer_kind;  // [num_layers]
-  uint32_t csa_rate = 4, hca_rate = 128;
+  std::vector<uint32_t> layer_rate;         // [num_layers]: positions per compressed entry
+  uint32_t csa_rate = 4, hca_rate = 128;    // layer_types' rates (compress_rates)
   double compress_rope_theta = 160000.0;  // rope of compressed layers (with YaRN)
   uint32_t o_groups = 0, o_lora_rank = 0;
   uint32_t index_heads = 0, index_head_dim = 0, index_topk = 0;

@@ -26,10 +26,13 @@ absl::Status ParseRates(const Json& json, CompressedAttention& ca) {
   return absl::OkStatus();
 }
 
-// layer_types (names), else compress_ratios (0 sliding, csa_rate CSA, hca_rate HCA).
+// layer_types (names, rates from compress_rates), else compress_ratios per
+// layer: 0 sliding, csa_rate CSA, any other HCA at that rate (as ds4 reads
+// the release; transformers knows only 4 and 128).
 absl::Status ParseLayerKinds(const Json& json, ModelConfig& out) {
   CompressedAttention& ca = out.compressed;
   ca.layer_kind.assign(out.num_layers, CompressionKind::kNone);
+  ca.layer_rate.assign(out.num_layers, 0);
   auto types = json.find("layer_types");
   auto ratios = json.find("compress_ratios");
   const bool by_type = types != json.end() && types->is_array();
@@ -48,23 +51,23 @@ absl::Status ParseLayerKinds(const Json& json, ModelConfig& out) {
     if (by_type) {
       if (entry == "compressed_sparse_attention") {
         ca.layer_kind[layer] = CompressionKind::kCsa;
+        ca.layer_rate[layer] = ca.csa_rate;
       } else if (entry == "heavily_compressed_attention") {
         ca.layer_kind[layer] = CompressionKind::kHca;
+        ca.layer_rate[layer] = ca.hca_rate;
       } else if (entry != "sliding_attention") {
         return KeyError(where, absl::StrCat(entry.dump(), " is not an attention type"));
       }
       continue;
     }
-    if (!entry.is_number_integer()) return KeyError(where, "must be an integer");
-    const int64_t ratio = entry.get<int64_t>();
-    if (ratio == ca.csa_rate) {
-      ca.layer_kind[layer] = CompressionKind::kCsa;
-    } else if (ratio == ca.hca_rate) {
-      ca.layer_kind[layer] = CompressionKind::kHca;
-    } else if (ratio != 0) {
-      return KeyError(where, absl::StrCat(ratio, " is not 0, ", ca.csa_rate, " (CSA) or ",
-                                          ca.hca_rate, " (HCA)"));
+    if (!entry.is_number_integer() || entry.get<int64_t>() < 0 ||
+        entry.get<int64_t>() > (1 << 20)) {
+      return KeyError(where, absl::StrCat(entry.dump(), " is not a compression ratio"));
     }
+    const uint32_t ratio = entry.get<uint32_t>();
+    if (ratio == 0) continue;
+    ca.layer_kind[layer] = ratio == ca.csa_rate ? CompressionKind::kCsa : CompressionKind::kHca;
+    ca.layer_rate[layer] = ratio;
   }
   return absl::OkStatus();
 }
@@ -176,9 +179,7 @@ class DeepseekV4 : public ModelFamily {
           .sliding_window = c.sliding_window,
           .sinks = true,
           .compression = kind,
-          .compress_rate = kind == CompressionKind::kCsa   ? c.compressed.csa_rate
-                           : kind == CompressionKind::kHca ? c.compressed.hca_rate
-                                                           : 0};
+          .compress_rate = c.compressed.layer_rate[layer]};
       l.ffn = FfnPlan{.kind = FfnKind::kMoe,
                       .prefix = p + "ffn",
                       .glu = c.glu,

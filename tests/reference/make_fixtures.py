@@ -11,8 +11,8 @@ For every variant this writes
     config.json            HF-style config (model_type, architectures, torch_dtype, ...)
     model.safetensors      weights (or model-0000{1,2}-of-00002.safetensors +
                            model.safetensors.index.json for the split variant)
-    tokens.txt             prompt token ids, comma separated (24 tokens)
-    logits.f32             float32 LE [24][vocab] logits of ONE prefill of tokens.txt
+    tokens.txt             prompt token ids, comma separated (24 tokens; deepseek_v4: 64)
+    logits.f32             float32 LE [n_prompt][vocab] logits of ONE prefill of tokens.txt
     greedy.txt             16 greedy tokens after the prompt (each step = full recompute)
     routing.json           (debug aid) chosen experts / weights per MoE layer per prompt position
 
@@ -52,6 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import models  # noqa: E402
+import deepseek_v4  # noqa: E402  (a family module: models.FAMILY_MODULES)
 
 OUT_ROOT = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 N_PROMPT = 24
@@ -66,7 +67,7 @@ torch.set_num_threads(1)  # bitwise reproducibility of CPU matmuls
 # safetensors writer
 # ---------------------------------------------------------------------------
 
-_DT_SIZE = {"F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "U8": 1}
+_DT_SIZE = {"I64": 8, "F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "U8": 1, "I8": 1, "F8_E8M0": 1}
 
 
 def write_safetensors(path: str, tensors: dict):
@@ -447,6 +448,11 @@ VARIANTS = [
     _v("kimi_linear_bf16", KIMI_LINEAR_BASE, "bf16", 14000),
     _v("kimi_k3_bf16", KIMI_K3_BASE, "bf16", 15000),
     _v("kimi_k3_mxfp4", KIMI_K3_BASE, "mxfp4ct", 16000),
+    # family modules generate their own configs / weights / storage (n_prompt: their own prompt length)
+    {"name": "deepseek_v4_bf16", "config": deepseek_v4.variant_config("bf16"), "storage": "bf16", "seed": 17000,
+     "split": False, "n_prompt": deepseek_v4.N_PROMPT},
+    {"name": "deepseek_v4_native", "config": deepseek_v4.variant_config("native"), "storage": "native",
+     "seed": 18000, "split": False, "n_prompt": deepseek_v4.N_PROMPT},
 ]
 
 # gpt-oss weight scales: the expert gate_up projection has output std ~GPTOSS_GATE_UP_STD, so
@@ -460,6 +466,9 @@ GPTOSS_DOWN_SCALE = 0.2
 
 
 def gen_weights(cfg: dict, g: torch.Generator) -> dict:
+    fam = models.family_module(cfg)
+    if fam is not None:
+        return fam.gen_weights(cfg, g)
     mt = cfg["model_type"]
     if mt == "kimi_k3":
         return gen_weights_kimi_k3(cfg, g)
@@ -885,17 +894,24 @@ def analyse(model: models.ReferenceModel, seq):
 def build_variant(v: dict):
     cfg = v["config"]
     V = cfg.get("text_config", cfg)["vocab_size"]
+    n_prompt = v.get("n_prompt", N_PROMPT)
+    fam = models.family_module(cfg)
     for attempt in range(MAX_ATTEMPTS):
         seed = v["seed"] + attempt
         torch.manual_seed(seed)
         g = torch.Generator().manual_seed(seed)
         weights = gen_weights(cfg, g)
-        tokens = torch.randint(2, V, (N_PROMPT,), generator=g).tolist()
-        stored, deq = to_storage(weights, v["storage"])
+        tokens = torch.randint(2, V, (n_prompt,), generator=g).tolist()
+        if fam is not None:
+            stored, deq = fam.to_storage(weights, v["storage"], f32_to_mxfp4)
+        else:
+            stored, deq = to_storage(weights, v["storage"])
         model = models.ReferenceModel(cfg, deq)
         greedy = model.greedy(tokens, N_GREEDY)
         full = tokens + greedy
         st = analyse(model, full)
+        if fam is not None:  # family-specific acceptance (measured over the same 40+ positions)
+            st["family"] = fam.analyse_extra(model)
         argmax = torch.argmax(st["logits"], dim=-1).tolist()
         ok = (
             st["logit_margin"] > LOGIT_MARGIN
@@ -903,11 +919,12 @@ def build_variant(v: dict):
             and st["group_margin"] > ROUTE_MARGIN
             and st["zero_fill_agrees"]
             and 2 * st["experts_used_min"] >= st["n_experts"]
-            and argmax[N_PROMPT - 1:N_PROMPT - 1 + N_GREEDY] == greedy
+            and argmax[n_prompt - 1:n_prompt - 1 + N_GREEDY] == greedy
             and cfg["eos_token_id"] not in greedy
             and len(set(greedy)) >= 4
             and (st["clamp"] is None or (st["clamp"]["gate_entries_above_limit"] > 0
                                          and st["clamp"]["up_entries_outside_limit"] > 0))
+            and (fam is None or fam.accept(model, st["family"]))
         )
         if ok:
             return seed, attempt, weights, stored, deq, tokens, greedy, st
@@ -985,7 +1002,7 @@ def main(argv):
 
         # independent round trip: read the files back and recompute
         logits2, greedy2 = models.run_fixture(d)
-        on_disk = np.fromfile(os.path.join(d, "logits.f32"), dtype="<f4").reshape(N_PROMPT, -1)
+        on_disk = np.fromfile(os.path.join(d, "logits.f32"), dtype="<f4").reshape(len(tokens), -1)
         assert np.array_equal(on_disk, logits2.numpy()), f"{v['name']}: reload mismatch"
         assert greedy2 == greedy, f"{v['name']}: greedy reload mismatch"
 
@@ -1003,6 +1020,10 @@ def main(argv):
             "max_abs_logit": float(prefill.abs().max()),
             "greedy": greedy,
         }
+        fam = models.family_module(v["config"])
+        if fam is not None:
+            info["family_acceptance_over_prompt_and_greedy"] = st["family"]
+            info.update(fam.manifest_info(model, tokens, stored))
         if v["config"]["model_type"] in ("kimi_linear", "kimi_k3"):
             model.forward(tokens)
             d = torch.cat([t.flatten() for t in model.kda_decay_trace]).double()

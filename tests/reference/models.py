@@ -1,4 +1,4 @@
-"""Independent plain-PyTorch reference forward pass for five MoE LLM families.
+"""Independent plain-PyTorch reference forward pass for the MoE LLM families below.
 
 Families (selected by ``config["model_type"]``):
 
@@ -19,6 +19,9 @@ Families (selected by ``config["model_type"]``):
   fused interleaved ``gate_up_proj`` experts with clamped SwiGLU
   (``(up + 1) * gate * sigmoid(1.702 gate)``) and biases; MXFP4 expert
   storage (``*_blocks`` / ``*_scales``) is dequantised by ``load_checkpoint``.
+* ``kimi_linear``, ``kimi_k3`` - see README.md.
+* ``deepseek_v4``  - in its own module, ``deepseek_v4.py`` (FAMILY_MODULES): mHC streams, sliding +
+  compressed (CSA with lightning indexer / HCA) attention with sinks, hash + sqrt-softplus routing.
 
 Specification: Hugging Face transformers modeling code
 (``models/<family>/modeling_<family>.py``, ``modeling_rope_utils.py``).
@@ -169,6 +172,24 @@ def dequant_mxfp4_packed(packed: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return dequant_mxfp4(packed.reshape(R, C2 // 16, 16), scale)
 
 
+# Families implemented in a module of their own (tests/reference/<module>.py), by model_type. Such a module
+# provides convert_checkpoint(config, raw) -> {name: tensor} and a Model(config, weights) class with
+# forward(tokens) / greedy(tokens, n) / trace; load_checkpoint and ReferenceModel hand over to it.
+FAMILY_MODULES = {"deepseek_v4": "deepseek_v4"}
+
+
+def family_module(config):
+    """The module implementing config["model_type"], or None for the families of this file."""
+    name = FAMILY_MODULES.get((config or {}).get("model_type")) if isinstance(config, dict) else None
+    if name is None:
+        return None
+    import importlib
+    import sys
+
+    sys.dont_write_bytecode = True
+    return importlib.import_module(name)
+
+
 def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
     """Load config.json and all weights of a checkpoint directory as float32 tensors.
 
@@ -199,6 +220,9 @@ def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
             raw[k] = v
     if index is not None:
         assert set(raw) == set(index["weight_map"]), "index weight_map does not match shard contents"
+    fam = family_module(config)
+    if fam is not None:
+        return config, fam.convert_checkpoint(config, raw)
     block = tuple((config.get("quantization_config") or {}).get("weight_block_size", [128, 128]))
     weights: Dict[str, torch.Tensor] = {}
     for name, (dtype, shape, data) in raw.items():
@@ -639,6 +663,12 @@ def k3_a_log(A_log: torch.Tensor, H: int) -> torch.Tensor:
 
 class ReferenceModel:
     """Reference causal LM. ``forward(tokens)`` -> logits [S, vocab] (float32)."""
+
+    def __new__(cls, config=None, weights=None):
+        fam = family_module(config)
+        if fam is not None:  # a family with a module of its own (FAMILY_MODULES)
+            return fam.Model(config, weights)
+        return super().__new__(cls)
 
     def __init__(self, config: dict, weights: Dict[str, torch.Tensor]):
         self.c = config

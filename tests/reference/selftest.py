@@ -23,6 +23,10 @@
    (asserted > 0.05 like the gpt-oss ones).
 8. Kimi-K3: the packed MXFP4 experts against the raw bytes of kimi_k3_mxfp4, AttnRes against
    llama.cpp's split formulation, and Kimi-K3 mutation rows (asserted > 0.05).
+9. DeepSeek-V4: Sinkhorn, interleaved RoPE, YaRN, the compressor, the grouped output projection and the
+   sliding + compressed + indexer attention masks against second formulations; the release byte layouts
+   (FP8 / FP4 with E8M0 scales, I64 tid2eid) of deepseek_v4_native against hand decoding; V4 mutation
+   rows (asserted > 0.05) and the size of the release's QAT round trips (reported only).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import models as M  # noqa: E402
+import deepseek_v4 as V4  # noqa: E402
 
 FIX = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 torch.set_num_threads(1)
@@ -147,9 +152,10 @@ def check_fixtures():
 def mutated_diff(name, cfg_mut=None, patch=None):
     saved = {}
     if patch:  # patched before loading, so a patch may also change how weights are decoded
-        for k, v in patch.items():
-            saved[k] = getattr(M, k)
-            setattr(M, k, v)
+        for k, v in patch.items():  # "V4.<name>" patches the deepseek_v4 module, a bare name models
+            mod, attr = (V4, k[3:]) if k.startswith("V4.") else (M, k)
+            saved[k] = (mod, attr, getattr(mod, attr))
+            setattr(mod, attr, v)
     try:
         cfg, w, toks, ref, greedy = load_fixture(name)
         cfg = copy.deepcopy(cfg)
@@ -159,8 +165,8 @@ def mutated_diff(name, cfg_mut=None, patch=None):
         lg = m.forward(toks)
         g = m.greedy(toks, 16)
     finally:
-        for k, v in saved.items():
-            setattr(M, k, v)
+        for k, (mod, attr, v) in saved.items():
+            setattr(mod, attr, v)
     return (lg - ref).abs().max().item(), g != greedy
 
 
@@ -239,11 +245,12 @@ def run_mutations():
          {"route_softmax": lambda l, k, n: orig_soft(l, k, False)}),
     ]
     print(f"{'fixture':26s} {'injected mistake':52s} {'max|dlogit|':>12s} greedy-changed")
-    for name, desc, cm, patch in cases + gpt_oss_mutations() + kimi_mutations() + k3_mutations():
+    for name, desc, cm, patch in cases + gpt_oss_mutations() + kimi_mutations() + k3_mutations() + v4_mutations():
         d, gchg = mutated_diff(name, cm, patch)
         print(f"{name:26s} {desc:52s} {d:12.4g} {gchg}")
-        if name.startswith(("gpt_oss", "kimi")):
+        if name.startswith(("gpt_oss", "kimi", "deepseek_v4")):
             assert d > 0.05, (name, desc, d)
+    v4_qat_measurement()
 
 
 # ---- gpt-oss ---------------------------------------------------------------
@@ -667,6 +674,302 @@ def k3_mutations():
     ]
 
 
+# ---- DeepSeek-V4 -----------------------------------------------------------
+
+
+def check_v4_blocks():
+    """DeepSeek-V4 pieces against second formulations: Sinkhorn (scaling-vector form, doubly stochastic),
+    interleaved RoPE (the release's view_as_complex form, and inverse = undo), YaRN inv_freq (the release's
+    precompute_freqs_cis and ds4's theta-mixing form), the compressor (a token-by-token streaming state machine
+    as in the release's decode path / ds4 compressor_decode_one), the grouped output projection (one
+    block-diagonal matrix) and the attention masks (a per-query gather with the sink in the denominator, as ds4's
+    layer_attention_prefix_batch_worker) on the fixture's CSA and HCA layers."""
+    torch.manual_seed(4)
+    # Sinkhorn: the same iteration written with row/column scaling vectors r, c (M = diag(r) K diag(c)), float64
+    logits = torch.randn(50, 4, 4) * 2
+    got = V4.sinkhorn(logits, 20, 1e-6).double()
+    K = torch.softmax(logits.double(), -1) + 1e-6
+    r, c = torch.ones(50, 4, 1, dtype=torch.float64), torch.ones(50, 1, 4, dtype=torch.float64)
+    for it in range(20):
+        if it > 0:
+            r = r / ((r * K * c).sum(-1, keepdim=True) + 1e-6)
+        c = c / ((r * K * c).sum(-2, keepdim=True) + 1e-6)
+    alt = r * K * c
+    e_sk = (got - alt).abs().max().item()
+    assert e_sk < 1e-6, e_sk
+    assert (got.sum(-2) - 1).abs().max() < 1e-5 and (got.sum(-1) - 1).abs().max() < 0.1, "not doubly stochastic"
+    # interleaved RoPE == complex multiplication of (x[2i], x[2i+1]) pairs; inverse undoes it
+    S, H, D, rd = 11, 3, 24, 8
+    x = torch.randn(S, H, D)
+    inv = 1.0 / (10000.0 ** (torch.arange(0, rd, 2).float() / rd))
+    pos = torch.arange(S) * 3 + 1
+    y = V4.rope_tail(x, pos, inv)
+    f = torch.polar(torch.ones(S, rd // 2), pos.float()[:, None] * inv[None])
+    yc = torch.view_as_real(torch.view_as_complex(x[..., -rd:].reshape(S, H, rd // 2, 2).contiguous()) * f[:, None])
+    e_rope = max((y[..., -rd:] - yc.reshape(S, H, rd)).abs().max().item(), (y[..., :-rd] - x[..., :-rd]).abs().max().item())
+    e_inv = (V4.rope_tail(y, pos, inv, inverse=True) - x).abs().max().item()
+    assert e_rope < 1e-5 and e_inv < 1e-5, (e_rope, e_inv)
+    # YaRN: the release's linear_ramp_factor / smooth form and ds4's per-pair theta mix, on both fixtures' configs
+    cfg, _ = M.load_checkpoint(os.path.join(FIX, "deepseek_v4_bf16"))
+    rs, rd = cfg["rope_scaling"], cfg["qk_rope_head_dim"]
+    base, fac, L = float(cfg["compress_rope_theta"]), float(rs["factor"]), rs["original_max_position_embeddings"]
+    cd = lambda n: rd * math.log(L / (n * 2 * math.pi)) / (2 * math.log(base))
+    lo, hi = max(math.floor(cd(rs["beta_fast"])), 0), min(math.ceil(cd(rs["beta_slow"])), rd - 1)
+    hi = hi + 0.001 if lo == hi else hi
+    freqs = 1.0 / (base ** (torch.arange(0, rd, 2, dtype=torch.float32) / rd))
+    smooth = 1 - torch.clamp((torch.arange(rd // 2, dtype=torch.float32) - lo) / (hi - lo), 0, 1)
+    official = freqs / fac * (1 - smooth) + freqs * smooth
+    ramp_mix = torch.tensor([1 - min(1.0, max(0.0, (i - lo) / max(0.001, hi - lo))) for i in range(rd // 2)])
+    ds4 = freqs / fac * (1 - ramp_mix) + freqs * ramp_mix
+    ours = V4.rope_inv_freq(cfg, True)
+    e_yarn = max((ours - official).abs().max().item(), (ours - ds4).abs().max().item())
+    assert e_yarn < 1e-7 and not torch.allclose(ours, freqs), e_yarn
+    assert torch.equal(V4.rope_inv_freq(cfg, False), 1.0 / (10000.0 ** (torch.arange(0, rd, 2).float() / rd)))
+    # compressor: windowed softmax pooling == token-by-token state machine (emit when (pos+1) % ratio == 0)
+    e_comp = 0.0
+    for ratio, overlap in ((4, True), (16, False), (4, False), (8, True)):
+        Dh = 12
+        cw = (2 if overlap else 1) * Dh
+        T = 3 * ratio + ratio // 2 + 1
+        kv, gate, ape = torch.randn(T, cw), torch.randn(T, cw) * 2, torch.randn(ratio, cw)
+        ref = V4.compress_pool(kv, gate, ape, ratio, overlap, Dh)
+        st_kv = torch.zeros((2 if overlap else 1) * ratio, cw)
+        st_g = torch.full_like(st_kv, float("-inf"))
+        outs = []
+        for p in range(T):
+            row = (ratio if overlap else 0) + p % ratio
+            st_kv[row], st_g[row] = kv[p], gate[p] + ape[p % ratio]
+            if (p + 1) % ratio:
+                continue
+            if overlap:  # previous window through channels [:D], current window through [D:]
+                vk = torch.cat((st_kv[:ratio, :Dh], st_kv[ratio:, Dh:]), 0)
+                vg = torch.cat((st_g[:ratio, :Dh], st_g[ratio:, Dh:]), 0)
+                st_kv[:ratio], st_g[:ratio] = st_kv[ratio:].clone(), st_g[ratio:].clone()
+            else:
+                vk, vg = st_kv, st_g
+            outs.append((vk * torch.softmax(vg, 0)).sum(0))
+        e_comp = max(e_comp, (torch.stack(outs) - ref).abs().max().item())
+    assert e_comp < 1e-5, e_comp
+    # grouped output projection == one block-diagonal [G*R, H*D] matrix
+    G, R, Hh, Dd = 2, 5, 4, 6
+    o, wo_a, wo_b = torch.randn(7, Hh, Dd), torch.randn(G * R, Hh * Dd // G), torch.randn(9, G * R)
+    bd = torch.block_diag(*[wo_a[g * R:(g + 1) * R] for g in range(G)])
+    e_grp = (V4.grouped_out(o, wo_a, wo_b, G) - (o.reshape(7, -1) @ bd.t()) @ wo_b.t()).abs().max().item()
+    assert e_grp < 1e-4, e_grp
+    # attention: masked dense form (models) == per-query gather over raw window + allowed compressed rows
+    e_att = 0.0
+    for fx in ("deepseek_v4_bf16", "deepseek_v4_native"):
+        cfg, w, toks, ref, greedy = load_fixture(fx)
+        m = M.ReferenceModel(cfg, w)
+        m.forward(toks)
+        for layer in (1, 2):  # CSA, HCA
+            xs = torch.randn(len(toks), cfg["hidden_size"])
+            out = m.attention(layer, xs)
+            tr = m.v4_trace[-1]
+            c, p = cfg, f"layers.{layer}.attn."
+            S, Hq, Dq, eps, ratio = len(toks), c["num_attention_heads"], c["head_dim"], c["rms_norm_eps"], m.ratios[layer]
+            pos = torch.arange(S)
+            qr = M.rms_norm(xs @ w[p + "wq_a.weight"].T, w[p + "q_norm.weight"], eps)
+            q = V4.rope_tail(V4.rms_norm_plain((qr @ w[p + "wq_b.weight"].T).view(S, Hq, Dq), eps), pos, m.inv_comp)
+            kv = V4.rope_tail(M.rms_norm(xs @ w[p + "wkv.weight"].T, w[p + "kv_norm.weight"], eps), pos, m.inv_comp)
+            cp = p + "compressor."
+            comp = V4.compressed_entries(xs, w[cp + "wkv.weight"], w[cp + "wgate.weight"], w[cp + "ape"],
+                                         w[cp + "norm.weight"], ratio, m.kinds[layer] == "csa", Dq, m.inv_comp, eps)
+            if m.kinds[layer] == "csa":
+                sel, _ = m.indexer(layer, xs, qr, V4.visible_compressed(S, comp.shape[0], ratio))
+            sinks = w[p + "attn_sink"]
+            heads = torch.zeros(S, Hq, Dq)
+            for t in range(S):
+                rows = [kv[s] for s in range(max(0, t - c["sliding_window"] + 1), t + 1)]
+                for e in range((t + 1) // ratio):
+                    if m.kinds[layer] == "hca" or bool(sel[t, e]):
+                        rows.append(comp[e])
+                Kt = torch.stack(rows)
+                for h in range(Hq):
+                    sc = Kt @ q[t, h] * Dq ** -0.5
+                    mx = torch.maximum(sc.max(), sinks[h])
+                    wts = (sc - mx).exp()
+                    heads[t, h] = (wts[:, None] * Kt).sum(0) / (wts.sum() + (sinks[h] - mx).exp())
+            heads = V4.rope_tail(heads, pos, m.inv_comp, inverse=True)
+            alt = V4.grouped_out(heads, w[p + "wo_a.weight"], w[p + "wo_b.weight"], c["o_groups"])
+            e_att = max(e_att, (alt - out).abs().max().item())
+    assert e_att < 1e-4, e_att
+    print(f"deepseek_v4: sinkhorn == scaling-vector form ({e_sk:.1e}), rope == complex pairs ({e_rope:.1e}, inverse "
+          f"{e_inv:.1e}), yarn == release/ds4 forms ({e_yarn:.1e}), compressor == streaming state machine "
+          f"({e_comp:.1e}), grouped out == block-diagonal ({e_grp:.1e}), attention == per-query gather ({e_att:.1e}): ok")
+
+
+def check_v4_native():
+    """The release byte layouts in deepseek_v4_native against hand decoding: FP8 E4M3 + E8M0 block scales,
+    FP4 E2M1 packed I8 (column 2j = low nibble) + E8M0 per 32, I64 tid2eid, F32 tensors, mtp.* skipped."""
+    d = os.path.join(FIX, "deepseek_v4_native")
+    raw = M.read_safetensors(os.path.join(d, "model.safetensors"))
+    cfg, w = M.load_checkpoint(d)
+    assert not [k for k in w if k.startswith("mtp.")] and [k for k in raw if k.startswith("mtp.")]
+    assert not [k for k in w if k.endswith(".scale")]
+    e8 = lambda b: 2.0 ** (int(b) - 127)
+    n = 0
+    for key in ("layers.1.attn.wq_b.weight", "layers.3.attn.wo_a.weight", "layers.2.ffn.shared_experts.w2.weight",
+                "layers.1.attn.indexer.wq_b.weight"):
+        dt, shape, data = raw[key]
+        sdt, sshape, sdata = raw[key[:-7] + ".scale"]
+        assert dt == "F8_E4M3" and sdt == "F8_E8M0" and sshape == [-(-shape[0] // 128), -(-shape[1] // 128)], key
+        codes = np.frombuffer(data, np.uint8).reshape(shape)
+        sc = np.frombuffer(sdata, np.uint8).reshape(sshape)
+        for (r, c) in ((0, 0), (shape[0] - 1, shape[1] - 1), (shape[0] // 3, shape[1] // 2)):
+            assert float(w[key][r, c]) == float(M.e4m3_table()[codes[r, c]]) * e8(sc[r // 128, c // 128]), (key, r, c)
+            n += 1
+    for key in ("layers.0.ffn.experts.3.w1.weight", "layers.3.ffn.experts.7.w2.weight"):
+        dt, shape, data = raw[key]
+        sdt, sshape, sdata = raw[key[:-7] + ".scale"]
+        rows, cols = shape[0], 2 * shape[1]
+        assert dt == "I8" and sdt == "F8_E8M0" and sshape == [rows, cols // 32], key
+        assert list(w[key].shape) == [rows, cols]
+        pk = np.frombuffer(data, np.uint8).reshape(shape)
+        sc = np.frombuffer(sdata, np.uint8).reshape(sshape)
+        for (r, c) in ((0, 0), (0, 1), (rows - 1, cols - 1), (5, 33 % cols), (2, cols - 2)):
+            byte = int(pk[r, c // 2])
+            code = (byte >> 4) if c % 2 else (byte & 0xF)
+            assert float(w[key][r, c]) == float(M.FP4_E2M1[code]) * e8(sc[r, c // 32]), (key, r, c)
+            n += 1
+    for i in range(cfg["num_hidden_layers"]):
+        key = f"layers.{i}.ffn.gate.tid2eid"
+        if i < cfg["num_hash_layers"]:
+            dt, shape, _ = raw[key]
+            t = w[key]
+            assert dt == "I64" and shape == [cfg["vocab_size"], cfg["num_experts_per_tok"]] and t.dtype == torch.int64
+            assert int(t.min()) >= 0 and int(t.max()) < cfg["n_routed_experts"]
+            assert all(len(set(row)) == len(row) for row in t.tolist())
+            assert f"layers.{i}.ffn.gate.bias" not in raw
+        else:
+            assert key not in raw and raw[f"layers.{i}.ffn.gate.bias"][0] == "F32"
+    f32 = sorted({k.split(".")[-1] for k, (dt, _, _) in raw.items() if dt == "F32"})
+    assert f32 == ["ape", "attn_sink", "bias", "hc_attn_base", "hc_attn_fn", "hc_attn_scale", "hc_ffn_base",
+                   "hc_ffn_fn", "hc_ffn_scale", "hc_head_base", "hc_head_fn", "hc_head_scale"], f32
+    print(f"deepseek_v4_native: FP8/E8M0 and FP4/E8M0 == raw bytes ({n} entries), tid2eid I64, F32 set, mtp skipped: ok")
+
+
+def v4_mutations():
+    o = {k: getattr(V4, k) for k in ("sinkhorn", "hc_weights", "sink_attention_kv", "rope_tail", "rope_inv_freq",
+                                      "compress_pool", "visible_compressed", "indexer_select", "route",
+                                      "grouped_out", "dequant_fp4_e8m0", "dequant_fp8_e8m0", "compressed_pos")}
+
+    def comb_softmax_only(logits, iters, eps):
+        return torch.softmax(logits, -1) + eps
+
+    def post_no_two(*a):
+        pre, post, comb = o["hc_weights"](*a)
+        return pre, post / 2, comb
+
+    def pre_mean(*a):
+        pre, post, comb = o["hc_weights"](*a)
+        return torch.full_like(pre, 1.0 / pre.shape[-1]), post, comb
+
+    def no_sink(q, keys, allowed, sinks, scale):
+        return o["sink_attention_kv"](q, keys, allowed, torch.full_like(sinks, float("-inf")), scale)
+
+    def rope_half(x, pos, inv, inverse=False):  # rotate_half pairs (j, j + rd/2) inside the tail
+        rd = 2 * inv.shape[0]
+        perm = torch.cat((torch.arange(0, rd, 2), torch.arange(1, rd, 2)))
+        back = torch.argsort(perm)
+        t = x[..., -rd:][..., back]  # read pairs (j, j+rd/2) as if they were adjacent
+        return torch.cat((x[..., :-rd], o["rope_tail"](t, pos, inv, inverse)[..., perm]), -1)
+
+    def rope_first_dims(x, pos, inv, inverse=False):
+        rd = 2 * inv.shape[0]
+        y = o["rope_tail"](torch.cat((x[..., rd:], x[..., :rd]), -1), pos, inv, inverse)
+        return torch.cat((y[..., -rd:], y[..., :-rd]), -1)
+
+    def no_overlap(kv, gate, ape, ratio, overlap, D):
+        if overlap:
+            return o["compress_pool"](kv[:, D:], gate[:, D:], ape[:, D:], ratio, False, D)
+        return o["compress_pool"](kv, gate, ape, ratio, overlap, D)
+
+    def early_visible(S, T, ratio):  # the entry of a window is visible from the window's first token on
+        return torch.arange(T)[None, :] <= (torch.arange(S) // ratio)[:, None]
+
+    def indexer_off(scores, causal, top_k):
+        sel, margin = o["indexer_select"](scores, causal, top_k)
+        return causal.clone(), margin
+
+    def hash_as_topk(logits, bias, tid2eid, tokens, top_k, scoring, scaling):
+        return o["route"](logits, torch.zeros(logits.shape[-1]) if bias is None else bias, None, tokens, top_k,
+                          scoring, scaling)
+
+    def no_bias(logits, bias, tid2eid, tokens, top_k, scoring, scaling):
+        return o["route"](logits, None if bias is None else torch.zeros_like(bias), tid2eid, tokens, top_k,
+                          scoring, scaling)
+
+    def groups_interleaved(ov, wo_a, wo_b, G):  # head h in group h % G instead of h // (H/G)
+        H = ov.shape[1]
+        order = torch.cat([torch.arange(g, H, G) for g in range(G)])
+        return o["grouped_out"](ov[:, order], wo_a, wo_b, G)
+
+    def main_rope_everywhere(c, compressed):
+        return o["rope_inv_freq"](c, False)
+
+    def window_end_pos(n, ratio):
+        return torch.arange(n) * ratio + ratio - 1
+
+    def fp4_nibbles_swapped(packed, scale):
+        p = np.asarray(packed).view(np.uint8)
+        return o["dequant_fp4_e8m0"]((((p & 0x0F) << 4) | (p >> 4)).astype(np.uint8).view(np.int8), scale)
+
+    def fp4_bias_128(packed, scale):
+        return o["dequant_fp4_e8m0"](packed, scale) * np.float32(0.5)
+
+    def fp8_bias_128(codes, scale, block=(128, 128)):
+        return o["dequant_fp8_e8m0"](codes, scale, block) * np.float32(0.5)
+
+    B, N = "deepseek_v4_bf16", "deepseek_v4_native"
+    P = lambda **kw: {"V4." + k: v for k, v in kw.items()}
+    return [
+        (B, "mHC: comb not transposed (comb[k, j])", None, P(COMB_TRANSPOSED=False)),
+        (N, "mHC: comb not transposed (comb[k, j])", None, P(COMB_TRANSPOSED=False)),
+        (B, "mHC: 1 Sinkhorn iteration instead of 20", lambda c: c.update(hc_sinkhorn_iters=1), None),
+        (B, "mHC: comb = softmax only (no Sinkhorn)", None, P(sinkhorn=comb_softmax_only)),
+        (B, "mHC: post = sigmoid (without the factor 2)", None, P(hc_weights=post_no_two)),
+        (B, "mHC: pre = 1/hc (plain mean of the streams)", None, P(hc_weights=pre_mean)),
+        (B, "attention sink omitted", None, P(sink_attention_kv=no_sink)),
+        (B, "sliding window 9 instead of 8", lambda c: c.update(sliding_window=9), None),
+        (B, "sliding window ignored (all raw entries)", lambda c: c.update(sliding_window=10 ** 6), None),
+        (B, "output rope slice not de-rotated", None, P(DEROTATE_OUTPUT=False)),
+        (B, "q per-head RMSNorm skipped", None, P(q_head_norm=lambda q, eps: q)),
+        (B, "RoPE pairs (j, j+rd/2) instead of interleaved", None, P(rope_tail=rope_half)),
+        (B, "RoPE on the first rd dims instead of the last", None, P(rope_tail=rope_first_dims)),
+        (B, "compressed layers with the sliding layers' RoPE", None, P(rope_inv_freq=main_rope_everywhere)),
+        (B, "compressed layers without YaRN", lambda c: c.update(rope_scaling=None), None),
+        (B, "compressed entry RoPE at the window's last token", None, P(compressed_pos=window_end_pos)),
+        (B, "CSA overlap halves swapped", None, P(CSA_PREV_HALF_FIRST=False)),
+        (B, "CSA without overlap (current window only)", None, P(compress_pool=no_overlap)),
+        (B, "compressed entries visible before the window closes", None, P(visible_compressed=early_visible)),
+        (B, "indexer ignored (every closed CSA entry attended)", None, P(indexer_select=indexer_off)),
+        (N, "indexer ignored (every closed CSA entry attended)", None, P(indexer_select=indexer_off)),
+        (B, "indexer without ReLU", None, P(indexer_act=lambda x: x)),
+        (B, "hash layers routed by top-k instead of tid2eid", None, P(route=hash_as_topk)),
+        (B, "router bias not added to the choice scores", None, P(route=no_bias)),
+        (B, "router sigmoid instead of sqrt(softplus)", lambda c: c.update(scoring_func="sigmoid"), None),
+        (B, "routed_scaling_factor omitted", lambda c: c.update(routed_scaling_factor=1.0), None),
+        (B, "swiglu clamp omitted", lambda c: c.update(swiglu_limit=1e9), None),
+        (N, "swiglu clamp omitted", lambda c: c.update(swiglu_limit=1e9), None),
+        (B, "shared expert omitted", lambda c: c.update(n_shared_experts=0), None),
+        (B, "grouped output: head h in group h % G", None, P(grouped_out=groups_interleaved)),
+        (N, "FP4 nibbles swapped (high nibble = column 2j)", None, P(dequant_fp4_e8m0=fp4_nibbles_swapped)),
+        (N, "FP4 E8M0 scale bias 128 instead of 127", None, P(dequant_fp4_e8m0=fp4_bias_128)),
+        (N, "FP8 E8M0 block scale bias 128 instead of 127", None, P(dequant_fp8_e8m0=fp8_bias_128)),
+    ]
+
+
+def v4_qat_measurement():
+    """The release's QAT round trips (V4.QAT_*; transformers does none): report, do not assert."""
+    for fx in ("deepseek_v4_bf16", "deepseek_v4_native"):
+        for desc, patch in (("(info) release FP8 round trip of the KV nope dims", {"V4.QAT_FP8_KV": True}),
+                            ("(info) release Hadamard+FP4 round trip, indexer q/k", {"V4.QAT_FP4_INDEXER": True}),
+                            ("(info) both", {"V4.QAT_FP8_KV": True, "V4.QAT_FP4_INDEXER": True})):
+            d, g = mutated_diff(fx, None, patch)
+            print(f"{fx:26s} {desc:52s} {d:12.4g} {g}")
+
+
 if __name__ == "__main__":
     t0 = time.time()
     check_formats()
@@ -679,9 +982,11 @@ if __name__ == "__main__":
     check_yarn_vs_openai()
     check_kda()
     check_k3()
+    check_v4_blocks()
+    check_v4_native()
     check_fixtures()
     if "--mutations" in sys.argv[1:]:
         run_mutations()
     else:
-        print("mutation table skipped (slow, ~20 s of CPU): run with --mutations")
+        print("mutation table skipped (slow, ~50 s of CPU): run with --mutations")
     print(f"selftest: all checks passed in {time.time() - t0:.1f} s")

@@ -1,6 +1,7 @@
 #include "computed/engine/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -70,6 +71,18 @@ absl::Status Transformer::CheckTensors() const {
     if (spec.shape.size() == 1 && tensor->format != TensorFormat::kF32) {
       return absl::FailedPreconditionError(
           absl::StrCat(where, ": trunk tensor ", spec.name, " must be f32"));
+    }
+  }
+  // A hash layer's table must name routed experts: its ids index the banks.
+  for (const LayerPlan& layer : plan_.layers) {
+    if (layer.ffn.hash_table.empty()) continue;
+    std::span<const float> ids = weights_->Vector(layer.ffn.hash_table);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!(ids[i] >= 0 && ids[i] < config_.num_experts) || ids[i] != std::floor(ids[i])) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            where, ": trunk tensor ", layer.ffn.hash_table, ": token ", i / config_.experts_per_token,
+            " routes to expert ", ids[i], ", outside the ", config_.num_experts, " routed experts"));
+      }
     }
   }
   const std::vector<TensorSpec> matrices = ExpertMatrixSpecs(config_, TensorFormat::kF32);

@@ -280,10 +280,11 @@ TEST_F(GptOssBitIdentityTest, LogitsDoNotDependOnSchedulingBudgetOrTransport) {
   ExpectIdentical("--stores " + (*daemon)->addresses().at(0) + " --prefill-chunk 3");
 }
 
-// The Kimi families, whose KDA layers run their recurrent state and conv
-// history token by token inside a chunk: the same bits for prefill chunks 1,
-// 3 and 16, threads, prefetch and lookahead, a budget at the floor and a daemon.
-class KimiBitIdentityTest : public BitIdentityTest {
+// The families whose layers keep state token by token inside a chunk (Kimi's
+// KDA recurrent state and conv history, DeepSeek V4's compressor windows and
+// indexer): the same bits for prefill chunks 1, 3 and 16, threads, prefetch
+// and lookahead, a budget at the floor and a daemon.
+class StatefulBitIdentityTest : public BitIdentityTest {
  protected:
   void ExpectIdenticalInEveryMode() {
     auto container = Container::Open(Model());
@@ -304,7 +305,7 @@ class KimiBitIdentityTest : public BitIdentityTest {
 };
 
 // Kimi-Linear: KDA with the softplus decay and NoPE MLA.
-class KimiLinearBitIdentityTest : public KimiBitIdentityTest {
+class KimiLinearBitIdentityTest : public StatefulBitIdentityTest {
  protected:
   std::string FixtureName() const override { return "kimi_linear_bf16"; }
 };
@@ -315,13 +316,27 @@ TEST_F(KimiLinearBitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrT
 
 // Kimi K3: AttnRes, LatentMoE with MXFP4 latent experts kept native, gated
 // MLA, the lower-bounded KDA decay.
-class KimiK3BitIdentityTest : public KimiBitIdentityTest {
+class KimiK3BitIdentityTest : public StatefulBitIdentityTest {
  protected:
   std::string FixtureName() const override { return "kimi_k3_mxfp4"; }
 };
 
 TEST_F(KimiK3BitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrTransport) {
   ExpectIdenticalInEveryMode();
+}
+
+// DeepSeek V4 as released (FP8 trunk, FP4 experts): hyper-connections,
+// sliding + CSA/HCA compressed attention, hash layers read CERTAIN.
+class DeepseekV4BitIdentityTest : public StatefulBitIdentityTest {
+ protected:
+  std::string FixtureName() const override { return "deepseek_v4_native"; }
+};
+
+TEST_F(DeepseekV4BitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrTransport) {
+  ExpectIdenticalInEveryMode();
+  std::vector<std::string> addresses;
+  StartHalves("v4", "64M", addresses);
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --prefill-chunk 3");
 }
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {

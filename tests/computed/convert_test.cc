@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -375,6 +376,66 @@ TEST_F(KimiK3ConvertTest, APackedWeightWithoutItsScaleIsRefused) {
   EditHeader([&](json& root) { root.erase(expert + "weight_scale"); });
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kNotFound,
                                   AllOf(HasSubstr(expert + "weight_packed"), HasSubstr("missing"))));
+}
+
+// DeepSeek V4 as released: compress_ratios per layer (plus the MTP layer's),
+// hash layers' tid2eid, hyper-connection tensors of hc_mult streams.
+class DeepseekV4ConvertTest : public ConvertTest {
+ protected:
+  void SetUp() override {
+    fs::copy(FixtureDir("deepseek_v4_bf16"), hf_, fs::copy_options::recursive);
+  }
+
+  // Overwrites bytes [offset, offset + bytes.size()) of tensor `name`'s data.
+  void PatchTensor(const std::string& name, uint64_t offset, const std::string& bytes) {
+    const fs::path path = hf_ / "model.safetensors";
+    std::ifstream in(path, std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    in.read(header.data(), static_cast<std::streamsize>(n));
+    in.close();
+    const uint64_t begin = json::parse(header)[name]["data_offsets"][0].get<uint64_t>();
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(static_cast<std::streamoff>(8 + n + begin + offset));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+};
+
+TEST_F(DeepseekV4ConvertTest, CompressRatiosOfTheWrongLengthAreRefused) {
+  EditConfig([](json& config) { config["compress_ratios"] = {0, 4}; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("config.json: compress_ratios: must list every one of "
+                                            "the 4 layers (has 2)")));
+  EditConfig([](json& config) { config["compress_ratios"] = {0, 4, -1, 4, 0}; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("compress_ratios[2]: -1 is not a compression ratio")));
+}
+
+TEST_F(DeepseekV4ConvertTest, ATid2eidOfTheWrongShapeIsRefusedNamingIt) {
+  EditHeader([](json& root) { root["layers.0.ffn.gate.tid2eid"]["shape"] = {128, 4}; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("tensor layers.0.ffn.gate.tid2eid has shape [128, 4]"),
+                                        HasSubstr("config.json implies [256, 2]"))));
+}
+
+TEST_F(DeepseekV4ConvertTest, AnExpertIdOutOfRangeIsRefusedWhenTheModelOpens) {
+  const int64_t bad = 8;  // the fixture has 8 routed experts: ids 0 .. 7
+  PatchTensor("layers.1.ffn.gate.tid2eid", (17 * 2 + 1) * 8,
+              std::string(reinterpret_cast<const char*>(&bad), 8));
+  WARP_ASSERT_OK(Convert());
+  auto run = warp::testing::RunBinary("computed", "--log-level warn run --ids " +
+                                                      (dir_ / "out.warp").string() + " 1,2 -n 1");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, HasSubstr("trunk tensor layers.1.ffn.gate.tid2eid: token 17 routes to "
+                                    "expert 8, outside the 8 routed experts"));
+}
+
+TEST_F(DeepseekV4ConvertTest, HyperConnectionTensorsOfAnotherHcMultAreRefused) {
+  EditConfig([](json& config) { config["hc_mult"] = 2; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("tensor layers.0.hc_attn_fn has shape [24, 256]"),
+                                        HasSubstr("config.json implies [8, 128]"))));
 }
 
 }  // namespace

@@ -178,10 +178,13 @@ json GptOss120bSlice() {
   return config;
 }
 
-// Kimi's hybrid layout: every fourth layer MLA, the others KDA (1-based lists).
+// Kimi's hybrid layout as released: every fourth layer MLA and the last one
+// too, the others KDA (1-based lists).
 json KimiLayerLists(uint32_t layers) {
   json kda = json::array(), full = json::array();
-  for (uint32_t layer = 1; layer <= layers; ++layer) (layer % 4 == 0 ? full : kda).push_back(layer);
+  for (uint32_t layer = 1; layer <= layers; ++layer) {
+    (layer % 4 == 0 || layer == layers ? full : kda).push_back(layer);
+  }
   return json{{"kda_layers", kda}, {"full_attn_layers", full}};
 }
 
@@ -280,9 +283,6 @@ json KimiK3Text() {
                                     {"gate_lower_bound", -5.0},
                                     {"use_full_rank_gate", true}};
   text["linear_attn_config"].update(KimiLayerLists(93));
-  // The release: every fourth layer MLA, and the last one too.
-  text["linear_attn_config"]["kda_layers"].erase(text["linear_attn_config"]["kda_layers"].size() - 1);
-  text["linear_attn_config"]["full_attn_layers"].push_back(93);
   return text;
 }
 
@@ -319,8 +319,81 @@ json KimiK3Tiny() {
 json KimiK3Slice() {
   json text = KimiK3Text();
   text.update(json{{"vocab_size", 32768}, {"num_hidden_layers", 3}, {"intermediate_size", 9216}});
-  text["linear_attn_config"].update(json{{"kda_layers", {1, 2}}, {"full_attn_layers", {3}}});
+  text["linear_attn_config"].update(KimiLayerLists(3));
   return KimiK3Wrapper(std::move(text));
+}
+
+// DeepSeek V4 in 4 layers: sliding, CSA (rate 4, indexer top-2), HCA
+// (rate 8), CSA; two hash layers; 4 hyper-connection streams; ~1 MiB.
+json DeepseekV4Tiny() {
+  return json{{"model_type", "deepseek_v4"},
+              {"architectures", {"DeepseekV4ForCausalLM"}},
+              {"vocab_size", 256},
+              {"hidden_size", 64},
+              {"num_hidden_layers", 4},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 1},
+              {"head_dim", 64},
+              {"qk_rope_head_dim", 16},
+              {"q_lora_rank", 32},
+              {"o_groups", 2},
+              {"o_lora_rank", 32},
+              {"n_routed_experts", 8},
+              {"n_shared_experts", 1},
+              {"num_experts_per_tok", 2},
+              {"moe_intermediate_size", 32},
+              {"scoring_func", "sqrtsoftplus"},
+              {"norm_topk_prob", true},
+              {"routed_scaling_factor", 1.5},
+              {"num_hash_layers", 2},
+              {"swiglu_limit", 10.0},
+              {"sliding_window", 8},
+              {"compress_ratios", {0, 4, 8, 4, 0}},
+              {"compress_rope_theta", 160000.0},
+              {"index_n_heads", 4},
+              {"index_head_dim", 32},
+              {"index_topk", 2},
+              {"hc_mult", 4},
+              {"hc_sinkhorn_iters", 20},
+              {"hc_eps", 1e-6},
+              {"rope_theta", 10000.0},
+              {"rope_scaling",
+               {{"type", "yarn"}, {"factor", 16}, {"original_max_position_embeddings", 32},
+                {"beta_fast", 32}, {"beta_slow", 1}}},
+              {"max_position_embeddings", 4096},
+              {"rms_norm_eps", 1e-6},
+              {"tie_word_embeddings", false}};
+}
+
+// DeepSeek V4 Flash's shapes (hidden 4096, 64 heads of 512 on one K = V
+// head, q-LoRA 1024, 8 output groups of 1024, 256 FP4 experts of 2048, top-6
+// + 1 shared, indexer 64 x 128 top-512, window 128, CSA 4 / HCA 128), 4
+// layers — the first three hash-routed, as released — and the vocabulary
+// cut from 129280 to 32768.
+json DeepseekV4FlashSlice() {
+  json config = DeepseekV4Tiny();
+  config.update(json{{"vocab_size", 32768},
+                     {"hidden_size", 4096},
+                     {"num_attention_heads", 64},
+                     {"head_dim", 512},
+                     {"qk_rope_head_dim", 64},
+                     {"q_lora_rank", 1024},
+                     {"o_groups", 8},
+                     {"o_lora_rank", 1024},
+                     {"n_routed_experts", 256},
+                     {"num_experts_per_tok", 6},
+                     {"moe_intermediate_size", 2048},
+                     {"num_hash_layers", 3},
+                     {"sliding_window", 128},
+                     {"compress_ratios", {4, 128, 4, 128, 0}},
+                     {"index_n_heads", 64},
+                     {"index_head_dim", 128},
+                     {"index_topk", 512},
+                     {"rope_scaling",
+                      {{"type", "yarn"}, {"factor", 16}, {"original_max_position_embeddings", 65536},
+                       {"beta_fast", 32}, {"beta_slow", 1}}},
+                     {"max_position_embeddings", 1048576}});
+  return config;
 }
 
 uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
@@ -360,6 +433,11 @@ const std::vector<Preset>& AllPresets() {
       {"kimi_linear", "kimi-linear-slice",
        "Kimi-Linear-48B shapes: hidden 2304, 256 experts of 1024, top-8, KDA 32x128, MLA",
        KimiLinearSlice(), TensorFormat::kBF16, TensorFormat::kBF16},
+      {"deepseek_v4", "tiny", "4 layers (sliding, CSA, HCA, CSA), mHC, 2 hash layers, 8 FP4 experts",
+       DeepseekV4Tiny(), TensorFormat::kMxfp4B32, TensorFormat::kF32},
+      {"deepseek_v4", "v4-flash-slice",
+       "DeepSeek V4 Flash shapes: 256 FP4 experts of 2048, top-6, 3 hash layers, CSA/HCA",
+       DeepseekV4FlashSlice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
       {"kimi_k3", "tiny", "4 layers (KDA x3, gated MLA), AttnRes, 16 MXFP4 latent experts; ~1 MiB",
        KimiK3Tiny(), TensorFormat::kMxfp4B32, TensorFormat::kF32},
       {"kimi_k3", "k3-slice",
@@ -422,6 +500,13 @@ absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
     }
     if (scaled_text.contains("linear_attn_config")) {  // Kimi: the layer lists follow the count
       scaled_text["linear_attn_config"].update(KimiLayerLists(layers));
+    }
+    if (text.contains("compress_ratios")) {  // DeepSeek V4: the preset's pattern, repeated
+      const json& pattern = text["compress_ratios"];
+      scaled_text["compress_ratios"] = json::array();
+      for (uint32_t layer = 0; layer <= layers; ++layer) {  // + the MTP layer's, as released
+        scaled_text["compress_ratios"].push_back(pattern[layer % (pattern.size() - 1)]);
+      }
     }
     return ContainerBytes(arch, scaled, expert_format, trunk_format);
   };

@@ -438,5 +438,12 @@ TEST_F(DeepseekV4ConvertTest, HyperConnectionTensorsOfAnotherHcMultAreRefused) {
                                         HasSubstr("config.json implies [8, 128]"))));
 }
 
+TEST_F(DeepseekV4ConvertTest, TheMtpLayerIsSkippedWithALogLine) {
+  auto result = warp::testing::RunBinary(
+      "computed", "convert --quiet " + hf_.string() + " " + (dir_ / "mtp.warp").string());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, ::testing::ContainsRegex("skipped the [0-9]+ tensors of the MTP layer"));
+}
+
 }  // namespace
 }  // namespace warp::computed

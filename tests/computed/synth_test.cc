@@ -121,6 +121,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PresetCase{"kimi_linear", "tiny"},
                       PresetCase{"kimi_linear", "kimi-linear-slice", 400ull << 20,
                                  TensorFormat::kQ4B32},
+                      PresetCase{"deepseek_v4", "tiny"},
+                      PresetCase{"deepseek_v4", "v4-flash-slice", 1500ull << 20,
+                                 TensorFormat::kQ4B32},
                       PresetCase{"kimi_k3", "tiny"},
                       PresetCase{"kimi_k3", "k3-slice", 1300ull << 20, TensorFormat::kQ4B32}),
     [](const auto& info) {
@@ -129,7 +132,7 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 10u); }
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 12u); }
 
 // Presets written as C++ literals hold signed integers (Kimi's layer lists).
 TEST(SynthTest, EveryPresetConfigParsesAsWritten) {

@@ -148,6 +148,17 @@ uint64_t StreamKey(uint64_t seed, std::string_view name) {
 }
 
 void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out) {
+  if (spec.integers > 0) {
+    WARP_CHECK(spec.format == TensorFormat::kF32);
+    return FillWords(stream, offset, out, [n = spec.integers](uint64_t hash) {
+      uint64_t word = 0;
+      for (int k = 0; k < 2; ++k) {
+        const float v = static_cast<float>(static_cast<uint32_t>(hash >> (32 * k)) % n);
+        word |= uint64_t{std::bit_cast<uint32_t>(v)} << (32 * k);
+      }
+      return word;
+    });
+  }
   auto fill = [&]<TensorFormat kFormat>() {
     FillWords(stream, offset, out,
               [center = spec.center, amplitude = spec.amplitude](uint64_t hash) {

@@ -24,6 +24,7 @@ struct FillSpec {
   std::vector<uint64_t> shape;
   float center = 0.0f;     // mean of the real values
   float amplitude = 1.0f;  // real values span about center +- amplitude
+  uint32_t integers = 0;   // > 0 (f32 only): whole numbers 0 .. integers - 1 (expert ids)
 };
 
 // Stream key of one tensor: mixes the seed with a name that identifies it

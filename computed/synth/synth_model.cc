@@ -25,9 +25,11 @@ namespace fs = std::filesystem;
 // a = sqrt(3 / in_features), so each output has about the variance of one
 // input; the router the same, so its logits spread with std ~1 and tokens
 // pick different experts; norms near 1.
-FillSpec TrunkFill(const TensorSpec& spec) {
+FillSpec TrunkFill(const TensorSpec& spec, const ModelConfig& model) {
   FillSpec fill{.format = spec.format, .shape = spec.shape};
-  if (absl::EndsWith(spec.name, "e_score_correction_bias")) {
+  if (absl::EndsWith(spec.name, ".tid2eid")) {  // a hash layer's expert ids
+    fill.integers = model.num_experts;
+  } else if (absl::EndsWith(spec.name, "e_score_correction_bias")) {
     fill.amplitude = 0.1f;
   } else if (spec.shape.size() == 1) {
     fill.center = 1.0f;
@@ -73,7 +75,7 @@ std::string SourceLine(const SynthOptions& options, TensorFormat experts, Tensor
 absl::Status WriteTrunk(ContainerWriter& writer, const ModelConfig& model, TensorFormat format,
                         uint64_t seed, ProgressBar& progress) {
   for (const TensorSpec& spec : TrunkTensorSpecs(model, format)) {
-    const FillSpec fill = TrunkFill(spec);
+    const FillSpec fill = TrunkFill(spec, model);
     const uint64_t stream = StreamKey(seed, spec.name);
     auto data = [&](uint64_t offset, std::span<std::byte> out) {
       FillInParallel(offset, out, [&](uint64_t o, std::span<std::byte> part) {

@@ -86,6 +86,18 @@ TEST_F(ComputedCliTest, PlanOfAReleaseConfigShowsTheFixedStateAtAnyContext) {
   EXPECT_THAT(bad.output, HasSubstr("--trunk q3: expected native, bf16, q8 or q4"));
 }
 
+// DeepSeek V4's hash layers route by token id: their records are read
+// CERTAIN at the start of each chunk, and the stats line counts them apart.
+TEST_F(ComputedCliTest, HashLayersReadTheirExpertsCertainAndSaySo) {
+  const std::string model = (dir_ / "v4.warp").string();
+  auto synth = RunBinary("computed", "synth --quiet --arch deepseek_v4 --preset tiny " + model);
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  auto run = RunBinary("computed", "--log-level warn run --ids " + model +
+                                       " 1,2,3,4,5,6,7,8,9 -n 4 --prefill-chunk 3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("\\| certain [1-9][0-9]* \\("));
+}
+
 TEST_F(ComputedCliTest, PlanOfAMissingModelNamesTheFile) {
   auto result = RunBinary("computed", "plan " + (dir_ / "nope.warp").string());
   EXPECT_EQ(result.exit_code, 1);

@@ -27,6 +27,8 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                   "Prompt tokens per prefill chunk (default: the whole prompt)");
   cmd->add_flag("--no-prefetch", flags.no_prefetch,
                 "Read a layer's experts, then compute (no overlap); independent of --lookahead");
+  cmd->add_flag("--no-certain", flags.no_certain,
+                "Do not read hash layers' experts at a chunk's start (DeepSeek V4; for A/B)");
   cmd->add_option("--lookahead", flags.lookahead,
                   "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");
   cmd->add_option("--experts-per-token", flags.experts_per_token,
@@ -50,6 +52,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
                          .io_threads = flags.io_threads,
                          .prefill_chunk = flags.prefill_chunk,
                          .prefetch = !flags.no_prefetch,
+                         .certain = !flags.no_certain,
                          .experts_per_token = flags.experts_per_token,
                          .max_positions = max_positions,
                          .trace_path = flags.trace,

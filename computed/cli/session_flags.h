@@ -23,6 +23,7 @@ struct SessionFlags {
   uint32_t io_threads = 4;
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;
+  bool no_certain = false;
   int lookahead = -1;  // -1: WARP_LOOKAHEAD or 6
   uint32_t experts_per_token = 0;
   std::string trace;

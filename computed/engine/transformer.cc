@@ -213,7 +213,7 @@ absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t>
                                                      config_.vocab_size));
     }
   }
-  IssueCertainReads(tokens);
+  if (options_.certain) IssueCertainReads(tokens);
   std::vector<float> embeddings(n * hidden), x(n * hidden), delta(n * hidden);
   for (uint32_t t = 0; t < n; ++t) {
     kernels::DequantizeRow(embed_, tokens[t], {&embeddings[t * hidden], hidden});

@@ -42,6 +42,9 @@ class Transformer {
     // lookahead while they fly, computing each expert as it lands. false: the
     // plain synchronous path (read everything, then compute), for comparison.
     bool prefetch = true;
+    // Read hash layers' experts CERTAIN before the embedding (their routing
+    // is the token's); false only to measure what that saves.
+    bool certain = true;
     uint32_t lookahead = 6;  // experts per token hinted for the next MoE layer; 0: off
     OnRoute on_route;        // each token's routed experts, for --trace and --learn
   };

@@ -77,6 +77,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   Transformer::Options engine{.max_positions = options.max_positions,
                               .experts_per_token = options.experts_per_token,
                               .prefetch = options.prefetch,
+                              .certain = options.certain,
                               .lookahead = options.lookahead};
   if (options.learn || !options.trace_path.empty()) {
     engine.on_route = [&s](uint32_t position, uint32_t layer,

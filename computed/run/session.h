@@ -35,6 +35,7 @@ struct SessionOptions {
   std::vector<int> cpus;                 // --cpus: pin compute threads
   uint32_t prefill_chunk = 0;            // 0: the whole prompt at once
   bool prefetch = true;                  // --no-prefetch: false
+  bool certain = true;                   // --no-certain: false
   uint32_t lookahead = 6;                // --lookahead / WARP_LOOKAHEAD
   uint32_t experts_per_token = 0;        // 0: the model's
   uint32_t max_positions = 4096;         // context

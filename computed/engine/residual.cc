@@ -147,7 +147,7 @@ class AttnResResidual : public ResidualScheme {
 // pre = sigmoid + eps, post = 2 sigmoid and comb = softmax + eps made doubly
 // stochastic by Sinkhorn; the sublayer reads sum_j pre_j stream_j, and
 // stream k becomes post_k y + sum_j comb[j][k] stream_j. The head reduces the
-// streams with pre of its own.
+// streams with pre of its own (DeepSeek V4), or takes their mean (GLM-5.3).
 class HyperConnectionResidual : public ResidualScheme {
  public:
   HyperConnectionResidual(const ModelConfig& c, const ModelPlan& plan, const TrunkWeights& w)
@@ -155,7 +155,7 @@ class HyperConnectionResidual : public ResidualScheme {
         eps_(c.rms_norm_eps),
         hc_(c.hyper),
         final_norm_(w.Vector(plan.final_norm)),
-        head_(Bind(w, plan.hc_head)) {
+        head_(plan.hc_head.fn.empty() ? Site{} : Bind(w, plan.hc_head)) {
     for (const LayerPlan& layer : plan.layers) {
       norms_.push_back({w.Vector(layer.input_norm), w.Vector(layer.post_norm)});
       sites_.push_back({Bind(w, layer.mixer_hc), Bind(w, layer.ffn_hc)});
@@ -229,10 +229,12 @@ class HyperConnectionResidual : public ResidualScheme {
     const uint32_t m = hc_.mult;
     std::vector<float> collapsed(hidden_);
     for (uint32_t t = 0; t < n_; ++t) {
-      const std::vector<float> mixes = Mixes(head_, t);
+      // GLM-5.3's head has no weights: the mean of the streams.
+      const std::vector<float> mixes = head_.base.empty() ? std::vector<float>() : Mixes(head_, t);
       std::fill(collapsed.begin(), collapsed.end(), 0.0f);
       for (uint32_t j = 0; j < m; ++j) {
-        const float pre = Sigmoid(mixes[j] * head_.scale[0] + head_.base[j]) + hc_.eps;
+        const float pre = mixes.empty() ? 1.0f / static_cast<float>(m)
+                                        : Sigmoid(mixes[j] * head_.scale[0] + head_.base[j]) + hc_.eps;
         const float* s = Stream(t, j);
         for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre * s[i];
       }

@@ -47,6 +47,9 @@ struct MixerPlan {
   float softmax_scale = 1.0f;   // applied to q.k
   // MLA
   bool output_gate = false;  // `g_proj`: the heads' output * sigmoid(g_proj x) (Kimi K3)
+  // q_a_layernorm / kv_a_layernorm: DeepSeek V3 and Kimi build them with the
+  // default 1e-6, GLM-5.3 with rms_norm_eps.
+  float latent_norm_eps = 1e-6f;
   // kCompressedMqa: which compressor (none, CSA + indexer, HCA) and its rate.
   CompressionKind compression = CompressionKind::kNone;
   uint32_t compress_rate = 0;
@@ -135,7 +138,7 @@ struct ModelPlan {
   // final mix comes before final_norm.
   uint32_t attn_res_block = 0;
   ResidualMix final_mix;
-  HyperSite hc_head;  // kHyperConnections: reduces the streams before final_norm
+  HyperSite hc_head;  // kHyperConnections: reduces the streams before final_norm; no fn: their mean
 };
 
 // Positions a sliding layer keeps beyond its window, so that chat can rewind

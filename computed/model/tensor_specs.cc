@@ -210,7 +210,7 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
     AddFfn(c, layer.ffn, specs);
   }
   if (attn_res) AddMix(c, plan.final_mix, specs);
-  if (hyper) AddHyperSite(c, plan.hc_head, c.hyper.mult, 1, specs);
+  if (hyper && !plan.hc_head.fn.empty()) AddHyperSite(c, plan.hc_head, c.hyper.mult, 1, specs);
   specs.Add(plan.final_norm, {c.hidden_size});
   if (plan.head != plan.embed) specs.Add(plan.head, {c.vocab_size, c.hidden_size});
   return specs.Take();

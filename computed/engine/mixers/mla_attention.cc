@@ -11,10 +11,6 @@ namespace {
 
 constexpr size_t kLatent = 0, kRopeKey = 1;
 
-// q_a_layernorm and kv_a_layernorm are built with DeepseekV3RMSNorm's default
-// eps in the Hugging Face code, not with config.rms_norm_eps.
-constexpr float kLatentNormEps = 1e-6f;
-
 }  // namespace
 
 MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const TrunkWeights& w,
@@ -23,6 +19,7 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Tr
       pool_(pool),
       rope_(plan.rope),
       scale_(plan.softmax_scale),
+      latent_eps_(plan.latent_norm_eps),
       cache_(context, 0, {c.kv_lora_rank, c.qk_rope_head_dim}) {
   const std::string& p = plan.prefix;
   if (c.q_lora_rank > 0) {
@@ -50,7 +47,7 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     Linear(pool_, q_a_, x.data(), n, q_a.data());
     for (uint32_t t = 0; t < n; ++t) {
       std::span<float> row(q_a.data() + uint64_t{t} * c_.q_lora_rank, c_.q_lora_rank);
-      RmsNorm(row, q_a_norm_, kLatentNormEps, row);
+      RmsNorm(row, q_a_norm_, latent_eps_, row);
     }
     Linear(pool_, q_b_, q_a.data(), n, q.data());
   } else {
@@ -61,7 +58,7 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   for (uint32_t t = 0; t < n; ++t) {  // fill the cache first: later tokens see earlier ones
     const uint32_t pos = first_pos + t;
     const float* row = kv_a.data() + uint64_t{t} * (lora + rope);
-    RmsNorm({row, lora}, kv_a_norm_, kLatentNormEps, {cache_.Row(kLatent, pos), lora});
+    RmsNorm({row, lora}, kv_a_norm_, latent_eps_, {cache_.Row(kLatent, pos), lora});
     float* k_rope = cache_.Row(kRopeKey, pos);
     std::copy_n(row + lora, rope, k_rope);
     rope_.Apply({k_rope, rope}, pos);

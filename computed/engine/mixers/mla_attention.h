@@ -27,6 +27,7 @@ class MlaAttention : public TokenMixer {
   ThreadPool& pool_;
   Rope rope_;
   float scale_;
+  float latent_eps_;  // q_a_layernorm / kv_a_layernorm
   kernels::MatrixView q_a_, q_b_, kv_a_, kv_b_, o_, gate_;  // gate_: output gate (rows 0: none)
   std::span<const float> q_a_norm_, kv_a_norm_;
   PositionRows cache_;  // kinds 0: latent [kv_lora_rank] after kv_a_layernorm, 1: rotated k_rope

@@ -22,6 +22,20 @@ std::vector<uint32_t> TopK(std::span<const float> scores, uint32_t k) {
   return order;
 }
 
+// The chosen experts' weights: their (unbiased) scores, over their sum if
+// norm_topk_prob, times routed_scaling_factor.
+void WeighByScores(const ModelConfig& config, std::span<const float> scores, Routing& routing) {
+  float sum = 0.0f;
+  for (uint32_t expert : routing.experts) {
+    routing.weights.push_back(scores[expert]);
+    sum += scores[expert];
+  }
+  for (float& w : routing.weights) {
+    if (config.norm_topk_prob) w /= sum + 1e-20f;
+    w *= config.routed_scaling_factor;
+  }
+}
+
 Routing SoftmaxTopK(const ModelConfig& config, std::span<const float> logits, uint32_t top_k) {
   std::vector<float> probs(logits.begin(), logits.end());
   Softmax(probs);
@@ -59,15 +73,7 @@ Routing SigmoidGroupTopK(const ModelConfig& config, std::span<const float> logit
     std::copy_n(choice.begin() + g * group_size, group_size, masked.begin() + g * group_size);
   }
   Routing routing{.experts = TopK(masked, top_k)};
-  float sum = 0.0f;
-  for (uint32_t expert : routing.experts) {
-    routing.weights.push_back(scores[expert]);
-    sum += scores[expert];
-  }
-  for (float& w : routing.weights) {
-    if (config.norm_topk_prob) w /= sum + 1e-20f;
-    w *= config.routed_scaling_factor;
-  }
+  WeighByScores(config, scores, routing);
   return routing;
 }
 
@@ -89,15 +95,7 @@ Routing SqrtSoftplusTopK(const ModelConfig& config, std::span<const float> logit
   } else {
     for (float expert : hashed) routing.experts.push_back(static_cast<uint32_t>(expert));
   }
-  float sum = 0.0f;
-  for (uint32_t expert : routing.experts) {
-    routing.weights.push_back(scores[expert]);
-    sum += scores[expert];
-  }
-  for (float& w : routing.weights) {
-    if (config.norm_topk_prob) w /= sum + 1e-20f;
-    w *= config.routed_scaling_factor;
-  }
+  WeighByScores(config, scores, routing);
   return routing;
 }
 

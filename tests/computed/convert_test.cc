@@ -40,14 +40,20 @@ class ConvertTest : public ::testing::Test {
     std::ofstream(hf_ / "config.json") << config.dump(2);
   }
 
-  // Rewrites model.safetensors with `edit` applied to its header.
-  void EditHeader(const std::function<void(json&)>& edit) {
-    const fs::path path = hf_ / "model.safetensors";
-    std::ifstream in(path, std::ios::binary);
+  // model.safetensors' JSON header, and the stream after it.
+  static std::string ReadHeader(std::ifstream& in) {
     uint64_t n = 0;
     in.read(reinterpret_cast<char*>(&n), 8);
     std::string header(n, '\0');
     in.read(header.data(), static_cast<std::streamsize>(n));
+    return header;
+  }
+
+  // Rewrites model.safetensors with `edit` applied to its header.
+  void EditHeader(const std::function<void(json&)>& edit) {
+    const fs::path path = hf_ / "model.safetensors";
+    std::ifstream in(path, std::ios::binary);
+    const std::string header = ReadHeader(in);
     std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     json root = json::parse(header);
     edit(root);
@@ -390,14 +396,11 @@ class DeepseekV4ConvertTest : public ConvertTest {
   void PatchTensor(const std::string& name, uint64_t offset, const std::string& bytes) {
     const fs::path path = hf_ / "model.safetensors";
     std::ifstream in(path, std::ios::binary);
-    uint64_t n = 0;
-    in.read(reinterpret_cast<char*>(&n), 8);
-    std::string header(n, '\0');
-    in.read(header.data(), static_cast<std::streamsize>(n));
+    const std::string header = ReadHeader(in);
     in.close();
     const uint64_t begin = json::parse(header)[name]["data_offsets"][0].get<uint64_t>();
     std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
-    out.seekp(static_cast<std::streamoff>(8 + n + begin + offset));
+    out.seekp(static_cast<std::streamoff>(8 + header.size() + begin + offset));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
 };

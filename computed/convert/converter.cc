@@ -493,13 +493,16 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& hf_dir, const fs
   absl::Status status = converter.WriteTrunk(*writer);
   if (status.ok()) status = converter.WriteBanks(*writer);
   if (!status.ok()) return Annotate(status, hf_dir.string());
-  // DeepSeek V4 ships a multi-token-prediction layer; WARP decodes one token a step.
+  // DeepSeek V4 (mtp.*) and GLM-5.3 (layers.<num_hidden_layers>.*) ship a
+  // multi-token-prediction layer; WARP decodes one token a step.
+  const std::string next_layer = absl::StrCat("layers.", model->num_layers, ".");
   size_t mtp = 0;
   for (const auto& [name, tensor] : checkpoint->tensors()) {
-    mtp += absl::StartsWith(name, "mtp.") || absl::StartsWith(name, "model.mtp.");
+    mtp += absl::StartsWith(name, "mtp.") || absl::StartsWith(name, "model.mtp.") ||
+           absl::StartsWith(name, next_layer) || absl::StrContains(name, "." + next_layer);
   }
   if (mtp > 0) {
-    Logger("computed").info("skipped the {} tensors of the MTP layer (mtp.*): not used to decode", mtp);
+    Logger("computed").info("skipped the {} tensors of the MTP layer: not used to decode", mtp);
   }
   WARP_ASSIGN_OR_RETURN(std::optional<TokenizerRef> tokenizer, CopyTokenizer(hf_dir, out));
   if (!HasTokenizerFile(tokenizer)) {

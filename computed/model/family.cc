@@ -4,6 +4,7 @@
 #include "computed/model/families/deepseek_v3.h"
 #include "computed/model/families/deepseek_v4.h"
 #include "computed/model/families/glm4_moe.h"
+#include "computed/model/families/glm5_next.h"
 #include "computed/model/families/gpt_oss.h"
 #include "computed/model/families/kimi_k3.h"
 #include "computed/model/families/kimi_linear.h"
@@ -30,6 +31,8 @@ const ModelFamily& FamilyOf(Architecture arch) {
       return KimiK3Family();
     case Architecture::kDeepseekV4:
       return DeepseekV4Family();
+    case Architecture::kGlm5Next:
+      return Glm5NextFamily();
   }
   WARP_CHECK(false);
   return DeepseekV3Family();

@@ -28,8 +28,10 @@ uint64_t CompressorFloats(uint64_t context, uint32_t dim, uint32_t rate, bool ov
 
 uint64_t MixerStateBytes(const ModelConfig& c, const MixerPlan& plan, uint64_t context) {
   switch (plan.kind) {
-    case MixerKind::kMla:  // the normalized latent and the rotated rope key
-      return context * (uint64_t{c.kv_lora_rank} + c.qk_rope_head_dim) * sizeof(float);
+    case MixerKind::kMla:  // the normalized latent and the rotated rope key (DSA: + index keys, gates)
+      return context *
+             (uint64_t{c.kv_lora_rank} + c.qk_rope_head_dim + (plan.dsa_indexer ? 2 * uint64_t{c.dsa.index_head_dim} : 0)) *
+             sizeof(float);
     case MixerKind::kGqa: {  // K and V per kv head; a sliding layer keeps only its window
       return HeldPositions(context, plan.sliding_window) * 2 * uint64_t{c.num_kv_heads} * c.head_dim * sizeof(float);
     }

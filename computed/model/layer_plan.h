@@ -50,6 +50,7 @@ struct MixerPlan {
   // q_a_layernorm / kv_a_layernorm: DeepSeek V3 and Kimi build them with the
   // default 1e-6, GLM-5.3 with rms_norm_eps.
   float latent_norm_eps = 1e-6f;
+  bool dsa_indexer = false;  // GLM-5.3's DSA: `indexer.` picks the positions attended
   // kCompressedMqa: which compressor (none, CSA + indexer, HCA) and its rate.
   CompressionKind compression = CompressionKind::kNone;
   uint32_t compress_rate = 0;

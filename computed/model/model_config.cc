@@ -91,9 +91,10 @@ absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type) {
   if (model_type == "kimi_linear") return Architecture::kKimiLinear;
   if (model_type == "kimi_k3") return Architecture::kKimiK3;
   if (model_type == "deepseek_v4") return Architecture::kDeepseekV4;
+  if (model_type == "glm5_next") return Architecture::kGlm5Next;
   return absl::InvalidArgumentError(absl::StrCat("architecture \"", std::string(model_type),
                                                  "\" is not supported (supported: deepseek_v3, "
-                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss, kimi_linear, kimi_k3, deepseek_v4)"));
+                                                 "qwen3_moe, glm4_moe, mixtral, gpt_oss, kimi_linear, kimi_k3, deepseek_v4, glm5_next)"));
 }
 
 uint32_t ModelConfig::NumMoeLayers() const {

@@ -25,6 +25,7 @@ enum class Architecture {
   kKimiLinear,  // Kimi-Linear: KDA linear attention with NoPE MLA every few layers
   kKimiK3,      // Kimi K3: Kimi-Linear + gated MLA, SiTU, LatentMoE, AttnRes (under text_config)
   kDeepseekV4,  // DeepSeek V4: mHC, sliding + compressed MQA with an indexer, hash routing
+  kGlm5Next,    // GLM-5.3-Flash: KDA + DSA (NoPE MLA with a pooled indexer), mHC
 };
 
 enum class RouterKind {
@@ -87,6 +88,13 @@ struct CompressedAttention {
   double compress_rope_theta = 160000.0;  // rope of compressed layers (with YaRN)
   uint32_t o_groups = 0, o_lora_rank = 0;
   uint32_t index_heads = 0, index_head_dim = 0, index_topk = 0;
+};
+
+// GLM-5.3's DSA indexer: pools of `kpool` positions, the best
+// index_topk / kpool of them (and the query's incomplete pool) attended.
+struct DsaIndexer {
+  uint32_t index_heads = 0, index_head_dim = 0, index_topk = 0, kpool = 0;
+  bool select_tail = true;  // index_kpool_always_select_tail
 };
 
 // DeepSeek V4's manifold-constrained hyper-connections: hc_mult residual
@@ -153,6 +161,8 @@ struct ModelConfig {
   CompressedAttention compressed;
   HyperConnections hyper;
   std::vector<bool> hash_layer;  // [num_layers]: routed by token id through tid2eid
+  // GLM-5.3.
+  DsaIndexer dsa;
 
   bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
   bool IsKdaLayer(uint32_t layer) const { return layer < kda_layer.size() && kda_layer[layer]; }

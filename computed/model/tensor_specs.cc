@@ -54,6 +54,17 @@ void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
   specs.Add(p + "kv_b_proj.weight",
             {uint64_t{c.num_heads} * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank});
   if (m.output_gate) specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
+  if (m.dsa_indexer) {  // GLM-5.3's pooled indexer
+    const DsaIndexer& d = c.dsa;
+    const std::string ix = p + "indexer.";
+    specs.Add(ix + "wq_b.weight", {uint64_t{d.index_heads} * d.index_head_dim, c.q_lora_rank});
+    specs.Add(ix + "wk.weight", {d.index_head_dim, c.hidden_size});
+    specs.Add(ix + "k_norm.weight", {d.index_head_dim});
+    specs.Add(ix + "k_norm.bias", {d.index_head_dim});
+    specs.Add(ix + "weights_proj.weight", {d.index_heads, c.hidden_size});
+    specs.Add(ix + "index_kpool_compress_ape", {d.kpool, d.index_head_dim});
+    specs.Add(ix + "index_kpool_compress_gate", {d.index_head_dim, c.hidden_size});
+  }
   specs.Add(p + "o_proj.weight", {c.hidden_size, uint64_t{c.num_heads} * c.v_head_dim});
 }
 
@@ -175,7 +186,7 @@ bool IsPrecisionCritical(const TensorSpec& spec) {
          absl::EndsWith(spec.name, ".router.weight") ||
          absl::EndsWith(spec.name, "_res_proj.weight") ||  // AttnRes queries
          absl::EndsWith(spec.name, "_fn") ||               // mHC mixes
-         absl::EndsWith(spec.name, ".ape") ||              // compressor position biases
+         absl::EndsWith(spec.name, "ape") ||               // compressor / pool position biases
          absl::EndsWith(spec.name, ".tid2eid");            // expert ids
 }
 

@@ -1,6 +1,7 @@
 #include "computed/engine/mixers/mla_attention.h"
 
 #include <cmath>
+#include <numeric>
 
 #include "computed/engine/linear.h"
 #include "computed/engine/mixers/dot.h"
@@ -9,7 +10,7 @@
 namespace warp::computed {
 namespace {
 
-constexpr size_t kLatent = 0, kRopeKey = 1;
+constexpr size_t kLatent = 0, kRopeKey = 1, kIndexKey = 2;  // kIndexKey + 1: index gates
 
 }  // namespace
 
@@ -20,7 +21,10 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Tr
       rope_(plan.rope),
       scale_(plan.softmax_scale),
       latent_eps_(plan.latent_norm_eps),
-      cache_(context, 0, {c.kv_lora_rank, c.qk_rope_head_dim}) {
+      cache_(context, 0,
+             plan.dsa_indexer ? std::vector<uint64_t>{c.kv_lora_rank, c.qk_rope_head_dim,
+                                                      c.dsa.index_head_dim, c.dsa.index_head_dim}
+                              : std::vector<uint64_t>{c.kv_lora_rank, c.qk_rope_head_dim}) {
   const std::string& p = plan.prefix;
   if (c.q_lora_rank > 0) {
     q_a_ = w.Matrix(p + "q_a_proj.weight");
@@ -34,6 +38,7 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Tr
   kv_b_ = w.Matrix(p + "kv_b_proj.weight");
   o_ = w.Matrix(p + "o_proj.weight");
   if (plan.output_gate) gate_ = w.Matrix(p + "g_proj.weight");
+  if (plan.dsa_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, p + "indexer.", pool);
 }
 
 void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
@@ -42,8 +47,9 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   const uint32_t lora = c_.kv_lora_rank, v_dim = c_.v_head_dim;
   const uint32_t q_head = nope + rope;
   std::vector<float> q(uint64_t{n} * heads * q_head);
+  std::vector<float> q_a;  // the q-LoRA latent, normalized
   if (c_.q_lora_rank > 0) {
-    std::vector<float> q_a(uint64_t{n} * c_.q_lora_rank);
+    q_a.resize(uint64_t{n} * c_.q_lora_rank);
     Linear(pool_, q_a_, x.data(), n, q_a.data());
     for (uint32_t t = 0; t < n; ++t) {
       std::span<float> row(q_a.data() + uint64_t{t} * c_.q_lora_rank, c_.q_lora_rank);
@@ -53,6 +59,7 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   } else {
     Linear(pool_, q_b_, x.data(), n, q.data());
   }
+  if (indexer_) indexer_->Project(x, q_a, n);
   std::vector<float> kv_a(uint64_t{n} * (lora + rope));
   Linear(pool_, kv_a_, x.data(), n, kv_a.data());
   for (uint32_t t = 0; t < n; ++t) {  // fill the cache first: later tokens see earlier ones
@@ -68,7 +75,15 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   std::vector<float> kb_row(lora), q_lat(lora), ctx(lora), kv_b_out(kv_b_.rows), scores;
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = first_pos + t;
-    scores.resize(pos + 1);
+    // The positions this token attends to: all before it, or the DSA indexer's choice.
+    std::vector<uint32_t> keys;
+    if (indexer_) {
+      keys = indexer_->Select(t, pos, cache_, kIndexKey);
+    } else {
+      keys.resize(pos + 1);
+      std::iota(keys.begin(), keys.end(), 0u);
+    }
+    scores.resize(keys.size());
     for (uint32_t h = 0; h < heads; ++h) {
       float* qh = q.data() + (uint64_t{t} * heads + h) * q_head;
       rope_.Apply({qh + nope, rope}, pos);
@@ -78,16 +93,16 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
         kernels::DequantizeRow(kv_b_, uint64_t{h} * (nope + v_dim) + i, kb_row);
         for (uint32_t j = 0; j < lora; ++j) q_lat[j] += qh[i] * kb_row[j];
       }
-      for (uint32_t s = 0; s <= pos; ++s) {
-        scores[s] = (Dot(q_lat.data(), cache_.Row(kLatent, s), lora) +
-                     Dot(qh + nope, cache_.Row(kRopeKey, s), rope)) *
+      for (size_t i = 0; i < keys.size(); ++i) {
+        scores[i] = (Dot(q_lat.data(), cache_.Row(kLatent, keys[i]), lora) +
+                     Dot(qh + nope, cache_.Row(kRopeKey, keys[i]), rope)) *
                     scale_;
       }
       Softmax(scores);
       std::fill(ctx.begin(), ctx.end(), 0.0f);
-      for (uint32_t s = 0; s <= pos; ++s) {
-        const float* latent = cache_.Row(kLatent, s);
-        for (uint32_t j = 0; j < lora; ++j) ctx[j] += scores[s] * latent[j];
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const float* latent = cache_.Row(kLatent, keys[i]);
+        for (uint32_t j = 0; j < lora; ++j) ctx[j] += scores[i] * latent[j];
       }
       // Absorb kv_b's value part: o_h = W_vb(h) ctx.
       const uint64_t v_row = uint64_t{h} * (nope + v_dim) + nope;

@@ -8,6 +8,9 @@
 //
 // Thread-compatible: one Forward at a time.
 
+#include <memory>
+
+#include "computed/engine/mixers/pooled_indexer.h"
 #include "computed/engine/ops.h"
 #include "computed/engine/token_mixer.h"
 
@@ -30,7 +33,10 @@ class MlaAttention : public TokenMixer {
   float latent_eps_;  // q_a_layernorm / kv_a_layernorm
   kernels::MatrixView q_a_, q_b_, kv_a_, kv_b_, o_, gate_;  // gate_: output gate (rows 0: none)
   std::span<const float> q_a_norm_, kv_a_norm_;
-  PositionRows cache_;  // kinds 0: latent [kv_lora_rank] after kv_a_layernorm, 1: rotated k_rope
+  std::unique_ptr<PooledIndexer> indexer_;  // DSA (GLM-5.3)
+  // kinds 0: latent [kv_lora_rank] after kv_a_layernorm, 1: rotated k_rope;
+  // DSA: 2, 3: the indexer's keys and gates [index_head_dim]
+  PositionRows cache_;
 };
 
 }  // namespace warp::computed

@@ -53,6 +53,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import models  # noqa: E402
 import deepseek_v4  # noqa: E402  (a family module: models.FAMILY_MODULES)
+import glm5_next  # noqa: E402  (a family module: models.FAMILY_MODULES)
 
 OUT_ROOT = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 N_PROMPT = 24
@@ -453,6 +454,8 @@ VARIANTS = [
      "split": False, "n_prompt": deepseek_v4.N_PROMPT},
     {"name": "deepseek_v4_native", "config": deepseek_v4.variant_config("native"), "storage": "native",
      "seed": 18000, "split": False, "n_prompt": deepseek_v4.N_PROMPT},
+    {"name": "glm5_next_bf16", "config": glm5_next.variant_config("bf16"), "storage": "bf16", "seed": 19000,
+     "split": False, "n_prompt": glm5_next.N_PROMPT},
 ]
 
 # gpt-oss weight scales: the expert gate_up projection has output std ~GPTOSS_GATE_UP_STD, so

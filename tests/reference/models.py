@@ -22,6 +22,8 @@ Families (selected by ``config["model_type"]``):
 * ``kimi_linear``, ``kimi_k3`` - see README.md.
 * ``deepseek_v4``  - in its own module, ``deepseek_v4.py`` (FAMILY_MODULES): mHC streams, sliding +
   compressed (CSA with lightning indexer / HCA) attention with sinks, hash + sqrt-softplus routing.
+* ``glm5_next``    - GLM-5.3-Flash, in ``glm5_next.py`` (FAMILY_MODULES): mHC streams, KDA + DSA (NoPE MLA with
+  the k-pool indexer), clamped-SwiGLU sigmoid MoE, mean stream head.
 
 Specification: Hugging Face transformers modeling code
 (``models/<family>/modeling_<family>.py``, ``modeling_rope_utils.py``).
@@ -175,7 +177,7 @@ def dequant_mxfp4_packed(packed: np.ndarray, scale: np.ndarray) -> np.ndarray:
 # Families implemented in a module of their own (tests/reference/<module>.py), by model_type. Such a module
 # provides convert_checkpoint(config, raw) -> {name: tensor} and a Model(config, weights) class with
 # forward(tokens) / greedy(tokens, n) / trace; load_checkpoint and ReferenceModel hand over to it.
-FAMILY_MODULES = {"deepseek_v4": "deepseek_v4"}
+FAMILY_MODULES = {"deepseek_v4": "deepseek_v4", "glm5_next": "glm5_next"}
 
 
 def family_module(config):

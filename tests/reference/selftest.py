@@ -27,6 +27,10 @@
    sliding + compressed + indexer attention masks against second formulations; the release byte layouts
    (FP8 / FP4 with E8M0 scales, I64 tid2eid) of deepseek_v4_native against hand decoding; V4 mutation
    rows (asserted > 0.05) and the size of the release's QAT round trips (reported only).
+10. GLM-5.3-Flash (glm5_next): the k-pool indexer selection against a transcription of transformers'
+   vectorised Glm5NextTextIndexer (pool indices, finfo.min masking, top-k, tail append, scatter mask), the
+   pooled keys against the padded/-inf/nan_to_num form, the DSA attention against a per-query gather, the
+   checkpoint (F32 set, MTP layer present on disk and skipped); glm5_next mutation rows (asserted > 0.05).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import models as M  # noqa: E402
 import deepseek_v4 as V4  # noqa: E402
+import glm5_next as G5  # noqa: E402
 
 FIX = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 torch.set_num_threads(1)
@@ -152,8 +157,8 @@ def check_fixtures():
 def mutated_diff(name, cfg_mut=None, patch=None):
     saved = {}
     if patch:  # patched before loading, so a patch may also change how weights are decoded
-        for k, v in patch.items():  # "V4.<name>" patches the deepseek_v4 module, a bare name models
-            mod, attr = (V4, k[3:]) if k.startswith("V4.") else (M, k)
+        for k, v in patch.items():  # "V4.<name>" / "G5.<name>" patch deepseek_v4 / glm5_next, a bare name models
+            mod, attr = (V4, k[3:]) if k.startswith("V4.") else (G5, k[3:]) if k.startswith("G5.") else (M, k)
             saved[k] = (mod, attr, getattr(mod, attr))
             setattr(mod, attr, v)
     try:
@@ -245,10 +250,10 @@ def run_mutations():
          {"route_softmax": lambda l, k, n: orig_soft(l, k, False)}),
     ]
     print(f"{'fixture':26s} {'injected mistake':52s} {'max|dlogit|':>12s} greedy-changed")
-    for name, desc, cm, patch in cases + gpt_oss_mutations() + kimi_mutations() + k3_mutations() + v4_mutations():
+    for name, desc, cm, patch in cases + gpt_oss_mutations() + kimi_mutations() + k3_mutations() + v4_mutations() + g5_mutations():
         d, gchg = mutated_diff(name, cm, patch)
         print(f"{name:26s} {desc:52s} {d:12.4g} {gchg}")
-        if name.startswith(("gpt_oss", "kimi", "deepseek_v4")):
+        if name.startswith(("gpt_oss", "kimi", "deepseek_v4", "glm5_next")):
             assert d > 0.05, (name, desc, d)
     v4_qat_measurement()
 
@@ -970,6 +975,141 @@ def v4_qat_measurement():
             print(f"{fx:26s} {desc:52s} {d:12.4g} {g}")
 
 
+# ---- GLM-5.3-Flash (glm5_next) ---------------------------------------------
+
+
+def kpool_select_hf(scores_all, S, kp, topk, tail):
+    """A transcription of transformers' vectorised Glm5NextTextIndexer (batch 1, no padding, no cache):
+    pools over ceil(S / kp) slots, invalid slots -1, pool_valid = all tokens in range, keep = complete pools;
+    candidates = pool_valid & visible(pool end); scores of the others = finfo.min; topk(min(topk // kp, P));
+    selected invalid pools -> -1; tail = first_key + visible_count - visible_count % kp + [0, kp - 2] where
+    offset < tail_count; scatter_add of the valid indices into a [S, S] count, mask = count != 0."""
+    npools = (S + kp - 1) // kp
+    pidx = torch.arange(npools * kp).view(npools, kp)
+    gvalid = pidx < S
+    pool_valid = gvalid.all(-1)
+    pidx = pidx.masked_fill(~gvalid, -1)
+    keep = pool_valid
+    pidx, pool_valid = pidx[keep], pool_valid[keep]
+    sc = scores_all[:, :pidx.shape[0]]
+    visible = torch.arange(S)[None, :] <= torch.arange(S)[:, None]  # [q, kv]
+    pend = pidx[:, -1].clamp(0, S - 1)
+    cand = visible[:, pend] & pool_valid[None]
+    sc = sc.masked_fill(~cand, torch.finfo(sc.dtype).min)
+    k = min(topk // kp, sc.shape[-1])
+    sel = sc.topk(k, dim=-1).indices
+    sel_valid = cand.gather(-1, sel)
+    tok = pidx[sel].flatten(-2).masked_fill(~sel_valid[..., None].expand(S, k, kp).flatten(-2), -1)
+    if tail and kp > 1:
+        vc = visible.long().sum(-1)
+        tcount = vc.remainder(kp)
+        offs = torch.arange(kp - 1)
+        tidx = (vc - tcount)[:, None] + offs
+        tvalid = (offs[None] < tcount[:, None]) & (tidx < S)
+        tvalid &= visible.gather(-1, tidx.clamp(0, S - 1))
+        tok = torch.cat((tok, tidx.masked_fill(~tvalid, -1)), -1)
+    cnt = torch.zeros(S, S, dtype=torch.int32)
+    cnt.scatter_add_(-1, tok.clamp(0, S - 1), (tok >= 0).to(torch.int32))
+    return cnt != 0
+
+
+def check_glm5():
+    torch.manual_seed(5)
+    n_cases = 0
+    for S, kp, topk, tail in ((48, 4, 16, True), (48, 4, 16, False), (23, 4, 8, True), (3, 4, 16, True),
+                              (37, 8, 16, True), (40, 1, 8, True), (64, 16, 32, True), (20, 4, 80, True)):
+        P = S // kp
+        scores = torch.randn(S, max(P, 1))[:, :P]
+        ours, margin, n_vis, n_sel = G5.kpool_select(scores, S, kp, topk, tail)
+        hf = kpool_select_hf(scores, S, kp, topk, tail)
+        assert torch.equal(ours, hf), (S, kp, topk, tail)
+        n_cases += 1
+    # pooled keys: the padded form (ceil pools, -inf on out-of-range slots, softmax over the pool, nan_to_num)
+    e_pool = 0.0
+    for S, kp in ((48, 4), (30, 4), (17, 8)):
+        Di = 12
+        k, gate, ape = torch.randn(S, Di), torch.randn(S, Di) * 2, torch.randn(kp, Di)
+        npools = (S + kp - 1) // kp
+        idx = torch.arange(npools * kp).view(npools, kp)
+        valid = idx < S
+        lg = (gate[idx.clamp(max=S - 1)] + ape[None]).masked_fill(~valid[..., None], float("-inf"))
+        pk = (torch.nan_to_num(lg.softmax(dim=1)) * k[idx.clamp(max=S - 1)]).sum(1)[valid.all(-1)]
+        e_pool = max(e_pool, (pk - G5.pool_keys(k, gate, ape, kp)).abs().max().item())
+    assert e_pool < 1e-5, e_pool
+    # DSA attention on the fixture's layers: masked dense form == per-query gather of the selected keys
+    cfg, w, toks, ref, greedy = load_fixture("glm5_next_bf16")
+    m = M.ReferenceModel(cfg, w)
+    m.forward(toks)
+    c, S = m.c, len(toks)
+    e_att = 0.0
+    for i in [j for j, t in enumerate(m.kinds) if t == "deepseek_sparse_attention"]:
+        xs = torch.randn(S, c["hidden_size"])
+        out, allowed = m.attn_dsa(i, xs, None)
+        p = G5.PREFIX + f"layers.{i}.self_attn."
+        H, dn, dv, eps = c["num_attention_heads"], c["qk_nope_head_dim"], c["v_head_dim"], c["rms_norm_eps"]
+        qr = M.rms_norm(xs @ w[p + "q_a_proj.weight"].T, w[p + "q_a_layernorm.weight"], eps)
+        q = (qr @ w[p + "q_b_proj.weight"].T).view(S, H, dn)
+        kv = (M.rms_norm(xs @ w[p + "kv_a_proj_with_mqa.weight"].T, w[p + "kv_a_layernorm.weight"], eps)
+              @ w[p + "kv_b_proj.weight"].T).view(S, H, dn + dv)
+        heads = torch.zeros(S, H, dv)
+        for t in range(S):
+            sel = allowed[t].nonzero().flatten()
+            assert len(sel) > 0 and int(sel.max()) <= t
+            for h in range(H):
+                a = torch.softmax(kv[sel, h, :dn] @ q[t, h] / math.sqrt(dn), 0)
+                heads[t, h] = a @ kv[sel, h, dn:]
+        alt = heads.reshape(S, H * dv) @ w[p + "o_proj.weight"].T
+        e_att = max(e_att, (alt - out).abs().max().item())
+        assert int(allowed.sum(-1).max()) < S, "the indexer never drops anything"
+    assert e_att < 1e-4, e_att
+    # checkpoint: the MTP layer and the F32 set on disk; the reference does not see the MTP tensors
+    d = os.path.join(FIX, "glm5_next_bf16")
+    raw = M.read_safetensors(os.path.join(d, "model.safetensors"))
+    n = cfg["text_config"]["num_hidden_layers"]
+    mtp = [k for k in raw if k.startswith(G5.PREFIX + f"layers.{n}.")]
+    assert mtp and not any(k in w for k in mtp), mtp
+    f32 = sorted(k for k, (dt, _, _) in raw.items() if dt == "F32")
+    assert all(k.endswith(G5.F32_SUFFIXES) for k in f32) and len(f32) > 0
+    assert all(dt == "BF16" for k, (dt, _, _) in raw.items() if k not in f32)
+    print(f"glm5_next: k-pool selection == transformers' vectorised form ({n_cases} cases), pooled keys == padded "
+          f"form ({e_pool:.1e}), DSA attention == per-query gather ({e_att:.1e}), {len(mtp)} MTP tensors skipped: ok")
+
+
+def g5_mutations():
+    B = "glm5_next_bf16"
+    P = lambda **kw: {"G5." + k: v for k, v in kw.items()}
+    o_sel = G5.kpool_select
+
+    def indexer_off(scores, S, kp, topk, tail):  # every complete visible pool (+ tail) attended
+        return o_sel(scores, S, kp, 10 ** 9, tail)
+
+    def one_pool_less(scores, S, kp, topk, tail):  # index_topk / kpool - 1 pools
+        return o_sel(scores, S, kp, topk - kp, tail)
+
+    def tail_self_only(scores, S, kp, topk, tail):  # the query token instead of its whole incomplete pool
+        allowed, mg, nv, ns = o_sel(scores, S, kp, topk, False)
+        return allowed | torch.eye(S, dtype=torch.bool), mg, nv, ns
+
+    return [
+        (B, "indexer ignored (every closed pool attended)", None, P(kpool_select=indexer_off)),
+        (B, "one pool less selected (index_topk / kpool - 1)", None, P(kpool_select=one_pool_less)),
+        (B, "tail: only the query token, not its incomplete pool", None, P(kpool_select=tail_self_only)),
+        (B, "pooled key = plain mean (no gate / ape softmax)", None, P(POOL_SOFTMAX=False)),
+        (B, "indexer k_norm as RMSNorm (no mean, no bias)", None,
+         P(layer_norm=lambda x, wt, b, eps: M.rms_norm(x, wt, eps))),
+        (B, "final head = stream 0 only (not the mean)", None, P(HEAD_MEAN=False)),
+        (B, "mHC: comb not transposed (comb[k, j])", None, {"V4.COMB_TRANSPOSED": False}),
+        (B, "KDA gate: softplus instead of gate_lower_bound", lambda c: c["text_config"]["linear_attn_config"].update(gate_lower_bound=None, safe_gate=False), None),
+        (B, "DSA scale (dn + dv)^-0.5 instead of dn^-0.5", None,
+         P(masked_attention=lambda q, k, v, a, s: o_att(q, k, v, a, (q.shape[-1] + v.shape[-1]) ** -0.5))),
+        (B, "swiglu clamp omitted", lambda c: c["text_config"].update(swiglu_limit=1e9), None),
+        (B, "routed_scaling_factor omitted", lambda c: c["text_config"].update(routed_scaling_factor=1.0), None),
+    ]
+
+
+o_att = G5.masked_attention
+
+
 if __name__ == "__main__":
     t0 = time.time()
     check_formats()
@@ -984,6 +1124,7 @@ if __name__ == "__main__":
     check_k3()
     check_v4_blocks()
     check_v4_native()
+    check_glm5()
     check_fixtures()
     if "--mutations" in sys.argv[1:]:
         run_mutations()

@@ -339,6 +339,17 @@ TEST_F(DeepseekV4BitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrT
   ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --prefill-chunk 3");
 }
 
+// GLM-5.3: KDA, DSA layers whose pooled indexer picks positions per token,
+// hyper-connections.
+class Glm5NextBitIdentityTest : public StatefulBitIdentityTest {
+ protected:
+  std::string FixtureName() const override { return "glm5_next_bf16"; }
+};
+
+TEST_F(Glm5NextBitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrTransport) {
+  ExpectIdenticalInEveryMode();
+}
+
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
   SetReference("");
   std::vector<std::string> addresses;

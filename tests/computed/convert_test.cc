@@ -448,5 +448,48 @@ TEST_F(DeepseekV4ConvertTest, TheMtpLayerIsSkippedWithALogLine) {
   EXPECT_THAT(result.output, ::testing::ContainsRegex("skipped the [0-9]+ tensors of the MTP layer"));
 }
 
+// GLM-5.3-Flash as released: text_config, explicit 0-based layer_types, a pooled DSA indexer.
+class Glm5NextConvertTest : public ConvertTest {
+ protected:
+  void SetUp() override {
+    fs::copy(FixtureDir("glm5_next_bf16"), hf_, fs::copy_options::recursive);
+  }
+};
+
+TEST_F(Glm5NextConvertTest, LayerTypesOfTheWrongLengthOrKindAreRefused) {
+  WARP_ASSERT_OK(Convert());
+  EditConfig([](json& config) { config["text_config"]["layer_types"].erase(0); });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("config.json: layer_types: must list the 5 layers")));
+  EditConfig([](json& config) {
+    config["text_config"]["layer_types"].insert(config["text_config"]["layer_types"].begin(),
+                                                "sliding_attention");
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("layer_types[0]: \"sliding_attention\" is not")));
+}
+
+TEST_F(Glm5NextConvertTest, AnUnsupportedIndexerKindIsRefusedNamingTheLayer) {
+  EditConfig([](json& config) { config["text_config"]["indexer_types"][4] = "shared"; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("indexer_types[4]: \"shared\" is not supported")));
+}
+
+TEST_F(Glm5NextConvertTest, ATopKThatIsNotWholePoolsIsRefused) {
+  EditConfig([](json& config) { config["text_config"]["index_topk"] = 18; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("index_topk: must be a positive multiple of index_kpool")));
+}
+
+TEST_F(Glm5NextConvertTest, AMissingIndexerTensorIsRefusedByName) {
+  EditHeader([](json& root) {
+    root.erase("model.language_model.layers.2.self_attn.indexer.index_kpool_compress_gate");
+  });
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("model.language_model.layers.2.self_attn.indexer."
+                                 "index_kpool_compress_gate is missing")));
+}
+
 }  // namespace
 }  // namespace warp::computed

@@ -209,7 +209,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,
                                            "mixtral_f32", "gpt_oss_bf16", "gpt_oss_mxfp4",
                                            "gpt_oss_yarn_truncate_f32", "kimi_linear_bf16",
                                            "kimi_k3_bf16", "kimi_k3_mxfp4", "deepseek_v4_bf16",
-                                           "deepseek_v4_native"));
+                                           "deepseek_v4_native", "glm5_next_bf16"));
 
 }  // namespace
 }  // namespace warp::computed

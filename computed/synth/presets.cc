@@ -396,6 +396,53 @@ json DeepseekV4FlashSlice() {
   return config;
 }
 
+// GLM-5.3-Flash in 5 layers (KDA, KDA, DSA, KDA, DSA; the first dense),
+// pools of 4 with 4 kept, 4 hyper-connection streams; about 1 MiB.
+json Glm5NextTiny() {
+  json text{{"model_type", "glm5_next_text"},
+            {"vocab_size", 256},
+            {"hidden_size", 64},
+            {"intermediate_size", 128},
+            {"moe_intermediate_size", 32},
+            {"num_hidden_layers", 5},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 4},
+            {"n_routed_experts", 16},
+            {"n_shared_experts", 1},
+            {"num_experts_per_tok", 4},
+            {"n_group", 1},
+            {"topk_group", 1},
+            {"norm_topk_prob", true},
+            {"routed_scaling_factor", 2.5},
+            {"first_k_dense_replace", 1},
+            {"mlp_layer_types", {"dense", "sparse", "sparse", "sparse", "sparse"}},
+            {"layer_types",
+             {"linear_attention", "linear_attention", "deepseek_sparse_attention",
+              "linear_attention", "deepseek_sparse_attention"}},
+            {"linear_attn_config",
+             {{"head_dim", 16}, {"num_heads", 4}, {"short_conv_kernel_size", 4},
+              {"gate_lower_bound", -5.0}}},
+            {"q_lora_rank", 32},
+            {"kv_lora_rank", 32},
+            {"qk_nope_head_dim", 16},
+            {"qk_rope_head_dim", 0},
+            {"v_head_dim", 32},
+            {"index_n_heads", 8},
+            {"index_head_dim", 32},
+            {"index_topk", 16},
+            {"index_kpool", 4},
+            {"hc_mult", 4},
+            {"hc_sinkhorn_iters", 20},
+            {"hc_eps", 1e-6},
+            {"swiglu_limit", 10.0},
+            {"rms_norm_eps", 1e-5},
+            {"tie_word_embeddings", false}};
+  return json{{"architectures", {"Glm5NextForConditionalGeneration"}},
+              {"model_type", "glm5_next"},
+              {"tie_word_embeddings", false},
+              {"text_config", std::move(text)}};
+}
+
 uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
   uint64_t bytes = 0;
   for (const TensorSpec& spec : TrunkTensorSpecs(config, format)) {
@@ -438,6 +485,8 @@ const std::vector<Preset>& AllPresets() {
       {"deepseek_v4", "v4-flash-slice",
        "DeepSeek V4 Flash shapes: 256 FP4 experts of 2048, top-6, 3 hash layers, CSA/HCA",
        DeepseekV4FlashSlice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
+      {"glm5_next", "tiny", "5 layers (KDA x3, DSA x2), mHC, 16 experts of 64x32, top-4; ~1 MiB",
+       Glm5NextTiny(), TensorFormat::kBF16, TensorFormat::kF32},
       {"kimi_k3", "tiny", "4 layers (KDA x3, gated MLA), AttnRes, 16 MXFP4 latent experts; ~1 MiB",
        KimiK3Tiny(), TensorFormat::kMxfp4B32, TensorFormat::kF32},
       {"kimi_k3", "k3-slice",

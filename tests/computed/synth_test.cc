@@ -124,6 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PresetCase{"deepseek_v4", "tiny"},
                       PresetCase{"deepseek_v4", "v4-flash-slice", 1500ull << 20,
                                  TensorFormat::kQ4B32},
+                      PresetCase{"glm5_next", "tiny"},
                       PresetCase{"kimi_k3", "tiny"},
                       PresetCase{"kimi_k3", "k3-slice", 1300ull << 20, TensorFormat::kQ4B32}),
     [](const auto& info) {
@@ -132,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 12u); }
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 13u); }
 
 // Presets written as C++ literals hold signed integers (Kimi's layer lists).
 TEST(SynthTest, EveryPresetConfigParsesAsWritten) {

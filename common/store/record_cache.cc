@@ -18,6 +18,10 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return false;
   Entry& entry = it->second;
+  if (entry.certain_unclaimed && priority == Priority::kDemand) {
+    entry.certain_unclaimed = false;
+    priority = Priority::kLookahead;  // recency only: the insert counted this use
+  }
   const bool indexed = entry.pin_count == 0;
   if (indexed) {
     WARP_CHECK(by_last_demand_.erase(ColdKey{entry.last_demand, entry.last_use, key}) == 1);
@@ -57,7 +61,9 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
   }
   for (const ExpertKey& victim : victims) Evict(victim);
 
-  Entry entry{.bytes = bytes, .last_use = ++access_clock_};
+  Entry entry{.bytes = bytes,
+              .last_use = ++access_clock_,
+              .certain_unclaimed = priority == Priority::kCertain};
   if (IsUse(priority)) {
     entry.last_demand = ++demand_clock_;
   } else {

@@ -9,6 +9,9 @@
 // Rules it owns, whatever the order:
 // - Pinned records (a read in progress, a lease held) are never evicted.
 // - Demand and certain inserts evict the order's first unpinned candidates.
+// - A certain insert is the use of the demand it was read for: that demand's
+//   touch (the first after the insert) refreshes recency but is not counted
+//   again, so certain-read records do not outrank demand-read ones.
 // - Speculative (lookahead) inserts may only take free bytes or cold records:
 //   they never evict a record that a demand or certain access touched
 //   recently; cold victims go least recently demanded first, never-used
@@ -97,6 +100,9 @@ class RecordCache {
     uint64_t last_use = 0;     // access_clock_ at the last access of any kind
     uint64_t last_demand = 0;  // demand_clock_ at the last demand/certain access; 0: never
     uint32_t pin_count = 0;
+    // Inserted by a CERTAIN read whose demand has not come yet: that demand is
+    // the use the insert already counted, not a second one.
+    bool certain_unclaimed = false;
   };
 
   // Position of an unpinned entry in the order of speculative evictions:

@@ -141,6 +141,37 @@ inline void FillWords(uint64_t stream, uint64_t offset, std::span<std::byte> out
   }
 }
 
+// Rows of shape.back() distinct whole numbers 0 .. integers - 1, each row a
+// uniform draw without replacement (the reference fixtures' randperm(E)[:k]):
+// a hash layer names an expert at most once a token, as top-k routing does,
+// and usage files and traces count a token's experts as a set. Counter-based
+// by row: a row is a pure function of (stream, row index).
+void FillDistinctRows(const FillSpec& spec, uint64_t stream, uint64_t offset,
+                      std::span<std::byte> out) {
+  const uint64_t k = spec.shape.back();
+  WARP_CHECK(k <= spec.integers);
+  std::vector<float> row(k);
+  uint64_t row_idx = UINT64_MAX;
+  for (uint64_t pos = offset; pos < offset + out.size();) {
+    const uint64_t element = pos / sizeof(float);
+    if (element / k != row_idx) {
+      row_idx = element / k;
+      uint64_t hash = stream + row_idx * 0x9e3779b97f4a7c15ull;
+      for (uint64_t j = 0; j < k; ++j) {
+        do {
+          hash = SplitMix64(hash);
+          row[j] = static_cast<float>(hash % spec.integers);
+        } while (std::find(row.begin(), row.begin() + j, row[j]) != row.begin() + j);
+      }
+    }
+    const uint64_t skip = pos - element * sizeof(float);
+    const uint64_t n = std::min<uint64_t>(sizeof(float) - skip, offset + out.size() - pos);
+    std::memcpy(out.data() + (pos - offset),
+                reinterpret_cast<const std::byte*>(&row[element % k]) + skip, n);
+    pos += n;
+  }
+}
+
 }  // namespace
 
 uint64_t StreamKey(uint64_t seed, std::string_view name) {
@@ -150,14 +181,7 @@ uint64_t StreamKey(uint64_t seed, std::string_view name) {
 void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out) {
   if (spec.integers > 0) {
     WARP_CHECK(spec.format == TensorFormat::kF32);
-    return FillWords(stream, offset, out, [n = spec.integers](uint64_t hash) {
-      uint64_t word = 0;
-      for (int k = 0; k < 2; ++k) {
-        const float v = static_cast<float>(static_cast<uint32_t>(hash >> (32 * k)) % n);
-        word |= uint64_t{std::bit_cast<uint32_t>(v)} << (32 * k);
-      }
-      return word;
-    });
+    return FillDistinctRows(spec, stream, offset, out);
   }
   auto fill = [&]<TensorFormat kFormat>() {
     FillWords(stream, offset, out,

@@ -1,9 +1,9 @@
 #pragma once
 
 // Seeded random tensor bytes for synthetic models. Counter-based: every
-// 8-byte word of a tensor is a pure function of (stream, word index), so a
-// tensor can be generated chunk by chunk, in any order, in bounded memory,
-// and the same seed always gives the same bytes.
+// 8-byte word of a tensor (every row of expert ids) is a pure function of
+// (stream, word or row index), so a tensor can be generated chunk by chunk, in
+// any order, in bounded memory, and the same seed always gives the same bytes.
 //
 // Values are zero-centred and symmetric (DESIGN.md#testing: biased codes make
 // every token route to the same experts and flatter caches): a code of 0 is
@@ -24,7 +24,8 @@ struct FillSpec {
   std::vector<uint64_t> shape;
   float center = 0.0f;     // mean of the real values
   float amplitude = 1.0f;  // real values span about center +- amplitude
-  uint32_t integers = 0;   // > 0 (f32 only): whole numbers 0 .. integers - 1 (expert ids)
+  uint32_t integers = 0;   // > 0 (f32 only): whole numbers 0 .. integers - 1 (expert ids),
+                           // distinct within each row of shape.back()
 };
 
 // Stream key of one tensor: mixes the seed with a name that identifies it

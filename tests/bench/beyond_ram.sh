@@ -5,13 +5,16 @@
 # BUDGET; O_DIRECT reads bypass the page cache, so the expert cache inside the
 # budget is the only RAM the experts get). Each run prints the cgroup's peak
 # memory. A/B in the same run at equal budget: prefetch + lookahead, lookahead
-# off, the synchronous path, and a lookahead as wide as the router's top-k.
+# off, the synchronous path, and a lookahead as wide as the router's top-k
+# (when that is not the default 6); then an architecture's own A/B, if it has
+# one: DeepSeek V4's hash layers with their CERTAIN reads off and on, twice.
 # fio reads one bank (record-sized O_DIRECT random reads, 4 in flight as the
 # embedded store's --io-threads) before and after, as the disk's bound and its
 # drift. Figures go to docs/EFFICIENCY.md.
 #   tests/bench/beyond_ram.sh BUILD_DIR [MODEL_SIZE] [BUDGET] [ARCH/PRESET]
 #   tests/bench/beyond_ram.sh build 30G 8G                     # Kimi K2 slice
 #   tests/bench/beyond_ram.sh build 50G 12G kimi_k3/k3-slice   # Kimi K3 slice
+#   tests/bench/beyond_ram.sh build 22G 6G deepseek_v4/v4-flash-slice  # 6 layers, 3 hashed
 set -euo pipefail
 build=${1:-build}
 size=${2:-30G}
@@ -39,7 +42,7 @@ working_set=$(( top_k * moe_layers * record_bytes ))
 # stage report's "read a token" is what the layers asked for, hits included:
 # the working set itself with --prefill-chunk 1.)
 per_token() {
-  awk -v ws="$working_set" '/^\[/ {
+  awk -v ws="$working_set" '/^\[[0-9]+ tokens/ {
     for (i = 1; i < NF; ++i) if ($i == "read") { value = $(i + 1); unit = $(i + 2) }
     sub(/]$/, "", unit)
     scale = unit == "KiB" ? 2^10 : unit == "MiB" ? 2^20 : unit == "GiB" ? 2^30 : 1
@@ -71,7 +74,16 @@ echo
 disk_bound before
 
 prompt=$(seq -s, 11 26)  # 16 prompt tokens
-for config in "" "--lookahead 0" "--no-prefetch --lookahead 0" "" "--lookahead $top_k"; do
+# The first row is repeated fourth: the first run after synth reads slower (LEARNED.md).
+# Synchronous reads nothing ahead, hash layers' certain reads included.
+configs=("" "--lookahead 0" "--no-prefetch --lookahead 0 --no-certain" "")
+if (( top_k != 6 )); then configs+=("--lookahead $top_k"); fi
+case $arch in
+  # Hash layers' experts read CERTAIN at a chunk's start, off then on, twice (A B A B
+  # with the row before): the disk drifts more than the effect.
+  deepseek_v4) configs+=("--no-certain" "" "--no-certain") ;;
+esac
+for config in "${configs[@]}"; do
   echo
   echo "== budget $budget ${config:-(prefetch + lookahead 6)}"
   decode -n 16 --budget "$budget" --prefill-chunk 1 --stages $config

@@ -97,6 +97,33 @@ TEST(RecordCacheTest, CertainTouchCountsLikeDemand) {
               Optional(ElementsAre(Key(1))));
 }
 
+// A certain read is issued for the demand that follows it: the insert and that
+// demand are one use, not two. Counted twice, every hash layer's record
+// outranked every learned layer's and the cache read 18% more than without
+// certain reads (EFFICIENCY.md, the V4 Flash slice).
+TEST(RecordCacheTest, CertainInsertAndTheDemandItServesAreOneUse) {
+  RecordCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // key 0: frequency 2, older
+  InsertFresh(cache, Key(1), Priority::kCertain);
+  ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));  // the demand it was read for: still 1
+
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
+              Optional(ElementsAre(Key(1))));
+}
+
+TEST(RecordCacheTest, DemandsAfterTheOneACertainReadServedCount) {
+  RecordCache cache = MakeCache(2);
+  InsertFresh(cache, Key(0));
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // key 0: frequency 2, older
+  InsertFresh(cache, Key(1), Priority::kCertain);
+  ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
+  ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));  // a second use: frequency 2, newer
+
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
+              Optional(ElementsAre(Key(0))));
+}
+
 TEST(RecordCacheTest, TouchOfMissingKeyReturnsFalse) {
   RecordCache cache = MakeCache(2);
   EXPECT_FALSE(cache.Touch(Key(7), Priority::kDemand));

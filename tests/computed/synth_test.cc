@@ -308,5 +308,42 @@ TEST(SynthTest, RouterSpreadsRandomTokensOverExperts) {
   EXPECT_GE(chosen.size(), experts * 3 / 4);
 }
 
+// A hash layer's table names top-k distinct experts for every token, as the
+// reference fixtures' randperm(E)[:k] and top-k routing do (a repeated id made
+// --learn write a usage file it refused to read back), and spreads the
+// vocabulary over all the experts.
+TEST(SynthTest, HashTablesNameDistinctExpertsForEveryToken) {
+  warp::testing::TempDir dir;
+  auto result = SynthesizeModel(dir / "m.warp", {.arch = "deepseek_v4", .preset = "tiny"});
+  WARP_ASSERT_OK(result);
+  auto model = ParseModelConfig("deepseek_v4", result->manifest.config);
+  WARP_ASSERT_OK(model);
+  auto trunk = ReadFileToString(dir / "m.warp" / "trunk.bin");
+  WARP_ASSERT_OK(trunk);
+  int tables = 0;
+  for (const TensorEntry& tensor : result->manifest.trunk) {
+    if (!tensor.name.ends_with(".tid2eid")) continue;
+    ++tables;
+    ASSERT_EQ(tensor.format, TensorFormat::kF32);
+    ASSERT_EQ(tensor.shape[1], model->experts_per_token);
+    std::vector<float> ids(tensor.shape[0] * tensor.shape[1]);
+    std::memcpy(ids.data(), trunk->data() + tensor.data.offset, tensor.data.bytes);
+    std::set<float> used;
+    for (uint64_t token = 0; token < tensor.shape[0]; ++token) {
+      std::set<float> row(ids.begin() + token * tensor.shape[1],
+                          ids.begin() + (token + 1) * tensor.shape[1]);
+      EXPECT_EQ(row.size(), tensor.shape[1]) << tensor.name << " token " << token;
+      for (float id : row) {
+        EXPECT_EQ(id, std::floor(id));
+        EXPECT_LT(id, model->num_experts);
+      }
+      used.insert(row.begin(), row.end());
+    }
+    EXPECT_EQ(used.size(), model->num_experts) << tensor.name;
+    EXPECT_GE(*used.begin(), 0.0f);
+  }
+  EXPECT_EQ(tables, 2);  // the tiny preset's num_hash_layers
+}
+
 }  // namespace
 }  // namespace warp::computed

@@ -140,15 +140,7 @@ class DeepseekV4 : public ModelFamily {
     WARP_RETURN_IF_ERROR(ParseRates(json, ca));
     WARP_RETURN_IF_ERROR(ParseLayerKinds(json, out));
     WARP_RETURN_IF_ERROR(ParseHashLayers(json, out));
-    HyperConnections& hc = out.hyper;
-    WARP_ASSIGN_OR_RETURN(hc.mult, Uint(json, "hc_mult"));
-    WARP_ASSIGN_OR_RETURN(hc.sinkhorn_iters, UintOr(json, "hc_sinkhorn_iters", 20));
-    WARP_ASSIGN_OR_RETURN(double hc_eps, DoubleOr(json, "hc_eps", 1e-6));
-    hc.eps = static_cast<float>(hc_eps);
-    if (hc.mult == 0 || hc.sinkhorn_iters == 0) {
-      return KeyError("hc_mult/hc_sinkhorn_iters", "must be positive");
-    }
-    return absl::OkStatus();
+    return ParseHyperConnections(json, out.hyper);
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
@@ -195,8 +187,7 @@ class DeepseekV4 : public ModelFamily {
         l.ffn.shared_prefix = p + "ffn.shared_experts";
         l.ffn.shared_intermediate = uint64_t{c.moe_intermediate_size} * c.num_shared_experts;
       }
-      l.mixer_hc = {.fn = p + "hc_attn_fn", .base = p + "hc_attn_base", .scale = p + "hc_attn_scale"};
-      l.ffn_hc = {.fn = p + "hc_ffn_fn", .base = p + "hc_ffn_base", .scale = p + "hc_ffn_scale"};
+      HyperSites(p, l);
       plan.layers.push_back(std::move(l));
     }
     return plan;

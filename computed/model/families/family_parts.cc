@@ -51,6 +51,22 @@ absl::Status ParseMla(const Json& json, ModelConfig& out) {
   return absl::OkStatus();
 }
 
+absl::Status ParseHyperConnections(const Json& json, HyperConnections& hc) {
+  WARP_ASSIGN_OR_RETURN(hc.mult, Uint(json, "hc_mult"));
+  WARP_ASSIGN_OR_RETURN(hc.sinkhorn_iters, UintOr(json, "hc_sinkhorn_iters", 20));
+  WARP_ASSIGN_OR_RETURN(double eps, DoubleOr(json, "hc_eps", 1e-6));
+  hc.eps = static_cast<float>(eps);
+  if (hc.mult == 0 || hc.sinkhorn_iters == 0) {
+    return KeyError("hc_mult/hc_sinkhorn_iters", "must be positive");
+  }
+  return absl::OkStatus();
+}
+
+void HyperSites(const std::string& p, LayerPlan& l) {
+  l.mixer_hc = {.fn = p + "hc_attn_fn", .base = p + "hc_attn_base", .scale = p + "hc_attn_scale"};
+  l.ffn_hc = {.fn = p + "hc_ffn_fn", .base = p + "hc_ffn_base", .scale = p + "hc_ffn_scale"};
+}
+
 std::string LayerPrefix(uint32_t layer) { return absl::StrCat("model.layers.", layer, "."); }
 
 LayerPlan PreNormLayer(uint32_t layer) {

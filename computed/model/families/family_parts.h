@@ -40,6 +40,11 @@ absl::Status ParseGroupRouting(const Json& json, ModelConfig& config,
 // qk_nope_head_dim, qk_rope_head_dim, v_head_dim (deepseek_v3, Kimi).
 absl::Status ParseMla(const Json& json, ModelConfig& config);
 
+// hc_mult, hc_sinkhorn_iters, hc_eps (DeepSeek V4, GLM-5.3).
+absl::Status ParseHyperConnections(const Json& json, HyperConnections& hc);
+// The layer's hyper-connection sites under `layer_prefix`: hc_attn_{fn,base,scale}, hc_ffn_*.
+void HyperSites(const std::string& layer_prefix, LayerPlan& plan);
+
 // "model.layers.N."
 std::string LayerPrefix(uint32_t layer);
 

@@ -106,15 +106,7 @@ class Glm5Next : public ModelFamily {
     WARP_RETURN_IF_ERROR(ParseIndexer(json, out));
     WARP_ASSIGN_OR_RETURN(double limit, DoubleOr(json, "swiglu_limit", 0.0));
     out.glu.limit = static_cast<float>(limit);
-    HyperConnections& hc = out.hyper;
-    WARP_ASSIGN_OR_RETURN(hc.mult, Uint(json, "hc_mult"));
-    WARP_ASSIGN_OR_RETURN(hc.sinkhorn_iters, UintOr(json, "hc_sinkhorn_iters", 20));
-    WARP_ASSIGN_OR_RETURN(double hc_eps, DoubleOr(json, "hc_eps", 1e-6));
-    hc.eps = static_cast<float>(hc_eps);
-    if (hc.mult == 0 || hc.sinkhorn_iters == 0) {
-      return KeyError("hc_mult/hc_sinkhorn_iters", "must be positive");
-    }
-    return absl::OkStatus();
+    return ParseHyperConnections(json, out.hyper);
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
@@ -144,8 +136,7 @@ class Glm5Next : public ModelFamily {
       l.ffn = c.IsMoeLayer(layer) ? GroupRoutedMoe(c, p + "mlp")
                                   : DenseMlp(p + "mlp", c.intermediate_size);
       l.ffn.glu = c.glu;
-      l.mixer_hc = {.fn = p + "hc_attn_fn", .base = p + "hc_attn_base", .scale = p + "hc_attn_scale"};
-      l.ffn_hc = {.fn = p + "hc_ffn_fn", .base = p + "hc_ffn_base", .scale = p + "hc_ffn_scale"};
+      HyperSites(p, l);
       plan.layers.push_back(std::move(l));
     }
     return plan;  // hc_head stays empty: the head is the streams' mean

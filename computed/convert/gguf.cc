@@ -1,0 +1,275 @@
+#include "computed/convert/gguf.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace warp::computed {
+namespace {
+
+constexpr uint32_t kMagic = 0x46554747;  // "GGUF", little-endian
+// Limits that keep a corrupt header from allocating without bound.
+constexpr uint64_t kMaxCount = uint64_t{1} << 24;
+constexpr uint64_t kMaxString = uint64_t{1} << 26;
+constexpr uint32_t kMaxDims = 8;
+constexpr uint32_t kTypeArray = 9, kTypeString = 8;
+
+// Little-endian reads over the file through a buffer, with the position for errors.
+class Cursor {
+ public:
+  Cursor(int fd, uint64_t size, const std::string& path) : fd_(fd), size_(size), path_(path) {}
+
+  uint64_t position() const { return pos_; }
+
+  absl::Status Bytes(void* out, uint64_t n) {
+    if (n > size_ - std::min(pos_, size_)) {
+      return absl::DataLossError(absl::StrCat(path_, ": truncated header: ", n, " bytes at offset ",
+                                              pos_, " run past the end (", size_, " bytes)"));
+    }
+    auto* dst = static_cast<std::byte*>(out);
+    while (n > 0) {
+      if (pos_ < buffer_start_ || pos_ >= buffer_start_ + buffer_.size()) {
+        buffer_start_ = pos_;
+        buffer_.resize(std::min<uint64_t>(kChunk, size_ - pos_));
+        WARP_RETURN_IF_ERROR(PreadFull(fd_, buffer_, pos_, path_));
+      }
+      const uint64_t at = pos_ - buffer_start_;
+      const uint64_t take = std::min<uint64_t>(n, buffer_.size() - at);
+      std::memcpy(dst, buffer_.data() + at, take);
+      dst += take;
+      pos_ += take;
+      n -= take;
+    }
+    return absl::OkStatus();
+  }
+
+  template <typename T>
+  absl::StatusOr<T> Scalar() {
+    T value;
+    WARP_RETURN_IF_ERROR(Bytes(&value, sizeof(T)));
+    return value;
+  }
+
+  absl::StatusOr<std::string> String() {
+    WARP_ASSIGN_OR_RETURN(uint64_t n, Scalar<uint64_t>());
+    if (n > kMaxString) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": a string of ", n, " bytes at offset ", pos_ - 8));
+    }
+    std::string s(n, '\0');
+    WARP_RETURN_IF_ERROR(Bytes(s.data(), n));
+    return s;
+  }
+
+ private:
+  static constexpr uint64_t kChunk = 1 << 20;
+  int fd_;
+  uint64_t size_, pos_ = 0, buffer_start_ = 0;
+  std::string path_;
+  std::vector<std::byte> buffer_;
+};
+
+absl::StatusOr<GgufValue> ReadValue(Cursor& in, uint32_t type, const std::string& where,
+                                    bool in_array = false) {
+  GgufValue v{.type = type};
+  switch (type) {
+    case 0: { WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>()); v.value = uint64_t{x}; break; }
+    case 1: { WARP_ASSIGN_OR_RETURN(int8_t x, in.Scalar<int8_t>()); v.value = int64_t{x}; break; }
+    case 2: { WARP_ASSIGN_OR_RETURN(uint16_t x, in.Scalar<uint16_t>()); v.value = uint64_t{x}; break; }
+    case 3: { WARP_ASSIGN_OR_RETURN(int16_t x, in.Scalar<int16_t>()); v.value = int64_t{x}; break; }
+    case 4: { WARP_ASSIGN_OR_RETURN(uint32_t x, in.Scalar<uint32_t>()); v.value = uint64_t{x}; break; }
+    case 5: { WARP_ASSIGN_OR_RETURN(int32_t x, in.Scalar<int32_t>()); v.value = int64_t{x}; break; }
+    case 6: { WARP_ASSIGN_OR_RETURN(float x, in.Scalar<float>()); v.value = double{x}; break; }
+    case 7: { WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>()); v.value = x != 0; break; }
+    case 8: { WARP_ASSIGN_OR_RETURN(std::string x, in.String()); v.value = std::move(x); break; }
+    case 10: { WARP_ASSIGN_OR_RETURN(uint64_t x, in.Scalar<uint64_t>()); v.value = x; break; }
+    case 11: { WARP_ASSIGN_OR_RETURN(int64_t x, in.Scalar<int64_t>()); v.value = x; break; }
+    case 12: { WARP_ASSIGN_OR_RETURN(double x, in.Scalar<double>()); v.value = x; break; }
+    case kTypeArray: {
+      if (in_array) return absl::InvalidArgumentError(absl::StrCat(where, ": nested arrays"));
+      WARP_ASSIGN_OR_RETURN(uint32_t element, in.Scalar<uint32_t>());
+      WARP_ASSIGN_OR_RETURN(uint64_t n, in.Scalar<uint64_t>());
+      if (n > kMaxCount) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": an array of ", n, " elements"));
+      }
+      GgufArray array;
+      array.reserve(n);
+      for (uint64_t i = 0; i < n; ++i) {
+        WARP_ASSIGN_OR_RETURN(GgufValue e, ReadValue(in, element, where, /*in_array=*/true));
+        array.push_back(std::move(e));
+      }
+      v.value = std::move(array);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(where, ": unknown value type ", type));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<GgmlBlock> GgmlBlockOf(uint32_t type) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::kF32: return GgmlBlock{1, 4};
+    case GgmlType::kF16: return GgmlBlock{1, 2};
+    case GgmlType::kBF16: return GgmlBlock{1, 2};
+    case GgmlType::kQ4_0: return GgmlBlock{32, 18};
+    case GgmlType::kQ4_1: return GgmlBlock{32, 20};
+    case GgmlType::kQ5_0: return GgmlBlock{32, 22};
+    case GgmlType::kQ5_1: return GgmlBlock{32, 24};
+    case GgmlType::kQ8_0: return GgmlBlock{32, 34};
+    case GgmlType::kQ8_1: return GgmlBlock{32, 36};
+    case GgmlType::kQ2_K: return GgmlBlock{256, 84};
+    case GgmlType::kQ3_K: return GgmlBlock{256, 110};
+    case GgmlType::kQ4_K: return GgmlBlock{256, 144};
+    case GgmlType::kQ5_K: return GgmlBlock{256, 176};
+    case GgmlType::kQ6_K: return GgmlBlock{256, 210};
+    case GgmlType::kQ8_K: return GgmlBlock{256, 292};
+    case GgmlType::kMXFP4: return GgmlBlock{32, 17};
+  }
+  return std::nullopt;
+}
+
+std::string GgmlTypeName(uint32_t type) {
+  static const std::map<uint32_t, const char*> names = {
+      {0, "F32"},   {1, "F16"},   {2, "Q4_0"},  {3, "Q4_1"},  {6, "Q5_0"},   {7, "Q5_1"},
+      {8, "Q8_0"},  {9, "Q8_1"},  {10, "Q2_K"}, {11, "Q3_K"}, {12, "Q4_K"},  {13, "Q5_K"},
+      {14, "Q6_K"}, {15, "Q8_K"}, {30, "BF16"}, {39, "MXFP4"}};
+  auto it = names.find(type);
+  return it != names.end() ? it->second : absl::StrCat("type ", type);
+}
+
+absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::path& path) {
+  const std::string where = path.string();
+  WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
+  WARP_ASSIGN_OR_RETURN(uint64_t size, FileSize(file.fd.get(), where));
+  auto g = std::unique_ptr<GgufFile>(new GgufFile());
+  g->path_ = path;
+  Cursor in(file.fd.get(), size, where);
+  WARP_ASSIGN_OR_RETURN(uint32_t magic, in.Scalar<uint32_t>());
+  if (magic != kMagic) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": not a GGUF file (magic 0x",
+                                                   absl::Hex(magic, absl::kZeroPad8), ")"));
+  }
+  WARP_ASSIGN_OR_RETURN(g->version_, in.Scalar<uint32_t>());
+  if (g->version_ != 2 && g->version_ != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": GGUF version ", g->version_, " is not supported (2, 3)"));
+  }
+  WARP_ASSIGN_OR_RETURN(uint64_t n_tensors, in.Scalar<uint64_t>());
+  WARP_ASSIGN_OR_RETURN(uint64_t n_kv, in.Scalar<uint64_t>());
+  if (n_tensors > kMaxCount || n_kv > kMaxCount) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", n_tensors, " tensors and ", n_kv,
+                                                   " metadata keys: not a plausible header"));
+  }
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    WARP_ASSIGN_OR_RETURN(std::string key, in.String());
+    WARP_ASSIGN_OR_RETURN(uint32_t type, in.Scalar<uint32_t>());
+    WARP_ASSIGN_OR_RETURN(GgufValue value, ReadValue(in, type, absl::StrCat(where, ": ", key)));
+    if (!g->metadata_.emplace(key, std::move(value)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": metadata key ", key, " twice"));
+    }
+  }
+  if (g->metadata_.contains("general.alignment")) {
+    WARP_ASSIGN_OR_RETURN(g->alignment_, g->Uint("general.alignment"));
+    if (g->alignment_ == 0 || (g->alignment_ & (g->alignment_ - 1)) != 0) {
+      return g->KeyError("general.alignment", "must be a power of two");
+    }
+  }
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    GgufTensor t;
+    WARP_ASSIGN_OR_RETURN(t.name, in.String());
+    WARP_ASSIGN_OR_RETURN(uint32_t n_dims, in.Scalar<uint32_t>());
+    if (n_dims == 0 || n_dims > kMaxDims) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": tensor ", t.name, " has ", n_dims, " dimensions"));
+    }
+    uint64_t elements = 1;
+    for (uint32_t d = 0; d < n_dims; ++d) {
+      WARP_ASSIGN_OR_RETURN(uint64_t dim, in.Scalar<uint64_t>());
+      if (dim == 0 || __builtin_mul_overflow(elements, dim, &elements) || elements > (uint64_t{1} << 50)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": tensor ", t.name, " has an impossible shape"));
+      }
+      t.dims.push_back(dim);
+    }
+    WARP_ASSIGN_OR_RETURN(t.type, in.Scalar<uint32_t>());
+    WARP_ASSIGN_OR_RETURN(uint64_t relative, in.Scalar<uint64_t>());
+    const std::optional<GgmlBlock> block = GgmlBlockOf(t.type);
+    if (!block) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " is ",
+                                                     GgmlTypeName(t.type), ", which WARP does not read"));
+    }
+    if (t.dims[0] % block->elements != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": tensor ", t.name, " (", GgmlTypeName(t.type), ") has rows of ",
+                       t.dims[0], " elements, not whole blocks of ", block->elements));
+    }
+    if (relative % g->alignment_ != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " at offset ",
+                                                     relative, " is not aligned to ", g->alignment_));
+    }
+    t.bytes = elements / block->elements * block->bytes;
+    t.offset = relative;  // made absolute below, once the directory's end is known
+    if (!g->by_name_.emplace(t.name, g->tensors_.size()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " twice"));
+    }
+    g->tensors_.push_back(std::move(t));
+  }
+  const uint64_t data_start = (in.position() + g->alignment_ - 1) / g->alignment_ * g->alignment_;
+  for (GgufTensor& t : g->tensors_) {
+    t.offset += data_start;
+    if (t.offset > size || t.bytes > size - t.offset) {
+      return absl::DataLossError(absl::StrCat(where, ": tensor ", t.name, " (", t.bytes,
+                                              " bytes at offset ", t.offset,
+                                              ") runs past the end of the file (", size, " bytes)"));
+    }
+  }
+  g->fd_ = std::move(file.fd);
+  return g;
+}
+
+const GgufTensor* GgufFile::Find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &tensors_[it->second];
+}
+
+absl::Status GgufFile::KeyError(const std::string& key, std::string_view problem) const {
+  return absl::InvalidArgumentError(absl::StrCat(path_.string(), ": ", key, ": ", std::string(problem)));
+}
+
+absl::StatusOr<uint64_t> GgufFile::Uint(const std::string& key) const {
+  auto it = metadata_.find(key);
+  if (it == metadata_.end()) return KeyError(key, "missing");
+  if (const auto* u = std::get_if<uint64_t>(&it->second.value)) return *u;
+  if (const auto* i = std::get_if<int64_t>(&it->second.value); i && *i >= 0) return uint64_t(*i);
+  return KeyError(key, "must be a non-negative integer");
+}
+
+absl::StatusOr<double> GgufFile::Float(const std::string& key) const {
+  auto it = metadata_.find(key);
+  if (it == metadata_.end()) return KeyError(key, "missing");
+  if (const auto* d = std::get_if<double>(&it->second.value)) return *d;
+  if (const auto* u = std::get_if<uint64_t>(&it->second.value)) return double(*u);
+  if (const auto* i = std::get_if<int64_t>(&it->second.value)) return double(*i);
+  return KeyError(key, "must be a number");
+}
+
+absl::StatusOr<std::string> GgufFile::String(const std::string& key) const {
+  auto it = metadata_.find(key);
+  if (it == metadata_.end()) return KeyError(key, "missing");
+  if (const auto* s = std::get_if<std::string>(&it->second.value)) return *s;
+  return KeyError(key, "must be a string");
+}
+
+absl::Status GgufFile::Read(const GgufTensor& tensor, uint64_t offset, std::span<std::byte> out) const {
+  if (offset > tensor.bytes || out.size() > tensor.bytes - offset) {
+    return absl::OutOfRangeError(absl::StrCat(path_.string(), ": tensor ", tensor.name, ": bytes [",
+                                              offset, ", ", offset + out.size(), ") of ", tensor.bytes));
+  }
+  return PreadFull(fd_.get(), out, tensor.offset + offset, path_.string());
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,194 @@
+// GgufFile: the GGUF header, metadata and tensor directory, and what it
+// refuses (each refusal names the file and what is wrong).
+
+#include "computed/convert/gguf.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp::computed {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+// Writes GGUF files byte by byte as docs/gguf.md lays them out.
+class GgufWriter {
+ public:
+  uint32_t magic = 0x46554747, version = 3;
+
+  void Uint32(const std::string& key, uint32_t v) { Kv(key, 4, Pod(v)); }
+  void Float32(const std::string& key, float v) { Kv(key, 6, Pod(v)); }
+  void Str(const std::string& key, const std::string& v) { Kv(key, 8, String(v)); }
+  void Strings(const std::string& key, const std::vector<std::string>& v) {
+    std::string body = Pod(uint32_t{8}) + Pod(uint64_t{v.size()});
+    for (const std::string& s : v) body += String(s);
+    Kv(key, 9, body);
+  }
+  // A tensor of `type` with dims innermost first and `data` (its bytes); `offset`
+  // overrides the aligned offset the writer would give it.
+  void Tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, std::string data,
+              std::optional<uint64_t> offset = std::nullopt) {
+    tensors_.push_back({name, std::move(dims), type, std::move(data), offset});
+  }
+
+  std::string Bytes(size_t drop_tail = 0) const {
+    std::string out = Pod(magic) + Pod(version) + Pod(uint64_t{tensors_.size()}) +
+                      Pod(uint64_t{kv_count_}) + kv_;
+    std::string data;
+    for (const auto& t : tensors_) {
+      while (data.size() % 32 != 0) data.push_back('\0');
+      out += String(t.name) + Pod(uint32_t(t.dims.size()));
+      for (uint64_t d : t.dims) out += Pod(d);
+      out += Pod(t.type) + Pod(t.offset.value_or(data.size()));
+      data += t.data;
+    }
+    while (out.size() % 32 != 0) out.push_back('\0');
+    out += data;
+    return out.substr(0, out.size() - drop_tail);
+  }
+
+ private:
+  struct T {
+    std::string name;
+    std::vector<uint64_t> dims;
+    uint32_t type;
+    std::string data;
+    std::optional<uint64_t> offset;
+  };
+  template <typename V>
+  static std::string Pod(V v) {
+    return std::string(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  static std::string String(const std::string& s) { return Pod(uint64_t{s.size()}) + s; }
+  void Kv(const std::string& key, uint32_t type, const std::string& value) {
+    kv_ += String(key) + Pod(type) + value;
+    ++kv_count_;
+  }
+
+  std::string kv_;
+  size_t kv_count_ = 0;
+  std::vector<T> tensors_;
+};
+
+class GgufTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<std::unique_ptr<GgufFile>> Open(const GgufWriter& writer, size_t drop_tail = 0) {
+    const auto path = dir_ / "m.gguf";
+    std::ofstream(path, std::ios::binary) << writer.Bytes(drop_tail);
+    return GgufFile::Open(path);
+  }
+
+  // A small well-formed file: metadata of each kind and three tensor types.
+  static GgufWriter Sample() {
+    GgufWriter w;
+    w.Str("general.architecture", "qwen3moe");
+    w.Uint32("qwen3moe.expert_count", 8);
+    w.Float32("qwen3moe.rope.freq_base", 1e6f);
+    w.Strings("tokenizer.ggml.tokens", {"a", "b", "<|im_end|>"});
+    std::string f32(4 * 64, '\0');
+    for (size_t i = 0; i < f32.size(); ++i) f32[i] = static_cast<char>(i);
+    w.Tensor("blk.0.attn_norm.weight", {64}, 0, f32);
+    w.Tensor("blk.0.ffn_down_exps.weight", {32, 4, 8}, 8, std::string(4 * 8 * 34, '\x11'));
+    w.Tensor("blk.0.ffn_gate_exps.weight", {256, 2}, 12, std::string(2 * 144, '\x22'));
+    return w;
+  }
+
+  warp::testing::TempDir dir_;
+};
+
+TEST_F(GgufTest, ReadsTheMetadataAndTheTensorDirectory) {
+  auto file = Open(Sample());
+  WARP_ASSERT_OK(file);
+  const GgufFile& g = **file;
+  EXPECT_EQ(g.version(), 3u);
+  EXPECT_EQ(*g.String("general.architecture"), "qwen3moe");
+  EXPECT_EQ(*g.Uint("qwen3moe.expert_count"), 8u);
+  EXPECT_EQ(*g.Float("qwen3moe.rope.freq_base"), 1e6);
+  const auto& tokens = std::get<GgufArray>(g.metadata().at("tokenizer.ggml.tokens").value);
+  ASSERT_EQ(tokens.size(), 3u);
+  EXPECT_EQ(std::get<std::string>(tokens[2].value), "<|im_end|>");
+  ASSERT_EQ(g.tensors().size(), 3u);
+  const GgufTensor* down = g.Find("blk.0.ffn_down_exps.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->dims, (std::vector<uint64_t>{32, 4, 8}));  // innermost first
+  EXPECT_EQ(down->bytes, 4u * 8 * 34);                        // Q8_0: 34 bytes per 32
+  EXPECT_EQ(g.Find("blk.0.ffn_gate_exps.weight")->bytes, 2u * 144);  // Q4_K: 144 per 256
+  const GgufTensor* norm = g.Find("blk.0.attn_norm.weight");
+  std::vector<std::byte> bytes(8);
+  WARP_ASSERT_OK(g.Read(*norm, 4, bytes));
+  EXPECT_EQ(std::to_integer<int>(bytes[0]), 4);
+  EXPECT_EQ(norm->offset % 32, 0u);
+  EXPECT_EQ(GgmlBlockOf(39)->bytes, 17u);  // MXFP4
+}
+
+TEST_F(GgufTest, AMissingOrMistypedKeyIsNamed) {
+  auto file = Open(Sample());
+  WARP_ASSERT_OK(file);
+  EXPECT_THAT((*file)->Uint("qwen3moe.block_count"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("m.gguf: qwen3moe.block_count: missing"))));
+  EXPECT_THAT((*file)->Uint("general.architecture"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a non-negative integer")));
+}
+
+TEST_F(GgufTest, BadMagicIsRefused) {
+  GgufWriter w = Sample();
+  w.magic = 0x4c4c4747;
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                AllOf(HasSubstr("m.gguf"), HasSubstr("not a GGUF file"))));
+}
+
+TEST_F(GgufTest, AnUnsupportedVersionIsRefused) {
+  GgufWriter w = Sample();
+  w.version = 1;
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("GGUF version 1 is not supported (2, 3)")));
+}
+
+TEST_F(GgufTest, TruncatedTensorDataIsRefusedNamingTheTensor) {
+  EXPECT_THAT(Open(Sample(), /*drop_tail=*/10),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("tensor blk.0.ffn_gate_exps.weight"),
+                             HasSubstr("runs past the end of the file"))));
+}
+
+TEST_F(GgufTest, AnOffsetPastTheEndIsRefusedNamingTheTensor) {
+  GgufWriter w = Sample();
+  w.Tensor("blk.1.attn_norm.weight", {64}, 0, "", uint64_t{1} << 30);
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kDataLoss,
+                                AllOf(HasSubstr("tensor blk.1.attn_norm.weight"),
+                                      HasSubstr("runs past the end"))));
+}
+
+TEST_F(GgufTest, ATruncatedHeaderIsRefused) {
+  GgufWriter w = Sample();
+  const std::string bytes = w.Bytes();
+  std::ofstream(dir_ / "m.gguf", std::ios::binary) << bytes.substr(0, 40);
+  EXPECT_THAT(GgufFile::Open(dir_ / "m.gguf"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated header")));
+}
+
+TEST_F(GgufTest, ATypeWarpDoesNotReadIsRefusedNamingTheTensor) {
+  GgufWriter w = Sample();
+  w.Tensor("blk.1.ffn_up_exps.weight", {256, 2}, 16, std::string(2 * 66, '\0'));  // IQ2_XXS
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                AllOf(HasSubstr("tensor blk.1.ffn_up_exps.weight is type 16"),
+                                      HasSubstr("which WARP does not read"))));
+}
+
+TEST_F(GgufTest, RowsThatAreNotWholeBlocksAreRefused) {
+  GgufWriter w = Sample();
+  w.Tensor("blk.1.ffn_up_exps.weight", {48, 2}, 8, std::string(3 * 34, '\0'));
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("has rows of 48 elements, not whole blocks of 32")));
+}
+
+}  // namespace
+}  // namespace warp::computed

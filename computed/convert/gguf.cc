@@ -74,18 +74,66 @@ absl::StatusOr<GgufValue> ReadValue(Cursor& in, uint32_t type, const std::string
                                     bool in_array = false) {
   GgufValue v{.type = type};
   switch (type) {
-    case 0: { WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>()); v.value = uint64_t{x}; break; }
-    case 1: { WARP_ASSIGN_OR_RETURN(int8_t x, in.Scalar<int8_t>()); v.value = int64_t{x}; break; }
-    case 2: { WARP_ASSIGN_OR_RETURN(uint16_t x, in.Scalar<uint16_t>()); v.value = uint64_t{x}; break; }
-    case 3: { WARP_ASSIGN_OR_RETURN(int16_t x, in.Scalar<int16_t>()); v.value = int64_t{x}; break; }
-    case 4: { WARP_ASSIGN_OR_RETURN(uint32_t x, in.Scalar<uint32_t>()); v.value = uint64_t{x}; break; }
-    case 5: { WARP_ASSIGN_OR_RETURN(int32_t x, in.Scalar<int32_t>()); v.value = int64_t{x}; break; }
-    case 6: { WARP_ASSIGN_OR_RETURN(float x, in.Scalar<float>()); v.value = double{x}; break; }
-    case 7: { WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>()); v.value = x != 0; break; }
-    case 8: { WARP_ASSIGN_OR_RETURN(std::string x, in.String()); v.value = std::move(x); break; }
-    case 10: { WARP_ASSIGN_OR_RETURN(uint64_t x, in.Scalar<uint64_t>()); v.value = x; break; }
-    case 11: { WARP_ASSIGN_OR_RETURN(int64_t x, in.Scalar<int64_t>()); v.value = x; break; }
-    case 12: { WARP_ASSIGN_OR_RETURN(double x, in.Scalar<double>()); v.value = x; break; }
+    case 0: {
+      WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>());
+      v.value = uint64_t{x};
+      break;
+    }
+    case 1: {
+      WARP_ASSIGN_OR_RETURN(int8_t x, in.Scalar<int8_t>());
+      v.value = int64_t{x};
+      break;
+    }
+    case 2: {
+      WARP_ASSIGN_OR_RETURN(uint16_t x, in.Scalar<uint16_t>());
+      v.value = uint64_t{x};
+      break;
+    }
+    case 3: {
+      WARP_ASSIGN_OR_RETURN(int16_t x, in.Scalar<int16_t>());
+      v.value = int64_t{x};
+      break;
+    }
+    case 4: {
+      WARP_ASSIGN_OR_RETURN(uint32_t x, in.Scalar<uint32_t>());
+      v.value = uint64_t{x};
+      break;
+    }
+    case 5: {
+      WARP_ASSIGN_OR_RETURN(int32_t x, in.Scalar<int32_t>());
+      v.value = int64_t{x};
+      break;
+    }
+    case 6: {
+      WARP_ASSIGN_OR_RETURN(float x, in.Scalar<float>());
+      v.value = double{x};
+      break;
+    }
+    case 7: {
+      WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>());
+      v.value = x != 0;
+      break;
+    }
+    case 8: {
+      WARP_ASSIGN_OR_RETURN(std::string x, in.String());
+      v.value = std::move(x);
+      break;
+    }
+    case 10: {
+      WARP_ASSIGN_OR_RETURN(uint64_t x, in.Scalar<uint64_t>());
+      v.value = x;
+      break;
+    }
+    case 11: {
+      WARP_ASSIGN_OR_RETURN(int64_t x, in.Scalar<int64_t>());
+      v.value = x;
+      break;
+    }
+    case 12: {
+      WARP_ASSIGN_OR_RETURN(double x, in.Scalar<double>());
+      v.value = x;
+      break;
+    }
     case kTypeArray: {
       if (in_array) return absl::InvalidArgumentError(absl::StrCat(where, ": nested arrays"));
       WARP_ASSIGN_OR_RETURN(uint32_t element, in.Scalar<uint32_t>());
@@ -112,30 +160,46 @@ absl::StatusOr<GgufValue> ReadValue(Cursor& in, uint32_t type, const std::string
 
 std::optional<GgmlBlock> GgmlBlockOf(uint32_t type) {
   switch (static_cast<GgmlType>(type)) {
-    case GgmlType::kF32: return GgmlBlock{1, 4};
-    case GgmlType::kF16: return GgmlBlock{1, 2};
-    case GgmlType::kBF16: return GgmlBlock{1, 2};
-    case GgmlType::kQ4_0: return GgmlBlock{32, 18};
-    case GgmlType::kQ4_1: return GgmlBlock{32, 20};
-    case GgmlType::kQ5_0: return GgmlBlock{32, 22};
-    case GgmlType::kQ5_1: return GgmlBlock{32, 24};
-    case GgmlType::kQ8_0: return GgmlBlock{32, 34};
-    case GgmlType::kQ8_1: return GgmlBlock{32, 36};
-    case GgmlType::kQ2_K: return GgmlBlock{256, 84};
-    case GgmlType::kQ3_K: return GgmlBlock{256, 110};
-    case GgmlType::kQ4_K: return GgmlBlock{256, 144};
-    case GgmlType::kQ5_K: return GgmlBlock{256, 176};
-    case GgmlType::kQ6_K: return GgmlBlock{256, 210};
-    case GgmlType::kQ8_K: return GgmlBlock{256, 292};
-    case GgmlType::kMXFP4: return GgmlBlock{32, 17};
+    case GgmlType::kF32:
+      return GgmlBlock{1, 4};
+    case GgmlType::kF16:
+      return GgmlBlock{1, 2};
+    case GgmlType::kBF16:
+      return GgmlBlock{1, 2};
+    case GgmlType::kQ4_0:
+      return GgmlBlock{32, 18};
+    case GgmlType::kQ4_1:
+      return GgmlBlock{32, 20};
+    case GgmlType::kQ5_0:
+      return GgmlBlock{32, 22};
+    case GgmlType::kQ5_1:
+      return GgmlBlock{32, 24};
+    case GgmlType::kQ8_0:
+      return GgmlBlock{32, 34};
+    case GgmlType::kQ8_1:
+      return GgmlBlock{32, 36};
+    case GgmlType::kQ2_K:
+      return GgmlBlock{256, 84};
+    case GgmlType::kQ3_K:
+      return GgmlBlock{256, 110};
+    case GgmlType::kQ4_K:
+      return GgmlBlock{256, 144};
+    case GgmlType::kQ5_K:
+      return GgmlBlock{256, 176};
+    case GgmlType::kQ6_K:
+      return GgmlBlock{256, 210};
+    case GgmlType::kQ8_K:
+      return GgmlBlock{256, 292};
+    case GgmlType::kMXFP4:
+      return GgmlBlock{32, 17};
   }
   return std::nullopt;
 }
 
 std::string GgmlTypeName(uint32_t type) {
   static const std::map<uint32_t, const char*> names = {
-      {0, "F32"},   {1, "F16"},   {2, "Q4_0"},  {3, "Q4_1"},  {6, "Q5_0"},   {7, "Q5_1"},
-      {8, "Q8_0"},  {9, "Q8_1"},  {10, "Q2_K"}, {11, "Q3_K"}, {12, "Q4_K"},  {13, "Q5_K"},
+      {0, "F32"},   {1, "F16"},   {2, "Q4_0"},  {3, "Q4_1"},  {6, "Q5_0"},  {7, "Q5_1"},
+      {8, "Q8_0"},  {9, "Q8_1"},  {10, "Q2_K"}, {11, "Q3_K"}, {12, "Q4_K"}, {13, "Q5_K"},
       {14, "Q6_K"}, {15, "Q8_K"}, {30, "BF16"}, {39, "MXFP4"}};
   auto it = names.find(type);
   return it != names.end() ? it->second : absl::StrCat("type ", type);
@@ -150,8 +214,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
   Cursor in(file.fd.get(), size, where);
   WARP_ASSIGN_OR_RETURN(uint32_t magic, in.Scalar<uint32_t>());
   if (magic != kMagic) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": not a GGUF file (magic 0x",
-                                                   absl::Hex(magic, absl::kZeroPad8), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": not a GGUF file (magic 0x", absl::Hex(magic, absl::kZeroPad8), ")"));
   }
   WARP_ASSIGN_OR_RETURN(g->version_, in.Scalar<uint32_t>());
   if (g->version_ != 2 && g->version_ != 3) {
@@ -189,7 +253,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
     uint64_t elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       WARP_ASSIGN_OR_RETURN(uint64_t dim, in.Scalar<uint64_t>());
-      if (dim == 0 || __builtin_mul_overflow(elements, dim, &elements) || elements > (uint64_t{1} << 50)) {
+      if (dim == 0 || __builtin_mul_overflow(elements, dim, &elements) ||
+          elements > (uint64_t{1} << 50)) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": tensor ", t.name, " has an impossible shape"));
       }
@@ -199,8 +264,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
     WARP_ASSIGN_OR_RETURN(uint64_t relative, in.Scalar<uint64_t>());
     const std::optional<GgmlBlock> block = GgmlBlockOf(t.type);
     if (!block) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " is ",
-                                                     GgmlTypeName(t.type), ", which WARP does not read"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": tensor ", t.name, " is ", GgmlTypeName(t.type), ", which WARP does not read"));
     }
     if (t.dims[0] % block->elements != 0) {
       return absl::InvalidArgumentError(
@@ -209,7 +274,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
     }
     if (relative % g->alignment_ != 0) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " at offset ",
-                                                     relative, " is not aligned to ", g->alignment_));
+                                                     relative, " is not aligned to ",
+                                                     g->alignment_));
     }
     t.bytes = elements / block->elements * block->bytes;
     t.offset = relative;  // made absolute below, once the directory's end is known
@@ -222,9 +288,9 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
   for (GgufTensor& t : g->tensors_) {
     t.offset += data_start;
     if (t.offset > size || t.bytes > size - t.offset) {
-      return absl::DataLossError(absl::StrCat(where, ": tensor ", t.name, " (", t.bytes,
-                                              " bytes at offset ", t.offset,
-                                              ") runs past the end of the file (", size, " bytes)"));
+      return absl::DataLossError(
+          absl::StrCat(where, ": tensor ", t.name, " (", t.bytes, " bytes at offset ", t.offset,
+                       ") runs past the end of the file (", size, " bytes)"));
     }
   }
   g->fd_ = std::move(file.fd);
@@ -237,7 +303,8 @@ const GgufTensor* GgufFile::Find(const std::string& name) const {
 }
 
 absl::Status GgufFile::KeyError(const std::string& key, std::string_view problem) const {
-  return absl::InvalidArgumentError(absl::StrCat(path_.string(), ": ", key, ": ", std::string(problem)));
+  return absl::InvalidArgumentError(
+      absl::StrCat(path_.string(), ": ", key, ": ", std::string(problem)));
 }
 
 absl::StatusOr<uint64_t> GgufFile::Uint(const std::string& key) const {
@@ -264,10 +331,12 @@ absl::StatusOr<std::string> GgufFile::String(const std::string& key) const {
   return KeyError(key, "must be a string");
 }
 
-absl::Status GgufFile::Read(const GgufTensor& tensor, uint64_t offset, std::span<std::byte> out) const {
+absl::Status GgufFile::Read(const GgufTensor& tensor, uint64_t offset,
+                            std::span<std::byte> out) const {
   if (offset > tensor.bytes || out.size() > tensor.bytes - offset) {
     return absl::OutOfRangeError(absl::StrCat(path_.string(), ": tensor ", tensor.name, ": bytes [",
-                                              offset, ", ", offset + out.size(), ") of ", tensor.bytes));
+                                              offset, ", ", offset + out.size(), ") of ",
+                                              tensor.bytes));
   }
   return PreadFull(fd_.get(), out, tensor.offset + offset, path_.string());
 }

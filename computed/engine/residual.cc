@@ -111,9 +111,7 @@ class AttnResResidual : public ResidualScheme {
     std::vector<float> mixed(sum_.size(), 0.0f), normed(hidden_);
     std::vector<float> scores(bank_.size() + 1);
     for (uint32_t t = 0; t < n_; ++t) {
-      auto candidate = [&](size_t j) {
-        return &(j < bank_.size() ? bank_[j] : sum_)[t * hidden_];
-      };
+      auto candidate = [&](size_t j) { return &(j < bank_.size() ? bank_[j] : sum_)[t * hidden_]; };
       for (size_t j = 0; j < scores.size(); ++j) {
         RmsNorm({candidate(j), hidden_}, q.norm, eps_, normed);
         float score = 0.0f;
@@ -233,8 +231,9 @@ class HyperConnectionResidual : public ResidualScheme {
       const std::vector<float> mixes = head_.base.empty() ? std::vector<float>() : Mixes(head_, t);
       std::fill(collapsed.begin(), collapsed.end(), 0.0f);
       for (uint32_t j = 0; j < m; ++j) {
-        const float pre = mixes.empty() ? 1.0f / static_cast<float>(m)
-                                        : Sigmoid(mixes[j] * head_.scale[0] + head_.base[j]) + hc_.eps;
+        const float pre = mixes.empty()
+                              ? 1.0f / static_cast<float>(m)
+                              : Sigmoid(mixes[j] * head_.scale[0] + head_.base[j]) + hc_.eps;
         const float* s = Stream(t, j);
         for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre * s[i];
       }
@@ -252,7 +251,9 @@ class HyperConnectionResidual : public ResidualScheme {
   }
   static float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-  float* Stream(uint32_t t, uint32_t k) { return &streams_[(uint64_t{t} * hc_.mult + k) * hidden_]; }
+  float* Stream(uint32_t t, uint32_t k) {
+    return &streams_[(uint64_t{t} * hc_.mult + k) * hidden_];
+  }
 
   // fn . RMSNorm(the token's streams, flattened, no weight).
   std::vector<float> Mixes(const Site& site, uint32_t t) {

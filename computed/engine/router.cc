@@ -142,8 +142,9 @@ std::vector<Routing> Router::Route(std::span<const float> x, std::span<const int
   for (uint32_t t = 0; t < n; ++t) {
     std::span<float> row(&logits[uint64_t{t} * num_experts], num_experts);
     for (size_t e = 0; e < logit_bias_.size(); ++e) row[e] += logit_bias_[e];
-    routings.push_back(computed::Route(config_, row, selection_bias_, top_k,
-                                       hashed() ? HashedExperts(tokens[t]) : std::span<const float>()));
+    routings.push_back(
+        computed::Route(config_, row, selection_bias_, top_k,
+                        hashed() ? HashedExperts(tokens[t]) : std::span<const float>()));
   }
   return routings;
 }

@@ -5,7 +5,8 @@
 namespace warp::computed {
 
 uint64_t HeldPositions(uint64_t context, uint32_t window) {
-  return window == 0 ? context : std::min<uint64_t>(context, uint64_t{window} + kSlidingRewindSlack);
+  return window == 0 ? context
+                     : std::min<uint64_t>(context, uint64_t{window} + kSlidingRewindSlack);
 }
 
 uint64_t KdaStateFloats(const LinearAttention& kda) {
@@ -28,12 +29,15 @@ uint64_t CompressorFloats(uint64_t context, uint32_t dim, uint32_t rate, bool ov
 
 uint64_t MixerStateBytes(const ModelConfig& c, const MixerPlan& plan, uint64_t context) {
   switch (plan.kind) {
-    case MixerKind::kMla:  // the normalized latent and the rotated rope key (DSA: + index keys, gates)
+    case MixerKind::kMla:  // the normalized latent and the rotated rope key (DSA: + index keys,
+                           // gates)
       return context *
-             (uint64_t{c.kv_lora_rank} + c.qk_rope_head_dim + (plan.dsa_indexer ? 2 * uint64_t{c.dsa.index_head_dim} : 0)) *
+             (uint64_t{c.kv_lora_rank} + c.qk_rope_head_dim +
+              (plan.dsa_indexer ? 2 * uint64_t{c.dsa.index_head_dim} : 0)) *
              sizeof(float);
     case MixerKind::kGqa: {  // K and V per kv head; a sliding layer keeps only its window
-      return HeldPositions(context, plan.sliding_window) * 2 * uint64_t{c.num_kv_heads} * c.head_dim * sizeof(float);
+      return HeldPositions(context, plan.sliding_window) * 2 * uint64_t{c.num_kv_heads} *
+             c.head_dim * sizeof(float);
     }
     case MixerKind::kKda:  // independent of the context: the state and its chat checkpoint
       return 2 * KdaStateFloats(c.linear_attention) * sizeof(float);
@@ -43,7 +47,8 @@ uint64_t MixerStateBytes(const ModelConfig& c, const MixerPlan& plan, uint64_t c
         const bool csa = plan.compression == CompressionKind::kCsa;
         floats += CompressorFloats(context, c.head_dim, plan.compress_rate, csa);
         if (csa) {
-          floats += CompressorFloats(context, c.compressed.index_head_dim, plan.compress_rate, true);
+          floats +=
+              CompressorFloats(context, c.compressed.index_head_dim, plan.compress_rate, true);
         }
       }
       return floats * sizeof(float);

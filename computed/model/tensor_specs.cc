@@ -53,7 +53,8 @@ void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
   specs.Add(p + "kv_a_layernorm.weight", {c.kv_lora_rank});
   specs.Add(p + "kv_b_proj.weight",
             {uint64_t{c.num_heads} * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank});
-  if (m.output_gate) specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
+  if (m.output_gate)
+    specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
   if (m.dsa_indexer) {  // GLM-5.3's pooled indexer
     const DsaIndexer& d = c.dsa;
     const std::string ix = p + "indexer.";
@@ -90,7 +91,8 @@ void AddCompressedMqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs)
   if (m.compression == CompressionKind::kHca) compressor(p + "compressor.", dim, dim);
   if (m.compression == CompressionKind::kCsa) {
     compressor(p + "compressor.", 2 * dim, dim);
-    specs.Add(p + "indexer.wq_b.weight", {uint64_t{ca.index_heads} * ca.index_head_dim, c.q_lora_rank});
+    specs.Add(p + "indexer.wq_b.weight",
+              {uint64_t{ca.index_heads} * ca.index_head_dim, c.q_lora_rank});
     specs.Add(p + "indexer.weights_proj.weight", {ca.index_heads, hidden});
     compressor(p + "indexer.compressor.", 2 * uint64_t{ca.index_head_dim}, ca.index_head_dim);
   }

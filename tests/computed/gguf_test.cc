@@ -39,8 +39,8 @@ class GgufWriter {
   }
 
   std::string Bytes(size_t drop_tail = 0) const {
-    std::string out = Pod(magic) + Pod(version) + Pod(uint64_t{tensors_.size()}) +
-                      Pod(uint64_t{kv_count_}) + kv_;
+    std::string out =
+        Pod(magic) + Pod(version) + Pod(uint64_t{tensors_.size()}) + Pod(uint64_t{kv_count_}) + kv_;
     std::string data;
     for (const auto& t : tensors_) {
       while (data.size() % 32 != 0) data.push_back('\0');
@@ -117,8 +117,8 @@ TEST_F(GgufTest, ReadsTheMetadataAndTheTensorDirectory) {
   ASSERT_EQ(g.tensors().size(), 3u);
   const GgufTensor* down = g.Find("blk.0.ffn_down_exps.weight");
   ASSERT_NE(down, nullptr);
-  EXPECT_EQ(down->dims, (std::vector<uint64_t>{32, 4, 8}));  // innermost first
-  EXPECT_EQ(down->bytes, 4u * 8 * 34);                        // Q8_0: 34 bytes per 32
+  EXPECT_EQ(down->dims, (std::vector<uint64_t>{32, 4, 8}));          // innermost first
+  EXPECT_EQ(down->bytes, 4u * 8 * 34);                               // Q8_0: 34 bytes per 32
   EXPECT_EQ(g.Find("blk.0.ffn_gate_exps.weight")->bytes, 2u * 144);  // Q4_K: 144 per 256
   const GgufTensor* norm = g.Find("blk.0.attn_norm.weight");
   std::vector<std::byte> bytes(8);
@@ -134,8 +134,9 @@ TEST_F(GgufTest, AMissingOrMistypedKeyIsNamed) {
   EXPECT_THAT((*file)->Uint("qwen3moe.block_count"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("m.gguf: qwen3moe.block_count: missing"))));
-  EXPECT_THAT((*file)->Uint("general.architecture"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a non-negative integer")));
+  EXPECT_THAT(
+      (*file)->Uint("general.architecture"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a non-negative integer")));
 }
 
 TEST_F(GgufTest, BadMagicIsRefused) {
@@ -153,10 +154,10 @@ TEST_F(GgufTest, AnUnsupportedVersionIsRefused) {
 }
 
 TEST_F(GgufTest, TruncatedTensorDataIsRefusedNamingTheTensor) {
-  EXPECT_THAT(Open(Sample(), /*drop_tail=*/10),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr("tensor blk.0.ffn_gate_exps.weight"),
-                             HasSubstr("runs past the end of the file"))));
+  EXPECT_THAT(
+      Open(Sample(), /*drop_tail=*/10),
+      StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr("tensor blk.0.ffn_gate_exps.weight"),
+                                                  HasSubstr("runs past the end of the file"))));
 }
 
 TEST_F(GgufTest, AnOffsetPastTheEndIsRefusedNamingTheTensor) {

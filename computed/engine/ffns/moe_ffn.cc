@@ -9,10 +9,11 @@
 
 namespace warp::computed {
 
-MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router, std::unique_ptr<ExpertMath> math,
-               const BankEntry& bank, std::optional<DenseMlp> shared,
-               std::optional<LatentMoe> latent, ExpertSource& experts, Lookahead& lookahead,
-               ThreadPool& pool, const MoeOptions& options, ForwardStats& stats)
+MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router,
+               std::unique_ptr<ExpertMath> math, const BankEntry& bank,
+               std::optional<DenseMlp> shared, std::optional<LatentMoe> latent,
+               ExpertSource& experts, Lookahead& lookahead, ThreadPool& pool,
+               const MoeOptions& options, ForwardStats& stats)
     : layer_(layer),
       router_(router),
       math_(std::move(math)),
@@ -89,8 +90,7 @@ absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<co
 }
 
 absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const float> in,
-                                       std::span<const int32_t> tokens,
-                                       const ChunkExperts& chunk,
+                                       std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                        std::vector<std::vector<float>>& outputs,
                                        std::vector<float>& shared) {
   std::vector<absl::StatusOr<ExpertRecord>> records;

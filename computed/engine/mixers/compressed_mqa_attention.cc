@@ -18,7 +18,8 @@ uint64_t CompressedMqaState::bytes() const {
 uint32_t CompressedMqaState::Rewind(uint32_t position) {
   for (;;) {  // until every part can continue from the same position
     uint32_t reached = window_.Rewind(position);
-    for (KvCompressor* compressor : compressors_) reached = std::min(reached, compressor->Rewind(position));
+    for (KvCompressor* compressor : compressors_)
+      reached = std::min(reached, compressor->Rewind(position));
     if (reached == position) return position;
     position = reached;
   }
@@ -47,13 +48,13 @@ CompressedMqaAttention::CompressedMqaAttention(const ModelConfig& c, const Mixer
   sinks_ = w.Vector(p + "attn_sink");
   if (plan.compression != CompressionKind::kNone) {
     const bool csa = plan.compression == CompressionKind::kCsa;
-    compressor_ = std::make_unique<KvCompressor>(w, p + "compressor.", c.head_dim,
-                                                 plan.compress_rate, /*overlap=*/csa,
-                                                 c.rms_norm_eps, rope_, context);
+    compressor_ =
+        std::make_unique<KvCompressor>(w, p + "compressor.", c.head_dim, plan.compress_rate,
+                                       /*overlap=*/csa, c.rms_norm_eps, rope_, context);
     state_.Add(compressor_.get());
     if (csa) {
-      indexer_ = std::make_unique<LightningIndexer>(c, w, p + "indexer.", plan.compress_rate,
-                                                    rope_, context, pool);
+      indexer_ = std::make_unique<LightningIndexer>(c, w, p + "indexer.", plan.compress_rate, rope_,
+                                                    context, pool);
       state_.Add(&indexer_->keys());
     }
   }

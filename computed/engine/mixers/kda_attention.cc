@@ -91,7 +91,8 @@ void KdaAttention::Head(uint32_t h, const float* qkv, const float* gate, float b
   const float rate = std::exp(a_log_[h]), lower_bound = kda_.gate_lower_bound;
   for (uint32_t i = 0; i < dim; ++i) {
     const float f = gate[at + i] + dt_bias_[at + i];
-    const float log_decay = lower_bound != 0.0f ? lower_bound * Sigmoid(rate * f) : -rate * Softplus(f);
+    const float log_decay =
+        lower_bound != 0.0f ? lower_bound * Sigmoid(rate * f) : -rate * Softplus(f);
     const float decay = std::exp(log_decay);
     for (uint32_t j = 0; j < dim; ++j) s[i * dim + j] *= decay;
   }

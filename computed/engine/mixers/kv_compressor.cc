@@ -75,8 +75,8 @@ void KvCompressor::Close() {
 }
 
 uint64_t KvCompressor::bytes() const {
-  const uint64_t open = open_.kv.size() + open_.gate.size() + open_.prev_kv.size() +
-                        open_.prev_gate.size();
+  const uint64_t open =
+      open_.kv.size() + open_.gate.size() + open_.prev_kv.size() + open_.prev_gate.size();
   return (entries_.size() + 2 * open) * sizeof(float);  // the open window twice: its checkpoint
 }
 

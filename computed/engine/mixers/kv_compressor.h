@@ -52,8 +52,8 @@ class KvCompressor {
   void Checkpoint();
 
  private:
-  struct Open {  // what is not yet an entry
-    std::vector<float> kv, gate;  // [rate][width], gate with ape added
+  struct Open {                             // what is not yet an entry
+    std::vector<float> kv, gate;            // [rate][width], gate with ape added
     std::vector<float> prev_kv, prev_gate;  // overlap: the last window's first halves [rate][dim]
     bool has_prev = false;
     uint32_t filled = 0;

@@ -38,14 +38,16 @@ std::vector<uint32_t> LightningIndexer::Select(uint32_t t, uint32_t pos) {
   keys_.Add(&kv_[uint64_t{t} * keys_.width()], &gate_[uint64_t{t} * keys_.width()]);
   const uint32_t visible = keys_.VisibleAt(pos);
   float* q = &q_[uint64_t{t} * heads * dim];
-  for (uint32_t h = 0; h < heads; ++h) rope_.Apply({q + uint64_t{h} * dim + dim - rope_.dim(), rope_.dim()}, pos);
+  for (uint32_t h = 0; h < heads; ++h)
+    rope_.Apply({q + uint64_t{h} * dim + dim - rope_.dim(), rope_.dim()}, pos);
   const float score_scale = 1.0f / std::sqrt(static_cast<float>(dim));
   const float weight_scale = 1.0f / std::sqrt(static_cast<float>(heads));
   std::vector<float> scores(visible, 0.0f);
   for (uint32_t s = 0; s < visible; ++s) {
     for (uint32_t h = 0; h < heads; ++h) {
       const float qk = Dot(q + uint64_t{h} * dim, keys_.Entry(s), dim);
-      scores[s] += std::max(qk, 0.0f) * score_scale * (head_weights_[uint64_t{t} * heads + h] * weight_scale);
+      scores[s] += std::max(qk, 0.0f) * score_scale *
+                   (head_weights_[uint64_t{t} * heads + h] * weight_scale);
     }
   }
   std::vector<uint32_t> order(visible);

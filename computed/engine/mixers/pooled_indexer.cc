@@ -76,7 +76,8 @@ std::vector<uint32_t> PooledIndexer::Select(uint32_t t, uint32_t pos, PositionRo
         }
         Softmax(logits);
         float sum = 0.0f;
-        for (uint32_t j = 0; j < kpool; ++j) sum += logits[j] * rows.Row(key_kind, p * kpool + j)[ch];
+        for (uint32_t j = 0; j < kpool; ++j)
+          sum += logits[j] * rows.Row(key_kind, p * kpool + j)[ch];
         key[ch] = sum;
       }
       for (uint32_t h = 0; h < heads; ++h) {
@@ -84,9 +85,10 @@ std::vector<uint32_t> PooledIndexer::Select(uint32_t t, uint32_t pos, PositionRo
         scores[p] += w[h] * head_scale * std::max(s, 0.0f);
       }
     }
-    std::partial_sort(chosen.begin(), chosen.begin() + keep, chosen.end(), [&](uint32_t a, uint32_t b) {
-      return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
-    });
+    std::partial_sort(chosen.begin(), chosen.begin() + keep, chosen.end(),
+                      [&](uint32_t a, uint32_t b) {
+                        return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
+                      });
     chosen.resize(keep);
     std::sort(chosen.begin(), chosen.end());
   }

@@ -42,8 +42,8 @@ absl::Status ParseLayerKinds(const Json& json, ModelConfig& out) {
   // The release lists one more ratio than layers: its MTP layer's.
   if (!list->is_array() || list->size() < out.num_layers ||
       (by_type && list->size() != out.num_layers)) {
-    return KeyError(key, absl::StrCat("must list every one of the ", out.num_layers, " layers (has ",
-                                      list->is_array() ? list->size() : 0, ")"));
+    return KeyError(key, absl::StrCat("must list every one of the ", out.num_layers,
+                                      " layers (has ", list->is_array() ? list->size() : 0, ")"));
   }
   for (uint32_t layer = 0; layer < out.num_layers; ++layer) {
     const Json& entry = (*list)[layer];
@@ -90,7 +90,8 @@ absl::Status ParseHashLayers(const Json& json, ModelConfig& out) {
     return absl::OkStatus();
   }
   WARP_ASSIGN_OR_RETURN(uint32_t hashed, UintOr(json, "num_hash_layers", 3));
-  for (uint32_t layer = 0; layer < std::min(hashed, out.num_layers); ++layer) out.hash_layer[layer] = true;
+  for (uint32_t layer = 0; layer < std::min(hashed, out.num_layers); ++layer)
+    out.hash_layer[layer] = true;
   return absl::OkStatus();
 }
 
@@ -144,11 +145,12 @@ class DeepseekV4 : public ModelFamily {
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
-    ModelPlan plan{.residual = ResidualKind::kHyperConnections,
-                   .embed = "embed.weight",
-                   .final_norm = "norm.weight",
-                   .head = c.tie_word_embeddings ? "embed.weight" : "head.weight",
-                   .hc_head = {.fn = "hc_head_fn", .base = "hc_head_base", .scale = "hc_head_scale"}};
+    ModelPlan plan{
+        .residual = ResidualKind::kHyperConnections,
+        .embed = "embed.weight",
+        .final_norm = "norm.weight",
+        .head = c.tie_word_embeddings ? "embed.weight" : "head.weight",
+        .hc_head = {.fn = "hc_head_fn", .base = "hc_head_base", .scale = "hc_head_scale"}};
     // Sliding layers rotate with rope_theta and no YaRN; compressed layers
     // with compress_rope_theta and YaRN whose cos/sin factor is 1 (as
     // transformers' config forces for V4).
@@ -161,17 +163,17 @@ class DeepseekV4 : public ModelFamily {
       const CompressionKind kind = c.compressed.layer_kind[layer];
       const bool compressed = kind != CompressionKind::kNone;
       LayerPlan l{.input_norm = p + "attn_norm.weight", .post_norm = p + "ffn_norm.weight"};
-      l.mixer = MixerPlan{
-          .kind = MixerKind::kCompressedMqa,
-          .prefix = p + "attn.",
-          .rope = {.dim = c.qk_rope_head_dim,
-                   .interleaved = true,
-                   .theta = compressed ? c.compressed.compress_rope_theta : c.rope_theta,
-                   .yarn = compressed ? compressed_yarn : YarnScaling{}},
-          .sliding_window = c.sliding_window,
-          .sinks = true,
-          .compression = kind,
-          .compress_rate = c.compressed.layer_rate[layer]};
+      l.mixer =
+          MixerPlan{.kind = MixerKind::kCompressedMqa,
+                    .prefix = p + "attn.",
+                    .rope = {.dim = c.qk_rope_head_dim,
+                             .interleaved = true,
+                             .theta = compressed ? c.compressed.compress_rope_theta : c.rope_theta,
+                             .yarn = compressed ? compressed_yarn : YarnScaling{}},
+                    .sliding_window = c.sliding_window,
+                    .sinks = true,
+                    .compression = kind,
+                    .compress_rate = c.compressed.layer_rate[layer]};
       l.ffn = FfnPlan{.kind = FfnKind::kMoe,
                       .prefix = p + "ffn",
                       .glu = c.glu,
@@ -207,7 +209,8 @@ class DeepseekV4 : public ModelFamily {
                               std::string_view matrix) const override {
     const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
     const std::string base = absl::StrCat(Layer(layer), "ffn.experts.", expert, ".", w, ".");
-    return {.tensor = base + "weight", .mxfp4_blocks = base + "weight", .mxfp4_scales = base + "scale"};
+    return {
+        .tensor = base + "weight", .mxfp4_blocks = base + "weight", .mxfp4_scales = base + "scale"};
   }
 };
 

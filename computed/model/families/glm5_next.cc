@@ -44,8 +44,8 @@ absl::Status ParseLinear(const Json& json, LinearAttention& kda) {
     WARP_ASSIGN_OR_RETURN(kda.head_dim, Uint(*lac, "head_dim"));
     WARP_ASSIGN_OR_RETURN(kda.num_heads, Uint(*lac, "num_heads"));
     WARP_ASSIGN_OR_RETURN(kda.conv_kernel, UintOr(*lac, "short_conv_kernel_size", 4));
-    WARP_ASSIGN_OR_RETURN(double bound, DoubleOr(*lac, "gate_lower_bound",
-                                                 lac->value("lower_bound", -5.0)));
+    WARP_ASSIGN_OR_RETURN(double bound,
+                          DoubleOr(*lac, "gate_lower_bound", lac->value("lower_bound", -5.0)));
     kda.gate_lower_bound = static_cast<float>(bound);
   } else {
     WARP_ASSIGN_OR_RETURN(kda.head_dim, UintOr(json, "linear_head_dim", 128));
@@ -55,9 +55,11 @@ absl::Status ParseLinear(const Json& json, LinearAttention& kda) {
     kda.gate_lower_bound = static_cast<float>(bound);
   }
   if (kda.head_dim == 0 || kda.num_heads == 0 || kda.conv_kernel == 0) {
-    return KeyError("linear_attn_config", "head_dim, num_heads and the conv kernel must be positive");
+    return KeyError("linear_attn_config",
+                    "head_dim, num_heads and the conv kernel must be positive");
   }
-  if (kda.gate_lower_bound > 0) return KeyError("linear_attn_config.gate_lower_bound", "must be negative");
+  if (kda.gate_lower_bound > 0)
+    return KeyError("linear_attn_config.gate_lower_bound", "must be negative");
   return absl::OkStatus();
 }
 
@@ -96,8 +98,8 @@ class Glm5Next : public ModelFamily {
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
     WARP_RETURN_IF_ERROR(ParseGroupRouting(json, out));
     if (json.contains("mlp_layer_types")) {
-      WARP_RETURN_IF_ERROR(ParseKinds(json, "mlp_layer_types", out.num_layers, "sparse", "dense",
-                                      out.moe_layer));
+      WARP_RETURN_IF_ERROR(
+          ParseKinds(json, "mlp_layer_types", out.num_layers, "sparse", "dense", out.moe_layer));
     }
     WARP_RETURN_IF_ERROR(ParseMla(json, out));
     WARP_RETURN_IF_ERROR(ParseLinear(json, out.linear_attention));

@@ -24,7 +24,8 @@ std::string KimiLayerPrefix(uint32_t layer) {
 absl::Status ParseSitu(const Json& json, GluActivation& glu) {
   auto act = json.find("hidden_act");
   if (act == json.end() || *act == "silu") return absl::OkStatus();
-  if (*act != "situ") return KeyError("hidden_act", absl::StrCat(act->dump(), " is not silu or situ"));
+  if (*act != "situ")
+    return KeyError("hidden_act", absl::StrCat(act->dump(), " is not silu or situ"));
   glu.situ = true;
   WARP_ASSIGN_OR_RETURN(double beta, DoubleOr(json, "activation_situ_beta", 0.0));
   WARP_ASSIGN_OR_RETURN(double linear_beta, DoubleOr(json, "activation_situ_linear_beta", 0.0));

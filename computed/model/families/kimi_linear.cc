@@ -25,8 +25,8 @@ absl::Status ParseLayerList(const Json& lac, std::string_view key, uint32_t num_
     // Any integer: JSON written from C++ literals holds them signed.
     if (!entry.is_number_integer() || entry.get<int64_t>() < 1 ||
         entry.get<int64_t>() > int64_t{num_layers}) {
-      return KeyError(where, absl::StrCat(entry.dump(), " is not a layer (1-based: 1 .. ",
-                                          num_layers, ")"));
+      return KeyError(
+          where, absl::StrCat(entry.dump(), " is not a layer (1-based: 1 .. ", num_layers, ")"));
     }
     out[entry.get<int64_t>() - 1] = true;
   }
@@ -45,7 +45,8 @@ absl::Status ParseLinearAttention(const Json& json, ModelConfig& out) {
   WARP_ASSIGN_OR_RETURN(kda.head_dim, Uint(lac, "head_dim"));
   WARP_ASSIGN_OR_RETURN(kda.conv_kernel, Uint(lac, "short_conv_kernel_size"));
   if (kda.num_heads == 0 || kda.head_dim == 0 || kda.conv_kernel == 0) {
-    return KeyError("linear_attn_config", "num_heads, head_dim and short_conv_kernel_size must be positive");
+    return KeyError("linear_attn_config",
+                    "num_heads, head_dim and short_conv_kernel_size must be positive");
   }
   // Kimi K3's lower-bounded decay and full-rank output gate.
   WARP_ASSIGN_OR_RETURN(double lower_bound, DoubleOr(lac, "gate_lower_bound", 0.0));
@@ -57,8 +58,9 @@ absl::Status ParseLinearAttention(const Json& json, ModelConfig& out) {
   WARP_RETURN_IF_ERROR(ParseLayerList(lac, "full_attn_layers", out.num_layers, full));
   for (uint32_t layer = 0; layer < out.num_layers; ++layer) {
     if (full[layer] && out.kda_layer[layer]) {
-      return KeyError("linear_attn_config",
-                      absl::StrCat("layer ", layer + 1, " is in both kda_layers and full_attn_layers"));
+      return KeyError(
+          "linear_attn_config",
+          absl::StrCat("layer ", layer + 1, " is in both kda_layers and full_attn_layers"));
     }
   }
   return absl::OkStatus();
@@ -96,7 +98,8 @@ class KimiLinear : public SwiGluFamily {
     });
   }
 
-  // The records keep SwiGluFamily's matrix names; the release calls them w1 (gate), w3 (up), w2 (down).
+  // The records keep SwiGluFamily's matrix names; the release calls them w1 (gate), w3 (up), w2
+  // (down).
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
     return {.tensor = absl::StrCat(LayerPrefix(layer), "block_sparse_moe.experts.", expert, ".",
@@ -123,14 +126,15 @@ MixerPlan Mixer(const ModelConfig& c, uint32_t layer, const std::string& layer_p
                      .prefix = layer_prefix + "self_attn.",
                      .a_log_shape = {1, 1, c.linear_attention.num_heads, 1}};
   }
-  return MixerPlan{
-      .kind = MixerKind::kMla,
-      .prefix = layer_prefix + "self_attn.",
-      .rope = {.dim = c.mla_rope ? c.qk_rope_head_dim : 0, .interleaved = true,
-               .theta = c.rope_theta, .yarn = c.yarn},
-      .softmax_scale =
-          1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim)),
-      .output_gate = c.mla_output_gate};
+  return MixerPlan{.kind = MixerKind::kMla,
+                   .prefix = layer_prefix + "self_attn.",
+                   .rope = {.dim = c.mla_rope ? c.qk_rope_head_dim : 0,
+                            .interleaved = true,
+                            .theta = c.rope_theta,
+                            .yarn = c.yarn},
+                   .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim +
+                                                                        c.qk_rope_head_dim)),
+                   .output_gate = c.mla_output_gate};
 }
 
 const char* ReleaseMatrixName(std::string_view matrix) {

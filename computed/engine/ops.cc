@@ -22,6 +22,13 @@ void RmsNorm(std::span<const float> x, std::span<const float> weight, float eps,
   for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * inv * weight[i];
 }
 
+void RmsNormUnweighted(std::span<const float> x, float eps, std::span<float> out) {
+  float sum = 0.0f;
+  for (float v : x) sum += v * v;
+  const float inv = 1.0f / std::sqrt(sum / static_cast<float>(x.size()) + eps);
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * inv;
+}
+
 void SiluMul(std::span<float> gate, std::span<const float> up) {
   for (size_t i = 0; i < gate.size(); ++i) {
     const float g = gate[i];

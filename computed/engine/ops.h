@@ -17,6 +17,10 @@ namespace warp::computed {
 void RmsNorm(std::span<const float> x, std::span<const float> weight, float eps,
              std::span<float> out);
 
+// The same without a weight (DeepSeek V4's per-head q norm and hyper-connection
+// input): x * rsqrt(mean(x^2) + eps). `out` may alias `x`.
+void RmsNormUnweighted(std::span<const float> x, float eps, std::span<float> out);
+
 // gate[i] = silu(gate[i]) * up[i].
 void SiluMul(std::span<float> gate, std::span<const float> up);
 // gate[i] = act(gate[i], up[i]): SiluMul, or SiTU

@@ -258,9 +258,8 @@ class HyperConnectionResidual : public ResidualScheme {
   // fn . RMSNorm(the token's streams, flattened, no weight).
   std::vector<float> Mixes(const Site& site, uint32_t t) {
     const uint64_t flat = uint64_t{hc_.mult} * hidden_;
-    std::vector<float> normed(Stream(t, 0), Stream(t, 0) + flat), mixes(site.fn.rows);
-    const std::vector<float> ones(flat, 1.0f);
-    RmsNorm(normed, ones, eps_, normed);
+    std::vector<float> normed(flat), mixes(site.fn.rows);
+    RmsNormUnweighted({Stream(t, 0), flat}, eps_, normed);
     kernels::MatMulRows(site.fn, normed, 1, 0, site.fn.rows, mixes, site.fn.rows);
     return mixes;
   }

@@ -82,6 +82,10 @@ TEST_F(ComputedCliTest, PlanOfAReleaseConfigShowsTheFixedStateAtAnyContext) {
   auto both = RunBinary("computed", "plan " + Model() + " --config " + config);
   EXPECT_EQ(both.exit_code, 1);
   EXPECT_THAT(both.output, HasSubstr("give either MODEL.warp or --config config.json"));
+  std::ofstream(dir_ / "not-a-config.json") << R"({"hidden_size": 64})";
+  auto untyped = RunBinary("computed", "plan --config " + (dir_ / "not-a-config.json").string());
+  EXPECT_EQ(untyped.exit_code, 1);
+  EXPECT_THAT(untyped.output, HasSubstr("not-a-config.json: not a config.json with a model_type"));
   auto bad = RunBinary("computed", "plan --config " + config + " --trunk q3");
   EXPECT_THAT(bad.output, HasSubstr("--trunk q3: expected native, bf16, q8 or q4"));
 }

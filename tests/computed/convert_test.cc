@@ -359,6 +359,18 @@ TEST_F(KimiK3ConvertTest, PackedExpertsAreKeptAsTheyAre) {
   }
 }
 
+TEST_F(KimiK3ConvertTest, AnUnknownActivationOrSituWithoutItsBetaIsRefused) {
+  EditConfig([](json& config) { config["text_config"]["hidden_act"] = "gelu"; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("hidden_act: \"gelu\" is not silu or situ")));
+  EditConfig([](json& config) {
+    config["text_config"]["hidden_act"] = "situ";
+    config["text_config"].erase("activation_situ_beta");
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("activation_situ_beta: must be positive")));
+}
+
 TEST_F(KimiK3ConvertTest, AMissingTextConfigIsRefused) {
   EditConfig([](json& config) { config.erase("text_config"); });
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -432,6 +444,18 @@ TEST_F(DeepseekV4ConvertTest, AnExpertIdOutOfRangeIsRefusedWhenTheModelOpens) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, HasSubstr("trunk tensor layers.1.ffn.gate.tid2eid: token 17 routes to "
                                     "expert 8, outside the 8 routed experts"));
+}
+
+TEST_F(DeepseekV4ConvertTest, AnotherScoringFunctionOrUnevenOutputGroupsAreRefused) {
+  EditConfig([](json& config) { config["scoring_func"] = "softmax"; });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("scoring_func: \"softmax\" is not supported")));
+  EditConfig([](json& config) {
+    config["scoring_func"] = "sqrtsoftplus";
+    config["o_groups"] = 3;
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("o_groups: must divide num_attention_heads")));
 }
 
 TEST_F(DeepseekV4ConvertTest, HyperConnectionTensorsOfAnotherHcMultAreRefused) {

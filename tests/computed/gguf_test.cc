@@ -184,6 +184,18 @@ TEST_F(GgufTest, ATypeWarpDoesNotReadIsRefusedNamingTheTensor) {
                                       HasSubstr("which WARP does not read"))));
 }
 
+TEST_F(GgufTest, AMisalignedOrRepeatedTensorIsRefusedNamingIt) {
+  GgufWriter misaligned = Sample();
+  misaligned.Tensor("blk.1.attn_norm.weight", {8}, 0, std::string(32, '\0'), uint64_t{8});
+  EXPECT_THAT(Open(misaligned),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tensor blk.1.attn_norm.weight at offset 8 is not aligned to 32")));
+  GgufWriter repeated = Sample();
+  repeated.Tensor("blk.0.attn_norm.weight", {64}, 0, std::string(256, '\0'));
+  EXPECT_THAT(Open(repeated), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("tensor blk.0.attn_norm.weight twice")));
+}
+
 TEST_F(GgufTest, RowsThatAreNotWholeBlocksAreRefused) {
   GgufWriter w = Sample();
   w.Tensor("blk.1.ffn_up_exps.weight", {48, 2}, 8, std::string(3 * 34, '\0'));

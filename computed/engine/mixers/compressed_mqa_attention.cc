@@ -107,7 +107,6 @@ void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint3
     Linear(pool_, compressor_->gate_proj(), x.data(), n, comp_gate.data());
   }
   if (indexer_) indexer_->Project(x, q_res, n);
-  const std::vector<float> ones(dim, 1.0f);  // q's per-head norm has no weight
   std::vector<float> attn(uint64_t{n} * heads * dim);
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = first_pos + t;
@@ -129,7 +128,7 @@ void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint3
     pool_.ParallelFor(heads, 1, [&](size_t begin, size_t end) {
       for (size_t h = begin; h < end; ++h) {
         float* qh = &q[(uint64_t{t} * heads + h) * dim];
-        RmsNorm({qh, dim}, ones, eps, {qh, dim});
+        RmsNormUnweighted({qh, dim}, eps, {qh, dim});
         rope_.Apply({qh + dim - rope, rope}, pos);
         float* o = &attn[(uint64_t{t} * heads + h) * dim];
         Attend(qh, static_cast<uint32_t>(h), pos, entries, o);

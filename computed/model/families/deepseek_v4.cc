@@ -95,7 +95,7 @@ absl::Status ParseHashLayers(const Json& json, ModelConfig& out) {
   return absl::OkStatus();
 }
 
-class DeepseekV4 : public ModelFamily {
+class DeepseekV4 : public SwiGluFamily {
  public:
   Architecture arch() const override { return Architecture::kDeepseekV4; }
   std::string_view name() const override { return "deepseek_v4"; }
@@ -195,20 +195,11 @@ class DeepseekV4 : public ModelFamily {
     return plan;
   }
 
-  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat format) const override {
-    const uint64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
-    return {
-        {.name = "gate_proj", .format = format, .shape = {inter, hidden}},
-        {.name = "up_proj", .format = format, .shape = {inter, hidden}},
-        {.name = "down_proj", .format = format, .shape = {hidden, inter}},
-    };
-  }
-
   // ffn.experts.E.w1|w3|w2.weight: values, or FP4 codes with `.scale` E8M0.
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
-    const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
-    const std::string base = absl::StrCat(Layer(layer), "ffn.experts.", expert, ".", w, ".");
+    const std::string base =
+        absl::StrCat(Layer(layer), "ffn.experts.", expert, ".", NumberedMatrix(matrix), ".");
     return {
         .tensor = base + "weight", .mxfp4_blocks = base + "weight", .mxfp4_scales = base + "scale"};
   }

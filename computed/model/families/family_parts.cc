@@ -67,6 +67,10 @@ void HyperSites(const std::string& p, LayerPlan& l) {
   l.ffn_hc = {.fn = p + "hc_ffn_fn", .base = p + "hc_ffn_base", .scale = p + "hc_ffn_scale"};
 }
 
+const char* NumberedMatrix(std::string_view matrix) {
+  return matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
+}
+
 std::string LayerPrefix(uint32_t layer) { return absl::StrCat("model.layers.", layer, "."); }
 
 LayerPlan PreNormLayer(uint32_t layer) {

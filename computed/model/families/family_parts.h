@@ -45,6 +45,10 @@ absl::Status ParseHyperConnections(const Json& json, HyperConnections& hc);
 // The layer's hyper-connection sites under `layer_prefix`: hc_attn_{fn,base,scale}, hc_ffn_*.
 void HyperSites(const std::string& layer_prefix, LayerPlan& plan);
 
+// The release name of record matrix `matrix` where experts are numbered
+// w1 (gate_proj), w3 (up_proj), w2 (down_proj): Mixtral, Kimi, DeepSeek V4.
+const char* NumberedMatrix(std::string_view matrix);
+
 // "model.layers.N."
 std::string LayerPrefix(uint32_t layer);
 
@@ -64,8 +68,10 @@ FfnPlan GroupRoutedMoe(const ModelConfig& config, const std::string& prefix);
 // Softmax top-k routed experts at `prefix` (".gate.weight").
 FfnPlan SoftmaxMoe(const std::string& prefix);
 
-// A family whose records are SwiGLU experts stored one tensor per matrix
-// (`PREFIX.experts.E.{gate,up,down}_proj.weight`): deepseek_v3, qwen3_moe, glm4_moe.
+// A family whose records are SwiGLU experts of the hidden width, one tensor
+// per matrix (`PREFIX.experts.E.{gate,up,down}_proj.weight`: deepseek_v3,
+// qwen3_moe, glm4_moe; kimi_linear, mixtral, deepseek_v4 and glm5_next name them
+// their own way in ExpertSlice).
 class SwiGluFamily : public ModelFamily {
  public:
   // gate_proj [inter, hidden], up_proj [inter, hidden], down_proj [hidden, inter].

@@ -84,7 +84,7 @@ absl::Status ParseIndexer(const Json& json, ModelConfig& out) {
   return absl::OkStatus();
 }
 
-class Glm5Next : public ModelFamily {
+class Glm5Next : public SwiGluFamily {
  public:
   Architecture arch() const override { return Architecture::kGlm5Next; }
   std::string_view name() const override { return "glm5_next"; }
@@ -142,15 +142,6 @@ class Glm5Next : public ModelFamily {
       plan.layers.push_back(std::move(l));
     }
     return plan;  // hc_head stays empty: the head is the streams' mean
-  }
-
-  std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat format) const override {
-    const uint64_t hidden = c.hidden_size, inter = c.moe_intermediate_size;
-    return {
-        {.name = "gate_proj", .format = format, .shape = {inter, hidden}},
-        {.name = "up_proj", .format = format, .shape = {inter, hidden}},
-        {.name = "down_proj", .format = format, .shape = {hidden, inter}},
-    };
   }
 
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,

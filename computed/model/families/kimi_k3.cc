@@ -104,7 +104,7 @@ class KimiK3 : public ModelFamily {
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
     const std::string base = absl::StrCat(KimiLayerPrefix(layer), "block_sparse_moe.experts.",
-                                          expert, ".", kimi::ReleaseMatrixName(matrix), ".");
+                                          expert, ".", NumberedMatrix(matrix), ".");
     return {.tensor = base + "weight",
             .mxfp4_blocks = base + "weight_packed",
             .mxfp4_scales = base + "weight_scale"};

@@ -103,7 +103,7 @@ class KimiLinear : public SwiGluFamily {
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
     return {.tensor = absl::StrCat(LayerPrefix(layer), "block_sparse_moe.experts.", expert, ".",
-                                   kimi::ReleaseMatrixName(matrix), ".weight")};
+                                   NumberedMatrix(matrix), ".weight")};
   }
 };
 
@@ -135,10 +135,6 @@ MixerPlan Mixer(const ModelConfig& c, uint32_t layer, const std::string& layer_p
                    .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim +
                                                                         c.qk_rope_head_dim)),
                    .output_gate = c.mla_output_gate};
-}
-
-const char* ReleaseMatrixName(std::string_view matrix) {
-  return matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
 }
 
 }  // namespace kimi

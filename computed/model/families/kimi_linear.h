@@ -26,8 +26,6 @@ namespace kimi {
 absl::Status ParseKimiLinear(const nlohmann::ordered_json& json, ModelConfig& config);
 // Layer `layer`'s mixer, KDA or MLA, under `layer_prefix` ("model.layers.N.").
 MixerPlan Mixer(const ModelConfig& config, uint32_t layer, const std::string& layer_prefix);
-// The release's name of record matrix `matrix`: w1 (gate_proj), w3 (up_proj), w2 (down_proj).
-const char* ReleaseMatrixName(std::string_view matrix);
 
 }  // namespace kimi
 

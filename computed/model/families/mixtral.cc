@@ -36,9 +36,8 @@ class Mixtral : public SwiGluFamily {
   // w1/w3/w2 are the record's gate_proj/up_proj/down_proj.
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
-    const char* w = matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
-    return {.tensor = absl::StrCat(LayerPrefix(layer), "block_sparse_moe.experts.", expert, ".", w,
-                                   ".weight")};
+    return {.tensor = absl::StrCat(LayerPrefix(layer), "block_sparse_moe.experts.", expert, ".",
+                                   NumberedMatrix(matrix), ".weight")};
   }
 };
 

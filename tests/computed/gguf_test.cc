@@ -21,11 +21,21 @@ using ::warp::testing::StatusIs;
 // Writes GGUF files byte by byte as docs/gguf.md lays them out.
 class GgufWriter {
  public:
+  template <typename V>
+  static std::string Pod(V v) {
+    return std::string(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  static std::string String(const std::string& s) { return Pod(uint64_t{s.size()}) + s; }
+
   uint32_t magic = 0x46554747, version = 3;
 
   void Uint32(const std::string& key, uint32_t v) { Kv(key, 4, Pod(v)); }
   void Float32(const std::string& key, float v) { Kv(key, 6, Pod(v)); }
   void Str(const std::string& key, const std::string& v) { Kv(key, 8, String(v)); }
+  // A key of any value type with its encoded value as is (for malformed values).
+  void Raw(const std::string& key, uint32_t type, const std::string& value) {
+    Kv(key, type, value);
+  }
   void Strings(const std::string& key, const std::vector<std::string>& v) {
     std::string body = Pod(uint32_t{8}) + Pod(uint64_t{v.size()});
     for (const std::string& s : v) body += String(s);
@@ -38,9 +48,12 @@ class GgufWriter {
     tensors_.push_back({name, std::move(dims), type, std::move(data), offset});
   }
 
+  // Overrides the tensor count the header states.
+  std::optional<uint64_t> tensor_count;
+
   std::string Bytes(size_t drop_tail = 0) const {
-    std::string out =
-        Pod(magic) + Pod(version) + Pod(uint64_t{tensors_.size()}) + Pod(uint64_t{kv_count_}) + kv_;
+    std::string out = Pod(magic) + Pod(version) + Pod(tensor_count.value_or(tensors_.size())) +
+                      Pod(uint64_t{kv_count_}) + kv_;
     std::string data;
     for (const auto& t : tensors_) {
       while (data.size() % 32 != 0) data.push_back('\0');
@@ -62,11 +75,6 @@ class GgufWriter {
     std::string data;
     std::optional<uint64_t> offset;
   };
-  template <typename V>
-  static std::string Pod(V v) {
-    return std::string(reinterpret_cast<const char*>(&v), sizeof(v));
-  }
-  static std::string String(const std::string& s) { return Pod(uint64_t{s.size()}) + s; }
   void Kv(const std::string& key, uint32_t type, const std::string& value) {
     kv_ += String(key) + Pod(type) + value;
     ++kv_count_;
@@ -187,9 +195,10 @@ TEST_F(GgufTest, ATypeWarpDoesNotReadIsRefusedNamingTheTensor) {
 TEST_F(GgufTest, AMisalignedOrRepeatedTensorIsRefusedNamingIt) {
   GgufWriter misaligned = Sample();
   misaligned.Tensor("blk.1.attn_norm.weight", {8}, 0, std::string(32, '\0'), uint64_t{8});
-  EXPECT_THAT(Open(misaligned),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("tensor blk.1.attn_norm.weight at offset 8 is not aligned to 32")));
+  EXPECT_THAT(
+      Open(misaligned),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("tensor blk.1.attn_norm.weight at offset 8 is not aligned to 32")));
   GgufWriter repeated = Sample();
   repeated.Tensor("blk.0.attn_norm.weight", {64}, 0, std::string(256, '\0'));
   EXPECT_THAT(Open(repeated), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -201,6 +210,70 @@ TEST_F(GgufTest, RowsThatAreNotWholeBlocksAreRefused) {
   w.Tensor("blk.1.ffn_up_exps.weight", {48, 2}, 8, std::string(3 * 34, '\0'));
   EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kInvalidArgument,
                                 HasSubstr("has rows of 48 elements, not whole blocks of 32")));
+}
+
+TEST_F(GgufTest, MalformedMetadataIsRefusedNamingTheKey) {
+  struct Case {
+    uint32_t type;
+    std::string value;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {13, "", "m.gguf: x.bad: unknown value type 13"},
+      {9,
+       GgufWriter::Pod(uint32_t{9}) + GgufWriter::Pod(uint64_t{1}) + GgufWriter::Pod(uint32_t{4}) +
+           GgufWriter::Pod(uint64_t{0}),
+       "m.gguf: x.bad: nested arrays"},
+      {9, GgufWriter::Pod(uint32_t{4}) + GgufWriter::Pod(uint64_t{1} << 40),
+       "m.gguf: x.bad: an array of 1099511627776 elements"},
+      {8, GgufWriter::Pod(uint64_t{1} << 40), "a string of 1099511627776 bytes at offset"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.error);
+    GgufWriter w = Sample();
+    w.Raw("x.bad", c.type, c.value);
+    EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.error)));
+  }
+}
+
+TEST_F(GgufTest, ARepeatedKeyOrABadAlignmentIsRefused) {
+  GgufWriter repeated = Sample();
+  repeated.Uint32("qwen3moe.expert_count", 16);
+  EXPECT_THAT(Open(repeated), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("metadata key qwen3moe.expert_count twice")));
+  GgufWriter alignment = Sample();
+  alignment.Uint32("general.alignment", 24);
+  EXPECT_THAT(Open(alignment), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("general.alignment: must be a power of two")));
+}
+
+TEST_F(GgufTest, AnImplausibleTensorCountIsRefused) {
+  GgufWriter w = Sample();
+  w.tensor_count = uint64_t{1} << 40;
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("1099511627776 tensors and 4 metadata keys: not a "
+                                          "plausible header")));
+}
+
+TEST_F(GgufTest, AnImpossibleShapeIsRefusedNamingTheTensor) {
+  GgufWriter no_dims = Sample();
+  no_dims.Tensor("blk.1.attn_norm.weight", {}, 0, "");
+  EXPECT_THAT(Open(no_dims), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("tensor blk.1.attn_norm.weight has 0 dimensions")));
+  GgufWriter empty_dim = Sample();
+  empty_dim.Tensor("blk.1.attn_norm.weight", {64, 0}, 0, "");
+  EXPECT_THAT(Open(empty_dim),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tensor blk.1.attn_norm.weight has an impossible shape")));
+}
+
+TEST_F(GgufTest, AReadPastTheTensorIsRefused) {
+  auto file = Open(Sample());
+  WARP_ASSERT_OK(file);
+  std::vector<std::byte> bytes(8);
+  EXPECT_THAT((*file)->Read(*(*file)->Find("blk.0.attn_norm.weight"), 252, bytes),
+              StatusIs(absl::StatusCode::kOutOfRange,
+                       HasSubstr("tensor blk.0.attn_norm.weight: bytes [252, 260) of 256")));
 }
 
 }  // namespace

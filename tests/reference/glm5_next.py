@@ -144,18 +144,6 @@ def kda_params(tc: dict) -> dict:
 # ---------------------------------------------------------------------------
 
 
-def clamped_swiglu(x, wg, wu, wd, limit, stats=None):
-    """down(silu(min(gate, limit)) * clamp(up, -limit, limit)) (Glm5NextTextMLP / Experts._apply_gate)."""
-    gate, up = x @ wg.t(), x @ wu.t()
-    if stats is not None:
-        stats.append({"gate_hi": int((gate > limit).sum()), "up_out": int((up.abs() > limit).sum()),
-                      "rows_hit": int(((gate > limit) | (up.abs() > limit)).any(-1).sum()),
-                      "rows": gate.shape[0], "entries": int(gate.numel())})
-    gate = gate.clamp(max=limit)
-    up = up.clamp(min=-limit, max=limit)
-    return (torch.nn.functional.silu(gate) * up) @ wd.t()
-
-
 def layer_norm(x, w, b, eps):
     """nn.LayerNorm: (x - mean) / sqrt(var_biased + eps) * w + b."""
     mu = x.mean(-1, keepdim=True)
@@ -306,22 +294,23 @@ class Model:
 
     # -- FFN ------------------------------------------------------------------
     def mlp(self, i: int, x: torch.Tensor) -> torch.Tensor:
+        # Glm5NextTextMLP / Experts._apply_gate clamp as V4 does: silu(min(gate, limit)) * clamp(up, +-limit)
         c, p = self.c, f"layers.{i}.mlp."
         lim = float(c.get("swiglu_limit", 10.0))
         if self.mlp_kinds[i] == "dense":
-            return clamped_swiglu(x, self.W(p + "gate_proj.weight"), self.W(p + "up_proj.weight"),
-                                  self.W(p + "down_proj.weight"), lim, self.clamp_stats)
+            return V4.clamped_swiglu(x, self.W(p + "gate_proj.weight"), self.W(p + "up_proj.weight"),
+                                     self.W(p + "down_proj.weight"), lim, self.clamp_stats)
         logits = x @ self.W(p + "gate.weight").t()
         idx, w, info = M.route_sigmoid_group(logits, self.W(p + "gate.e_score_correction_bias"), c.get("n_group", 1),
                                              c.get("topk_group", 1), c["num_experts_per_tok"],
                                              c.get("norm_topk_prob", True), c["routed_scaling_factor"])
         ep = p + "experts."
-        fn = lambda e, xx: clamped_swiglu(xx, self.W(f"{ep}{e}.gate_proj.weight"), self.W(f"{ep}{e}.up_proj.weight"),
-                                          self.W(f"{ep}{e}.down_proj.weight"), lim, self.clamp_stats)
+        fn = lambda e, xx: V4.clamped_swiglu(xx, self.W(f"{ep}{e}.gate_proj.weight"), self.W(f"{ep}{e}.up_proj.weight"),
+                                             self.W(f"{ep}{e}.down_proj.weight"), lim, self.clamp_stats)
         out = M.moe_combine(x, idx, w, fn)
         sp = p + "shared_experts."
-        out = out + clamped_swiglu(x, self.W(sp + "gate_proj.weight"), self.W(sp + "up_proj.weight"),
-                                   self.W(sp + "down_proj.weight"), lim, self.clamp_stats)
+        out = out + V4.clamped_swiglu(x, self.W(sp + "gate_proj.weight"), self.W(sp + "up_proj.weight"),
+                                      self.W(sp + "down_proj.weight"), lim, self.clamp_stats)
         self.trace.append({"layer": i, "idx": idx, "weights": w, **info})
         return out
 

@@ -40,6 +40,20 @@ class ConvertTest : public ::testing::Test {
     std::ofstream(hf_ / "config.json") << config.dump(2);
   }
 
+  // Each edit, on the fixture's config.json as it was, must be refused with
+  // InvalidArgument naming `error`.
+  void ExpectEachEditRefused(
+      const std::vector<std::pair<std::function<void(json&)>, std::string>>& cases) {
+    std::ifstream in(hf_ / "config.json");
+    const std::string original((std::istreambuf_iterator<char>(in)), {});
+    for (const auto& [edit, error] : cases) {
+      SCOPED_TRACE(error);
+      std::ofstream(hf_ / "config.json") << original;
+      EditConfig(edit);
+      EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(error)));
+    }
+  }
+
   // model.safetensors' JSON header, and the stream after it.
   static std::string ReadHeader(std::ifstream& in) {
     uint64_t n = 0;
@@ -81,9 +95,10 @@ TEST_F(ConvertTest, CopiesTokenizerFilesAndWritesTheChatTemplateOut) {
   std::ofstream(hf_ / "tokenizer.json") << "{}";
   std::ofstream(hf_ / "generation_config.json") << R"({"eos_token_id": [1, 2]})";
   std::ofstream(hf_ / "tokenizer_config.json")
-      << json({{"bos_token", "<s>"},
-               {"chat_template", json::array({{{"name", "tool_use"}, {"template", "x"}},
-                                              {{"name", "default"}, {"template", chat_template}}})}})
+      << json(
+             {{"bos_token", "<s>"},
+              {"chat_template", json::array({{{"name", "tool_use"}, {"template", "x"}},
+                                             {{"name", "default"}, {"template", chat_template}}})}})
              .dump();
   WARP_ASSERT_OK(Convert());
   auto container = Container::Open(dir_ / "out.warp");
@@ -182,9 +197,7 @@ TEST_F(ConvertTest, QuantizedFormatsConvert) {
 // gpt-oss as released: MXFP4 expert blocks and E8M0 scales in U8 tensors.
 class GptOssConvertTest : public ConvertTest {
  protected:
-  void SetUp() override {
-    fs::copy(FixtureDir("gpt_oss_mxfp4"), hf_, fs::copy_options::recursive);
-  }
+  void SetUp() override { fs::copy(FixtureDir("gpt_oss_mxfp4"), hf_, fs::copy_options::recursive); }
 };
 
 TEST_F(GptOssConvertTest, NativeKeepsTheReleaseBlocksBitForBit) {
@@ -197,8 +210,10 @@ TEST_F(GptOssConvertTest, NativeKeepsTheReleaseBlocksBitForBit) {
   EXPECT_EQ(bank.matrices[1].format, TensorFormat::kF32);  // gate_up_proj_bias
   auto checkpoint = Checkpoint::Open(hf_);
   WARP_ASSERT_OK(checkpoint);
-  const SourceTensor* blocks = (*checkpoint)->Find("model.layers.1.mlp.experts.gate_up_proj_blocks");
-  const SourceTensor* scales = (*checkpoint)->Find("model.layers.1.mlp.experts.gate_up_proj_scales");
+  const SourceTensor* blocks =
+      (*checkpoint)->Find("model.layers.1.mlp.experts.gate_up_proj_blocks");
+  const SourceTensor* scales =
+      (*checkpoint)->Find("model.layers.1.mlp.experts.gate_up_proj_scales");
   ASSERT_NE(blocks, nullptr);
   ASSERT_NE(scales, nullptr);
   const uint32_t expert = 5;
@@ -209,7 +224,8 @@ TEST_F(GptOssConvertTest, NativeKeepsTheReleaseBlocksBitForBit) {
   std::ifstream bank_file((*container)->dir() / bank.file, std::ios::binary);
   std::vector<std::byte> record(bank.record_bytes);
   bank_file.seekg(static_cast<std::streamoff>(expert * bank.record_bytes));
-  bank_file.read(reinterpret_cast<char*>(record.data()), static_cast<std::streamsize>(record.size()));
+  bank_file.read(reinterpret_cast<char*>(record.data()),
+                 static_cast<std::streamsize>(record.size()));
   EXPECT_TRUE(std::equal(want_data.begin(), want_data.end(), record.begin() + matrix.data.offset));
   EXPECT_TRUE(
       std::equal(want_scale.begin(), want_scale.end(), record.begin() + matrix.scale->offset));
@@ -282,9 +298,11 @@ TEST_F(GptOssConvertTest, EitherSpellingOfTheTopKIsReadAndNeitherIsRefused) {
   EditConfig([](json& config) { config.erase("num_experts_per_tok"); });
   WARP_EXPECT_OK(Convert());  // the release's older experts_per_token
   EditConfig([](json& config) { config.erase("experts_per_token"); });
-  EXPECT_THAT(Convert(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("num_experts_per_tok or experts_per_token or num_experts_per_token: missing")));
+  EXPECT_THAT(
+      Convert(),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("num_experts_per_tok or experts_per_token or num_experts_per_token: missing")));
 }
 
 // Kimi-Linear as released: KDA and NoPE MLA layers chosen by 1-based lists.
@@ -307,16 +325,26 @@ TEST_F(KimiLinearConvertTest, ALayerNumberOutOfRangeIsRefusedNamingTheList) {
     const uint32_t layers = config["num_hidden_layers"];
     config["linear_attn_config"]["kda_layers"].push_back(layers + 1);
   });
-  EXPECT_THAT(Convert(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("config.json: linear_attn_config.kda_layers"),
-                             HasSubstr("is not a layer (1-based"))));
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("config.json: linear_attn_config.kda_layers"),
+                                        HasSubstr("is not a layer (1-based"))));
   EditConfig([](json& config) {
-    config["linear_attn_config"]["kda_layers"].erase(config["linear_attn_config"]["kda_layers"].size() - 1);
+    config["linear_attn_config"]["kda_layers"].erase(
+        config["linear_attn_config"]["kda_layers"].size() - 1);
     config["linear_attn_config"]["full_attn_layers"] = {0};
   });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  HasSubstr("linear_attn_config.full_attn_layers: 0 is not a layer")));
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("linear_attn_config.full_attn_layers: 0 is not a layer")));
+}
+
+TEST_F(KimiLinearConvertTest, AMalformedLinearAttnConfigIsRefusedNamingTheKey) {
+  ExpectEachEditRefused({
+      {[](json& c) { c["linear_attn_config"]["kda_layers"] = 3; },
+       "config.json: linear_attn_config.kda_layers: must be an array of 1-based layer numbers"},
+      {[](json& c) { c["linear_attn_config"]["gate_lower_bound"] = 5.0; },
+       "config.json: linear_attn_config.gate_lower_bound: must be negative"},
+  });
 }
 
 TEST_F(KimiLinearConvertTest, ALayerInBothListsIsRefused) {
@@ -337,17 +365,16 @@ TEST_F(KimiLinearConvertTest, AConvWeightOfTheWrongShapeIsRefusedNamingTheTensor
 
 TEST_F(KimiLinearConvertTest, ASoftmaxRouterIsRefused) {
   EditConfig([](json& config) { config["moe_router_activation_func"] = "softmax"; });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  HasSubstr("moe_router_activation_func: \"softmax\" is not supported")));
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("moe_router_activation_func: \"softmax\" is not supported")));
 }
 
 // Kimi K3 as released: the text model under text_config, experts as
 // compressed-tensors MXFP4 weight_packed / weight_scale.
 class KimiK3ConvertTest : public ConvertTest {
  protected:
-  void SetUp() override {
-    fs::copy(FixtureDir("kimi_k3_mxfp4"), hf_, fs::copy_options::recursive);
-  }
+  void SetUp() override { fs::copy(FixtureDir("kimi_k3_mxfp4"), hf_, fs::copy_options::recursive); }
 };
 
 TEST_F(KimiK3ConvertTest, PackedExpertsAreKeptAsTheyAre) {
@@ -392,8 +419,9 @@ TEST_F(KimiK3ConvertTest, APackedWeightWhoseScaleCountDisagreesIsRefusedNamingBo
 TEST_F(KimiK3ConvertTest, APackedWeightWithoutItsScaleIsRefused) {
   const std::string expert = "language_model.model.layers.1.block_sparse_moe.experts.0.w1.";
   EditHeader([&](json& root) { root.erase(expert + "weight_scale"); });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kNotFound,
-                                  AllOf(HasSubstr(expert + "weight_packed"), HasSubstr("missing"))));
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr(expert + "weight_packed"), HasSubstr("missing"))));
 }
 
 // DeepSeek V4 as released: compress_ratios per layer (plus the MTP layer's),
@@ -429,9 +457,10 @@ TEST_F(DeepseekV4ConvertTest, CompressRatiosOfTheWrongLengthAreRefused) {
 
 TEST_F(DeepseekV4ConvertTest, ATid2eidOfTheWrongShapeIsRefusedNamingIt) {
   EditHeader([](json& root) { root["layers.0.ffn.gate.tid2eid"]["shape"] = {128, 4}; });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  AllOf(HasSubstr("tensor layers.0.ffn.gate.tid2eid has shape [128, 4]"),
-                                        HasSubstr("config.json implies [256, 2]"))));
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("tensor layers.0.ffn.gate.tid2eid has shape [128, 4]"),
+                             HasSubstr("config.json implies [256, 2]"))));
 }
 
 TEST_F(DeepseekV4ConvertTest, AnExpertIdOutOfRangeIsRefusedWhenTheModelOpens) {
@@ -439,8 +468,8 @@ TEST_F(DeepseekV4ConvertTest, AnExpertIdOutOfRangeIsRefusedWhenTheModelOpens) {
   PatchTensor("layers.1.ffn.gate.tid2eid", (17 * 2 + 1) * 8,
               std::string(reinterpret_cast<const char*>(&bad), 8));
   WARP_ASSERT_OK(Convert());
-  auto run = warp::testing::RunBinary("computed", "--log-level warn run --ids " +
-                                                      (dir_ / "out.warp").string() + " 1,2 -n 1");
+  auto run = warp::testing::RunBinary(
+      "computed", "--log-level warn run --ids " + (dir_ / "out.warp").string() + " 1,2 -n 1");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, HasSubstr("trunk tensor layers.1.ffn.gate.tid2eid: token 17 routes to "
                                     "expert 8, outside the 8 routed experts"));
@@ -458,6 +487,30 @@ TEST_F(DeepseekV4ConvertTest, AnotherScoringFunctionOrUnevenOutputGroupsAreRefus
                                   HasSubstr("o_groups: must divide num_attention_heads")));
 }
 
+TEST_F(DeepseekV4ConvertTest, MalformedLayerListsAndHeadShapesAreRefusedNamingTheKey) {
+  ExpectEachEditRefused({
+      {[](json& c) { c.erase("compress_ratios"); },
+       "config.json: compress_ratios: missing (and no layer_types)"},
+      {[](json& c) {
+         c["layer_types"] = {"sliding_attention", "compressed_sparse_attention", "full_attention",
+                             "sliding_attention"};
+       },
+       "config.json: layer_types[2]: \"full_attention\" is not an attention type"},
+      {[](json& c) {
+         c["mlp_layer_types"] = {"hash_moe", "moe"};
+       },
+       "config.json: mlp_layer_types: must list the 4 layers"},
+      {[](json& c) {
+         c["mlp_layer_types"] = {"hash_moe", "dense", "moe", "moe"};
+       },
+       "config.json: mlp_layer_types[1]: \"dense\" is not \"hash_moe\" or \"moe\""},
+      {[](json& c) { c["qk_rope_head_dim"] = 15; },
+       "config.json: qk_rope_head_dim: must be even and at most head_dim"},
+      {[](json& c) { c["index_head_dim"] = 8; },
+       "config.json: index_head_dim: must hold the rope dims (qk_rope_head_dim)"},
+  });
+}
+
 TEST_F(DeepseekV4ConvertTest, HyperConnectionTensorsOfAnotherHcMultAreRefused) {
   EditConfig([](json& config) { config["hc_mult"] = 2; });
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -469,7 +522,8 @@ TEST_F(DeepseekV4ConvertTest, TheMtpLayerIsSkippedWithALogLine) {
   auto result = warp::testing::RunBinary(
       "computed", "convert --quiet " + hf_.string() + " " + (dir_ / "mtp.warp").string());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, ::testing::ContainsRegex("skipped the [0-9]+ tensors of the MTP layer"));
+  EXPECT_THAT(result.output,
+              ::testing::ContainsRegex("skipped the [0-9]+ tensors of the MTP layer"));
 }
 
 // GLM-5.3-Flash as released: text_config, explicit 0-based layer_types, a pooled DSA indexer.
@@ -493,6 +547,15 @@ TEST_F(Glm5NextConvertTest, LayerTypesOfTheWrongLengthOrKindAreRefused) {
                                   HasSubstr("layer_types[0]: \"sliding_attention\" is not")));
 }
 
+TEST_F(Glm5NextConvertTest, AGateLowerBoundAboveZeroIsRefused) {
+  EditConfig(
+      [](json& config) { config["text_config"]["linear_attn_config"]["gate_lower_bound"] = 5.0; });
+  EXPECT_THAT(
+      Convert(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("config.json: linear_attn_config.gate_lower_bound: must be negative")));
+}
+
 TEST_F(Glm5NextConvertTest, AnUnsupportedIndexerKindIsRefusedNamingTheLayer) {
   EditConfig([](json& config) { config["text_config"]["indexer_types"][4] = "shared"; });
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -501,18 +564,18 @@ TEST_F(Glm5NextConvertTest, AnUnsupportedIndexerKindIsRefusedNamingTheLayer) {
 
 TEST_F(Glm5NextConvertTest, ATopKThatIsNotWholePoolsIsRefused) {
   EditConfig([](json& config) { config["text_config"]["index_topk"] = 18; });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  HasSubstr("index_topk: must be a positive multiple of index_kpool")));
+  EXPECT_THAT(Convert(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("index_topk: must be a positive multiple of index_kpool")));
 }
 
 TEST_F(Glm5NextConvertTest, AMissingIndexerTensorIsRefusedByName) {
   EditHeader([](json& root) {
     root.erase("model.language_model.layers.2.self_attn.indexer.index_kpool_compress_gate");
   });
-  EXPECT_THAT(Convert(),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("model.language_model.layers.2.self_attn.indexer."
-                                 "index_kpool_compress_gate is missing")));
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kNotFound,
+                                  HasSubstr("model.language_model.layers.2.self_attn.indexer."
+                                            "index_kpool_compress_gate is missing")));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ build: configure
 # Every unit, golden and integration test, through ctest.
 check: build
 	@bash tests/npm/install.sh
+	@WARP_PEER_DIR=$(abspath $(BUILD))/peer JOBS=$(JOBS) bash tests/peer/install.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # The main job on the embedded default, in a temp dir that is removed after.

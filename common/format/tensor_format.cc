@@ -14,7 +14,8 @@ constexpr FormatInfo kFormats[] = {
     {TensorFormat::kF32, "f32"},      {TensorFormat::kF16, "f16"},
     {TensorFormat::kBF16, "bf16"},    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128"},
     {TensorFormat::kQ8B32, "q8_b32"}, {TensorFormat::kQ4B32, "q4_b32"},
-    {TensorFormat::kMxfp4B32, "mxfp4_b32"},
+    {TensorFormat::kMxfp4B32, "mxfp4_b32"}, {TensorFormat::kGgmlQ8_0, "ggml_q8_0"},
+    {TensorFormat::kGgmlQ4_0, "ggml_q4_0"},  {TensorFormat::kGgmlMxfp4, "ggml_mxfp4"},
 };
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 56;
@@ -35,6 +36,19 @@ std::optional<TensorFormat> ParseTensorFormat(std::string_view name) {
     if (info.name == name) return info.format;
   }
   return std::nullopt;
+}
+
+std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format) {
+  switch (format) {
+    case TensorFormat::kGgmlQ8_0:
+      return GgmlBlockLayout{32, 34};
+    case TensorFormat::kGgmlQ4_0:
+      return GgmlBlockLayout{32, 18};
+    case TensorFormat::kGgmlMxfp4:
+      return GgmlBlockLayout{32, 17};
+    default:
+      return std::nullopt;
+  }
 }
 
 bool HasScale(TensorFormat format) {
@@ -62,6 +76,16 @@ std::string ShapeProblem(TensorFormat format, const std::vector<uint64_t>& shape
       return absl::StrCat("shape has more than 2^56 elements");
     }
   }
+  if (std::optional<GgmlBlockLayout> block = GgmlBlockLayoutOf(format)) {
+    if (shape.size() != 2) {
+      return absl::StrCat(std::string(TensorFormatName(format)), " needs a 2-D shape");
+    }
+    if (shape[1] % block->elements != 0) {
+      return absl::StrCat(std::string(TensorFormatName(format)), " needs columns divisible by ",
+                          block->elements, ", has ", shape[1]);
+    }
+    return "";
+  }
   if (!HasScale(format)) return "";
   if (shape.size() != 2) {
     return absl::StrCat(std::string(TensorFormatName(format)), " needs a 2-D shape");
@@ -87,6 +111,12 @@ uint64_t DataBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
     case TensorFormat::kQ4B32:
     case TensorFormat::kMxfp4B32:
       return n / 2;
+    case TensorFormat::kGgmlQ8_0:
+    case TensorFormat::kGgmlQ4_0:
+    case TensorFormat::kGgmlMxfp4: {
+      const GgmlBlockLayout block = *GgmlBlockLayoutOf(format);
+      return n / block.elements * block.bytes;
+    }
   }
   return 0;
 }

@@ -21,6 +21,13 @@ enum class TensorFormat {
                 // + f16 scale per 32 consecutive elements of a row
   kMxfp4B32,    // OCP MX FP4: E2M1 codes packed as kQ4B32 + E8M0 scale (2^(s-127)) per
                 // 32 consecutive elements of a row (gpt-oss `*_blocks` / `*_scales`)
+  // ggml's block formats, kept as GGUF files store them: each row is whole
+  // blocks, each block its scale and codes together (ggml-common.h).
+  kGgmlQ8_0,   // block_q8_0: f16 d, 32 int8 codes; value = code * d
+  kGgmlQ4_0,   // block_q4_0: f16 d, 16 bytes; element j (< 16) in the low nibble of
+               // byte j, element j + 16 in its high nibble; value = (nibble - 8) * d
+  kGgmlMxfp4,  // block_mxfp4: E8M0 e, 16 bytes of E2M1 codes ordered as kGgmlQ4_0;
+               // value = 2 * E2M1(nibble) * 2^(e - 128)
 };
 
 // Elements per scale block along a row for kQ8B32 / kQ4B32 / kMxfp4B32.
@@ -30,6 +37,12 @@ inline constexpr uint64_t kFp8Block = 128;
 
 std::string_view TensorFormatName(TensorFormat format);
 std::optional<TensorFormat> ParseTensorFormat(std::string_view name);
+
+// Elements and bytes of one block of a ggml block format; nullopt for the others.
+struct GgmlBlockLayout {
+  uint64_t elements, bytes;
+};
+std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format);
 
 // True if the format carries a separate scale sub-tensor.
 bool HasScale(TensorFormat format);

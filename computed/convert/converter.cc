@@ -14,6 +14,7 @@
 #include "common/progress.h"
 #include "common/status.h"
 #include "computed/convert/encode.h"
+#include "computed/convert/gguf_import.h"
 #include "computed/convert/safetensors.h"
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/family.h"
@@ -49,6 +50,10 @@ absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
     case SourceDtype::kI32:
     case SourceDtype::kI64:
       return TensorFormat::kF32;  // integers (expert ids) kept as exact float values
+    case SourceDtype::kGgmlQ8_0:
+    case SourceDtype::kGgmlQ4_0:
+    case SourceDtype::kGgmlMxfp4:
+      return *GgmlBlockFormat(tensor.dtype);  // the file's blocks, kept as they are
     case SourceDtype::kU8:
     case SourceDtype::kI8:
     case SourceDtype::kF8E8M0:
@@ -460,55 +465,93 @@ uint64_t CheckpointFingerprint(const json& config, const Checkpoint& checkpoint,
   return hash;
 }
 
-}  // namespace
+// What a conversion reads: the config.json (a release's, or one a GGUF file's
+// hyper-parameters stand for) and the tensors.
+struct ConvertInput {
+  json config;
+  std::unique_ptr<Checkpoint> checkpoint;
+  std::optional<std::string> gguf_chat_template;  // GGUF only
+  bool from_gguf = false;
+};
 
-absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& hf_dir, const fs::path& out,
-                                                const ConvertOptions& options) {
-  WARP_RETURN_IF_ERROR(CheckOptions(options));
-  const fs::path config_path = hf_dir / "config.json";
+absl::StatusOr<ConvertInput> OpenInput(const fs::path& from) {
+  ConvertInput input;
+  if (IsGgufPath(from)) {
+    WARP_ASSIGN_OR_RETURN(GgufImport gguf, ImportGguf(from));
+    input.config = std::move(gguf.config);
+    input.checkpoint = std::move(gguf.checkpoint);
+    input.gguf_chat_template = std::move(gguf.chat_template);
+    input.from_gguf = true;
+    return input;
+  }
+  const fs::path config_path = from / "config.json";
   WARP_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(config_path));
-  json config = json::parse(config_text, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) {
+  input.config = json::parse(config_text, nullptr, /*allow_exceptions=*/false);
+  if (!input.config.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(config_path.string(), ": not a JSON object"));
   }
+  WARP_ASSIGN_OR_RETURN(input.checkpoint, Checkpoint::Open(from));
+  return input;
+}
+
+// The tokenizer and chat template of the container: a release's files, or
+// what a GGUF file's metadata holds.
+absl::StatusOr<std::optional<TokenizerRef>> WriteTokenizer(const ConvertInput& input,
+                                                           const fs::path& from,
+                                                           const fs::path& out) {
+  if (!input.from_gguf) return CopyTokenizer(from, out);
+  if (!input.gguf_chat_template) return std::nullopt;
+  WARP_RETURN_IF_ERROR(WriteFileAtomically(out / kChatTemplateFile, *input.gguf_chat_template));
+  return TokenizerRef{.chat_template = kChatTemplateFile};
+}
+
+}  // namespace
+
+absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::path& out,
+                                                const ConvertOptions& options) {
+  WARP_RETURN_IF_ERROR(CheckOptions(options));
+  WARP_ASSIGN_OR_RETURN(ConvertInput input, OpenInput(from));
+  const json& config = input.config;
+  const Checkpoint& checkpoint = *input.checkpoint;
+  const std::string config_source =
+      input.from_gguf ? from.string() : (from / "config.json").string();
   const std::string model_type = config.value("model_type", std::string());
   absl::StatusOr<ModelConfig> model = ParseModelConfig(model_type, config);
-  if (!model.ok()) return Annotate(model.status(), config_path.string());
-  WARP_ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(hf_dir));
+  if (!model.ok()) return Annotate(model.status(), config_source);
 
   Manifest header;
   header.architecture = std::string(ArchitectureName(model->arch));
   header.config = config;
-  header.source = absl::StrCat("computed convert ", hf_dir.string(), " --experts ", options.experts,
+  header.source = absl::StrCat("computed convert ", from.string(), " --experts ", options.experts,
                                " --trunk ", options.trunk);
-  header.fingerprint = CheckpointFingerprint(config, *checkpoint, options);
+  header.fingerprint = CheckpointFingerprint(config, checkpoint, options);
   WARP_ASSIGN_OR_RETURN(auto writer, ContainerWriter::Create(out, std::move(header),
                                                              {.direct_io = options.direct_io}));
   Logger("computed")
-      .info("converting {} ({}, {} layers, {} experts/layer, {}) to {}", hf_dir.string(),
+      .info("converting {} ({}, {} layers, {} experts/layer, {}) to {}", from.string(),
             model_type, model->num_layers, model->num_experts,
-            FormatBytes(checkpoint->total_bytes()), out.string());
-  ProgressBar progress("convert", checkpoint->total_bytes(), options.show_progress);
-  Converter converter(*checkpoint, *model, options, progress);
+            FormatBytes(checkpoint.total_bytes()), out.string());
+  ProgressBar progress("convert", checkpoint.total_bytes(), options.show_progress);
+  Converter converter(checkpoint, *model, options, progress);
   absl::Status status = converter.WriteTrunk(*writer);
   if (status.ok()) status = converter.WriteBanks(*writer);
-  if (!status.ok()) return Annotate(status, hf_dir.string());
+  if (!status.ok()) return Annotate(status, from.string());
   // DeepSeek V4 (mtp.*) and GLM-5.3 (layers.<num_hidden_layers>.*) ship a
   // multi-token-prediction layer; WARP decodes one token a step.
   const std::string next_layer = absl::StrCat("layers.", model->num_layers, ".");
   size_t mtp = 0;
-  for (const auto& [name, tensor] : checkpoint->tensors()) {
+  for (const auto& [name, tensor] : checkpoint.tensors()) {
     mtp += absl::StartsWith(name, "mtp.") || absl::StartsWith(name, "model.mtp.") ||
            absl::StartsWith(name, next_layer) || absl::StrContains(name, "." + next_layer);
   }
   if (mtp > 0) {
     Logger("computed").info("skipped the {} tensors of the MTP layer: not used to decode", mtp);
   }
-  WARP_ASSIGN_OR_RETURN(std::optional<TokenizerRef> tokenizer, CopyTokenizer(hf_dir, out));
+  WARP_ASSIGN_OR_RETURN(std::optional<TokenizerRef> tokenizer, WriteTokenizer(input, from, out));
   if (!HasTokenizerFile(tokenizer)) {
     Logger("computed")
         .warn("{}: no tokenizer.json or tiktoken.model; the container takes and prints token ids",
-              hf_dir.string());
+              from.string());
   }
   writer->SetTokenizer(tokenizer);
   WARP_RETURN_IF_ERROR(writer->Finish());

@@ -1,6 +1,7 @@
 #pragma once
 
-// `computed convert`: a Hugging Face checkpoint (config.json + safetensors) to
+// `computed convert`: a Hugging Face checkpoint (config.json + safetensors), or
+// a GGUF file (gguf_import.h), to
 // a NAME.warp container, streaming tensor by tensor in bounded memory.
 // Tensor names and shapes come from the architecture (model/tensor_specs.h);
 // anything missing, misshapen or of an unsupported dtype is refused by name.

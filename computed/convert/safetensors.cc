@@ -85,8 +85,27 @@ absl::StatusOr<SourceTensor> ParseEntry(const std::string& name, const json& ent
 
 }  // namespace
 
+std::optional<TensorFormat> GgmlBlockFormat(SourceDtype dtype) {
+  switch (dtype) {
+    case SourceDtype::kGgmlQ8_0:
+      return TensorFormat::kGgmlQ8_0;
+    case SourceDtype::kGgmlQ4_0:
+      return TensorFormat::kGgmlQ4_0;
+    case SourceDtype::kGgmlMxfp4:
+      return TensorFormat::kGgmlMxfp4;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::string_view SourceDtypeName(SourceDtype dtype) {
   switch (dtype) {
+    case SourceDtype::kGgmlQ8_0:
+      return "Q8_0";
+    case SourceDtype::kGgmlQ4_0:
+      return "Q4_0";
+    case SourceDtype::kGgmlMxfp4:
+      return "MXFP4";
     case SourceDtype::kF32:
       return "F32";
     case SourceDtype::kF16:
@@ -111,6 +130,10 @@ std::string_view SourceDtypeName(SourceDtype dtype) {
 
 uint64_t SourceDtypeBytes(SourceDtype dtype) {
   switch (dtype) {
+    case SourceDtype::kGgmlQ8_0:
+    case SourceDtype::kGgmlQ4_0:
+    case SourceDtype::kGgmlMxfp4:
+      return 0;
     case SourceDtype::kF32:
       return 4;
     case SourceDtype::kF16:
@@ -195,6 +218,19 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const fs::path& dir
   return checkpoint;
 }
 
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::FromTensors(
+    std::vector<fs::path> files, std::map<std::string, SourceTensor> tensors) {
+  auto checkpoint = std::unique_ptr<Checkpoint>(new Checkpoint());
+  for (const fs::path& path : files) {
+    WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
+    checkpoint->fds_.push_back(std::move(file.fd));
+  }
+  checkpoint->paths_ = std::move(files);
+  for (const auto& [name, tensor] : tensors) checkpoint->total_bytes_ += tensor.bytes;
+  checkpoint->tensors_ = std::move(tensors);
+  return checkpoint;
+}
+
 const SourceTensor* Checkpoint::Find(const std::string& name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;
@@ -224,6 +260,18 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
     return absl::InvalidArgumentError(absl::StrCat("tensor ", tensor.name, " is ",
                                                    std::string(SourceDtypeName(tensor.dtype)),
                                                    " codes, not values"));
+  }
+  if (std::optional<TensorFormat> format = GgmlBlockFormat(tensor.dtype)) {
+    const uint64_t cols = tensor.shape.back();
+    const uint64_t row_bytes = DataBytes(*format, {1, cols});
+    std::vector<std::byte> raw(num_rows * row_bytes);
+    WARP_RETURN_IF_ERROR(Read(tensor, row_begin * row_bytes, raw));
+    const kernels::MatrixView view{
+        .format = *format, .rows = num_rows, .cols = cols, .data = raw.data()};
+    for (uint64_t r = 0; r < num_rows; ++r) {
+      kernels::DequantizeRow(view, r, out.subspan(r * cols, cols));
+    }
+    return absl::OkStatus();
   }
   const uint64_t cols = tensor.shape.size() >= 2 ? tensor.shape.back()
                                                  : tensor.bytes / SourceDtypeBytes(tensor.dtype);
@@ -286,7 +334,10 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
       case SourceDtype::kU8:
       case SourceDtype::kI8:
       case SourceDtype::kF8E8M0:
-        break;  // refused above
+      case SourceDtype::kGgmlQ8_0:
+      case SourceDtype::kGgmlQ4_0:
+      case SourceDtype::kGgmlMxfp4:
+        break;  // refused or decoded above
     }
   }
   return absl::OkStatus();

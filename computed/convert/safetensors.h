@@ -11,25 +11,36 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/format/tensor_format.h"
 #include "common/io/file.h"
 
 namespace warp::computed {
 
 // U8, I8 and F8_E8M0 are codes read as bytes (MXFP4 blocks, E8M0 scales);
 // I32 and I64 integers (DeepSeek V4's tid2eid expert ids), read as values.
-enum class SourceDtype { kF32, kF16, kBF16, kF8E4M3, kU8, kI8, kF8E8M0, kI32, kI64 };
+// The ggml block dtypes come from GGUF files (gguf_import.h): rows of whole
+// blocks, kept as the container's ggml_* formats.
+enum class SourceDtype {
+  kF32, kF16, kBF16, kF8E4M3, kU8, kI8, kF8E8M0, kI32, kI64,
+  kGgmlQ8_0, kGgmlQ4_0, kGgmlMxfp4,
+};
 
 // True for the dtypes whose bytes are codes rather than values.
 inline bool IsCodeDtype(SourceDtype dtype) {
   return dtype == SourceDtype::kU8 || dtype == SourceDtype::kI8 || dtype == SourceDtype::kF8E8M0;
 }
 
+// The container format that keeps a ggml block dtype's bytes; nullopt for the others.
+std::optional<TensorFormat> GgmlBlockFormat(SourceDtype dtype);
+
 std::string_view SourceDtypeName(SourceDtype dtype);
+// Bytes an element; 0 for the ggml block dtypes (DataBytes of their format).
 uint64_t SourceDtypeBytes(SourceDtype dtype);
 
 struct SourceTensor {
@@ -46,6 +57,10 @@ class Checkpoint {
   // Opens `dir`: model.safetensors.index.json if present, else every
   // *.safetensors file in it. Errors name the file and tensor.
   static absl::StatusOr<std::unique_ptr<Checkpoint>> Open(const std::filesystem::path& dir);
+  // A checkpoint of tensors another reader has checked (GGUF import): each
+  // `file` indexes `files`, which are opened here.
+  static absl::StatusOr<std::unique_ptr<Checkpoint>> FromTensors(
+      std::vector<std::filesystem::path> files, std::map<std::string, SourceTensor> tensors);
 
   const SourceTensor* Find(const std::string& name) const;
   const std::map<std::string, SourceTensor>& tensors() const { return tensors_; }

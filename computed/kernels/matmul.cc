@@ -55,6 +55,13 @@ int Nibble(const std::byte* data, uint64_t index) {
   return index % 2 == 0 ? byte & 0xf : byte >> 4;
 }
 
+// ggml_q4_0 / ggml_mxfp4: element j of a 32-block is the low nibble of byte j
+// for j < 16, the high nibble of byte j - 16 after.
+int SplitNibble(const std::byte* codes, uint64_t j) {
+  const auto byte = static_cast<uint8_t>(codes[j % 16]);
+  return j < 16 ? byte & 0xf : byte >> 4;
+}
+
 // Columns [col, col + n) of row `row`, dequantized as DequantizeRow defines.
 // REQUIRES: n <= kLanes and [col, col + n) inside one scale block.
 void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n, float* out) {
@@ -95,6 +102,29 @@ void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n
     case TensorFormat::kMxfp4B32: {
       const float scale = kE8M0Scale[static_cast<uint8_t>(w.scale[first / kRowBlock])];
       for (uint64_t i = 0; i < n; ++i) out[i] = kFp4Value[Nibble(w.data, first + i)] * scale;
+      return;
+    }
+    case TensorFormat::kGgmlQ8_0:
+    case TensorFormat::kGgmlQ4_0:
+    case TensorFormat::kGgmlMxfp4: {
+      const GgmlBlockLayout layout = *GgmlBlockLayoutOf(w.format);
+      const std::byte* block =
+          w.data + (row * (w.cols / layout.elements) + col / layout.elements) * layout.bytes;
+      const uint64_t j0 = col % layout.elements;
+      if (w.format == TensorFormat::kGgmlMxfp4) {
+        const float scale = kE8M0HalfScale[static_cast<uint8_t>(block[0])];
+        for (uint64_t i = 0; i < n; ++i) {
+          out[i] = kGgmlMxfp4Value[SplitNibble(block + 1, j0 + i)] * scale;
+        }
+        return;
+      }
+      const float scale = HalfToFloat(Load16(block));
+      for (uint64_t i = 0; i < n; ++i) {
+        const int code = w.format == TensorFormat::kGgmlQ8_0
+                             ? static_cast<int8_t>(block[2 + j0 + i])
+                             : SplitNibble(block + 2, j0 + i) - 8;
+        out[i] = static_cast<float>(code) * scale;
+      }
       return;
     }
   }

@@ -165,6 +165,46 @@ struct Avx2Ops {
     }
   };
 
+  // ggml_q4_0: NibbleBytes' low nibbles are elements 0-15, its high nibbles 16-31.
+  struct Q4Split {
+    static void Decode(const std::byte* p, float scale, Vec* out) {
+      const __m256 s = _mm256_set1_ps(scale);
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i low4 = _mm_set1_epi8(0x0f);
+      const __m128i eight = _mm_set1_epi8(8);
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(packed, low4), eight);
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), low4), eight);
+      out[0] = Mul({Int8ToFloat(lo), Int8ToFloat(_mm_unpackhi_epi64(lo, lo))}, s);
+      out[1] = Mul({Int8ToFloat(hi), Int8ToFloat(_mm_unpackhi_epi64(hi, hi))}, s);
+    }
+  };
+
+  // ggml_mxfp4, per 8 columns: their bytes widened to lanes, the nibble (low
+  // for elements 0-15, high for 16-31) looks up both halves of the table of
+  // value(nibble) * scale (vpermps reads the low 3 bits), and bit 3 picks one.
+  static __m256 SplitMxfp4Eighth(__m256i nibble, __m256 low, __m256 high) {
+    const __m256 pick = _mm256_castsi256_ps(_mm256_slli_epi32(nibble, 28));  // bit 3 -> sign
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(low, nibble),
+                            _mm256_permutevar8x32_ps(high, nibble), pick);
+  }
+  struct Mxfp4Split {
+    static void Decode(const std::byte* p, float scale, Vec* out) {
+      const __m256 s = _mm256_set1_ps(scale);
+      const __m256 low = _mm256_mul_ps(_mm256_loadu_ps(kGgmlMxfp4Value.data()), s);
+      const __m256 high = _mm256_mul_ps(_mm256_loadu_ps(kGgmlMxfp4Value.data() + 8), s);
+      const __m256i mask = _mm256_set1_epi32(0x0f);
+      __m256 eighths[4];
+      for (int k = 0; k < 2; ++k) {
+        const __m256i bytes =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * k)));
+        eighths[k] = SplitMxfp4Eighth(_mm256_and_si256(bytes, mask), low, high);
+        eighths[k + 2] = SplitMxfp4Eighth(_mm256_srli_epi32(bytes, 4), low, high);
+      }
+      out[0] = {eighths[0], eighths[1]};
+      out[1] = {eighths[2], eighths[3]};
+    }
+  };
+
   // mxfp4, per 8 columns: their 4 bytes broadcast, vpsrlvd moves column c's
   // nibble to the bottom of lane c, vpermps looks up its magnitude (it reads
   // only the low 3 bits), bit 3 shifted to bit 31 is the sign, and one multiply

@@ -151,6 +151,27 @@ struct Avx512Ops {
       Nibbles(p, _mm512_mul_ps(_mm512_loadu_ps(kFp4Value.data()), _mm512_set1_ps(scale)), out);
     }
   };
+
+  // ggml's order: the 16 bytes widened to 16 lanes are elements 0-15 in their
+  // low nibbles (vpermps reads only the low 4 bits of an index) and 16-31 in
+  // their high nibbles once shifted down; the table is value(nibble) * scale.
+  static void SplitNibbles(const std::byte* p, __m512 table, Vec* out) {
+    const __m512i bytes =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    out[0] = _mm512_permutexvar_ps(bytes, table);
+    out[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table);
+  }
+  struct Q4Split {
+    static void Decode(const std::byte* p, float scale, Vec* out) {
+      SplitNibbles(p, _mm512_mul_ps(_mm512_load_ps(kQ4Codes.data()), _mm512_set1_ps(scale)), out);
+    }
+  };
+  struct Mxfp4Split {
+    static void Decode(const std::byte* p, float scale, Vec* out) {
+      SplitNibbles(p, _mm512_mul_ps(_mm512_loadu_ps(kGgmlMxfp4Value.data()), _mm512_set1_ps(scale)),
+                   out);
+    }
+  };
 };
 
 }  // namespace

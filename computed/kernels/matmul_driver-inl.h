@@ -28,7 +28,8 @@
 //   HalfScales(const uint16_t*, uint64_t count, float*) converts at once.
 //   Decoders, each bit-equal to DequantizeRow: for 16 columns Vec F8(const uint8_t*,
 //   float scale) and the structs F32, F16, Bf16 with Vec Decode(const Code*); for
-//   one 32-column block the structs Q8, Q4, Mxfp4 with
+//   one 32-column block the structs Q8, Q4, Mxfp4, and Q4Split, Mxfp4Split
+//   (ggml's nibble order: elements 0-15 low nibbles, 16-31 high) with
 //   void Decode(const std::byte*, float scale, Vec out[2]). (Structs, not
 //   function pointers as template arguments: those would drop the vector types'
 //   attributes.)
@@ -162,6 +163,40 @@ struct BlockRow {
   void Prepare(uint64_t col, uint64_t end, uint64_t ahead) { scale.Prepare(col, end, ahead); }
   void Load(uint64_t col, Vec* out) const {
     Decoder::Decode(p + DataBytes(col), scale.Get(col), out);
+  }
+};
+
+// ggml block formats: each 32-column block is its scale and then its codes.
+// Scales come from the block itself, so Prepare has nothing to convert ahead.
+struct GgmlHalfScale {  // ggml_q8_0, ggml_q4_0: f16 d first
+  static constexpr uint64_t kCodes = 2;
+  static float Get(const std::byte* block) {
+    uint16_t half;
+    std::memcpy(&half, block, sizeof(half));
+    return _cvtsh_ss(half);  // exact, as HalfToFloat
+  }
+};
+struct GgmlE8M0HalfScale {  // ggml_mxfp4: E8M0 e first
+  static constexpr uint64_t kCodes = 1;
+  static float Get(const std::byte* block) {
+    return kE8M0HalfScale[static_cast<uint8_t>(block[0])];
+  }
+};
+
+template <class Ops, class Scale, uint64_t kBlockBytes, class Decoder>
+struct GgmlBlockRow {
+  using Vec = typename Ops::Vec;
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols / kRowBlock * kBlockBytes; }
+  static constexpr uint64_t kStep = kRowBlock, kGroup = kWholeRow;
+  static constexpr int kVecs = 2;
+  static constexpr bool kHasTail = false;  // ShapeProblem: whole blocks only
+  const std::byte* p;
+
+  void Init(const MatrixView& w, uint64_t row) { p = w.data + row * DataBytes(w.cols); }
+  void Prepare(uint64_t, uint64_t, uint64_t) {}
+  void Load(uint64_t col, Vec* out) const {
+    const std::byte* block = p + DataBytes(col);
+    Decoder::Decode(block + Scale::kCodes, Scale::Get(block), out);
   }
 };
 
@@ -301,6 +336,9 @@ void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size
   using Q8 = BlockRow<Ops, HalfScales<Ops>, kRowBlock, typename Ops::Q8>;
   using Q4 = BlockRow<Ops, HalfScales<Ops>, kRowBlock / 2, typename Ops::Q4>;
   using Mxfp4 = BlockRow<Ops, E8M0Scales, kRowBlock / 2, typename Ops::Mxfp4>;
+  using GgmlQ8_0 = GgmlBlockRow<Ops, GgmlHalfScale, 34, typename Ops::Q8>;
+  using GgmlQ4_0 = GgmlBlockRow<Ops, GgmlHalfScale, 18, typename Ops::Q4Split>;
+  using GgmlMxfp4 = GgmlBlockRow<Ops, GgmlE8M0HalfScale, 17, typename Ops::Mxfp4Split>;
   const auto run = [&]<class Row>() {
     MatMulFormat<Ops, Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
   };
@@ -319,6 +357,12 @@ void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size
       return run.template operator()<Q4>();
     case TensorFormat::kMxfp4B32:
       return run.template operator()<Mxfp4>();
+    case TensorFormat::kGgmlQ8_0:
+      return run.template operator()<GgmlQ8_0>();
+    case TensorFormat::kGgmlQ4_0:
+      return run.template operator()<GgmlQ4_0>();
+    case TensorFormat::kGgmlMxfp4:
+      return run.template operator()<GgmlMxfp4>();
   }
 }
 

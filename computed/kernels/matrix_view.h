@@ -33,6 +33,10 @@ struct MatrixView {
 //   q4_b32: float(nibble - 8) * float(f16 scale of its 32-block) (one multiply);
 //   mxfp4_b32: kFp4Value[nibble] * kE8M0Scale[E8M0 byte of its 32-block] (one
 //     multiply, exact but for overflow to +-inf at s = 254; NaN at s = 255).
+//   ggml_q8_0: float(int8 code) * float(f16 d of its block) (one multiply);
+//   ggml_q4_0: float(nibble - 8) * float(f16 d of its block) (one multiply);
+//   ggml_mxfp4: kGgmlMxfp4Value[nibble] * kE8M0HalfScale[e] (one multiply), as
+//     ggml's dequantize_row_mxfp4: e = 255 is 2^127, not NaN.
 // The SIMD kernels dequantize to these same bits. REQUIRES: row < w.rows,
 // out.size() >= w.cols.
 void DequantizeRow(const MatrixView& w, uint64_t row, std::span<float> out);
@@ -56,6 +60,23 @@ consteval std::array<float, 256> MakeE8M0Scales() {
 }
 inline constexpr std::array<float, 256> kE8M0Scale = MakeE8M0Scales();
 static_assert(kE8M0Scale[0] == 0x1p-127f && kE8M0Scale[127] == 1.0f && kE8M0Scale[254] == 0x1p127f);
+
+// ggml's MXFP4 tables (ggml-common.h kvalues_mxfp4, GGML_E8M0_TO_FP32_HALF):
+// twice the E2M1 value (nibble 8 is +0), and half the E8M0 scale, 2^(e - 128),
+// with e = 0 and 1 the subnormals 2^-128 and 2^-127 and e = 255 2^127.
+inline constexpr std::array<float, 16> kGgmlMxfp4Value = {0, 1,  2,  3,  4,  6,  8,  12,
+                                                          0, -1, -2, -3, -4, -6, -8, -12};
+consteval std::array<float, 256> MakeE8M0HalfScales() {
+  std::array<float, 256> table{};
+  for (uint32_t e = 0; e < 256; ++e) {
+    const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : (e - 1) << 23;
+    table[e] = std::bit_cast<float>(bits);
+  }
+  return table;
+}
+inline constexpr std::array<float, 256> kE8M0HalfScale = MakeE8M0HalfScales();
+static_assert(kE8M0HalfScale[0] == 0x1p-128f && kE8M0HalfScale[128] == 1.0f &&
+              kE8M0HalfScale[255] == 0x1p127f);
 
 // The exact value of an OCP FP8 E4M3 code: bias 7, subnormals, no infinities;
 // 0x7f and 0xff are NaN (returned as a quiet NaN with the code's sign, 0x7fc00000).

@@ -204,6 +204,10 @@ void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<
       return fill.template operator()<TensorFormat::kMxfp4B32>();
     case TensorFormat::kF8E4M3B128:
       WARP_CHECK(false && "synthetic FP8 is not supported");
+    case TensorFormat::kGgmlQ8_0:
+    case TensorFormat::kGgmlQ4_0:
+    case TensorFormat::kGgmlMxfp4:
+      WARP_CHECK(false && "synthetic ggml blocks are not supported: write a GGUF file");
   }
 }
 

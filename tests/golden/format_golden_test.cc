@@ -140,5 +140,38 @@ TEST(TensorFormatGoldenTest, Mxfp4ExampleMatchesTheDoc) {
   EXPECT_EQ(GoldenBlock(FormatDoc(), "mxfp4-example"), text) << "docs/FORMAT.md block:\n" << text;
 }
 
+// The ggml block examples of FORMAT.md#ggml-block-formats: one 32-column row
+// of each, its bytes, and the values DequantizeRow gives them.
+TEST(TensorFormatGoldenTest, GgmlBlockExamplesMatchTheDoc) {
+  std::string text;
+  auto row = [&](TensorFormat format, std::vector<uint8_t> bytes) {
+    const std::vector<std::byte> data(reinterpret_cast<const std::byte*>(bytes.data()),
+                                      reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size());
+    ASSERT_EQ(data.size(), DataBytes(format, {1, 32}));
+    const computed::kernels::MatrixView view{
+        .format = format, .rows = 1, .cols = 32, .data = data.data()};
+    std::vector<float> values(32);
+    computed::kernels::DequantizeRow(view, 0, values);
+    text += std::string(TensorFormatName(format)) + "\n" + warp::testing::HexDump(data, 0);
+    for (uint64_t col = 0; col < 32; ++col) {
+      char value[32];
+      std::snprintf(value, sizeof(value), " %g", values[col]);
+      text += (col % 16 == 0 ? (col ? "\n      " : "values:") : "") + std::string(value);
+    }
+    text += "\n";
+  };
+  std::vector<uint8_t> q8 = {0x00, 0x38};  // d = 0.5
+  for (int i = 0; i < 32; ++i) q8.push_back(static_cast<uint8_t>(i - 16));
+  row(TensorFormat::kGgmlQ8_0, q8);
+  std::vector<uint8_t> q4 = {0x00, 0x40};  // d = 2
+  for (int i = 0; i < 16; ++i) q4.push_back(static_cast<uint8_t>(i | (15 - i) << 4));
+  row(TensorFormat::kGgmlQ4_0, q4);
+  std::vector<uint8_t> mxfp4 = {0x80};  // e = 128: half scale 2^0
+  for (int i = 0; i < 16; ++i) mxfp4.push_back(static_cast<uint8_t>(i | (15 - i) << 4));
+  row(TensorFormat::kGgmlMxfp4, mxfp4);
+  EXPECT_EQ(GoldenBlock(FormatDoc(), "ggml-blocks-example"), text)
+      << "docs/FORMAT.md block:\n" << text;
+}
+
 }  // namespace
 }  // namespace warp

@@ -1,0 +1,60 @@
+#pragma once
+
+// How each GGUF architecture (general.architecture) maps onto a WARP family:
+// its hyper-parameter keys onto config.json, its tensor names onto the
+// family's Hugging Face names. Names follow llama.cpp (src/llama-arch.cpp,
+// convert_hf_to_gguf.py): "blk.N.STEM.weight" per layer, "token_embd",
+// "output_norm", "output" outside them. To add an architecture, add a table
+// and a config function in gguf_architectures.cc.
+//
+// Thread-safe: constant tables and pure functions.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "computed/convert/gguf.h"
+#include "nlohmann/json.hpp"
+
+namespace warp::computed {
+
+// One tensor stem: GGUF "blk.N.<gguf>" is Hugging Face "model.layers.N.<hf>"
+// (or, outside layers, "<gguf>" is "<hf>"). For expert tensors `hf` holds
+// "{}" where the expert number goes and the GGUF tensor is [experts, rows, cols].
+struct GgufTensorRule {
+  std::string_view gguf, hf;
+  bool per_expert = false;
+};
+
+// The file's hyper-parameters under "<arch>.": reads name the full key.
+class GgufHparams {
+ public:
+  GgufHparams(const GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+  absl::StatusOr<uint64_t> Uint(std::string_view key) const;
+  absl::StatusOr<uint64_t> UintOr(std::string_view key, uint64_t fallback) const;
+  absl::StatusOr<double> FloatOr(std::string_view key, double fallback) const;
+  bool Has(std::string_view key) const;
+  std::string Key(std::string_view key) const { return absl::StrCat(arch_, ".", std::string(key)); }
+  const GgufFile& file() const { return file_; }
+
+ private:
+  const GgufFile& file_;
+  std::string arch_;
+};
+
+struct GgufArchitecture {
+  std::string_view name;        // general.architecture
+  std::string_view model_type;  // the family's config.json model_type
+  std::span<const GgufTensorRule> global_tensors, layer_tensors;
+  // config.json from the hyper-parameters; the common keys (sizes, heads,
+  // norms, rope, vocab, tied embeddings) are filled before it is called.
+  absl::Status (*config)(const GgufHparams& hparams, nlohmann::ordered_json& config);
+};
+
+// The map of `name`, or NotFound listing the supported architectures.
+absl::StatusOr<const GgufArchitecture*> FindGgufArchitecture(std::string_view name);
+
+}  // namespace warp::computed

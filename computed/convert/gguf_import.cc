@@ -1,0 +1,224 @@
+#include "computed/convert/gguf_import.h"
+
+#include <regex>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/status.h"
+#include "computed/convert/gguf.h"
+#include "computed/convert/gguf_architectures.h"
+
+namespace warp::computed {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+// The ggml types WARP computes, and the source dtype that keeps their bytes.
+absl::StatusOr<SourceDtype> DtypeOf(const GgufFile& file, const GgufTensor& t) {
+  switch (static_cast<GgmlType>(t.type)) {
+    case GgmlType::kF32:
+      return SourceDtype::kF32;
+    case GgmlType::kF16:
+      return SourceDtype::kF16;
+    case GgmlType::kBF16:
+      return SourceDtype::kBF16;
+    case GgmlType::kQ8_0:
+      return SourceDtype::kGgmlQ8_0;
+    case GgmlType::kQ4_0:
+      return SourceDtype::kGgmlQ4_0;
+    case GgmlType::kMXFP4:
+      return SourceDtype::kGgmlMxfp4;
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat(file.path().string(), ": tensor ", t.name, " is ", GgmlTypeName(t.type),
+                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, MXFP4); "
+                       "it is never dequantized and requantized behind your back"));
+  }
+}
+
+// The files of a split set, in order, from its first file's name.
+absl::StatusOr<std::vector<fs::path>> SplitFiles(const fs::path& path) {
+  static const std::regex kSplit(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+  std::smatch match;
+  const std::string name = path.filename().string();
+  if (!std::regex_match(name, match, kSplit)) return std::vector<fs::path>{path};
+  if (match[2] != "00001") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(), ": a split set is opened by its first file (-00001-of-",
+                     match[3].str(), ".gguf)"));
+  }
+  const int count = std::stoi(match[3]);
+  std::vector<fs::path> files;
+  for (int i = 1; i <= count; ++i) {
+    char part[32];
+    std::snprintf(part, sizeof(part), "-%05d-of-%05d.gguf", i, count);
+    files.push_back(path.parent_path() / (match[1].str() + part));
+  }
+  return files;
+}
+
+// The hyper-parameters every architecture names the same way.
+absl::Status CommonConfig(const GgufHparams& h, Json& config) {
+  WARP_ASSIGN_OR_RETURN(config["hidden_size"], h.Uint("embedding_length"));
+  WARP_ASSIGN_OR_RETURN(config["num_hidden_layers"], h.Uint("block_count"));
+  WARP_ASSIGN_OR_RETURN(config["num_attention_heads"], h.Uint("attention.head_count"));
+  WARP_ASSIGN_OR_RETURN(
+      config["num_key_value_heads"],
+      h.UintOr("attention.head_count_kv", config["num_attention_heads"].get<uint64_t>()));
+  WARP_ASSIGN_OR_RETURN(config["num_experts_per_tok"], h.Uint("expert_used_count"));
+  if (h.Has("feed_forward_length")) {
+    WARP_ASSIGN_OR_RETURN(config["intermediate_size"], h.Uint("feed_forward_length"));
+  }
+  if (h.Has("attention.key_length")) {
+    WARP_ASSIGN_OR_RETURN(uint64_t key_length, h.Uint("attention.key_length"));
+    WARP_ASSIGN_OR_RETURN(uint64_t value_length, h.UintOr("attention.value_length", key_length));
+    if (value_length != key_length) {
+      return absl::InvalidArgumentError(absl::StrCat(h.Key("attention.value_length"), ": ",
+                                                     value_length, " differs from key_length ",
+                                                     key_length));
+    }
+    config["head_dim"] = key_length;
+  }
+  WARP_ASSIGN_OR_RETURN(config["rms_norm_eps"],
+                        h.FloatOr("attention.layer_norm_rms_epsilon", 1e-6));
+  WARP_ASSIGN_OR_RETURN(config["rope_theta"], h.FloatOr("rope.freq_base", 10000.0));
+  WARP_ASSIGN_OR_RETURN(config["max_position_embeddings"], h.UintOr("context_length", 4096));
+  if (h.Has("rope.scaling.type")) {
+    WARP_ASSIGN_OR_RETURN(std::string type, h.file().String(h.Key("rope.scaling.type")));
+    if (type != "none") {
+      return absl::UnimplementedError(
+          absl::StrCat(h.Key("rope.scaling.type"), ": \"", type, "\" is not supported (none)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "blk.N.STEM.SUFFIX" -> (N, STEM, SUFFIX); false for a name outside layers.
+bool SplitLayerName(const std::string& name, uint32_t& layer, std::string& stem,
+                    std::string& suffix) {
+  static const std::regex kLayer(R"(blk\.(\d+)\.([A-Za-z0-9_]+)\.(weight|bias))");
+  std::smatch match;
+  if (!std::regex_match(name, match, kLayer)) return false;
+  layer = static_cast<uint32_t>(std::stoul(match[1]));
+  stem = match[2];
+  suffix = match[3];
+  return true;
+}
+
+const GgufTensorRule* FindRule(std::span<const GgufTensorRule> rules, std::string_view stem) {
+  for (const GgufTensorRule& rule : rules) {
+    if (rule.gguf == stem) return &rule;
+  }
+  return nullptr;
+}
+
+// Adds `t` under its Hugging Face name(s): shapes outermost first, an expert
+// tensor as one [rows, cols] tensor per expert.
+absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor& t,
+                       const GgufArchitecture& arch, uint32_t num_layers,
+                       std::map<std::string, SourceTensor>& out) {
+  uint32_t layer = 0;
+  std::string stem, suffix;
+  const GgufTensorRule* rule = nullptr;
+  std::string prefix;
+  if (SplitLayerName(t.name, layer, stem, suffix)) {
+    rule = FindRule(arch.layer_tensors, stem);
+    if (layer >= num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": tensor ", t.name,
+                                                     ": layer ", layer, " of ", num_layers));
+    }
+    prefix = absl::StrCat("model.layers.", layer, ".");
+  } else if (const size_t dot = t.name.rfind('.'); dot != std::string::npos) {
+    stem = t.name.substr(0, dot);
+    suffix = t.name.substr(dot + 1);
+    rule = FindRule(arch.global_tensors, stem);
+  }
+  if (rule == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file.path().string(), ": tensor ", t.name, " has no meaning in WARP's ",
+                     std::string(arch.model_type), " (architecture ", std::string(arch.name), ")"));
+  }
+  WARP_ASSIGN_OR_RETURN(SourceDtype dtype, DtypeOf(file, t));
+  std::vector<uint64_t> shape(t.dims.rbegin(), t.dims.rend());
+  SourceTensor base{
+      .dtype = dtype, .shape = shape, .offset = t.offset, .bytes = t.bytes, .file = file_index};
+  if (!rule->per_expert) {
+    base.name = absl::StrCat(prefix, std::string(rule->hf), ".", suffix);
+    out.emplace(base.name, base);
+    return absl::OkStatus();
+  }
+  if (shape.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": tensor ", t.name,
+                                                   " has ", shape.size(),
+                                                   " dims; expert tensors have 3"));
+  }
+  const uint64_t experts = shape[0];
+  base.shape = {shape[1], shape[2]};
+  base.bytes = t.bytes / experts;
+  for (uint64_t e = 0; e < experts; ++e) {
+    SourceTensor expert = base;
+    expert.name = absl::StrCat(
+        prefix, absl::StrReplaceAll(std::string(rule->hf), {{"{}", absl::StrCat(e)}}), ".", suffix);
+    expert.offset = t.offset + e * base.bytes;
+    out.emplace(expert.name, std::move(expert));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsGgufPath(const fs::path& path) { return path.extension() == ".gguf"; }
+
+absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
+  WARP_ASSIGN_OR_RETURN(std::vector<fs::path> paths, SplitFiles(path));
+  std::vector<std::unique_ptr<GgufFile>> files;
+  for (const fs::path& p : paths) {
+    WARP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(p));
+    files.push_back(std::move(file));
+  }
+  const GgufFile& first = *files.front();
+  if (paths.size() > 1) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      WARP_ASSIGN_OR_RETURN(uint64_t count, files[i]->Uint("split.count"));
+      WARP_ASSIGN_OR_RETURN(uint64_t no, files[i]->Uint("split.no"));
+      if (count != files.size() || no != i) {
+        return absl::InvalidArgumentError(absl::StrCat(paths[i].string(), ": split.no ", no,
+                                                       " of split.count ", count, "; expected ", i,
+                                                       " of ", files.size()));
+      }
+    }
+  }
+  GgufImport result;
+  WARP_ASSIGN_OR_RETURN(result.architecture, first.String("general.architecture"));
+  absl::StatusOr<const GgufArchitecture*> arch = FindGgufArchitecture(result.architecture);
+  if (!arch.ok()) return Annotate(arch.status(), path.string());
+  const GgufHparams hparams(first, result.architecture);
+  Json config = {{"model_type", std::string((*arch)->model_type)}};
+  WARP_RETURN_IF_ERROR(CommonConfig(hparams, config));
+  WARP_RETURN_IF_ERROR((*arch)->config(hparams, config));
+
+  std::map<std::string, SourceTensor> tensors;
+  const uint32_t num_layers = config["num_hidden_layers"].get<uint32_t>();
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (const GgufTensor& t : files[i]->tensors()) {
+      WARP_RETURN_IF_ERROR(AddTensor(*files[i], i, t, **arch, num_layers, tensors));
+    }
+  }
+  auto embed = tensors.find("model.embed_tokens.weight");
+  if (embed == tensors.end() || embed->second.shape.size() != 2) {
+    return absl::NotFoundError(
+        absl::StrCat(path.string(), ": tensor token_embd.weight is missing"));
+  }
+  config["vocab_size"] = embed->second.shape[0];
+  config["tie_word_embeddings"] = !tensors.contains("lm_head.weight");
+  if (first.metadata().contains("tokenizer.chat_template")) {
+    WARP_ASSIGN_OR_RETURN(result.chat_template, first.String("tokenizer.chat_template"));
+  }
+  result.config = std::move(config);
+  WARP_ASSIGN_OR_RETURN(result.checkpoint, Checkpoint::FromTensors(paths, std::move(tensors)));
+  return result;
+}
+
+}  // namespace warp::computed

@@ -10,7 +10,8 @@ using Json = nlohmann::ordered_json;
 
 // qwen3moe (Qwen3-30B-A3B, Qwen3-235B-A22B): llama.cpp's llama_model_qwen3moe
 // routes every layer through softmax top-k with the top-k renormalized.
-constexpr GgufTensorRule kQwen3MoeGlobal[] = {
+// Outside the layers, every architecture here names its tensors the same way.
+constexpr GgufTensorRule kGlobal[] = {
     {"token_embd", "model.embed_tokens"},
     {"output_norm", "model.norm"},
     {"output", "lm_head"},
@@ -43,8 +44,43 @@ absl::Status Qwen3MoeConfig(const GgufHparams& h, Json& config) {
   return absl::OkStatus();
 }
 
+// llama with experts (Mixtral): softmax top-k renormalized, as Mixtral.
+constexpr GgufTensorRule kLlamaLayer[] = {
+    {"attn_norm", "input_layernorm"},
+    {"attn_q", "self_attn.q_proj", false, GgufRopeRows::kQueryHeads},
+    {"attn_k", "self_attn.k_proj", false, GgufRopeRows::kKeyHeads},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate_inp", "block_sparse_moe.gate"},
+    {"ffn_gate_exps", "block_sparse_moe.experts.{}.w1", true},
+    {"ffn_up_exps", "block_sparse_moe.experts.{}.w3", true},
+    {"ffn_down_exps", "block_sparse_moe.experts.{}.w2", true},
+};
+
+absl::Status LlamaConfig(const GgufHparams& h, Json& config) {
+  WARP_ASSIGN_OR_RETURN(uint64_t experts, h.UintOr("expert_count", 0));
+  if (experts == 0) {
+    return absl::UnimplementedError(
+        absl::StrCat(h.Key("expert_count"), ": a llama without experts is not a MoE (Mixtral)"));
+  }
+  config["num_local_experts"] = experts;
+  WARP_ASSIGN_OR_RETURN(config["intermediate_size"], h.Uint("feed_forward_length"));
+  const uint64_t head_dim = config.contains("head_dim")
+                                ? config["head_dim"].get<uint64_t>()
+                                : config["hidden_size"].get<uint64_t>() /
+                                      config["num_attention_heads"].get<uint64_t>();
+  WARP_ASSIGN_OR_RETURN(uint64_t rope_dim, h.UintOr("rope.dimension_count", head_dim));
+  if (rope_dim != head_dim) {
+    return absl::UnimplementedError(absl::StrCat(h.Key("rope.dimension_count"), ": ", rope_dim,
+                                                 " (partial rope) is not supported: ", head_dim));
+  }
+  return absl::OkStatus();
+}
+
 constexpr GgufArchitecture kArchitectures[] = {
-    {"qwen3moe", "qwen3_moe", kQwen3MoeGlobal, kQwen3MoeLayer, Qwen3MoeConfig},
+    {"qwen3moe", "qwen3_moe", kGlobal, kQwen3MoeLayer, Qwen3MoeConfig},
+    {"llama", "mixtral", kGlobal, kLlamaLayer, LlamaConfig},
 };
 
 const GgufValue* FindValue(const GgufFile& file, const std::string& key) {

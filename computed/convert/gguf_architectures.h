@@ -24,9 +24,14 @@ namespace warp::computed {
 // One tensor stem: GGUF "blk.N.<gguf>" is Hugging Face "model.layers.N.<hf>"
 // (or, outside layers, "<gguf>" is "<hf>"). For expert tensors `hf` holds
 // "{}" where the expert number goes and the GGUF tensor is [experts, rows, cols].
+// `llama`'s Q and K rows were permuted by llama.cpp's converter (its rope pairs
+// adjacent dims); the importer restores Hugging Face order over these heads.
+enum class GgufRopeRows { kAsStored, kQueryHeads, kKeyHeads };
+
 struct GgufTensorRule {
   std::string_view gguf, hf;
   bool per_expert = false;
+  GgufRopeRows rope_rows = GgufRopeRows::kAsStored;
 };
 
 // The file's hyper-parameters under "<arch>.": reads name the full key.

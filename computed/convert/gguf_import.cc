@@ -117,8 +117,9 @@ const GgufTensorRule* FindRule(std::span<const GgufTensorRule> rules, std::strin
 // Adds `t` under its Hugging Face name(s): shapes outermost first, an expert
 // tensor as one [rows, cols] tensor per expert.
 absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor& t,
-                       const GgufArchitecture& arch, uint32_t num_layers,
+                       const GgufArchitecture& arch, const Json& config,
                        std::map<std::string, SourceTensor>& out) {
+  const uint32_t num_layers = config["num_hidden_layers"].get<uint32_t>();
   uint32_t layer = 0;
   std::string stem, suffix;
   const GgufTensorRule* rule = nullptr;
@@ -144,6 +145,18 @@ absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor
   std::vector<uint64_t> shape(t.dims.rbegin(), t.dims.rend());
   SourceTensor base{
       .dtype = dtype, .shape = shape, .offset = t.offset, .bytes = t.bytes, .file = file_index};
+  if (rule->rope_rows != GgufRopeRows::kAsStored) {
+    base.llama_rope_heads = config[rule->rope_rows == GgufRopeRows::kQueryHeads
+                                       ? "num_attention_heads"
+                                       : "num_key_value_heads"]
+                                .get<uint32_t>();
+    if (shape.empty() || shape[0] % (2 * base.llama_rope_heads) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file.path().string(), ": tensor ", t.name, ": ",
+                       shape.empty() ? 0 : shape[0], " rows are not heads of even size over ",
+                       base.llama_rope_heads, " heads"));
+    }
+  }
   if (!rule->per_expert) {
     base.name = absl::StrCat(prefix, std::string(rule->hf), ".", suffix);
     out.emplace(base.name, base);
@@ -200,10 +213,9 @@ absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
   WARP_RETURN_IF_ERROR((*arch)->config(hparams, config));
 
   std::map<std::string, SourceTensor> tensors;
-  const uint32_t num_layers = config["num_hidden_layers"].get<uint32_t>();
   for (size_t i = 0; i < files.size(); ++i) {
     for (const GgufTensor& t : files[i]->tensors()) {
-      WARP_RETURN_IF_ERROR(AddTensor(*files[i], i, t, **arch, num_layers, tensors));
+      WARP_RETURN_IF_ERROR(AddTensor(*files[i], i, t, **arch, config, tensors));
     }
   }
   auto embed = tensors.find("model.embed_tokens.weight");

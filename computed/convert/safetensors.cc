@@ -238,8 +238,22 @@ const SourceTensor* Checkpoint::Find(const std::string& name) const {
 
 absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
                               std::span<std::byte> out) const {
-  return PreadFull(fds_[tensor.file].get(), out, tensor.offset + offset,
-                   paths_[tensor.file].string());
+  const int fd = fds_[tensor.file].get();
+  const std::string path = paths_[tensor.file].string();
+  if (tensor.llama_rope_heads == 0) return PreadFull(fd, out, tensor.offset + offset, path);
+  const uint64_t rows = tensor.shape.front();
+  const uint64_t row_bytes = tensor.bytes / rows;
+  const uint64_t half = rows / tensor.llama_rope_heads / 2;  // head_dim / 2
+  for (uint64_t done = 0; done < out.size();) {
+    const uint64_t row = (offset + done) / row_bytes, in_row = (offset + done) % row_bytes;
+    const uint64_t head = row / (2 * half), j = row % (2 * half) / half, i = row % half;
+    const uint64_t stored = head * 2 * half + 2 * i + j;
+    const uint64_t n = std::min<uint64_t>(row_bytes - in_row, out.size() - done);
+    WARP_RETURN_IF_ERROR(
+        PreadFull(fd, out.subspan(done, n), tensor.offset + stored * row_bytes + in_row, path));
+    done += n;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Checkpoint::ReadScales(const SourceTensor& scale, std::span<float> out) const {

@@ -50,6 +50,11 @@ struct SourceTensor {
   uint64_t offset = 0;  // absolute, in `file`
   uint64_t bytes = 0;
   size_t file = 0;  // index into Checkpoint files
+  // GGUF `llama` Q and K projections: llama.cpp's converter permuted their rows
+  // (within each of this many heads, row 2i + j holds Hugging Face row
+  // j * head_dim / 2 + i) for its interleaved rope; Read returns them in
+  // Hugging Face order again. 0: rows as stored.
+  uint32_t llama_rope_heads = 0;
 };
 
 class Checkpoint {
@@ -66,7 +71,8 @@ class Checkpoint {
   const std::map<std::string, SourceTensor>& tensors() const { return tensors_; }
   uint64_t total_bytes() const { return total_bytes_; }
 
-  // Reads bytes [offset, offset + out.size()) of `tensor`'s data.
+  // Reads bytes [offset, offset + out.size()) of `tensor`'s data (in Hugging
+  // Face row order, see llama_rope_heads).
   absl::Status Read(const SourceTensor& tensor, uint64_t offset, std::span<std::byte> out) const;
 
   // Reads a block-scale tensor as float32: F32 as it is (DeepSeek V3's

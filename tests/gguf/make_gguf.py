@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a random model as a GGUF file, the way llama.cpp's converter names it.
 
-  make_gguf.py --arch qwen3moe --shape tiny --out m.gguf          F32, for agreement tests
+  make_gguf.py --arch qwen3moe|llama --shape tiny --out m.gguf    F32, for agreement tests
   make_gguf.py --arch qwen3moe --shape k2-experts --type q4_0 --out m.gguf
       the side-by-side benchmark's model: Kimi K2's expert matrices (hidden 7168,
       128 experts of 2048, top-8), 4 MoE layers, GQA 64/8 x 128, vocab 1024;
@@ -119,21 +119,30 @@ def norm(w, rng, name, n, exact_ones):
     w.add_tensor(name, [n], GGML_F32, F32Tensor(rng, n, 0.0 if exact_ones else 0.1, 1.0))
 
 
-def write_qwen3moe(path, s, kind, seed):
+# Per architecture: llama.cpp's hyper-parameter keys beyond the common ones, and
+# whether attention has per-head q/k norms (Qwen3).
+ARCHITECTURES = {
+    "qwen3moe": dict(qk_norm=True, ff_keys=("feed_forward_length", "expert_feed_forward_length")),
+    "llama": dict(qk_norm=False, ff_keys=("feed_forward_length",)),
+}
+
+
+def write_model(path, a, s, kind, seed):
+    arch = ARCHITECTURES[a]
     rng = random.Random(seed)
     w = GgufWriter()
-    a = "qwen3moe"
     w.add("general.architecture", STRING, a)
     w.add("general.name", STRING, f"warp-random-{a}")
-    for key, value in [("block_count", s["layers"]), ("context_length", s["context"]),
-                       ("embedding_length", s["hidden"]),
-                       ("feed_forward_length", s["expert_ff"] * s["top_k"]),
-                       ("expert_feed_forward_length", s["expert_ff"]),
-                       ("attention.head_count", s["heads"]),
-                       ("attention.head_count_kv", s["kv_heads"]),
-                       ("attention.key_length", s["head_dim"]),
-                       ("attention.value_length", s["head_dim"]),
-                       ("expert_count", s["experts"]), ("expert_used_count", s["top_k"])]:
+    ff = s["expert_ff"]
+    keys = [("block_count", s["layers"]), ("context_length", s["context"]),
+            ("embedding_length", s["hidden"]), ("attention.head_count", s["heads"]),
+            ("attention.head_count_kv", s["kv_heads"]), ("attention.key_length", s["head_dim"]),
+            ("attention.value_length", s["head_dim"]), ("rope.dimension_count", s["head_dim"]),
+            ("expert_count", s["experts"]), ("expert_used_count", s["top_k"])]
+    # qwen3moe's feed_forward_length is a dense MLP's (unused: every layer is MoE).
+    keys += [(key, ff * s["top_k"] if key == "feed_forward_length" and a == "qwen3moe" else ff)
+             for key in arch["ff_keys"]]
+    for key, value in keys:
         w.add(f"{a}.{key}", U32, value)
     w.add(f"{a}.rope.freq_base", F32, 1000000.0)
     w.add(f"{a}.attention.layer_norm_rms_epsilon", F32, 1e-6)
@@ -149,13 +158,13 @@ def write_qwen3moe(path, s, kind, seed):
         matrix(w, rng, p + "attn_v.weight", s["kv_heads"] * d, h, kind, 1 / math.sqrt(h))
         matrix(w, rng, p + "attn_output.weight", h, s["heads"] * d, kind,
                1 / math.sqrt(s["heads"] * d))
-        norm(w, rng, p + "attn_q_norm.weight", d, big)
-        norm(w, rng, p + "attn_k_norm.weight", d, big)
+        if arch["qk_norm"]:
+            norm(w, rng, p + "attn_q_norm.weight", d, big)
+            norm(w, rng, p + "attn_k_norm.weight", d, big)
         norm(w, rng, p + "ffn_norm.weight", h, big)
         # Router logits with a standard deviation of about 2 over unit-RMS inputs.
         w.add_tensor(p + "ffn_gate_inp.weight", [h, s["experts"]], GGML_F32,
                      F32Tensor(rng, h * s["experts"], 2.0 / math.sqrt(h)))
-        ff = s["expert_ff"]
         experts(w, rng, p + "ffn_gate_exps.weight", s["experts"], ff, h, kind, 1 / math.sqrt(h))
         experts(w, rng, p + "ffn_up_exps.weight", s["experts"], ff, h, kind, 1 / math.sqrt(h))
         experts(w, rng, p + "ffn_down_exps.weight", s["experts"], h, ff, kind, 1 / math.sqrt(ff))
@@ -164,18 +173,17 @@ def write_qwen3moe(path, s, kind, seed):
     w.write(path)
 
 
-WRITERS = {"qwen3moe": write_qwen3moe}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--arch", choices=sorted(WRITERS), required=True)
+    parser.add_argument("--arch", choices=sorted(ARCHITECTURES), required=True)
     parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
     parser.add_argument("--type", choices=["f32", "q4_0"], default="f32")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    WRITERS[args.arch](args.out, SHAPES[args.shape], args.type, args.seed)
+    write_model(args.out, args.arch, SHAPES[args.shape], args.type, args.seed)
 
 
 if __name__ == "__main__":

@@ -78,9 +78,67 @@ absl::Status LlamaConfig(const GgufHparams& h, Json& config) {
   return absl::OkStatus();
 }
 
+// glm4moe (GLM-4.5, GLM-4.5-Air): sigmoid routing with a selection bias,
+// shared experts, leading dense layers, partial NeoX rope.
+constexpr GgufTensorRule kGlm4MoeLayer[] = {
+    {"attn_norm", "input_layernorm"},
+    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+    {"ffn_gate_inp", "mlp.gate"},
+    {"exp_probs_b", "mlp.gate", false, GgufRopeRows::kAsStored, "e_score_correction_bias"},
+    {"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+    {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_experts.down_proj"},
+    {"ffn_gate_exps", "mlp.experts.{}.gate_proj", true},
+    {"ffn_up_exps", "mlp.experts.{}.up_proj", true},
+    {"ffn_down_exps", "mlp.experts.{}.down_proj", true},
+};
+
+// llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID.
+constexpr uint64_t kGatingSigmoid = 2;
+
+absl::Status Glm4MoeConfig(const GgufHparams& h, Json& config) {
+  WARP_ASSIGN_OR_RETURN(config["n_routed_experts"], h.Uint("expert_count"));
+  WARP_ASSIGN_OR_RETURN(config["moe_intermediate_size"], h.Uint("expert_feed_forward_length"));
+  WARP_ASSIGN_OR_RETURN(config["n_shared_experts"], h.UintOr("expert_shared_count", 0));
+  WARP_ASSIGN_OR_RETURN(config["first_k_dense_replace"], h.UintOr("leading_dense_block_count", 0));
+  WARP_ASSIGN_OR_RETURN(config["routed_scaling_factor"], h.FloatOr("expert_weights_scale", 1.0));
+  WARP_ASSIGN_OR_RETURN(config["norm_topk_prob"], h.BoolOr("expert_weights_norm", false));
+  WARP_ASSIGN_OR_RETURN(config["n_group"], h.UintOr("expert_group_count", 1));
+  WARP_ASSIGN_OR_RETURN(config["topk_group"], h.UintOr("expert_group_used_count", 1));
+  WARP_ASSIGN_OR_RETURN(uint64_t gating, h.UintOr("expert_gating_func", kGatingSigmoid));
+  if (gating != kGatingSigmoid) {
+    return absl::UnimplementedError(absl::StrCat(h.Key("expert_gating_func"), ": ", gating,
+                                                 " is not supported (2, sigmoid)"));
+  }
+  if (h.Has("rope.dimension_sections")) {
+    return absl::UnimplementedError(
+        absl::StrCat(h.Key("rope.dimension_sections"), ": multi-section rope is not supported"));
+  }
+  const uint64_t head_dim = config.contains("head_dim")
+                                ? config["head_dim"].get<uint64_t>()
+                                : config["hidden_size"].get<uint64_t>() /
+                                      config["num_attention_heads"].get<uint64_t>();
+  WARP_ASSIGN_OR_RETURN(uint64_t rope_dim, h.Uint("rope.dimension_count"));
+  config["partial_rotary_factor"] = static_cast<double>(rope_dim) / static_cast<double>(head_dim);
+  // Biases and q/k norms are there or not: the file's first layer says which.
+  config["attention_bias"] = h.file().Find("blk.0.attn_q.bias") != nullptr;
+  config["use_qk_norm"] = h.file().Find("blk.0.attn_q_norm.weight") != nullptr;
+  return absl::OkStatus();
+}
+
 constexpr GgufArchitecture kArchitectures[] = {
     {"qwen3moe", "qwen3_moe", kGlobal, kQwen3MoeLayer, Qwen3MoeConfig},
     {"llama", "mixtral", kGlobal, kLlamaLayer, LlamaConfig},
+    {"glm4moe", "glm4_moe", kGlobal, kGlm4MoeLayer, Glm4MoeConfig},
 };
 
 const GgufValue* FindValue(const GgufFile& file, const std::string& key) {
@@ -102,6 +160,14 @@ absl::StatusOr<uint64_t> GgufHparams::UintOr(std::string_view key, uint64_t fall
 
 absl::StatusOr<double> GgufHparams::FloatOr(std::string_view key, double fallback) const {
   return Has(key) ? file_.Float(Key(key)) : fallback;
+}
+
+absl::StatusOr<bool> GgufHparams::BoolOr(std::string_view key, bool fallback) const {
+  const GgufValue* value = FindValue(file_, Key(key));
+  if (value == nullptr) return fallback;
+  if (const auto* b = std::get_if<bool>(&value->value)) return *b;
+  return absl::InvalidArgumentError(
+      absl::StrCat(file_.path().string(), ": ", Key(key), ": must be a bool"));
 }
 
 absl::StatusOr<const GgufArchitecture*> FindGgufArchitecture(std::string_view name) {

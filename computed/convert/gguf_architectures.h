@@ -32,6 +32,9 @@ struct GgufTensorRule {
   std::string_view gguf, hf;
   bool per_expert = false;
   GgufRopeRows rope_rows = GgufRopeRows::kAsStored;
+  // The Hugging Face name's last part when it is not GGUF's ("weight", "bias"):
+  // glm4moe's exp_probs_b.bias is mlp.gate.e_score_correction_bias.
+  std::string_view hf_suffix = {};
 };
 
 // The file's hyper-parameters under "<arch>.": reads name the full key.
@@ -41,6 +44,7 @@ class GgufHparams {
   absl::StatusOr<uint64_t> Uint(std::string_view key) const;
   absl::StatusOr<uint64_t> UintOr(std::string_view key, uint64_t fallback) const;
   absl::StatusOr<double> FloatOr(std::string_view key, double fallback) const;
+  absl::StatusOr<bool> BoolOr(std::string_view key, bool fallback) const;
   bool Has(std::string_view key) const;
   std::string Key(std::string_view key) const { return absl::StrCat(arch_, ".", std::string(key)); }
   const GgufFile& file() const { return file_; }
@@ -54,6 +58,8 @@ struct GgufArchitecture {
   std::string_view name;        // general.architecture
   std::string_view model_type;  // the family's config.json model_type
   std::span<const GgufTensorRule> global_tensors, layer_tensors;
+  // Layers at and past block_count - <arch>.nextn_predict_layers are
+  // multi-token-prediction layers: skipped, as WARP decodes one token a step.
   // config.json from the hyper-parameters; the common keys (sizes, heads,
   // norms, rope, vocab, tied embeddings) are filled before it is called.
   absl::Status (*config)(const GgufHparams& hparams, nlohmann::ordered_json& config);

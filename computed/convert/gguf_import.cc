@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "computed/convert/gguf.h"
 #include "computed/convert/gguf_architectures.h"
@@ -30,10 +31,27 @@ absl::StatusOr<SourceDtype> DtypeOf(const GgufFile& file, const GgufTensor& t) {
       return SourceDtype::kGgmlQ4_0;
     case GgmlType::kMXFP4:
       return SourceDtype::kGgmlMxfp4;
+    case GgmlType::kQ4_1:
+      return SourceDtype::kGgmlQ4_1;
+    case GgmlType::kQ5_0:
+      return SourceDtype::kGgmlQ5_0;
+    case GgmlType::kQ5_1:
+      return SourceDtype::kGgmlQ5_1;
+    case GgmlType::kQ2_K:
+      return SourceDtype::kGgmlQ2_K;
+    case GgmlType::kQ3_K:
+      return SourceDtype::kGgmlQ3_K;
+    case GgmlType::kQ4_K:
+      return SourceDtype::kGgmlQ4_K;
+    case GgmlType::kQ5_K:
+      return SourceDtype::kGgmlQ5_K;
+    case GgmlType::kQ6_K:
+      return SourceDtype::kGgmlQ6_K;
     default:
       return absl::UnimplementedError(
           absl::StrCat(file.path().string(), ": tensor ", t.name, " is ", GgmlTypeName(t.type),
-                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, MXFP4); "
+                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+                       "Q5_0, Q5_1, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); "
                        "it is never dequantized and requantized behind your back"));
   }
 }
@@ -98,7 +116,7 @@ absl::Status CommonConfig(const GgufHparams& h, Json& config) {
 // "blk.N.STEM.SUFFIX" -> (N, STEM, SUFFIX); false for a name outside layers.
 bool SplitLayerName(const std::string& name, uint32_t& layer, std::string& stem,
                     std::string& suffix) {
-  static const std::regex kLayer(R"(blk\.(\d+)\.([A-Za-z0-9_]+)\.(weight|bias))");
+  static const std::regex kLayer(R"(blk\.(\d+)\.([A-Za-z0-9_.]+)\.(weight|bias))");
   std::smatch match;
   if (!std::regex_match(name, match, kLayer)) return false;
   layer = static_cast<uint32_t>(std::stoul(match[1]));
@@ -118,7 +136,8 @@ const GgufTensorRule* FindRule(std::span<const GgufTensorRule> rules, std::strin
 // tensor as one [rows, cols] tensor per expert.
 absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor& t,
                        const GgufArchitecture& arch, const Json& config,
-                       std::map<std::string, SourceTensor>& out) {
+                       uint32_t num_mtp_layers, std::map<std::string, SourceTensor>& out,
+                       size_t& skipped) {
   const uint32_t num_layers = config["num_hidden_layers"].get<uint32_t>();
   uint32_t layer = 0;
   std::string stem, suffix;
@@ -126,6 +145,10 @@ absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor
   std::string prefix;
   if (SplitLayerName(t.name, layer, stem, suffix)) {
     rule = FindRule(arch.layer_tensors, stem);
+    if (layer >= num_layers && layer < num_layers + num_mtp_layers) {
+      ++skipped;  // a multi-token-prediction layer
+      return absl::OkStatus();
+    }
     if (layer >= num_layers) {
       return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": tensor ", t.name,
                                                      ": layer ", layer, " of ", num_layers));
@@ -157,6 +180,7 @@ absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor
                        base.llama_rope_heads, " heads"));
     }
   }
+  if (!rule->hf_suffix.empty()) suffix = std::string(rule->hf_suffix);
   if (!rule->per_expert) {
     base.name = absl::StrCat(prefix, std::string(rule->hf), ".", suffix);
     out.emplace(base.name, base);
@@ -211,12 +235,26 @@ absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
   Json config = {{"model_type", std::string((*arch)->model_type)}};
   WARP_RETURN_IF_ERROR(CommonConfig(hparams, config));
   WARP_RETURN_IF_ERROR((*arch)->config(hparams, config));
+  WARP_ASSIGN_OR_RETURN(uint64_t mtp_layers, hparams.UintOr("nextn_predict_layers", 0));
+  const uint64_t block_count = config["num_hidden_layers"].get<uint64_t>();
+  if (mtp_layers >= block_count) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ",
+                                                   hparams.Key("nextn_predict_layers"), " ",
+                                                   mtp_layers, " of ", block_count, " blocks"));
+  }
+  config["num_hidden_layers"] = block_count - mtp_layers;
 
   std::map<std::string, SourceTensor> tensors;
+  size_t skipped = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     for (const GgufTensor& t : files[i]->tensors()) {
-      WARP_RETURN_IF_ERROR(AddTensor(*files[i], i, t, **arch, config, tensors));
+      WARP_RETURN_IF_ERROR(AddTensor(*files[i], i, t, **arch, config,
+                                     static_cast<uint32_t>(mtp_layers), tensors, skipped));
     }
+  }
+  if (skipped > 0) {
+    Logger("computed").info("skipped the {} tensors of the {} MTP layer(s): not used to decode",
+                            skipped, mtp_layers);
   }
   auto embed = tensors.find("model.embed_tokens.weight");
   if (embed == tensors.end() || embed->second.shape.size() != 2) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a random model as a GGUF file, the way llama.cpp's converter names it.
 
-  make_gguf.py --arch qwen3moe|llama --shape tiny --out m.gguf    F32, for agreement tests
+  make_gguf.py --arch qwen3moe|llama|glm4moe --shape tiny --out m.gguf    F32, for agreement tests
   make_gguf.py --arch qwen3moe --shape k2-experts --type q4_0 --out m.gguf
       the side-by-side benchmark's model: Kimi K2's expert matrices (hidden 7168,
       128 experts of 2048, top-8), 4 MoE layers, GQA 64/8 x 128, vocab 1024;
@@ -20,7 +20,7 @@ import sys
 import os
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_file import (GgufWriter, GGML_F32, GGML_Q4_0, STRING, ARRAY, U32, I32, F32)  # noqa: E402
+from gguf_file import (GgufWriter, GGML_F32, GGML_Q4_0, STRING, ARRAY, U32, I32, F32, BOOL)  # noqa: E402
 
 SHAPES = {
     "tiny": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, experts=8, top_k=2,
@@ -121,9 +121,13 @@ def norm(w, rng, name, n, exact_ones):
 
 # Per architecture: llama.cpp's hyper-parameter keys beyond the common ones, and
 # whether attention has per-head q/k norms (Qwen3).
+# glm4moe also has q/k/v biases, a dense first layer, a shared expert, sigmoid
+# routing with a selection bias (exp_probs_b), a scaled top-k and half-width rope.
 ARCHITECTURES = {
     "qwen3moe": dict(qk_norm=True, ff_keys=("feed_forward_length", "expert_feed_forward_length")),
     "llama": dict(qk_norm=False, ff_keys=("feed_forward_length",)),
+    "glm4moe": dict(qk_norm=False, ff_keys=("feed_forward_length", "expert_feed_forward_length"),
+                    glm=True),
 }
 
 
@@ -137,11 +141,19 @@ def write_model(path, a, s, kind, seed):
     keys = [("block_count", s["layers"]), ("context_length", s["context"]),
             ("embedding_length", s["hidden"]), ("attention.head_count", s["heads"]),
             ("attention.head_count_kv", s["kv_heads"]), ("attention.key_length", s["head_dim"]),
-            ("attention.value_length", s["head_dim"]), ("rope.dimension_count", s["head_dim"]),
+            ("attention.value_length", s["head_dim"]),
+            ("rope.dimension_count", s["head_dim"] // 2 if arch.get("glm") else s["head_dim"]),
             ("expert_count", s["experts"]), ("expert_used_count", s["top_k"])]
     # qwen3moe's feed_forward_length is a dense MLP's (unused: every layer is MoE).
-    keys += [(key, ff * s["top_k"] if key == "feed_forward_length" and a == "qwen3moe" else ff)
-             for key in arch["ff_keys"]]
+    # feed_forward_length is a dense MLP's where experts have their own key.
+    dense_ff = ff * s["top_k"] if len(arch["ff_keys"]) > 1 else ff
+    keys += [(key, dense_ff if key == "feed_forward_length" else ff) for key in arch["ff_keys"]]
+    glm = arch.get("glm", False)
+    if glm:
+        keys += [("expert_shared_count", 1), ("leading_dense_block_count", 1),
+                 ("expert_gating_func", 2)]
+        w.add(f"{a}.expert_weights_scale", F32, 2.5)
+        w.add(f"{a}.expert_weights_norm", BOOL, True)
     for key, value in keys:
         w.add(f"{a}.{key}", U32, value)
     w.add(f"{a}.rope.freq_base", F32, 1000000.0)
@@ -156,15 +168,31 @@ def write_model(path, a, s, kind, seed):
         matrix(w, rng, p + "attn_q.weight", s["heads"] * d, h, kind, 1 / math.sqrt(h))
         matrix(w, rng, p + "attn_k.weight", s["kv_heads"] * d, h, kind, 1 / math.sqrt(h))
         matrix(w, rng, p + "attn_v.weight", s["kv_heads"] * d, h, kind, 1 / math.sqrt(h))
+        if glm:
+            for name, rows in (("q", s["heads"] * d), ("k", s["kv_heads"] * d),
+                               ("v", s["kv_heads"] * d)):
+                w.add_tensor(p + f"attn_{name}.bias", [rows], GGML_F32, F32Tensor(rng, rows, 0.1))
         matrix(w, rng, p + "attn_output.weight", h, s["heads"] * d, kind,
                1 / math.sqrt(s["heads"] * d))
         if arch["qk_norm"]:
             norm(w, rng, p + "attn_q_norm.weight", d, big)
             norm(w, rng, p + "attn_k_norm.weight", d, big)
-        norm(w, rng, p + "ffn_norm.weight", h, big)
+        norm(w, rng, p + ("post_attention_norm.weight" if glm else "ffn_norm.weight"), h, big)
+        if glm and layer == 0:  # the leading dense layer
+            dff = dense_ff
+            matrix(w, rng, p + "ffn_gate.weight", dff, h, kind, 1 / math.sqrt(h))
+            matrix(w, rng, p + "ffn_up.weight", dff, h, kind, 1 / math.sqrt(h))
+            matrix(w, rng, p + "ffn_down.weight", h, dff, kind, 1 / math.sqrt(dff))
+            continue
         # Router logits with a standard deviation of about 2 over unit-RMS inputs.
         w.add_tensor(p + "ffn_gate_inp.weight", [h, s["experts"]], GGML_F32,
                      F32Tensor(rng, h * s["experts"], 2.0 / math.sqrt(h)))
+        if glm:
+            w.add_tensor(p + "exp_probs_b.bias", [s["experts"]], GGML_F32,
+                         F32Tensor(rng, s["experts"], 0.5))
+            matrix(w, rng, p + "ffn_gate_shexp.weight", ff, h, kind, 1 / math.sqrt(h))
+            matrix(w, rng, p + "ffn_up_shexp.weight", ff, h, kind, 1 / math.sqrt(h))
+            matrix(w, rng, p + "ffn_down_shexp.weight", h, ff, kind, 1 / math.sqrt(ff))
         experts(w, rng, p + "ffn_gate_exps.weight", s["experts"], ff, h, kind, 1 / math.sqrt(h))
         experts(w, rng, p + "ffn_up_exps.weight", s["experts"], ff, h, kind, 1 / math.sqrt(h))
         experts(w, rng, p + "ffn_down_exps.weight", s["experts"], h, ff, kind, 1 / math.sqrt(ff))

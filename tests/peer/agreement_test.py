@@ -36,7 +36,7 @@ GREEDY = 8
 # The quantized copies: llama-quantize's type name, and whether every matrix
 # is that type (--pure) or only the experts (MXFP4_MOE).
 QUANTS = [("Q8_0", True), ("Q4_0", True), ("MXFP4_MOE", False)]
-ARCHITECTURES = ["qwen3moe", "llama"]
+ARCHITECTURES = ["qwen3moe", "llama", "glm4moe"]
 
 
 def run(cmd, **kwargs):

@@ -31,27 +31,10 @@ absl::StatusOr<SourceDtype> DtypeOf(const GgufFile& file, const GgufTensor& t) {
       return SourceDtype::kGgmlQ4_0;
     case GgmlType::kMXFP4:
       return SourceDtype::kGgmlMxfp4;
-    case GgmlType::kQ4_1:
-      return SourceDtype::kGgmlQ4_1;
-    case GgmlType::kQ5_0:
-      return SourceDtype::kGgmlQ5_0;
-    case GgmlType::kQ5_1:
-      return SourceDtype::kGgmlQ5_1;
-    case GgmlType::kQ2_K:
-      return SourceDtype::kGgmlQ2_K;
-    case GgmlType::kQ3_K:
-      return SourceDtype::kGgmlQ3_K;
-    case GgmlType::kQ4_K:
-      return SourceDtype::kGgmlQ4_K;
-    case GgmlType::kQ5_K:
-      return SourceDtype::kGgmlQ5_K;
-    case GgmlType::kQ6_K:
-      return SourceDtype::kGgmlQ6_K;
     default:
       return absl::UnimplementedError(
           absl::StrCat(file.path().string(), ": tensor ", t.name, " is ", GgmlTypeName(t.type),
-                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                       "Q5_0, Q5_1, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); "
+                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, MXFP4); "
                        "it is never dequantized and requantized behind your back"));
   }
 }

@@ -49,12 +49,13 @@ def add_tokenizer(w, vocab):
     tokens = [chars[b] for b in range(256)]
     merges = []
     letters = "etaoinshrdlucmfwypvbgkqjxz"
-    for a in letters:
-        for b in letters:
-            if len(tokens) >= vocab:
-                break
-            merges.append(f"{a} {b}")
-            tokens.append(a + b)
+    pairs = [a + b for a in letters for b in letters]
+    # Two letters, then a pair and a letter: merges whose parts are tokens already.
+    for left, right in [(p[0], p[1]) for p in pairs] + [(p, c) for p in pairs for c in letters]:
+        if len(tokens) >= vocab:
+            break
+        merges.append(f"{left} {right}")
+        tokens.append(left + right)
     assert len(tokens) == vocab, (len(tokens), vocab)
     w.add("tokenizer.ggml.model", STRING, "gpt2")
     w.add("tokenizer.ggml.pre", STRING, "qwen2")

@@ -98,7 +98,7 @@ class Tools:
         run([self.probe, "logits", gguf, "--tokens", ids, "--out", out])
         bench = run([self.probe, "bench", gguf, "--tokens", ids, "--gen", str(GREEDY),
                      "--f32-kv"])
-        greedy = bench.strip().split("tokens=")[1]
+        greedy = bench.strip().splitlines()[-1]
         return read_logits(out, len(PROMPT)), greedy
 
 

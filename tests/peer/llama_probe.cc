@@ -9,10 +9,10 @@
 //       dequantizer: the target of an engine that computes in f32 from
 //       dequantized weights.
 //   llama_probe bench MODEL.gguf --tokens 1,2,3 --gen N [--threads N] [--f32-kv]
-//       prefill the tokens, then decode N greedy tokens one at a time, with
-//       llama.cpp's default KV cache (F16) unless --f32-kv; prints the line
-//       "prefill_done" when the prompt is in, then "prefill_tok_s=X
-//       decode_tok_s=Y tokens=a,b,c".
+//       prefill the tokens, then decode greedy tokens one at a time, N in all,
+//       with llama.cpp's default KV cache (F16) unless --f32-kv; prints the
+//       line "prefill_done" when the prompt is in, then the tokens "a,b,c" one
+//       by one as they come; on stderr "prefill_tok_s=X decode_tok_s=Y".
 //
 // The model is mmap-ed and loaded without extra buffer types (llama-cli's
 // --no-repack), on the CPU: how llama.cpp streams a model larger than RAM.
@@ -184,19 +184,21 @@ int RunBench(const Args& args) {
   const auto t1 = Clock::now();
   std::printf("prefill_done\n");
   std::fflush(stdout);
-  std::vector<llama_token> generated;
+  // Each token as soon as it is known, so that a caller can time the stream.
   llama_token next = Argmax(llama_get_logits_ith(engine.ctx, -1), engine.vocab);
   for (int i = 0; i < args.gen; ++i) {
-    generated.push_back(next);
+    std::printf(i ? ",%d" : "%d", next);
+    std::fflush(stdout);
+    if (i + 1 == args.gen) break;
     Decode(engine, {next}, static_cast<int>(n) + i, false);
     next = Argmax(llama_get_logits_ith(engine.ctx, -1), engine.vocab);
   }
+  std::printf("\n");
   const auto t2 = Clock::now();
   const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
   const double decode_s = std::chrono::duration<double>(t2 - t1).count();
-  std::printf("prefill_tok_s=%.4f decode_tok_s=%.4f tokens=", n / prefill_s, args.gen / decode_s);
-  for (size_t i = 0; i < generated.size(); ++i) std::printf(i ? ",%d" : "%d", generated[i]);
-  std::printf("\n");
+  std::fprintf(stderr, "prefill_tok_s=%.4f decode_tok_s=%.4f\n", n / prefill_s,
+               (args.gen - 1) / decode_s);
   return 0;
 }
 

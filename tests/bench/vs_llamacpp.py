@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""WARP against llama.cpp on the same GGUF weights, at the disk's limit (issue 13, part 3).
+
+One model, two engines: tests/gguf/make_gguf.py writes Kimi K2's expert shape
+as a Q4_0 GGUF file; llama.cpp (llama_probe: mmap, no repacking) reads that file,
+WARP reads its own conversion of it (`computed convert`, blocks kept). Each
+condition runs the engines alternately (W, L, W, L, ...) in a fresh memory
+cgroup after dropping the page cache:
+  4 GiB cap, 8 GiB cap: a short prompt, then greedy decode;
+  no cap, weights resident: a 64-token prompt first (llama.cpp's page cache
+    pre-read; WARP's expert cache filled by the prompt), then decode;
+and one 64-token prefill per engine under the 4 GiB cap.
+Per run: decode tok/s and prompt tok/s (from the engine's output stream, the
+same clock for both), disk bytes read per decoded token (/proc/PID/io
+read_bytes between the first and the last token), the cgroup's peak memory,
+WARP's expert hit rate. fio's O_DIRECT random reads at WARP's record size on
+WARP's bank file give the disk's bound. Writes a Markdown table and an SVG plot.
+
+  vs_llamacpp.py --computed BIN --probe BIN --work DIR [--runs 3] [--gen 8] [--out DIR]
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GIB = 1 << 30
+SHORT_PROMPT = [11, 23, 45, 67, 89, 101, 131, 151]
+LONG_PROMPT = [(i * 37 + 11) % 1024 for i in range(64)]
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+class Cgroup:
+    """A v1 or v2 memory cgroup of our own below the one we run in."""
+
+    def __init__(self, name):
+        self.path, self.v1 = None, False
+        for line in open("/proc/self/cgroup"):
+            parts = line.strip().split(":", 2)
+            if parts[1] == "memory" and os.access(f"/sys/fs/cgroup/memory{parts[2]}", os.W_OK):
+                self.path, self.v1 = f"/sys/fs/cgroup/memory{parts[2].rstrip('/')}/{name}", True
+            elif parts[0] == "0" and not self.path and \
+                    os.path.exists(f"/sys/fs/cgroup{parts[2].rstrip('/')}/cgroup.controllers"):
+                self.path = f"/sys/fs/cgroup{parts[2].rstrip('/')}/{name}"
+        if self.path is None:
+            sys.exit("vs_llamacpp: no writable memory cgroup here (run as root)")
+        os.makedirs(self.path, exist_ok=True)
+
+    def limit(self, limit_bytes):
+        if self.v1:
+            # v1 refuses a limit below the usage: empty the group first.
+            open(f"{self.path}/memory.force_empty", "w").write("0")
+            open(f"{self.path}/memory.limit_in_bytes", "w").write(str(limit_bytes or -1))
+            open(f"{self.path}/memory.max_usage_in_bytes", "w").write("0")
+        else:
+            open(f"{self.path}/memory.max", "w").write(str(limit_bytes) if limit_bytes else "max")
+
+    def peak(self):
+        name = "memory.max_usage_in_bytes" if self.v1 else "memory.peak"
+        try:
+            return int(open(f"{self.path}/{name}").read())
+        except OSError:
+            return None
+
+    def remove(self):
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
+
+def drop_caches():
+    subprocess.run(["sync"], check=True)
+    try:
+        open("/proc/sys/vm/drop_caches", "w").write("3")
+        return True
+    except OSError:
+        return False
+
+
+def read_bytes(pid):
+    try:
+        for line in open(f"/proc/{pid}/io"):
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def run_engine(cmd, cgroup, expect_tokens):
+    """Runs `cmd` inside the cgroup; returns token timestamps, reads and output."""
+    start = time.monotonic()
+    proc = subprocess.Popen(["bash", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"',
+                             cgroup.path] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stamps, reads, text, token = [], [], b"", b""
+    # Token ids arrive comma-separated, flushed one by one (WARP `run --ids`,
+    # llama_probe bench after its "prefill_done" line).
+    while True:
+        ch = proc.stdout.read(1)
+        if not ch:
+            break
+        text += ch
+        if text.endswith(b"prefill_done\n"):
+            token = b""
+            continue
+        if ch in b",\n":
+            if token.strip().isdigit():
+                stamps.append(time.monotonic() - start)
+                reads.append(read_bytes(proc.pid))
+            token = b""
+        else:
+            token += ch
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # /proc/PID/io while a zombie
+    end_reads = read_bytes(proc.pid)
+    stderr = proc.stderr.read().decode()
+    proc.wait()
+    if proc.returncode != 0 or len(stamps) < expect_tokens:
+        sys.exit(f"vs_llamacpp: {' '.join(cmd)} failed ({proc.returncode}):\n{stderr[-3000:]}")
+    return dict(stamps=stamps, reads=reads, end_reads=end_reads, stdout=text.decode(),
+                stderr=stderr)
+
+
+def fio_bound(bank, record_bytes, seconds=10):
+    out = sh(["fio", "--name=randread", f"--filename={bank}", "--rw=randread",
+              f"--bs={record_bytes}", "--direct=1", "--ioengine=libaio", "--iodepth=4",
+              "--readonly", f"--runtime={seconds}", "--time_based", "--output-format=json"])
+    job = json.loads(out)["jobs"][0]["read"]
+    return job["bw_bytes"]
+
+
+def svg_plot(rows, bound_tok_s, path):
+    """Bars: decode tok/s (median) per condition and engine; the disk bound as a line."""
+    conditions = list(dict.fromkeys(r["condition"] for r in rows))
+    engines = ["WARP", "llama.cpp"]
+    colors = {"WARP": "#2b6cb0", "llama.cpp": "#c05621"}
+    med = {(c, e): statistics.median([r["decode_tok_s"] for r in rows
+                                      if r["condition"] == c and r["engine"] == e])
+           for c in conditions for e in engines}
+    top = max(list(med.values()) + [bound_tok_s]) * 1.15
+    width, height, left, bottom = 640, 360, 60, 50
+    plot_h = height - bottom - 30
+    group = (width - left - 20) / len(conditions)
+    bar = group / 3
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<text x="{width / 2}" y="18" text-anchor="middle">decode tok/s, same Q4_0 weights '
+           f'(median of runs)</text>']
+    for k in range(5):
+        v = top * k / 4
+        y = 30 + plot_h - plot_h * k / 4
+        out.append(f'<line x1="{left}" x2="{width - 20}" y1="{y:.1f}" y2="{y:.1f}" '
+                   f'stroke="#ddd"/><text x="{left - 6}" y="{y + 4:.1f}" '
+                   f'text-anchor="end">{v:.2f}</text>')
+    for i, c in enumerate(conditions):
+        for j, e in enumerate(engines):
+            v = med[(c, e)]
+            h = plot_h * v / top
+            x = left + i * group + bar * (j + 0.5)
+            out.append(f'<rect x="{x:.1f}" y="{30 + plot_h - h:.1f}" width="{bar * 0.9:.1f}" '
+                       f'height="{h:.1f}" fill="{colors[e]}"/><text x="{x + bar * 0.45:.1f}" '
+                       f'y="{30 + plot_h - h - 4:.1f}" text-anchor="middle">{v:.2f}</text>')
+        out.append(f'<text x="{left + i * group + group / 2:.1f}" y="{height - bottom + 18}" '
+                   f'text-anchor="middle">{c}</text>')
+    yb = 30 + plot_h - plot_h * bound_tok_s / top
+    out.append(f'<line x1="{left}" x2="{width - 20}" y1="{yb:.1f}" y2="{yb:.1f}" '
+               f'stroke="#2f855a" stroke-dasharray="6,4"/><text x="{width - 22}" y="{yb - 5:.1f}" '
+               f'text-anchor="end" fill="#2f855a">disk bound, every expert read '
+               f'({bound_tok_s:.2f})</text>')
+    for j, e in enumerate(engines):
+        out.append(f'<rect x="{left + 10 + 110 * j}" y="{height - 18}" width="12" height="12" '
+                   f'fill="{colors[e]}"/><text x="{left + 26 + 110 * j}" y="{height - 8}">{e}</text>')
+    out.append("</svg>")
+    open(path, "w").write("\n".join(out) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--computed", required=True)
+    parser.add_argument("--probe", required=True)
+    parser.add_argument("--gguf", required=True)
+    parser.add_argument("--warp", required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--gen", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--out", default=".")
+    parser.add_argument("--conditions", default="4G,8G,none")
+    args = parser.parse_args()
+
+    manifest = json.load(open(os.path.join(args.warp, "manifest.json")))
+    bank = manifest["banks"][0]
+    record_bytes, top_k = bank["record_bytes"], manifest["config"]["num_experts_per_tok"]
+    moe_layers = len(manifest["banks"])
+    bank_file = os.path.join(args.warp, bank["file"])
+    need = top_k * moe_layers * record_bytes  # bytes a token reads with no cache hit
+    cgroup = Cgroup(f"warp-vs-llamacpp.{os.getpid()}")
+    rows, prefill_rows = [], []
+    cached = drop_caches()
+    fio_before = fio_bound(bank_file, record_bytes)
+    print(f"fio randread O_DIRECT {record_bytes} B records, qd 4: {fio_before / 1e9:.2f} GB/s "
+          f"-> {fio_before / need:.2f} tok/s if every token read its {top_k} x {moe_layers} "
+          f"records ({need / GIB:.2f} GiB)", flush=True)
+
+    def engine_cmd(engine, prompt, gen):
+        ids = ",".join(map(str, prompt))
+        if engine == "WARP":
+            return [args.computed, "--log-level", "warn", "run", args.warp, "--ids", ids,
+                    "-n", str(gen), "--ignore-eos", "--threads", str(args.threads)]
+        return [args.probe, "bench", args.gguf, "--tokens", ids, "--gen", str(gen),
+                "--threads", str(args.threads)]
+
+    def one(engine, condition, limit, prompt, gen):
+        cgroup.limit(limit)
+        # Always a cold page cache (O_DIRECT reads of cached pages ran at a fifth of
+        # the disk's speed here, LEARNED.md); llama.cpp's resident run then reads
+        # its file into the page cache first.
+        drop_caches()
+        if not limit and engine == "llama.cpp":
+            sh(["dd", f"if={args.gguf}", "of=/dev/null", "bs=16M"])
+        r = run_engine(engine_cmd(engine, prompt, gen), cgroup, gen)
+        st = r["stamps"]
+        row = dict(engine=engine, condition=condition, prompt=len(prompt),
+                   decode_tok_s=(len(st) - 1) / (st[-1] - st[0]),
+                   prompt_tok_s=len(prompt) / st[0], first_token_s=st[0],
+                   read_per_token=(r["end_reads"] - r["reads"][0]) / (len(st) - 1)
+                   if r["end_reads"] is not None and r["reads"][0] is not None else None,
+                   peak=cgroup.peak(), hit=None, tokens=r["stdout"].strip().splitlines()[-1])
+        m = re.search(r"experts (\d+) hit / (\d+) miss", r["stderr"])
+        if m:
+            row["hit"] = int(m.group(1)) / max(1, int(m.group(1)) + int(m.group(2)))
+        print(f"  {engine:9} {condition:5} decode {row['decode_tok_s']:.3f} tok/s, prompt "
+              f"{row['prompt_tok_s']:.2f} tok/s ({len(prompt)} tokens, first token at "
+              f"{st[0]:.1f} s), read/token "
+              f"{(row['read_per_token'] or 0) / 2**20:.0f} MiB, peak "
+              f"{(row['peak'] or 0) / GIB:.2f} GiB"
+              + (f", hits {100 * row['hit']:.0f}%" if row["hit"] is not None else ""), flush=True)
+        return row
+
+    try:
+        for condition in args.conditions.split(","):
+            limit = 0 if condition == "none" else int(condition[:-1]) * GIB
+            prompt = LONG_PROMPT if condition == "none" else SHORT_PROMPT
+            print(f"== {condition} cap", flush=True)
+            for _ in range(args.runs):
+                for engine in ("WARP", "llama.cpp"):
+                    rows.append(one(engine, condition, limit, prompt, args.gen))
+        print("== 64-token prefill under the 4 GiB cap", flush=True)
+        for engine in ("WARP", "llama.cpp"):
+            prefill_rows.append(one(engine, "4G", 4 * GIB, LONG_PROMPT, 2))
+    finally:
+        cgroup.remove()
+    fio_after = fio_bound(bank_file, record_bytes)
+    bound = (fio_before + fio_after) / 2
+    bound_tok_s = bound / need
+
+    lines = [f"fio O_DIRECT random reads of {record_bytes} B (WARP's record) on WARP's bank "
+             f"file, 4 in flight: {fio_before / 1e9:.2f} GB/s before, {fio_after / 1e9:.2f} "
+             f"after; a token that reads all its {top_k} x {moe_layers} records "
+             f"({need / GIB:.2f} GiB) is bound to {bound_tok_s:.2f} tok/s.",
+             "", "| condition | engine | decode tok/s | WARP/llama.cpp | WARP/bound | read a token "
+             "| peak memory | hit rate |", "|---|---|---|---|---|---|---|---|"]
+    for condition in dict.fromkeys(r["condition"] for r in rows):
+        med = {e: statistics.median([r["decode_tok_s"] for r in rows
+                                     if r["condition"] == condition and r["engine"] == e])
+               for e in ("WARP", "llama.cpp")}
+        for e in ("WARP", "llama.cpp"):
+            sel = [r for r in rows if r["condition"] == condition and r["engine"] == e]
+            reads = [r["read_per_token"] for r in sel if r["read_per_token"] is not None]
+            peaks = [r["peak"] for r in sel if r["peak"]]
+            hits = [r["hit"] for r in sel if r["hit"] is not None]
+            lines.append(
+                f"| {condition} | {e} | {med[e]:.3f} ({', '.join(f'{r['decode_tok_s']:.3f}' for r in sel)}) | "
+                + (f"{med['WARP'] / med['llama.cpp']:.2f}x | {med['WARP'] / bound_tok_s:.2f} |"
+                   if e == "WARP" else " | |")
+                + f" {statistics.median(reads) / 2**20:.0f} MiB |" if reads else " n/a |")
+            lines[-1] += (f" {max(peaks) / GIB:.2f} GiB |" if peaks else " n/a |") + \
+                (f" {100 * statistics.median(hits):.0f}% |" if hits else " |")
+    lines += ["", "| 64-token prompt, 4 GiB cap | prompt tok/s (first token at) | peak memory |",
+              "|---|---|---|"]
+    for r in prefill_rows:
+        lines.append(f"| {r['engine']} | {r['prompt_tok_s']:.2f} ({r['first_token_s']:.1f} s) | "
+                     f"{(r['peak'] or 0) / GIB:.2f} GiB |")
+    if not cached:
+        lines.append("\n(the page cache could not be dropped: runs may have been warm)")
+    table = "\n".join(lines) + "\n"
+    os.makedirs(args.out, exist_ok=True)
+    open(os.path.join(args.out, "vs_llamacpp.md"), "w").write(table)
+    json.dump(dict(rows=rows, prefill=prefill_rows, fio=[fio_before, fio_after],
+                   record_bytes=record_bytes, need=need),
+              open(os.path.join(args.out, "vs_llamacpp.json"), "w"), indent=1)
+    svg_plot(rows, bound_tok_s, os.path.join(args.out, "vs_llamacpp.svg"))
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

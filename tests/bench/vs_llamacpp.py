@@ -30,8 +30,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1 << 30
-SHORT_PROMPT = [11, 23, 45, 67, 89, 101, 131, 151]
-LONG_PROMPT = [(i * 37 + 11) % 1024 for i in range(64)]
+
+
+def prompt(length, vocab):
+    return [(i * 37 + 11) % vocab for i in range(length)]
 
 
 def sh(cmd, **kw):
@@ -199,6 +201,8 @@ def main():
     bank = manifest["banks"][0]
     record_bytes, top_k = bank["record_bytes"], manifest["config"]["num_experts_per_tok"]
     moe_layers = len(manifest["banks"])
+    short_prompt, long_prompt = prompt(8, manifest["config"]["vocab_size"]), \
+        prompt(64, manifest["config"]["vocab_size"])
     bank_file = os.path.join(args.warp, bank["file"])
     need = top_k * moe_layers * record_bytes  # bytes a token reads with no cache hit
     cgroup = Cgroup(f"warp-vs-llamacpp.{os.getpid()}")
@@ -209,15 +213,15 @@ def main():
           f"-> {fio_before / need:.2f} tok/s if every token read its {top_k} x {moe_layers} "
           f"records ({need / GIB:.2f} GiB)", flush=True)
 
-    def engine_cmd(engine, prompt, gen):
-        ids = ",".join(map(str, prompt))
+    def engine_cmd(engine, tokens, gen):
+        ids = ",".join(map(str, tokens))
         if engine == "WARP":
             return [args.computed, "--log-level", "warn", "run", args.warp, "--ids", ids,
                     "-n", str(gen), "--ignore-eos", "--threads", str(args.threads)]
         return [args.probe, "bench", args.gguf, "--tokens", ids, "--gen", str(gen),
                 "--threads", str(args.threads)]
 
-    def one(engine, condition, limit, prompt, gen):
+    def one(engine, condition, limit, tokens, gen):
         cgroup.limit(limit)
         # Always a cold page cache (O_DIRECT reads of cached pages ran at a fifth of
         # the disk's speed here, LEARNED.md); llama.cpp's resident run then reads
@@ -225,11 +229,11 @@ def main():
         drop_caches()
         if not limit and engine == "llama.cpp":
             sh(["dd", f"if={args.gguf}", "of=/dev/null", "bs=16M"])
-        r = run_engine(engine_cmd(engine, prompt, gen), cgroup, gen)
+        r = run_engine(engine_cmd(engine, tokens, gen), cgroup, gen)
         st = r["stamps"]
-        row = dict(engine=engine, condition=condition, prompt=len(prompt),
+        row = dict(engine=engine, condition=condition, prompt=len(tokens),
                    decode_tok_s=(len(st) - 1) / (st[-1] - st[0]),
-                   prompt_tok_s=len(prompt) / st[0], first_token_s=st[0],
+                   prompt_tok_s=len(tokens) / st[0], first_token_s=st[0],
                    read_per_token=(r["end_reads"] - r["reads"][0]) / (len(st) - 1)
                    if r["end_reads"] is not None and r["reads"][0] is not None else None,
                    peak=cgroup.peak(), hit=None, tokens=r["stdout"].strip().splitlines()[-1])
@@ -237,7 +241,7 @@ def main():
         if m:
             row["hit"] = int(m.group(1)) / max(1, int(m.group(1)) + int(m.group(2)))
         print(f"  {engine:9} {condition:5} decode {row['decode_tok_s']:.3f} tok/s, prompt "
-              f"{row['prompt_tok_s']:.2f} tok/s ({len(prompt)} tokens, first token at "
+              f"{row['prompt_tok_s']:.2f} tok/s ({len(tokens)} tokens, first token at "
               f"{st[0]:.1f} s), read/token "
               f"{(row['read_per_token'] or 0) / 2**20:.0f} MiB, peak "
               f"{(row['peak'] or 0) / GIB:.2f} GiB"
@@ -247,14 +251,14 @@ def main():
     try:
         for condition in args.conditions.split(","):
             limit = 0 if condition == "none" else int(condition[:-1]) * GIB
-            prompt = LONG_PROMPT if condition == "none" else SHORT_PROMPT
+            ids = long_prompt if condition == "none" else short_prompt
             print(f"== {condition} cap", flush=True)
             for _ in range(args.runs):
                 for engine in ("WARP", "llama.cpp"):
-                    rows.append(one(engine, condition, limit, prompt, args.gen))
+                    rows.append(one(engine, condition, limit, ids, args.gen))
         print("== 64-token prefill under the 4 GiB cap", flush=True)
         for engine in ("WARP", "llama.cpp"):
-            prefill_rows.append(one(engine, "4G", 4 * GIB, LONG_PROMPT, 2))
+            prefill_rows.append(one(engine, "4G", 4 * GIB, long_prompt, 2))
     finally:
         cgroup.remove()
     fio_after = fio_bound(bank_file, record_bytes)
@@ -265,24 +269,28 @@ def main():
              f"file, 4 in flight: {fio_before / 1e9:.2f} GB/s before, {fio_after / 1e9:.2f} "
              f"after; a token that reads all its {top_k} x {moe_layers} records "
              f"({need / GIB:.2f} GiB) is bound to {bound_tok_s:.2f} tok/s.",
-             "", "| condition | engine | decode tok/s | WARP/llama.cpp | WARP/bound | read a token "
-             "| peak memory | hit rate |", "|---|---|---|---|---|---|---|---|"]
+             "", "| condition | engine | decode tok/s, median (runs) | WARP / llama.cpp | "
+             "/ bound | disk read a token | peak memory | hit rate |",
+             "|---|---|---|---|---|---|---|---|"]
+    def cell(values, fmt):
+        return fmt(statistics.median(values)) if values else "n/a"
+
     for condition in dict.fromkeys(r["condition"] for r in rows):
-        med = {e: statistics.median([r["decode_tok_s"] for r in rows
-                                     if r["condition"] == condition and r["engine"] == e])
+        sel = {e: [r for r in rows if r["condition"] == condition and r["engine"] == e]
                for e in ("WARP", "llama.cpp")}
+        med = {e: statistics.median([r["decode_tok_s"] for r in sel[e]]) for e in sel}
         for e in ("WARP", "llama.cpp"):
-            sel = [r for r in rows if r["condition"] == condition and r["engine"] == e]
-            reads = [r["read_per_token"] for r in sel if r["read_per_token"] is not None]
-            peaks = [r["peak"] for r in sel if r["peak"]]
-            hits = [r["hit"] for r in sel if r["hit"] is not None]
-            lines.append(
-                f"| {condition} | {e} | {med[e]:.3f} ({', '.join(f'{r['decode_tok_s']:.3f}' for r in sel)}) | "
-                + (f"{med['WARP'] / med['llama.cpp']:.2f}x | {med['WARP'] / bound_tok_s:.2f} |"
-                   if e == "WARP" else " | |")
-                + f" {statistics.median(reads) / 2**20:.0f} MiB |" if reads else " n/a |")
-            lines[-1] += (f" {max(peaks) / GIB:.2f} GiB |" if peaks else " n/a |") + \
-                (f" {100 * statistics.median(hits):.0f}% |" if hits else " |")
+            runs = ", ".join(f"{r['decode_tok_s']:.3f}" for r in sel[e])
+            ratios = (f"{med['WARP'] / med['llama.cpp']:.2f}x | {med['WARP'] / bound_tok_s:.2f}"
+                      if e == "WARP" else f" | {med[e] / bound_tok_s:.2f}")
+            reads = cell([r["read_per_token"] for r in sel[e] if r["read_per_token"] is not None],
+                         lambda v: f"{v / 2**20:.0f} MiB")
+            peaks = [r["peak"] for r in sel[e] if r["peak"]]
+            peak = f"{max(peaks) / GIB:.2f} GiB" if peaks else "n/a"
+            hits = cell([r["hit"] for r in sel[e] if r["hit"] is not None],
+                        lambda v: f"{100 * v:.0f}%")
+            lines.append(f"| {condition} | {e} | {med[e]:.3f} ({runs}) | {ratios} | {reads} | "
+                         f"{peak} | {hits} |")
     lines += ["", "| 64-token prompt, 4 GiB cap | prompt tok/s (first token at) | peak memory |",
               "|---|---|---|"]
     for r in prefill_rows:

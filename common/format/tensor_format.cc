@@ -16,6 +16,10 @@ constexpr FormatInfo kFormats[] = {
     {TensorFormat::kQ8B32, "q8_b32"}, {TensorFormat::kQ4B32, "q4_b32"},
     {TensorFormat::kMxfp4B32, "mxfp4_b32"}, {TensorFormat::kGgmlQ8_0, "ggml_q8_0"},
     {TensorFormat::kGgmlQ4_0, "ggml_q4_0"},  {TensorFormat::kGgmlMxfp4, "ggml_mxfp4"},
+    {TensorFormat::kGgmlQ4_1, "ggml_q4_1"},  {TensorFormat::kGgmlQ5_0, "ggml_q5_0"},
+    {TensorFormat::kGgmlQ5_1, "ggml_q5_1"},  {TensorFormat::kGgmlQ2_K, "ggml_q2_k"},
+    {TensorFormat::kGgmlQ3_K, "ggml_q3_k"},  {TensorFormat::kGgmlQ4_K, "ggml_q4_k"},
+    {TensorFormat::kGgmlQ5_K, "ggml_q5_k"},  {TensorFormat::kGgmlQ6_K, "ggml_q6_k"},
 };
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 56;
@@ -46,6 +50,22 @@ std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format) {
       return GgmlBlockLayout{32, 18};
     case TensorFormat::kGgmlMxfp4:
       return GgmlBlockLayout{32, 17};
+    case TensorFormat::kGgmlQ4_1:
+      return GgmlBlockLayout{32, 20};
+    case TensorFormat::kGgmlQ5_0:
+      return GgmlBlockLayout{32, 22};
+    case TensorFormat::kGgmlQ5_1:
+      return GgmlBlockLayout{32, 24};
+    case TensorFormat::kGgmlQ2_K:
+      return GgmlBlockLayout{256, 84};
+    case TensorFormat::kGgmlQ3_K:
+      return GgmlBlockLayout{256, 110};
+    case TensorFormat::kGgmlQ4_K:
+      return GgmlBlockLayout{256, 144};
+    case TensorFormat::kGgmlQ5_K:
+      return GgmlBlockLayout{256, 176};
+    case TensorFormat::kGgmlQ6_K:
+      return GgmlBlockLayout{256, 210};
     default:
       return std::nullopt;
   }
@@ -113,7 +133,15 @@ uint64_t DataBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
       return n / 2;
     case TensorFormat::kGgmlQ8_0:
     case TensorFormat::kGgmlQ4_0:
-    case TensorFormat::kGgmlMxfp4: {
+    case TensorFormat::kGgmlMxfp4:
+    case TensorFormat::kGgmlQ4_1:
+    case TensorFormat::kGgmlQ5_0:
+    case TensorFormat::kGgmlQ5_1:
+    case TensorFormat::kGgmlQ2_K:
+    case TensorFormat::kGgmlQ3_K:
+    case TensorFormat::kGgmlQ4_K:
+    case TensorFormat::kGgmlQ5_K:
+    case TensorFormat::kGgmlQ6_K: {
       const GgmlBlockLayout block = *GgmlBlockLayoutOf(format);
       return n / block.elements * block.bytes;
     }

@@ -28,6 +28,22 @@ enum class TensorFormat {
                // byte j, element j + 16 in its high nibble; value = (nibble - 8) * d
   kGgmlMxfp4,  // block_mxfp4: E8M0 e, 16 bytes of E2M1 codes ordered as kGgmlQ4_0;
                // value = 2 * E2M1(nibble) * 2^(e - 128)
+  kGgmlQ4_1,   // block_q4_1: f16 d, f16 m, 16 bytes as kGgmlQ4_0; value = nibble * d + m
+  kGgmlQ5_0,   // block_q5_0: f16 d, 4 bytes qh (bit j: element j's bit 4), 16 bytes
+               // of low nibbles as kGgmlQ4_0; value = (q - 16) * d
+  kGgmlQ5_1,   // block_q5_1: f16 d, f16 m, then as kGgmlQ5_0; value = q * d + m
+  // ggml's k-quants: super-blocks of 256 elements (QK_K) with sub-block scales
+  // of 6 or 8 bits; the byte orders are in matrix_view.h and docs/FORMAT.md.
+  kGgmlQ2_K,  // block_q2_K: 16 bytes of 4-bit scale | 4-bit min, 64 bytes of 2-bit
+              // codes, f16 d, f16 dmin (84 bytes)
+  kGgmlQ3_K,  // block_q3_K: 32 bytes of high bits, 64 bytes of 2-bit codes, 12 bytes
+              // of 6-bit scales, f16 d (110 bytes)
+  kGgmlQ4_K,  // block_q4_K: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins,
+              // 128 bytes of nibbles (144 bytes)
+  kGgmlQ5_K,  // block_q5_K: as kGgmlQ4_K plus 32 bytes of high bits before the
+              // nibbles (176 bytes)
+  kGgmlQ6_K,  // block_q6_K: 128 bytes of low nibbles, 64 bytes of 2-bit highs,
+              // 16 int8 scales, f16 d (210 bytes)
 };
 
 // Elements per scale block along a row for kQ8B32 / kQ4B32 / kMxfp4B32.
@@ -48,7 +64,8 @@ std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format);
 bool HasScale(TensorFormat format);
 
 // Why `shape` cannot be stored as `format`, or "" if it can. Block formats need
-// a 2-D shape; row-block formats need columns divisible by 32.
+// a 2-D shape; row-block formats need columns divisible by 32, the ggml formats
+// by their block's elements (32, or 256 for the k-quants).
 std::string ShapeProblem(TensorFormat format, const std::vector<uint64_t>& shape);
 
 // Bytes of the data sub-tensor. REQUIRES: ShapeProblem(format, shape) == "".

@@ -53,6 +53,14 @@ absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
     case SourceDtype::kGgmlQ8_0:
     case SourceDtype::kGgmlQ4_0:
     case SourceDtype::kGgmlMxfp4:
+    case SourceDtype::kGgmlQ4_1:
+    case SourceDtype::kGgmlQ5_0:
+    case SourceDtype::kGgmlQ5_1:
+    case SourceDtype::kGgmlQ2_K:
+    case SourceDtype::kGgmlQ3_K:
+    case SourceDtype::kGgmlQ4_K:
+    case SourceDtype::kGgmlQ5_K:
+    case SourceDtype::kGgmlQ6_K:
       return *GgmlBlockFormat(tensor.dtype);  // the file's blocks, kept as they are
     case SourceDtype::kU8:
     case SourceDtype::kI8:
@@ -471,6 +479,7 @@ struct ConvertInput {
   json config;
   std::unique_ptr<Checkpoint> checkpoint;
   std::optional<std::string> gguf_chat_template;  // GGUF only
+  std::optional<GgufTokenizerFiles> gguf_tokenizer;
   bool from_gguf = false;
 };
 
@@ -481,6 +490,7 @@ absl::StatusOr<ConvertInput> OpenInput(const fs::path& from) {
     input.config = std::move(gguf.config);
     input.checkpoint = std::move(gguf.checkpoint);
     input.gguf_chat_template = std::move(gguf.chat_template);
+    input.gguf_tokenizer = std::move(gguf.tokenizer);
     input.from_gguf = true;
     return input;
   }
@@ -500,9 +510,20 @@ absl::StatusOr<std::optional<TokenizerRef>> WriteTokenizer(const ConvertInput& i
                                                            const fs::path& from,
                                                            const fs::path& out) {
   if (!input.from_gguf) return CopyTokenizer(from, out);
-  if (!input.gguf_chat_template) return std::nullopt;
-  WARP_RETURN_IF_ERROR(WriteFileAtomically(out / kChatTemplateFile, *input.gguf_chat_template));
-  return TokenizerRef{.chat_template = kChatTemplateFile};
+  TokenizerRef ref;
+  if (input.gguf_tokenizer) {
+    WARP_RETURN_IF_ERROR(
+        WriteFileAtomically(out / "tokenizer.json", input.gguf_tokenizer->tokenizer_json));
+    WARP_RETURN_IF_ERROR(WriteFileAtomically(out / "tokenizer_config.json",
+                                             input.gguf_tokenizer->tokenizer_config_json));
+    ref.files = {"tokenizer.json", "tokenizer_config.json"};
+  }
+  if (input.gguf_chat_template) {
+    WARP_RETURN_IF_ERROR(WriteFileAtomically(out / kChatTemplateFile, *input.gguf_chat_template));
+    ref.chat_template = kChatTemplateFile;
+  }
+  if (ref.files.empty() && ref.chat_template.empty()) return std::nullopt;
+  return ref;
 }
 
 }  // namespace

@@ -71,6 +71,14 @@ void EncodeRows(TensorFormat format, std::span<const float> rows, uint64_t cols,
     case TensorFormat::kGgmlQ8_0:
     case TensorFormat::kGgmlQ4_0:
     case TensorFormat::kGgmlMxfp4:
+    case TensorFormat::kGgmlQ4_1:
+    case TensorFormat::kGgmlQ5_0:
+    case TensorFormat::kGgmlQ5_1:
+    case TensorFormat::kGgmlQ2_K:
+    case TensorFormat::kGgmlQ3_K:
+    case TensorFormat::kGgmlQ4_K:
+    case TensorFormat::kGgmlQ5_K:
+    case TensorFormat::kGgmlQ6_K:
       WARP_CHECK(false && "ggml blocks are only copied from GGUF files, never encoded");
   }
 }

@@ -31,10 +31,27 @@ absl::StatusOr<SourceDtype> DtypeOf(const GgufFile& file, const GgufTensor& t) {
       return SourceDtype::kGgmlQ4_0;
     case GgmlType::kMXFP4:
       return SourceDtype::kGgmlMxfp4;
+    case GgmlType::kQ4_1:
+      return SourceDtype::kGgmlQ4_1;
+    case GgmlType::kQ5_0:
+      return SourceDtype::kGgmlQ5_0;
+    case GgmlType::kQ5_1:
+      return SourceDtype::kGgmlQ5_1;
+    case GgmlType::kQ2_K:
+      return SourceDtype::kGgmlQ2_K;
+    case GgmlType::kQ3_K:
+      return SourceDtype::kGgmlQ3_K;
+    case GgmlType::kQ4_K:
+      return SourceDtype::kGgmlQ4_K;
+    case GgmlType::kQ5_K:
+      return SourceDtype::kGgmlQ5_K;
+    case GgmlType::kQ6_K:
+      return SourceDtype::kGgmlQ6_K;
     default:
       return absl::UnimplementedError(
           absl::StrCat(file.path().string(), ": tensor ", t.name, " is ", GgmlTypeName(t.type),
-                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, MXFP4); "
+                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+                       "Q5_0, Q5_1, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); "
                        "it is never dequantized and requantized behind your back"));
   }
 }
@@ -246,6 +263,13 @@ absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
   }
   config["vocab_size"] = embed->second.shape[0];
   config["tie_word_embeddings"] = !tensors.contains("lm_head.weight");
+  for (const char* id : {"bos_token_id", "eos_token_id"}) {
+    const std::string key = absl::StrCat("tokenizer.ggml.", id);
+    if (first.metadata().contains(key)) {
+      WARP_ASSIGN_OR_RETURN(config[id], first.Uint(key));
+    }
+  }
+  WARP_ASSIGN_OR_RETURN(result.tokenizer, GgufTokenizer(first));
   if (first.metadata().contains("tokenizer.chat_template")) {
     WARP_ASSIGN_OR_RETURN(result.chat_template, first.String("tokenizer.chat_template"));
   }

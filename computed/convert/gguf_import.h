@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "computed/convert/gguf_tokenizer.h"
 #include "computed/convert/safetensors.h"
 #include "nlohmann/json.hpp"
 
@@ -26,6 +27,7 @@ struct GgufImport {
   nlohmann::ordered_json config;  // config.json, with the family's model_type
   std::unique_ptr<Checkpoint> checkpoint;
   std::optional<std::string> chat_template;  // tokenizer.chat_template
+  std::optional<GgufTokenizerFiles> tokenizer;  // from tokenizer.ggml.*
 };
 
 // True for a path that names a GGUF file rather than a Hugging Face directory.

@@ -93,6 +93,22 @@ std::optional<TensorFormat> GgmlBlockFormat(SourceDtype dtype) {
       return TensorFormat::kGgmlQ4_0;
     case SourceDtype::kGgmlMxfp4:
       return TensorFormat::kGgmlMxfp4;
+    case SourceDtype::kGgmlQ4_1:
+      return TensorFormat::kGgmlQ4_1;
+    case SourceDtype::kGgmlQ5_0:
+      return TensorFormat::kGgmlQ5_0;
+    case SourceDtype::kGgmlQ5_1:
+      return TensorFormat::kGgmlQ5_1;
+    case SourceDtype::kGgmlQ2_K:
+      return TensorFormat::kGgmlQ2_K;
+    case SourceDtype::kGgmlQ3_K:
+      return TensorFormat::kGgmlQ3_K;
+    case SourceDtype::kGgmlQ4_K:
+      return TensorFormat::kGgmlQ4_K;
+    case SourceDtype::kGgmlQ5_K:
+      return TensorFormat::kGgmlQ5_K;
+    case SourceDtype::kGgmlQ6_K:
+      return TensorFormat::kGgmlQ6_K;
     default:
       return std::nullopt;
   }
@@ -106,6 +122,22 @@ std::string_view SourceDtypeName(SourceDtype dtype) {
       return "Q4_0";
     case SourceDtype::kGgmlMxfp4:
       return "MXFP4";
+    case SourceDtype::kGgmlQ4_1:
+      return "Q4_1";
+    case SourceDtype::kGgmlQ5_0:
+      return "Q5_0";
+    case SourceDtype::kGgmlQ5_1:
+      return "Q5_1";
+    case SourceDtype::kGgmlQ2_K:
+      return "Q2_K";
+    case SourceDtype::kGgmlQ3_K:
+      return "Q3_K";
+    case SourceDtype::kGgmlQ4_K:
+      return "Q4_K";
+    case SourceDtype::kGgmlQ5_K:
+      return "Q5_K";
+    case SourceDtype::kGgmlQ6_K:
+      return "Q6_K";
     case SourceDtype::kF32:
       return "F32";
     case SourceDtype::kF16:
@@ -133,6 +165,14 @@ uint64_t SourceDtypeBytes(SourceDtype dtype) {
     case SourceDtype::kGgmlQ8_0:
     case SourceDtype::kGgmlQ4_0:
     case SourceDtype::kGgmlMxfp4:
+    case SourceDtype::kGgmlQ4_1:
+    case SourceDtype::kGgmlQ5_0:
+    case SourceDtype::kGgmlQ5_1:
+    case SourceDtype::kGgmlQ2_K:
+    case SourceDtype::kGgmlQ3_K:
+    case SourceDtype::kGgmlQ4_K:
+    case SourceDtype::kGgmlQ5_K:
+    case SourceDtype::kGgmlQ6_K:
       return 0;
     case SourceDtype::kF32:
       return 4;
@@ -351,6 +391,14 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
       case SourceDtype::kGgmlQ8_0:
       case SourceDtype::kGgmlQ4_0:
       case SourceDtype::kGgmlMxfp4:
+      case SourceDtype::kGgmlQ4_1:
+      case SourceDtype::kGgmlQ5_0:
+      case SourceDtype::kGgmlQ5_1:
+      case SourceDtype::kGgmlQ2_K:
+      case SourceDtype::kGgmlQ3_K:
+      case SourceDtype::kGgmlQ4_K:
+      case SourceDtype::kGgmlQ5_K:
+      case SourceDtype::kGgmlQ6_K:
         break;  // refused or decoded above
     }
   }

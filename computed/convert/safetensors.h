@@ -28,7 +28,8 @@ namespace warp::computed {
 // blocks, kept as the container's ggml_* formats.
 enum class SourceDtype {
   kF32, kF16, kBF16, kF8E4M3, kU8, kI8, kF8E8M0, kI32, kI64,
-  kGgmlQ8_0, kGgmlQ4_0, kGgmlMxfp4,
+  kGgmlQ8_0, kGgmlQ4_0, kGgmlMxfp4, kGgmlQ4_1, kGgmlQ5_0, kGgmlQ5_1,
+  kGgmlQ2_K, kGgmlQ3_K, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K,
 };
 
 // True for the dtypes whose bytes are codes rather than values.

@@ -62,6 +62,117 @@ int SplitNibble(const std::byte* codes, uint64_t j) {
   return j < 16 ? byte & 0xf : byte >> 4;
 }
 
+uint8_t Byte(const std::byte* p, uint64_t i) { return static_cast<uint8_t>(p[i]); }
+
+// ggml_q5_0 / ggml_q5_1: element j's 5-bit code, bit 4 from bit j of qh.
+int Q5Code(const std::byte* qh, const std::byte* qs, uint64_t j) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof(bits));
+  return SplitNibble(qs, j) | static_cast<int>((bits >> j) & 1) << 4;
+}
+
+// ggml_q4_0's relatives: columns [j0, j0 + n) of one 32-element block, as
+// ggml-quants.c dequantize_row_q4_1 / _q5_0 / _q5_1 compute them (code * d,
+// then + m: two roundings, never an fma; this file is built -ffp-contract=off).
+void DequantizeGgml32(TensorFormat format, const std::byte* b, uint64_t j0, uint64_t n,
+                      float* out) {
+  const float d = HalfToFloat(Load16(b));
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t j = j0 + i;
+    switch (format) {
+      case TensorFormat::kGgmlQ4_1:
+        out[i] = static_cast<float>(SplitNibble(b + 4, j)) * d + HalfToFloat(Load16(b + 2));
+        break;
+      case TensorFormat::kGgmlQ5_0:
+        out[i] = static_cast<float>(Q5Code(b + 2, b + 6, j) - 16) * d;
+        break;
+      default:  // kGgmlQ5_1
+        out[i] = static_cast<float>(Q5Code(b + 4, b + 8, j)) * d + HalfToFloat(Load16(b + 2));
+        break;
+    }
+  }
+}
+
+// ggml_q4_k / ggml_q5_k: the 6-bit scale and min of sub-block `sub` (0-7) from
+// the 12 bytes `q`, as ggml-quants.c get_scale_min_k4 unpacks them.
+void Q4KScaleMin(const std::byte* q, uint64_t sub, int& scale, int& min) {
+  if (sub < 4) {
+    scale = Byte(q, sub) & 63;
+    min = Byte(q, sub + 4) & 63;
+  } else {
+    scale = (Byte(q, sub + 4) & 0xf) | (Byte(q, sub - 4) >> 6) << 4;
+    min = (Byte(q, sub + 4) >> 4) | (Byte(q, sub) >> 6) << 4;
+  }
+}
+
+// ggml_q3_k: the scale of sub-block `sub` (0-15) from the 12 bytes `q`: low 4
+// bits from byte sub % 8 (its low nibble for sub < 8), high 2 bits from byte
+// 8 + sub % 4 (bits 2 * (sub / 4)), less 32 (dequantize_row_q3_K's aux words).
+int Q3KScale(const std::byte* q, uint64_t sub) {
+  const int low = (Byte(q, sub % 8) >> (4 * (sub / 8))) & 0xf;
+  const int high = (Byte(q, 8 + sub % 4) >> (2 * (sub / 4))) & 3;
+  return (low | high << 4) - 32;
+}
+
+// The k-quants: columns [j0, j0 + n) of one 256-element super-block, all in one
+// 16-element sub-block, as ggml-quants.c dequantize_row_q*_K compute them. For
+// element j: h = j / 128 and r = j % 128 (q2_K, q3_K, q6_K: halves of 128
+// elements), t = j % 32, and its sub-block's scale is that of j / 16 (or j / 32).
+void DequantizeGgmlK(TensorFormat format, const std::byte* b, uint64_t j0, uint64_t n, float* out) {
+  WARP_DCHECK(j0 % 16 + n <= 16);
+  switch (format) {
+    case TensorFormat::kGgmlQ2_K: {  // scales[16], qs[64], d, dmin
+      const float d = HalfToFloat(Load16(b + 80)), dmin = HalfToFloat(Load16(b + 82));
+      const uint8_t sc = Byte(b, j0 / 16);
+      const float dl = d * static_cast<float>(sc & 0xf), ml = dmin * static_cast<float>(sc >> 4);
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t j = j0 + i, h = j / 128, shift = 2 * (j % 128 / 32);
+        const int q = (Byte(b + 16, 32 * h + j % 32) >> shift) & 3;
+        out[i] = dl * static_cast<float>(q) - ml;
+      }
+      return;
+    }
+    case TensorFormat::kGgmlQ3_K: {  // hmask[32], qs[64], scales[12], d
+      const float dl = HalfToFloat(Load16(b + 108)) * static_cast<float>(Q3KScale(b + 96, j0 / 16));
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t j = j0 + i, h = j / 128, k = j % 128 / 32;
+        const int low = (Byte(b + 32, 32 * h + j % 32) >> (2 * k)) & 3;
+        const bool high = (Byte(b, j % 32) >> (4 * h + k)) & 1;
+        out[i] = dl * static_cast<float>(low - (high ? 0 : 4));
+      }
+      return;
+    }
+    case TensorFormat::kGgmlQ4_K:
+    case TensorFormat::kGgmlQ5_K: {  // d, dmin, scales[12], (q5_K: qh[32],) qs[128]
+      const bool q5 = format == TensorFormat::kGgmlQ5_K;
+      const float d = HalfToFloat(Load16(b)), dmin = HalfToFloat(Load16(b + 2));
+      const uint64_t sub = j0 / 32;
+      int sc, m;
+      Q4KScaleMin(b + 4, sub, sc, m);
+      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+      const std::byte* qs = b + (q5 ? 48 : 16) + 32 * (sub / 2);
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t t = (j0 + i) % 32;
+        int q = (Byte(qs, t) >> (4 * (sub % 2))) & 0xf;  // even sub-blocks low nibbles
+        if (q5 && (Byte(b + 16, t) >> sub) & 1) q += 16;
+        out[i] = d1 * static_cast<float>(q) - m1;
+      }
+      return;
+    }
+    default: {  // kGgmlQ6_K: ql[128], qh[64], int8 scales[16], d
+      const float d = HalfToFloat(Load16(b + 208));
+      const float scale = d * static_cast<float>(static_cast<int8_t>(b[192 + j0 / 16]));
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t j = j0 + i, h = j / 128, k = j % 128 / 32, t = j % 32;
+        const int low = (Byte(b, 64 * h + 32 * (k % 2) + t) >> (4 * (k / 2))) & 0xf;
+        const int high = (Byte(b + 128, 32 * h + t) >> (2 * k)) & 3;
+        out[i] = scale * static_cast<float>((low | high << 4) - 32);
+      }
+      return;
+    }
+  }
+}
+
 // Columns [col, col + n) of row `row`, dequantized as DequantizeRow defines.
 // REQUIRES: n <= kLanes and [col, col + n) inside one scale block.
 void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n, float* out) {
@@ -124,6 +235,24 @@ void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n
                              ? static_cast<int8_t>(block[2 + j0 + i])
                              : SplitNibble(block + 2, j0 + i) - 8;
         out[i] = static_cast<float>(code) * scale;
+      }
+      return;
+    }
+    case TensorFormat::kGgmlQ4_1:
+    case TensorFormat::kGgmlQ5_0:
+    case TensorFormat::kGgmlQ5_1:
+    case TensorFormat::kGgmlQ2_K:
+    case TensorFormat::kGgmlQ3_K:
+    case TensorFormat::kGgmlQ4_K:
+    case TensorFormat::kGgmlQ5_K:
+    case TensorFormat::kGgmlQ6_K: {
+      const GgmlBlockLayout layout = *GgmlBlockLayoutOf(w.format);
+      const std::byte* block =
+          w.data + (row * (w.cols / layout.elements) + col / layout.elements) * layout.bytes;
+      if (layout.elements == 32) {
+        DequantizeGgml32(w.format, block, col % 32, n, out);
+      } else {
+        DequantizeGgmlK(w.format, block, col % 256, n, out);
       }
       return;
     }

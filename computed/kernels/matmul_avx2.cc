@@ -205,6 +205,30 @@ struct Avx2Ops {
     }
   };
 
+  // The other ggml formats: 32 int8 codes in column order (GgmlCodeRow), each
+  // 16 times its scale s and less its min m if kMinus, one rounding each.
+  template <bool kMinus>
+  static void GgmlCodes(__m256i codes, float s0, float s1, float m0, float m1, Vec* out) {
+    const __m128i halves[2] = {_mm256_castsi256_si128(codes), _mm256_extracti128_si256(codes, 1)};
+    const float scales[2] = {s0, s1}, mins[2] = {m0, m1};
+    for (int v = 0; v < 2; ++v) {
+      const __m128i h = halves[v];
+      V16 value =
+          Mul({Int8ToFloat(h), Int8ToFloat(_mm_unpackhi_epi64(h, h))}, _mm256_set1_ps(scales[v]));
+      if constexpr (kMinus) {
+        const __m256 m = _mm256_set1_ps(mins[v]);
+        value = {_mm256_sub_ps(value.lo, m), _mm256_sub_ps(value.hi, m)};
+      }
+      out[v] = value;
+    }
+  }
+  // Codes 0-15 under one scale: a 16-entry table would take two vpermps and a
+  // blend per 8 columns, no fewer ops than converting.
+  template <bool kMinus>
+  static void GgmlNibbles(__m256i codes, float s, float m, Vec* out) {
+    GgmlCodes<kMinus>(codes, s, s, m, m, out);
+  }
+
   // mxfp4, per 8 columns: their 4 bytes broadcast, vpsrlvd moves column c's
   // nibble to the bottom of lane c, vpermps looks up its magnitude (it reads
   // only the low 3 bits), bit 3 shifted to bit 31 is the sign, and one multiply

@@ -41,6 +41,8 @@ constexpr std::array<uint8_t, 64> MakeNibbleSpread() {
 alignas(64) constexpr std::array<uint8_t, 64> kNibbleSpread = MakeNibbleSpread();
 alignas(64) constexpr std::array<int32_t, 16> kNibbleShift = {0, 4, 0, 4, 0, 4, 0, 4,
                                                               0, 4, 0, 4, 0, 4, 0, 4};
+alignas(64) constexpr std::array<float, 16> kNibbleValues = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                             8, 9, 10, 11, 12, 13, 14, 15};
 alignas(64) constexpr std::array<float, 16> kQ4Codes = {-8, -7, -6, -5, -4, -3, -2, -1,
                                                         0,  1,  2,  3,  4,  5,  6,  7};
 
@@ -172,6 +174,30 @@ struct Avx512Ops {
                    out);
     }
   };
+
+  // The other ggml formats: 32 int8 codes in column order (GgmlCodeRow), each
+  // 16 times its scale s and less its min m if kMinus, one rounding each.
+  template <bool kMinus>
+  static void GgmlCodes(__m256i codes, float s0, float s1, float m0, float m1, Vec* out) {
+    const __m128i halves[2] = {_mm256_castsi256_si128(codes), _mm256_extracti128_si256(codes, 1)};
+    const float scales[2] = {s0, s1}, mins[2] = {m0, m1};
+    for (int v = 0; v < 2; ++v) {
+      out[v] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(halves[v])),
+                             _mm512_set1_ps(scales[v]));
+      if constexpr (kMinus) out[v] = _mm512_sub_ps(out[v], _mm512_set1_ps(mins[v]));
+    }
+  }
+  // Codes 0-15 with one scale (and min) for all 32 columns: the 16 values
+  // float(q) * s - m once, then vpermps looks each column's up (bit-equal, one
+  // rounding each as above): 2 conversions and 2 lookups instead of 2
+  // conversions, 2 int -> float, 2 multiplies and 2 subtractions.
+  template <bool kMinus>
+  static void GgmlNibbles(__m256i codes, float s, float m, Vec* out) {
+    __m512 table = _mm512_mul_ps(_mm512_load_ps(kNibbleValues.data()), _mm512_set1_ps(s));
+    if constexpr (kMinus) table = _mm512_sub_ps(table, _mm512_set1_ps(m));
+    out[0] = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes)), table);
+    out[1] = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1)), table);
+  }
 };
 
 }  // namespace

@@ -200,6 +200,220 @@ struct GgmlBlockRow {
   }
 };
 
+// The other ggml formats. Per block, Prepare converts its scales (and mins) to
+// floats once (Kind::Scales: d times each sub-block's small integer, as the
+// scalar code); per 32 columns, Kind::Codes gathers their codes as 32 int8 in
+// column order and Ops::GgmlCodes<kMinus> makes float(code) * scale (- min) of
+// each 16 columns, two roundings as in DequantizeRow (warp_kernels is built with
+// -ffp-contract=off, so no fma). Kind::Codes uses AVX2 integer ops: both
+// including files enable AVX2 (AVX-512F implies it). A Kind has kElements (32 or
+// 256) and kBytes a block, kScaleCols columns a scale, kHasMin, and kNibbles if
+// its codes are 0-15 under one scale per 32 columns (Ops::GgmlNibbles may look
+// them up in a table of the 16 values).
+inline __m256i Load256(const std::byte* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline float HalfAt(const std::byte* p) {
+  uint16_t half;
+  std::memcpy(&half, p, sizeof(half));
+  return _cvtsh_ss(half);  // exact, as HalfToFloat
+}
+// Each byte shifted right by `count` (< 8) and masked: vpsrlw moves bits of a
+// byte's neighbour into its top count bits, which `mask` (< 2^(8 - count)) drops.
+inline __m256i ShiftMask(__m256i bytes, uint64_t count, int8_t mask) {
+  return _mm256_and_si256(_mm256_srl_epi16(bytes, _mm_cvtsi64_si128(static_cast<int64_t>(count))),
+                          _mm256_set1_epi8(mask));
+}
+// 16 bytes of nibbles in ggml_q4_0's order as 32 codes: the low nibbles, then the high.
+inline __m256i SplitNibbles32(const std::byte* p) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low4),
+                          _mm_and_si128(packed, low4));
+}
+// ggml_q5_0 / _q5_1: bit t of the 32-bit qh at p as 0x10 in byte t.
+inline __m256i HighBits32(const std::byte* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  const __m256i spread =  // byte t of a lane <- byte t / 8 of qh (lane 1: t / 8 + 2)
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit),
+                          _mm256_set1_epi8(0x10));
+}
+// out[i] = float(int32 lane i) * d for 8 lanes.
+inline void StoreTimes(__m256i ints, float d, float* out) {
+  _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(ints), _mm256_set1_ps(d)));
+}
+inline __m256i WidenU8(uint64_t bytes) {
+  return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes)));
+}
+
+struct GgmlQ4_1Kind {  // d, m, qs[16]; q * d + m computed as q * d - (-m), the same sum
+  static constexpr uint64_t kElements = 32, kBytes = 20, kScaleCols = 32;
+  static constexpr bool kHasMin = true, kNibbles = true;
+  static void Scales(const std::byte* b, float* scale, float* min) {
+    scale[0] = HalfAt(b);
+    min[0] = -HalfAt(b + 2);
+  }
+  static __m256i Codes(const std::byte* b, uint64_t) { return SplitNibbles32(b + 4); }
+};
+struct GgmlQ5_0Kind {  // d, qh[4], qs[16]
+  static constexpr uint64_t kElements = 32, kBytes = 22, kScaleCols = 32;
+  static constexpr bool kHasMin = false, kNibbles = false;
+  static void Scales(const std::byte* b, float* scale, float*) { scale[0] = HalfAt(b); }
+  static __m256i Codes(const std::byte* b, uint64_t) {
+    return _mm256_sub_epi8(_mm256_or_si256(SplitNibbles32(b + 6), HighBits32(b + 2)),
+                           _mm256_set1_epi8(16));
+  }
+};
+struct GgmlQ5_1Kind {  // d, m, qh[4], qs[16]
+  static constexpr uint64_t kElements = 32, kBytes = 24, kScaleCols = 32;
+  static constexpr bool kHasMin = true, kNibbles = false;
+  static void Scales(const std::byte* b, float* scale, float* min) {
+    scale[0] = HalfAt(b);
+    min[0] = -HalfAt(b + 2);
+  }
+  static __m256i Codes(const std::byte* b, uint64_t) {
+    return _mm256_or_si256(SplitNibbles32(b + 8), HighBits32(b + 4));
+  }
+};
+
+struct GgmlQ2_KKind {  // scales[16] (scale | min << 4), qs[64], d, dmin
+  static constexpr uint64_t kElements = 256, kBytes = 84, kScaleCols = 16;
+  static constexpr bool kHasMin = true, kNibbles = false;
+  static void Scales(const std::byte* b, float* scale, float* min) {
+    const float d = HalfAt(b + 80), dmin = HalfAt(b + 82);
+    for (int half = 0; half < 2; ++half) {
+      uint64_t bytes;
+      std::memcpy(&bytes, b + 8 * half, sizeof(bytes));
+      StoreTimes(WidenU8(bytes & 0x0f0f0f0f0f0f0f0f), d, scale + 8 * half);
+      StoreTimes(WidenU8(bytes >> 4 & 0x0f0f0f0f0f0f0f0f), dmin, min + 8 * half);
+    }
+  }
+  static __m256i Codes(const std::byte* b, uint64_t j) {  // bits 2k of qs[32h + t]
+    return ShiftMask(Load256(b + 16 + 32 * (j / 128)), 2 * (j % 128 / 32), 0x03);
+  }
+};
+struct GgmlQ3_KKind {  // hmask[32], qs[64], scales[12] (6 bits each), d
+  static constexpr uint64_t kElements = 256, kBytes = 110, kScaleCols = 16;
+  static constexpr bool kHasMin = false, kNibbles = false;
+  static void Scales(const std::byte* b, float* scale, float*) {
+    uint32_t u[3];
+    std::memcpy(u, b + 96, sizeof(u));
+    // Scale s: low 4 bits nibble s / 8 of byte s % 8, high 2 bits 2 * (s / 4) of
+    // byte 8 + s % 4 (u[2]).
+    const uint64_t low = u[0] | uint64_t{u[1]} << 32;
+    uint64_t words[2];
+    for (int i = 0; i < 2; ++i) {  // scales 8i .. 8i + 7 as bytes
+      const uint64_t nibbles = low >> (4 * i) & 0x0f0f0f0f0f0f0f0f;
+      const uint64_t top = (uint64_t{u[2]} >> (4 * i) & 0x03030303) |
+                           (uint64_t{u[2]} >> (4 * i + 2) & 0x03030303) << 32;
+      words[i] = nibbles | top << 4;
+    }
+    const float d = HalfAt(b + 108);
+    const __m256i bias = _mm256_set1_epi32(32);
+    for (int i = 0; i < 2; ++i)
+      StoreTimes(_mm256_sub_epi32(WidenU8(words[i]), bias), d, scale + 8 * i);
+  }
+  static __m256i Codes(const std::byte* b, uint64_t j) {
+    const uint64_t h = j / 128, k = j % 128 / 32;
+    const __m256i low = ShiftMask(Load256(b + 32 + 32 * h), 2 * k, 0x03);
+    const __m256i high = ShiftMask(Load256(b), 4 * h + k, 0x01);  // clear: less 4
+    return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), _mm256_set1_epi8(4));
+  }
+};
+// ggml_q4_k / _q5_k: the 8 scales and 8 mins of get_scale_min_k4, 4 at a time
+// in 32-bit words of the 12 bytes: sub-blocks 0-3 are the low 6 bits of bytes
+// 0-3 (scales) and 4-7 (mins); 4-7 the nibbles of bytes 8-11 under the top 2
+// bits of bytes 0-3 (scales) and 4-7 (mins).
+inline void Q4KScalesMins(const std::byte* q, float d, float dmin, float* scale, float* min) {
+  uint32_t u[3];
+  std::memcpy(u, q, sizeof(u));
+  const uint32_t scales_hi = (u[2] & 0x0f0f0f0f) | (u[0] >> 6 & 0x03030303) << 4;
+  const uint32_t mins_hi = (u[2] >> 4 & 0x0f0f0f0f) | (u[1] >> 6 & 0x03030303) << 4;
+  StoreTimes(WidenU8((u[0] & 0x3f3f3f3f) | uint64_t{scales_hi} << 32), d, scale);
+  StoreTimes(WidenU8((u[1] & 0x3f3f3f3f) | uint64_t{mins_hi} << 32), dmin, min);
+}
+struct GgmlQ4_KKind {  // d, dmin, scales[12], qs[128]
+  static constexpr uint64_t kElements = 256, kBytes = 144, kScaleCols = 32;
+  static constexpr bool kHasMin = true, kNibbles = true;
+  static void Scales(const std::byte* b, float* scale, float* min) {
+    Q4KScalesMins(b + 4, HalfAt(b), HalfAt(b + 2), scale, min);
+  }
+  static __m256i Codes(const std::byte* b, uint64_t j) {  // sub-block s = j / 32
+    return ShiftMask(Load256(b + 16 + 32 * (j / 64)), 4 * (j / 32 % 2), 0x0f);
+  }
+};
+struct GgmlQ5_KKind {  // d, dmin, scales[12], qh[32], qs[128]
+  static constexpr uint64_t kElements = 256, kBytes = 176, kScaleCols = 32;
+  static constexpr bool kHasMin = true, kNibbles = false;
+  static void Scales(const std::byte* b, float* scale, float* min) {
+    Q4KScalesMins(b + 4, HalfAt(b), HalfAt(b + 2), scale, min);
+  }
+  static __m256i Codes(const std::byte* b, uint64_t j) {
+    const __m256i low = ShiftMask(Load256(b + 48 + 32 * (j / 64)), 4 * (j / 32 % 2), 0x0f);
+    const __m256i high = ShiftMask(Load256(b + 16), j / 32, 0x01);
+    return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+  }
+};
+struct GgmlQ6_KKind {  // ql[128], qh[64], int8 scales[16], d
+  static constexpr uint64_t kElements = 256, kBytes = 210, kScaleCols = 16;
+  static constexpr bool kHasMin = false, kNibbles = false;
+  static void Scales(const std::byte* b, float* scale, float*) {
+    const float d = HalfAt(b + 208);
+    for (int i = 0; i < 2; ++i) {
+      const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 192 + 8 * i));
+      StoreTimes(_mm256_cvtepi8_epi32(bytes), d, scale + 8 * i);
+    }
+  }
+  static __m256i Codes(const std::byte* b, uint64_t j) {
+    const uint64_t h = j / 128, k = j % 128 / 32;
+    const __m256i low = ShiftMask(Load256(b + 64 * h + 32 * (k % 2)), 4 * (k / 2), 0x0f);
+    const __m256i high = ShiftMask(Load256(b + 128 + 32 * h), 2 * k, 0x03);
+    return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+  }
+};
+
+template <class Ops, class Kind>
+struct GgmlCodeRow {
+  using Vec = typename Ops::Vec;
+  // Bytes of `cols` columns: exact for whole blocks (all a row is); for part of
+  // a block its share, which TileColumns uses only to place its prefetches.
+  static constexpr uint64_t DataBytes(uint64_t cols) {
+    return cols * Kind::kBytes / Kind::kElements;
+  }
+  static constexpr uint64_t kStep = kRowBlock, kGroup = Kind::kElements;
+  static constexpr int kVecs = 2;
+  static constexpr bool kHasTail = false;  // ShapeProblem: whole blocks only
+  static constexpr uint64_t kScales = Kind::kElements / Kind::kScaleCols;
+  const std::byte* p;
+  const std::byte* block;  // the one whose scales Prepare converted
+  alignas(32) float scale[kScales];
+  alignas(32) float min[kScales];
+
+  void Init(const MatrixView& w, uint64_t row) { p = w.data + row * DataBytes(w.cols); }
+  void Prepare(uint64_t col, uint64_t, uint64_t) {
+    block = p + col / Kind::kElements * Kind::kBytes;
+    Kind::Scales(block, scale, min);
+  }
+  void Load(uint64_t col, Vec* out) const {
+    const uint64_t j = col % Kind::kElements;
+    const uint64_t s0 = j / Kind::kScaleCols, s1 = (j + kLanes) / Kind::kScaleCols;
+    if constexpr (Kind::kNibbles) {  // codes 0-15, kScaleCols 32: s0 == s1
+      Ops::template GgmlNibbles<Kind::kHasMin>(Kind::Codes(block, j), scale[s0],
+                                               Kind::kHasMin ? min[s0] : 0.0f, out);
+    } else if constexpr (Kind::kHasMin) {
+      Ops::template GgmlCodes<true>(Kind::Codes(block, j), scale[s0], scale[s1], min[s0], min[s1],
+                                    out);
+    } else {
+      Ops::template GgmlCodes<false>(Kind::Codes(block, j), scale[s0], scale[s1], 0.0f, 0.0f, out);
+    }
+  }
+};
+
 // Columns [col_begin, col_end) of R rows x T tokens. acc_io[i * T + j] holds
 // the 16 lanes of row `row + i`, token j between column blocks: a store and a
 // reload of a register are exact, so blocking does not change the summation
@@ -339,6 +553,14 @@ void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size
   using GgmlQ8_0 = GgmlBlockRow<Ops, GgmlHalfScale, 34, typename Ops::Q8>;
   using GgmlQ4_0 = GgmlBlockRow<Ops, GgmlHalfScale, 18, typename Ops::Q4Split>;
   using GgmlMxfp4 = GgmlBlockRow<Ops, GgmlE8M0HalfScale, 17, typename Ops::Mxfp4Split>;
+  using GgmlQ4_1 = GgmlCodeRow<Ops, GgmlQ4_1Kind>;
+  using GgmlQ5_0 = GgmlCodeRow<Ops, GgmlQ5_0Kind>;
+  using GgmlQ5_1 = GgmlCodeRow<Ops, GgmlQ5_1Kind>;
+  using GgmlQ2_K = GgmlCodeRow<Ops, GgmlQ2_KKind>;
+  using GgmlQ3_K = GgmlCodeRow<Ops, GgmlQ3_KKind>;
+  using GgmlQ4_K = GgmlCodeRow<Ops, GgmlQ4_KKind>;
+  using GgmlQ5_K = GgmlCodeRow<Ops, GgmlQ5_KKind>;
+  using GgmlQ6_K = GgmlCodeRow<Ops, GgmlQ6_KKind>;
   const auto run = [&]<class Row>() {
     MatMulFormat<Ops, Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
   };
@@ -363,6 +585,22 @@ void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size
       return run.template operator()<GgmlQ4_0>();
     case TensorFormat::kGgmlMxfp4:
       return run.template operator()<GgmlMxfp4>();
+    case TensorFormat::kGgmlQ4_1:
+      return run.template operator()<GgmlQ4_1>();
+    case TensorFormat::kGgmlQ5_0:
+      return run.template operator()<GgmlQ5_0>();
+    case TensorFormat::kGgmlQ5_1:
+      return run.template operator()<GgmlQ5_1>();
+    case TensorFormat::kGgmlQ2_K:
+      return run.template operator()<GgmlQ2_K>();
+    case TensorFormat::kGgmlQ3_K:
+      return run.template operator()<GgmlQ3_K>();
+    case TensorFormat::kGgmlQ4_K:
+      return run.template operator()<GgmlQ4_K>();
+    case TensorFormat::kGgmlQ5_K:
+      return run.template operator()<GgmlQ5_K>();
+    case TensorFormat::kGgmlQ6_K:
+      return run.template operator()<GgmlQ6_K>();
   }
 }
 

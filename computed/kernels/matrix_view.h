@@ -17,8 +17,8 @@
 
 namespace warp::computed::kernels {
 
-// [rows, cols], row-major. For kQ8B32 / kQ4B32 / kMxfp4B32 cols is a multiple of 32
-// (ShapeProblem).
+// [rows, cols], row-major. For kQ8B32 / kQ4B32 / kMxfp4B32 cols is a multiple of 32,
+// for the ggml formats of their block's elements (ShapeProblem).
 struct MatrixView {
   TensorFormat format = TensorFormat::kF32;
   uint64_t rows = 0, cols = 0;
@@ -37,6 +37,28 @@ struct MatrixView {
 //   ggml_q4_0: float(nibble - 8) * float(f16 d of its block) (one multiply);
 //   ggml_mxfp4: kGgmlMxfp4Value[nibble] * kE8M0HalfScale[e] (one multiply), as
 //     ggml's dequantize_row_mxfp4: e = 255 is 2^127, not NaN.
+// The other ggml formats as ggml-quants.c's dequantize_row_* compute them, each
+// operation rounded on its own (never an fma; d, m, dmin are the block's f16
+// values as floats, codes and 6-bit scales exact small integers as floats):
+//   ggml_q4_1: float(nibble) * d + m, nibbles ordered as ggml_q4_0;
+//   ggml_q5_0: float(q - 16) * d, q = nibble | (bit j of qh) << 4 for element j;
+//   ggml_q5_1: float(q) * d + m, q as ggml_q5_0.
+//   The k-quants, per 256-element super-block; element j, h = j / 128 its half,
+//   k = j % 128 / 32 its quarter of the half, t = j % 32:
+//   ggml_q4_k: (d * float(sc)) * float(q) - dmin * float(m), sub-block s = j / 32
+//     with its 6-bit sc and m from scales[12] as get_scale_min_k4 (s < 4: sc =
+//     scales[s] & 63, m = scales[s + 4] & 63; else the low and high nibbles of
+//     scales[s + 4] under the top 2 bits of scales[s - 4] and of scales[s]);
+//     q = nibble s % 2 (0 low, 1 high) of qs[32 * (s / 2) + t];
+//   ggml_q5_k: as ggml_q4_k, q + 16 if bit s of qh[t];
+//   ggml_q6_k: (d * float(int8 scales[j / 16])) * float(q - 32), q = nibble k / 2
+//     of ql[64h + 32 * (k % 2) + t] | (bits 2k, 2k+1 of qh[32h + t]) << 4;
+//   ggml_q3_k: (d * float(sc - 32)) * float(q), sc the 6-bit scale j / 16 (low 4
+//     bits: nibble (j / 16) / 8 of scales[j / 16 % 8], high 2: bits 2 * (j / 64)
+//     of scales[8 + j / 16 % 4]), q = (bits 2k of qs[32h + t] & 3), less 4 if
+//     bit 4h + k of hmask[t] is clear;
+//   ggml_q2_k: (d * float(sc & 15)) * float(q) - dmin * float(sc >> 4), sc =
+//     scales[j / 16], q = bits 2k of qs[32h + t] & 3.
 // The SIMD kernels dequantize to these same bits. REQUIRES: row < w.rows,
 // out.size() >= w.cols.
 void DequantizeRow(const MatrixView& w, uint64_t row, std::span<float> out);

@@ -207,6 +207,14 @@ void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<
     case TensorFormat::kGgmlQ8_0:
     case TensorFormat::kGgmlQ4_0:
     case TensorFormat::kGgmlMxfp4:
+    case TensorFormat::kGgmlQ4_1:
+    case TensorFormat::kGgmlQ5_0:
+    case TensorFormat::kGgmlQ5_1:
+    case TensorFormat::kGgmlQ2_K:
+    case TensorFormat::kGgmlQ3_K:
+    case TensorFormat::kGgmlQ4_K:
+    case TensorFormat::kGgmlQ5_K:
+    case TensorFormat::kGgmlQ6_K:
       WARP_CHECK(false && "synthetic ggml blocks are not supported: write a GGUF file");
   }
 }

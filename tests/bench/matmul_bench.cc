@@ -246,8 +246,11 @@ int Run(size_t size_mib) {
   std::vector<float> y(8 * kRows);
 
   const Isa saved = ActiveIsa();
-  for (TensorFormat format : {TensorFormat::kMxfp4B32, TensorFormat::kQ4B32, TensorFormat::kQ8B32,
-                              TensorFormat::kBF16, TensorFormat::kF32}) {
+  for (TensorFormat format :
+       {TensorFormat::kMxfp4B32, TensorFormat::kQ4B32, TensorFormat::kQ8B32, TensorFormat::kBF16,
+        TensorFormat::kF32, TensorFormat::kGgmlQ4_K, TensorFormat::kGgmlQ6_K,
+        TensorFormat::kGgmlQ5_K, TensorFormat::kGgmlQ5_0, TensorFormat::kGgmlQ5_1,
+        TensorFormat::kGgmlQ4_1, TensorFormat::kGgmlQ3_K, TensorFormat::kGgmlQ2_K}) {
     const Weights weights(format, size_mib << 20);
     std::vector<Contender> contenders;
     for (size_t tokens : {size_t{1}, size_t{8}}) {

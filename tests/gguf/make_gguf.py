@@ -23,8 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gguf_file import (GgufWriter, GGML_F32, GGML_Q4_0, STRING, ARRAY, U32, I32, F32, BOOL)  # noqa: E402
 
 SHAPES = {
-    "tiny": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, experts=8, top_k=2,
-                 expert_ff=64, vocab=320, context=256),
+    "tiny": dict(hidden=256, layers=2, heads=4, kv_heads=2, head_dim=64, experts=8, top_k=2,
+                 expert_ff=256, vocab=320, context=256),
     "k2-experts": dict(hidden=7168, layers=4, heads=64, kv_heads=8, head_dim=128, experts=128,
                        top_k=8, expert_ff=2048, vocab=1024, context=4096),
 }

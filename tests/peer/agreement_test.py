@@ -35,7 +35,9 @@ PROMPT = [5, 77, 260, 13, 300, 42, 8, 191, 64, 250, 3, 120]
 GREEDY = 8
 # The quantized copies: llama-quantize's type name, and whether every matrix
 # is that type (--pure) or only the experts (MXFP4_MOE).
-QUANTS = [("Q8_0", True), ("Q4_0", True), ("MXFP4_MOE", False)]
+QUANTS = [("Q8_0", True), ("Q4_0", True), ("MXFP4_MOE", False), ("Q4_K", True), ("Q6_K", True),
+          ("Q5_K", True), ("Q5_0", True), ("Q5_1", True), ("Q4_1", True), ("Q3_K", True),
+          ("Q2_K", True), ("Q4_K_S", False), ("Q5_K_S", False)]
 ARCHITECTURES = ["qwen3moe", "llama", "glm4moe"]
 
 

@@ -1,0 +1,29 @@
+#pragma once
+
+// GgufTokenizer: the tokenizer a GGUF file carries (tokenizer.ggml.*) as the
+// Hugging Face tokenizer.json and tokenizer_config.json WARP's tokenizer reads,
+// so that a GGUF user needs no other file. Byte-level BPE (`gpt2` model) with
+// the pre-tokenizer of `tokenizer.ggml.pre` as the Hugging Face release has it
+// (qwen2, llama-bpe, deepseek-v3, gpt-4o; others refused by name); tokens of
+// type CONTROL are special added tokens, USER_DEFINED plain added tokens.
+// SentencePiece vocabularies (`llama` model: scores, no merges) are refused.
+//
+// Thread-safe: a pure function of the file's metadata.
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "computed/convert/gguf.h"
+
+namespace warp::computed {
+
+struct GgufTokenizerFiles {
+  std::string tokenizer_json;
+  std::string tokenizer_config_json;  // bos_token, eos_token, add_bos_token
+};
+
+// nullopt when the file has no tokenizer.ggml.model.
+absl::StatusOr<std::optional<GgufTokenizerFiles>> GgufTokenizer(const GgufFile& file);
+
+}  // namespace warp::computed

@@ -270,8 +270,8 @@ def main():
              f"after; a token that reads all its {top_k} x {moe_layers} records "
              f"({need / GIB:.2f} GiB) is bound to {bound_tok_s:.2f} tok/s.",
              "", "| condition | engine | decode tok/s, median (runs) | WARP / llama.cpp | "
-             "/ bound | disk read a token | peak memory | hit rate |",
-             "|---|---|---|---|---|---|---|---|"]
+             "/ bound | disk read a token | disk while decoding | peak memory | hit rate |",
+             "|---|---|---|---|---|---|---|---|---|"]
     def cell(values, fmt):
         return fmt(statistics.median(values)) if values else "n/a"
 
@@ -289,8 +289,11 @@ def main():
             peak = f"{max(peaks) / GIB:.2f} GiB" if peaks else "n/a"
             hits = cell([r["hit"] for r in sel[e] if r["hit"] is not None],
                         lambda v: f"{100 * v:.0f}%")
+            rates = [r["read_per_token"] * r["decode_tok_s"] for r in sel[e]
+                     if r["read_per_token"] is not None]
+            disk = cell(rates, lambda v: f"{v / 1e9:.2f} GB/s = {v / bound:.2f} fio")
             lines.append(f"| {condition} | {e} | {med[e]:.3f} ({runs}) | {ratios} | {reads} | "
-                         f"{peak} | {hits} |")
+                         f"{disk} | {peak} | {hits} |")
     lines += ["", "| 64-token prompt, 4 GiB cap | prompt tok/s (first token at) | peak memory |",
               "|---|---|---|"]
     for r in prefill_rows:

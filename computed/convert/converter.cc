@@ -290,15 +290,34 @@ class Converter {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<TensorFormat> ExpertFormat(uint32_t layer) const {
-    if (options_.experts == "q8") return TensorFormat::kQ8B32;
-    if (options_.experts == "q4") return TensorFormat::kQ4B32;
-    const TensorSpec first = ExpertMatrixSpecs(model_, TensorFormat::kF32).front();
-    const CheckpointSlice slice = family_.ExpertSlice(model_, layer, 0, first.name);
-    WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, first));
+  // The native format of one record matrix: its expert 0's in the checkpoint.
+  absl::StatusOr<TensorFormat> NativeMatrixFormat(uint32_t layer, const TensorSpec& matrix) const {
+    const CheckpointSlice slice = family_.ExpertSlice(model_, layer, 0, matrix.name);
+    WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, matrix));
     if (mxfp4) return TensorFormat::kMxfp4B32;  // the release's blocks, kept as they are
-    WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, first));
+    WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, matrix));
     return NativeFormat(*source);
+  }
+
+  // The record matrices of a layer's bank. --experts native keeps each
+  // matrix's own format: llama.cpp's Q4_K_M stores a layer's down matrices
+  // as Q6_K beside Q4_K gate and up.
+  absl::StatusOr<std::vector<TensorSpec>> ExpertSpecs(uint32_t layer) const {
+    if (options_.experts == "q8") return ExpertMatrixSpecs(model_, TensorFormat::kQ8B32);
+    if (options_.experts == "q4") return ExpertMatrixSpecs(model_, TensorFormat::kQ4B32);
+    const TensorSpec first = ExpertMatrixSpecs(model_, TensorFormat::kF32).front();
+    WARP_ASSIGN_OR_RETURN(TensorFormat layer_format, NativeMatrixFormat(layer, first));
+    std::vector<TensorSpec> specs = ExpertMatrixSpecs(model_, layer_format);
+    for (TensorSpec& spec : specs) {
+      if (spec.format != layer_format || spec.shape.size() != 2) continue;  // vectors stay f32
+      WARP_ASSIGN_OR_RETURN(TensorFormat own, NativeMatrixFormat(layer, spec));
+      if (std::string problem = ShapeProblem(own, spec.shape); !problem.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("layer ", layer, " expert matrix ", spec.name, ": ", problem));
+      }
+      spec.format = own;
+    }
+    return specs;
   }
 
   // Fills one record matrix from its slice of the checkpoint: the bytes as
@@ -317,8 +336,8 @@ class Converter {
       if (options_.experts == "native" && !IsPassthrough(matrix.format, *t.source)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "tensor ", slice.tensor, " is ", std::string(SourceDtypeName(t.source->dtype)),
-            " but expert 0 of the layer is ", std::string(TensorFormatName(matrix.format)),
-            "; --experts native needs one dtype per layer"));
+            " but expert 0's is ", std::string(TensorFormatName(matrix.format)),
+            "; --experts native needs one dtype per matrix across a layer's experts"));
       }
       WARP_RETURN_IF_ERROR(Fill(t, false, 0, data));
       if (matrix.scale) {
@@ -355,9 +374,8 @@ class Converter {
   absl::Status WriteBanks(ContainerWriter& writer) const {
     for (uint32_t layer = 0; layer < model_.num_layers; ++layer) {
       if (!model_.IsMoeLayer(layer)) continue;
-      WARP_ASSIGN_OR_RETURN(TensorFormat format, ExpertFormat(layer));
-      const BankEntry bank =
-          LayoutBank(layer, model_.num_experts, ExpertMatrixSpecs(model_, format));
+      WARP_ASSIGN_OR_RETURN(std::vector<TensorSpec> specs, ExpertSpecs(layer));
+      const BankEntry bank = LayoutBank(layer, model_.num_experts, specs);
       WARP_RETURN_IF_ERROR(writer.BeginBank(bank));
       for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
         std::span<std::byte> record = writer.NextRecord();

@@ -290,9 +290,19 @@ class Converter {
     return absl::OkStatus();
   }
 
+  // Where the family says one expert matrix lives, narrowed to the checkpoint's
+  // own tensor of that expert when it has one (GGUF).
+  CheckpointSlice ExpertSlice(uint32_t layer, uint32_t expert, std::string_view matrix) const {
+    CheckpointSlice slice = family_.ExpertSlice(model_, layer, expert, matrix);
+    if (!slice.expert_tensor.empty() && checkpoint_.Find(slice.expert_tensor) != nullptr) {
+      return CheckpointSlice{.tensor = slice.expert_tensor};
+    }
+    return slice;
+  }
+
   // The native format of one record matrix: its expert 0's in the checkpoint.
   absl::StatusOr<TensorFormat> NativeMatrixFormat(uint32_t layer, const TensorSpec& matrix) const {
-    const CheckpointSlice slice = family_.ExpertSlice(model_, layer, 0, matrix.name);
+    const CheckpointSlice slice = ExpertSlice(layer, 0, matrix.name);
     WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, matrix));
     if (mxfp4) return TensorFormat::kMxfp4B32;  // the release's blocks, kept as they are
     WARP_ASSIGN_OR_RETURN(const SourceTensor* source, SliceSource(slice, matrix));
@@ -325,7 +335,7 @@ class Converter {
   // the values re-encoded (transposed first where the release stores [in, out]).
   absl::Status FillExpertMatrix(uint32_t layer, uint32_t expert, const TensorEntry& matrix,
                                 std::span<std::byte> record) const {
-    const CheckpointSlice slice = family_.ExpertSlice(model_, layer, expert, matrix.name);
+    const CheckpointSlice slice = ExpertSlice(layer, expert, matrix.name);
     const TensorSpec spec{.name = slice.tensor, .format = matrix.format, .shape = matrix.shape};
     WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, spec));
     if (mxfp4) return FillFromMxfp4(*mxfp4, matrix, record);

@@ -28,13 +28,23 @@ namespace warp::computed {
 // adjacent dims); the importer restores Hugging Face order over these heads.
 enum class GgufRopeRows { kAsStored, kQueryHeads, kKeyHeads };
 
+// GgufTensorRule::hf_suffix of a Hugging Face name without one (gpt-oss's sinks).
+inline constexpr std::string_view kNoSuffix = "-";
+
 struct GgufTensorRule {
-  std::string_view gguf, hf;
+  std::string_view gguf, hf;  // hf empty: read with another rule's tensor (interleave_with)
   bool per_expert = false;
   GgufRopeRows rope_rows = GgufRopeRows::kAsStored;
   // The Hugging Face name's last part when it is not GGUF's ("weight", "bias"):
   // glm4moe's exp_probs_b.bias is mlp.gate.e_score_correction_bias.
   std::string_view hf_suffix = {};
+  // A 3-D tensor that is not experts, [a, b, cols], read as [a * b, cols]
+  // (deepseek2's per-head attn_k_b and attn_v_b).
+  bool merge_rows = false;
+  // gpt-oss: llama.cpp stores gate and up apart, the release interleaves their
+  // rows (gate j = row 2j, up j = row 2j + 1); this rule's tensor gives the
+  // even rows (or elements, for biases) and the layer's `interleave_with` the odd.
+  std::string_view interleave_with = {};
 };
 
 // The file's hyper-parameters under "<arch>.": reads name the full key.
@@ -48,6 +58,7 @@ class GgufHparams {
   bool Has(std::string_view key) const;
   std::string Key(std::string_view key) const { return absl::StrCat(arch_, ".", std::string(key)); }
   const GgufFile& file() const { return file_; }
+  const std::string& arch() const { return arch_; }
 
  private:
   const GgufFile& file_;

@@ -77,6 +77,50 @@ absl::StatusOr<std::vector<fs::path>> SplitFiles(const fs::path& path) {
   return files;
 }
 
+// rope.scaling.*: none, or YaRN as llama.cpp runs it (correction range rounded
+// to whole dims, betas 32 and 1 whatever the file says, so other values are
+// refused) as rope_scaling. deepseek2 adds its mscale (gguf_architectures.cc).
+absl::Status RopeScaling(const GgufHparams& h, Json& config) {
+  WARP_ASSIGN_OR_RETURN(double factor, h.FloatOr("rope.scaling.factor", 0.0));
+  std::string type = "none";
+  if (h.Has("rope.scaling.type")) {
+    WARP_ASSIGN_OR_RETURN(type, h.file().String(h.Key("rope.scaling.type")));
+  }
+  if (type == "none" || (type == "linear" && (factor == 0.0 || factor == 1.0))) {
+    return absl::OkStatus();
+  }
+  if (type != "yarn") {
+    return absl::UnimplementedError(absl::StrCat(h.Key("rope.scaling.type"), ": \"", type,
+                                                 "\" is not supported (none, yarn)"));
+  }
+  for (const auto& [key, llama_cpp_value] :
+       {std::pair{"rope.scaling.yarn_beta_fast", 32.0}, {"rope.scaling.yarn_beta_slow", 1.0},
+        {"rope.scaling.yarn_ext_factor", 1.0}, {"rope.scaling.attn_factor", 1.0}}) {
+    WARP_ASSIGN_OR_RETURN(double value, h.FloatOr(key, llama_cpp_value));
+    if (value != llama_cpp_value) {
+      return absl::UnimplementedError(absl::StrCat(h.Key(key), ": ", value,
+                                                   " is not supported (", llama_cpp_value, ")"));
+    }
+  }
+  for (const char* key : {"rope.scaling.yarn_attn_factor", "rope.scaling.alpha"}) {
+    if (h.Has(key)) return absl::UnimplementedError(absl::StrCat(h.Key(key), ": not supported"));
+  }
+  if (h.Has("rope.scaling.yarn_log_multiplier") && h.arch() != "deepseek2") {
+    return absl::UnimplementedError(
+        absl::StrCat(h.Key("rope.scaling.yarn_log_multiplier"), ": supported for deepseek2 only"));
+  }
+  WARP_ASSIGN_OR_RETURN(uint64_t original,
+                        h.UintOr("rope.scaling.original_context_length",
+                                 config["max_position_embeddings"].get<uint64_t>()));
+  config["rope_scaling"] = {{"rope_type", "yarn"},
+                            {"factor", factor},
+                            {"original_max_position_embeddings", original},
+                            {"beta_fast", 32.0},
+                            {"beta_slow", 1.0},
+                            {"truncate", true}};
+  return absl::OkStatus();
+}
+
 // The hyper-parameters every architecture names the same way.
 absl::Status CommonConfig(const GgufHparams& h, Json& config) {
   WARP_ASSIGN_OR_RETURN(config["hidden_size"], h.Uint("embedding_length"));
@@ -89,28 +133,11 @@ absl::Status CommonConfig(const GgufHparams& h, Json& config) {
   if (h.Has("feed_forward_length")) {
     WARP_ASSIGN_OR_RETURN(config["intermediate_size"], h.Uint("feed_forward_length"));
   }
-  if (h.Has("attention.key_length")) {
-    WARP_ASSIGN_OR_RETURN(uint64_t key_length, h.Uint("attention.key_length"));
-    WARP_ASSIGN_OR_RETURN(uint64_t value_length, h.UintOr("attention.value_length", key_length));
-    if (value_length != key_length) {
-      return absl::InvalidArgumentError(absl::StrCat(h.Key("attention.value_length"), ": ",
-                                                     value_length, " differs from key_length ",
-                                                     key_length));
-    }
-    config["head_dim"] = key_length;
-  }
   WARP_ASSIGN_OR_RETURN(config["rms_norm_eps"],
                         h.FloatOr("attention.layer_norm_rms_epsilon", 1e-6));
   WARP_ASSIGN_OR_RETURN(config["rope_theta"], h.FloatOr("rope.freq_base", 10000.0));
   WARP_ASSIGN_OR_RETURN(config["max_position_embeddings"], h.UintOr("context_length", 4096));
-  if (h.Has("rope.scaling.type")) {
-    WARP_ASSIGN_OR_RETURN(std::string type, h.file().String(h.Key("rope.scaling.type")));
-    if (type != "none") {
-      return absl::UnimplementedError(
-          absl::StrCat(h.Key("rope.scaling.type"), ": \"", type, "\" is not supported (none)"));
-    }
-  }
-  return absl::OkStatus();
+  return RopeScaling(h, config);
 }
 
 // "blk.N.STEM.SUFFIX" -> (N, STEM, SUFFIX); false for a name outside layers.
@@ -132,12 +159,33 @@ const GgufTensorRule* FindRule(std::span<const GgufTensorRule> rules, std::strin
   return nullptr;
 }
 
+// The files of one import, to find a tensor's partner (interleave_with) in any of them.
+struct GgufFiles {
+  std::span<const std::unique_ptr<GgufFile>> files;
+
+  // The tensor named `name` and the index of its file, or nullptr.
+  const GgufTensor* Find(const std::string& name, size_t& file_index) const {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (const GgufTensor* t = files[i]->Find(name)) {
+        file_index = i;
+        return t;
+      }
+    }
+    return nullptr;
+  }
+};
+
+std::string TensorError(const GgufFile& file, const GgufTensor& t, std::string_view problem) {
+  return absl::StrCat(file.path().string(), ": tensor ", t.name, ": ", std::string(problem));
+}
+
 // Adds `t` under its Hugging Face name(s): shapes outermost first, an expert
 // tensor as one [rows, cols] tensor per expert.
-absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor& t,
+absl::Status AddTensor(const GgufFiles& all, size_t file_index, const GgufTensor& t,
                        const GgufArchitecture& arch, const Json& config,
                        uint32_t num_mtp_layers, std::map<std::string, SourceTensor>& out,
                        size_t& skipped) {
+  const GgufFile& file = *all.files[file_index];
   const uint32_t num_layers = config["num_hidden_layers"].get<uint32_t>();
   uint32_t layer = 0;
   std::string stem, suffix;
@@ -150,8 +198,8 @@ absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor
       return absl::OkStatus();
     }
     if (layer >= num_layers) {
-      return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": tensor ", t.name,
-                                                     ": layer ", layer, " of ", num_layers));
+      return absl::InvalidArgumentError(
+          TensorError(file, t, absl::StrCat("layer ", layer, " of ", num_layers)));
     }
     prefix = absl::StrCat("model.layers.", layer, ".");
   } else if (const size_t dot = t.name.rfind('.'); dot != std::string::npos) {
@@ -164,8 +212,16 @@ absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor
         absl::StrCat(file.path().string(), ": tensor ", t.name, " has no meaning in WARP's ",
                      std::string(arch.model_type), " (architecture ", std::string(arch.name), ")"));
   }
+  if (rule->hf.empty()) return absl::OkStatus();  // read with its partner's rule
   WARP_ASSIGN_OR_RETURN(SourceDtype dtype, DtypeOf(file, t));
   std::vector<uint64_t> shape(t.dims.rbegin(), t.dims.rend());
+  if (rule->merge_rows) {
+    if (shape.size() != 3) {
+      return absl::InvalidArgumentError(
+          TensorError(file, t, absl::StrCat(shape.size(), " dims; per-head tensors have 3")));
+    }
+    shape = {shape[0] * shape[1], shape[2]};
+  }
   SourceTensor base{
       .dtype = dtype, .shape = shape, .offset = t.offset, .bytes = t.bytes, .file = file_index};
   if (rule->rope_rows != GgufRopeRows::kAsStored) {
@@ -174,31 +230,60 @@ absl::Status AddTensor(const GgufFile& file, size_t file_index, const GgufTensor
                                        : "num_key_value_heads"]
                                 .get<uint32_t>();
     if (shape.empty() || shape[0] % (2 * base.llama_rope_heads) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file.path().string(), ": tensor ", t.name, ": ",
-                       shape.empty() ? 0 : shape[0], " rows are not heads of even size over ",
-                       base.llama_rope_heads, " heads"));
+      return absl::InvalidArgumentError(TensorError(
+          file, t,
+          absl::StrCat(shape.empty() ? 0 : shape[0], " rows are not heads of even size over ",
+                       base.llama_rope_heads, " heads")));
     }
   }
+  if (!rule->interleave_with.empty()) {  // gpt-oss: gate's rows then up's, in turn
+    size_t partner_file = 0;
+    const std::string partner_name =
+        absl::StrCat("blk.", layer, ".", std::string(rule->interleave_with), ".", suffix);
+    const GgufTensor* partner = all.Find(partner_name, partner_file);
+    if (partner == nullptr) {
+      return absl::NotFoundError(
+          TensorError(file, t, absl::StrCat(partner_name, ", whose rows interleave with it, is missing")));
+    }
+    if (partner->type != t.type || partner->dims != t.dims) {
+      return absl::InvalidArgumentError(TensorError(
+          file, t,
+          absl::StrCat(partner_name, ", whose rows interleave with it, has another type or shape")));
+    }
+    // A unit is a matrix row, or one bias value; the pair has twice as many.
+    const bool bias = suffix == "bias";
+    if (shape.size() < (bias ? 1u : 2u)) {
+      return absl::InvalidArgumentError(TensorError(file, t, "too few dims to interleave"));
+    }
+    const uint64_t units = bias ? NumElements(shape) : NumElements(shape) / shape.back();
+    base.interleaved = SourceTensor::Interleaved{
+        .file = partner_file, .offset = partner->offset, .unit = t.bytes / units};
+    base.bytes = 2 * t.bytes;
+    shape[bias ? shape.size() - 1 : shape.size() - 2] *= 2;
+    base.shape = shape;
+  }
   if (!rule->hf_suffix.empty()) suffix = std::string(rule->hf_suffix);
+  const std::string dot_suffix = suffix == kNoSuffix ? "" : absl::StrCat(".", suffix);
   if (!rule->per_expert) {
-    base.name = absl::StrCat(prefix, std::string(rule->hf), ".", suffix);
+    base.name = absl::StrCat(prefix, std::string(rule->hf), dot_suffix);
     out.emplace(base.name, base);
     return absl::OkStatus();
   }
-  if (shape.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": tensor ", t.name,
-                                                   " has ", shape.size(),
-                                                   " dims; expert tensors have 3"));
+  // Expert matrices are [experts, rows, cols]; their biases (gpt-oss) [experts, rows].
+  if (shape.size() != 3 && !(suffix == "bias" && shape.size() == 2)) {
+    return absl::InvalidArgumentError(TensorError(
+        file, t, absl::StrCat(shape.size(), " dims; expert tensors have 3 (biases 2)")));
   }
   const uint64_t experts = shape[0];
-  base.shape = {shape[1], shape[2]};
-  base.bytes = t.bytes / experts;
+  base.shape.erase(base.shape.begin());
+  const uint64_t stored_bytes = t.bytes / experts;  // one expert's in each run
+  base.bytes = base.interleaved ? 2 * stored_bytes : stored_bytes;
   for (uint64_t e = 0; e < experts; ++e) {
     SourceTensor expert = base;
     expert.name = absl::StrCat(
-        prefix, absl::StrReplaceAll(std::string(rule->hf), {{"{}", absl::StrCat(e)}}), ".", suffix);
-    expert.offset = t.offset + e * base.bytes;
+        prefix, absl::StrReplaceAll(std::string(rule->hf), {{"{}", absl::StrCat(e)}}), dot_suffix);
+    expert.offset = t.offset + e * stored_bytes;
+    if (expert.interleaved) expert.interleaved->offset += e * stored_bytes;
     out.emplace(expert.name, std::move(expert));
   }
   return absl::OkStatus();
@@ -246,9 +331,10 @@ absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
 
   std::map<std::string, SourceTensor> tensors;
   size_t skipped = 0;
+  const GgufFiles all{files};
   for (size_t i = 0; i < files.size(); ++i) {
     for (const GgufTensor& t : files[i]->tensors()) {
-      WARP_RETURN_IF_ERROR(AddTensor(*files[i], i, t, **arch, config,
+      WARP_RETURN_IF_ERROR(AddTensor(all, i, t, **arch, config,
                                      static_cast<uint32_t>(mtp_layers), tensors, skipped));
     }
   }

@@ -280,6 +280,20 @@ absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
                               std::span<std::byte> out) const {
   const int fd = fds_[tensor.file].get();
   const std::string path = paths_[tensor.file].string();
+  if (tensor.interleaved) {
+    const SourceTensor::Interleaved& odd = *tensor.interleaved;
+    for (uint64_t done = 0; done < out.size();) {
+      const uint64_t unit = (offset + done) / odd.unit, in_unit = (offset + done) % odd.unit;
+      const uint64_t n = std::min<uint64_t>(odd.unit - in_unit, out.size() - done);
+      const uint64_t at = unit / 2 * odd.unit + in_unit;
+      const bool even = unit % 2 == 0;
+      WARP_RETURN_IF_ERROR(PreadFull(fds_[even ? tensor.file : odd.file].get(), out.subspan(done, n),
+                                     (even ? tensor.offset : odd.offset) + at,
+                                     paths_[even ? tensor.file : odd.file].string()));
+      done += n;
+    }
+    return absl::OkStatus();
+  }
   if (tensor.llama_rope_heads == 0) return PreadFull(fd, out, tensor.offset + offset, path);
   const uint64_t rows = tensor.shape.front();
   const uint64_t row_bytes = tensor.bytes / rows;

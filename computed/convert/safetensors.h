@@ -56,6 +56,15 @@ struct SourceTensor {
   // j * head_dim / 2 + i) for its interleaved rope; Read returns them in
   // Hugging Face order again. 0: rows as stored.
   uint32_t llama_rope_heads = 0;
+  // gpt-oss from GGUF: the data alternates units of `unit` bytes from
+  // `offset` (even units) and from this second run (odd units), each bytes / 2
+  // long: the gate and up rows (or bias elements) the release interleaves.
+  struct Interleaved {
+    size_t file = 0;
+    uint64_t offset = 0;
+    uint64_t unit = 0;
+  };
+  std::optional<Interleaved> interleaved;
 };
 
 class Checkpoint {

@@ -34,6 +34,9 @@ struct CheckpointSlice {
   // weight_packed [out, in/2] and weight_scale [out, in/32] (Kimi K3); used,
   // and kept native, when the checkpoint has them.
   std::string mxfp4_blocks, mxfp4_scales;
+  // Or one tensor of this name for the expert, [out, in] as the record holds
+  // it (a GGUF file imported, gguf_import.h); used when the checkpoint has it.
+  std::string expert_tensor;
 };
 
 class ModelFamily {

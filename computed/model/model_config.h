@@ -130,6 +130,10 @@ struct ModelConfig {
   uint32_t qk_nope_head_dim = 0;
   uint32_t qk_rope_head_dim = 0;
   uint32_t v_head_dim = 0;
+  // kv_b_proj as llama.cpp's GGUF files hold it (config.json "kv_b_split",
+  // written by the GGUF importer): k_b_proj [heads * kv_lora_rank, qk_nope]
+  // (each head's key part transposed) and v_b_proj [heads * v_head_dim, kv_lora_rank].
+  bool kv_b_split = false;
   std::vector<bool> moe_layer;  // [num_layers]: true where the MLP is routed experts
   // Numerics and routing.
   float rms_norm_eps = 1e-6f;

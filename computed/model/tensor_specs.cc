@@ -51,8 +51,13 @@ void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
   specs.Add(p + "kv_a_proj_with_mqa.weight",
             {uint64_t{c.kv_lora_rank} + c.qk_rope_head_dim, c.hidden_size});
   specs.Add(p + "kv_a_layernorm.weight", {c.kv_lora_rank});
-  specs.Add(p + "kv_b_proj.weight",
-            {uint64_t{c.num_heads} * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank});
+  if (c.kv_b_split) {
+    specs.Add(p + "k_b_proj.weight", {uint64_t{c.num_heads} * c.kv_lora_rank, c.qk_nope_head_dim});
+    specs.Add(p + "v_b_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.kv_lora_rank});
+  } else {
+    specs.Add(p + "kv_b_proj.weight",
+              {uint64_t{c.num_heads} * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank});
+  }
   if (m.output_gate)
     specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
   if (m.dsa_indexer) {  // GLM-5.3's pooled indexer

@@ -182,8 +182,193 @@ TEST_F(GgufImportTest, RefusesALlamaWithoutExperts) {
 TEST_F(GgufImportTest, RefusesAnUnsupportedRopeScaling) {
   GgufWriter w = TinyModel("qwen3moe");
   w.Str("qwen3moe.rope.scaling.type", "linear");
+  w.Float32("qwen3moe.rope.scaling.factor", 2.0f);
   EXPECT_THAT(Import(w), StatusIs(absl::StatusCode::kUnimplemented,
                                   HasSubstr("qwen3moe.rope.scaling.type: \"linear\"")));
+  GgufWriter unscaled = TinyModel("qwen3moe");  // linear without a factor scales nothing
+  unscaled.Str("qwen3moe.rope.scaling.type", "linear");
+  WARP_EXPECT_OK(Import(unscaled));
+  // YaRN as llama.cpp runs it: betas 32 and 1, whatever a file says.
+  GgufWriter yarn = TinyModel("qwen3moe");
+  yarn.Str("qwen3moe.rope.scaling.type", "yarn");
+  yarn.Float32("qwen3moe.rope.scaling.factor", 4.0f);
+  yarn.Uint32("qwen3moe.rope.scaling.original_context_length", 64);
+  absl::StatusOr<GgufImport> imported = Import(yarn);
+  WARP_ASSERT_OK(imported);
+  const auto& scaling = imported->config["rope_scaling"];
+  EXPECT_EQ(scaling["rope_type"], "yarn");
+  EXPECT_EQ(scaling["factor"], 4.0);
+  EXPECT_EQ(scaling["original_max_position_embeddings"], 64u);
+  EXPECT_EQ(scaling["truncate"], true);
+  yarn.Float32("qwen3moe.rope.scaling.yarn_beta_fast", 16.0f);
+  EXPECT_THAT(Import(yarn), StatusIs(absl::StatusCode::kUnimplemented,
+                                     HasSubstr("qwen3moe.rope.scaling.yarn_beta_fast: 16")));
+}
+
+TEST_F(GgufImportTest, RefusesLlamaQueryRowsThatAreNotWholeHeads) {
+  GgufWriter w = TinyModel("llama", "attention.head_count");
+  w.Uint32("llama.attention.head_count", 3);  // 32 rows over 3 heads
+  EXPECT_THAT(Import(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("tensor blk.0.attn_q.weight: 32 rows are not heads of "
+                                            "even size over 3 heads")));
+}
+
+// deepseek2 as llama.cpp's converter writes DeepSeek V3 and Kimi K2: MLA as MQA
+// (head_count_kv 1, key/value lengths of the absorbed form, *_mla the heads'),
+// kv_b split per head, sigmoid group routing, YaRN with 0.1 * mscale_all_dim.
+constexpr uint64_t kQLora = 16, kKvLora = 8, kNope = 4, kRope = 2, kV = 6;
+
+GgufWriter Deepseek2Model(const std::string& skip_key = "") {
+  GgufWriter w;
+  w.Str("general.architecture", "deepseek2");
+  auto key = [&](const std::string& name, uint32_t value) {
+    if (name != skip_key) w.Uint32("deepseek2." + name, value);
+  };
+  key("block_count", 1);
+  key("embedding_length", kHidden);
+  key("attention.head_count", kHeads);
+  key("attention.head_count_kv", 1);
+  key("attention.q_lora_rank", kQLora);
+  key("attention.kv_lora_rank", kKvLora);
+  key("attention.key_length", kKvLora + kRope);
+  key("attention.value_length", kKvLora);
+  key("attention.key_length_mla", kNope + kRope);
+  key("attention.value_length_mla", kV);
+  key("rope.dimension_count", kRope);
+  key("expert_count", kExperts);
+  key("expert_used_count", 2);
+  key("expert_feed_forward_length", kFf);
+  key("feed_forward_length", 2 * kFf);
+  key("expert_shared_count", 1);
+  key("expert_group_count", 2);
+  key("expert_group_used_count", 1);
+  key("expert_gating_func", 2);
+  w.Float32("deepseek2.expert_weights_scale", 2.5f);
+  w.Str("deepseek2.rope.scaling.type", "yarn");
+  w.Float32("deepseek2.rope.scaling.factor", 40.0f);
+  w.Uint32("deepseek2.rope.scaling.original_context_length", 4096);
+  if (skip_key != "rope.scaling.yarn_log_multiplier") {
+    w.Float32("deepseek2.rope.scaling.yarn_log_multiplier", 0.1f);
+  }
+  w.Tensor("token_embd.weight", {kHidden, kVocab}, kF32, Floats(kHidden * kVocab));
+  // k_b [heads, kv_lora, nope] and v_b [heads, v, kv_lora]: value = element index.
+  w.Tensor("blk.0.attn_k_b.weight", {kNope, kKvLora, kHeads}, kF32,
+           Floats(kNope * kKvLora * kHeads));
+  w.Tensor("blk.0.attn_v_b.weight", {kKvLora, kV, kHeads}, kF32, Floats(kKvLora * kV * kHeads));
+  w.Tensor("blk.0.exp_probs_b.bias", {kExperts}, kF32, Floats(kExperts));
+  return w;
+}
+
+TEST_F(GgufImportTest, Deepseek2IsDeepseekV3WithKvBSplitPerHead) {
+  absl::StatusOr<GgufImport> imported = Import(Deepseek2Model());
+  WARP_ASSERT_OK(imported);
+  const auto& config = imported->config;
+  EXPECT_EQ(config["model_type"], "deepseek_v3");
+  EXPECT_EQ(config["q_lora_rank"], kQLora);
+  EXPECT_EQ(config["kv_lora_rank"], kKvLora);
+  EXPECT_EQ(config["qk_nope_head_dim"], kNope);
+  EXPECT_EQ(config["qk_rope_head_dim"], kRope);
+  EXPECT_EQ(config["v_head_dim"], kV);
+  EXPECT_EQ(config["kv_b_split"], true);
+  EXPECT_EQ(config["num_key_value_heads"], kHeads);  // not llama.cpp's MQA 1
+  EXPECT_EQ(config["n_routed_experts"], kExperts);
+  EXPECT_EQ(config["n_group"], 2u);
+  EXPECT_EQ(config["topk_group"], 1u);
+  EXPECT_EQ(config["intermediate_size"], 2 * kFf);
+  EXPECT_NEAR(config["routed_scaling_factor"].get<double>(), 2.5, 1e-6);
+  EXPECT_NEAR(config["rope_scaling"]["mscale_all_dim"].get<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(config["rope_scaling"]["mscale"].get<double>(), 1.0, 1e-6);
+  const Checkpoint& checkpoint = *imported->checkpoint;
+  const SourceTensor* k_b = checkpoint.Find("model.layers.0.self_attn.k_b_proj.weight");
+  ASSERT_NE(k_b, nullptr);
+  EXPECT_EQ(k_b->shape, (std::vector<uint64_t>{kHeads * kKvLora, kNope}));  // heads merged
+  std::vector<float> row(kNope);
+  WARP_ASSERT_OK(checkpoint.ReadRowsAsFloat(*k_b, nullptr, kKvLora + 3, 1, row));
+  EXPECT_EQ(row[0], static_cast<float>((kKvLora + 3) * kNope));  // head 1, latent dim 3
+  const SourceTensor* v_b = checkpoint.Find("model.layers.0.self_attn.v_b_proj.weight");
+  ASSERT_NE(v_b, nullptr);
+  EXPECT_EQ(v_b->shape, (std::vector<uint64_t>{kHeads * kV, kKvLora}));
+  EXPECT_NE(checkpoint.Find("model.layers.0.mlp.gate.e_score_correction_bias"), nullptr);
+}
+
+TEST_F(GgufImportTest, RefusesDeepseek2SoftmaxRoutingAndYarnWithoutItsMultiplier) {
+  EXPECT_THAT(Import(Deepseek2Model("expert_gating_func")),  // llama.cpp: softmax (V2)
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("deepseek2.expert_gating_func: 1 (softmax, DeepSeek V2)")));
+  EXPECT_THAT(Import(Deepseek2Model("rope.scaling.yarn_log_multiplier")),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("deepseek2.rope.scaling.yarn_log_multiplier: missing")));
+  EXPECT_THAT(Import(Deepseek2Model("attention.kv_lora_rank")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("deepseek2.attention.kv_lora_rank: missing")));
+}
+
+// gpt-oss as llama.cpp's converter writes it: gate and up experts apart, with
+// [experts, rows] biases; sinks; the sliding pattern left to its default.
+GgufWriter GptOssModel(bool with_up = true) {
+  GgufWriter w;
+  w.Str("general.architecture", "gpt-oss");
+  for (const auto& [name, value] :
+       {std::pair{"block_count", uint64_t{2}}, {"embedding_length", kHidden},
+        {"attention.head_count", kHeads}, {"attention.head_count_kv", kKvHeads},
+        {"attention.key_length", kHeadDim}, {"expert_count", kExperts},
+        {"expert_used_count", uint64_t{2}}, {"expert_feed_forward_length", kFf},
+        {"attention.sliding_window", uint64_t{128}}}) {
+    w.Uint32(absl::StrCat("gpt-oss.", name), static_cast<uint32_t>(value));
+  }
+  w.Tensor("token_embd.weight", {kHidden, kVocab}, kF32, Floats(kHidden * kVocab));
+  w.Tensor("blk.0.attn_sinks.weight", {kHeads}, kF32, Floats(kHeads));
+  // Gate rows hold 1000 + r * cols + c, up rows 2000 + ...; biases 10 + i and 20 + i.
+  w.Tensor("blk.0.ffn_gate_exps.weight", {kHidden, kFf, kExperts}, kF32,
+           Floats(kHidden * kFf * kExperts, 1000));
+  w.Tensor("blk.0.ffn_gate_exps.bias", {kFf, kExperts}, kF32, Floats(kFf * kExperts, 10));
+  if (with_up) {
+    w.Tensor("blk.0.ffn_up_exps.weight", {kHidden, kFf, kExperts}, kF32,
+             Floats(kHidden * kFf * kExperts, 2000));
+    w.Tensor("blk.0.ffn_up_exps.bias", {kFf, kExperts}, kF32, Floats(kFf * kExperts, 20));
+  }
+  return w;
+}
+
+TEST_F(GgufImportTest, GptOssInterleavesGateAndUpRowsPerExpertAsTheReleaseDoes) {
+  absl::StatusOr<GgufImport> imported = Import(GptOssModel());
+  WARP_ASSERT_OK(imported);
+  const auto& config = imported->config;
+  EXPECT_EQ(config["model_type"], "gpt_oss");
+  EXPECT_EQ(config["num_local_experts"], kExperts);
+  EXPECT_EQ(config["intermediate_size"], kFf);
+  EXPECT_EQ(config["sliding_window"], 128u);
+  EXPECT_EQ(config["layer_types"], (nlohmann::ordered_json{"sliding_attention", "full_attention"}));
+  const Checkpoint& checkpoint = *imported->checkpoint;
+  EXPECT_NE(checkpoint.Find("model.layers.0.self_attn.sinks"), nullptr);  // no ".weight"
+  const uint64_t e = 2;
+  const SourceTensor* gate_up =
+      checkpoint.Find(absl::StrCat("model.layers.0.mlp.experts.", e, ".gate_up_proj.weight"));
+  ASSERT_NE(gate_up, nullptr);
+  EXPECT_EQ(gate_up->shape, (std::vector<uint64_t>{2 * kFf, kHidden}));
+  std::vector<float> rows(2 * kFf * kHidden);
+  WARP_ASSERT_OK(checkpoint.ReadRowsAsFloat(*gate_up, nullptr, 0, 2 * kFf, rows));
+  for (uint64_t j : {uint64_t{0}, uint64_t{1}, kFf - 1}) {
+    const float stored = static_cast<float>((e * kFf + j) * kHidden + 5);
+    EXPECT_EQ(rows[2 * j * kHidden + 5], 1000 + stored) << "gate row " << j;
+    EXPECT_EQ(rows[(2 * j + 1) * kHidden + 5], 2000 + stored) << "up row " << j;
+  }
+  const SourceTensor* bias =
+      checkpoint.Find(absl::StrCat("model.layers.0.mlp.experts.", e, ".gate_up_proj.bias"));
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->shape, (std::vector<uint64_t>{2 * kFf}));
+  std::vector<float> values(2 * kFf);
+  WARP_ASSERT_OK(checkpoint.ReadRowsAsFloat(*bias, nullptr, 0, 1, values));
+  EXPECT_EQ(values[6], 10.0f + static_cast<float>(e * kFf + 3));
+  EXPECT_EQ(values[7], 20.0f + static_cast<float>(e * kFf + 3));
+  EXPECT_EQ(checkpoint.Find("model.layers.0.mlp.experts.0.up_proj.weight"), nullptr);
+}
+
+TEST_F(GgufImportTest, RefusesGptOssGateWithoutItsUpPartner) {
+  EXPECT_THAT(Import(GptOssModel(/*with_up=*/false)),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("tensor blk.0.ffn_gate_exps.weight: blk.0.ffn_up_exps.weight, "
+                                 "whose rows interleave with it, is missing")));
 }
 
 TEST_F(GgufImportTest, SkipsMtpLayersAndRefusesTooMany) {

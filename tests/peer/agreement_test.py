@@ -38,7 +38,7 @@ GREEDY = 8
 QUANTS = [("Q8_0", True), ("Q4_0", True), ("MXFP4_MOE", False), ("Q4_K", True), ("Q6_K", True),
           ("Q5_K", True), ("Q5_0", True), ("Q5_1", True), ("Q4_1", True), ("Q3_K", True),
           ("Q2_K", True), ("Q4_K_S", False), ("Q5_K_S", False), ("Q4_K_M", False)]
-ARCHITECTURES = ["qwen3moe", "llama", "glm4moe"]
+ARCHITECTURES = ["qwen3moe", "llama", "glm4moe", "deepseek2", "gpt-oss"]
 
 
 def run(cmd, **kwargs):

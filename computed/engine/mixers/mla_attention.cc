@@ -35,7 +35,13 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Tr
   }
   kv_a_ = w.Matrix(p + "kv_a_proj_with_mqa.weight");
   kv_a_norm_ = w.Vector(p + "kv_a_layernorm.weight");
-  kv_b_ = w.Matrix(p + "kv_b_proj.weight");
+  if (c.kv_b_split) {
+    key_b_ = w.Matrix(p + "k_b_proj.weight");
+    value_b_ = w.Matrix(p + "v_b_proj.weight");
+    key_b_transposed_ = true;
+  } else {
+    key_b_ = value_b_ = w.Matrix(p + "kv_b_proj.weight");
+  }
   o_ = w.Matrix(p + "o_proj.weight");
   if (plan.output_gate) gate_ = w.Matrix(p + "g_proj.weight");
   if (plan.dsa_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, p + "indexer.", pool);
@@ -72,7 +78,11 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     cache_.Written(pos);
   }
   std::vector<float> attn(uint64_t{n} * heads * v_dim);
-  std::vector<float> kb_row(lora), q_lat(lora), ctx(lora), kv_b_out(kv_b_.rows), scores;
+  std::vector<float> kb_row(key_b_transposed_ ? nope : lora), q_lat(lora), ctx(lora),
+      value_out(value_b_.rows), scores;
+  // kv_b_proj holds per head nope key rows, then v_dim value rows; v_b_proj only the latter.
+  const uint64_t value_stride = key_b_transposed_ ? v_dim : nope + v_dim;
+  const uint64_t value_first = key_b_transposed_ ? 0 : nope;
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = first_pos + t;
     // The positions this token attends to: all before it, or the DSA indexer's choice.
@@ -87,11 +97,21 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     for (uint32_t h = 0; h < heads; ++h) {
       float* qh = q.data() + (uint64_t{t} * heads + h) * q_head;
       rope_.Apply({qh + nope, rope}, pos);
-      // Absorb kv_b's key part: q_lat = W_kb(h)^T q_nope.
-      std::fill(q_lat.begin(), q_lat.end(), 0.0f);
-      for (uint32_t i = 0; i < nope; ++i) {
-        kernels::DequantizeRow(kv_b_, uint64_t{h} * (nope + v_dim) + i, kb_row);
-        for (uint32_t j = 0; j < lora; ++j) q_lat[j] += qh[i] * kb_row[j];
+      // Absorb kv_b's key part: q_lat = W_kb(h)^T q_nope, each q_lat[j] summed
+      // over i in order from either layout (the same bits from both).
+      if (key_b_transposed_) {
+        for (uint32_t j = 0; j < lora; ++j) {
+          kernels::DequantizeRow(key_b_, uint64_t{h} * lora + j, kb_row);
+          float sum = 0.0f;
+          for (uint32_t i = 0; i < nope; ++i) sum += qh[i] * kb_row[i];
+          q_lat[j] = sum;
+        }
+      } else {
+        std::fill(q_lat.begin(), q_lat.end(), 0.0f);
+        for (uint32_t i = 0; i < nope; ++i) {
+          kernels::DequantizeRow(key_b_, uint64_t{h} * (nope + v_dim) + i, kb_row);
+          for (uint32_t j = 0; j < lora; ++j) q_lat[j] += qh[i] * kb_row[j];
+        }
       }
       for (size_t i = 0; i < keys.size(); ++i) {
         scores[i] = (Dot(q_lat.data(), cache_.Row(kLatent, keys[i]), lora) +
@@ -105,9 +125,9 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
         for (uint32_t j = 0; j < lora; ++j) ctx[j] += scores[i] * latent[j];
       }
       // Absorb kv_b's value part: o_h = W_vb(h) ctx.
-      const uint64_t v_row = uint64_t{h} * (nope + v_dim) + nope;
-      kernels::MatMulRows(kv_b_, ctx, 1, v_row, v_row + v_dim, kv_b_out, kv_b_.rows);
-      std::copy_n(&kv_b_out[v_row], v_dim, attn.data() + (uint64_t{t} * heads + h) * v_dim);
+      const uint64_t v_row = uint64_t{h} * value_stride + value_first;
+      kernels::MatMulRows(value_b_, ctx, 1, v_row, v_row + v_dim, value_out, value_b_.rows);
+      std::copy_n(&value_out[v_row], v_dim, attn.data() + (uint64_t{t} * heads + h) * v_dim);
     }
   }
   if (gate_.rows > 0) {  // Kimi K3: the heads' output * sigmoid(g_proj x)

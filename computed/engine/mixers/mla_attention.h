@@ -31,7 +31,11 @@ class MlaAttention : public TokenMixer {
   Rope rope_;
   float scale_;
   float latent_eps_;  // q_a_layernorm / kv_a_layernorm
-  kernels::MatrixView q_a_, q_b_, kv_a_, kv_b_, o_, gate_;  // gate_: output gate (rows 0: none)
+  kernels::MatrixView q_a_, q_b_, kv_a_, o_, gate_;  // gate_: output gate (rows 0: none)
+  // Both kv_b_proj, or (ModelConfig::kv_b_split) k_b_proj, whose row
+  // h * kv_lora + j holds head h's key weights of latent dim j, and v_b_proj.
+  kernels::MatrixView key_b_, value_b_;
+  bool key_b_transposed_ = false;
   std::span<const float> q_a_norm_, kv_a_norm_;
   std::unique_ptr<PooledIndexer> indexer_;  // DSA (GLM-5.3)
   // kinds 0: latent [kv_lora_rank] after kv_a_layernorm, 1: rotated k_rope;

@@ -48,6 +48,7 @@ absl::Status ParseMla(const Json& json, ModelConfig& out) {
   WARP_ASSIGN_OR_RETURN(out.qk_nope_head_dim, Uint(json, "qk_nope_head_dim"));
   WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, Uint(json, "qk_rope_head_dim"));
   WARP_ASSIGN_OR_RETURN(out.v_head_dim, Uint(json, "v_head_dim"));
+  WARP_ASSIGN_OR_RETURN(out.kv_b_split, BoolOr(json, "kv_b_split", false));
   return absl::OkStatus();
 }
 

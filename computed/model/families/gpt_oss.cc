@@ -100,7 +100,12 @@ class GptOss : public ModelFamily {
                               std::string_view matrix) const override {
     const std::string base = absl::StrCat(LayerPrefix(layer), "mlp.experts.", std::string(matrix));
     CheckpointSlice slice{.tensor = base, .index = expert};
-    if (!matrix.ends_with("_bias")) {
+    // GGUF: per expert, gate and up rows interleaved by the importer.
+    const bool bias = matrix.ends_with("_bias");
+    const std::string_view stem = bias ? matrix.substr(0, matrix.size() - 5) : matrix;
+    slice.expert_tensor = absl::StrCat(LayerPrefix(layer), "mlp.experts.", expert, ".",
+                                       std::string(stem), bias ? ".bias" : ".weight");
+    if (!bias) {
       slice.transposed = true;  // transformers computes hidden @ gate_up_proj[e]
       slice.mxfp4_blocks = base + "_blocks";
       slice.mxfp4_scales = base + "_scales";

@@ -50,25 +50,15 @@ absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
     case SourceDtype::kI32:
     case SourceDtype::kI64:
       return TensorFormat::kF32;  // integers (expert ids) kept as exact float values
-    case SourceDtype::kGgmlQ8_0:
-    case SourceDtype::kGgmlQ4_0:
-    case SourceDtype::kGgmlMxfp4:
-    case SourceDtype::kGgmlQ4_1:
-    case SourceDtype::kGgmlQ5_0:
-    case SourceDtype::kGgmlQ5_1:
-    case SourceDtype::kGgmlQ2_K:
-    case SourceDtype::kGgmlQ3_K:
-    case SourceDtype::kGgmlQ4_K:
-    case SourceDtype::kGgmlQ5_K:
-    case SourceDtype::kGgmlQ6_K:
-      return *GgmlBlockFormat(tensor.dtype);  // the file's blocks, kept as they are
+    case SourceDtype::kGgmlBlocks:
+      return tensor.ggml_format;  // the file's blocks, kept as they are
     case SourceDtype::kU8:
     case SourceDtype::kI8:
     case SourceDtype::kF8E8M0:
       break;
   }
   return absl::InvalidArgumentError(absl::StrCat("tensor ", tensor.name, " is ",
-                                                 std::string(SourceDtypeName(tensor.dtype)),
+                                                 SourceTypeName(tensor),
                                                  ", which no storage format reads as values"));
 }
 
@@ -230,7 +220,7 @@ class Converter {
     for (const SourceTensor* t : {blocks, scales}) {
       if (!IsCodeDtype(t->dtype)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", t->name, " is ", std::string(SourceDtypeName(t->dtype)), "; MXFP4 ",
+            "tensor ", t->name, " is ", SourceTypeName(*t), "; MXFP4 ",
             t == blocks ? "blocks" : "scales (E8M0)", " must be U8, I8 or F8_E8M0 codes"));
       }
     }
@@ -345,7 +335,7 @@ class Converter {
       WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(slice.tensor, matrix.shape, matrix.format));
       if (options_.experts == "native" && !IsPassthrough(matrix.format, *t.source)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", slice.tensor, " is ", std::string(SourceDtypeName(t.source->dtype)),
+            "tensor ", slice.tensor, " is ", SourceTypeName(*t.source),
             " but expert 0's is ", std::string(TensorFormatName(matrix.format)),
             "; --experts native needs one dtype per matrix across a layer's experts"));
       }
@@ -494,7 +484,7 @@ uint64_t CheckpointFingerprint(const json& config, const Checkpoint& checkpoint,
   uint64_t hash = Fnv1a64(config.dump());
   hash = Fnv1a64(absl::StrCat("experts=", options.experts, " trunk=", options.trunk), hash);
   for (const auto& [name, tensor] : checkpoint.tensors()) {
-    hash = Fnv1a64(absl::StrCat(name, ":", std::string(SourceDtypeName(tensor.dtype)),
+    hash = Fnv1a64(absl::StrCat(name, ":", SourceTypeName(tensor),
                                 ShapeString(tensor.shape), ":", tensor.bytes, ";"),
                    hash);
   }

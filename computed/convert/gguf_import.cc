@@ -16,44 +16,43 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-// The ggml types WARP computes, and the source dtype that keeps their bytes.
-absl::StatusOr<SourceDtype> DtypeOf(const GgufFile& file, const GgufTensor& t) {
+// The ggml block types WARP computes, and the container formats that keep their bytes.
+constexpr std::pair<GgmlType, TensorFormat> kGgmlBlockFormats[] = {
+    {GgmlType::kQ8_0, TensorFormat::kGgmlQ8_0}, {GgmlType::kQ4_0, TensorFormat::kGgmlQ4_0},
+    {GgmlType::kQ4_1, TensorFormat::kGgmlQ4_1}, {GgmlType::kQ5_0, TensorFormat::kGgmlQ5_0},
+    {GgmlType::kQ5_1, TensorFormat::kGgmlQ5_1}, {GgmlType::kMXFP4, TensorFormat::kGgmlMxfp4},
+    {GgmlType::kQ2_K, TensorFormat::kGgmlQ2_K}, {GgmlType::kQ3_K, TensorFormat::kGgmlQ3_K},
+    {GgmlType::kQ4_K, TensorFormat::kGgmlQ4_K}, {GgmlType::kQ5_K, TensorFormat::kGgmlQ5_K},
+    {GgmlType::kQ6_K, TensorFormat::kGgmlQ6_K},
+};
+
+// `t`'s dtype (and block format) in `base`, or Unimplemented for a type WARP does not compute.
+absl::Status SetType(const GgufFile& file, const GgufTensor& t, SourceTensor& base) {
   switch (static_cast<GgmlType>(t.type)) {
     case GgmlType::kF32:
-      return SourceDtype::kF32;
+      base.dtype = SourceDtype::kF32;
+      return absl::OkStatus();
     case GgmlType::kF16:
-      return SourceDtype::kF16;
+      base.dtype = SourceDtype::kF16;
+      return absl::OkStatus();
     case GgmlType::kBF16:
-      return SourceDtype::kBF16;
-    case GgmlType::kQ8_0:
-      return SourceDtype::kGgmlQ8_0;
-    case GgmlType::kQ4_0:
-      return SourceDtype::kGgmlQ4_0;
-    case GgmlType::kMXFP4:
-      return SourceDtype::kGgmlMxfp4;
-    case GgmlType::kQ4_1:
-      return SourceDtype::kGgmlQ4_1;
-    case GgmlType::kQ5_0:
-      return SourceDtype::kGgmlQ5_0;
-    case GgmlType::kQ5_1:
-      return SourceDtype::kGgmlQ5_1;
-    case GgmlType::kQ2_K:
-      return SourceDtype::kGgmlQ2_K;
-    case GgmlType::kQ3_K:
-      return SourceDtype::kGgmlQ3_K;
-    case GgmlType::kQ4_K:
-      return SourceDtype::kGgmlQ4_K;
-    case GgmlType::kQ5_K:
-      return SourceDtype::kGgmlQ5_K;
-    case GgmlType::kQ6_K:
-      return SourceDtype::kGgmlQ6_K;
+      base.dtype = SourceDtype::kBF16;
+      return absl::OkStatus();
     default:
-      return absl::UnimplementedError(
-          absl::StrCat(file.path().string(), ": tensor ", t.name, " is ", GgmlTypeName(t.type),
-                       ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                       "Q5_0, Q5_1, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); "
-                       "it is never dequantized and requantized behind your back"));
+      break;
   }
+  for (const auto& [type, format] : kGgmlBlockFormats) {
+    if (static_cast<uint32_t>(type) == t.type) {
+      base.dtype = SourceDtype::kGgmlBlocks;
+      base.ggml_format = format;
+      return absl::OkStatus();
+    }
+  }
+  return absl::UnimplementedError(
+      absl::StrCat(file.path().string(), ": tensor ", t.name, " is ", GgmlTypeName(t.type),
+                   ", which WARP does not compute (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+                   "Q5_0, Q5_1, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); "
+                   "it is never dequantized and requantized behind your back"));
 }
 
 // The files of a split set, in order, from its first file's name.
@@ -213,7 +212,6 @@ absl::Status AddTensor(const GgufFiles& all, size_t file_index, const GgufTensor
                      std::string(arch.model_type), " (architecture ", std::string(arch.name), ")"));
   }
   if (rule->hf.empty()) return absl::OkStatus();  // read with its partner's rule
-  WARP_ASSIGN_OR_RETURN(SourceDtype dtype, DtypeOf(file, t));
   std::vector<uint64_t> shape(t.dims.rbegin(), t.dims.rend());
   if (rule->merge_rows) {
     if (shape.size() != 3) {
@@ -222,8 +220,8 @@ absl::Status AddTensor(const GgufFiles& all, size_t file_index, const GgufTensor
     }
     shape = {shape[0] * shape[1], shape[2]};
   }
-  SourceTensor base{
-      .dtype = dtype, .shape = shape, .offset = t.offset, .bytes = t.bytes, .file = file_index};
+  SourceTensor base{.shape = shape, .offset = t.offset, .bytes = t.bytes, .file = file_index};
+  WARP_RETURN_IF_ERROR(SetType(file, t, base));
   if (rule->rope_rows != GgufRopeRows::kAsStored) {
     base.llama_rope_heads = config[rule->rope_rows == GgufRopeRows::kQueryHeads
                                        ? "num_attention_heads"

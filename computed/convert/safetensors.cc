@@ -85,59 +85,17 @@ absl::StatusOr<SourceTensor> ParseEntry(const std::string& name, const json& ent
 
 }  // namespace
 
-std::optional<TensorFormat> GgmlBlockFormat(SourceDtype dtype) {
-  switch (dtype) {
-    case SourceDtype::kGgmlQ8_0:
-      return TensorFormat::kGgmlQ8_0;
-    case SourceDtype::kGgmlQ4_0:
-      return TensorFormat::kGgmlQ4_0;
-    case SourceDtype::kGgmlMxfp4:
-      return TensorFormat::kGgmlMxfp4;
-    case SourceDtype::kGgmlQ4_1:
-      return TensorFormat::kGgmlQ4_1;
-    case SourceDtype::kGgmlQ5_0:
-      return TensorFormat::kGgmlQ5_0;
-    case SourceDtype::kGgmlQ5_1:
-      return TensorFormat::kGgmlQ5_1;
-    case SourceDtype::kGgmlQ2_K:
-      return TensorFormat::kGgmlQ2_K;
-    case SourceDtype::kGgmlQ3_K:
-      return TensorFormat::kGgmlQ3_K;
-    case SourceDtype::kGgmlQ4_K:
-      return TensorFormat::kGgmlQ4_K;
-    case SourceDtype::kGgmlQ5_K:
-      return TensorFormat::kGgmlQ5_K;
-    case SourceDtype::kGgmlQ6_K:
-      return TensorFormat::kGgmlQ6_K;
-    default:
-      return std::nullopt;
+std::string SourceTypeName(const SourceTensor& tensor) {
+  if (tensor.dtype == SourceDtype::kGgmlBlocks) {
+    return std::string(TensorFormatName(tensor.ggml_format));
   }
+  return std::string(SourceDtypeName(tensor.dtype));
 }
 
 std::string_view SourceDtypeName(SourceDtype dtype) {
   switch (dtype) {
-    case SourceDtype::kGgmlQ8_0:
-      return "Q8_0";
-    case SourceDtype::kGgmlQ4_0:
-      return "Q4_0";
-    case SourceDtype::kGgmlMxfp4:
-      return "MXFP4";
-    case SourceDtype::kGgmlQ4_1:
-      return "Q4_1";
-    case SourceDtype::kGgmlQ5_0:
-      return "Q5_0";
-    case SourceDtype::kGgmlQ5_1:
-      return "Q5_1";
-    case SourceDtype::kGgmlQ2_K:
-      return "Q2_K";
-    case SourceDtype::kGgmlQ3_K:
-      return "Q3_K";
-    case SourceDtype::kGgmlQ4_K:
-      return "Q4_K";
-    case SourceDtype::kGgmlQ5_K:
-      return "Q5_K";
-    case SourceDtype::kGgmlQ6_K:
-      return "Q6_K";
+    case SourceDtype::kGgmlBlocks:
+      return "ggml blocks";
     case SourceDtype::kF32:
       return "F32";
     case SourceDtype::kF16:
@@ -162,17 +120,7 @@ std::string_view SourceDtypeName(SourceDtype dtype) {
 
 uint64_t SourceDtypeBytes(SourceDtype dtype) {
   switch (dtype) {
-    case SourceDtype::kGgmlQ8_0:
-    case SourceDtype::kGgmlQ4_0:
-    case SourceDtype::kGgmlMxfp4:
-    case SourceDtype::kGgmlQ4_1:
-    case SourceDtype::kGgmlQ5_0:
-    case SourceDtype::kGgmlQ5_1:
-    case SourceDtype::kGgmlQ2_K:
-    case SourceDtype::kGgmlQ3_K:
-    case SourceDtype::kGgmlQ4_K:
-    case SourceDtype::kGgmlQ5_K:
-    case SourceDtype::kGgmlQ6_K:
+    case SourceDtype::kGgmlBlocks:
       return 0;
     case SourceDtype::kF32:
       return 4;
@@ -329,7 +277,7 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
                                                    std::string(SourceDtypeName(tensor.dtype)),
                                                    " codes, not values"));
   }
-  if (std::optional<TensorFormat> format = GgmlBlockFormat(tensor.dtype)) {
+  if (std::optional<TensorFormat> format = GgmlBlockFormat(tensor)) {
     const uint64_t cols = tensor.shape.back();
     const uint64_t row_bytes = DataBytes(*format, {1, cols});
     std::vector<std::byte> raw(num_rows * row_bytes);
@@ -402,17 +350,7 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
       case SourceDtype::kU8:
       case SourceDtype::kI8:
       case SourceDtype::kF8E8M0:
-      case SourceDtype::kGgmlQ8_0:
-      case SourceDtype::kGgmlQ4_0:
-      case SourceDtype::kGgmlMxfp4:
-      case SourceDtype::kGgmlQ4_1:
-      case SourceDtype::kGgmlQ5_0:
-      case SourceDtype::kGgmlQ5_1:
-      case SourceDtype::kGgmlQ2_K:
-      case SourceDtype::kGgmlQ3_K:
-      case SourceDtype::kGgmlQ4_K:
-      case SourceDtype::kGgmlQ5_K:
-      case SourceDtype::kGgmlQ6_K:
+      case SourceDtype::kGgmlBlocks:
         break;  // refused or decoded above
     }
   }

@@ -24,29 +24,23 @@ namespace warp::computed {
 
 // U8, I8 and F8_E8M0 are codes read as bytes (MXFP4 blocks, E8M0 scales);
 // I32 and I64 integers (DeepSeek V4's tid2eid expert ids), read as values.
-// The ggml block dtypes come from GGUF files (gguf_import.h): rows of whole
-// blocks, kept as the container's ggml_* formats.
-enum class SourceDtype {
-  kF32, kF16, kBF16, kF8E4M3, kU8, kI8, kF8E8M0, kI32, kI64,
-  kGgmlQ8_0, kGgmlQ4_0, kGgmlMxfp4, kGgmlQ4_1, kGgmlQ5_0, kGgmlQ5_1,
-  kGgmlQ2_K, kGgmlQ3_K, kGgmlQ4_K, kGgmlQ5_K, kGgmlQ6_K,
-};
+// kGgmlBlocks comes from GGUF files (gguf_import.h): rows of whole ggml
+// blocks, kept as the container's ggml_* format SourceTensor::ggml_format.
+enum class SourceDtype { kF32, kF16, kBF16, kF8E4M3, kU8, kI8, kF8E8M0, kI32, kI64, kGgmlBlocks };
 
 // True for the dtypes whose bytes are codes rather than values.
 inline bool IsCodeDtype(SourceDtype dtype) {
   return dtype == SourceDtype::kU8 || dtype == SourceDtype::kI8 || dtype == SourceDtype::kF8E8M0;
 }
 
-// The container format that keeps a ggml block dtype's bytes; nullopt for the others.
-std::optional<TensorFormat> GgmlBlockFormat(SourceDtype dtype);
-
 std::string_view SourceDtypeName(SourceDtype dtype);
-// Bytes an element; 0 for the ggml block dtypes (DataBytes of their format).
+// Bytes an element; 0 for ggml blocks (DataBytes of their format).
 uint64_t SourceDtypeBytes(SourceDtype dtype);
 
 struct SourceTensor {
   std::string name;
   SourceDtype dtype = SourceDtype::kF32;
+  TensorFormat ggml_format = TensorFormat::kF32;  // kGgmlBlocks: which ggml_* blocks
   std::vector<uint64_t> shape;
   uint64_t offset = 0;  // absolute, in `file`
   uint64_t bytes = 0;
@@ -66,6 +60,15 @@ struct SourceTensor {
   };
   std::optional<Interleaved> interleaved;
 };
+
+// The container format that keeps a GGUF tensor's blocks; nullopt for other dtypes.
+inline std::optional<TensorFormat> GgmlBlockFormat(const SourceTensor& tensor) {
+  if (tensor.dtype != SourceDtype::kGgmlBlocks) return std::nullopt;
+  return tensor.ggml_format;
+}
+
+// The tensor's type for messages: its dtype, or its ggml block format.
+std::string SourceTypeName(const SourceTensor& tensor);
 
 class Checkpoint {
  public:

@@ -107,7 +107,8 @@ TEST_F(GgufImportTest, Qwen3MoeConfigAndTensorsUnderHuggingFaceNames) {
     const SourceTensor* down =
         checkpoint.Find(absl::StrCat("model.layers.0.mlp.experts.", e, ".down_proj.weight"));
     ASSERT_NE(down, nullptr) << e;
-    EXPECT_EQ(down->dtype, SourceDtype::kGgmlQ8_0);
+    EXPECT_EQ(down->dtype, SourceDtype::kGgmlBlocks);
+    EXPECT_EQ(down->ggml_format, TensorFormat::kGgmlQ8_0);
     EXPECT_EQ(down->shape, (std::vector<uint64_t>{kFf, kHidden}));
     std::string bytes(down->bytes, '\0');
     WARP_ASSERT_OK(checkpoint.Read(*down, 0, std::as_writable_bytes(std::span(bytes))));

@@ -1,5 +1,9 @@
 #include "computed/convert/gguf_tokenizer.h"
 
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
@@ -10,7 +14,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // llama.cpp's token types (llama_token_type).
-constexpr int64_t kTypeControl = 3, kTypeUserDefined = 4;
+constexpr int64_t kTypeNormal = 1, kTypeUnknown = 2, kTypeControl = 3, kTypeUserDefined = 4;
 
 // The pre-tokenizer and normalizer of each tokenizer.ggml.pre, as the Hugging
 // Face tokenizer.json of the release llama.cpp's converter names so has them
@@ -66,17 +70,140 @@ absl::StatusOr<std::string> StringAt(const GgufFile& file, const std::string& ke
       absl::StrCat(file.path().string(), ": ", key, "[", i, "]: must be a string"));
 }
 
-}  // namespace
+absl::StatusOr<bool> BoolOr(const GgufFile& file, const std::string& key, bool fallback) {
+  auto it = file.metadata().find(key);
+  if (it == file.metadata().end()) return fallback;
+  if (const auto* b = std::get_if<bool>(&it->second.value)) return *b;
+  return absl::InvalidArgumentError(
+      absl::StrCat(file.path().string(), ": ", key, ": must be a bool"));
+}
 
-absl::StatusOr<std::optional<GgufTokenizerFiles>> GgufTokenizer(const GgufFile& file) {
+// tokenizer.ggml.tokens with their types (and scores, for SentencePiece), by id.
+struct Vocabulary {
+  std::vector<std::string> tokens;
+  std::vector<int64_t> types;
+  std::vector<double> scores;
+  // nlohmann::json (a std::map), not ordered_json, whose lookups are linear:
+  // 150k tokens would take a minute. The first id of a repeated string.
+  nlohmann::json ids = nlohmann::json::object();
+};
+
+absl::StatusOr<Vocabulary> ReadVocabulary(const GgufFile& file, bool with_scores) {
   const std::string where = file.path().string();
-  if (!file.metadata().contains("tokenizer.ggml.model")) return std::nullopt;
-  WARP_ASSIGN_OR_RETURN(std::string model, file.String("tokenizer.ggml.model"));
-  if (model != "gpt2") {
-    return absl::UnimplementedError(absl::StrCat(
-        where, ": tokenizer.ggml.model \"", model,
-        "\" is not converted (gpt2, byte-level BPE); give token ids, or a tokenizer.json"));
+  WARP_ASSIGN_OR_RETURN(const GgufValue* tokens_value,
+                        Array(file, "tokenizer.ggml.tokens", /*required=*/true));
+  WARP_ASSIGN_OR_RETURN(const GgufValue* types_value,
+                        Array(file, "tokenizer.ggml.token_type", /*required=*/false));
+  WARP_ASSIGN_OR_RETURN(const GgufValue* scores_value,
+                        Array(file, "tokenizer.ggml.scores", /*required=*/with_scores));
+  const GgufArray& tokens = std::get<GgufArray>(tokens_value->value);
+  for (const auto& [key, value] : {std::pair{"tokenizer.ggml.token_type", types_value},
+                                   std::pair{"tokenizer.ggml.scores", scores_value}}) {
+    if (value == nullptr) continue;
+    const size_t size = std::get<GgufArray>(value->value).size();
+    if (size != tokens.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", key, " has ", size, " entries for ", tokens.size(), " tokens"));
+    }
   }
+  Vocabulary v;
+  v.tokens.reserve(tokens.size());
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    WARP_ASSIGN_OR_RETURN(std::string token, StringAt(file, "tokenizer.ggml.tokens", tokens, id));
+    if (!v.ids.contains(token)) v.ids[token] = id;
+    v.tokens.push_back(std::move(token));
+    int64_t type = kTypeNormal;
+    if (types_value != nullptr) {
+      const GgufValue& t = std::get<GgufArray>(types_value->value)[id];
+      if (const auto* i = std::get_if<int64_t>(&t.value)) type = *i;
+      if (const auto* u = std::get_if<uint64_t>(&t.value)) type = int64_t(*u);
+    }
+    v.types.push_back(type);
+    if (with_scores) {
+      const GgufValue& s = std::get<GgufArray>(scores_value->value)[id];
+      const auto* score = std::get_if<double>(&s.value);
+      if (score == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": tokenizer.ggml.scores[", id, "]: must be a float"));
+      }
+      v.scores.push_back(*score);
+    }
+  }
+  return v;
+}
+
+// CONTROL (and SentencePiece's UNKNOWN) tokens are special added tokens,
+// USER_DEFINED plain added tokens, as Hugging Face's releases list them.
+Json AddedTokens(const Vocabulary& v) {
+  Json added = Json::array();
+  for (size_t id = 0; id < v.tokens.size(); ++id) {
+    const int64_t type = v.types[id];
+    if (type != kTypeControl && type != kTypeUserDefined && type != kTypeUnknown) continue;
+    added.push_back({{"id", id},
+                     {"content", v.tokens[id]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", type != kTypeUserDefined}});
+  }
+  return added;
+}
+
+// tokenizer_config.json: BOS and EOS by their token strings, for templates, and
+// add_bos_token (llama.cpp's default per model when the key is absent).
+absl::StatusOr<Json> SpecialTokensConfig(const GgufFile& file, const Vocabulary& v,
+                                         bool add_bos_default) {
+  Json config = Json::object();
+  for (const char* role : {"bos", "eos", "unknown"}) {
+    const std::string key = absl::StrCat("tokenizer.ggml.", role, "_token_id");
+    if (!file.metadata().contains(key)) continue;
+    WARP_ASSIGN_OR_RETURN(uint64_t id, file.Uint(key));
+    if (id >= v.tokens.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": ", key, " ", id,
+                                                     " is not below ", v.tokens.size(), " tokens"));
+    }
+    config[absl::StrCat(role == std::string("unknown") ? "unk" : role, "_token")] = v.tokens[id];
+  }
+  WARP_ASSIGN_OR_RETURN(bool add_bos,
+                        BoolOr(file, "tokenizer.ggml.add_bos_token", add_bos_default));
+  config["add_bos_token"] = add_bos;
+  return config;
+}
+
+// The post-processor: BOS before the text when add_bos_token, else `otherwise`.
+Json PostProcessor(const Json& config, const Vocabulary& v, Json otherwise) {
+  if (!config["add_bos_token"].get<bool>() || !config.contains("bos_token")) return otherwise;
+  const std::string bos = config["bos_token"];
+  const Json bos_piece = {{"SpecialToken", {{"id", bos}, {"type_id", 0}}}};
+  return {{"type", "TemplateProcessing"},
+          {"single", {bos_piece, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+          {"pair",
+           {bos_piece,
+            {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+            bos_piece,
+            {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+          {"special_tokens", {{bos, {{"id", bos}, {"ids", {v.ids[bos]}}, {"tokens", {bos}}}}}}};
+}
+
+Json BpeModel(const Vocabulary& v, Json merges, bool byte_fallback, bool ignore_merges,
+              Json unk_token) {
+  return {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", std::move(unk_token)},
+          {"continuing_subword_prefix", ""},
+          {"end_of_word_suffix", ""},
+          {"fuse_unk", byte_fallback},
+          {"byte_fallback", byte_fallback},
+          {"ignore_merges", ignore_merges},
+          {"vocab", v.ids},
+          {"merges", std::move(merges)}};
+}
+
+// `gpt2`: byte-level BPE with the merges as stored and the pre-tokenizer that
+// tokenizer.ggml.pre names.
+absl::StatusOr<GgufTokenizerFiles> ByteLevelBpe(const GgufFile& file) {
+  const std::string where = file.path().string();
   std::string pre_name = "default";
   if (file.metadata().contains("tokenizer.ggml.pre")) {
     WARP_ASSIGN_OR_RETURN(pre_name, file.String("tokenizer.ggml.pre"));
@@ -91,43 +218,10 @@ absl::StatusOr<std::optional<GgufTokenizerFiles>> GgufTokenizer(const GgufFile& 
     return absl::UnimplementedError(absl::StrCat(where, ": tokenizer.ggml.pre \"", pre_name,
                                                  "\" is not supported (", known, ")"));
   }
-  WARP_ASSIGN_OR_RETURN(const GgufValue* tokens_value,
-                        Array(file, "tokenizer.ggml.tokens", /*required=*/true));
+  WARP_ASSIGN_OR_RETURN(Vocabulary v, ReadVocabulary(file, /*with_scores=*/false));
   WARP_ASSIGN_OR_RETURN(const GgufValue* merges_value,
                         Array(file, "tokenizer.ggml.merges", /*required=*/true));
-  WARP_ASSIGN_OR_RETURN(const GgufValue* types_value,
-                        Array(file, "tokenizer.ggml.token_type", /*required=*/false));
-  const GgufArray& tokens = std::get<GgufArray>(tokens_value->value);
   const GgufArray& merges = std::get<GgufArray>(merges_value->value);
-  const GgufArray* types = types_value ? &std::get<GgufArray>(types_value->value) : nullptr;
-  if (types != nullptr && types->size() != tokens.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": tokenizer.ggml.token_type has ",
-                                                   types->size(), " entries for ", tokens.size(),
-                                                   " tokens"));
-  }
-
-  // nlohmann::json (a std::map), not ordered_json, whose lookups are linear:
-  // 150k tokens would take a minute.
-  nlohmann::json vocab = nlohmann::json::object();
-  Json added = Json::array();
-  for (size_t id = 0; id < tokens.size(); ++id) {
-    WARP_ASSIGN_OR_RETURN(std::string token, StringAt(file, "tokenizer.ggml.tokens", tokens, id));
-    int64_t type = 1;
-    if (types != nullptr) {
-      if (const auto* i = std::get_if<int64_t>(&(*types)[id].value)) type = *i;
-      if (const auto* u = std::get_if<uint64_t>(&(*types)[id].value)) type = int64_t(*u);
-    }
-    if (type == kTypeControl || type == kTypeUserDefined) {
-      added.push_back({{"id", id},
-                       {"content", token},
-                       {"single_word", false},
-                       {"lstrip", false},
-                       {"rstrip", false},
-                       {"normalized", false},
-                       {"special", type == kTypeControl}});
-    }
-    if (!vocab.contains(token)) vocab[token] = id;
-  }
   Json merge_list = Json::array();
   for (size_t i = 0; i < merges.size(); ++i) {
     WARP_ASSIGN_OR_RETURN(std::string merge, StringAt(file, "tokenizer.ggml.merges", merges, i));
@@ -135,59 +229,110 @@ absl::StatusOr<std::optional<GgufTokenizerFiles>> GgufTokenizer(const GgufFile& 
   }
   Json pre_tokenizers = Json::parse(pre->splits);
   pre_tokenizers.push_back(ByteLevel(pre->byte_level_trim));
-
-  // BOS and EOS by their token strings, for templates and add_bos_token.
-  Json config = Json::object();
-  for (const char* role : {"bos", "eos"}) {
-    const std::string key = absl::StrCat("tokenizer.ggml.", role, "_token_id");
-    if (!file.metadata().contains(key)) continue;
-    WARP_ASSIGN_OR_RETURN(uint64_t id, file.Uint(key));
-    if (id >= tokens.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", key, " ", id, " is not below ", tokens.size(), " tokens"));
-    }
-    config[absl::StrCat(role, "_token")] = std::get<std::string>(tokens[id].value);
-  }
-  bool add_bos = false;
-  if (auto it = file.metadata().find("tokenizer.ggml.add_bos_token"); it != file.metadata().end()) {
-    if (const auto* b = std::get_if<bool>(&it->second.value)) add_bos = *b;
-  }
-  config["add_bos_token"] = add_bos;
-  Json post = ByteLevel(false);
-  if (add_bos && config.contains("bos_token")) {
-    const std::string bos = config["bos_token"];
-    const Json bos_piece = {{"SpecialToken", {{"id", bos}, {"type_id", 0}}}};
-    post = {{"type", "TemplateProcessing"},
-            {"single", {bos_piece, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-            {"pair",
-             {bos_piece,
-              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-              bos_piece,
-              {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
-            {"special_tokens", {{bos, {{"id", bos}, {"ids", {vocab[bos]}}, {"tokens", {bos}}}}}}};
-  }
+  WARP_ASSIGN_OR_RETURN(Json config, SpecialTokensConfig(file, v, /*add_bos_default=*/false));
+  config.erase("unk_token");  // byte-level BPE has none
   const Json tokenizer = {
       {"version", "1.0"},
       {"truncation", nullptr},
       {"padding", nullptr},
-      {"added_tokens", added},
+      {"added_tokens", AddedTokens(v)},
       {"normalizer", Json::parse(pre->normalizer)},
       {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", pre_tokenizers}}},
-      {"post_processor", post},
+      {"post_processor", PostProcessor(config, v, ByteLevel(false))},
       {"decoder", ByteLevel(true)},
       {"model",
-       {{"type", "BPE"},
-        {"dropout", nullptr},
-        {"unk_token", nullptr},
-        {"continuing_subword_prefix", ""},
-        {"end_of_word_suffix", ""},
-        {"fuse_unk", false},
-        {"byte_fallback", false},
-        {"ignore_merges", pre->ignore_merges},
-        {"vocab", vocab},
-        {"merges", merge_list}}}};
+       BpeModel(v, std::move(merge_list), /*byte_fallback=*/false, pre->ignore_merges, nullptr)}};
   return GgufTokenizerFiles{.tokenizer_json = tokenizer.dump(),
                             .tokenizer_config_json = config.dump(1)};
+}
+
+// Offsets of the UTF-8 code points of `s` after the first.
+std::vector<size_t> InnerCodePointBoundaries(const std::string& s) {
+  std::vector<size_t> cuts;
+  for (size_t i = 1; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) cuts.push_back(i);
+  }
+  return cuts;
+}
+
+// SentencePiece BPE stores scores, not merges: llama.cpp's llm_tokenizer_spm
+// merges the adjacent pair whose concatenation is the highest-scoring token.
+// As a merge list (transformers' SentencePieceExtractor): every split of every
+// token into two tokens, ranked by the token's score, highest first; the splits
+// of one token by the ids of their halves.
+Json MergesFromScores(const Vocabulary& v) {
+  struct Merge {
+    double score;
+    size_t id, left, right;
+    std::string left_text, right_text;
+  };
+  std::vector<Merge> merges;
+  for (size_t id = 0; id < v.tokens.size(); ++id) {
+    const std::string& token = v.tokens[id];
+    for (size_t cut : InnerCodePointBoundaries(token)) {
+      auto left = v.ids.find(token.substr(0, cut));
+      auto right = v.ids.find(token.substr(cut));
+      if (left == v.ids.end() || right == v.ids.end()) continue;
+      merges.push_back({v.scores[id], id, left->get<size_t>(), right->get<size_t>(),
+                        token.substr(0, cut), token.substr(cut)});
+    }
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return std::tie(a.id, a.left, a.right) < std::tie(b.id, b.left, b.right);
+  });
+  Json list = Json::array();
+  for (Merge& m : merges) list.push_back({std::move(m.left_text), std::move(m.right_text)});
+  return list;
+}
+
+// `llama`: SentencePiece BPE (Llama 2, Mistral, Mixtral) as their Hugging Face
+// tokenizer.json spells it: "▁" for spaces (and before the text when
+// add_space_prefix), merges from the scores, <0xXX> byte fallback.
+absl::StatusOr<GgufTokenizerFiles> SentencePieceBpe(const GgufFile& file) {
+  WARP_ASSIGN_OR_RETURN(Vocabulary v, ReadVocabulary(file, /*with_scores=*/true));
+  WARP_ASSIGN_OR_RETURN(bool add_space_prefix,
+                        BoolOr(file, "tokenizer.ggml.add_space_prefix", true));
+  WARP_ASSIGN_OR_RETURN(Json config, SpecialTokensConfig(file, v, /*add_bos_default=*/true));
+  if (!config.contains("unk_token") && !v.tokens.empty()) config["unk_token"] = v.tokens[0];
+  const Json replace_space = {
+      {"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+  Json normalizers = Json::array();
+  if (add_space_prefix) normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+  normalizers.push_back(replace_space);
+  Json decoders =
+      Json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                   {{"type", "ByteFallback"}},
+                   {{"type", "Fuse"}}});
+  if (add_space_prefix) {
+    decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  }
+  const Json unk = config.contains("unk_token") ? config["unk_token"] : Json(nullptr);
+  const Json tokenizer = {{"version", "1.0"},
+                          {"truncation", nullptr},
+                          {"padding", nullptr},
+                          {"added_tokens", AddedTokens(v)},
+                          {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
+                          {"pre_tokenizer", nullptr},
+                          {"post_processor", PostProcessor(config, v, nullptr)},
+                          {"decoder", {{"type", "Sequence"}, {"decoders", decoders}}},
+                          {"model", BpeModel(v, MergesFromScores(v), /*byte_fallback=*/true,
+                                             /*ignore_merges=*/false, unk)}};
+  return GgufTokenizerFiles{.tokenizer_json = tokenizer.dump(),
+                            .tokenizer_config_json = config.dump(1)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<GgufTokenizerFiles>> GgufTokenizer(const GgufFile& file) {
+  if (!file.metadata().contains("tokenizer.ggml.model")) return std::nullopt;
+  WARP_ASSIGN_OR_RETURN(std::string model, file.String("tokenizer.ggml.model"));
+  if (model == "gpt2") return ByteLevelBpe(file);
+  if (model == "llama") return SentencePieceBpe(file);
+  return absl::UnimplementedError(absl::StrCat(
+      file.path().string(), ": tokenizer.ggml.model \"", model,
+      "\" is not converted (gpt2: byte-level BPE, llama: SentencePiece BPE); give token ids, or a "
+      "tokenizer.json"));
 }
 
 }  // namespace warp::computed

@@ -4,9 +4,10 @@
 // Hugging Face tokenizer.json and tokenizer_config.json WARP's tokenizer reads,
 // so that a GGUF user needs no other file. Byte-level BPE (`gpt2` model) with
 // the pre-tokenizer of `tokenizer.ggml.pre` as the Hugging Face release has it
-// (qwen2, llama-bpe, deepseek-v3, gpt-4o; others refused by name); tokens of
-// type CONTROL are special added tokens, USER_DEFINED plain added tokens.
-// SentencePiece vocabularies (`llama` model: scores, no merges) are refused.
+// (qwen2, llama-bpe, deepseek-v3, gpt-4o; others refused by name), and
+// SentencePiece BPE (`llama` model: scores, no merges) as Llama 2's and
+// Mixtral's tokenizer.json spell it, the merges ranked by the scores. Tokens of
+// type CONTROL (and UNKNOWN) are special added tokens, USER_DEFINED plain ones.
 //
 // Thread-safe: a pure function of the file's metadata.
 
@@ -20,7 +21,7 @@ namespace warp::computed {
 
 struct GgufTokenizerFiles {
   std::string tokenizer_json;
-  std::string tokenizer_config_json;  // bos_token, eos_token, add_bos_token
+  std::string tokenizer_config_json;  // bos/eos/unk_token, add_bos_token
 };
 
 // nullopt when the file has no tokenizer.ggml.model.

@@ -1,11 +1,15 @@
 // GgufTokenizer against the release's own tokenizer.json: each real tokenizer
 // of tests/npm written into GGUF metadata as llama.cpp's converter writes it
 // (tokens by id, token types, merges, tokenizer.ggml.pre), read back as a
-// tokenizer.json, must give the same ids on the project's test strings.
+// tokenizer.json, must give the same ids on the project's test strings. And
+// against llama.cpp itself: its vocabulary files (models/ggml-vocab-*.gguf of
+// the peer's source) with the ids its test-tokenizer-0 expects.
 
 #include "computed/convert/gguf_tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -103,6 +107,100 @@ INSTANTIATE_TEST_SUITE_P(Releases, GgufTokenizerTest,
                                            std::pair{"gptoss", "gpt-4o"}),
                          [](const auto& info) { return info.param.first; });
 
+// llama.cpp's test-tokenizer-0 cases: .inp holds the texts, separated by
+// "\n__ggml_vocab_test__\n"; .out one line of ids per text.
+std::vector<std::pair<std::string, std::vector<int32_t>>> LlamaCppCases(
+    const std::filesystem::path& vocab) {
+  std::ifstream inp(vocab.string() + ".inp", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(inp)), std::istreambuf_iterator<char>());
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  for (size_t pos = 0; pos < raw.size();) {
+    const size_t next = raw.find(sep, pos);
+    texts.push_back(raw.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) break;
+    pos = next + sep.size();
+  }
+  std::ifstream out(vocab.string() + ".out");
+  std::vector<std::pair<std::string, std::vector<int32_t>>> cases;
+  for (std::string line; std::getline(out, line);) {
+    std::vector<int32_t> ids;
+    std::istringstream words(line);
+    for (int32_t id; words >> id;) ids.push_back(id);
+    if (cases.size() < texts.size()) cases.emplace_back(texts[cases.size()], std::move(ids));
+  }
+  EXPECT_EQ(cases.size(), texts.size()) << vocab;
+  return cases;
+}
+
+class LlamaCppVocabTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaCppVocabTest, IdsEqualLlamaCpps) {
+  const std::filesystem::path vocab = std::filesystem::path(WARP_PEER_DIR) / "llama.cpp" /
+                                      "models" / ("ggml-vocab-" + GetParam() + ".gguf");
+  ASSERT_TRUE(std::filesystem::exists(vocab))
+      << vocab << " is missing: run tests/peer/install.sh (make check does)";
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(vocab);
+  WARP_ASSERT_OK(file);
+  absl::StatusOr<std::optional<GgufTokenizerFiles>> files = GgufTokenizer(**file);
+  WARP_ASSERT_OK(files);
+  ASSERT_TRUE(files->has_value());
+  warp::testing::TempDir dir;
+  std::ofstream(dir / "tokenizer.json") << (*files)->tokenizer_json;
+  auto tokenizer = text::Tokenizer::Load(dir / "tokenizer.json");
+  WARP_ASSERT_OK(tokenizer);
+  const auto cases = LlamaCppCases(vocab);
+  ASSERT_GE(cases.size(), 30u);
+  for (const auto& [text, want] : cases) {
+    auto got = (*tokenizer)->Encode(text);  // llama.cpp's add_special false
+    WARP_ASSERT_OK(got);
+    EXPECT_EQ(*got, want) << GetParam() << ": \"" << text << "\"";
+  }
+}
+
+// llama.cpp's llama-spm vocabulary (Llama 2's) converted: every test string
+// comes back from its ids byte for byte ("▁" to spaces, the prefix space
+// stripped, bytes outside the vocabulary through <0xXX>). Text after a special
+// token gets the prefix space too, as in Hugging Face (legacy) and llama.cpp,
+// and a "▁" of the text comes back a space: strings holding either are left out.
+TEST(GgufTokenizerTest, SentencePieceIdsDecodeToTheText) {
+  const std::filesystem::path vocab =
+      std::filesystem::path(WARP_PEER_DIR) / "llama.cpp" / "models" / "ggml-vocab-llama-spm.gguf";
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(vocab);
+  WARP_ASSERT_OK(file);
+  absl::StatusOr<std::optional<GgufTokenizerFiles>> files = GgufTokenizer(**file);
+  WARP_ASSERT_OK(files);
+  ASSERT_TRUE(files->has_value());
+  EXPECT_EQ(Json::parse((*files)->tokenizer_config_json)["add_bos_token"], true);
+  warp::testing::TempDir dir;
+  std::ofstream(dir / "tokenizer.json") << (*files)->tokenizer_json;
+  auto tokenizer = text::Tokenizer::Load(dir / "tokenizer.json");
+  WARP_ASSERT_OK(tokenizer);
+  for (const std::string& s : text::testing::TestStrings()) {
+    if (s.find("<s>") != std::string::npos || s.find("</s>") != std::string::npos ||
+        s.find("\u2581") != std::string::npos) {
+      continue;
+    }
+    auto ids = (*tokenizer)->Encode(s);
+    WARP_ASSERT_OK(ids);
+    auto back = (*tokenizer)->Decode(*ids);
+    WARP_ASSERT_OK(back);
+    EXPECT_EQ(*back, s);
+  }
+  auto with_bos = (*tokenizer)->Encode("Hello world", /*add_special_tokens=*/true);
+  WARP_ASSERT_OK(with_bos);
+  EXPECT_EQ(*with_bos, (std::vector<int32_t>{1, 15043, 3186}));  // <s> ▁Hello ▁world
+}
+
+// Every vocabulary of llama.cpp's with a tokenizer.ggml.model and pre WARP converts.
+INSTANTIATE_TEST_SUITE_P(LlamaCpp, LlamaCppVocabTest,
+                         ::testing::Values("llama-spm", "llama-bpe", "qwen2"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
 TEST(GgufTokenizerRefusalTest, NamesWhatItDoesNotConvert) {
   warp::testing::TempDir dir;
   auto open = [&](const GgufWriter& w) {
@@ -117,12 +215,19 @@ TEST(GgufTokenizerRefusalTest, NamesWhatItDoesNotConvert) {
   WARP_ASSERT_OK(result);
   EXPECT_FALSE(result->has_value());
 
-  GgufWriter spm;
-  spm.Str("tokenizer.ggml.model", "llama");
-  file = open(spm);
+  GgufWriter ugm;
+  ugm.Str("tokenizer.ggml.model", "t5");
+  file = open(ugm);
   WARP_ASSERT_OK(file);
-  EXPECT_THAT(GgufTokenizer(**file), StatusIs(absl::StatusCode::kUnimplemented,
-                                              HasSubstr("tokenizer.ggml.model \"llama\"")));
+  EXPECT_THAT(GgufTokenizer(**file),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("tokenizer.ggml.model \"t5\"")));
+  GgufWriter spm_no_scores;
+  spm_no_scores.Str("tokenizer.ggml.model", "llama");
+  spm_no_scores.Strings("tokenizer.ggml.tokens", {"<unk>", "a"});
+  file = open(spm_no_scores);
+  WARP_ASSERT_OK(file);
+  EXPECT_THAT(GgufTokenizer(**file), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              HasSubstr("tokenizer.ggml.scores: missing")));
   GgufWriter pre;
   pre.Str("tokenizer.ggml.model", "gpt2");
   pre.Str("tokenizer.ggml.pre", "falcon");

@@ -21,6 +21,7 @@ bool SendRecord(uint32_t index, const absl::StatusOr<ExpertRecord>& record,
   }
   std::span<const std::byte> bytes = record->bytes();
   chunk.set_record_bytes(bytes.size());
+  chunk.set_served(ToProto(record->served));
   for (uint64_t offset = 0; offset < bytes.size(); offset += kMaxChunkBytes) {
     const uint64_t n = std::min<uint64_t>(kMaxChunkBytes, bytes.size() - offset);
     chunk.set_offset(offset);

@@ -121,6 +121,7 @@ absl::Status UdsConnection::Read(const v1::FastPathRead& read) {
     std::span<const std::byte> bytes = record->bytes();
     entry->set_record_bytes(bytes.size());
     entry->set_crc32c(DecodeFooter(bytes).payload_crc32c);
+    entry->set_served(ToProto(record->served));
     if (std::optional<uint64_t> offset = handler_.store().ArenaOffset(*record)) {
       entry->set_location(v1::RECORD_LOCATION_ARENA);
       entry->set_offset(*offset);

@@ -136,6 +136,7 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
   std::unique_ptr<grpc::ClientReader<v1::ReadChunk>> reader = stub_->Read(&context, request);
   v1::ReadChunk chunk;
   std::shared_ptr<AlignedBuffer> buffer;
+  Served served = Served::kUnknown;  // of the record being received
   while (reader->Read(&chunk)) {
     if (chunk.index() >= index_of.size()) {
       return absl::DataLossError(
@@ -148,7 +149,10 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
       job.batch->Complete(i, FromProto(chunk.status()));
       continue;
     }
-    if (chunk.offset() == 0) buffer = std::make_shared<AlignedBuffer>(chunk.record_bytes());
+    if (chunk.offset() == 0) {
+      buffer = std::make_shared<AlignedBuffer>(chunk.record_bytes());
+      served = FromProto(chunk.served());
+    }
     if (buffer == nullptr || chunk.offset() + chunk.data().size() > buffer->size()) {
       return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
                                               ": chunk outside the record"));
@@ -165,10 +169,11 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
                                                       options_.address, ")")));
     } else {
       std::span<const std::byte> data = buffer->span().first(record_bytes);
-      job.batch->Complete(
-          i,
-          ExpertRecord{
-              .key = key, .owner = std::move(buffer), .data = data, .record_bytes = record_bytes});
+      job.batch->Complete(i, ExpertRecord{.key = key,
+                                          .owner = std::move(buffer),
+                                          .data = data,
+                                          .record_bytes = record_bytes,
+                                          .served = served});
     }
     buffer.reset();
   }

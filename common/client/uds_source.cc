@@ -173,7 +173,8 @@ absl::StatusOr<ExpertRecord> UdsExpertSource::MakeRecord(
       return ExpertRecord{.key = key,
                           .owner = std::move(owner),
                           .data = data,
-                          .record_bytes = entry.record_bytes()};
+                          .record_bytes = entry.record_bytes(),
+                          .served = FromProto(entry.served())};
     }
   }
   return absl::Status(status.code(),

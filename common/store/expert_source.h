@@ -39,6 +39,21 @@ struct ExpertKey {
 // Order in which queued reads are served; mirrors warp.v1.Priority.
 enum class Priority { kDemand, kCertain, kLookahead };
 
+// How the store answered a request, as the requester sees it; mirrors
+// warp.v1.Served. A demand record found in the cache was a hit only if a
+// demand had used it before: one that a lookahead (or certain) read brought in
+// and no demand has used yet is that prediction's hit, counted apart so that
+// "hit" means what the cache alone earned. Joining a read in flight counts as
+// the reader's: a demand's is a miss, a lookahead's a lookahead hit.
+enum class Served : uint8_t {
+  kUnknown,    // a source that does not say (an older daemon)
+  kCache,      // resident, and used by a demand (or certain read) before
+  kLookahead,  // brought in by a lookahead read, first used now
+  kCertain,    // brought in by a certain read, first used now
+  kDisk,       // read from disk for this request (or joined such a read)
+};
+inline constexpr size_t kServedKinds = 5;
+
 // One verified record: `data` points at its bytes, wherever they live (a
 // private heap buffer, a slot of the store's shared-memory cache, a client's
 // mapping of a daemon's cache). `owner` keeps them valid and is shared by the
@@ -49,6 +64,7 @@ struct ExpertRecord {
   std::shared_ptr<const void> owner;
   std::span<const std::byte> data;  // record_bytes long
   uint64_t record_bytes = 0;
+  Served served = Served::kUnknown;
 
   std::span<const std::byte> bytes() const { return data.first(record_bytes); }
 };

@@ -88,9 +88,13 @@ std::optional<uint64_t> ExpertStore::ArenaOffset(const ExpertRecord& record) con
 void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) {
   absl::ReleasableMutexLock lock(&mu_);
   // A key being read into its slot is resident already, but not readable: join its read.
-  if (!in_flight_.contains(key) && cache_.Touch(key, priority)) {
+  if (!in_flight_.contains(key) && cache_.Contains(key)) {
+    const Served served = cache_.Origin(key);  // before this use claims it
+    cache_.Touch(key, priority);
     ++stats_.hits;
+    CountServed(priority, served);
     ExpertRecord record = LeasedRecord(key);
+    record.served = served;
     lock.Release();
     done(std::move(record));
     return;
@@ -98,7 +102,16 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
   ++stats_.misses;
   auto [it, inserted] = in_flight_.try_emplace(key);
   InFlight& flight = it->second;
-  flight.waiters.push_back(std::move(done));
+  // Joining a started speculative read is that prediction's hit; a queued one
+  // this request takes over is its own read.
+  Served served = Served::kDisk;
+  if (!inserted && flight.started && flight.priority == Priority::kLookahead) {
+    served = Served::kLookahead;
+  } else if (!inserted && flight.started && flight.priority == Priority::kCertain) {
+    served = Served::kCertain;
+  }
+  CountServed(priority, served);
+  flight.waiters.push_back({std::move(done), served});
   if (inserted) {
     flight.priority = priority;
     io_->Submit(key, priority);
@@ -111,6 +124,10 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
   // wins). Joining a started read raises the priority it is admitted with.
   flight.priority = priority;
   if (!flight.started) io_->Submit(key, priority);
+}
+
+void ExpertStore::CountServed(Priority priority, Served served) {
+  if (priority == Priority::kDemand) ++stats_.demand_served[static_cast<size_t>(served)];
 }
 
 std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority) {
@@ -154,7 +171,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
-  std::vector<Callback> waiters;
+  std::vector<Waiter> waiters;
   std::vector<absl::StatusOr<ExpertRecord>> results;
   {
     absl::MutexLock lock(&mu_);
@@ -186,19 +203,20 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     } else {
       ++stats_.read_errors;
     }
-    for (size_t i = 0; i < waiters.size(); ++i) {
+    for (const Waiter& waiter : waiters) {
       results.push_back(record.ok() && slot ? absl::StatusOr<ExpertRecord>(LeasedRecord(key))
                                             : record);
+      if (results.back().ok()) results.back()->served = waiter.served;
     }
   }
   if (!record.ok() && record.status().code() == absl::StatusCode::kDataLoss) {
     Logger("expertd.store").warn("{}", std::string(record.status().message()));
   }
-  for (size_t i = 0; i < waiters.size(); ++i) waiters[i](std::move(results[i]));
+  for (size_t i = 0; i < waiters.size(); ++i) waiters[i].done(std::move(results[i]));
 }
 
 void ExpertStore::DropRead(const ExpertKey& key) {
-  std::vector<Callback> waiters;
+  std::vector<Waiter> waiters;
   bool shutting_down;
   {
     absl::MutexLock lock(&mu_);
@@ -211,8 +229,8 @@ void ExpertStore::DropRead(const ExpertKey& key) {
     waiters = std::move(it->second.waiters);
     in_flight_.erase(it);
   }
-  for (Callback& waiter : waiters) {
-    waiter(absl::CancelledError(absl::StrCat(
+  for (Waiter& waiter : waiters) {
+    waiter.done(absl::CancelledError(absl::StrCat(
         "expert ", key.expert, " of layer ", key.layer,
         shutting_down ? ": the store is shutting down" : ": speculative read cancelled")));
   }
@@ -260,6 +278,10 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"cache_hits", stats_.hits},
       {"cache_misses", stats_.misses},
       {"reads_joined", stats_.joined},
+      {"demand_hits", stats_.demand_served[static_cast<size_t>(Served::kCache)]},
+      {"demand_lookahead_hits", stats_.demand_served[static_cast<size_t>(Served::kLookahead)]},
+      {"demand_certain_hits", stats_.demand_served[static_cast<size_t>(Served::kCertain)]},
+      {"demand_misses", stats_.demand_served[static_cast<size_t>(Served::kDisk)]},
       {"crc_errors", stats_.crc_errors},
       {"read_errors", stats_.read_errors},
       {"read_bytes_demand", stats_.read_bytes[0]},
@@ -275,7 +297,14 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"cache_rejected_inserts", cache.rejected_inserts},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
       {"queue_depth", io_->queue_depth()},
-      {"disk_busy_us", stats_.disk_busy_us},
+      // The busy period under way counts up to now: a run that never lets the
+      // disk go idle must not read 0.
+      {"disk_busy_us",
+       stats_.disk_busy_us + (stats_.disk_reads_running == 0
+                                  ? 0
+                                  : std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::steady_clock::now() - stats_.busy_since)
+                                        .count())},
   };
   constexpr const char* kBuckets[] = {"lt_0_1ms", "lt_0_3ms", "lt_1ms",   "lt_3ms",
                                       "lt_10ms",  "lt_30ms",  "lt_100ms", "ge_100ms"};

@@ -12,7 +12,8 @@
 // speculative read that may not evict) is read into a private heap buffer
 // and returned uncached. A cached record handed out carries a lease (its
 // owner) that keeps its slot resident until dropped. A corrupt record is
-// never admitted: its slot is freed at once. Counters: Counters().
+// never admitted: its slot is freed at once. Counters: Counters(); each demand
+// record says how it was served (ExpertRecord::served).
 //
 // Thread-safe. Lock order: mu_ only (never held across a read or a callback).
 // REQUIRES: every ExpertRecord it handed out is dropped before it is destroyed.
@@ -90,8 +91,12 @@ class ExpertStore : public ExpertSource {
   std::optional<uint64_t> ArenaOffset(const ExpertRecord& record) const;
 
  private:
+  struct Waiter {
+    Callback done;
+    Served served;  // what this request is told (and counted as)
+  };
   struct InFlight {
-    std::vector<Callback> waiters;
+    std::vector<Waiter> waiters;
     Priority priority = Priority::kLookahead;
     bool started = false;
   };
@@ -107,6 +112,7 @@ class ExpertStore : public ExpertSource {
   std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropRead(const ExpertKey& key);
+  void CountServed(Priority priority, Served served) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A record of the cached slot of `key`, pinned until its lease is dropped.
   ExpertRecord LeasedRecord(const ExpertKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Release(const ExpertKey& key);
@@ -121,8 +127,10 @@ class ExpertStore : public ExpertSource {
   absl::flat_hash_map<ExpertKey, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   struct Stats {
+    // Requests of any priority: found resident / not (read or joined).
     uint64_t hits = 0, misses = 0, joined = 0, crc_errors = 0, read_errors = 0;
-    uint64_t read_bytes[3] = {0, 0, 0};  // by Priority
+    uint64_t demand_served[kServedKinds] = {};  // demand requests by Served
+    uint64_t read_bytes[3] = {0, 0, 0};         // by Priority
     uint64_t lookahead_cancelled = 0;
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
     // Wall time with at least one disk read in flight: the I/O side of the

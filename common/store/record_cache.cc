@@ -14,6 +14,12 @@ RecordCache::RecordCache(const Options& options)
 
 bool RecordCache::Contains(const ExpertKey& key) const { return entries_.contains(key); }
 
+Served RecordCache::Origin(const ExpertKey& key) const {
+  const Entry& entry = entries_.at(key);
+  if (entry.certain_unclaimed) return Served::kCertain;
+  return entry.last_demand == 0 ? Served::kLookahead : Served::kCache;
+}
+
 bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return false;

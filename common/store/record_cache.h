@@ -64,6 +64,12 @@ class RecordCache {
 
   bool Contains(const ExpertKey& key) const;
 
+  // How a resident record came in, for the first use's accounting: kCache
+  // once a demand (or the certain read that counts as one) has used it,
+  // kLookahead or kCertain while the prediction that read it waits for its
+  // demand. REQUIRES: `key` is resident.
+  Served Origin(const ExpertKey& key) const;
+
   // Records a hit at `priority`. Returns false if `key` is not resident.
   // Every hit is told to the eviction order; lookahead hits do not make the
   // record warm.

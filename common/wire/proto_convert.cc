@@ -44,4 +44,18 @@ Priority FromProto(v1::Priority priority) {
   }
 }
 
+// Served and v1::Served number their values alike.
+static_assert(static_cast<int>(Served::kCache) == v1::SERVED_CACHE &&
+              static_cast<int>(Served::kLookahead) == v1::SERVED_LOOKAHEAD &&
+              static_cast<int>(Served::kCertain) == v1::SERVED_CERTAIN &&
+              static_cast<int>(Served::kDisk) == v1::SERVED_DISK && kServedKinds == 5);
+
+v1::Served ToProto(Served served) { return static_cast<v1::Served>(served); }
+
+Served FromProto(v1::Served served) {
+  const int value = static_cast<int>(served);
+  return value > 0 && value < static_cast<int>(kServedKinds) ? static_cast<Served>(value)
+                                                             : Served::kUnknown;
+}
+
 }  // namespace warp

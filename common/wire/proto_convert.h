@@ -1,7 +1,8 @@
 #pragma once
 
 // Conversions between absl and the warp.v1 wire types, in one place: status
-// codes, priorities, expert keys. gRPC status <-> absl::Status lives here too.
+// codes, priorities, how a read was served, expert keys. gRPC status <-> absl::Status lives here
+// too.
 
 #include "absl/status/status.h"
 #include "common/store/expert_source.h"
@@ -18,5 +19,8 @@ absl::Status FromGrpc(const grpc::Status& status);
 
 v1::Priority ToProto(Priority priority);
 Priority FromProto(v1::Priority priority);
+
+v1::Served ToProto(Served served);
+Served FromProto(v1::Served served);  // an unknown value (a newer daemon) is kUnknown
 
 }  // namespace warp

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "common/store/expert_source.h"
+
 namespace warp::computed {
 
 struct ForwardStats {
@@ -14,9 +16,24 @@ struct ForwardStats {
   uint64_t expert_read_bytes = 0;
   uint64_t expert_uses = 0;           // (token, expert) pairs computed
   uint64_t token_by_token_bytes = 0;  // what one-token steps would have read: the dedup baseline
-  uint64_t certain_reads = 0;  // hash layers' records issued CERTAIN at a chunk's start
+  uint64_t certain_reads = 0;         // hash layers' records issued CERTAIN at a chunk's start
+  // The demand records computed, by how the source served them (Served), and
+  // their bytes: hits, a prediction's hits and misses, the same on every transport.
+  uint64_t served[kServedKinds] = {};
+  uint64_t served_bytes[kServedKinds] = {};
   double seconds_route = 0, seconds_fetch_wait = 0, seconds_expert = 0, seconds_attention = 0,
          seconds_dense = 0;  // per stage, summed over layers
+
+  uint64_t CountOf(Served kind) const { return served[static_cast<size_t>(kind)]; }
+  uint64_t BytesOf(Served kind) const { return served_bytes[static_cast<size_t>(kind)]; }
+  uint64_t demand_records() const {
+    uint64_t sum = 0;
+    for (uint64_t n : served) sum += n;
+    return sum;
+  }
+  // Every counter of `after` minus `before` (a phase's share of a run).
+  static ForwardStats Delta(const ForwardStats& after, const ForwardStats& before);
+  ForwardStats& operator+=(const ForwardStats& other);
 };
 
 // What the router lookahead predicted and how it fared.

@@ -18,9 +18,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t Counter(const std::map<std::string, uint64_t>& counters, const std::string& name) {
+using Counters = std::map<std::string, uint64_t>;
+
+uint64_t Counter(const Counters& counters, const std::string& name) {
   auto it = counters.find("expertd.store." + name);
   return it == counters.end() ? 0 : it->second;
+}
+
+// `into` += after - before, counter by counter (gauges like cache_used_bytes
+// come out as noise; only the monotonic counters are read).
+void AddDelta(Counters& into, const Counters& after, const Counters& before) {
+  for (const auto& [name, value] : after) {
+    auto it = before.find(name);
+    into[name] += value - (it == before.end() ? 0 : it->second);
+  }
+}
+
+// Disk bytes read for any request, if the source counts them (the embedded
+// store, gRPC daemons' Stats); nullopt if it does not (the fast path).
+std::optional<uint64_t> ReadBytes(const Counters& counters) {
+  if (!counters.contains("expertd.store.read_bytes_demand")) return std::nullopt;
+  return Counter(counters, "read_bytes_demand") + Counter(counters, "read_bytes_certain") +
+         Counter(counters, "read_bytes_lookahead");
 }
 
 // The hottest learned experts that fit in the cache, to preload.
@@ -97,8 +116,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
     s.trace_ << "# position layer experts (routing rank order)\n";
   }
   s.usage_.fingerprint = manifest.fingerprint;
-  s.counters_at_start_ = s.source_->Counters();
-  s.start_ = std::chrono::steady_clock::now();
+  s.counters_at_phase_start_ = s.source_->Counters();
   return session;
 }
 
@@ -116,30 +134,59 @@ void Session::OnRoute(uint32_t position, uint32_t layer, const std::vector<uint3
   usage_.Merge(one);
 }
 
-absl::StatusOr<std::vector<float>> Session::Prefill(std::span<const int32_t> tokens) {
-  std::vector<float> logits;
-  const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
-  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    const size_t n = std::min(chunk, tokens.size() - begin);
-    WARP_ASSIGN_OR_RETURN(std::vector<float> part, transformer_->Forward(tokens.subspan(begin, n)));
-    logits.insert(logits.end(), part.begin(), part.end());
+absl::StatusOr<std::vector<float>> Session::InPhase(
+    Phase phase, const std::function<absl::StatusOr<std::vector<float>>()>& forward) {
+  if (phase != phase_) {
+    const Counters now = source_->Counters();
+    AddDelta(phases_[phase_].source_counters, now, counters_at_phase_start_);
+    counters_at_phase_start_ = now;
+    phase_ = phase;
   }
+  const ForwardStats before = transformer_->stats();
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<float>> logits = forward();
+  PhaseFigures& figures = phases_[phase];
+  figures.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  figures.forward += ForwardStats::Delta(transformer_->stats(), before);
   return logits;
+}
+
+std::array<Session::PhaseFigures, 2> Session::Phases() const {
+  std::array<PhaseFigures, 2> phases = phases_;
+  AddDelta(phases[phase_].source_counters, source_->Counters(), counters_at_phase_start_);
+  return phases;
+}
+
+absl::StatusOr<std::vector<float>> Session::Prefill(std::span<const int32_t> tokens) {
+  return InPhase(kPrefill, [&]() -> absl::StatusOr<std::vector<float>> {
+    std::vector<float> logits;
+    const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
+    for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+      const size_t n = std::min(chunk, tokens.size() - begin);
+      WARP_ASSIGN_OR_RETURN(std::vector<float> part,
+                            transformer_->Forward(tokens.subspan(begin, n)));
+      logits.insert(logits.end(), part.begin(), part.end());
+    }
+    return logits;
+  });
 }
 
 absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t> tokens) {
-  std::vector<float> logits;
-  const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
-  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    const size_t n = std::min(chunk, tokens.size() - begin);
-    WARP_ASSIGN_OR_RETURN(logits,
-                          transformer_->Forward(tokens.subspan(begin, n), /*last_only=*/true));
-  }
-  return logits;
+  return InPhase(kPrefill, [&]() -> absl::StatusOr<std::vector<float>> {
+    std::vector<float> logits;
+    const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
+    for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+      const size_t n = std::min(chunk, tokens.size() - begin);
+      WARP_ASSIGN_OR_RETURN(logits,
+                            transformer_->Forward(tokens.subspan(begin, n), /*last_only=*/true));
+    }
+    return logits;
+  });
 }
 
 absl::StatusOr<std::vector<float>> Session::Step(int32_t token) {
-  return transformer_->Forward({&token, 1});
+  return InPhase(kDecode, [&] { return transformer_->Forward({&token, 1}); });
 }
 
 absl::Status Session::Finish() {
@@ -163,71 +210,100 @@ absl::Status Session::Finish() {
 }
 
 std::string Session::StatsLine() const {
-  const ForwardStats& stats = transformer_->stats();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const std::map<std::string, uint64_t> now = source_->Counters();
-  auto delta = [&](const std::string& name) {
-    return Counter(now, name) - Counter(counters_at_start_, name);
-  };
-  const uint64_t hits = delta("cache_hits");
-  const uint64_t misses = delta("cache_misses");
-  const uint64_t read =
-      delta("read_bytes_demand") + delta("read_bytes_certain") + delta("read_bytes_lookahead");
-  std::string line =
-      absl::StrFormat("[%d tokens %.1f tok/s | experts %d hit / %d miss %.0f%% | read %s",
-                      stats.tokens, seconds > 0 ? stats.tokens / seconds : 0.0, hits, misses,
-                      hits + misses ? 100.0 * hits / (hits + misses) : 0.0,
-                      FormatBytes(read ? read : stats.expert_read_bytes));
+  const std::array<PhaseFigures, 2> phases = Phases();
+  std::vector<std::string> parts;
+  ForwardStats all;
+  uint64_t lookahead_read = 0, certain_read = 0;
+  bool counted_reads = true;
+  for (Phase phase : {kPrefill, kDecode}) {
+    const PhaseFigures& f = phases[phase];
+    all += f.forward;
+    if (f.forward.tokens == 0) continue;
+    const ForwardStats& st = f.forward;
+    const uint64_t hits = st.CountOf(Served::kCache), misses = st.CountOf(Served::kDisk);
+    std::string part =
+        absl::StrFormat("%s %d tokens %.1f tok/s: experts %d hit / %d miss %.0f%%",
+                        phase == kPrefill ? "prefill" : "decode", st.tokens,
+                        f.seconds > 0 ? st.tokens / f.seconds : 0.0, hits, misses,
+                        st.demand_records() ? 100.0 * hits / st.demand_records() : 0.0);
+    if (uint64_t n = st.CountOf(Served::kLookahead)) {
+      absl::StrAppendFormat(&part, ", %d lookahead hits", n);
+    }
+    if (uint64_t n = st.CountOf(Served::kCertain))
+      absl::StrAppendFormat(&part, ", %d certain hits", n);
+    if (uint64_t n = st.CountOf(Served::kUnknown))
+      absl::StrAppendFormat(&part, ", %d unreported", n);
+    // Bytes the disk read in this phase (predictions included); a source that
+    // does not count them (the fast path) shows what the misses read.
+    const std::optional<uint64_t> read = ReadBytes(f.source_counters);
+    counted_reads = counted_reads && read.has_value();
+    const uint64_t bytes = read.value_or(st.BytesOf(Served::kDisk));
+    absl::StrAppend(&part, read ? ", read " : ", misses read ", FormatBytes(bytes));
+    if (phase == kDecode) absl::StrAppend(&part, ", ", FormatBytes(bytes / st.tokens), " a token");
+    lookahead_read += Counter(f.source_counters, "read_bytes_lookahead");
+    certain_read += Counter(f.source_counters, "read_bytes_certain");
+    parts.push_back(std::move(part));
+  }
+  if (parts.empty()) parts.push_back("0 tokens");
   const LookaheadStats& lookahead = transformer_->lookahead_stats();
   if (lookahead.routed > 0) {
-    absl::StrAppendFormat(
-        &line, " | lookahead recall %.0f%% | wasted %.1f B/B",
-        100.0 * lookahead.hits / lookahead.routed,
-        stats.expert_read_bytes
-            ? static_cast<double>(lookahead.wasted_bytes) / stats.expert_read_bytes
-            : 0.0);
+    std::string part =
+        absl::StrFormat("lookahead recall %.0f%%", 100.0 * lookahead.hits / lookahead.routed);
+    if (counted_reads) {
+      // What the predictions cost: every byte they read, and those no demand used.
+      const uint64_t used = all.BytesOf(Served::kLookahead);
+      absl::StrAppend(&part, ", read ", FormatBytes(lookahead_read), ", ",
+                      FormatBytes(lookahead_read > used ? lookahead_read - used : 0), " unused");
+    }
+    parts.push_back(std::move(part));
   }
-  if (stats.certain_reads > 0) {
-    absl::StrAppendFormat(&line, " | certain %d (%s)", stats.certain_reads,
-                          FormatBytes(delta("read_bytes_certain")));
+  if (all.certain_reads > 0) {
+    parts.push_back(
+        absl::StrFormat("certain %d (%s)", all.certain_reads, FormatBytes(certain_read)));
   }
-  if (stats.expert_read_bytes > 0 && stats.token_by_token_bytes > stats.expert_read_bytes) {
-    absl::StrAppendFormat(
-        &line, " | prefill dedup %.1fx",
-        static_cast<double>(stats.token_by_token_bytes) / stats.expert_read_bytes);
+  if (all.expert_read_bytes > 0 && all.token_by_token_bytes > all.expert_read_bytes) {
+    parts.push_back(
+        absl::StrFormat("prefill dedup %.1fx",
+                        static_cast<double>(all.token_by_token_bytes) / all.expert_read_bytes));
   }
-  return line + "]";
+  return absl::StrCat("[", absl::StrJoin(parts, " | "), "]");
 }
 
 std::string Session::StageReport() const {
-  const ForwardStats& stats = transformer_->stats();
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double compute =
-      stats.seconds_attention + stats.seconds_dense + stats.seconds_route + stats.seconds_expert;
   std::string report;
-  auto row = [&](const char* name, double seconds) {
-    absl::StrAppendFormat(&report, "  %-13s %8.3f s %5.1f%%\n", name, seconds,
-                          total > 0 ? 100 * seconds / total : 0.0);
-  };
-  row("attention", stats.seconds_attention);
-  row("dense+shared", stats.seconds_dense);
-  row("route", stats.seconds_route);
-  row("fetch_wait", stats.seconds_fetch_wait);
-  row("expert", stats.seconds_expert);
-  absl::StrAppendFormat(
-      &report, "  %-13s %8.3f s: compute %.3f s, waiting for reads %.1f%%, %s read a token\n",
-      "total", total, compute, total > 0 ? 100 * stats.seconds_fetch_wait / total : 0.0,
-      FormatBytes(stats.tokens ? stats.expert_read_bytes / stats.tokens : 0));
-  // Overlap efficiency: 1.0 when the run takes only as long as its busier
-  // side, the disk or the CPU. Only an embedded store reports its disk time.
-  const std::map<std::string, uint64_t> now = source_->Counters();
-  if (now.contains("expertd.store.disk_busy_us") && total > 0) {
-    const double io =
-        (Counter(now, "disk_busy_us") - Counter(counters_at_start_, "disk_busy_us")) / 1e6;
-    absl::StrAppendFormat(&report, "  %-13s max(I/O %.3f s, compute %.3f s) / %.3f s = %.2f\n",
-                          "overlap", io, compute, total, std::max(io, compute) / total);
+  const std::array<PhaseFigures, 2> phases = Phases();
+  for (Phase phase : {kPrefill, kDecode}) {
+    const PhaseFigures& f = phases[phase];
+    const ForwardStats& st = f.forward;
+    if (st.tokens == 0) continue;
+    const double total = f.seconds;
+    const double compute =
+        st.seconds_attention + st.seconds_dense + st.seconds_route + st.seconds_expert;
+    absl::StrAppendFormat(&report, "  %s, %d tokens:\n", phase == kPrefill ? "prefill" : "decode",
+                          st.tokens);
+    auto row = [&](const char* name, double seconds) {
+      absl::StrAppendFormat(&report, "  %-13s %8.3f s %5.1f%%\n", name, seconds,
+                            total > 0 ? 100 * seconds / total : 0.0);
+    };
+    row("attention", st.seconds_attention);
+    row("dense+shared", st.seconds_dense);
+    row("route", st.seconds_route);
+    row("fetch_wait", st.seconds_fetch_wait);
+    row("expert", st.seconds_expert);
+    // What the disk read, predictions included; without the source's counters
+    // (the fast path), what the misses read.
+    const uint64_t read = ReadBytes(f.source_counters).value_or(st.BytesOf(Served::kDisk));
+    absl::StrAppendFormat(
+        &report, "  %-13s %8.3f s: compute %.3f s, waiting for reads %.1f%%, %s read a token\n",
+        "total", total, compute, total > 0 ? 100 * st.seconds_fetch_wait / total : 0.0,
+        FormatBytes(read / st.tokens));
+    // Overlap efficiency: 1.0 when the phase takes only as long as its busier
+    // side, the disk or the CPU. Only an embedded store reports its disk time.
+    if (f.source_counters.contains("expertd.store.disk_busy_us") && total > 0) {
+      const double io = Counter(f.source_counters, "disk_busy_us") / 1e6;
+      absl::StrAppendFormat(&report, "  %-13s max(I/O %.3f s, compute %.3f s) / %.3f s = %.2f\n",
+                            "overlap", io, compute, total, std::max(io, compute) / total);
+    }
   }
   return report;
 }

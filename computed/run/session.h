@@ -7,9 +7,12 @@
 //
 // Thread-compatible.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,7 +62,10 @@ class Session {
   // Writes usage.warp when --learn (merged with the file's counts).
   absl::Status Finish();
 
-  // "[56 tokens 3.1 tok/s | experts 17327 hit / 1489 miss 92% | read 12.4 GB | ...]"
+  // Prefill and decode apart: "[prefill 64 tokens 40.1 tok/s: experts 310 hit /
+  // 1202 miss 20%, read 28.9 GiB | decode 56 tokens 3.1 tok/s: experts 2650 hit /
+  // 810 miss 72%, 120 lookahead hits, read 20.1 GiB, 367 MiB a token | lookahead
+  // recall 43%, read 6.2 GiB, 3.4 GiB unused]". Hits are demand hits only.
   std::string StatsLine() const;
   // One line per stage: seconds, share of the run, and the overlap figure.
   std::string StageReport() const;
@@ -81,6 +87,20 @@ class Session {
   Session() = default;
   void OnRoute(uint32_t position, uint32_t layer, const std::vector<uint32_t>& experts);
 
+  // A run's figures split by what the engine was doing: prefill (prompt
+  // chunks) or decode (one token a step).
+  enum Phase { kPrefill = 0, kDecode = 1 };
+  struct PhaseFigures {
+    ForwardStats forward;                             // this phase's share of the engine's counters
+    double seconds = 0;                               // wall time inside the engine
+    std::map<std::string, uint64_t> source_counters;  // this phase's share of the source's
+  };
+  // Runs `forward` (one engine call) as part of `phase`, adding to its figures.
+  absl::StatusOr<std::vector<float>> InPhase(
+      Phase phase, const std::function<absl::StatusOr<std::vector<float>>()>& forward);
+  // Each phase's figures, the current phase's source counters up to now.
+  std::array<PhaseFigures, 2> Phases() const;
+
   SessionOptions options_;
   std::shared_ptr<const Container> container_;
   BudgetDecision budget_;
@@ -89,8 +109,9 @@ class Session {
   std::unique_ptr<Transformer> transformer_;
   std::ofstream trace_;
   UsageTable usage_;  // this run's counts
-  std::chrono::steady_clock::time_point start_;
-  std::map<std::string, uint64_t> counters_at_start_;
+  std::array<PhaseFigures, 2> phases_;
+  Phase phase_ = kPrefill;
+  std::map<std::string, uint64_t> counters_at_phase_start_;  // the source's, when phase_ began
 };
 
 }  // namespace warp::computed

@@ -38,23 +38,25 @@ cache_bytes=$(awk '$1 == "budget" {sub(/B$/, "", $NF); print $(NF-1) $NF}' <<< "
   numfmt --from=iec-i)
 working_set=$(( top_k * moe_layers * record_bytes ))
 
-# The stats line's disk reads over its tokens, against the working set. (The
-# stage report's "read a token" is what the layers asked for, hits included:
-# the working set itself with --prefill-chunk 1.)
+# The decode segment's disk reads a token (predictions included), against the
+# working set.
 per_token() {
-  awk -v ws="$working_set" '/^\[[0-9]+ tokens/ {
-    for (i = 1; i < NF; ++i) if ($i == "read") { value = $(i + 1); unit = $(i + 2) }
-    sub(/]$/, "", unit)
-    scale = unit == "KiB" ? 2^10 : unit == "MiB" ? 2^20 : unit == "GiB" ? 2^30 : 1
-    bytes = value * scale / substr($1, 2)
-    printf "  disk read a token: %.1f MiB, %.2f x the working set (%.1f MiB)\n",
-           bytes / 2^20, bytes / ws, ws / 2^20
-  }'
+  grep -oE 'decode [^|]*, [0-9.]+ [KMGT]?i?B a token' | grep -oE '[0-9.]+ [KMGT]?i?B a token$' |
+    awk -v ws="$working_set" '{
+      scale = $2 == "KiB" ? 2^10 : $2 == "MiB" ? 2^20 : $2 == "GiB" ? 2^30 : $2 == "TiB" ? 2^40 : 1
+      bytes = $1 * scale
+      printf "  disk read a decode token: %.1f MiB, %.2f x the working set (%.1f MiB)\n",
+             bytes / 2^20, bytes / ws, ws / 2^20
+    }'
 }
 # decode ARGS...: one run inside the cgroup; its stats line (and stages), then per_token.
+# Sampled at temperature 1 with a fixed seed, never greedy: greedy decoding of random
+# weights repeats a token and flatters every cache figure. The same logits give the
+# same tokens, so every configuration decodes the same sequence.
 decode() {
   local out
-  out=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" "$prompt" "$@" \
+  out=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" "$prompt" \
+    --temperature 1 --seed 7 "$@" \
     2>&1 >/dev/null)
   echo "$out"
   per_token <<< "$out"

@@ -222,6 +222,55 @@ TEST_F(ExpertStoreTest, BytesReadAreCountedPerPriority) {
   EXPECT_EQ(reads().size(), 4u);
 }
 
+// Each demand record says how it was served, and only a record some demand
+// used before is a demand hit: the first use of a predicted record is that
+// prediction's hit (lookahead or certain), counted apart.
+TEST_F(ExpertStoreTest, DemandRecordsSayHowTheyWereServed) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 4));
+  auto served = [&](const ExpertKey& key) {
+    absl::StatusOr<ExpertRecord> record = ReadOne(key, Priority::kDemand);
+    EXPECT_TRUE(record.ok()) << record.status();
+    return record.ok() ? record->served : Served::kUnknown;
+  };
+  WARP_ASSERT_OK(ReadOne({1, 1}, Priority::kLookahead));
+  WARP_ASSERT_OK(ReadOne({1, 2}, Priority::kCertain));
+  WARP_ASSERT_OK(ReadOne({1, 3}, Priority::kLookahead));
+  WARP_ASSERT_OK(ReadOne({1, 3}, Priority::kLookahead));  // hinted twice: still unused
+  EXPECT_EQ(served({1, 0}), Served::kDisk);
+  EXPECT_EQ(served({1, 0}), Served::kCache);
+  EXPECT_EQ(served({1, 1}), Served::kLookahead);
+  EXPECT_EQ(served({1, 1}), Served::kCache);  // used once: now the cache's
+  EXPECT_EQ(served({1, 2}), Served::kCertain);
+  EXPECT_EQ(served({1, 2}), Served::kCache);
+  EXPECT_EQ(served({1, 3}), Served::kLookahead);
+  EXPECT_EQ(Counter("demand_hits"), 3u);
+  EXPECT_EQ(Counter("demand_lookahead_hits"), 2u);
+  EXPECT_EQ(Counter("demand_certain_hits"), 1u);
+  EXPECT_EQ(Counter("demand_misses"), 1u);
+  // Speculative and certain requests are not demand figures.
+  EXPECT_EQ(Counter("cache_hits") + Counter("cache_misses"), 11u);
+}
+
+// A demand that joins a lookahead read already on the disk is that
+// prediction's hit; one that takes over a queued one is its own miss.
+TEST_F(ExpertStoreTest, ADemandJoiningAStartedLookaheadReadIsALookaheadHit) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  const ExpertKey started{1, 4}, queued{1, 5};
+  store_->Prefetch(std::vector<ExpertKey>{started, queued}, Priority::kLookahead);
+  read_blocked_.WaitForNotification();  // `started` is on the disk, `queued` waits
+  std::shared_ptr<ReadBatch> batch =
+      store_->Read(std::vector<ExpertKey>{started, queued}, Priority::kDemand);
+  release_read_.Notify();
+  std::vector<absl::StatusOr<ExpertRecord>> records = batch->WaitAll();
+  WARP_ASSERT_OK(records[0]);
+  WARP_ASSERT_OK(records[1]);
+  EXPECT_EQ(records[0]->served, Served::kLookahead);
+  EXPECT_EQ(records[1]->served, Served::kDisk);
+  EXPECT_EQ(Counter("demand_lookahead_hits"), 1u);
+  EXPECT_EQ(Counter("demand_misses"), 1u);
+}
+
 TEST_F(ExpertStoreTest, CacheNeverExceedsItsBudget) {
   // Not a whole number of records: the store may round down, never up.
   const uint64_t budget = 3 * record_bytes_ + record_bytes_ / 2;

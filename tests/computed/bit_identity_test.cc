@@ -25,6 +25,7 @@
 #include "tests/testing/daemon.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/stats_line.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -33,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::warp::testing::RunBinary;
+using ::warp::testing::RunStats;
 
 std::string Fixture(const std::string& name) { return warp::testing::FixtureDir(name).string(); }
 
@@ -60,12 +62,6 @@ std::string FirstDifference(const std::string& a, const std::string& b) {
   }
   return "";
 }
-
-// The figures of `computed run`'s stats line.
-struct RunStats {
-  uint64_t hits = 0, misses = 0;
-  double read_bytes = 0;
-};
 
 class BitIdentityTest : public ::testing::Test {
  protected:
@@ -121,19 +117,8 @@ class BitIdentityTest : public ::testing::Test {
     auto result = RunBinary("computed", "--log-level warn run --ids " + Model() + " " + tokens_ +
                                             " -n " + std::to_string(kGreedy) + " " + extra);
     EXPECT_EQ(result.exit_code, 0) << extra << "\n" << result.output;
-    RunStats stats;
-    const size_t at = result.output.find("| experts ");
-    EXPECT_NE(at, std::string::npos) << result.output;
-    if (at == std::string::npos) return stats;
-    char unit[8] = {};
-    const int fields = std::sscanf(result.output.c_str() + at,
-                                   "| experts %lu hit / %lu miss %*u%% | read %lf %7[A-Za-z]",
-                                   &stats.hits, &stats.misses, &stats.read_bytes, unit);
-    EXPECT_EQ(fields, 4) << result.output;
-    const std::map<std::string, double> units = {
-        {"B", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
-    EXPECT_TRUE(units.contains(unit)) << result.output;
-    stats.read_bytes *= units.contains(unit) ? units.at(unit) : 0.0;
+    const RunStats stats = warp::testing::ParseStatsLine(result.output);
+    EXPECT_EQ(stats.phases, 2) << result.output;  // prefill and decode
     return stats;
   }
 
@@ -246,6 +231,29 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --no-prefetch --lookahead 0");
 }
 
+// The stats line counts the same hits, misses and disk bytes whatever the
+// transport: each daemon says how it served every record, and gRPC daemons
+// report their reads. (The fast path carries no counters: it shows the bytes
+// its misses read.) Synchronous, so what hits does not depend on timing.
+TEST_F(BitIdentityTest, StatsLineMeansTheSameOnEveryTransport) {
+  const std::string sync = "--no-prefetch --lookahead 0 --prefill-chunk 1";
+  const RunStats embedded = Stats(sync);
+  EXPECT_GT(embedded.hits, 0u);
+  EXPECT_GT(embedded.misses, 0u);
+  for (const char* scheme : {"fastpath:", "unix:"}) {
+    SCOPED_TRACE(scheme);
+    auto daemon =
+        warp::testing::Daemon::Start({"--model", Model(), "--listen",
+                                      scheme + (dir_ / "stats.sock").string(), "--budget", "64M"});
+    WARP_ASSERT_OK(daemon);
+    const RunStats remote = Stats(sync + " --stores " + (*daemon)->addresses().at(0));
+    EXPECT_EQ(remote.hits, embedded.hits);
+    EXPECT_EQ(remote.misses, embedded.misses);
+    EXPECT_EQ(remote.lookahead_hits + remote.certain_hits, 0u);
+    EXPECT_EQ(remote.read_bytes, embedded.read_bytes);
+  }
+}
+
 // gpt-oss (MXFP4 experts kept native, sliding layers whose ring of window + 16
 // positions wraps within the 24-token prompt and its continuation): the same
 // bits across threads, chunks, prefetch and lookahead, eviction and daemons.
@@ -261,9 +269,9 @@ TEST_F(GptOssBitIdentityTest, LogitsDoNotDependOnSchedulingBudgetOrTransport) {
   WARP_ASSERT_OK(plan);
   const uint64_t record_bytes = (*container)->manifest().banks.front().record_bytes;
   SetReference("--threads 1 --no-prefetch --lookahead 0");
-  for (const char* mode : {"--threads 2", "--prefill-chunk 1", "--prefill-chunk 16 --threads 2",
-                           "--prefill-chunk 5 --lookahead 16", "--no-prefetch --lookahead 4",
-                           "--lookahead 0"}) {
+  for (const char* mode :
+       {"--threads 2", "--prefill-chunk 1", "--prefill-chunk 16 --threads 2",
+        "--prefill-chunk 5 --lookahead 16", "--no-prefetch --lookahead 4", "--lookahead 0"}) {
     ExpectIdentical(mode);
   }
   for (const uint64_t extra_records : {0, 2}) {

@@ -59,6 +59,8 @@ void MoeFfn::RunExpert(const ExpertRecord& record, std::span<const float> in,
   output.resize(m * width_);
   math_->Run(record, xs, m, output);
   stats_.expert_uses += m;
+  stats_.served[static_cast<size_t>(record.served)] += 1;
+  stats_.served_bytes[static_cast<size_t>(record.served)] += record.record_bytes;
 }
 
 void MoeFfn::RunShared(std::span<const float> x, std::span<const int32_t> tokens,

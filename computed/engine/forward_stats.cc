@@ -1,0 +1,39 @@
+#include "computed/engine/forward_stats.h"
+
+namespace warp::computed {
+namespace {
+
+// Calls op(a.field, b.field) for every counter of ForwardStats.
+template <typename Op>
+void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
+  op(a.tokens, b.tokens);
+  op(a.expert_reads, b.expert_reads);
+  op(a.expert_read_bytes, b.expert_read_bytes);
+  op(a.expert_uses, b.expert_uses);
+  op(a.token_by_token_bytes, b.token_by_token_bytes);
+  op(a.certain_reads, b.certain_reads);
+  for (size_t i = 0; i < kServedKinds; ++i) {
+    op(a.served[i], b.served[i]);
+    op(a.served_bytes[i], b.served_bytes[i]);
+  }
+  op(a.seconds_route, b.seconds_route);
+  op(a.seconds_fetch_wait, b.seconds_fetch_wait);
+  op(a.seconds_expert, b.seconds_expert);
+  op(a.seconds_attention, b.seconds_attention);
+  op(a.seconds_dense, b.seconds_dense);
+}
+
+}  // namespace
+
+ForwardStats ForwardStats::Delta(const ForwardStats& after, const ForwardStats& before) {
+  ForwardStats delta = after;
+  EachCounter(delta, before, [](auto& a, const auto& b) { a -= b; });
+  return delta;
+}
+
+ForwardStats& ForwardStats::operator+=(const ForwardStats& other) {
+  EachCounter(*this, other, [](auto& a, const auto& b) { a += b; });
+  return *this;
+}
+
+}  // namespace warp::computed

@@ -21,6 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr float kEmbeddingAmplitude = 4.0f;  // U(-4, 4): RMS 2.3 against layers' ~1
+
 // Value ranges that keep activations near unit scale: matrices U(-a, a) with
 // a = sqrt(3 / in_features), so each output has about the variance of one
 // input; the router the same, so its logits spread with std ~1 and tokens
@@ -29,13 +31,19 @@ FillSpec TrunkFill(const TensorSpec& spec, const ModelConfig& model) {
   FillSpec fill{.format = spec.format, .shape = spec.shape};
   if (absl::EndsWith(spec.name, ".tid2eid")) {  // a hash layer's expert ids
     fill.integers = model.num_experts;
-  } else if (absl::EndsWith(spec.name, "e_score_correction_bias")) {
+  } else if (absl::EndsWith(spec.name, "bias")) {
+    // Zero-centred: a bias of ~1 on every layer's output (gpt-oss's o_proj) is
+    // the same vector in every token's stream, and routing collapses onto it.
     fill.amplitude = 0.1f;
   } else if (spec.shape.size() == 1) {
     fill.center = 1.0f;
     fill.amplitude = 0.1f;
-  } else if (spec.name == "model.embed_tokens.weight") {
-    fill.amplitude = 1.0f;
+  } else if (absl::EndsWith(spec.name, "embed_tokens.weight") || spec.name == "embed.weight") {
+    // Token identity dominates the stream, as in a trained model: every layer
+    // adds a unit-scale output, and attention's is an average over positions,
+    // much the same for every token. With embeddings of that scale, routing
+    // concentrated with depth (a third fewer distinct experts by layer 3).
+    fill.amplitude = kEmbeddingAmplitude;
   } else {
     fill.amplitude = std::sqrt(3.0f / static_cast<float>(spec.shape[1]));
   }
@@ -43,6 +51,9 @@ FillSpec TrunkFill(const TensorSpec& spec, const ModelConfig& model) {
 }
 
 FillSpec ExpertFill(const TensorEntry& matrix) {
+  if (matrix.shape.size() == 1) {  // a bias (gpt-oss): zero-centred, small
+    return FillSpec{.format = matrix.format, .shape = matrix.shape, .amplitude = 0.1f};
+  }
   return FillSpec{.format = matrix.format,
                   .shape = matrix.shape,
                   .amplitude = std::sqrt(3.0f / static_cast<float>(matrix.shape[1]))};

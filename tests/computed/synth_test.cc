@@ -1,7 +1,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <random>
 #include <set>
+#include <sstream>
 
 #include "common/format/container.h"
 #include "common/io/file.h"
@@ -13,6 +16,7 @@
 #include "expertd/verify.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -113,20 +117,18 @@ TEST_P(SynthPresetTest, WritesAContainerThatOpensAndVerifies) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllPresets, SynthPresetTest,
-    ::testing::Values(PresetCase{"deepseek_v3", "tiny"}, PresetCase{"qwen3_moe", "tiny"},
-                      PresetCase{"deepseek_v3", "k2-slice", 600ull << 20, TensorFormat::kQ4B32},
-                      PresetCase{"qwen3_moe", "a3b-slice", 200ull << 20, TensorFormat::kQ4B32},
-                      PresetCase{"gpt_oss", "tiny"},
-                      PresetCase{"gpt_oss", "120b-slice", 400ull << 20, TensorFormat::kQ4B32},
-                      PresetCase{"kimi_linear", "tiny"},
-                      PresetCase{"kimi_linear", "kimi-linear-slice", 400ull << 20,
-                                 TensorFormat::kQ4B32},
-                      PresetCase{"deepseek_v4", "tiny"},
-                      PresetCase{"deepseek_v4", "v4-flash-slice", 1500ull << 20,
-                                 TensorFormat::kQ4B32},
-                      PresetCase{"glm5_next", "tiny"},
-                      PresetCase{"kimi_k3", "tiny"},
-                      PresetCase{"kimi_k3", "k3-slice", 1300ull << 20, TensorFormat::kQ4B32}),
+    ::testing::Values(
+        PresetCase{"deepseek_v3", "tiny"}, PresetCase{"qwen3_moe", "tiny"},
+        PresetCase{"deepseek_v3", "k2-slice", 600ull << 20, TensorFormat::kQ4B32},
+        PresetCase{"qwen3_moe", "a3b-slice", 200ull << 20, TensorFormat::kQ4B32},
+        PresetCase{"gpt_oss", "tiny"},
+        PresetCase{"gpt_oss", "120b-slice", 400ull << 20, TensorFormat::kQ4B32},
+        PresetCase{"kimi_linear", "tiny"},
+        PresetCase{"kimi_linear", "kimi-linear-slice", 400ull << 20, TensorFormat::kQ4B32},
+        PresetCase{"deepseek_v4", "tiny"},
+        PresetCase{"deepseek_v4", "v4-flash-slice", 1500ull << 20, TensorFormat::kQ4B32},
+        PresetCase{"glm5_next", "tiny"}, PresetCase{"kimi_k3", "tiny"},
+        PresetCase{"kimi_k3", "k3-slice", 1300ull << 20, TensorFormat::kQ4B32}),
     [](const auto& info) {
       std::string name = info.param.arch + "_" + info.param.preset;
       std::replace(name.begin(), name.end(), '-', '_');
@@ -307,6 +309,63 @@ TEST(SynthTest, RouterSpreadsRandomTokensOverExperts) {
   }
   EXPECT_GE(chosen.size(), experts * 3 / 4);
 }
+
+// A synthetic model must route like random weights at every depth (DESIGN.md,
+// "Synthetic models must route like trained ones"): over 32 random tokens each
+// MoE layer uses, on average over three prompts, at least 90% of the distinct
+// experts that uniform random top-k routing would, E (1 - (1 - k/E)^32). Run
+// through the whole model, so a stream that every token shares (a bias on
+// every layer, attention's average over positions) shows as routing that
+// concentrates with depth: gpt-oss/tiny used 2 of 8 experts past layer 0,
+// qwen3_moe/tiny 12 of 16 by layer 3, before synth's fills were mended.
+class SynthRoutingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SynthRoutingTest, EveryLayerRoutesLikeUniformRandomRouting) {
+  warp::testing::TempDir dir;
+  auto result = SynthesizeModel(dir / "m.warp", {.arch = GetParam(), .preset = "tiny"});
+  WARP_ASSERT_OK(result);
+  const uint32_t experts = result->manifest.banks.at(0).num_experts;
+  auto model = ParseModelConfig(GetParam(), result->manifest.config);
+  WARP_ASSERT_OK(model);
+  const uint32_t top_k = model->experts_per_token;
+  constexpr int kTokens = 32, kPrompts = 3;
+  std::map<uint32_t, double> distinct;  // layer -> summed over the prompts
+  std::mt19937 rng(2026);
+  for (int prompt = 0; prompt < kPrompts; ++prompt) {
+    std::string ids;
+    for (int t = 0; t < kTokens; ++t) {
+      ids += (t ? "," : "") + std::to_string(5 + rng() % (model->vocab_size - 5));
+    }
+    const auto trace = dir / "trace.txt";
+    auto run = warp::testing::RunBinary("computed", "--log-level warn run --ids " +
+                                                        (dir / "m.warp").string() + " " + ids +
+                                                        " -n 1 --trace " + trace.string());
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::ifstream in(trace);
+    std::map<uint32_t, std::set<uint32_t>> used;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream fields(line);
+      uint32_t position, layer;
+      std::string list;
+      fields >> position >> layer >> list;
+      std::istringstream chosen(list);
+      for (std::string e; std::getline(chosen, e, ',');) used[layer].insert(std::stoul(e));
+    }
+    ASSERT_FALSE(used.empty()) << "no routing in " << trace;
+    for (const auto& [layer, set] : used) distinct[layer] += set.size();
+  }
+  const double uniform = experts * (1 - std::pow(1 - double(top_k) / experts, kTokens));
+  for (const auto& [layer, sum] : distinct) {
+    EXPECT_GE(sum / kPrompts, 0.9 * uniform)
+        << GetParam() << " layer " << layer << ": " << sum / kPrompts << " distinct experts of "
+        << experts << " (top-" << top_k << "), uniform routing " << uniform;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyPresets, SynthRoutingTest,
+                         ::testing::Values("deepseek_v3", "qwen3_moe", "gpt_oss", "kimi_linear",
+                                           "deepseek_v4", "glm5_next", "kimi_k3"));
 
 // A hash layer's table names top-k distinct experts for every token, as the
 // reference fixtures' randperm(E)[:k] and top-k routing do (a repeated id made

@@ -6,7 +6,8 @@ as a Q4_0 GGUF file; llama.cpp (llama_probe: mmap, no repacking) reads that file
 WARP reads its own conversion of it (`computed convert`, blocks kept). Each
 condition runs the engines alternately (W, L, W, L, ...) in a fresh memory
 cgroup after dropping the page cache:
-  4 GiB cap, 8 GiB cap: a short prompt, then greedy decode;
+  4 GiB cap, 8 GiB cap: a short prompt, then decode sampled at temperature 1
+    (greedy decoding of random weights repeats one token and flatters caches);
   no cap, weights resident: a 64-token prompt first (llama.cpp's page cache
     pre-read; WARP's expert cache filled by the prompt), then decode;
 and one 64-token prefill per engine under the 4 GiB cap.
@@ -213,15 +214,16 @@ def main():
           f"-> {fio_before / need:.2f} tok/s if every token read its {top_k} x {moe_layers} "
           f"records ({need / GIB:.2f} GiB)", flush=True)
 
-    def engine_cmd(engine, tokens, gen):
+    def engine_cmd(engine, tokens, gen, seed):
         ids = ",".join(map(str, tokens))
         if engine == "WARP":
             return [args.computed, "--log-level", "warn", "run", args.warp, "--ids", ids,
-                    "-n", str(gen), "--ignore-eos", "--threads", str(args.threads)]
+                    "-n", str(gen), "--ignore-eos", "--threads", str(args.threads),
+                    "--temperature", "1", "--seed", str(seed)]
         return [args.probe, "bench", args.gguf, "--tokens", ids, "--gen", str(gen),
-                "--threads", str(args.threads)]
+                "--threads", str(args.threads), "--temperature", "1", "--seed", str(seed)]
 
-    def one(engine, condition, limit, tokens, gen):
+    def one(engine, condition, limit, tokens, gen, seed=1):
         cgroup.limit(limit)
         # Always a cold page cache (O_DIRECT reads of cached pages ran at a fifth of
         # the disk's speed here, LEARNED.md); llama.cpp's resident run then reads
@@ -229,7 +231,7 @@ def main():
         drop_caches()
         if not limit and engine == "llama.cpp":
             sh(["dd", f"if={args.gguf}", "of=/dev/null", "bs=16M"])
-        r = run_engine(engine_cmd(engine, tokens, gen), cgroup, gen)
+        r = run_engine(engine_cmd(engine, tokens, gen, seed), cgroup, gen)
         st = r["stamps"]
         row = dict(engine=engine, condition=condition, prompt=len(tokens),
                    decode_tok_s=(len(st) - 1) / (st[-1] - st[0]),
@@ -237,9 +239,11 @@ def main():
                    read_per_token=(r["end_reads"] - r["reads"][0]) / (len(st) - 1)
                    if r["end_reads"] is not None and r["reads"][0] is not None else None,
                    peak=cgroup.peak(), hit=None, tokens=r["stdout"].strip().splitlines()[-1])
-        m = re.search(r"experts (\d+) hit / (\d+) miss", r["stderr"])
+        # The decode segment's demand hits (records a prediction brought in are not hits).
+        m = re.search(r"decode \d+ tokens [0-9.]+ tok/s: experts \d+ hit / \d+ miss (\d+)%",
+                      r["stderr"])
         if m:
-            row["hit"] = int(m.group(1)) / max(1, int(m.group(1)) + int(m.group(2)))
+            row["hit"] = int(m.group(1)) / 100
         print(f"  {engine:9} {condition:5} decode {row['decode_tok_s']:.3f} tok/s, prompt "
               f"{row['prompt_tok_s']:.2f} tok/s ({len(tokens)} tokens, first token at "
               f"{st[0]:.1f} s), read/token "
@@ -253,9 +257,9 @@ def main():
             limit = 0 if condition == "none" else int(condition[:-1]) * GIB
             ids = long_prompt if condition == "none" else short_prompt
             print(f"== {condition} cap", flush=True)
-            for _ in range(args.runs):
+            for run in range(args.runs):
                 for engine in ("WARP", "llama.cpp"):
-                    rows.append(one(engine, condition, limit, ids, args.gen))
+                    rows.append(one(engine, condition, limit, ids, args.gen, seed=1 + run))
         print("== 64-token prefill under the 4 GiB cap", flush=True)
         for engine in ("WARP", "llama.cpp"):
             prefill_rows.append(one(engine, "4G", 4 * GIB, long_prompt, 2))

@@ -9,7 +9,10 @@
 //       dequantizer: the target of an engine that computes in f32 from
 //       dequantized weights.
 //   llama_probe bench MODEL.gguf --tokens 1,2,3 --gen N [--threads N] [--f32-kv]
-//       prefill the tokens, then decode greedy tokens one at a time, N in all,
+//                     [--temperature T --seed S]
+//       prefill the tokens, then decode tokens one at a time, N in all (greedy,
+//       or sampled from softmax(logits / T): greedy decoding of random weights
+//       repeats one token and flatters every cache),
 //       with llama.cpp's default KV cache (F16) unless --f32-kv; prints the
 //       line "prefill_done" when the prompt is in, then the tokens "a,b,c" one
 //       by one as they come; on stderr "prefill_tok_s=X decode_tok_s=Y".
@@ -19,9 +22,11 @@
 // Built by tests/peer/install.sh against the llama.cpp of node-llama-cpp.
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,6 +45,8 @@ struct Args {
   std::string mode, model, out, tokens;
   int threads = 1, gen = 0;
   bool f32_kv = false;
+  double temperature = 0;  // 0: greedy
+  unsigned seed = 0;
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -68,6 +75,10 @@ Args ParseArgs(int argc, char** argv) {
       args.threads = std::atoi(value.c_str());
     } else if (flag == "--gen") {
       args.gen = std::atoi(value.c_str());
+    } else if (flag == "--temperature") {
+      args.temperature = std::atof(value.c_str());
+    } else if (flag == "--seed") {
+      args.seed = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 10));
     } else {
       Die("unknown flag " + flag);
     }
@@ -151,6 +162,16 @@ llama_token Argmax(const float* logits, int vocab) {
   return best;
 }
 
+// The next token: greedy at temperature 0, else drawn from softmax(logits / T).
+llama_token Next(const float* logits, int vocab, double temperature, std::mt19937_64& rng) {
+  if (temperature <= 0) return Argmax(logits, vocab);
+  const float top = logits[Argmax(logits, vocab)];
+  std::vector<double> weights(vocab);
+  for (int i = 0; i < vocab; ++i) weights[i] = std::exp((logits[i] - top) / temperature);
+  std::discrete_distribution<int> pick(weights.begin(), weights.end());
+  return pick(rng);
+}
+
 int RunLogits(Args args) {
   args.f32_kv = true;
   const std::vector<llama_token> tokens = ParseTokens(args.tokens);
@@ -185,13 +206,14 @@ int RunBench(const Args& args) {
   std::printf("prefill_done\n");
   std::fflush(stdout);
   // Each token as soon as it is known, so that a caller can time the stream.
-  llama_token next = Argmax(llama_get_logits_ith(engine.ctx, -1), engine.vocab);
+  std::mt19937_64 rng(args.seed);
+  llama_token next = Next(llama_get_logits_ith(engine.ctx, -1), engine.vocab, args.temperature, rng);
   for (int i = 0; i < args.gen; ++i) {
     std::printf(i ? ",%d" : "%d", next);
     std::fflush(stdout);
     if (i + 1 == args.gen) break;
     Decode(engine, {next}, static_cast<int>(n) + i, false);
-    next = Argmax(llama_get_logits_ith(engine.ctx, -1), engine.vocab);
+    next = Next(llama_get_logits_ith(engine.ctx, -1), engine.vocab, args.temperature, rng);
   }
   std::printf("\n");
   const auto t2 = Clock::now();

@@ -60,6 +60,18 @@ std::map<std::string, uint64_t> FanoutExpertSource::Counters() const {
   return sum;
 }
 
+std::optional<uint64_t> FanoutExpertSource::ResizeCache(uint64_t bytes) {
+  // An equal share each, as sources.cc splits the budget over bank directories;
+  // daemons' members keep their own caches and answer nullopt.
+  std::optional<uint64_t> total;
+  for (Member& member : members_) {
+    if (std::optional<uint64_t> capacity = member.source->ResizeCache(bytes / members_.size())) {
+      total = total.value_or(0) + *capacity;
+    }
+  }
+  return total;
+}
+
 void FanoutExpertSource::CancelSpeculative(uint32_t through_layer) {
   for (Member& member : members_) member.source->CancelSpeculative(through_layer);
 }

@@ -34,6 +34,9 @@ class FanoutExpertSource : public ExpertSource {
   void CancelSpeculative(uint32_t through_layer) override;
   // Every member's counters, summed.
   std::map<std::string, uint64_t> Counters() const override;
+  // An equal share of `bytes` to each member; the total of those whose caches
+  // are in this process, nullopt if none is.
+  std::optional<uint64_t> ResizeCache(uint64_t bytes) override;
 
   size_t num_members() const { return members_.size(); }
 

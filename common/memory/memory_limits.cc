@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -246,6 +247,59 @@ absl::StatusOr<MemoryLimits> ReadMemoryLimits(const fs::path& root) {
     limits.cgroup_source = std::move(tightest->source);
   }
   return limits;
+}
+
+absl::StatusOr<CgroupPressure> ReadCgroupPressure(const fs::path& limit_file) {
+  const fs::path dir = limit_file.parent_path();
+  const bool v1 = limit_file.filename() == kV1Files.limit_file;
+  const CgroupFiles& files = v1 ? kV1Files : kV2Files;
+  CgroupPressure reading;
+  WARP_ASSIGN_OR_RETURN(std::optional<uint64_t> limit,
+                        ReadCgroupNumber(limit_file, /*is_limit=*/true, v1));
+  if (!limit.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(limit_file.string(), ": no limit"));
+  }
+  reading.limit_bytes = *limit;
+  const fs::path usage_file = dir / std::string(files.usage_file);
+  WARP_ASSIGN_OR_RETURN(std::optional<uint64_t> usage,
+                        ReadCgroupNumber(usage_file, /*is_limit=*/false, v1));
+  if (!usage.has_value())
+    return absl::NotFoundError(absl::StrCat(usage_file.string(), ": missing"));
+  reading.usage_bytes = *usage;
+
+  const fs::path stat_file = dir / "memory.stat";
+  absl::StatusOr<std::string> stat = ReadSmallFile(stat_file);
+  if (stat.ok()) {
+    const absl::string_view key = v1 ? "total_inactive_file " : "inactive_file ";
+    int line_no = 0;
+    for (const absl::string_view line : absl::StrSplit(*stat, '\n')) {
+      ++line_no;
+      if (!absl::StartsWith(line, key)) continue;
+      const std::optional<uint64_t> bytes = ParseDecimal(line.substr(key.size()));
+      if (!bytes.has_value())
+        return MalformedLine(stat_file, line_no, "expected a byte count", line);
+      reading.inactive_file_bytes = *bytes;
+    }
+  } else if (!absl::IsNotFound(stat.status())) {
+    return stat.status();
+  }
+
+  // PSI: "some avg10=1.23 avg60=... total=..." (cgroup v2, Linux >= 4.20).
+  const fs::path pressure_file = dir / "memory.pressure";
+  absl::StatusOr<std::string> pressure = ReadSmallFile(pressure_file);
+  if (pressure.ok()) {
+    for (const absl::string_view line : absl::StrSplit(*pressure, '\n')) {
+      if (!absl::StartsWith(line, "some ")) continue;
+      const size_t at = line.find("avg10=");
+      double value = 0;
+      if (at == absl::string_view::npos ||
+          !absl::SimpleAtod(line.substr(at + 6, line.find(' ', at) - at - 6), &value)) {
+        return MalformedLine(pressure_file, 1, "expected \"some avg10=<percent>\"", line);
+      }
+      reading.psi_some_avg10 = value;
+    }
+  }
+  return reading;
 }
 
 }  // namespace warp

@@ -49,4 +49,28 @@ struct MemoryLimits {
 // line, or a meminfo without MemTotal/MemAvailable. Thread-safe.
 absl::StatusOr<MemoryLimits> ReadMemoryLimits(const std::filesystem::path& root = "/");
 
+// One reading of the memory cgroup whose limit binds, for a governor.
+struct CgroupPressure {
+  uint64_t limit_bytes = 0;
+  uint64_t usage_bytes = 0;              // memory.current / memory.usage_in_bytes
+  uint64_t inactive_file_bytes = 0;      // page cache the kernel drops first (memory.stat)
+  std::optional<double> psi_some_avg10;  // memory.pressure "some avg10" (%), where present
+
+  // What the kernel could not reclaim without paging: usage less inactive
+  // page cache (the working set, as kubelet reckons it).
+  uint64_t working_bytes() const {
+    return usage_bytes > inactive_file_bytes ? usage_bytes - inactive_file_bytes : 0;
+  }
+  uint64_t headroom_bytes() const {
+    return limit_bytes > working_bytes() ? limit_bytes - working_bytes() : 0;
+  }
+};
+
+// Reads the cgroup whose limit file is `limit_file` (MemoryLimits::cgroup_source):
+// v2 (memory.max, memory.current, memory.stat inactive_file, memory.pressure)
+// or v1 (memory.limit_in_bytes, memory.usage_in_bytes, memory.stat
+// total_inactive_file). Errors name the file; a missing memory.stat or
+// memory.pressure reads as 0 / nullopt.
+absl::StatusOr<CgroupPressure> ReadCgroupPressure(const std::filesystem::path& limit_file);
+
 }  // namespace warp

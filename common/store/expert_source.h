@@ -124,6 +124,14 @@ class ExpertSource {
   // read gets Cancelled. Returns at once; a source without a queue ignores it.
   virtual void CancelSpeculative(uint32_t through_layer) { (void)through_layer; }
 
+  // Resizes the record cache this process holds (a memory governor's shrink
+  // or regrowth); returns the capacity now in force, or nullopt for a source
+  // whose cache is not in this process (a daemon's).
+  virtual std::optional<uint64_t> ResizeCache(uint64_t bytes) {
+    (void)bytes;
+    return std::nullopt;
+  }
+
   // Counters as "expertd.store.NAME" -> value (cache_hits, cache_misses,
   // read_bytes_demand, ...); empty if the source keeps none.
   virtual std::map<std::string, uint64_t> Counters() const { return {}; }

@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Open(
   std::unique_ptr<RecordArena> arena;
   if (num_slots > 0) {
     WARP_ASSIGN_OR_RETURN(arena, RecordArena::Create(slot_bytes, static_cast<uint32_t>(num_slots),
-                                                     "warp-record-cache"));
+                                                     "warp-record-cache", options.shared_arena));
   }
   return std::unique_ptr<ExpertStore>(
       new ExpertStore(std::move(banks), std::move(arena), slot_bytes, options));
@@ -266,6 +266,25 @@ size_t ExpertStore::CancelLookahead(uint32_t through_layer) {
   return stats_.lookahead_cancelled - before;  // queue entries a demand took over don't count
 }
 
+uint64_t ExpertStore::SetCacheCapacity(uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  if (arena_ == nullptr) return 0;
+  const uint64_t capacity = std::min(bytes / slot_bytes_ * slot_bytes_, arena_->arena_bytes());
+  const bool shrinking = capacity < cache_.capacity_bytes();
+  for (const ExpertKey& old : cache_.SetCapacity(capacity)) {
+    arena_->Free(slots_.at(old));  // evicted keys are unpinned: no lease can see the slot
+    slots_.erase(old);
+  }
+  if (shrinking) {
+    // Every free slot's pages go back (a hole in an unwritten range costs nothing).
+    for (uint32_t slot = 0; slot < arena_->num_slots(); ++slot) {
+      if (!arena_->IsAllocated(slot) && !arena_->Release(slot).ok()) break;  // a shared arena
+    }
+    ++stats_.cache_shrinks;
+  }
+  return capacity;
+}
+
 bool ExpertStore::IsCached(const ExpertKey& key) const {
   absl::MutexLock lock(&mu_);
   return cache_.Contains(key) && !in_flight_.contains(key);
@@ -294,6 +313,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"cache_slot_bytes", slot_bytes_},
       {"cache_free_slots", arena_ ? arena_->free_slots() : 0},
       {"cache_evictions", cache.evictions},
+      {"cache_shrinks", stats_.cache_shrinks},
       {"cache_rejected_inserts", cache.rejected_inserts},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
       {"queue_depth", io_->queue_depth()},

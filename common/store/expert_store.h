@@ -48,6 +48,10 @@ class ExpertStore : public ExpertSource {
     uint32_t io_threads = 4;
     // The order demand reads evict records in (ExpertdConfig.cache_policy).
     EvictionPolicy cache_policy = EvictionPolicy::kLfru;
+    // The arena's fd goes to fast-path clients (expertd): sealed against new
+    // writable mappings, so a shrink cannot give its memory back. An embedded
+    // store's arena is private and can.
+    bool shared_arena = true;
     BankSet::Options banks;
   };
 
@@ -71,6 +75,13 @@ class ExpertStore : public ExpertSource {
   size_t CancelLookahead(uint32_t through_layer = UINT32_MAX);
   void CancelSpeculative(uint32_t through_layer) override { CancelLookahead(through_layer); }
 
+  // Sets the record cache's capacity (whole slots, at most the arena): a memory
+  // governor shrinking under pressure and growing back. Evicts what no longer
+  // fits (leased records stay until dropped) and, for a private arena, gives
+  // the free slots' memory back. Returns the capacity now in force.
+  uint64_t SetCacheCapacity(uint64_t bytes);
+  std::optional<uint64_t> ResizeCache(uint64_t bytes) override { return SetCacheCapacity(bytes); }
+
   // Every counter as "expertd.store.NAME" -> value.
   std::map<std::string, uint64_t> Counters() const override;
 
@@ -84,6 +95,8 @@ class ExpertStore : public ExpertSource {
   int arena_fd() const { return arena_ ? arena_->fd() : -1; }
   uint64_t arena_bytes() const { return arena_ ? arena_->arena_bytes() : 0; }
   uint64_t slot_bytes() const { return slot_bytes_; }
+  // Bytes of the arena backed by memory now (what the cgroup is charged).
+  uint64_t arena_resident_bytes() const { return arena_ ? arena_->ResidentBytes() : 0; }
 
   // Where `record` lies in the arena, if it is a cached record this store
   // handed out; nullopt for a heap record. While the record (its lease) is
@@ -132,6 +145,7 @@ class ExpertStore : public ExpertSource {
     uint64_t demand_served[kServedKinds] = {};  // demand requests by Served
     uint64_t read_bytes[3] = {0, 0, 0};         // by Priority
     uint64_t lookahead_cancelled = 0;
+    uint64_t cache_shrinks = 0;           // SetCacheCapacity calls that lowered it
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
     // Wall time with at least one disk read in flight: the I/O side of the
     // overlap efficiency max(I/O, compute) / token time.

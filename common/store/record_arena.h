@@ -37,11 +37,16 @@ namespace warp {
 
 class RecordArena {
  public:
-  // Creates a memfd of num_slots x slot_bytes, maps it and frees every slot.
+  // Creates num_slots x slot_bytes of memory and frees every slot. `shared`:
+  // a memfd whose fd goes to clients (the fast path), sealed against new
+  // writable mappings, which also forbids Release(). Otherwise (the embedded
+  // store's) private anonymous memory with transparent huge pages, no fd, and
+  // Release() gives slots' pages back.
   // REQUIRES: slot_bytes is a positive multiple of 4096; num_slots > 0.
   static absl::StatusOr<std::unique_ptr<RecordArena>> Create(uint64_t slot_bytes,
                                                              uint32_t num_slots,
-                                                             const std::string& name);
+                                                             const std::string& name,
+                                                             bool shared = true);
   ~RecordArena();
   RecordArena(const RecordArena&) = delete;
   RecordArena& operator=(const RecordArena&) = delete;
@@ -49,22 +54,30 @@ class RecordArena {
   // A free slot, or nullopt if every slot is allocated.
   std::optional<uint32_t> Allocate();
   void Free(uint32_t slot);  // REQUIRES: `slot` is allocated.
+  // Gives a free slot's pages back to the kernel (MADV_DONTNEED; the next
+  // write into it faults fresh zero pages in). A shared arena cannot:
+  // FailedPrecondition. REQUIRES: `slot` is free.
+  absl::Status Release(uint32_t slot);
+  // Bytes of the arena backed by memory now (mincore): what it is charged.
+  uint64_t ResidentBytes() const;
 
   std::span<std::byte> Slot(uint32_t slot) const;  // slot_bytes long
+  bool IsAllocated(uint32_t slot) const { return allocated_[slot]; }
   uint64_t SlotOffset(uint32_t slot) const { return uint64_t{slot} * slot_bytes_; }
 
   // The byte offset of `data` in the arena, if it lies entirely inside it.
   std::optional<uint64_t> OffsetOf(std::span<const std::byte> data) const;
 
-  int fd() const { return fd_.get(); }
+  int fd() const { return fd_.get(); }  // -1 for a private arena
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint32_t num_slots() const { return num_slots_; }
   uint64_t arena_bytes() const { return uint64_t{num_slots_} * slot_bytes_; }
   size_t free_slots() const { return free_.size(); }
 
  private:
-  RecordArena(ScopedFd fd, std::byte* base, uint64_t slot_bytes, uint32_t num_slots);
+  RecordArena(ScopedFd fd, std::byte* base, uint64_t slot_bytes, uint32_t num_slots, bool shared);
 
+  const bool shared_;
   ScopedFd fd_;
   std::byte* base_;  // MAP_SHARED, read-write, arena_bytes long
   const uint64_t slot_bytes_;

@@ -10,7 +10,9 @@ bool IsUse(Priority priority) { return priority != Priority::kLookahead; }
 }  // namespace
 
 RecordCache::RecordCache(const Options& options)
-    : options_(options), order_(MakeEvictionOrder(options.policy)) {}
+    : options_(options),
+      order_(MakeEvictionOrder(options.policy)),
+      capacity_bytes_(options.capacity_bytes) {}
 
 bool RecordCache::Contains(const ExpertKey& key) const { return entries_.contains(key); }
 
@@ -42,16 +44,18 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
 std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, uint64_t bytes,
                                                           Priority priority) {
   WARP_CHECK(!Contains(key));
-  const uint64_t capacity = options_.capacity_bytes;
-  const uint64_t free_bytes = capacity - used_bytes_;
+  const uint64_t capacity = capacity_bytes_;
+  // What must go for `bytes` to fit; more than `bytes` after a shrink left the
+  // cache over its capacity (its pinned records could not go then).
+  const uint64_t over = used_bytes_ + bytes > capacity ? used_bytes_ + bytes - capacity : 0;
   std::vector<ExpertKey> victims;
   if (bytes > capacity) {
     ++stats_.rejected_inserts;
     return std::nullopt;
   }
   if (!IsUse(priority)) {
-    if (bytes > free_bytes) {
-      std::optional<std::vector<ExpertKey>> cold = PickColdVictims(bytes - free_bytes);
+    if (over > 0) {
+      std::optional<std::vector<ExpertKey>> cold = PickColdVictims(over);
       if (!cold.has_value()) {
         ++stats_.rejected_inserts;
         return std::nullopt;
@@ -59,11 +63,11 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
       victims = *std::move(cold);
     }
   } else {
-    if (bytes > capacity - pinned_bytes_) {
+    if (pinned_bytes_ + bytes > capacity) {
       ++stats_.rejected_inserts;
       return std::nullopt;
     }
-    if (bytes > free_bytes) victims = PickVictims(bytes - free_bytes);
+    if (over > 0) victims = PickVictims(over);
   }
   for (const ExpertKey& victim : victims) Evict(victim);
 
@@ -80,6 +84,16 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
   order_->Insert(key, priority);
   used_bytes_ += bytes;
   ++stats_.inserts;
+  return victims;
+}
+
+std::vector<ExpertKey> RecordCache::SetCapacity(uint64_t bytes) {
+  capacity_bytes_ = bytes;
+  if (used_bytes_ <= bytes) return {};
+  // Pinned records stay; the order's first unpinned ones go until the rest fit.
+  const uint64_t need = std::min(used_bytes_ - bytes, used_bytes_ - pinned_bytes_);
+  std::vector<ExpertKey> victims = need > 0 ? PickVictims(need) : std::vector<ExpertKey>{};
+  for (const ExpertKey& victim : victims) Evict(victim);
   return victims;
 }
 

@@ -84,6 +84,12 @@ class RecordCache {
   std::optional<std::vector<ExpertKey>> Insert(const ExpertKey& key, uint64_t bytes,
                                                Priority priority);
 
+  // Changes the capacity (a memory governor's shrink or regrowth). Returns the
+  // keys evicted to fit under it, in eviction order (the caller frees their
+  // buffers); pinned records stay, so used_bytes() may exceed the capacity
+  // until they are unpinned and later inserts evict them.
+  std::vector<ExpertKey> SetCapacity(uint64_t bytes);
+
   // Pins nest: pinning twice needs two Unpins.
   void Pin(const ExpertKey& key);    // REQUIRES: `key` is resident.
   void Unpin(const ExpertKey& key);  // REQUIRES: `key` is pinned.
@@ -94,7 +100,7 @@ class RecordCache {
   void Erase(const ExpertKey& key);
 
   uint64_t used_bytes() const { return used_bytes_; }
-  uint64_t capacity_bytes() const { return options_.capacity_bytes; }
+  uint64_t capacity_bytes() const { return capacity_bytes_; }
   uint64_t pinned_bytes() const { return pinned_bytes_; }
   size_t size() const { return entries_.size(); }
   EvictionPolicy policy() const { return options_.policy; }
@@ -136,6 +142,7 @@ class RecordCache {
 
   const Options options_;
   const std::unique_ptr<EvictionOrder> order_;  // every resident key, pinned ones included
+  uint64_t capacity_bytes_;                     // options_.capacity_bytes until SetCapacity
   EntryMap entries_;
   std::set<ColdKey> by_last_demand_;  // unpinned entries only
   uint64_t access_clock_ = 0;         // every access

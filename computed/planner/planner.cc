@@ -29,6 +29,7 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
   for (const BankEntry& bank : manifest.banks) {
     plan.num_records += bank.num_experts;
     plan.working_set_bytes += uint64_t{model.experts_per_token} * bank.record_bytes;
+    plan.max_record_bytes = std::max(plan.max_record_bytes, bank.record_bytes);
     plan.bank_bytes += uint64_t{bank.num_experts} * bank.record_bytes;
   }
   plan.floor_bytes = plan.trunk_bytes + plan.kv_bytes + plan.working_set_bytes;
@@ -50,7 +51,7 @@ BudgetDecision Decide(const PlanFigures& plan, uint64_t budget, std::string rule
 
 absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
                                              std::optional<uint64_t> requested,
-                                             const MemoryLimits& limits) {
+                                             const MemoryLimits& limits, uint32_t reads_in_flight) {
   const std::string floor_parts = absl::StrCat(
       "trunk ", FormatBytes(plan.trunk_bytes), " + KV ", FormatBytes(plan.kv_bytes), " for ",
       plan.context_tokens, " tokens + one working set ", FormatBytes(plan.working_set_bytes));
@@ -63,6 +64,24 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
     return Decide(plan, *requested, "--budget");
   }
   const uint64_t available = limits.available_bytes();
+  const bool cgroup_binds =
+      limits.assumed.empty() && limits.cgroup_limit_bytes && available < limits.mem_available_bytes;
+  if (cgroup_binds) {
+    const uint64_t margin = kCgroupMarginBytes + uint64_t{reads_in_flight} * plan.max_record_bytes;
+    const uint64_t usable = available > margin ? available - margin : 0;
+    const std::string where = absl::StrCat(
+        FormatBytes(available), " of room under the cgroup limit in ", limits.cgroup_source,
+        " less ", FormatBytes(margin), " (margin + ", reads_in_flight, " read buffers)");
+    if (usable < plan.floor_bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not enough memory: this model needs at least ", FormatBytes(plan.floor_bytes), " (",
+          floor_parts, "), but ", where, " is ", FormatBytes(usable)));
+    }
+    const uint64_t budget = std::min(plan.resident_bytes, usable);
+    return Decide(
+        plan, budget,
+        absl::StrCat(budget == plan.resident_bytes ? "fully resident, within " : "", where));
+  }
   const uint64_t usable = available / 4 * 3;
   const std::string source = !limits.assumed.empty() ? limits.assumed
                              : limits.cgroup_limit_bytes

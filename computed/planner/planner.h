@@ -21,16 +21,25 @@ namespace warp::computed {
 // until usage.warp (--learn) measures the hot set.
 inline constexpr uint64_t kRecommendedWorkingSets = 4;
 
+// Inside a memory cgroup the default budget is the room under its limit less
+// this margin and the heap buffers of the reads in flight (a record the cache
+// cannot take is read into one): what WARP holds outside the budget, its
+// scratch, stacks, libraries and allocator slack, measured under 150 MiB on the
+// 13 GB K2-shaped benchmark; the margin keeps that and a governor's reaction
+// time clear of the limit.
+inline constexpr uint64_t kCgroupMarginBytes = uint64_t{256} << 20;
+
 struct PlanFigures {
   uint64_t trunk_bytes = 0;
   uint64_t context_tokens = 0;
   uint64_t kv_bytes_per_token = 0;  // the first token's: sliding layers cap what follow
   uint64_t fixed_state_bytes = 0;   // recurrent layers' state: the same at any context
-  uint64_t kv_bytes = 0;             // all of the state at context_tokens, fixed part included
+  uint64_t kv_bytes = 0;            // all of the state at context_tokens, fixed part included
   uint32_t experts_per_token = 0;
   uint32_t num_moe_layers = 0;
   uint64_t num_records = 0;        // routed experts over all MoE layers
   uint64_t working_set_bytes = 0;  // experts_per_token x record_bytes, summed over MoE layers
+  uint64_t max_record_bytes = 0;   // the largest record: one read's buffer
   uint64_t bank_bytes = 0;         // every record of every bank
   uint64_t floor_bytes = 0;        // trunk + kv + one working set
   uint64_t resident_bytes = 0;     // trunk + kv + bank_bytes: nothing streams
@@ -45,12 +54,17 @@ struct BudgetDecision {
   std::string rule;           // how it was chosen, for the log and `plan`
 };
 
-// The default budget: floor + N working sets for the largest N within 3/4 of
-// the memory available to this process (cgroup limits respected), capped at
-// fully resident. `requested` (--budget) overrides it. Below the floor:
-// FailedPrecondition saying how much memory is needed.
+// The default budget, capped at fully resident:
+// - where a cgroup limit binds (its room is less than MemAvailable), the room
+//   less kCgroupMarginBytes and `reads_in_flight` record buffers: O_DIRECT
+//   keeps the experts out of the page cache, so nothing else needs the rest;
+// - elsewhere, floor + N working sets for the largest N within 3/4 of
+//   MemAvailable: the page cache needs the rest (the seeds' paging cliff).
+// `requested` (--budget) overrides it. Below the floor: FailedPrecondition
+// saying how much memory is needed.
 absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
                                              std::optional<uint64_t> requested,
-                                             const MemoryLimits& limits);
+                                             const MemoryLimits& limits,
+                                             uint32_t reads_in_flight = 4);
 
 }  // namespace warp::computed

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/byte_size.h"
 #include "common/logging.h"
+#include "common/memory/memory_governor.h"
 #include "common/memory/memory_limits.h"
 #include "common/status.h"
 #include "computed/run/sources.h"
@@ -75,7 +76,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   const Manifest& manifest = s.container_->manifest();
   WARP_ASSIGN_OR_RETURN(PlanFigures plan, ComputePlan(manifest, options.max_positions));
   WARP_ASSIGN_OR_RETURN(MemoryLimits limits, ReadMemoryLimits());
-  WARP_ASSIGN_OR_RETURN(s.budget_, ResolveBudget(plan, options.budget_bytes, limits));
+  WARP_ASSIGN_OR_RETURN(s.budget_,
+                        ResolveBudget(plan, options.budget_bytes, limits, options.io_threads));
   auto& log = Logger("computed");
   log.info("budget {} ({}): trunk {}, KV {}, expert cache {}", FormatBytes(s.budget_.budget_bytes),
            s.budget_.rule, FormatBytes(plan.trunk_bytes), FormatBytes(plan.kv_bytes),
@@ -85,6 +87,19 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                                         .stores = options.stores,
                                                         .cache_bytes = s.budget_.cache_bytes,
                                                         .io_threads = options.io_threads}));
+  // Inside a memory cgroup, a governor shrinks the cache of this process
+  // before the kernel reclaims or kills, and grows it back to the budget.
+  if (limits.cgroup_limit_bytes && limits.assumed.empty() && plan.num_moe_layers > 0 &&
+      s.source_->ResizeCache(s.budget_.cache_bytes).has_value()) {
+    ExpertSource* source = s.source_.get();
+    s.governor_ = std::make_unique<MemoryGovernor>(
+        MemoryGovernor::Options{.limit_file = limits.cgroup_source,
+                                .margin_bytes = kCgroupMarginBytes,
+                                .max_capacity_bytes = s.budget_.cache_bytes,
+                                .min_capacity_bytes = plan.working_set_bytes / plan.num_moe_layers},
+        s.budget_.cache_bytes,
+        [source](uint64_t bytes) { return source->ResizeCache(bytes).value_or(0); });
+  }
   const std::vector<ExpertKey> warm = WarmSet(*s.container_, s.budget_.cache_bytes);
   if (!warm.empty()) {
     log.info("preloading {} learned hot experts", warm.size());

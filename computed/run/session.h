@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
 #include "common/format/usage_file.h"
+#include "common/memory/memory_governor.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
@@ -105,6 +106,7 @@ class Session {
   std::shared_ptr<const Container> container_;
   BudgetDecision budget_;
   std::unique_ptr<ExpertSource> source_;
+  std::unique_ptr<MemoryGovernor> governor_;  // resizes source_'s cache; null outside a cgroup
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Transformer> transformer_;
   std::ofstream trace_;

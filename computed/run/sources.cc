@@ -33,8 +33,10 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   WARP_ASSIGN_OR_RETURN(std::shared_ptr<const Container> shard, Container::Open(dir));
   WARP_RETURN_IF_ERROR(CheckFingerprint(fingerprint, shard->manifest().fingerprint, dir));
   std::vector<ExpertKey> held = HeldKeys(*shard);
+  // In-process: no client maps the cache, so a governor's shrink can free its memory.
   WARP_ASSIGN_OR_RETURN(auto store, ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
-                                                              .io_threads = options.io_threads}));
+                                                              .io_threads = options.io_threads,
+                                                              .shared_arena = false}));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
@@ -107,7 +109,8 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
   if (options.bank_dirs.empty() && options.stores.empty()) {
     WARP_ASSIGN_OR_RETURN(auto store,
                           ExpertStore::Open(std::move(model), {.cache_bytes = options.cache_bytes,
-                                                               .io_threads = options.io_threads}));
+                                                               .io_threads = options.io_threads,
+                                                               .shared_arena = false}));
     return store;
   }
   std::vector<FanoutExpertSource::Member> members;

@@ -91,10 +91,12 @@ class ExpertStoreTest : public ::testing::Test {
   }
 
   // REQUIRES: called once per test, through ASSERT_NO_FATAL_FAILURE.
-  void OpenStore(uint64_t cache_bytes, uint32_t io_threads, bool verify = true) {
+  void OpenStore(uint64_t cache_bytes, uint32_t io_threads, bool verify = true,
+                 bool shared_arena = true) {
     auto container = Container::Open(model_);
     WARP_ASSERT_OK(container);
-    ExpertStore::Options options{.cache_bytes = cache_bytes, .io_threads = io_threads};
+    ExpertStore::Options options{
+        .cache_bytes = cache_bytes, .io_threads = io_threads, .shared_arena = shared_arena};
     options.banks.verify = verify;
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
                                  std::string_view path) { return Pread(fd, out, offset, path); };
@@ -269,6 +271,48 @@ TEST_F(ExpertStoreTest, ADemandJoiningAStartedLookaheadReadIsALookaheadHit) {
   EXPECT_EQ(records[1]->served, Served::kDisk);
   EXPECT_EQ(Counter("demand_lookahead_hits"), 1u);
   EXPECT_EQ(Counter("demand_misses"), 1u);
+}
+
+// A governor's shrink: what no longer fits is evicted (a leased record stays
+// readable), a private arena gives the memory back, and the cache grows again.
+TEST_F(ExpertStoreTest, ShrinkingTheCacheEvictsAndGivesMemoryBack) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false));
+  const uint64_t slot = store_->slot_bytes();
+  for (uint32_t e = 0; e < kExperts; ++e) WARP_ASSERT_OK(ReadOne({1, e}));
+  EXPECT_GE(store_->arena_resident_bytes(), kExperts * record_bytes_);
+  absl::StatusOr<ExpertRecord> leased = ReadOne({1, 7});
+  WARP_ASSERT_OK(leased);
+  EXPECT_EQ(store_->SetCacheCapacity(2 * slot + slot / 2), 2 * slot);  // whole slots
+  EXPECT_EQ(Counter("cache_capacity_bytes"), 2 * slot);
+  EXPECT_EQ(Counter("cache_shrinks"), 1u);
+  EXPECT_LE(Counter("cache_used_bytes"), 2 * slot);
+  EXPECT_TRUE(store_->IsCached({1, 7}));  // leased: never evicted under its reader
+  EXPECT_EQ(AsString(leased->bytes()), BankBytes({1, 7}));
+  EXPECT_LE(store_->arena_resident_bytes(), 2 * slot);
+  // Reads go on within the smaller cache, and the bytes are still right.
+  for (uint32_t e = 0; e < kExperts; ++e) {
+    absl::StatusOr<ExpertRecord> record = ReadOne({2, e});
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes({2, e}));
+  }
+  EXPECT_LE(Counter("cache_used_bytes"), 2 * slot);
+  // Grown back past the arena: it takes what the arena holds.
+  EXPECT_EQ(store_->SetCacheCapacity(uint64_t{1} << 40), kExperts * slot);
+  for (uint32_t e = 0; e < kExperts; ++e) WARP_ASSERT_OK(ReadOne({1, e}));
+  EXPECT_EQ(Counter("cache_used_bytes"), kExperts * slot);
+}
+
+// A shared arena (expertd's, mapped by clients) is sealed: a shrink evicts but
+// cannot give pages back, and says nothing worse.
+TEST_F(ExpertStoreTest, ASharedArenaShrinksWithoutReleasing) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4));
+  EXPECT_GE(store_->arena_fd(), 0);
+  for (uint32_t e = 0; e < kExperts; ++e) WARP_ASSERT_OK(ReadOne({1, e}));
+  const uint64_t resident = store_->arena_resident_bytes();
+  EXPECT_EQ(store_->SetCacheCapacity(store_->slot_bytes()), store_->slot_bytes());
+  EXPECT_EQ(store_->arena_resident_bytes(), resident);
+  EXPECT_LE(Counter("cache_used_bytes"), store_->slot_bytes());
+  WARP_ASSERT_OK(ReadOne({1, 3}));
 }
 
 TEST_F(ExpertStoreTest, CacheNeverExceedsItsBudget) {

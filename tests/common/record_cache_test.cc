@@ -31,12 +31,38 @@ constexpr uint64_t kRecordBytes = 100;
 ExpertKey Key(uint32_t expert, uint32_t layer = 0) { return {.layer = layer, .expert = expert}; }
 
 RecordCache MakeCache(uint64_t num_records, uint64_t recent_window = 0) {
-  return RecordCache({.capacity_bytes = num_records * kRecordBytes, .recent_window = recent_window});
+  return RecordCache(
+      {.capacity_bytes = num_records * kRecordBytes, .recent_window = recent_window});
 }
 
 // Demand-inserts `key`, which must fit without eviction.
 void InsertFresh(RecordCache& cache, const ExpertKey& key, Priority kind = Priority::kDemand) {
   ASSERT_THAT(cache.Insert(key, kRecordBytes, kind), Optional(IsEmpty()));
+}
+
+// A governor's shrink evicts in the order's order until the rest fits; a pinned
+// record stays (the cache is over its capacity until it is unpinned and later
+// inserts evict it); growing back admits records again.
+TEST(RecordCacheTest, SetCapacityEvictsWhatNoLongerFitsButNotPins) {
+  RecordCache cache = MakeCache(4);
+  for (uint32_t e = 0; e < 4; ++e) InsertFresh(cache, Key(e));
+  ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // key 0 most used: evicted last
+  cache.Pin(Key(1));
+  EXPECT_THAT(cache.SetCapacity(2 * kRecordBytes), ElementsAre(Key(2), Key(3)));
+  EXPECT_EQ(cache.used_bytes(), 2 * kRecordBytes);
+  EXPECT_EQ(cache.capacity_bytes(), 2 * kRecordBytes);
+  // Below the pinned bytes: only the unpinned record goes.
+  EXPECT_THAT(cache.SetCapacity(0), ElementsAre(Key(0)));
+  EXPECT_EQ(cache.used_bytes(), kRecordBytes);
+  EXPECT_EQ(cache.Insert(Key(5), kRecordBytes, Priority::kDemand), std::nullopt);
+  cache.Unpin(Key(1));
+  ASSERT_TRUE(cache.SetCapacity(kRecordBytes).empty());  // fits exactly now
+  // A demand insert over a shrunk capacity evicts enough for both.
+  EXPECT_THAT(cache.Insert(Key(6), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(1))));
+  EXPECT_TRUE(cache.SetCapacity(4 * kRecordBytes).empty());
+  InsertFresh(cache, Key(7));
+  InsertFresh(cache, Key(8));
+  EXPECT_EQ(cache.used_bytes(), 3 * kRecordBytes);
 }
 
 TEST(RecordCacheTest, FrequentKeySurvivesScanOfColdKeys) {
@@ -61,8 +87,7 @@ TEST(RecordCacheTest, LeastRecentlyUsedIsEvictedAmongEqualFrequencies) {
   // All reach frequency 2; key 1 is now the least recently used.
   for (uint32_t expert : {1, 2, 0}) ASSERT_TRUE(cache.Touch(Key(expert), Priority::kDemand));
 
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(1))));
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(1))));
 }
 
 TEST(RecordCacheTest, LowerFrequencyIsEvictedBeforeOlderHigherFrequency) {
@@ -71,8 +96,7 @@ TEST(RecordCacheTest, LowerFrequencyIsEvictedBeforeOlderHigherFrequency) {
   InsertFresh(cache, Key(1));
   ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // key 0: frequency 2, older
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(1))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(1))));
 }
 
 TEST(RecordCacheTest, LookaheadTouchDoesNotRaiseFrequency) {
@@ -83,8 +107,7 @@ TEST(RecordCacheTest, LookaheadTouchDoesNotRaiseFrequency) {
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.Touch(Key(0), Priority::kLookahead));
 
   // Key 0 is the most recently touched but still has the lower frequency.
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(0))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
 }
 
 TEST(RecordCacheTest, CertainTouchCountsLikeDemand) {
@@ -93,8 +116,7 @@ TEST(RecordCacheTest, CertainTouchCountsLikeDemand) {
   InsertFresh(cache, Key(1));
   ASSERT_TRUE(cache.Touch(Key(0), Priority::kCertain));
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(1))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(1))));
 }
 
 // A certain read is issued for the demand that follows it: the insert and that
@@ -108,8 +130,7 @@ TEST(RecordCacheTest, CertainInsertAndTheDemandItServesAreOneUse) {
   InsertFresh(cache, Key(1), Priority::kCertain);
   ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));  // the demand it was read for: still 1
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(1))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(1))));
 }
 
 TEST(RecordCacheTest, DemandsAfterTheOneACertainReadServedCount) {
@@ -120,8 +141,7 @@ TEST(RecordCacheTest, DemandsAfterTheOneACertainReadServedCount) {
   ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
   ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));  // a second use: frequency 2, newer
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(0))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
 }
 
 TEST(RecordCacheTest, TouchOfMissingKeyReturnsFalse) {
@@ -210,8 +230,7 @@ TEST(RecordCacheTest, PinnedKeysAreNeverEvicted) {
   EXPECT_EQ(cache.pinned_bytes(), 2 * kRecordBytes);
 
   // Keys 0 and 1 have the lowest frequency, but only key 2 may go.
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(2))));
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(2))));
 
   cache.Pin(Key(3));
   EXPECT_EQ(cache.Insert(Key(4), kRecordBytes, Priority::kDemand), std::nullopt);
@@ -234,8 +253,7 @@ TEST(RecordCacheTest, PinCountsNest) {
   cache.Unpin(Key(0));
   EXPECT_FALSE(cache.IsPinned(Key(0)));
   EXPECT_EQ(cache.pinned_bytes(), 0u);
-  EXPECT_THAT(cache.Insert(Key(1), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(0))));
+  EXPECT_THAT(cache.Insert(Key(1), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
 }
 
 TEST(RecordCacheTest, LookaheadMayTakeFreeSpace) {
@@ -325,13 +343,11 @@ TEST(RecordCacheTest, SpeculativeEvictedUnusedIsCounted) {
   ASSERT_TRUE(cache.Touch(Key(0), Priority::kLookahead));  // a hint is not a use
 
   // Key 0 never served a demand: frequency 0, evicted first and counted as waste.
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(0))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
   EXPECT_EQ(cache.stats().speculative_evicted_unused, 1u);
 
   // Key 1 was used before it went.
-  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(1))));
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(1))));
   EXPECT_EQ(cache.stats().speculative_evicted_unused, 1u);
   EXPECT_EQ(cache.stats().evictions, 2u);
   EXPECT_EQ(cache.stats().speculative_inserts, 2u);
@@ -369,8 +385,7 @@ TEST(RecordCacheTest, FrequenciesAge) {
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
 
   // Without aging key 0 (1001 uses) would beat key 1 (201 uses).
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(0))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
   EXPECT_TRUE(cache.Contains(Key(1)));
 }
 
@@ -381,8 +396,7 @@ TEST(RecordCacheTest, RecentlyHotKeyStillBeatsAColdOneAfterAging) {
   for (int i = 0; i < 500; ++i) ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
   ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // most recent, but rarely used
 
-  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
-              Optional(ElementsAre(Key(0))));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
 }
 
 TEST(RecordCacheDeathTest, ContractViolationsAbort) {

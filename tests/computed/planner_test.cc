@@ -144,17 +144,60 @@ TEST(ResolveBudgetTest, DefaultBelowFloorIsRefused) {
                        HasSubstr("not enough memory: this model needs at least 1.10 GiB")));
 }
 
-TEST(ResolveBudgetTest, CgroupRoomWinsOverMachineMemory) {
+// Inside a cgroup whose room binds, the experts' O_DIRECT reads need no page
+// cache: the default takes the room less the margin and the read buffers, not
+// 3/4 of it in whole working sets.
+TEST(ResolveBudgetTest, InsideACgroupTheDefaultTakesTheRoomLessTheMargin) {
   MemoryLimits limits = Available(32 * kGiB);
   limits.cgroup_limit_bytes = 3 * kGiB;
   limits.cgroup_usage_bytes = 1 * kGiB;
   limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
+  PlanFigures plan = FakePlan();
+  plan.max_record_bytes = 24 * kMiB;
+  auto decision = ResolveBudget(plan, std::nullopt, limits, /*reads_in_flight=*/4);
+  WARP_ASSERT_OK(decision);
+  // Room 2 GiB - 256 MiB - 4 x 24 MiB = 1696 MiB (3/4 would have been 1536 MiB, in whole
+  // working sets 1525 MiB).
+  EXPECT_EQ(decision->budget_bytes, 2 * kGiB - kCgroupMarginBytes - 4 * 24 * kMiB);
+  EXPECT_EQ(decision->cache_bytes, decision->budget_bytes - plan.trunk_bytes - plan.kv_bytes);
+  EXPECT_THAT(decision->rule, HasSubstr("cgroup limit in /sys/fs/cgroup/app/memory.max"));
+  EXPECT_THAT(decision->rule, HasSubstr("4 read buffers"));
+  // More reads in flight, more buffers outside the cache.
+  auto eight = ResolveBudget(plan, std::nullopt, limits, 8);
+  WARP_ASSERT_OK(eight);
+  EXPECT_EQ(eight->budget_bytes, decision->budget_bytes - 4 * 24 * kMiB);
+  // A room above what the model needs leaves it fully resident.
+  limits.cgroup_limit_bytes = 20 * kGiB;
+  auto resident = ResolveBudget(plan, std::nullopt, limits);
+  WARP_ASSERT_OK(resident);
+  EXPECT_EQ(resident->budget_bytes, plan.resident_bytes);
+  EXPECT_THAT(resident->rule, HasSubstr("fully resident"));
+}
+
+// Where the machine's MemAvailable is tighter than the cgroup's room, the page
+// cache matters again: 3/4 of it, in whole working sets.
+TEST(ResolveBudgetTest, MachineMemoryTighterThanTheCgroupKeepsThreeQuarters) {
+  MemoryLimits limits = Available(2 * kGiB);
+  limits.cgroup_limit_bytes = 16 * kGiB;
+  limits.cgroup_usage_bytes = 0;
+  limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
   const PlanFigures plan = FakePlan();
   auto decision = ResolveBudget(plan, std::nullopt, limits);
   WARP_ASSERT_OK(decision);
-  // Room 2 GiB -> usable 1536 MiB -> 4 working sets, as above.
   EXPECT_EQ(decision->budget_bytes, plan.floor_bytes + 4 * plan.working_set_bytes);
-  EXPECT_THAT(decision->rule, HasSubstr("cgroup limit in /sys/fs/cgroup/app/memory.max"));
+  EXPECT_THAT(decision->rule, HasSubstr("within 3/4"));
+}
+
+TEST(ResolveBudgetTest, CgroupRoomBelowFloorAndMarginIsRefused) {
+  MemoryLimits limits = Available(32 * kGiB);
+  limits.cgroup_limit_bytes = 1280 * kMiB;
+  limits.cgroup_usage_bytes = 0;
+  limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
+  // 1280 - 256 = 1024 MiB < the 1125 MiB floor.
+  EXPECT_THAT(ResolveBudget(FakePlan(), std::nullopt, limits),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("room under the cgroup limit in /sys/fs/cgroup/app/memory.max "
+                                 "less 256.00 MiB")));
 }
 
 void WriteFile(const std::filesystem::path& path, const std::string& contents) {
@@ -174,8 +217,8 @@ TEST(ResolveBudgetTest, FakeCgroupV2TreeLimitsTheDefault) {
   const PlanFigures plan = FakePlan();
   auto decision = ResolveBudget(plan, std::nullopt, *limits);
   WARP_ASSERT_OK(decision);
-  // Room 1536 MiB -> usable 1152 MiB -> floor (1125 MiB) + 0 working sets.
-  EXPECT_EQ(decision->budget_bytes, plan.floor_bytes);
+  // Room 1536 MiB, less the 256 MiB margin (the plan's records are 0 B).
+  EXPECT_EQ(decision->budget_bytes, 1536 * kMiB - kCgroupMarginBytes);
   EXPECT_THAT(decision->rule, HasSubstr("warp.slice/memory.max"));
 }
 

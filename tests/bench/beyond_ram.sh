@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Beyond RAM: a synthetic model (k2-slice unless ARCH/PRESET says otherwise) at
 # least twice the memory budget, decoded inside a memory cgroup whose limit is
-# the "RAM" (4/3 of BUDGET, so the planner's default, 3/4 of the limit, is
-# BUDGET; O_DIRECT reads bypass the page cache, so the expert cache inside the
-# budget is the only RAM the experts get). Each run prints the cgroup's peak
+# the "RAM" (4/3 of BUDGET; runs pass --budget BUDGET, and one run shows the
+# planner's default there, the limit less its margin; O_DIRECT reads bypass the
+# page cache, so the expert cache inside the budget is the only RAM the experts
+# get). Each run prints the cgroup's peak
 # memory. A/B in the same run at equal budget: prefetch + lookahead, lookahead
 # off, the synchronous path, and a lookahead as wide as the router's top-k
 # (when that is not the default 6); then an architecture's own A/B, if it has

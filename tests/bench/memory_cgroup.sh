@@ -39,8 +39,9 @@ cgroup_peak() {
   if [[ $cgroup_version == 1 ]]; then echo 0 > "$file"; fi
 }
 
-# A cgroup whose limit is the "RAM" of a run with BUDGET (4/3 of it, so the
-# planner's default, 3/4 of the limit, is BUDGET); sets budget_bytes.
+# A cgroup whose limit is the "RAM" of a run with BUDGET (4/3 of it: what the
+# old 3/4 rule gave BUDGET; the planner's default is now the limit less its
+# margin and read buffers, so runs pass --budget BUDGET); sets budget_bytes.
 cgroup_for_budget() {
   budget_bytes=$(numfmt --from=iec "$1")
   cgroup_create $(( budget_bytes / 3 * 4 ))

@@ -1,6 +1,6 @@
 // expertd serve --model MODEL.warp [--shard I/N] --listen unix:PATH --listen tcp:HOST:PORT
 //   [--listen fastpath:PATH]
-//   [--budget SIZE] [--io-threads N] [--no-verify] [--cache-policy lfru|lru]
+//   [--budget SIZE] [--io-threads N] [--no-verify] [--cache-policy lfru|lru|arc]
 //   [--config FILE.textproto]
 
 #include "expertd/serve_command.h"
@@ -86,7 +86,7 @@ std::function<int()> AddServeCommand(CLI::App& app) {
                 "Skip the CRC32C of records read (footers are still checked)");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
   cmd->add_option("--cache-policy", flags->cache_policy,
-                  "Eviction order of the record cache: lfru (default) or lru");
+                  "Eviction order of the record cache: lfru (default), lru or arc");
   cmd->add_option("--shard", flags->shard,
                   "I/N: serve only experts e with e % N == I of an unsharded model");
   return [cmd, flags]() {

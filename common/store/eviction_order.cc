@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/store/arc_order.h"
 #include "common/store/lfru_order.h"
 #include "common/store/lru_order.h"
 
@@ -14,6 +15,8 @@ std::unique_ptr<EvictionOrder> MakeEvictionOrder(EvictionPolicy policy) {
       return std::make_unique<LfruOrder>();
     case EvictionPolicy::kLru:
       return std::make_unique<LruOrder>();
+    case EvictionPolicy::kArc:
+      return std::make_unique<ArcOrder>();
   }
   return std::make_unique<LfruOrder>();
 }
@@ -21,8 +24,9 @@ std::unique_ptr<EvictionOrder> MakeEvictionOrder(EvictionPolicy policy) {
 absl::StatusOr<EvictionPolicy> ParseEvictionPolicy(std::string_view name) {
   if (name.empty() || name == "lfru") return EvictionPolicy::kLfru;
   if (name == "lru") return EvictionPolicy::kLru;
+  if (name == "arc") return EvictionPolicy::kArc;
   return absl::InvalidArgumentError(
-      absl::StrCat("cache policy '", std::string(name), "': expected lfru or lru"));
+      absl::StrCat("cache policy '", std::string(name), "': expected lfru, lru or arc"));
 }
 
 const char* EvictionPolicyName(EvictionPolicy policy) {
@@ -31,6 +35,8 @@ const char* EvictionPolicyName(EvictionPolicy policy) {
       return "lfru";
     case EvictionPolicy::kLru:
       return "lru";
+    case EvictionPolicy::kArc:
+      return "arc";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
+#include "common/store/eviction_order.h"
 #include "computed/run/sources.h"
 
 namespace warp::computed {
@@ -23,6 +24,8 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--io-threads", flags.io_threads,
                   "Reader threads of the embedded store: reads in flight")
       ->capture_default_str();
+  cmd->add_option("--cache-policy", flags.cache_policy,
+                  "Eviction order of the embedded expert cache: lfru (default), lru or arc");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,
                   "Prompt tokens per prefill chunk (default: the whole prompt)");
   cmd->add_flag("--no-prefetch", flags.no_prefetch,
@@ -57,6 +60,9 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
                          .max_positions = max_positions,
                          .trace_path = flags.trace,
                          .learn = flags.learn};
+  absl::StatusOr<EvictionPolicy> policy = ParseEvictionPolicy(flags.cache_policy);
+  if (!policy.ok()) return policy.status();
+  options.cache_policy = *policy;
   if (options.bank_dirs.empty()) {
     if (const char* env = std::getenv("WARP_BANK_SHARDS")) options.bank_dirs = SplitList(env);
   }

@@ -22,6 +22,7 @@
 #include "common/format/container.h"
 #include "common/format/usage_file.h"
 #include "common/memory/memory_governor.h"
+#include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
@@ -36,15 +37,16 @@ struct SessionOptions {
   std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
   uint32_t threads = 0;                  // 0: every core
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
-  std::vector<int> cpus;                 // --cpus: pin compute threads
-  uint32_t prefill_chunk = 0;            // 0: the whole prompt at once
-  bool prefetch = true;                  // --no-prefetch: false
-  bool certain = true;                   // --no-certain: false
-  uint32_t lookahead = 6;                // --lookahead / WARP_LOOKAHEAD
-  uint32_t experts_per_token = 0;        // 0: the model's
-  uint32_t max_positions = 4096;         // context
-  std::string trace_path;                // --trace: routing trace
-  bool learn = false;                    // --learn: merge usage into usage.warp
+  EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // --cache-policy, embedded stores
+  std::vector<int> cpus;                                // --cpus: pin compute threads
+  uint32_t prefill_chunk = 0;                           // 0: the whole prompt at once
+  bool prefetch = true;                                 // --no-prefetch: false
+  bool certain = true;                                  // --no-certain: false
+  uint32_t lookahead = 6;                               // --lookahead / WARP_LOOKAHEAD
+  uint32_t experts_per_token = 0;                       // 0: the model's
+  uint32_t max_positions = 4096;                        // context
+  std::string trace_path;                               // --trace: routing trace
+  bool learn = false;                                   // --learn: merge usage into usage.warp
 };
 
 class Session {

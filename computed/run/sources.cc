@@ -36,6 +36,7 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   // In-process: no client maps the cache, so a governor's shrink can free its memory.
   WARP_ASSIGN_OR_RETURN(auto store, ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
                                                               .io_threads = options.io_threads,
+                                                              .cache_policy = options.cache_policy,
                                                               .shared_arena = false}));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
@@ -110,6 +111,7 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
     WARP_ASSIGN_OR_RETURN(auto store,
                           ExpertStore::Open(std::move(model), {.cache_bytes = options.cache_bytes,
                                                                .io_threads = options.io_threads,
+                                                               .cache_policy = options.cache_policy,
                                                                .shared_arena = false}));
     return store;
   }

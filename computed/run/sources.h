@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
+#include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 
 namespace warp::computed {
@@ -25,6 +26,7 @@ struct SourceOptions {
   uint64_t cache_bytes = 0;            // the budget's cache share: the bank dirs' embedded
                                        // caches split it; local daemons must fit in the rest
   uint32_t io_threads = 4;             // per embedded store
+  EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // of the embedded stores' caches
 };
 
 // Splits "a,b,c" (empty pieces dropped).

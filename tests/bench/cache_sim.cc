@@ -170,6 +170,8 @@ const char* PolicyName(Policy policy) {
       return "LRU";
     case Policy::kLfru:
       return "LFRU";
+    case Policy::kArc:
+      return "ARC";
     case Policy::kMin:
       return "MIN";
   }
@@ -212,6 +214,8 @@ uint64_t CountHits(Policy policy, const std::vector<TraceAccess>& accesses,
       return OrderHits(EvictionPolicy::kLru, accesses, capacity_records);
     case Policy::kLfru:
       return OrderHits(EvictionPolicy::kLfru, accesses, capacity_records);
+    case Policy::kArc:
+      return OrderHits(EvictionPolicy::kArc, accesses, capacity_records);
     case Policy::kMin:
       return MinHits(accesses, capacity_records);
   }

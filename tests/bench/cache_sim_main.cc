@@ -1,5 +1,5 @@
 // Cache policies on recorded routing traces: the hit rate of LRU, LFRU (the
-// runtime's policy) and Belady's offline MIN at several budgets, in records.
+// runtime's default), ARC and Belady's offline MIN at several budgets, in records.
 //
 //   cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]
 //   cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | --fractions ...]
@@ -53,18 +53,20 @@ void PrintTable(const std::vector<TraceAccess>& accesses, const std::vector<uint
   const uint64_t distinct = warp::bench::DistinctRecords(accesses);
   std::printf("%zu accesses, %llu distinct records\n", accesses.size(),
               static_cast<unsigned long long>(distinct));
-  std::printf("%8s %9s %8s %8s %8s %9s\n", "budget", "fraction", "LRU", "LFRU", "MIN", "LFRU/MIN");
+  std::printf("%8s %9s %8s %8s %8s %8s %9s\n", "budget", "fraction", "LRU", "LFRU", "ARC", "MIN",
+              "ARC/MIN");
   for (uint64_t budget : budgets) {
     const double lru = warp::bench::HitRate(Policy::kLru, accesses, budget);
     const double lfru = warp::bench::HitRate(Policy::kLfru, accesses, budget);
+    const double arc = warp::bench::HitRate(Policy::kArc, accesses, budget);
     const double min = warp::bench::HitRate(Policy::kMin, accesses, budget);
     const double fraction =
         distinct == 0 ? 0 : static_cast<double>(budget) / static_cast<double>(distinct);
     char ratio[32] = "-";
-    if (min > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", lfru / min);
-    std::printf("%8llu %9.3f %7.2f%% %7.2f%% %7.2f%% %9s\n",
-                static_cast<unsigned long long>(budget), fraction, 100 * lru, 100 * lfru, 100 * min,
-                ratio);
+    if (min > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", arc / min);
+    std::printf("%8llu %9.3f %7.2f%% %7.2f%% %7.2f%% %7.2f%% %9s\n",
+                static_cast<unsigned long long>(budget), fraction, 100 * lru, 100 * lfru, 100 * arc,
+                100 * min, ratio);
   }
 }
 

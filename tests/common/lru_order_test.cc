@@ -12,8 +12,8 @@ namespace warp {
 namespace {
 
 using ::testing::ElementsAre;
-using ::warp::testing::CandidateExperts;
 using ::testing::HasSubstr;
+using ::warp::testing::CandidateExperts;
 using ::warp::testing::StatusIs;
 
 ExpertKey Key(uint32_t expert) { return {.layer = 0, .expert = expert}; }
@@ -39,14 +39,15 @@ TEST(LruOrderTest, EraseForgetsAKey) {
 }
 
 TEST(EvictionPolicyTest, NamesParseBackAndUnknownNamesAreRefused) {
-  for (EvictionPolicy policy : {EvictionPolicy::kLfru, EvictionPolicy::kLru}) {
+  for (EvictionPolicy policy :
+       {EvictionPolicy::kLfru, EvictionPolicy::kLru, EvictionPolicy::kArc}) {
     absl::StatusOr<EvictionPolicy> parsed = ParseEvictionPolicy(EvictionPolicyName(policy));
     WARP_ASSERT_OK(parsed);
     EXPECT_EQ(*parsed, policy);
   }
   EXPECT_EQ(*ParseEvictionPolicy(""), EvictionPolicy::kLfru);
-  EXPECT_THAT(ParseEvictionPolicy("arc"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected lfru or lru")));
+  EXPECT_THAT(ParseEvictionPolicy("fifo"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected lfru, lru or arc")));
 }
 
 }  // namespace

@@ -192,7 +192,8 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
     const std::string budget =
         " --budget " + std::to_string(plan->floor_bytes + extra_records * record_bytes);
     for (const char* mode : {"--no-prefetch --lookahead 0 --prefill-chunk 1", "--prefill-chunk 1",
-                             "--lookahead 16 --prefill-chunk 3", "--threads 2", ""}) {
+                             "--lookahead 16 --prefill-chunk 3", "--threads 2", "",
+                             "--cache-policy arc --prefill-chunk 1", "--cache-policy lru"}) {
       const std::string flags = mode + budget;
       ExpectIdentical(flags);
       // The same run through `computed run`: more misses than records, and more bytes

@@ -290,6 +290,12 @@ TEST_F(RunCliTest, BudgetBelowTheFloorIsRefusedWithTheFigure) {
   EXPECT_THAT(result.output, HasSubstr("is below the floor: this model needs at least"));
 }
 
+TEST_F(RunCliTest, UnknownCachePolicyIsRefusedNamingTheChoices) {
+  auto result = RunBinary("computed", "run " + Model() + " 5,6 --cache-policy fifo");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru or arc"));
+}
+
 TEST_F(RunCliTest, BadCpusAndAnUnwritableTraceAreRefused) {
   auto cpus = RunBinary("computed", "run " + Model() + " 5,6 --cpus 0,x");
   EXPECT_EQ(cpus.exit_code, 1);

@@ -57,9 +57,10 @@ void MemoryGovernor::Step() {
   const uint64_t want = NextCapacity(options_, *reading, now);
   if (want == now) return;
   const uint64_t got = resize_(want);
-  capacity_.store(got);
+  if (got < now) ++shrinks_;
+  if (got > now) ++grows_;
+  capacity_.store(got);  // after the counts: whoever sees the capacity sees them
   if (got < now) {
-    ++shrinks_;
     const std::string what = absl::StrCat(
         "memory pressure under ", options_.limit_file.string(), " (",
         FormatBytes(reading->working_bytes()), " of ", FormatBytes(reading->limit_bytes),
@@ -71,7 +72,6 @@ void MemoryGovernor::Step() {
       log.debug("{}", what);
     }
   } else if (got > now) {
-    ++grows_;
     log.debug("memory pressure gone: expert cache {} -> {}", FormatBytes(now), FormatBytes(got));
   }
 }

@@ -276,7 +276,7 @@ uint64_t ExpertStore::SetCacheCapacity(uint64_t bytes) {
     slots_.erase(old);
   }
   if (shrinking) {
-    // Every free slot's pages go back (a hole in an unwritten range costs nothing).
+    // Every free slot's pages go back (the arena skips slots that hold none).
     for (uint32_t slot = 0; slot < arena_->num_slots(); ++slot) {
       if (!arena_->IsAllocated(slot) && !arena_->Release(slot).ok()) break;  // a shared arena
     }

@@ -71,7 +71,8 @@ RecordArena::RecordArena(ScopedFd fd, std::byte* base, uint64_t slot_bytes, uint
       base_(base),
       slot_bytes_(slot_bytes),
       num_slots_(num_slots),
-      allocated_(num_slots, false) {
+      allocated_(num_slots, false),
+      released_(num_slots, true) {
   free_.reserve(num_slots);
   for (uint32_t slot = num_slots; slot > 0; --slot) free_.push_back(slot - 1);  // 0 first
 }
@@ -83,6 +84,7 @@ std::optional<uint32_t> RecordArena::Allocate() {
   const uint32_t slot = free_.back();
   free_.pop_back();
   allocated_[slot] = true;
+  released_[slot] = false;  // about to be written
   return slot;
 }
 
@@ -111,9 +113,11 @@ absl::Status RecordArena::Release(uint32_t slot) {
   if (shared_) {
     return absl::FailedPreconditionError("a shared record arena cannot release slots");
   }
+  if (released_[slot]) return absl::OkStatus();
   if (::madvise(base_ + SlotOffset(slot), slot_bytes_, MADV_DONTNEED) != 0) {
     return ErrnoToStatus(errno, absl::StrCat("releasing slot ", slot, " of the record arena"));
   }
+  released_[slot] = true;
   return absl::OkStatus();
 }
 

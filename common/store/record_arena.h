@@ -84,6 +84,7 @@ class RecordArena {
   const uint32_t num_slots_;
   std::vector<uint32_t> free_;   // LIFO: a recently freed slot is warm in the TLB
   std::vector<bool> allocated_;  // by slot, to catch double frees
+  std::vector<bool> released_;   // by slot: holds no pages (never written, or Released since)
 };
 
 }  // namespace warp

@@ -175,27 +175,27 @@ std::array<Session::PhaseFigures, 2> Session::Phases() const {
 }
 
 absl::StatusOr<std::vector<float>> Session::Prefill(std::span<const int32_t> tokens) {
+  return PrefillChunks(tokens, /*last_only=*/false);
+}
+
+absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t> tokens) {
+  return PrefillChunks(tokens, /*last_only=*/true);
+}
+
+absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_t> tokens,
+                                                          bool last_only) {
   return InPhase(kPrefill, [&]() -> absl::StatusOr<std::vector<float>> {
     std::vector<float> logits;
     const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
     for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
       const size_t n = std::min(chunk, tokens.size() - begin);
       WARP_ASSIGN_OR_RETURN(std::vector<float> part,
-                            transformer_->Forward(tokens.subspan(begin, n)));
-      logits.insert(logits.end(), part.begin(), part.end());
-    }
-    return logits;
-  });
-}
-
-absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t> tokens) {
-  return InPhase(kPrefill, [&]() -> absl::StatusOr<std::vector<float>> {
-    std::vector<float> logits;
-    const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
-    for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-      const size_t n = std::min(chunk, tokens.size() - begin);
-      WARP_ASSIGN_OR_RETURN(logits,
-                            transformer_->Forward(tokens.subspan(begin, n), /*last_only=*/true));
+                            transformer_->Forward(tokens.subspan(begin, n), last_only));
+      if (last_only) {
+        logits = std::move(part);
+      } else {
+        logits.insert(logits.end(), part.begin(), part.end());
+      }
     }
     return logits;
   });

@@ -98,6 +98,9 @@ class Session {
     double seconds = 0;                               // wall time inside the engine
     std::map<std::string, uint64_t> source_counters;  // this phase's share of the source's
   };
+  // Prefill and PrefillLast: the prompt in chunks of prefill_chunk, as one
+  // prefill call; every position's logits, or the last one's.
+  absl::StatusOr<std::vector<float>> PrefillChunks(std::span<const int32_t> tokens, bool last_only);
   // Runs `forward` (one engine call) as part of `phase`, adding to its figures.
   absl::StatusOr<std::vector<float>> InPhase(
       Phase phase, const std::function<absl::StatusOr<std::vector<float>>()>& forward);

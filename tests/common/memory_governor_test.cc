@@ -124,40 +124,54 @@ TEST(CgroupPressureTest, MalformedFilesAreNamed) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("memory.pressure")));
 }
 
-// The thread: fake pressure files drive a fake cache down and back up.
+// The thread: fake pressure files drive a fake cache down and back up. The
+// fake cgroup's usage is another user's bytes plus the cache's, rewritten (by
+// rename, so a reading never sees half a file) whenever either changes, as a
+// real cgroup's would be.
 TEST(MemoryGovernorTest, ShrinksUnderPressureAndGrowsBackWhenItIsGone) {
   warp::testing::TempDir root;
   const fs::path dir = root / "cg";
   WriteFile(dir / "memory.max", absl::StrCat(4 * kGiB, "\n"));
-  WriteFile(dir / "memory.current", absl::StrCat(3 * kGiB, "\n"));
+  absl::Mutex mu;
+  std::atomic<uint64_t> other{700 * kMiB};
   std::atomic<uint64_t> cache{3 * kGiB};
+  auto write_usage = [&] {
+    absl::MutexLock lock(&mu);
+    WriteFile(dir / "memory.current.tmp", absl::StrCat(other.load() + cache.load(), "\n"));
+    fs::rename(dir / "memory.current.tmp", dir / "memory.current");
+  };
+  write_usage();  // 324 MiB of headroom: between the thresholds
   MemoryGovernor::Options options = Policy();
   options.limit_file = dir / "memory.max";
   options.interval = absl::Milliseconds(2);
   MemoryGovernor governor(options, cache.load(), [&](uint64_t bytes) {
     cache.store(bytes);
+    write_usage();
     return bytes;
   });
   auto wait_for = [&](auto done) {
-    for (int i = 0; i < 2000 && !done(); ++i) absl::SleepFor(absl::Milliseconds(1));
+    for (int i = 0; i < 5000 && !done(); ++i) absl::SleepFor(absl::Milliseconds(1));
     return done();
   };
   absl::SleepFor(absl::Milliseconds(20));
-  EXPECT_EQ(cache.load(), 3 * kGiB);  // 1 GiB of headroom: between the thresholds
+  EXPECT_EQ(cache.load(), 3 * kGiB);
   EXPECT_EQ(governor.shrinks(), 0u);
-  // Something else in the cgroup takes memory: 64 MiB left.
-  WriteFile(dir / "memory.current", absl::StrCat(4 * kGiB - 64 * kMiB, "\n"));
+  // Another user takes 300 MiB: 24 MiB of headroom. One shrink frees the margin
+  // (232 MiB), and then the headroom is the margin: no second one.
+  other = 1000 * kMiB;
+  write_usage();
   ASSERT_TRUE(wait_for([&] { return governor.shrinks() > 0; }));
-  EXPECT_EQ(cache.load(), 3 * kGiB - 192 * kMiB);
-  // A shrink frees memory; the files say so, and the cache stays put.
-  WriteFile(dir / "memory.current", absl::StrCat(4 * kGiB - 256 * kMiB, "\n"));
   absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(cache.load(), 3 * kGiB - 232 * kMiB);
   EXPECT_EQ(governor.shrinks(), 1u);
-  // The other user is gone: the cache grows back to its budget.
-  WriteFile(dir / "memory.current", absl::StrCat(kGiB, "\n"));
-  ASSERT_TRUE(wait_for([&] { return cache.load() == 3 * kGiB; }));
+  EXPECT_EQ(governor.grows(), 0u);
+  // The other user is gone: the cache grows back to its budget, no further.
+  other = 100 * kMiB;
+  write_usage();
+  ASSERT_TRUE(wait_for([&] { return governor.capacity() == 3 * kGiB; }));
+  EXPECT_EQ(cache.load(), 3 * kGiB);
   EXPECT_GT(governor.grows(), 0u);
-  EXPECT_EQ(governor.capacity(), 3 * kGiB);
+  EXPECT_EQ(governor.shrinks(), 1u);
 }
 
 }  // namespace

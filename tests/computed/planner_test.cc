@@ -103,6 +103,15 @@ MemoryLimits Available(uint64_t bytes) {
   return MemoryLimits{.mem_total_bytes = 64 * kGiB, .mem_available_bytes = bytes};
 }
 
+// A machine with `available` bytes free, inside /sys/fs/cgroup/app with `limit` and `usage`.
+MemoryLimits InCgroup(uint64_t available, uint64_t limit, uint64_t usage) {
+  MemoryLimits limits = Available(available);
+  limits.cgroup_limit_bytes = limit;
+  limits.cgroup_usage_bytes = usage;
+  limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
+  return limits;
+}
+
 TEST(ResolveBudgetTest, RequestedBelowFloorIsRefusedWithTheFigureNeeded) {
   auto decision = ResolveBudget(FakePlan(), 1 * kGiB, Available(32 * kGiB));
   EXPECT_THAT(decision, StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -148,10 +157,7 @@ TEST(ResolveBudgetTest, DefaultBelowFloorIsRefused) {
 // cache: the default takes the room less the margin and the read buffers, not
 // 3/4 of it in whole working sets.
 TEST(ResolveBudgetTest, InsideACgroupTheDefaultTakesTheRoomLessTheMargin) {
-  MemoryLimits limits = Available(32 * kGiB);
-  limits.cgroup_limit_bytes = 3 * kGiB;
-  limits.cgroup_usage_bytes = 1 * kGiB;
-  limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
+  MemoryLimits limits = InCgroup(32 * kGiB, 3 * kGiB, 1 * kGiB);
   PlanFigures plan = FakePlan();
   plan.max_record_bytes = 24 * kMiB;
   auto decision = ResolveBudget(plan, std::nullopt, limits, /*reads_in_flight=*/4);
@@ -177,24 +183,16 @@ TEST(ResolveBudgetTest, InsideACgroupTheDefaultTakesTheRoomLessTheMargin) {
 // Where the machine's MemAvailable is tighter than the cgroup's room, the page
 // cache matters again: 3/4 of it, in whole working sets.
 TEST(ResolveBudgetTest, MachineMemoryTighterThanTheCgroupKeepsThreeQuarters) {
-  MemoryLimits limits = Available(2 * kGiB);
-  limits.cgroup_limit_bytes = 16 * kGiB;
-  limits.cgroup_usage_bytes = 0;
-  limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
   const PlanFigures plan = FakePlan();
-  auto decision = ResolveBudget(plan, std::nullopt, limits);
+  auto decision = ResolveBudget(plan, std::nullopt, InCgroup(2 * kGiB, 16 * kGiB, 0));
   WARP_ASSERT_OK(decision);
   EXPECT_EQ(decision->budget_bytes, plan.floor_bytes + 4 * plan.working_set_bytes);
   EXPECT_THAT(decision->rule, HasSubstr("within 3/4"));
 }
 
 TEST(ResolveBudgetTest, CgroupRoomBelowFloorAndMarginIsRefused) {
-  MemoryLimits limits = Available(32 * kGiB);
-  limits.cgroup_limit_bytes = 1280 * kMiB;
-  limits.cgroup_usage_bytes = 0;
-  limits.cgroup_source = "/sys/fs/cgroup/app/memory.max";
   // 1280 - 256 = 1024 MiB < the 1125 MiB floor.
-  EXPECT_THAT(ResolveBudget(FakePlan(), std::nullopt, limits),
+  EXPECT_THAT(ResolveBudget(FakePlan(), std::nullopt, InCgroup(32 * kGiB, 1280 * kMiB, 0)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("room under the cgroup limit in /sys/fs/cgroup/app/memory.max "
                                  "less 256.00 MiB")));

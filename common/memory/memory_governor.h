@@ -18,7 +18,6 @@
 #include <functional>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/memory/memory_limits.h"

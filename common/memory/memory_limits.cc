@@ -288,13 +288,15 @@ absl::StatusOr<CgroupPressure> ReadCgroupPressure(const fs::path& limit_file) {
   const fs::path pressure_file = dir / "memory.pressure";
   absl::StatusOr<std::string> pressure = ReadSmallFile(pressure_file);
   if (pressure.ok()) {
+    int line_no = 0;
     for (const absl::string_view line : absl::StrSplit(*pressure, '\n')) {
+      ++line_no;
       if (!absl::StartsWith(line, "some ")) continue;
       const size_t at = line.find("avg10=");
       double value = 0;
       if (at == absl::string_view::npos ||
           !absl::SimpleAtod(line.substr(at + 6, line.find(' ', at) - at - 6), &value)) {
-        return MalformedLine(pressure_file, 1, "expected \"some avg10=<percent>\"", line);
+        return MalformedLine(pressure_file, line_no, "expected \"some avg10=<percent>\"", line);
       }
       reading.psi_some_avg10 = value;
     }

@@ -1,6 +1,7 @@
 #include "computed/convert/gguf_tokenizer.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <tuple>
 #include <vector>
 
@@ -150,20 +151,31 @@ Json AddedTokens(const Vocabulary& v) {
   return added;
 }
 
-// tokenizer_config.json: BOS and EOS by their token strings, for templates, and
-// add_bos_token (llama.cpp's default per model when the key is absent).
+// A special token: the tokenizer.ggml key of its id and the
+// tokenizer_config.json key of its string.
+struct SpecialRole {
+  const char* ggml_key;
+  const char* config_key;
+};
+constexpr SpecialRole kBos = {"tokenizer.ggml.bos_token_id", "bos_token"};
+constexpr SpecialRole kEos = {"tokenizer.ggml.eos_token_id", "eos_token"};
+constexpr SpecialRole kUnk = {"tokenizer.ggml.unknown_token_id", "unk_token"};
+
+// tokenizer_config.json: the `roles`' tokens by their strings, for templates,
+// and add_bos_token (llama.cpp's default per model when the key is absent).
 absl::StatusOr<Json> SpecialTokensConfig(const GgufFile& file, const Vocabulary& v,
+                                         std::initializer_list<SpecialRole> roles,
                                          bool add_bos_default) {
   Json config = Json::object();
-  for (const char* role : {"bos", "eos", "unknown"}) {
-    const std::string key = absl::StrCat("tokenizer.ggml.", role, "_token_id");
-    if (!file.metadata().contains(key)) continue;
-    WARP_ASSIGN_OR_RETURN(uint64_t id, file.Uint(key));
+  for (const SpecialRole& role : roles) {
+    if (!file.metadata().contains(role.ggml_key)) continue;
+    WARP_ASSIGN_OR_RETURN(uint64_t id, file.Uint(role.ggml_key));
     if (id >= v.tokens.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": ", key, " ", id,
-                                                     " is not below ", v.tokens.size(), " tokens"));
+      return absl::InvalidArgumentError(absl::StrCat(file.path().string(), ": ", role.ggml_key, " ",
+                                                     id, " is not below ", v.tokens.size(),
+                                                     " tokens"));
     }
-    config[absl::StrCat(role == std::string("unknown") ? "unk" : role, "_token")] = v.tokens[id];
+    config[role.config_key] = v.tokens[id];
   }
   WARP_ASSIGN_OR_RETURN(bool add_bos,
                         BoolOr(file, "tokenizer.ggml.add_bos_token", add_bos_default));
@@ -229,8 +241,9 @@ absl::StatusOr<GgufTokenizerFiles> ByteLevelBpe(const GgufFile& file) {
   }
   Json pre_tokenizers = Json::parse(pre->splits);
   pre_tokenizers.push_back(ByteLevel(pre->byte_level_trim));
-  WARP_ASSIGN_OR_RETURN(Json config, SpecialTokensConfig(file, v, /*add_bos_default=*/false));
-  config.erase("unk_token");  // byte-level BPE has none
+  // Byte-level BPE has no unknown token.
+  WARP_ASSIGN_OR_RETURN(Json config,
+                        SpecialTokensConfig(file, v, {kBos, kEos}, /*add_bos_default=*/false));
   const Json tokenizer = {
       {"version", "1.0"},
       {"truncation", nullptr},
@@ -293,7 +306,9 @@ absl::StatusOr<GgufTokenizerFiles> SentencePieceBpe(const GgufFile& file) {
   WARP_ASSIGN_OR_RETURN(Vocabulary v, ReadVocabulary(file, /*with_scores=*/true));
   WARP_ASSIGN_OR_RETURN(bool add_space_prefix,
                         BoolOr(file, "tokenizer.ggml.add_space_prefix", true));
-  WARP_ASSIGN_OR_RETURN(Json config, SpecialTokensConfig(file, v, /*add_bos_default=*/true));
+  WARP_ASSIGN_OR_RETURN(Json config,
+                        SpecialTokensConfig(file, v, {kBos, kEos, kUnk}, /*add_bos_default=*/true));
+  // llama.cpp's SentencePiece default when the key is absent: id 0.
   if (!config.contains("unk_token") && !v.tokens.empty()) config["unk_token"] = v.tokens[0];
   const Json replace_space = {
       {"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};

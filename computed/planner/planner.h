@@ -24,9 +24,9 @@ inline constexpr uint64_t kRecommendedWorkingSets = 4;
 // Inside a memory cgroup the default budget is the room under its limit less
 // this margin and the heap buffers of the reads in flight (a record the cache
 // cannot take is read into one): what WARP holds outside the budget, its
-// scratch, stacks, libraries and allocator slack, measured under 150 MiB on the
-// 13 GB K2-shaped benchmark; the margin keeps that and a governor's reaction
-// time clear of the limit.
+// scratch, stacks, libraries and allocator slack, 10-80 MiB above the budget
+// at the cgroup's peak on the 13 GB K2-shaped benchmark (LEARNED.md); the
+// margin keeps that and a governor's reaction time clear of the limit.
 inline constexpr uint64_t kCgroupMarginBytes = uint64_t{256} << 20;
 
 struct PlanFigures {

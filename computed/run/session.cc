@@ -245,10 +245,12 @@ std::string Session::StatsLine() const {
     if (uint64_t n = st.CountOf(Served::kLookahead)) {
       absl::StrAppendFormat(&part, ", %d lookahead hits", n);
     }
-    if (uint64_t n = st.CountOf(Served::kCertain))
+    if (uint64_t n = st.CountOf(Served::kCertain)) {
       absl::StrAppendFormat(&part, ", %d certain hits", n);
-    if (uint64_t n = st.CountOf(Served::kUnknown))
+    }
+    if (uint64_t n = st.CountOf(Served::kUnknown)) {
       absl::StrAppendFormat(&part, ", %d unreported", n);
+    }
     // Bytes the disk read in this phase (predictions included); a source that
     // does not count them (the fast path) shows what the misses read.
     const std::optional<uint64_t> read = ReadBytes(f.source_counters);

@@ -42,7 +42,8 @@ FillSpec TrunkFill(const TensorSpec& spec, const ModelConfig& model) {
     // Token identity dominates the stream, as in a trained model: every layer
     // adds a unit-scale output, and attention's is an average over positions,
     // much the same for every token. With embeddings of that scale, routing
-    // concentrated with depth (a third fewer distinct experts by layer 3).
+    // concentrated with depth (qwen3_moe/tiny: 12 of 16 experts by layer 3
+    // over 32 tokens; SynthRoutingTest).
     fill.amplitude = kEmbeddingAmplitude;
   } else {
     fill.amplitude = std::sqrt(3.0f / static_cast<float>(spec.shape[1]));

@@ -119,9 +119,10 @@ TEST(CgroupPressureTest, MalformedFilesAreNamed) {
   EXPECT_THAT(ReadCgroupPressure(dir / "memory.max"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("memory.stat:1")));
   WriteFile(dir / "memory.stat", "inactive_file 0\n");
-  WriteFile(dir / "memory.pressure", "some total=5\n");
+  WriteFile(dir / "memory.pressure", "full avg10=0.00 total=0\nsome total=5\n");
   EXPECT_THAT(ReadCgroupPressure(dir / "memory.max"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("memory.pressure")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("memory.pressure:2: expected \"some avg10=<percent>\"")));
 }
 
 // The thread: fake pressure files drive a fake cache down and back up. The
@@ -172,6 +173,24 @@ TEST(MemoryGovernorTest, ShrinksUnderPressureAndGrowsBackWhenItIsGone) {
   EXPECT_EQ(cache.load(), 3 * kGiB);
   EXPECT_GT(governor.grows(), 0u);
   EXPECT_EQ(governor.shrinks(), 1u);
+}
+
+// A cgroup it cannot read (gone, or a file it does not understand) leaves the
+// cache alone: the governor logs once and keeps polling.
+TEST(MemoryGovernorTest, AnUnreadableCgroupLeavesTheCacheAlone) {
+  warp::testing::TempDir root;
+  std::atomic<int> resizes{0};
+  MemoryGovernor::Options options = Policy();
+  options.limit_file = root / "gone" / "memory.max";
+  options.interval = absl::Milliseconds(1);
+  MemoryGovernor governor(options, 3 * kGiB, [&](uint64_t bytes) {
+    ++resizes;
+    return bytes;
+  });
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_EQ(resizes.load(), 0);
+  EXPECT_EQ(governor.capacity(), 3 * kGiB);
+  EXPECT_EQ(governor.shrinks() + governor.grows(), 0u);
 }
 
 }  // namespace

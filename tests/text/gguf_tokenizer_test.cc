@@ -243,6 +243,42 @@ TEST(GgufTokenizerRefusalTest, NamesWhatItDoesNotConvert) {
   WARP_ASSERT_OK(file);
   EXPECT_THAT(GgufTokenizer(**file), StatusIs(absl::StatusCode::kInvalidArgument,
                                               HasSubstr("tokenizer.ggml.merges: missing")));
+  // The vocabulary's own shape: tokens an array of strings, types and scores one
+  // per token, scores floats, flags bools.
+  const std::string ints = GgufWriter::Pod(uint32_t{5}) + GgufWriter::Pod(uint64_t{2}) +
+                           GgufWriter::Pod(int32_t{1}) + GgufWriter::Pod(int32_t{1});
+  const std::string floats = GgufWriter::Pod(uint32_t{6}) + GgufWriter::Pod(uint64_t{2}) +
+                             GgufWriter::Pod(0.0f) + GgufWriter::Pod(-1.0f);
+  auto refused = [&](const GgufWriter& w, const std::string& what) {
+    auto f = open(w);
+    WARP_ASSERT_OK(f);
+    EXPECT_THAT(GgufTokenizer(**f), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(what)));
+  };
+  GgufWriter spm;
+  spm.Str("tokenizer.ggml.model", "llama");
+  GgufWriter tokens_not_array = spm;
+  tokens_not_array.Str("tokenizer.ggml.tokens", "<unk>");
+  refused(tokens_not_array, "tokenizer.ggml.tokens: must be an array");
+  GgufWriter tokens_not_strings = spm;
+  tokens_not_strings.Raw("tokenizer.ggml.tokens", 9, ints);
+  tokens_not_strings.Raw("tokenizer.ggml.scores", 9, floats);
+  refused(tokens_not_strings, "tokenizer.ggml.tokens[0]: must be a string");
+  GgufWriter spm_tokens = spm;
+  spm_tokens.Strings("tokenizer.ggml.tokens", {"<unk>", "a"});
+  GgufWriter short_types = spm_tokens;
+  short_types.Raw(
+      "tokenizer.ggml.token_type", 9,
+      GgufWriter::Pod(uint32_t{5}) + GgufWriter::Pod(uint64_t{1}) + GgufWriter::Pod(int32_t{1}));
+  short_types.Raw("tokenizer.ggml.scores", 9, floats);
+  refused(short_types, "tokenizer.ggml.token_type has 1 entries for 2 tokens");
+  GgufWriter int_scores = spm_tokens;
+  int_scores.Raw("tokenizer.ggml.scores", 9, ints);
+  refused(int_scores, "tokenizer.ggml.scores[0]: must be a float");
+  GgufWriter string_flag = spm_tokens;
+  string_flag.Raw("tokenizer.ggml.scores", 9, floats);
+  string_flag.Str("tokenizer.ggml.add_space_prefix", "yes");
+  refused(string_flag, "tokenizer.ggml.add_space_prefix: must be a bool");
+
   GgufWriter bad_eos = no_merges;
   bad_eos.Strings("tokenizer.ggml.merges", {"a b"});
   bad_eos.Uint32("tokenizer.ggml.eos_token_id", 7);

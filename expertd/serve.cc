@@ -130,6 +130,11 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
   WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
   config.set_cache_policy(EvictionPolicyName(policy));
+  WARP_ASSIGN_OR_RETURN(const IoBackend io_backend, ParseIoBackend(config.io_engine()));
+  config.set_io_engine(IoBackendName(io_backend));
+  const UringReader::Options uring_defaults;
+  if (config.io_depth() == 0) config.set_io_depth(uring_defaults.depth);
+  if (config.io_piece_bytes() == 0) config.set_io_piece_bytes(uring_defaults.piece_bytes);
   return config;
 }
 
@@ -159,13 +164,21 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
                ? absl::StrCat(", shard ", container->shard().first, "/", container->shard().second)
                : std::string());
   WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
-  WARP_ASSIGN_OR_RETURN(auto store,
-                        ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
-                                                      .io_threads = config.io_threads(),
-                                                      .cache_policy = policy,
-                                                      .banks = {.verify = !config.skip_crc()}}));
-  log.info("cache {} ({}), {} I/O threads, verify {}", FormatBytes(config.budget_bytes()),
-           EvictionPolicyName(policy), config.io_threads(), config.skip_crc() ? "off" : "on");
+  WARP_ASSIGN_OR_RETURN(const IoBackend io_backend, ParseIoBackend(config.io_engine()));
+  WARP_ASSIGN_OR_RETURN(
+      auto store,
+      ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
+                                    .io_threads = config.io_threads(),
+                                    .cache_policy = policy,
+                                    .banks = {.verify = !config.skip_crc(),
+                                              .io_backend = io_backend,
+                                              .uring = {
+                                                  .depth = config.io_depth(),
+                                                  .piece_bytes = config.io_piece_bytes(),
+                                              }}}));
+  log.info("cache {} ({}), {} I/O threads reading with {}, verify {}",
+           FormatBytes(config.budget_bytes()), EvictionPolicyName(policy), config.io_threads(),
+           IoBackendName(store->io_backend()), config.skip_crc() ? "off" : "on");
 
   // One set of request rules for both transports.
   const RequestHandler handler(*store, config.max_keys_per_request());
@@ -175,10 +188,9 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   std::vector<std::unique_ptr<UdsServer>> fastpaths;  // before the gRPC server: it may fail
   for (const Listener& listener : listeners) {
     if (!listener.fastpath) continue;
-    WARP_ASSIGN_OR_RETURN(
-        auto fastpath,
-        UdsServer::Start(handler,
-                         {.path = listener.socket_path, .socket_mode = config.socket_mode()}));
+    WARP_ASSIGN_OR_RETURN(auto fastpath,
+                          UdsServer::Start(handler, {.path = listener.socket_path,
+                                                     .socket_mode = config.socket_mode()}));
     fastpaths.push_back(std::move(fastpath));
   }
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,

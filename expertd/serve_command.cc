@@ -29,6 +29,7 @@ struct ServeFlags {
   bool no_verify = false;
   uint32_t max_keys = 0;
   std::string cache_policy;
+  std::string io_engine;
   std::string shard;  // "I/N"
 };
 
@@ -53,6 +54,7 @@ absl::Status Run(const ServeFlags& flags) {
   if (flags.no_verify) config.set_skip_crc(true);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
   if (!flags.cache_policy.empty()) config.set_cache_policy(flags.cache_policy);
+  if (!flags.io_engine.empty()) config.set_io_engine(flags.io_engine);
   if (!flags.shard.empty()) {
     std::vector<std::string> parts = absl::StrSplit(flags.shard, '/');
     uint32_t index = 0, count = 0;
@@ -85,6 +87,8 @@ std::function<int()> AddServeCommand(CLI::App& app) {
   cmd->add_flag("--no-verify", flags->no_verify,
                 "Skip the CRC32C of records read (footers are still checked)");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
+  cmd->add_option("--io-engine", flags->io_engine,
+                  "How records come off the disk: pread or uring (pieces in flight)");
   cmd->add_option("--cache-policy", flags->cache_policy,
                   "Eviction order of the record cache: lfru (default), lru or arc");
   cmd->add_option("--shard", flags->shard,

@@ -165,7 +165,7 @@ absl::StatusOr<FastPathConnection::Reply> FastPathConnection::ReceiveReply(uint6
         absl::StrCat("reply payload of ", payload_bytes, " bytes for ", num_keys, " records"));
   }
   if (payload_bytes > 0) {
-    auto payload = std::make_shared<AlignedBuffer>(payload_bytes);
+    std::shared_ptr<AlignedBuffer> payload = payloads_->Get(payload_bytes);
     WARP_RETURN_IF_ERROR(RecvFastPathPayload(socket_.get(), payload->span().first(payload_bytes)));
     out.payload = std::move(payload);
   }

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/io/aligned_buffer.h"
+#include "common/io/buffer_pool.h"
 #include "common/io/file.h"
 #include "common/store/expert_source.h"
 #include "warp/v1/fastpath.pb.h"
@@ -98,6 +99,8 @@ class FastPathConnection {
   absl::StatusOr<Reply> ReceiveReply(uint64_t request_id, size_t num_keys);
 
   ScopedFd socket_;
+  // Payload buffers, reused: a fresh record buffer costs its zero fill and page faults.
+  std::shared_ptr<BufferPool> payloads_ = BufferPool::Create(4);
   v1::FastPathHelloReply hello_;
   std::shared_ptr<const ArenaMapping> mapping_;
   uint64_t next_request_id_ = 1;  // used by the single Read caller only

@@ -150,7 +150,7 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
       continue;
     }
     if (chunk.offset() == 0) {
-      buffer = std::make_shared<AlignedBuffer>(chunk.record_bytes());
+      buffer = buffers_->Get(chunk.record_bytes());
       served = FromProto(chunk.served());
     }
     if (buffer == nullptr || chunk.offset() + chunk.data().size() > buffer->size()) {

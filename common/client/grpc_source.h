@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/client/read_job_queue.h"
+#include "common/io/buffer_pool.h"
 #include "common/store/expert_source.h"
 #include "warp/v1/expert_service.grpc.pb.h"
 
@@ -67,6 +68,8 @@ class GrpcExpertSource : public ExpertSource {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ExpertStore::Stub> stub_;
   v1::DescribeReply description_;
+  // Receive buffers, reused: a fresh record buffer costs its zero fill and page faults.
+  std::shared_ptr<BufferPool> buffers_ = BufferPool::Create(4);
   std::unique_ptr<ReadJobQueue> jobs_;  // last: its threads use everything above
 };
 

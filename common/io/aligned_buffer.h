@@ -21,13 +21,20 @@ class AlignedBuffer {
 
   AlignedBuffer() = default;
   // Zero-filled buffer of `bytes` rounded up to kAlignment.
-  explicit AlignedBuffer(size_t bytes)
-      : size_((bytes + kAlignment - 1) / kAlignment * kAlignment),
-        data_(static_cast<std::byte*>(
-            std::aligned_alloc(kAlignment, size_ == 0 ? kAlignment : size_))) {
-    WARP_CHECK(data_ != nullptr);
+  explicit AlignedBuffer(size_t bytes) : AlignedBuffer(Uninitialized(bytes)) {
     std::memset(data_.get(), 0, size_);
   }
+  // The same without the fill, for a buffer a read overwrites whole: the
+  // fill would touch every page before the read does.
+  static AlignedBuffer Uninitialized(size_t bytes) {
+    AlignedBuffer buffer;
+    buffer.size_ = RoundUp(bytes);
+    buffer.data_.reset(static_cast<std::byte*>(
+        std::aligned_alloc(kAlignment, buffer.size_ == 0 ? kAlignment : buffer.size_)));
+    WARP_CHECK(buffer.data_ != nullptr);
+    return buffer;
+  }
+  static size_t RoundUp(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }

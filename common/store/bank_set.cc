@@ -1,5 +1,7 @@
 #include "common/store/bank_set.h"
 
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/logging.h"
@@ -7,8 +9,38 @@
 
 namespace warp {
 
+absl::StatusOr<IoBackend> ParseIoBackend(std::string_view name) {
+  if (name.empty()) return kDefaultIoBackend;
+  if (name == "pread") return IoBackend::kPread;
+  if (name == "uring") return IoBackend::kUring;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown I/O engine \"", std::string(name), "\" (pread or uring)"));
+}
+
+const char* IoBackendName(IoBackend backend) {
+  return backend == IoBackend::kUring ? "uring" : "pread";
+}
+
 absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Container> container,
                                                        Options options) {
+  if (!options.pread && options.io_backend == IoBackend::kUring) {
+    absl::StatusOr<std::unique_ptr<UringReader>> probe = UringReader::Create(options.uring);
+    if (absl::IsInvalidArgument(probe.status())) return probe.status();  // bad depth or piece
+    if (probe.ok()) {
+      options.pread = [uring = options.uring](int fd, std::span<std::byte> out, uint64_t offset,
+                                              std::string_view path) {
+        return UringPreadFull(uring, fd, out, offset, path);
+      };
+    } else {
+      static std::atomic<bool> warned{false};  // one line per process, not per shard
+      if (!warned.exchange(true)) {
+        Logger("expertd.store")
+            .warn("--io-engine uring: {}; reading with pread",
+                  std::string(probe.status().message()));
+      }
+      options.io_backend = IoBackend::kPread;
+    }
+  }
   if (!options.pread) options.pread = PreadFull;
   auto banks = std::unique_ptr<BankSet>(new BankSet(std::move(container), std::move(options)));
   bool warned = false;
@@ -29,7 +61,7 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
 absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key) const {
   const uint64_t record_bytes = RecordBytes(key);
   if (record_bytes == 0) return NotHeld(key);
-  auto buffer = std::make_shared<AlignedBuffer>(record_bytes);
+  std::shared_ptr<AlignedBuffer> buffer = buffers_->Get(record_bytes);
   WARP_RETURN_IF_ERROR(ReadRecordInto(key, buffer->span()));
   std::span<const std::byte> data = buffer->span().first(record_bytes);
   return ExpertRecord{

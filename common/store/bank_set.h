@@ -1,10 +1,11 @@
 #pragma once
 
 // BankSet: the open bank files of one container directory, and verified
-// reads of whole records from them (one aligned O_DIRECT pread per record;
-// buffered where the filesystem refuses O_DIRECT, with one warning). The
-// pread can be swapped for a faulty one in tests (EIO, short reads, bit
-// flips, delays).
+// reads of whole records from them: one aligned O_DIRECT pread per record, or
+// (IoBackend::kUring) the record's pieces in flight together through the
+// reading thread's io_uring; buffered where the filesystem refuses O_DIRECT,
+// with one warning. The read can be swapped for a faulty one in tests (EIO,
+// short reads, bit flips, delays).
 //
 // Thread-safe: immutable after Open; reads are preads.
 
@@ -16,7 +17,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
+#include "common/io/buffer_pool.h"
 #include "common/io/file.h"
+#include "common/io/uring_reader.h"
 #include "common/store/expert_source.h"
 
 namespace warp {
@@ -25,17 +28,35 @@ namespace warp {
 using PreadFn = std::function<absl::Status(int fd, std::span<std::byte> out, uint64_t offset,
                                            std::string_view path)>;
 
+// How a record comes off the disk (`--io-engine`).
+enum class IoBackend {
+  kPread,  // one pread per record on the I/O thread
+  kUring,  // the record in pieces, all in flight (UringReader)
+};
+// Chosen by tests/bench/io_engine.sh (docs/LEARNED.md).
+inline constexpr IoBackend kDefaultIoBackend = IoBackend::kPread;
+absl::StatusOr<IoBackend> ParseIoBackend(std::string_view name);  // "pread", "uring", "": default
+const char* IoBackendName(IoBackend backend);
+
 class BankSet {
  public:
   struct Options {
     bool verify = true;  // CRC32C of every record (footers are always checked)
-    PreadFn pread;       // null: PreadFull
+    IoBackend io_backend = kDefaultIoBackend;
+    UringReader::Options uring;  // pieces and depth of kUring
+    PreadFn pread;               // null: the backend's; set: replaces it (tests)
+    // ReadRecord's buffers kept for reuse when they come back (ExpertStore:
+    // one per I/O thread, the reserve the budget counts).
+    size_t spare_buffers = 4;
   };
 
+  // With kUring, probes io_uring once: where the kernel refuses it, logs why
+  // and reads with pread (io_backend() says which one runs).
   static absl::StatusOr<std::unique_ptr<BankSet>> Open(std::shared_ptr<const Container> container,
                                                        Options options);
 
-  // Reads and verifies the record of `key` into a new buffer. NotFound if this
+  // Reads and verifies the record of `key` into a buffer of its own (a spare
+  // one when one has come back). NotFound if this
   // directory does not hold it; DataLoss "expert E of layer L: checksum
   // mismatch (FILE @ OFFSET)" for a corrupt record.
   absl::StatusOr<ExpertRecord> ReadRecord(const ExpertKey& key) const;
@@ -48,16 +69,20 @@ class BankSet {
   // record_bytes of the bank of `key`, or 0 if this directory does not hold `key`.
   uint64_t RecordBytes(const ExpertKey& key) const;
 
+  IoBackend io_backend() const { return options_.io_backend; }
   const Container& container() const { return *container_; }
   const std::shared_ptr<const Container>& shared_container() const { return container_; }
 
  private:
   BankSet(std::shared_ptr<const Container> container, Options options)
-      : container_(std::move(container)), options_(std::move(options)) {}
+      : container_(std::move(container)),
+        options_(std::move(options)),
+        buffers_(BufferPool::Create(options_.spare_buffers)) {}
   absl::Status NotHeld(const ExpertKey& key) const;  // NotFound naming the directory
 
   std::shared_ptr<const Container> container_;
   Options options_;
+  std::shared_ptr<BufferPool> buffers_;
   std::vector<OpenedFile> files_;  // indexed like manifest().banks
 };
 

@@ -23,6 +23,7 @@ size_t LatencyBucket(double ms) {
 
 absl::StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Open(
     std::shared_ptr<const Container> container, Options options) {
+  options.banks.spare_buffers = options.io_threads;
   WARP_ASSIGN_OR_RETURN(auto banks, BankSet::Open(std::move(container), options.banks));
   uint64_t slot_bytes = kBankAlignment;
   uint64_t records_held = 0;

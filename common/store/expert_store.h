@@ -86,6 +86,7 @@ class ExpertStore : public ExpertSource {
   std::map<std::string, uint64_t> Counters() const override;
 
   const Container& container() const { return banks_->container(); }
+  IoBackend io_backend() const { return banks_->io_backend(); }  // the one that runs
   // RAM the record cache holds (whole slots), what a daemon reports in Describe.
   uint64_t cache_bytes() const { return arena_ ? arena_->arena_bytes() : 0; }
   bool IsCached(const ExpertKey& key) const;

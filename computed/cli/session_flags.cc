@@ -24,6 +24,8 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--io-threads", flags.io_threads,
                   "Reader threads of the embedded store: reads in flight")
       ->capture_default_str();
+  cmd->add_option("--io-engine", flags.io_engine,
+                  "How the embedded store reads records: pread or uring (pieces in flight)");
   cmd->add_option("--cache-policy", flags.cache_policy,
                   "Eviction order of the embedded expert cache: lfru (default), lru or arc");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,
@@ -63,6 +65,9 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
   absl::StatusOr<EvictionPolicy> policy = ParseEvictionPolicy(flags.cache_policy);
   if (!policy.ok()) return policy.status();
   options.cache_policy = *policy;
+  absl::StatusOr<IoBackend> io_backend = ParseIoBackend(flags.io_engine);
+  if (!io_backend.ok()) return io_backend.status();
+  options.io_backend = *io_backend;
   if (options.bank_dirs.empty()) {
     if (const char* env = std::getenv("WARP_BANK_SHARDS")) options.bank_dirs = SplitList(env);
   }

@@ -22,6 +22,7 @@ struct SessionFlags {
   uint32_t threads = 0;
   uint32_t io_threads = 4;
   std::string cache_policy;  // "": lfru
+  std::string io_engine;     // "": kDefaultIoBackend
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;
   bool no_certain = false;

@@ -87,7 +87,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                                         .stores = options.stores,
                                                         .cache_bytes = s.budget_.cache_bytes,
                                                         .io_threads = options.io_threads,
-                                                        .cache_policy = options.cache_policy}));
+                                                        .cache_policy = options.cache_policy,
+                                                        .io_backend = options.io_backend}));
   // Inside a memory cgroup, a governor shrinks the cache of this process
   // before the kernel reclaims or kills, and grows it back to the budget.
   if (limits.cgroup_limit_bytes && limits.assumed.empty() && plan.num_moe_layers > 0 &&

@@ -22,6 +22,7 @@
 #include "common/format/container.h"
 #include "common/format/usage_file.h"
 #include "common/memory/memory_governor.h"
+#include "common/store/bank_set.h"
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/thread_pool.h"
@@ -38,6 +39,7 @@ struct SessionOptions {
   uint32_t threads = 0;                  // 0: every core
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // --cache-policy, embedded stores
+  IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
   std::vector<int> cpus;                                // --cpus: pin compute threads
   uint32_t prefill_chunk = 0;                           // 0: the whole prompt at once
   bool prefetch = true;                                 // --no-prefetch: false

@@ -34,10 +34,12 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   WARP_RETURN_IF_ERROR(CheckFingerprint(fingerprint, shard->manifest().fingerprint, dir));
   std::vector<ExpertKey> held = HeldKeys(*shard);
   // In-process: no client maps the cache, so a governor's shrink can free its memory.
-  WARP_ASSIGN_OR_RETURN(auto store, ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
-                                                              .io_threads = options.io_threads,
-                                                              .cache_policy = options.cache_policy,
-                                                              .shared_arena = false}));
+  WARP_ASSIGN_OR_RETURN(auto store,
+                        ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
+                                                  .io_threads = options.io_threads,
+                                                  .cache_policy = options.cache_policy,
+                                                  .shared_arena = false,
+                                                  .banks = {.io_backend = options.io_backend}}));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
@@ -108,11 +110,13 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
     std::shared_ptr<const Container> model, const SourceOptions& options) {
   const uint64_t fingerprint = model->manifest().fingerprint;
   if (options.bank_dirs.empty() && options.stores.empty()) {
-    WARP_ASSIGN_OR_RETURN(auto store,
-                          ExpertStore::Open(std::move(model), {.cache_bytes = options.cache_bytes,
-                                                               .io_threads = options.io_threads,
-                                                               .cache_policy = options.cache_policy,
-                                                               .shared_arena = false}));
+    WARP_ASSIGN_OR_RETURN(
+        auto store,
+        ExpertStore::Open(std::move(model), {.cache_bytes = options.cache_bytes,
+                                             .io_threads = options.io_threads,
+                                             .cache_policy = options.cache_policy,
+                                             .shared_arena = false,
+                                             .banks = {.io_backend = options.io_backend}}));
     return store;
   }
   std::vector<FanoutExpertSource::Member> members;

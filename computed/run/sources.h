@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
+#include "common/store/bank_set.h"
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 
@@ -27,6 +28,7 @@ struct SourceOptions {
                                        // caches split it; local daemons must fit in the rest
   uint32_t io_threads = 4;             // per embedded store
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // of the embedded stores' caches
+  IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
 };
 
 // Splits "a,b,c" (empty pieces dropped).

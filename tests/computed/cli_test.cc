@@ -296,6 +296,12 @@ TEST_F(RunCliTest, UnknownCachePolicyIsRefusedNamingTheChoices) {
   EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru or arc"));
 }
 
+TEST_F(RunCliTest, UnknownIoEngineIsRefusedNamingTheChoices) {
+  auto result = RunBinary("computed", "run " + Model() + " 5,6 --io-engine aio");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.output, HasSubstr("unknown I/O engine \"aio\" (pread or uring)"));
+}
+
 TEST_F(RunCliTest, BadCpusAndAnUnwritableTraceAreRefused) {
   auto cpus = RunBinary("computed", "run " + Model() + " 5,6 --cpus 0,x");
   EXPECT_EQ(cpus.exit_code, 1);

@@ -162,6 +162,22 @@ TEST_F(ServeTest, UnknownCachePolicyExitsOneNamingTheChoices) {
   EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru or arc"));
 }
 
+TEST_F(ServeTest, UnknownIoEngineExitsOneNamingTheChoices) {
+  const CommandResult result = RunExpertd(ServeArgs("--io-engine aio"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("unknown I/O engine \"aio\" (pread or uring)"));
+}
+
+TEST_F(ServeTest, UringPiecesThatAreNotPagesExitOne) {
+  const fs::path config = dir_ / "c.textproto";
+  WriteFile(config, absl::StrCat("model: \"", model_.string(), "\"\nio_engine: \"uring\"\n",
+                                 "io_piece_bytes: 1000\n"));
+  const CommandResult result =
+      RunExpertd(absl::StrCat("serve --config ", config.string(), " --listen tcp:127.0.0.1:0"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("piece size 1000"));
+}
+
 TEST_F(ServeTest, UnparsableBudgetFlagIsAnError) {
   const CommandResult result = RunExpertd(ServeArgs("--budget 12Q"));
   EXPECT_EQ(result.exit_code, 1) << result.output;

@@ -1,0 +1,48 @@
+#include "common/io/buffer_pool.h"
+
+#include <algorithm>
+
+namespace warp {
+
+std::shared_ptr<BufferPool> BufferPool::Create(size_t max_idle) {
+  return std::shared_ptr<BufferPool>(new BufferPool(max_idle));
+}
+
+std::shared_ptr<AlignedBuffer> BufferPool::Get(size_t bytes) {
+  const size_t size = AlignedBuffer::RoundUp(bytes);
+  AlignedBuffer buffer;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = std::find_if(idle_.begin(), idle_.end(),
+                           [size](const AlignedBuffer& idle) { return idle.size() == size; });
+    if (it != idle_.end()) {
+      buffer = std::move(*it);
+      idle_.erase(it);
+    } else {
+      ++allocated_;
+    }
+  }
+  if (buffer.size() == 0) buffer = AlignedBuffer::Uninitialized(size);
+  return std::shared_ptr<AlignedBuffer>(new AlignedBuffer(std::move(buffer)),
+                                        [pool = shared_from_this()](AlignedBuffer* returned) {
+                                          pool->Put(std::move(*returned));
+                                          delete returned;
+                                        });
+}
+
+void BufferPool::Put(AlignedBuffer buffer) {
+  absl::MutexLock lock(&mu_);
+  if (idle_.size() < max_idle_) idle_.push_back(std::move(buffer));
+}
+
+size_t BufferPool::idle() const {
+  absl::MutexLock lock(&mu_);
+  return idle_.size();
+}
+
+uint64_t BufferPool::allocated() const {
+  absl::MutexLock lock(&mu_);
+  return allocated_;
+}
+
+}  // namespace warp

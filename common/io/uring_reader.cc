@@ -1,0 +1,137 @@
+#include "common/io/uring_reader.h"
+
+#include <liburing.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/io/file.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace warp {
+namespace {
+
+struct Piece {
+  uint64_t offset;  // within the read
+  uint64_t bytes;
+  uint64_t done = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UringReader>> UringReader::Create(Options options) {
+  if (options.depth == 0 || options.depth > 4096 || options.piece_bytes == 0 ||
+      options.piece_bytes % 4096 != 0 || options.piece_bytes > (1u << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "io_uring reader: depth ", options.depth, " and piece size ", options.piece_bytes,
+        " (need a depth of 1 to 4096 and pieces a multiple of 4096 up to 1 GiB)"));
+  }
+  auto ring = std::make_unique<io_uring>();
+  const int err = io_uring_queue_init(options.depth, ring.get(), 0);
+  if (err < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("io_uring_queue_init(", options.depth, "): ", std::strerror(-err)));
+  }
+  return std::unique_ptr<UringReader>(new UringReader(std::move(ring), options));
+}
+
+UringReader::UringReader(std::unique_ptr<io_uring> ring, Options options)
+    : ring_(std::move(ring)), options_(options) {}
+
+UringReader::~UringReader() { io_uring_queue_exit(ring_.get()); }
+
+absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t offset,
+                                   std::string_view path) {
+  std::vector<Piece> pieces;
+  for (uint64_t at = 0; at < out.size(); at += options_.piece_bytes) {
+    pieces.push_back(
+        {.offset = at, .bytes = std::min<uint64_t>(options_.piece_bytes, out.size() - at)});
+  }
+  std::deque<size_t> to_submit;  // pieces (or their rests) not in flight
+  for (size_t i = 0; i < pieces.size(); ++i) to_submit.push_back(i);
+  absl::Status failed;              // the first errno error
+  std::optional<uint64_t> ends_at;  // the lowest hole where the file ended
+  uint32_t in_flight = 0;
+  auto stopped = [&] { return !failed.ok() || ends_at.has_value(); };
+  while (in_flight > 0 || (!stopped() && !to_submit.empty())) {
+    // After a failure nothing new goes out; what is in flight is drained.
+    while (!stopped() && !to_submit.empty() && in_flight < options_.depth) {
+      io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+      if (sqe == nullptr) break;
+      const size_t index = to_submit.front();
+      to_submit.pop_front();
+      const Piece& piece = pieces[index];
+      io_uring_prep_read(sqe, fd, out.data() + piece.offset + piece.done,
+                         static_cast<unsigned>(piece.bytes - piece.done),
+                         offset + piece.offset + piece.done);
+      io_uring_sqe_set_data64(sqe, index);
+      ++in_flight;
+    }
+    const int submitted = io_uring_submit_and_wait(ring_.get(), 1);
+    if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN) {
+      // The ring itself failed: the pieces in flight cannot be waited for,
+      // and `out` could still be written. Nothing sane remains.
+      Logger("expertd.store")
+          .critical("{}: io_uring_submit_and_wait: {}", path, std::strerror(-submitted));
+      std::abort();
+    }
+    io_uring_cqe* cqe;
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(ring_.get(), head, cqe) {
+      ++seen;
+      --in_flight;
+      const size_t index = io_uring_cqe_get_data64(cqe);
+      Piece& piece = pieces[index];
+      const int res = cqe->res;
+      if (res == -EINTR || res == -EAGAIN) {
+        to_submit.push_front(index);
+      } else if (res < 0) {
+        if (failed.ok())
+          failed = ErrnoToStatus(
+              -res, absl::StrCat(std::string(path), " @", offset + piece.offset + piece.done));
+      } else if (res == 0) {
+        ends_at = std::min(ends_at.value_or(UINT64_MAX), piece.offset + piece.done);
+      } else {
+        piece.done += static_cast<uint64_t>(res);
+        if (piece.done < piece.bytes) to_submit.push_front(index);  // a short piece: the rest
+      }
+    }
+    io_uring_cq_advance(ring_.get(), seen);
+  }
+  if (ends_at && failed.ok()) {
+    // The bytes before the first hole count as read, as PreadFull counts them.
+    return absl::DataLossError(absl::StrCat(std::string(path), ": short read at ", offset, ": got ",
+                                            *ends_at, " of ", out.size(), " bytes"));
+  }
+  return failed;
+}
+
+absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
+                            uint64_t offset, std::string_view path) {
+  thread_local std::unique_ptr<UringReader> reader;
+  thread_local bool refused = false;
+  if (reader == nullptr && !refused) {
+    absl::StatusOr<std::unique_ptr<UringReader>> created = UringReader::Create(options);
+    if (created.ok()) {
+      reader = *std::move(created);
+    } else {
+      refused = true;
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        Logger("expertd.store")
+            .warn("{}; reading with pread", std::string(created.status().message()));
+      }
+    }
+  }
+  if (reader == nullptr) return PreadFull(fd, out, offset, path);
+  return reader->ReadFull(fd, out, offset, path);
+}
+
+}  // namespace warp

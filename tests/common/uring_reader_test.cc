@@ -1,0 +1,155 @@
+// UringReader against PreadFull on a real file opened with O_DIRECT: the same
+// bytes for every split of a read into pieces, and the same errors.
+
+#include "common/io/uring_reader.h"
+
+#include <fcntl.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/io/aligned_buffer.h"
+#include "common/io/file.h"
+#include "common/store/bank_set.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace warp {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kFileBytes = 3 * (1 << 20) + 5 * 4096;  // not a whole number of pieces
+
+class UringReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_ / "bank.bin").string();
+    contents_.resize(kFileBytes);
+    std::mt19937_64 rng(7);
+    for (char& c : contents_) c = static_cast<char>(rng());
+    WARP_ASSERT_OK(WriteFileAtomically(path_, contents_));
+    auto file = OpenForRead(path_, /*want_direct=*/true);
+    WARP_ASSERT_OK(file);
+    file_ = std::move(*file);
+  }
+
+  // Reads [offset, offset + bytes) through a reader with `options`.
+  absl::StatusOr<std::string> Read(UringReader::Options options, uint64_t offset, uint64_t bytes) {
+    auto reader = UringReader::Create(options);
+    if (!reader.ok()) return reader.status();
+    AlignedBuffer buffer(bytes);
+    absl::Status status =
+        (*reader)->ReadFull(file_.fd.get(), buffer.span().first(bytes), offset, path_);
+    if (!status.ok()) return status;
+    return std::string(reinterpret_cast<const char*>(buffer.span().data()), bytes);
+  }
+
+  testing::TempDir dir_;
+  std::string path_;
+  std::string contents_;
+  OpenedFile file_;
+};
+
+TEST_F(UringReaderTest, EverySplitReadsTheFileBytes) {
+  for (const UringReader::Options options :
+       {UringReader::Options{.depth = 1, .piece_bytes = 4096},
+        UringReader::Options{.depth = 3, .piece_bytes = 8192}, UringReader::Options{.depth = 16},
+        UringReader::Options{.depth = 64, .piece_bytes = 1 << 16},
+        UringReader::Options{.depth = 2, .piece_bytes = 8 << 20}}) {
+    for (const auto& [offset, bytes] : std::vector<std::pair<uint64_t, uint64_t>>{
+             {0, kFileBytes}, {4096, 1 << 20}, {1 << 20, 2 * (1 << 20) + 8192}, {8192, 4096}}) {
+      absl::StatusOr<std::string> got = Read(options, offset, bytes);
+      WARP_ASSERT_OK(got);
+      EXPECT_TRUE(*got == contents_.substr(offset, bytes))
+          << "depth " << options.depth << ", pieces of " << options.piece_bytes << ", " << bytes
+          << " bytes at " << offset;
+    }
+  }
+}
+
+TEST_F(UringReaderTest, OneReaderServesManyReads) {
+  auto reader = UringReader::Create({.depth = 4, .piece_bytes = 1 << 16});
+  WARP_ASSERT_OK(reader);
+  AlignedBuffer buffer(1 << 20);
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 50; ++i) {
+    const uint64_t offset = (rng() % (kFileBytes / 4096 - 256)) * 4096;
+    WARP_ASSERT_OK((*reader)->ReadFull(file_.fd.get(), buffer.span(), offset, path_));
+    ASSERT_EQ(std::memcmp(buffer.span().data(), contents_.data() + offset, 1 << 20), 0)
+        << "read " << i << " at " << offset;
+  }
+}
+
+TEST_F(UringReaderTest, AReadPastTheEndIsAShortReadNamingTheFile) {
+  // The last 4096 bytes exist, the next piece and the one after start past the end.
+  const uint64_t offset = kFileBytes - 4096;
+  absl::StatusOr<std::string> got = Read({.depth = 4, .piece_bytes = 4096}, offset, 3 * 4096);
+  ASSERT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  // The same words as PreadFull's: the bytes before the hole count as read.
+  EXPECT_THAT(got.status().message(), HasSubstr(path_ + ": short read at " +
+                                                std::to_string(offset) + ": got 4096 of 12288"));
+  AlignedBuffer buffer(3 * 4096);
+  absl::Status pread = PreadFull(file_.fd.get(), buffer.span(), offset, path_);
+  EXPECT_EQ(pread.message(), got.status().message());
+}
+
+TEST_F(UringReaderTest, AnErrnoErrorNamesTheFileAndOffset) {
+  auto reader = UringReader::Create({.depth = 2, .piece_bytes = 4096});
+  WARP_ASSERT_OK(reader);
+  AlignedBuffer buffer(4096);
+  const absl::Status status = (*reader)->ReadFull(/*fd=*/-1, buffer.span(), 8192, path_);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr(path_ + " @8192"));
+}
+
+TEST_F(UringReaderTest, RefusesPiecesThatAreNotPages) {
+  for (const UringReader::Options options :
+       {UringReader::Options{.depth = 0}, UringReader::Options{.piece_bytes = 1000},
+        UringReader::Options{.piece_bytes = 0}}) {
+    auto reader = UringReader::Create(options);
+    ASSERT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(reader.status().message(), HasSubstr("multiple of 4096"));
+  }
+}
+
+TEST_F(UringReaderTest, EachThreadGetsItsOwnRing) {
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> results(4);
+  std::vector<AlignedBuffer> buffers;
+  for (int t = 0; t < 4; ++t) buffers.emplace_back(1 << 20);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20 && results[t].ok(); ++i) {
+        const uint64_t offset = static_cast<uint64_t>((t * 20 + i) % 3) << 20;
+        results[t] = UringPreadFull({.depth = 8, .piece_bytes = 1 << 16}, file_.fd.get(),
+                                    buffers[t].span(), offset, path_);
+        if (results[t].ok() &&
+            std::memcmp(buffers[t].span().data(), contents_.data() + offset, 1 << 20) != 0) {
+          results[t] = absl::DataLossError("wrong bytes");
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& status : results) WARP_EXPECT_OK(status);
+}
+
+TEST(IoEngineTest, NamesParseAndUnknownNamesAreRefused) {
+  EXPECT_EQ(*ParseIoBackend("pread"), IoBackend::kPread);
+  EXPECT_EQ(*ParseIoBackend("uring"), IoBackend::kUring);
+  EXPECT_EQ(*ParseIoBackend(""), kDefaultIoBackend);
+  EXPECT_STREQ(IoBackendName(IoBackend::kUring), "uring");
+  const absl::StatusOr<IoBackend> unknown = ParseIoBackend("aio");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("unknown I/O engine \"aio\" (pread or uring)"));
+}
+
+}  // namespace
+}  // namespace warp

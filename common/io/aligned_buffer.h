@@ -5,6 +5,7 @@
 //
 // Thread-compatible.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -26,11 +27,16 @@ class AlignedBuffer {
   }
   // The same without the fill, for a buffer a read overwrites whole: the
   // fill would touch every page before the read does.
-  static AlignedBuffer Uninitialized(size_t bytes) {
+  // `alignment` (a power of two, at least kAlignment) may be larger, e.g. 2 MiB
+  // for a buffer meant to sit on huge pages; size() is still `bytes` rounded
+  // up to kAlignment.
+  static AlignedBuffer Uninitialized(size_t bytes, size_t alignment = kAlignment) {
+    WARP_CHECK(alignment >= kAlignment && (alignment & (alignment - 1)) == 0);
     AlignedBuffer buffer;
     buffer.size_ = RoundUp(bytes);
-    buffer.data_.reset(static_cast<std::byte*>(
-        std::aligned_alloc(kAlignment, buffer.size_ == 0 ? kAlignment : buffer.size_)));
+    const size_t allocated =
+        (std::max<size_t>(buffer.size_, 1) + alignment - 1) / alignment * alignment;
+    buffer.data_.reset(static_cast<std::byte*>(std::aligned_alloc(alignment, allocated)));
     WARP_CHECK(buffer.data_ != nullptr);
     return buffer;
   }

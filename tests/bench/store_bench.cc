@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
         shared,
         {.cache_bytes = args.miss_cache,
          .io_threads = io_threads,
+         .shared_arena = false,  // as computed's embedded stores: private, on huge pages
          .banks = {.verify = args.verify, .io_backend = args.io_backend, .uring = args.uring}});
     if (!store.ok()) {
       std::fprintf(stderr, "%s\n", std::string(store.status().message()).c_str());

@@ -36,6 +36,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                 "Do not read hash layers' experts at a chunk's start (DeepSeek V4; for A/B)");
   cmd->add_option("--lookahead", flags.lookahead,
                   "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");
+  cmd->add_option("--lookahead-precision", flags.lookahead_precision,
+                  "Hint a rank of the lookahead only while its guesses are right this often "
+                  "(0 to 1; 0: every rank)");
   cmd->add_option("--experts-per-token", flags.experts_per_token,
                   "Override the model's top-k (a quality trade)");
   cmd->add_option("--trace", flags.trace, "Write the routing trace (position layer experts)");
@@ -89,6 +92,14 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
     if (env == nullptr || !absl::SimpleAtoi(env, &lookahead) || lookahead < 0) lookahead = 6;
   }
   options.lookahead = static_cast<uint32_t>(lookahead);
+  if (flags.lookahead_precision) {
+    const double precision = *flags.lookahead_precision;
+    if (!(precision >= 0 && precision <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--lookahead-precision ", precision, ": expected 0 to 1"));
+    }
+    options.lookahead_precision = precision;
+  }
   return options;
 }
 

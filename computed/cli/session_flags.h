@@ -4,6 +4,7 @@
 // same comparison (budget, prefetch, lookahead, threads, chunking, banks,
 // stores) can be made from either command.
 
+#include <optional>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -26,7 +27,8 @@ struct SessionFlags {
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;
   bool no_certain = false;
-  int lookahead = -1;  // -1: WARP_LOOKAHEAD or 6
+  int lookahead = -1;                         // -1: WARP_LOOKAHEAD or 6
+  std::optional<double> lookahead_precision;  // unset: the default
   uint32_t experts_per_token = 0;
   std::string trace;
   bool learn = false;

@@ -5,6 +5,12 @@
 // Owns its predictions and scores them when the next layer routes for real.
 // Never changes what is computed, only when bytes move.
 //
+// With a minimum precision, only the leading ranks whose predictions have
+// been right often enough are hinted: the router's top-1 guess is right far
+// more often than its 6th, and a wrong guess costs a whole record read.
+// Every rank up to `width` is still predicted and scored, so a rank that
+// becomes precise (a trained model, a repetitive prompt) is hinted again.
+//
 // Thread-compatible: called from the forward pass only.
 
 #include <cstdint>
@@ -17,11 +23,44 @@
 
 namespace warp::computed {
 
+// The default minimum precision (`--lookahead-precision`); chosen by the A/B
+// in docs/LEARNED.md.
+inline constexpr double kDefaultLookaheadPrecision = 0.9;
+
+// How often each rank of the predictions was right, and so how many leading
+// ranks to hint. A rank is trusted until kWarmUp of its predictions have been
+// scored, then hinted while every rank before it is right at least
+// `min_precision` of the time.
+//
+// Thread-compatible.
+class PrecisionGate {
+ public:
+  static constexpr uint64_t kWarmUp = 16;
+
+  PrecisionGate(uint32_t ranks, double min_precision)
+      : min_precision_(min_precision), scored_(ranks, 0), right_(ranks, 0) {}
+
+  void Score(uint32_t rank, bool right) {
+    ++scored_[rank];
+    right_[rank] += right;
+  }
+  // Leading ranks to hint now (0..ranks); every rank if min_precision <= 0.
+  uint32_t HintedRanks() const;
+
+ private:
+  double min_precision_;
+  std::vector<uint64_t> scored_;  // [rank]: predictions scored
+  std::vector<uint64_t> right_;   // [rank]: of them, routed for real
+};
+
 class Lookahead {
  public:
   // `routers` [num_layers]: each MoE layer's router, nullptr for dense
-  // layers. `width`: experts per token to hint; 0 turns the lookahead off.
-  Lookahead(std::vector<const Router*> routers, uint32_t width, ExpertSource& experts);
+  // layers. `width`: experts per token predicted; 0 turns the lookahead off.
+  // `min_precision` in [0, 1]: hint rank r (0-based) only while every rank up
+  // to r has been right at least this often (0: hint all `width`).
+  Lookahead(std::vector<const Router*> routers, uint32_t width, double min_precision,
+            ExpertSource& experts);
 
   // Hints the experts the MoE layer after `layer` would pick for x [n][hidden]
   // of `tokens` (a hash layer's are certain and were read at the chunk's start).
@@ -36,8 +75,10 @@ class Lookahead {
  private:
   std::vector<const Router*> routers_;
   uint32_t width_;
+  PrecisionGate gate_;
   ExpertSource& experts_;
   std::vector<std::vector<std::vector<uint32_t>>> predicted_;  // [layer][token] -> experts
+  std::vector<uint32_t> hinted_ranks_;  // [layer]: ranks of predicted_ that were hinted
   LookaheadStats stats_;
 };
 

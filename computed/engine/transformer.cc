@@ -79,9 +79,10 @@ absl::Status Transformer::CheckTensors() const {
     std::span<const float> ids = weights_->Vector(layer.ffn.hash_table);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (!(ids[i] >= 0 && ids[i] < config_.num_experts) || ids[i] != std::floor(ids[i])) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            where, ": trunk tensor ", layer.ffn.hash_table, ": token ", i / config_.experts_per_token,
-            " routes to expert ", ids[i], ", outside the ", config_.num_experts, " routed experts"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": trunk tensor ", layer.ffn.hash_table, ": token ",
+                         i / config_.experts_per_token, " routes to expert ", ids[i],
+                         ", outside the ", config_.num_experts, " routed experts"));
       }
     }
   }
@@ -124,14 +125,14 @@ absl::Status Transformer::BuildLayers() {
                            : nullptr);
     routers.push_back(routers_.back().get());
   }
-  lookahead_ = std::make_unique<Lookahead>(std::move(routers), options_.lookahead, experts_);
+  lookahead_ = std::make_unique<Lookahead>(std::move(routers), options_.lookahead,
+                                           options_.lookahead_precision, experts_);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     const LayerPlan& plan = plan_.layers[layer];
     mixers_.push_back(CreateMixer(config_, plan.mixer, *weights_, options_.max_positions, pool_));
     if (plan.ffn.kind == FfnKind::kDenseMlp) {
-      ffns_.push_back(
-          std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.mlp, plan.ffn.glu,
-                                     pool_, stats_.seconds_dense));
+      ffns_.push_back(std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.mlp,
+                                                 plan.ffn.glu, pool_, stats_.seconds_dense));
       continue;
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
@@ -149,10 +150,9 @@ absl::Status Transformer::BuildLayers() {
                          .eps = config_.rms_norm_eps};
       if (!plan.ffn.latent_norm.empty()) latent->norm = weights_->Vector(plan.ffn.latent_norm);
     }
-    ffns_.push_back(std::make_unique<MoeFfn>(layer, config_.hidden_size, *routers_[layer],
-                                             std::move(math), bank, std::move(shared),
-                                             std::move(latent), experts_, *lookahead_, pool_,
-                                             moe_options_, stats_));
+    ffns_.push_back(std::make_unique<MoeFfn>(
+        layer, config_.hidden_size, *routers_[layer], std::move(math), bank, std::move(shared),
+        std::move(latent), experts_, *lookahead_, pool_, moe_options_, stats_));
   }
   return absl::OkStatus();
 }
@@ -183,7 +183,8 @@ void Transformer::IssueCertainReads(std::span<const int32_t> tokens) {
     std::vector<bool> seen(router->num_experts(), false);
     for (int32_t token : tokens) {
       for (float expert : router->HashedExperts(token)) {
-        if (!seen[static_cast<uint32_t>(expert)]) keys.push_back({layer, static_cast<uint32_t>(expert)});
+        if (!seen[static_cast<uint32_t>(expert)])
+          keys.push_back({layer, static_cast<uint32_t>(expert)});
         seen[static_cast<uint32_t>(expert)] = true;
       }
     }

@@ -46,7 +46,9 @@ class Transformer {
     // is the token's); false only to measure what that saves.
     bool certain = true;
     uint32_t lookahead = 6;  // experts per token hinted for the next MoE layer; 0: off
-    OnRoute on_route;        // each token's routed experts, for --trace and --learn
+    // Hint only the ranks right at least this often (Lookahead); 0: all of them.
+    double lookahead_precision = kDefaultLookaheadPrecision;
+    OnRoute on_route;  // each token's routed experts, for --trace and --learn
   };
 
   // Loads the trunk of `container`, checks that every tensor the plan needs

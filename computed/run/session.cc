@@ -114,7 +114,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                               .experts_per_token = options.experts_per_token,
                               .prefetch = options.prefetch,
                               .certain = options.certain,
-                              .lookahead = options.lookahead};
+                              .lookahead = options.lookahead,
+                              .lookahead_precision = options.lookahead_precision};
   if (options.learn || !options.trace_path.empty()) {
     engine.on_route = [&s](uint32_t position, uint32_t layer,
                            const std::vector<uint32_t>& experts) {

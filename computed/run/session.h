@@ -38,17 +38,18 @@ struct SessionOptions {
   std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
   uint32_t threads = 0;                  // 0: every core
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
-  EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // --cache-policy, embedded stores
-  IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
-  std::vector<int> cpus;                                // --cpus: pin compute threads
-  uint32_t prefill_chunk = 0;                           // 0: the whole prompt at once
-  bool prefetch = true;                                 // --no-prefetch: false
-  bool certain = true;                                  // --no-certain: false
-  uint32_t lookahead = 6;                               // --lookahead / WARP_LOOKAHEAD
-  uint32_t experts_per_token = 0;                       // 0: the model's
-  uint32_t max_positions = 4096;                        // context
-  std::string trace_path;                               // --trace: routing trace
-  bool learn = false;                                   // --learn: merge usage into usage.warp
+  EvictionPolicy cache_policy = EvictionPolicy::kLfru;      // --cache-policy, embedded stores
+  IoBackend io_backend = kDefaultIoBackend;                 // --io-engine, embedded stores
+  std::vector<int> cpus;                                    // --cpus: pin compute threads
+  uint32_t prefill_chunk = 0;                               // 0: the whole prompt at once
+  bool prefetch = true;                                     // --no-prefetch: false
+  bool certain = true;                                      // --no-certain: false
+  uint32_t lookahead = 6;                                   // --lookahead / WARP_LOOKAHEAD
+  double lookahead_precision = kDefaultLookaheadPrecision;  // --lookahead-precision
+  uint32_t experts_per_token = 0;                           // 0: the model's
+  uint32_t max_positions = 4096;                            // context
+  std::string trace_path;                                   // --trace: routing trace
+  bool learn = false;                                       // --learn: merge usage into usage.warp
 };
 
 class Session {

@@ -159,6 +159,8 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--lookahead 1");
   ExpectIdentical("--lookahead 6");
   ExpectIdentical("--lookahead 16 --prefill-chunk 3");
+  ExpectIdentical("--lookahead 6 --lookahead-precision 0");  // every rank hinted
+  ExpectIdentical("--lookahead 6 --lookahead-precision 1");  // ranks never wrong only
   ExpectIdentical("--no-prefetch --lookahead 6");
   ExpectIdentical("--budget 64M");  // every record stays cached
   ExpectIdentical("--io-engine uring --lookahead 6");
@@ -193,9 +195,9 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
     const std::string budget =
         " --budget " + std::to_string(plan->floor_bytes + extra_records * record_bytes);
     for (const char* mode : {"--no-prefetch --lookahead 0 --prefill-chunk 1", "--prefill-chunk 1",
-                             "--lookahead 16 --prefill-chunk 3", "--threads 2", "",
-                             "--cache-policy arc --prefill-chunk 1", "--cache-policy lru",
-                             "--io-engine uring --prefill-chunk 1"}) {
+                             "--lookahead 16 --prefill-chunk 3 --lookahead-precision 0",
+                             "--threads 2", "", "--cache-policy arc --prefill-chunk 1",
+                             "--cache-policy lru", "--io-engine uring --prefill-chunk 1"}) {
       const std::string flags = mode + budget;
       ExpectIdentical(flags);
       // The same run through `computed run`: more misses than records, and more bytes

@@ -302,6 +302,16 @@ TEST_F(RunCliTest, UnknownIoEngineIsRefusedNamingTheChoices) {
   EXPECT_THAT(result.output, HasSubstr("unknown I/O engine \"aio\" (pread or uring)"));
 }
 
+TEST_F(RunCliTest, LookaheadPrecisionOutsideZeroToOneIsRefused) {
+  for (const char* precision : {"1.5", "-0.5"}) {
+    auto result =
+        RunBinary("computed", "run " + Model() + " 5,6 --lookahead-precision " + precision);
+    EXPECT_EQ(result.exit_code, 1) << precision;
+    EXPECT_THAT(result.output,
+                HasSubstr(std::string("--lookahead-precision ") + precision + ": expected 0 to 1"));
+  }
+}
+
 TEST_F(RunCliTest, BadCpusAndAnUnwritableTraceAreRefused) {
   auto cpus = RunBinary("computed", "run " + Model() + " 5,6 --cpus 0,x");
   EXPECT_EQ(cpus.exit_code, 1);

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Lookahead settings A/B at equal memory: each configuration decodes the same
+# sampled tokens inside one memory cgroup (the planner's default budget there),
+# rounds alternating, so the disk's drift falls on every configuration alike.
+# Prints each run's decode tok/s, disk bytes a token and lookahead figures; the
+# decision goes to docs/LEARNED.md. MODEL is any container, e.g. the K2-shaped
+# model of vs_llamacpp.sh (`computed convert` of tests/gguf/make_gguf.py's file).
+#   tests/bench/lookahead_ab.sh BUILD_DIR MODEL LIMIT [REPS] [CONFIG ...]
+#   tests/bench/lookahead_ab.sh build /tmp/k2.warp 4G 3 "" "--lookahead-precision 0.5" \
+#     "--lookahead 0"
+set -euo pipefail
+build=$1
+model=$2
+limit=$3
+reps=${4:-3}
+shift 4 || shift $#
+configs=("$@")
+(( ${#configs[@]} )) || configs=("" "--lookahead-precision 0.5" "--lookahead-precision 0.8" \
+  "--lookahead 0")
+source "$(dirname "$0")/memory_cgroup.sh"
+trap cgroup_remove EXIT
+cgroup_create "$(numfmt --from=iec "$limit")"
+vocab=$(python3 -c "import json; print(json.load(open('$model/manifest.json'))['config']['vocab_size'])")
+ids=$(python3 -c "import random; random.seed(8); print(','.join(str(random.randrange($vocab)) for _ in range(8)))")
+for round in $(seq "$reps"); do
+  for config in "${configs[@]}"; do
+    line=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" --ids "$ids" -n 16 \
+      --ignore-eos --temperature 1 --seed "$round" $config 2>&1 >/dev/null | grep '^\[')
+    decode=$(grep -oE 'decode [0-9]+ tokens [0-9.]+ tok/s' <<< "$line" | awk '{print $4}')
+    per_token=$(grep -oE '[0-9.]+ [KMG]iB a token' <<< "$line")
+    lookahead=$(grep -oE 'lookahead recall [^]|]*' <<< "$line" || true)
+    hits=$(grep -oE 'decode [^|]*miss [0-9]+%' <<< "$line" | grep -oE '[0-9]+%$')
+    printf '%-30s round %d: decode %6s tok/s, %s, hits %s, %s\n' "${config:-(default)}" "$round" \
+      "$decode" "$per_token" "$hits" "$lookahead"
+  done
+done

@@ -88,7 +88,7 @@ std::function<int()> AddServeCommand(CLI::App& app) {
                 "Skip the CRC32C of records read (footers are still checked)");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
   cmd->add_option("--io-engine", flags->io_engine,
-                  "How records come off the disk: pread or uring (pieces in flight)");
+                  "How records come off the disk: uring (default: pieces in flight) or pread");
   cmd->add_option("--cache-policy", flags->cache_policy,
                   "Eviction order of the record cache: lfru (default), lru or arc");
   cmd->add_option("--shard", flags->shard,

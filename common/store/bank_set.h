@@ -33,8 +33,10 @@ enum class IoBackend {
   kPread,  // one pread per record on the I/O thread
   kUring,  // the record in pieces, all in flight (UringReader)
 };
-// Chosen by tests/bench/io_engine.sh (docs/LEARNED.md).
-inline constexpr IoBackend kDefaultIoBackend = IoBackend::kPread;
+// uring: as fast as pread with many records in flight, faster with one or two
+// (a layer's few misses beyond RAM); tests/bench/io_engine.sh and
+// lookahead_ab.sh, docs/LEARNED.md.
+inline constexpr IoBackend kDefaultIoBackend = IoBackend::kUring;
 absl::StatusOr<IoBackend> ParseIoBackend(std::string_view name);  // "pread", "uring", "": default
 const char* IoBackendName(IoBackend backend);
 

@@ -25,7 +25,7 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                   "Reader threads of the embedded store: reads in flight")
       ->capture_default_str();
   cmd->add_option("--io-engine", flags.io_engine,
-                  "How the embedded store reads records: pread or uring (pieces in flight)");
+                  "How the embedded store reads records: uring (default: pieces in flight) or pread");
   cmd->add_option("--cache-policy", flags.cache_policy,
                   "Eviction order of the embedded expert cache: lfru (default), lru or arc");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,

@@ -163,7 +163,7 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--lookahead 6 --lookahead-precision 1");  // ranks never wrong only
   ExpectIdentical("--no-prefetch --lookahead 6");
   ExpectIdentical("--budget 64M");  // every record stays cached
-  ExpectIdentical("--io-engine uring --lookahead 6");
+  ExpectIdentical("--io-engine pread --lookahead 6");
 }
 
 // From the floor (the cache holds one token's working set, a quarter of the
@@ -197,7 +197,7 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
     for (const char* mode : {"--no-prefetch --lookahead 0 --prefill-chunk 1", "--prefill-chunk 1",
                              "--lookahead 16 --prefill-chunk 3 --lookahead-precision 0",
                              "--threads 2", "", "--cache-policy arc --prefill-chunk 1",
-                             "--cache-policy lru", "--io-engine uring --prefill-chunk 1"}) {
+                             "--cache-policy lru", "--io-engine pread --prefill-chunk 1"}) {
       const std::string flags = mode + budget;
       ExpectIdentical(flags);
       // The same run through `computed run`: more misses than records, and more bytes
@@ -227,9 +227,9 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   for (int i = 0; i < 3; ++i) {
     const std::string listen = i < 2 ? "unix:" + (dir_ / ("d" + std::to_string(i))).string()
                                      : std::string("tcp:127.0.0.1:0");
-    // One daemon reads through io_uring, the others through pread.
+    // One daemon reads through pread, the others through io_uring (the default).
     std::vector<std::string> args = {"--model", shards[i], "--listen", listen};
-    if (i == 1) args.insert(args.end(), {"--io-engine", "uring"});
+    if (i == 1) args.insert(args.end(), {"--io-engine", "pread"});
     auto daemon = warp::testing::Daemon::Start(args);
     WARP_ASSERT_OK(daemon);
     addresses.push_back((*daemon)->addresses().at(0));
@@ -310,7 +310,7 @@ class StatefulBitIdentityTest : public BitIdentityTest {
     SetReference("--threads 1 --no-prefetch --lookahead 0 --prefill-chunk 1");
     for (const char* mode :
          {"--prefill-chunk 3", "--prefill-chunk 16 --threads 2", "--threads 2 --lookahead 16",
-          "--no-prefetch --lookahead 4", "--io-engine uring --prefill-chunk 3"}) {
+          "--no-prefetch --lookahead 4", "--io-engine pread --prefill-chunk 3"}) {
       ExpectIdentical(mode);
     }
     ExpectIdentical("--budget " + std::to_string(plan->floor_bytes) + " --prefill-chunk 3");

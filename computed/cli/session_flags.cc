@@ -24,8 +24,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--io-threads", flags.io_threads,
                   "Reader threads of the embedded store: reads in flight")
       ->capture_default_str();
-  cmd->add_option("--io-engine", flags.io_engine,
-                  "How the embedded store reads records: uring (default: pieces in flight) or pread");
+  cmd->add_option(
+      "--io-engine", flags.io_engine,
+      "How the embedded store reads records: uring (default: pieces in flight) or pread");
   cmd->add_option("--cache-policy", flags.cache_policy,
                   "Eviction order of the embedded expert cache: lfru (default), lru or arc");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,

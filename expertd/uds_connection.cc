@@ -91,6 +91,8 @@ absl::Status UdsConnection::Hello(const v1::FastPathHello& hello) {
     out->set_slot_bytes(store.slot_bytes());
     out->set_max_keys_per_request(handler_.max_keys_per_request());
     out->set_cancel_speculative(true);
+    stream_records_ = hello.stream_records();
+    out->set_stream_records(stream_records_);
     handler_.Describe(out->mutable_description());
   }
   const int memfd = refusal.ok() && store.arena_bytes() > 0 ? store.arena_fd() : -1;
@@ -108,34 +110,58 @@ absl::Status UdsConnection::Read(const v1::FastPathRead& read) {
     *out->mutable_status() = ToProto(batch.status());
     return SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply));
   }
+  if (stream_records_ && (*batch)->size() > 0) {
+    // One reply per record as it lands: the next record is read while this one is sent.
+    for (size_t left = (*batch)->size(); left > 0; --left) {
+      std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> next = (*batch)->Next();
+      if (!next) return absl::InternalError("a read batch ended early");
+      v1::FastPathReply part;
+      v1::FastPathReadReply* header = part.mutable_read();
+      header->set_request_id(read.request_id());
+      header->add_key_indices(static_cast<uint32_t>(next->first));
+      header->set_more(left > 1);
+      std::vector<std::span<const std::byte>> payload;
+      uint64_t payload_bytes = 0;
+      AddRecord(next->second, *header->add_records(), payload, payload_bytes);
+      header->set_payload_bytes(payload_bytes);
+      WARP_RETURN_IF_ERROR(SendFastPathFrame(socket_.get(), EncodeFastPathFrame(part), payload));
+    }
+    return absl::OkStatus();
+  }
   // Held until the reply is sent: the payload points into the uncached ones.
   std::vector<absl::StatusOr<ExpertRecord>> records = (*batch)->WaitAll();
   std::vector<std::span<const std::byte>> payload;
   uint64_t payload_bytes = 0;
   for (absl::StatusOr<ExpertRecord>& record : records) {
-    v1::FastPathRecord* entry = out->add_records();
-    if (!record.ok()) {
-      *entry->mutable_status() = ToProto(record.status());
-      continue;
-    }
-    std::span<const std::byte> bytes = record->bytes();
-    entry->set_record_bytes(bytes.size());
-    entry->set_crc32c(DecodeFooter(bytes).payload_crc32c);
-    entry->set_served(ToProto(record->served));
-    if (std::optional<uint64_t> offset = handler_.store().ArenaOffset(*record)) {
-      entry->set_location(v1::RECORD_LOCATION_ARENA);
-      entry->set_offset(*offset);
-      entry->set_lease_id(next_lease_id_);
-      leases_.emplace(next_lease_id_++, *std::move(record));
-    } else {
-      entry->set_location(v1::RECORD_LOCATION_PAYLOAD);
-      entry->set_offset(payload_bytes);
-      payload.push_back(bytes);
-      payload_bytes += bytes.size();
-    }
+    AddRecord(record, *out->add_records(), payload, payload_bytes);
   }
   out->set_payload_bytes(payload_bytes);
   return SendFastPathFrame(socket_.get(), EncodeFastPathFrame(reply), payload);
+}
+
+void UdsConnection::AddRecord(absl::StatusOr<ExpertRecord>& record, v1::FastPathRecord& entry,
+                              std::vector<std::span<const std::byte>>& payload,
+                              uint64_t& payload_bytes) {
+  if (!record.ok()) {
+    *entry.mutable_status() = ToProto(record.status());
+    return;
+  }
+  std::span<const std::byte> bytes = record->bytes();
+  entry.set_record_bytes(bytes.size());
+  entry.set_crc32c(DecodeFooter(bytes).payload_crc32c);
+  entry.set_served(ToProto(record->served));
+  if (std::optional<uint64_t> offset = handler_.store().ArenaOffset(*record)) {
+    entry.set_location(v1::RECORD_LOCATION_ARENA);
+    entry.set_offset(*offset);
+    entry.set_lease_id(next_lease_id_);
+    leases_.emplace(next_lease_id_++, *std::move(record));
+  } else {
+    // The caller holds `record` until the reply is sent: the payload points into it.
+    entry.set_location(v1::RECORD_LOCATION_PAYLOAD);
+    entry.set_offset(payload_bytes);
+    payload.push_back(bytes);
+    payload_bytes += bytes.size();
+  }
 }
 
 }  // namespace warp::expertd

@@ -14,7 +14,9 @@
 // any thread.
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -45,10 +47,14 @@ class UdsConnection {
   absl::Status Handle(const v1::FastPathRequest& request);
   absl::Status Hello(const v1::FastPathHello& hello);
   absl::Status Read(const v1::FastPathRead& read);
+  // Describes `record` in `entry`: leased in the arena, or appended to `payload`.
+  void AddRecord(absl::StatusOr<ExpertRecord>& record, v1::FastPathRecord& entry,
+                 std::vector<std::span<const std::byte>>& payload, uint64_t& payload_bytes);
 
   ScopedFd socket_;
   const RequestHandler& handler_;
   bool said_hello_ = false;
+  bool stream_records_ = false;  // one reply per record (the client asked for it)
   uint64_t next_lease_id_ = 1;
   absl::flat_hash_map<uint64_t, ExpertRecord> leases_;  // lease id -> the leased record
 };

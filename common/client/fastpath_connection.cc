@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -86,6 +87,7 @@ absl::Status FastPathConnection::Hello(uint64_t fingerprint,
   v1::FastPathRequest request;
   request.mutable_hello()->set_protocol_version(kFastPathProtocolVersion);
   request.mutable_hello()->set_model_fingerprint(fingerprint);
+  request.mutable_hello()->set_stream_records(true);
   WARP_RETURN_IF_ERROR(Send(request));
   WARP_ASSIGN_OR_RETURN(ReceivedFastPathHeader received, RecvFastPathHeader(socket_.get()));
   v1::FastPathReply reply;
@@ -124,8 +126,8 @@ absl::Status FastPathConnection::Send(const v1::FastPathRequest& request) {
   return status;
 }
 
-absl::StatusOr<FastPathConnection::Reply> FastPathConnection::Read(std::span<const ExpertKey> keys,
-                                                                   Priority priority) {
+absl::Status FastPathConnection::Read(std::span<const ExpertKey> keys, Priority priority,
+                                      const OnReply& on_reply) {
   const uint64_t request_id = next_request_id_++;
   v1::FastPathRequest request;
   v1::FastPathRead* read = request.mutable_read();
@@ -133,16 +135,23 @@ absl::StatusOr<FastPathConnection::Reply> FastPathConnection::Read(std::span<con
   read->set_priority(ToProto(priority));
   SetKeys(keys, read->mutable_keys());
   WARP_RETURN_IF_ERROR(Send(request));
-  absl::StatusOr<Reply> reply = ReceiveReply(request_id, keys.size());
-  if (!reply.ok()) {
-    absl::MutexLock lock(&mu_);
-    broken_ = true;
+  std::vector<bool> received(keys.size(), false);
+  while (true) {
+    absl::StatusOr<Reply> reply = ReceiveReply(request_id, received);
+    if (!reply.ok()) {
+      absl::MutexLock lock(&mu_);
+      broken_ = true;
+      return reply.status();
+    }
+    const bool last = !reply->header.more();
+    on_reply(*reply);
+    if (last) return absl::OkStatus();
   }
-  return reply;
 }
 
-absl::StatusOr<FastPathConnection::Reply> FastPathConnection::ReceiveReply(uint64_t request_id,
-                                                                           size_t num_keys) {
+absl::StatusOr<FastPathConnection::Reply> FastPathConnection::ReceiveReply(
+    uint64_t request_id, std::vector<bool>& answered) {
+  const size_t num_keys = answered.size();
   WARP_ASSIGN_OR_RETURN(ReceivedFastPathHeader received, RecvFastPathHeader(socket_.get()));
   v1::FastPathReply reply;
   if (!reply.ParseFromString(received.header) || !reply.has_read()) {
@@ -154,15 +163,39 @@ absl::StatusOr<FastPathConnection::Reply> FastPathConnection::ReceiveReply(uint6
         absl::StrCat("reply to request ", out.header.request_id(), ", expected ", request_id));
   }
   const bool refused = out.header.has_status() && out.header.status().code() != 0;
-  if (!refused && static_cast<size_t>(out.header.records_size()) != num_keys) {
-    return absl::DataLossError(
-        absl::StrCat("reply with ", out.header.records_size(), " records for ", num_keys, " keys"));
+  const auto num_records = static_cast<size_t>(out.header.records_size());
+  if (refused) {
+    if (num_records > 0 || out.header.more()) {
+      return absl::DataLossError("a refused Read's reply with records or more to come");
+    }
+  } else if (!hello_.stream_records()) {
+    if (num_records != num_keys || out.header.more() || out.header.key_indices_size() > 0) {
+      return absl::DataLossError(
+          absl::StrCat("reply with ", num_records, " records for ", num_keys, " keys"));
+    }
+    for (size_t i = 0; i < num_keys; ++i) out.header.add_key_indices(static_cast<uint32_t>(i));
+  } else if (static_cast<size_t>(out.header.key_indices_size()) != num_records) {
+    return absl::DataLossError(absl::StrCat("streamed reply with ", num_records, " records and ",
+                                            out.header.key_indices_size(), " key positions"));
+  }
+  if (!refused) {
+    for (uint32_t index : out.header.key_indices()) {
+      if (index >= num_keys || answered[index]) {
+        return absl::DataLossError(absl::StrCat("reply for request position ", index, " of ",
+                                                num_keys, ", out of range or answered twice"));
+      }
+      answered[index] = true;
+    }
+    if (!out.header.more() &&
+        std::find(answered.begin(), answered.end(), false) != answered.end()) {
+      return absl::DataLossError("the last reply to a Read left keys without a record");
+    }
   }
   // At most every record inline; bounds what a bad peer makes us allocate.
   const uint64_t payload_bytes = out.header.payload_bytes();
-  if (payload_bytes > num_keys * hello_.slot_bytes()) {
+  if (payload_bytes > num_records * hello_.slot_bytes()) {
     return absl::DataLossError(
-        absl::StrCat("reply payload of ", payload_bytes, " bytes for ", num_keys, " records"));
+        absl::StrCat("reply payload of ", payload_bytes, " bytes for ", num_records, " records"));
   }
   if (payload_bytes > 0) {
     std::shared_ptr<AlignedBuffer> payload = payloads_->Get(payload_bytes);

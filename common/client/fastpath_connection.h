@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -58,10 +59,15 @@ class ArenaMapping {
 
 class FastPathConnection {
  public:
+  // One reply to a Read: all its records, or, from a daemon that streams,
+  // some of them.
   struct Reply {
-    v1::FastPathReadReply header;                  // validated: one record per key
+    // Validated: key_indices (filled in here for a daemon that does not
+    // stream) gives each record's position in the request, each position once.
+    v1::FastPathReadReply header;
     std::shared_ptr<const AlignedBuffer> payload;  // payload_bytes long (null if 0)
   };
+  using OnReply = std::function<void(const Reply& reply)>;
 
   // Connects to the socket at `path` and says Hello, expecting `fingerprint`
   // (0: any). Reuses `current` if the daemon passes the memfd it maps.
@@ -73,9 +79,12 @@ class FastPathConnection {
   FastPathConnection(const FastPathConnection&) = delete;
   FastPathConnection& operator=(const FastPathConnection&) = delete;
 
-  // Sends one Read and waits for its reply and payload. Any error leaves the
-  // connection broken(); the caller drops it and opens another.
-  absl::StatusOr<Reply> Read(std::span<const ExpertKey> keys, Priority priority);
+  // Sends one Read and passes each of its replies to `on_reply` as it
+  // arrives, until every key has its record (a daemon that streams sends one
+  // reply per record, as each is read) or the daemon refuses the Read (one
+  // reply with a status). Any error leaves the connection broken(); the
+  // caller drops it and opens another.
+  absl::Status Read(std::span<const ExpertKey> keys, Priority priority, const OnReply& on_reply);
 
   // Ends a lease, best effort (a broken connection's leases died with it).
   // Releases from concurrent threads are sent together.
@@ -96,7 +105,8 @@ class FastPathConnection {
   explicit FastPathConnection(ScopedFd socket) : socket_(std::move(socket)) {}
   absl::Status Hello(uint64_t fingerprint, std::shared_ptr<const ArenaMapping> current);
   absl::Status Send(const v1::FastPathRequest& request);  // one whole frame
-  absl::StatusOr<Reply> ReceiveReply(uint64_t request_id, size_t num_keys);
+  // One reply; `answered` marks the request positions answered so far.
+  absl::StatusOr<Reply> ReceiveReply(uint64_t request_id, std::vector<bool>& answered);
 
   ScopedFd socket_;
   // Payload buffers, reused: a fresh record buffer costs its zero fill and page faults.

@@ -108,42 +108,60 @@ void UdsExpertSource::ReturnConnection(std::shared_ptr<FastPathConnection> conne
 }
 
 void UdsExpertSource::RunJob(const Job& job) {
+  std::vector<bool> done(job.keys.size(), false);
   const absl::Status failure = RunWithRetry(
       {.address = options_.address,
        .max_attempts = options_.max_attempts,
        .backoff = options_.backoff},
-      [&] { return Attempt(job); },
+      [&] { return Attempt(job, done); },
       [&] {
         absl::MutexLock lock(&mu_);
         idle_.clear();  // connections opened before the failure are likely dead too
       });
   if (failure.ok()) return;
-  for (size_t i = 0; i < job.keys.size(); ++i) job.batch->Complete(i, failure);
+  for (size_t i = 0; i < job.keys.size(); ++i) {
+    if (!done[i]) job.batch->Complete(i, failure);
+  }
 }
 
-absl::Status UdsExpertSource::Attempt(const Job& job) {
+absl::Status UdsExpertSource::Attempt(const Job& job, std::vector<bool>& done) {
+  // Only the keys no earlier attempt received: a streamed Read may break halfway.
+  std::vector<ExpertKey> keys;
+  std::vector<size_t> index_of;  // request position -> the job's
+  for (size_t i = 0; i < job.keys.size(); ++i) {
+    if (done[i]) continue;
+    keys.push_back(job.keys[i]);
+    index_of.push_back(i);
+  }
+  if (keys.empty()) return absl::OkStatus();
   WARP_ASSIGN_OR_RETURN(std::shared_ptr<FastPathConnection> connection, TakeConnection());
-  absl::StatusOr<FastPathConnection::Reply> reply = connection->Read(job.keys, job.priority);
-  if (!reply.ok()) {
+  absl::Status refused;
+  const absl::Status status =
+      connection->Read(keys, job.priority, [&](const FastPathConnection::Reply& reply) {
+        if (reply.header.has_status() && reply.header.status().code() != 0) {
+          refused = FromProto(reply.header.status());
+          return;
+        }
+        // Each record is the caller's as soon as it arrives.
+        for (int r = 0; r < reply.header.records_size(); ++r) {
+          const size_t i = index_of[reply.header.key_indices(r)];
+          done[i] = true;
+          job.batch->Complete(i, MakeRecord(connection, reply, r, job.keys[i]));
+        }
+      });
+  if (!status.ok()) {
     // A reply that does not parse or fit is a broken stream: reconnect as for a dead daemon.
-    return reply.status().code() == absl::StatusCode::kDataLoss
-               ? absl::UnavailableError(reply.status().message())
-               : reply.status();
+    return status.code() == absl::StatusCode::kDataLoss ? absl::UnavailableError(status.message())
+                                                        : status;
   }
   ReturnConnection(connection);
-  if (reply->header.has_status() && reply->header.status().code() != 0) {
-    return FromProto(reply->header.status());
-  }
-  for (size_t i = 0; i < job.keys.size(); ++i) {
-    job.batch->Complete(i, MakeRecord(connection, *reply, i, job.keys[i]));
-  }
-  return absl::OkStatus();
+  return refused;
 }
 
 absl::StatusOr<ExpertRecord> UdsExpertSource::MakeRecord(
     const std::shared_ptr<FastPathConnection>& connection, const FastPathConnection::Reply& reply,
-    size_t i, const ExpertKey& key) {
-  const v1::FastPathRecord& entry = reply.header.records(static_cast<int>(i));
+    int i, const ExpertKey& key) {
+  const v1::FastPathRecord& entry = reply.header.records(i);
   if (entry.has_status() && entry.status().code() != 0) return FromProto(entry.status());
   std::shared_ptr<const void> owner;
   std::span<const std::byte> region;

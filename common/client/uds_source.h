@@ -68,11 +68,11 @@ class UdsExpertSource : public ExpertSource {
 
   explicit UdsExpertSource(const Options& options);
   void RunJob(const Job& job);
-  // One attempt on one connection: completes every key or none.
-  absl::Status Attempt(const Job& job);
+  // One attempt at the keys not yet `done`; marks those it completes.
+  absl::Status Attempt(const Job& job, std::vector<bool>& done);
   // A record of `reply` entry `i`, checked; owns its lease or payload.
   absl::StatusOr<ExpertRecord> MakeRecord(const std::shared_ptr<FastPathConnection>& connection,
-                                          const FastPathConnection::Reply& reply, size_t i,
+                                          const FastPathConnection::Reply& reply, int i,
                                           const ExpertKey& key);
   // An idle connection, else a new one.
   absl::StatusOr<std::shared_ptr<FastPathConnection>> TakeConnection();

@@ -192,7 +192,8 @@ TEST_F(RequestHandlerTest, ATooLongHintListIsCappedTheSameOverTheFastPath) {
   for (uint32_t expert = 0; expert < 5; ++expert) hints.push_back({1, expert});
   connection->Prefetch(hints, Priority::kLookahead);
   const std::vector<ExpertKey> sentinel = {{1, 7}};  // served after the hint, queued after it
-  WARP_ASSERT_OK(connection->Read(sentinel, Priority::kLookahead));
+  WARP_ASSERT_OK(
+      connection->Read(sentinel, Priority::kLookahead, [](const FastPathConnection::Reply&) {}));
   EXPECT_THAT(reads(), ElementsAre(ExpertKey{1, 0}, ExpertKey{1, 1}, ExpertKey{1, 7}));
 }
 
@@ -217,16 +218,21 @@ TEST_F(RequestHandlerTest, TooManyKeysFailTheReadAsAWholeOnBothTransports) {
 
   std::shared_ptr<FastPathConnection> connection = OpenFastPath();
   ASSERT_NE(connection, nullptr);
-  auto reply = connection->Read(std::vector<ExpertKey>{{1, 0}, {1, 1}, {1, 2}}, Priority::kDemand);
-  WARP_ASSERT_OK(reply);
-  EXPECT_EQ(reply->header.status().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
-  EXPECT_EQ(reply->header.status().message(), status.error_message());
+  std::vector<FastPathConnection::Reply> replies;
+  WARP_ASSERT_OK(
+      connection->Read(std::vector<ExpertKey>{{1, 0}, {1, 1}, {1, 2}}, Priority::kDemand,
+                       [&](const FastPathConnection::Reply& reply) { replies.push_back(reply); }));
+  ASSERT_EQ(replies.size(), 1u);  // a refusal is one reply, even to a client that streams
+  EXPECT_EQ(replies[0].header.status().code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(replies[0].header.status().message(), status.error_message());
   EXPECT_TRUE(reads().empty());
 }
 
 TEST_F(RequestHandlerTest, CancelSpeculativeReachesTheStoreOverBothTransports) {
   BlockNextRead();
-  std::shared_ptr<ReadBatch> first = store_->Read(std::vector<ExpertKey>{{1, 0}}, Priority::kDemand);
+  std::shared_ptr<ReadBatch> first =
+      store_->Read(std::vector<ExpertKey>{{1, 0}}, Priority::kDemand);
   read_blocked_.WaitForNotification();
 
   // gRPC: hints queued by the synchronous Prefetch RPC, cancelled by the client.

@@ -182,13 +182,16 @@ TEST_F(UdsTest, AClientThatDisconnectsReleasesItsLeases) {
         FastPathConnection::Open(fastpath_.substr(9), 0, std::chrono::seconds(5), nullptr);
     WARP_ASSERT_OK(connection);
     const std::vector<ExpertKey> keys = {{1, 2}, {2, 3}};
-    absl::StatusOr<FastPathConnection::Reply> reply = (*connection)->Read(keys, Priority::kDemand);
-    WARP_ASSERT_OK(reply);
-    ASSERT_EQ(reply->header.records_size(), 2);
-    for (const v1::FastPathRecord& record : reply->header.records()) {
-      EXPECT_EQ(record.location(), v1::RECORD_LOCATION_ARENA);
-      EXPECT_NE(record.lease_id(), 0u);
-    }
+    int records = 0;
+    WARP_ASSERT_OK(
+        (*connection)->Read(keys, Priority::kDemand, [&](const FastPathConnection::Reply& reply) {
+          for (const v1::FastPathRecord& record : reply.header.records()) {
+            EXPECT_EQ(record.location(), v1::RECORD_LOCATION_ARENA);
+            EXPECT_NE(record.lease_id(), 0u);
+            ++records;
+          }
+        }));
+    EXPECT_EQ(records, 2);
     EXPECT_EQ(Counter("cache_pinned_bytes"), 2 * record_bytes_);
     // Leaves without a Release, as a client that crashed would.
   }
@@ -248,21 +251,67 @@ TEST_F(UdsTest, WithoutACacheRecordsComeInTheReplyPayload) {
   WARP_ASSERT_OK(connection);
   EXPECT_EQ((*connection)->hello().arena_bytes(), 0u);
   EXPECT_EQ((*connection)->mapping(), nullptr);
-  absl::StatusOr<FastPathConnection::Reply> reply =
-      (*connection)->Read({{{1, 0}, {2, 7}}}, Priority::kDemand);
-  WARP_ASSERT_OK(reply);
-  ASSERT_EQ(reply->header.records_size(), 2);
-  EXPECT_EQ(reply->header.payload_bytes(), 2 * record_bytes_);
-  const v1::FastPathRecord& second = reply->header.records(1);
-  EXPECT_EQ(second.location(), v1::RECORD_LOCATION_PAYLOAD);
-  EXPECT_EQ(second.offset(), record_bytes_);
-  EXPECT_EQ(AsString(reply->payload->span().subspan(second.offset(), second.record_bytes())),
-            BankBytes({2, 7}));
+  EXPECT_TRUE((*connection)->hello().stream_records());
+  const std::vector<ExpertKey> keys = {{1, 0}, {2, 7}};
+  std::vector<FastPathConnection::Reply> replies;
+  WARP_ASSERT_OK(
+      (*connection)->Read(keys, Priority::kDemand, [&](const FastPathConnection::Reply& reply) {
+        replies.push_back(reply);
+      }));
+  // Streamed: one reply per record as it was read, each key once, the last says so.
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_TRUE(replies[0].header.more());
+  EXPECT_FALSE(replies[1].header.more());
+  EXPECT_NE(replies[0].header.key_indices(0), replies[1].header.key_indices(0));
+  for (const FastPathConnection::Reply& reply : replies) {
+    ASSERT_EQ(reply.header.records_size(), 1);
+    ASSERT_EQ(reply.header.key_indices_size(), 1);
+    const v1::FastPathRecord& record = reply.header.records(0);
+    EXPECT_EQ(record.location(), v1::RECORD_LOCATION_PAYLOAD);
+    EXPECT_EQ(record.offset(), 0u);
+    EXPECT_EQ(reply.header.payload_bytes(), record_bytes_);
+    EXPECT_EQ(AsString(reply.payload->span().subspan(0, record.record_bytes())),
+              BankBytes(keys.at(reply.header.key_indices(0))));
+  }
   std::unique_ptr<UdsExpertSource> client = Client();
   ASSERT_NE(client, nullptr);
   absl::StatusOr<ExpertRecord> record = ReadOne(*client, {1, 6});
   WARP_ASSERT_OK(record);
   EXPECT_EQ(AsString(record->bytes()), BankBytes({1, 6}));
+}
+
+// A client that does not ask for streamed replies (an older one) gets one
+// reply per Read, its records in request order, as before.
+TEST_F(UdsTest, AClientThatDoesNotAskForStreamingGetsOneReply) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/0));
+  v1::FastPathRequest hello;
+  hello.mutable_hello()->set_protocol_version(kFastPathProtocolVersion);
+  v1::FastPathRequest read;
+  read.mutable_read()->set_request_id(5);
+  for (const ExpertKey& key : {ExpertKey{2, 7}, ExpertKey{1, 0}}) {
+    v1::ExpertKey* out = read.mutable_read()->add_keys();
+    out->set_layer(key.layer);
+    out->set_expert(key.expert);
+  }
+  ScopedFd fd = RawConnection(EncodeFastPathFrame(hello) + EncodeFastPathFrame(read));
+  absl::StatusOr<ReceivedFastPathHeader> hello_reply = RecvFastPathHeader(fd.get());
+  WARP_ASSERT_OK(hello_reply);
+  v1::FastPathReply parsed;
+  ASSERT_TRUE(parsed.ParseFromString(hello_reply->header));
+  EXPECT_FALSE(parsed.hello().stream_records());
+  absl::StatusOr<ReceivedFastPathHeader> read_reply = RecvFastPathHeader(fd.get());
+  WARP_ASSERT_OK(read_reply);
+  ASSERT_TRUE(parsed.ParseFromString(read_reply->header));
+  const v1::FastPathReadReply& reply = parsed.read();
+  EXPECT_EQ(reply.request_id(), 5u);
+  ASSERT_EQ(reply.records_size(), 2);
+  EXPECT_EQ(reply.key_indices_size(), 0);
+  EXPECT_FALSE(reply.more());
+  ASSERT_EQ(reply.payload_bytes(), 2 * record_bytes_);
+  std::string payload(reply.payload_bytes(), '\0');
+  WARP_ASSERT_OK(RecvFastPathPayload(fd.get(), std::as_writable_bytes(std::span(payload))));
+  EXPECT_EQ(payload.substr(reply.records(0).offset(), record_bytes_), BankBytes({2, 7}));
+  EXPECT_EQ(payload.substr(reply.records(1).offset(), record_bytes_), BankBytes({1, 0}));
 }
 
 TEST_F(UdsTest, RecordsOfTheOldMappingStayValidAcrossADaemonRestart) {

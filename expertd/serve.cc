@@ -171,6 +171,7 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
                                     .io_threads = config.io_threads(),
                                     .cache_policy = policy,
                                     .banks = {.verify = !config.skip_crc(),
+                                              .verify_once = !config.verify_every_read(),
                                               .io_backend = io_backend,
                                               .uring = {
                                                   .depth = config.io_depth(),
@@ -178,7 +179,10 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
                                               }}}));
   log.info("cache {} ({}), {} I/O threads reading with {}, verify {}",
            FormatBytes(config.budget_bytes()), EvictionPolicyName(policy), config.io_threads(),
-           IoBackendName(store->io_backend()), config.skip_crc() ? "off" : "on");
+           IoBackendName(store->io_backend()),
+           config.skip_crc()            ? "off"
+           : config.verify_every_read() ? "every read"
+                                        : "until a record first passes");
 
   // One set of request rules for both transports.
   const RequestHandler handler(*store, config.max_keys_per_request());

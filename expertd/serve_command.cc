@@ -27,6 +27,7 @@ struct ServeFlags {
   std::string budget;
   uint32_t io_threads = 0;
   bool no_verify = false;
+  bool verify_every_read = false;
   uint32_t max_keys = 0;
   std::string cache_policy;
   std::string io_engine;
@@ -52,6 +53,7 @@ absl::Status Run(const ServeFlags& flags) {
   }
   if (flags.io_threads) config.set_io_threads(flags.io_threads);
   if (flags.no_verify) config.set_skip_crc(true);
+  if (flags.verify_every_read) config.set_verify_every_read(true);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
   if (!flags.cache_policy.empty()) config.set_cache_policy(flags.cache_policy);
   if (!flags.io_engine.empty()) config.set_io_engine(flags.io_engine);
@@ -86,6 +88,8 @@ std::function<int()> AddServeCommand(CLI::App& app) {
   cmd->add_option("--io-threads", flags->io_threads, "Reads in flight (default 4)");
   cmd->add_flag("--no-verify", flags->no_verify,
                 "Skip the CRC32C of records read (footers are still checked)");
+  cmd->add_flag("--verify-every-read", flags->verify_every_read,
+                "Check a record's CRC32C at every read (default: until it first passes)");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
   cmd->add_option("--io-engine", flags->io_engine,
                   "How records come off the disk: uring (default: pieces in flight) or pread");

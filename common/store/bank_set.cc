@@ -54,6 +54,7 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
       warned = true;
     }
     banks->files_.push_back(std::move(file));
+    banks->verified_.push_back(std::make_unique<std::atomic<bool>[]>(bank.num_experts));
   }
   return banks;
 }
@@ -86,11 +87,15 @@ absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> 
   if (!status.ok()) {
     return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
   }
-  status = CheckRecord(bytes, container_->Expectation(key.layer, key.expert), options_.verify);
+  std::atomic<bool>& verified = verified_[index][key.expert];
+  const bool check_crc =
+      options_.verify && !(options_.verify_once && verified.load(std::memory_order_relaxed));
+  status = CheckRecord(bytes, container_->Expectation(key.layer, key.expert), check_crc);
   if (!status.ok()) {
     return absl::Status(status.code(),
                         absl::StrCat(status.message(), " (", path, " @", *offset, ")"));
   }
+  if (check_crc) verified.store(true, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

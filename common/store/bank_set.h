@@ -9,6 +9,7 @@
 //
 // Thread-safe: immutable after Open; reads are preads.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -43,7 +44,12 @@ const char* IoBackendName(IoBackend backend);
 class BankSet {
  public:
   struct Options {
-    bool verify = true;  // CRC32C of every record (footers are always checked)
+    bool verify = true;  // CRC32C of records read (footers are always checked)
+    // With verify: a record's CRC32C is checked until it first passes; later
+    // reads of it check the footer only. The CRC is the largest CPU cost of a
+    // read (8% of decode at 4 GiB, docs/LEARNED.md), and a record read again
+    // beyond RAM passed when it first came in. false: --verify-every-read.
+    bool verify_once = true;
     IoBackend io_backend = kDefaultIoBackend;
     UringReader::Options uring;  // pieces and depth of kUring
     PreadFn pread;               // null: the backend's; set: replaces it (tests)
@@ -86,6 +92,8 @@ class BankSet {
   Options options_;
   std::shared_ptr<BufferPool> buffers_;
   std::vector<OpenedFile> files_;  // indexed like manifest().banks
+  // [bank][expert]: its CRC32C passed once (verify_once).
+  std::vector<std::unique_ptr<std::atomic<bool>[]>> verified_;
 };
 
 }  // namespace warp

@@ -27,6 +27,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option(
       "--io-engine", flags.io_engine,
       "How the embedded store reads records: uring (default: pieces in flight) or pread");
+  cmd->add_flag("--verify-every-read", flags.verify_every_read,
+                "Check a record's CRC32C at every read of the embedded store (default: until it "
+                "first passes)");
   cmd->add_option("--cache-policy", flags.cache_policy,
                   "Eviction order of the embedded expert cache: lfru (default), lru or arc");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,
@@ -72,6 +75,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
   absl::StatusOr<IoBackend> io_backend = ParseIoBackend(flags.io_engine);
   if (!io_backend.ok()) return io_backend.status();
   options.io_backend = *io_backend;
+  options.verify_every_read = flags.verify_every_read;
   if (options.bank_dirs.empty()) {
     if (const char* env = std::getenv("WARP_BANK_SHARDS")) options.bank_dirs = SplitList(env);
   }

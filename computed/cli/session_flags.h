@@ -24,6 +24,7 @@ struct SessionFlags {
   uint32_t io_threads = 4;
   std::string cache_policy;  // "": lfru
   std::string io_engine;     // "": kDefaultIoBackend
+  bool verify_every_read = false;
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;
   bool no_certain = false;

@@ -82,13 +82,14 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   log.info("budget {} ({}): trunk {}, KV {}, expert cache {}", FormatBytes(s.budget_.budget_bytes),
            s.budget_.rule, FormatBytes(plan.trunk_bytes), FormatBytes(plan.kv_bytes),
            FormatBytes(s.budget_.cache_bytes));
-  WARP_ASSIGN_OR_RETURN(s.source_,
-                        OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
-                                                        .stores = options.stores,
-                                                        .cache_bytes = s.budget_.cache_bytes,
-                                                        .io_threads = options.io_threads,
-                                                        .cache_policy = options.cache_policy,
-                                                        .io_backend = options.io_backend}));
+  WARP_ASSIGN_OR_RETURN(
+      s.source_, OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
+                                                 .stores = options.stores,
+                                                 .cache_bytes = s.budget_.cache_bytes,
+                                                 .io_threads = options.io_threads,
+                                                 .cache_policy = options.cache_policy,
+                                                 .io_backend = options.io_backend,
+                                                 .verify_every_read = options.verify_every_read}));
   // Inside a memory cgroup, a governor shrinks the cache of this process
   // before the kernel reclaims or kills, and grows it back to the budget.
   if (limits.cgroup_limit_bytes && limits.assumed.empty() && plan.num_moe_layers > 0 &&

@@ -40,6 +40,7 @@ struct SessionOptions {
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;      // --cache-policy, embedded stores
   IoBackend io_backend = kDefaultIoBackend;                 // --io-engine, embedded stores
+  bool verify_every_read = false;                           // --verify-every-read, embedded
   std::vector<int> cpus;                                    // --cpus: pin compute threads
   uint32_t prefill_chunk = 0;                               // 0: the whole prompt at once
   bool prefetch = true;                                     // --no-prefetch: false

@@ -34,12 +34,13 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   WARP_RETURN_IF_ERROR(CheckFingerprint(fingerprint, shard->manifest().fingerprint, dir));
   std::vector<ExpertKey> held = HeldKeys(*shard);
   // In-process: no client maps the cache, so a governor's shrink can free its memory.
-  WARP_ASSIGN_OR_RETURN(auto store,
-                        ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
-                                                  .io_threads = options.io_threads,
-                                                  .cache_policy = options.cache_policy,
-                                                  .shared_arena = false,
-                                                  .banks = {.io_backend = options.io_backend}}));
+  WARP_ASSIGN_OR_RETURN(
+      auto store, ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
+                                            .io_threads = options.io_threads,
+                                            .cache_policy = options.cache_policy,
+                                            .shared_arena = false,
+                                            .banks = {.verify_once = !options.verify_every_read,
+                                                      .io_backend = options.io_backend}}));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
@@ -116,7 +117,8 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
                                              .io_threads = options.io_threads,
                                              .cache_policy = options.cache_policy,
                                              .shared_arena = false,
-                                             .banks = {.io_backend = options.io_backend}}));
+                                             .banks = {.verify_once = !options.verify_every_read,
+                                                       .io_backend = options.io_backend}}));
     return store;
   }
   std::vector<FanoutExpertSource::Member> members;

@@ -29,6 +29,7 @@ struct SourceOptions {
   uint32_t io_threads = 4;             // per embedded store
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // of the embedded stores' caches
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
+  bool verify_every_read = false;                       // of the embedded stores (CRC32C)
 };
 
 // Splits "a,b,c" (empty pieces dropped).

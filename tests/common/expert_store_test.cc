@@ -92,12 +92,13 @@ class ExpertStoreTest : public ::testing::Test {
 
   // REQUIRES: called once per test, through ASSERT_NO_FATAL_FAILURE.
   void OpenStore(uint64_t cache_bytes, uint32_t io_threads, bool verify = true,
-                 bool shared_arena = true) {
+                 bool shared_arena = true, bool verify_once = false) {
     auto container = Container::Open(model_);
     WARP_ASSERT_OK(container);
     ExpertStore::Options options{
         .cache_bytes = cache_bytes, .io_threads = io_threads, .shared_arena = shared_arena};
     options.banks.verify = verify;
+    options.banks.verify_once = verify_once;
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
                                  std::string_view path) { return Pread(fd, out, offset, path); };
     auto store = ExpertStore::Open(std::move(*container), std::move(options));
@@ -718,6 +719,32 @@ TEST_F(ExpertStoreTest, WithoutVerifyAPayloadFlipPassesButAFooterFlipDoesNot) {
                        AllOf(HasSubstr("expert 5 of layer 1: bad footer magic"),
                              HasSubstr("experts-L1.bin"))));
   EXPECT_FALSE(store_->IsCached(footer_flipped));
+}
+
+// verify_once: a record's CRC is checked when it first comes off the disk;
+// later reads of it check the footer only. A record that never passed is
+// checked on every read.
+TEST_F(ExpertStoreTest, VerifyOnceChecksTheCrcAtARecordsFirstReadOnly) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/0, 2, /*verify=*/true,
+                                    /*shared_arena=*/true, /*verify_once=*/true));
+  const ExpertKey checked{1, 2}, bad{1, 3};
+  WARP_ASSERT_OK(ReadOne(checked));
+  SetFault([=](const ExpertKey& key, int fd, std::span<std::byte> out, uint64_t offset,
+               std::string_view path) {
+    WARP_RETURN_IF_ERROR(PreadFull(fd, out, offset, path));
+    if (key == checked || key == bad) out[100] ^= std::byte{0x01};  // inside the payload
+    return absl::OkStatus();
+  });
+  // Passed once: read again (no cache), its CRC is not computed.
+  absl::StatusOr<ExpertRecord> again = ReadOne(checked);
+  WARP_ASSERT_OK(again);
+  EXPECT_EQ(ReadsOf(checked), 2);
+  // Never passed: checked at every read.
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    EXPECT_THAT(ReadOne(bad), StatusIs(absl::StatusCode::kDataLoss,
+                                       HasSubstr("expert 3 of layer 1: checksum mismatch")));
+  }
+  EXPECT_EQ(Counter("crc_errors"), 2u);
 }
 
 TEST_F(ExpertStoreTest, SlowReadsStillReturnTheRightBytes) {

@@ -12,9 +12,11 @@ packages=(
   nlohmann-json3-dev libcli11-dev liburing-dev
   libpcre2-dev libutf8proc-dev bible-kjv-text
   python3-torch python3-numpy
+  openssl
 )
 # python3-torch and python3-numpy run the PyTorch reference of tests/reference
-# (ctest's reference_selftest, /usr/bin/python3).
+# (ctest's reference_selftest, /usr/bin/python3). openssl makes the throwaway
+# CA and certificates of the TLS tests (tests/testing/test_certificates.cc).
 # Node.js and npm run the reference tokenizers and Jinja renderer of the tests
 # (tests/npm); the machine may already have them from outside Debian.
 command -v node > /dev/null || packages+=(nodejs)

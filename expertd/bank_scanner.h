@@ -32,11 +32,11 @@ absl::Status CheckRecordAt(std::span<const std::byte> record, const RecordExpect
 // Consecutive records of one bank file, as read.
 struct BankChunk {
   const BankEntry* bank = nullptr;
-  std::filesystem::path path;          // the bank file
-  std::span<const uint32_t> experts;   // the experts of the records, in file order
-  uint64_t offset = 0;                 // of the first record in the file
-  std::span<const std::byte> bytes;    // experts.size() records
-  std::vector<absl::Status> checks;    // per record: CheckRecordAt
+  std::filesystem::path path;         // the bank file
+  std::span<const uint32_t> experts;  // the experts of the records, in file order
+  uint64_t offset = 0;                // of the first record in the file
+  std::span<const std::byte> bytes;   // experts.size() records
+  std::vector<absl::Status> checks;   // per record: CheckRecordAt
 
   size_t size() const { return experts.size(); }
   uint64_t record_offset(size_t i) const { return offset + i * bank->record_bytes; }

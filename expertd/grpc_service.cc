@@ -10,12 +10,13 @@ namespace warp::expertd {
 namespace {
 
 // Writes one record (or its per-key failure) as ReadChunks of at most 1 MiB.
-bool SendRecord(uint32_t index, const absl::StatusOr<ExpertRecord>& record,
+bool SendRecord(const RequestHandler& handler, uint32_t index,
+                const absl::StatusOr<ExpertRecord>& record,
                 grpc::ServerWriter<v1::ReadChunk>* writer) {
   v1::ReadChunk chunk;
   chunk.set_index(index);
   if (!record.ok()) {
-    *chunk.mutable_status() = ToProto(record.status());
+    *chunk.mutable_status() = ToProto(handler.ForClient(record.status()));
     chunk.set_last(true);
     return writer->Write(chunk);
   }
@@ -60,7 +61,8 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
     landed[next->first] = std::move(next->second);
     for (; next_to_send < num_keys && landed[next_to_send]; ++next_to_send) {
       if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-      if (!SendRecord(static_cast<uint32_t>(next_to_send), *landed[next_to_send], writer)) {
+      if (!SendRecord(handler_, static_cast<uint32_t>(next_to_send), *landed[next_to_send],
+                      writer)) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
       }
       landed[next_to_send].reset();  // drop the lease as soon as it is sent

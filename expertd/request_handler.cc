@@ -1,9 +1,13 @@
 #include "expertd/request_handler.h"
 
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/format/manifest.h"
+#include "common/logging.h"
 #include "common/wire/proto_convert.h"
 
 namespace warp::expertd {
@@ -11,10 +15,21 @@ namespace warp::expertd {
 absl::Status RequestHandler::CheckFingerprint(uint64_t fingerprint) const {
   const uint64_t own = store_.container().manifest().fingerprint;
   if (fingerprint == 0 || fingerprint == own) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("model fingerprint ",
-                                                    FingerprintHex(fingerprint),
-                                                    " differs from this daemon's ",
-                                                    FingerprintHex(own)));
+  return absl::FailedPreconditionError(
+      absl::StrCat("model fingerprint ", FingerprintHex(fingerprint),
+                   " differs from this daemon's ", FingerprintHex(own)));
+}
+
+absl::Status RequestHandler::ForClient(const absl::Status& status) const {
+  if (status.ok()) return status;
+  Logger("expertd").warn("{}", std::string(status.message()));
+  std::string message(status.message());
+  for (std::filesystem::path dir = store_.container().dir(); !dir.empty();
+       dir = dir == dir.parent_path() ? std::filesystem::path() : dir.parent_path()) {
+    // The deepest directory first: "/srv/m.warp/" before "/srv/".
+    absl::StrReplaceAll({{dir.string() + "/", ""}}, &message);
+  }
+  return absl::Status(status.code(), message);
 }
 
 absl::StatusOr<std::shared_ptr<ReadBatch>> RequestHandler::Read(const ProtoKeys& keys,
@@ -37,8 +52,8 @@ uint32_t RequestHandler::Prefetch(const ProtoKeys& keys, v1::Priority priority) 
       held.push_back({key.layer(), key.expert()});
     }
   }
-  store_.Prefetch(held, priority == v1::PRIORITY_CERTAIN ? Priority::kCertain
-                                                         : Priority::kLookahead);
+  store_.Prefetch(held,
+                  priority == v1::PRIORITY_CERTAIN ? Priority::kCertain : Priority::kLookahead);
   return static_cast<uint32_t>(held.size());
 }
 

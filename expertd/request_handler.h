@@ -48,6 +48,11 @@ class RequestHandler {
   // Drops queued lookahead reads of layers <= through_layer; returns how many.
   uint32_t CancelSpeculative(uint32_t through_layer) const;
 
+  // A record's failure as a client sees it: the layer and expert, with the
+  // daemon's directories taken out of it (bank files by their names in the
+  // container). The whole message goes to the daemon's log.
+  absl::Status ForClient(const absl::Status& status) const;
+
   void Describe(v1::DescribeReply* reply) const;
   void Stats(v1::StatsReply* reply) const;
 

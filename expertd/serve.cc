@@ -16,6 +16,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/store/expert_store.h"
+#include "common/wire/lan_auth.h"
 #include "expertd/grpc_service.h"
 #include "expertd/request_handler.h"
 #include "expertd/socket_path.h"
@@ -78,6 +79,14 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
   // gRPC sets SO_REUSEPORT by default: a second daemon would silently share
   // the port and take half the connections. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();
+  if (!config.tls_cert().empty()) {  // NormalizeConfig: key and token too
+    WARP_ASSIGN_OR_RETURN(tcp_credentials,
+                          TlsServerCredentials({.cert = config.tls_cert(),
+                                                .key = config.tls_key(),
+                                                .client_ca = config.tls_client_ca(),
+                                                .token_file = config.token_file()}));
+  }
   std::string specs;
   for (Listener& listener : listeners) {
     if (listener.fastpath) continue;
@@ -85,8 +94,11 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
       WARP_RETURN_IF_ERROR(
           Annotate(ClaimSocketPath(listener.socket_path), "cannot listen on " + listener.spec));
     }
-    builder.AddListeningPort(listener.address, grpc::InsecureServerCredentials(),
-                             listener.socket_path.empty() ? &listener.port : nullptr);
+    // Unix sockets: their file mode says who may connect.
+    builder.AddListeningPort(
+        listener.address,
+        listener.socket_path.empty() ? tcp_credentials : grpc::InsecureServerCredentials(),
+        listener.socket_path.empty() ? &listener.port : nullptr);
     absl::StrAppend(&specs, specs.empty() ? "" : ", ", listener.spec);
   }
   if (specs.empty()) return nullptr;
@@ -94,7 +106,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) {
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", specs, " (address in use, or no permission?)"));
+        absl::StrCat("cannot listen on ", specs, " (address in use, or no permission",
+                     config.tls_cert().empty() ? "" : ", or a --tls-key not of --tls-cert", "?)"));
   }
   for (const Listener& listener : listeners) {
     if (listener.fastpath) continue;
@@ -105,6 +118,43 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
     if (!listener.socket_path.empty()) ::chmod(listener.socket_path.c_str(), config.socket_mode());
   }
   return server;
+}
+
+// TCP is closed by default: a tcp: listener needs TLS and a token, or
+// --insecure on a loopback address.
+absl::Status CheckTcpSecurity(const v1::ExpertdConfig& config) {
+  const bool tls = !config.tls_cert().empty() || !config.tls_key().empty();
+  if (tls && (config.tls_cert().empty() || config.tls_key().empty())) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!config.tls_client_ca().empty() && !tls) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+  }
+  if (tls != !config.token_file().empty()) {
+    return absl::InvalidArgumentError(
+        tls ? "TLS needs a --token-file too: the token says who may read the model"
+            : "--token-file needs --tls-cert and --tls-key: a token over plain TCP travels in "
+              "clear");
+  }
+  if (tls && config.insecure()) {
+    return absl::InvalidArgumentError("--insecure and --tls-cert contradict each other");
+  }
+  for (const std::string& spec : config.listen()) {
+    if (!absl::StartsWith(spec, "tcp:") || tls) continue;
+    const bool loopback = IsLoopbackHost(HostOfHostPort(spec.substr(4)));
+    if (config.insecure() && loopback) continue;
+    return absl::InvalidArgumentError(
+        config.insecure()
+            ? absl::StrCat("--listen ", spec,
+                           ": --insecure serves plain TCP on loopback addresses only; a LAN "
+                           "address needs --tls-cert, --tls-key and --token-file "
+                           "(deploy/README.md)")
+            : absl::StrCat("--listen ", spec,
+                           ": TCP needs TLS and a token: add --tls-cert FILE --tls-key FILE "
+                           "--token-file FILE (deploy/README.md)",
+                           loopback ? ", or --insecure for plain TCP on loopback" : ""));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -125,6 +175,7 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.model().empty()) return absl::InvalidArgumentError("no --model given");
   if (config.listen().empty()) return absl::InvalidArgumentError("no --listen address given");
   for (const std::string& spec : config.listen()) WARP_RETURN_IF_ERROR(ParseListen(spec).status());
+  WARP_RETURN_IF_ERROR(CheckTcpSecurity(config));
   if (config.io_threads() == 0) config.set_io_threads(4);
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
@@ -205,7 +256,11 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
             ? absl::StrCat("tcp:", listener.address.substr(0, listener.address.rfind(':')), ":",
                            listener.port)
             : listener.spec;
-    log.info("listening on {}", bound);
+    log.info("listening on {}{}", bound,
+             listener.port == 0               ? ""
+             : config.tls_cert().empty()      ? " (plain TCP, --insecure)"
+             : config.tls_client_ca().empty() ? " (TLS, token)"
+                                              : " (mutual TLS, token)");
     // One stdout line per address, for scripts and tests that bound port 0.
     std::printf("listening %s\n", bound.c_str());
   }

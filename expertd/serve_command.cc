@@ -1,6 +1,7 @@
 // expertd serve --model MODEL.warp [--shard I/N] --listen unix:PATH --listen tcp:HOST:PORT
 //   [--listen fastpath:PATH]
 //   [--budget SIZE] [--io-threads N] [--no-verify] [--cache-policy lfru|lru|arc]
+//   [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM] --token-file FILE | --insecure]
 //   [--config FILE.textproto]
 
 #include "expertd/serve_command.h"
@@ -32,6 +33,8 @@ struct ServeFlags {
   std::string cache_policy;
   std::string io_engine;
   std::string shard;  // "I/N"
+  std::string tls_cert, tls_key, tls_client_ca, token_file;
+  bool insecure = false;
 };
 
 absl::Status Run(const ServeFlags& flags) {
@@ -57,6 +60,11 @@ absl::Status Run(const ServeFlags& flags) {
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
   if (!flags.cache_policy.empty()) config.set_cache_policy(flags.cache_policy);
   if (!flags.io_engine.empty()) config.set_io_engine(flags.io_engine);
+  if (!flags.tls_cert.empty()) config.set_tls_cert(flags.tls_cert);
+  if (!flags.tls_key.empty()) config.set_tls_key(flags.tls_key);
+  if (!flags.tls_client_ca.empty()) config.set_tls_client_ca(flags.tls_client_ca);
+  if (!flags.token_file.empty()) config.set_token_file(flags.token_file);
+  if (flags.insecure) config.set_insecure(true);
   if (!flags.shard.empty()) {
     std::vector<std::string> parts = absl::StrSplit(flags.shard, '/');
     uint32_t index = 0, count = 0;
@@ -95,6 +103,15 @@ std::function<int()> AddServeCommand(CLI::App& app) {
                   "How records come off the disk: uring (default: pieces in flight) or pread");
   cmd->add_option("--cache-policy", flags->cache_policy,
                   "Eviction order of the record cache: lfru (default), lru or arc");
+  cmd->add_option("--tls-cert", flags->tls_cert,
+                  "PEM certificate chain of the tcp: listeners (TLS; with --tls-key)");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-client-ca", flags->tls_client_ca,
+                  "PEM CA: tcp: clients must present a certificate it signed (mutual TLS)");
+  cmd->add_option("--token-file", flags->token_file,
+                  "Tokens a tcp: client must send, one per line (any of them is accepted)");
+  cmd->add_flag("--insecure", flags->insecure,
+                "Plain TCP without TLS or token: loopback addresses only (tests, benchmarks)");
   cmd->add_option("--shard", flags->shard,
                   "I/N: serve only experts e with e % N == I of an unsharded model");
   return [cmd, flags]() {

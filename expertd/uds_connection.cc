@@ -143,7 +143,7 @@ void UdsConnection::AddRecord(absl::StatusOr<ExpertRecord>& record, v1::FastPath
                               std::vector<std::span<const std::byte>>& payload,
                               uint64_t& payload_bytes) {
   if (!record.ok()) {
-    *entry.mutable_status() = ToProto(record.status());
+    *entry.mutable_status() = ToProto(handler_.ForClient(record.status()));
     return;
   }
   std::span<const std::byte> bytes = record->bytes();

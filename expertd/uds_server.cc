@@ -56,10 +56,7 @@ absl::StatusOr<std::unique_ptr<UdsServer>> UdsServer::Start(const RequestHandler
 
 UdsServer::UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener,
                      ScopedFd wake)
-    : handler_(handler),
-      options_(options),
-      listener_(std::move(listener)),
-      wake_(std::move(wake)) {
+    : handler_(handler), options_(options), listener_(std::move(listener)), wake_(std::move(wake)) {
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
 

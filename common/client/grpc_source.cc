@@ -1,6 +1,7 @@
 #include "common/client/grpc_source.h"
 
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -9,13 +10,43 @@
 #include "common/crc32c.h"
 #include "common/format/bank_format.h"
 #include "common/logging.h"
+#include "common/status.h"
 #include "common/wire/proto_convert.h"
 #include "grpcpp/grpcpp.h"
 
 namespace warp {
 
+namespace {
+
+// A daemon that is not listening yet (starting, restarting): worth waiting
+// for. Anything else (a TLS handshake refused, a plain client talking to a
+// TLS port, a token refused) will not change by waiting.
+bool NotListeningYet(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         (absl::StrContains(status.error_message(), "Connection refused") ||
+          absl::StrContains(status.error_message(), "No such file or directory"));
+}
+
+// What to check, for a connection refused beyond "not listening".
+std::string ConnectHint(const std::string& address, const grpc::Status& status) {
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) return "";  // it says why
+  if (absl::StartsWith(address, "tls:")) {
+    return " (check --tls-ca, --tls-cert/--tls-key if the daemon asks for a client certificate, "
+           "and that the daemon serves TLS there)";
+  }
+  if (absl::StartsWith(address, "tcp:")) {
+    return " (a daemon with --tls-cert is addressed as tls:HOST:PORT)";
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string GrpcTarget(const std::string& address) {
-  return absl::StartsWith(address, "tcp:") ? address.substr(4) : address;
+  if (absl::StartsWith(address, "tcp:") || absl::StartsWith(address, "tls:")) {
+    return address.substr(4);
+  }
+  return address;
 }
 
 absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
@@ -25,19 +56,32 @@ absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
   // Reconnect quickly after a daemon restart instead of gRPC's 1 s-and-up backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel = grpc::CreateCustomChannel(GrpcTarget(options.address),
-                                           grpc::InsecureChannelCredentials(), args);
-  auto source = std::unique_ptr<GrpcExpertSource>(new GrpcExpertSource(options, channel));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + options.connect_timeout);
-  context.set_wait_for_ready(true);
-  const grpc::Status status =
-      source->stub_->Describe(&context, v1::DescribeRequest(), &source->description_);
-  if (!status.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("expertd at ", options.address, " is unreachable: ", status.error_message()));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (absl::StartsWith(options.address, "tls:")) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls =
+        TlsChannelCredentials(options.tls);
+    if (!tls.ok()) return Annotate(tls.status(), "expertd at " + options.address);
+    credentials = *std::move(tls);
   }
-  return source;
+  auto channel = grpc::CreateCustomChannel(GrpcTarget(options.address), credentials, args);
+  auto source = std::unique_ptr<GrpcExpertSource>(new GrpcExpertSource(options, channel));
+  const auto deadline = std::chrono::system_clock::now() + options.connect_timeout;
+  grpc::Status status;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    status = source->stub_->Describe(&context, v1::DescribeRequest(), &source->description_);
+    if (!NotListeningYet(status) || std::chrono::system_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (status.ok()) return source;
+  const std::string hint = ConnectHint(options.address, status);
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("expertd at ", options.address, ": ", status.error_message(), hint));
+  }
+  return absl::UnavailableError(absl::StrCat("expertd at ", options.address,
+                                             " is unreachable: ", status.error_message(), hint));
 }
 
 GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel)

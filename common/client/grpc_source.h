@@ -1,11 +1,10 @@
 #pragma once
 
 // GrpcExpertSource: the ExpertSource of one remote expertd, over gRPC on TCP
-// or a Unix socket. Records arrive in <= 1 MiB chunks, are reassembled and
-// verified here (footer + CRC32C) before anyone sees them. If the daemon goes
-// away mid-batch, the keys not yet received are retried with backoff, so a
-// restarted daemon is picked up; a daemon gone for good fails those keys with
-// an error naming its address.
+// (TLS with a token, or plain on loopback) or a Unix socket. Records arrive in <= 1 MiB chunks, are
+// reassembled and verified here (footer + CRC32C) before anyone sees them. If the daemon goes away
+// mid-batch, the keys not yet received are retried with backoff, so a restarted daemon is picked
+// up; a daemon gone for good fails those keys with an error naming its address.
 //
 // Thread-safe. Owns its reader threads.
 
@@ -23,6 +22,7 @@
 #include "common/client/read_job_queue.h"
 #include "common/io/buffer_pool.h"
 #include "common/store/expert_source.h"
+#include "common/wire/lan_auth.h"
 #include "warp/v1/expert_service.grpc.pb.h"
 
 namespace warp {
@@ -30,7 +30,10 @@ namespace warp {
 class GrpcExpertSource : public ExpertSource {
  public:
   struct Options {
-    std::string address;  // as expertd --listen: "unix:PATH" or "tcp:HOST:PORT"
+    // "unix:PATH", "tcp:HOST:PORT" (plain: a daemon run with --insecure) or
+    // "tls:HOST:PORT" (a daemon with --tls-cert; `tls` says what to present).
+    std::string address;
+    TlsClientFiles tls;
     // Attempts per batch before its remaining keys fail; with the backoff
     // doubling from 100 ms, 6 attempts wait about 6 s for a daemon to restart.
     int max_attempts = 6;
@@ -40,7 +43,9 @@ class GrpcExpertSource : public ExpertSource {
     size_t reader_threads = 2;                         // batches read concurrently
   };
 
-  // Connects and reads the daemon's Describe. Errors name the address.
+  // Connects and reads the daemon's Describe. Errors name the address. A
+  // refused TLS handshake or token fails at once, not after the connect
+  // timeout; a daemon not listening yet is waited for up to that timeout.
   static absl::StatusOr<std::unique_ptr<GrpcExpertSource>> Connect(const Options& options);
   ~GrpcExpertSource() override;
 

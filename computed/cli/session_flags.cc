@@ -18,7 +18,16 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--banks", flags.banks,
                   "Shard directories to read experts from, comma-separated (env WARP_BANK_SHARDS)");
   cmd->add_option("--stores", flags.stores,
-                  "expertd daemons: unix:PATH,tcp:HOST:PORT (gRPC), fastpath:PATH (zero-copy)");
+                  "expertd daemons: unix:PATH, tls:HOST:PORT (gRPC over TLS, with --tls-ca and "
+                  "--token-file), tcp:HOST:PORT (plain, a daemon's --insecure loopback), "
+                  "fastpath:PATH (zero-copy)");
+  cmd->add_option("--tls-ca", flags.store_tls.ca,
+                  "PEM CA that signed the tls: daemons' certificates");
+  cmd->add_option("--tls-cert", flags.store_tls.cert,
+                  "PEM client certificate for tls: daemons that require one (with --tls-key)");
+  cmd->add_option("--tls-key", flags.store_tls.key, "PEM private key of --tls-cert");
+  cmd->add_option("--token-file", flags.store_tls.token_file,
+                  "The token sent to tls: daemons (the file's first; `openssl rand -hex 32`)");
   cmd->add_option("--threads", flags.threads, "Compute threads (default: every core)");
   cmd->add_option("--cpus", flags.cpus, "Pin compute threads to these CPUs, e.g. 0,1");
   cmd->add_option("--io-threads", flags.io_threads,
@@ -76,6 +85,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
   if (!io_backend.ok()) return io_backend.status();
   options.io_backend = *io_backend;
   options.verify_every_read = flags.verify_every_read;
+  options.store_tls = flags.store_tls;
   if (options.bank_dirs.empty()) {
     if (const char* env = std::getenv("WARP_BANK_SHARDS")) options.bank_dirs = SplitList(env);
   }

@@ -9,6 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "common/wire/lan_auth.h"
 #include "computed/engine/sampler.h"
 #include "computed/run/session.h"
 
@@ -18,6 +19,7 @@ struct SessionFlags {
   std::string model;
   std::string banks;
   std::string stores;
+  TlsClientFiles store_tls;  // --tls-ca, --tls-cert, --tls-key, --token-file
   std::string budget;
   std::string cpus;
   uint32_t threads = 0;

@@ -89,7 +89,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                                  .io_threads = options.io_threads,
                                                  .cache_policy = options.cache_policy,
                                                  .io_backend = options.io_backend,
-                                                 .verify_every_read = options.verify_every_read}));
+                                                 .verify_every_read = options.verify_every_read,
+                                                 .tls = options.store_tls}));
   // Inside a memory cgroup, a governor shrinks the cache of this process
   // before the kernel reclaims or kills, and grows it back to the budget.
   if (limits.cgroup_limit_bytes && limits.assumed.empty() && plan.num_moe_layers > 0 &&

@@ -25,6 +25,7 @@
 #include "common/store/bank_set.h"
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
+#include "common/wire/lan_auth.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
 #include "computed/planner/planner.h"
@@ -41,6 +42,7 @@ struct SessionOptions {
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;      // --cache-policy, embedded stores
   IoBackend io_backend = kDefaultIoBackend;                 // --io-engine, embedded stores
   bool verify_every_read = false;                           // --verify-every-read, embedded
+  TlsClientFiles store_tls;                                 // of tls: --stores
   std::vector<int> cpus;                                    // --cpus: pin compute threads
   uint32_t prefill_chunk = 0;                               // 0: the whole prompt at once
   bool prefetch = true;                                     // --no-prefetch: false

@@ -46,22 +46,24 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
 
 // A daemon: the zero-copy fast path for fastpath:PATH, gRPC otherwise.
 absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& address,
+                                                           const TlsClientFiles& tls,
                                                            v1::DescribeReply& description) {
   if (absl::StartsWith(address, "fastpath:")) {
     WARP_ASSIGN_OR_RETURN(auto client, UdsExpertSource::Connect({.address = address}));
     description = client->description();
     return client;
   }
-  WARP_ASSIGN_OR_RETURN(auto client, GrpcExpertSource::Connect({.address = address}));
+  WARP_ASSIGN_OR_RETURN(auto client, GrpcExpertSource::Connect({.address = address, .tls = tls}));
   description = client->description();
   return client;
 }
 
 // A daemon on this machine: its cache is RAM the run's budget must cover.
 bool IsLocalStore(const std::string& address) {
-  if (!absl::StartsWith(address, "tcp:")) return true;  // unix:, fastpath:
-  const std::string host = address.substr(4, address.rfind(':') - 4);
-  return host == "localhost" || host == "[::1]" || host == "::1" || absl::StartsWith(host, "127.");
+  if (!absl::StartsWith(address, "tcp:") && !absl::StartsWith(address, "tls:")) {
+    return true;  // unix:, fastpath:
+  }
+  return IsLoopbackHost(HostOfHostPort(std::string_view(address).substr(4)));
 }
 
 // The budget covers the local daemons' caches: together they may hold at most
@@ -83,10 +85,12 @@ absl::Status CheckLocalDaemonCaches(const std::vector<std::pair<std::string, uin
 }
 
 absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& address,
+                                                       const TlsClientFiles& tls,
                                                        uint64_t fingerprint,
                                                        uint64_t& cache_bytes) {
   v1::DescribeReply description;
-  WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client, ConnectStore(address, description));
+  WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client,
+                        ConnectStore(address, tls, description));
   WARP_RETURN_IF_ERROR(
       CheckFingerprint(fingerprint, description.model_fingerprint(), "expertd at " + address));
   cache_bytes = description.cache_bytes();
@@ -131,7 +135,7 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
   std::vector<std::pair<std::string, uint64_t>> local_daemons;
   for (const std::string& address : options.stores) {
     uint64_t cache_bytes = 0;
-    WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, fingerprint, cache_bytes));
+    WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, options.tls, fingerprint, cache_bytes));
     members.push_back(std::move(member));
     if (IsLocalStore(address)) local_daemons.emplace_back(address, cache_bytes);
   }

@@ -18,18 +18,21 @@
 #include "common/store/bank_set.h"
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
+#include "common/wire/lan_auth.h"
 
 namespace warp::computed {
 
 struct SourceOptions {
   std::vector<std::string> bank_dirs;  // shard directories of the model, read in-process
-  std::vector<std::string> stores;     // expertd addresses: unix:PATH, tcp:HOST:PORT, fastpath:PATH
-  uint64_t cache_bytes = 0;            // the budget's cache share: the bank dirs' embedded
-                                       // caches split it; local daemons must fit in the rest
-  uint32_t io_threads = 4;             // per embedded store
+  std::vector<std::string>
+      stores;                // expertd: unix:PATH, tls:HOST:PORT, tcp:HOST:PORT, fastpath:PATH
+  uint64_t cache_bytes = 0;  // the budget's cache share: the bank dirs' embedded
+                             // caches split it; local daemons must fit in the rest
+  uint32_t io_threads = 4;   // per embedded store
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // of the embedded stores' caches
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
   bool verify_every_read = false;                       // of the embedded stores (CRC32C)
+  TlsClientFiles tls;                                   // what tls: stores are shown
 };
 
 // Splits "a,b,c" (empty pieces dropped).

@@ -47,7 +47,7 @@ qd=4
 sock="$work/expertd.sock"
 # Misses: a daemon without a cache, on gRPC (Unix socket, TCP) and the fast path.
 "$build/bin/expertd" --log-level warn serve --model "$work/k2.warp" --budget 0 \
-  --io-threads "$qd" --listen "unix:$sock" --listen tcp:127.0.0.1:0 \
+  --io-threads "$qd" --listen "unix:$sock" --listen tcp:127.0.0.1:0 --insecure \
   --listen "fastpath:$work/miss.fp" > "$work/expertd.out" &
 daemon=$!
 # Fast-path hits: a daemon with a 1 GiB cache (its "hit" line reads 4 hot records).

@@ -28,6 +28,7 @@
 #include "tests/testing/stats_line.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_certificates.h"
 
 namespace warp::computed {
 namespace {
@@ -221,22 +222,31 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   ASSERT_EQ(shard.exit_code, 0) << shard.output;
   ExpectIdentical("--banks " + absl::StrJoin(shards, ","));
 
-  // One daemon per shard: two over Unix sockets, one over TCP.
+  // One daemon per shard: two over Unix sockets, one over TLS on TCP.
+  auto certs = warp::testing::MakeTestCertificates(dir_.path());
+  WARP_ASSERT_OK(certs);
   std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
   std::vector<std::string> addresses;
   for (int i = 0; i < 3; ++i) {
-    const std::string listen = i < 2 ? "unix:" + (dir_ / ("d" + std::to_string(i))).string()
-                                     : std::string("tcp:127.0.0.1:0");
     // One daemon reads through pread, the others through io_uring (the default).
-    std::vector<std::string> args = {"--model", shards[i], "--listen", listen};
+    std::vector<std::string> args = {"--model", shards[i]};
+    if (i < 2) {
+      args.insert(args.end(), {"--listen", "unix:" + (dir_ / ("d" + std::to_string(i))).string()});
+    } else {
+      args.insert(args.end(), {"--listen", "tcp:127.0.0.1:0", "--tls-cert", certs->server_cert,
+                               "--tls-key", certs->server_key, "--token-file", certs->token});
+    }
     if (i == 1) args.insert(args.end(), {"--io-engine", "pread"});
     auto daemon = warp::testing::Daemon::Start(args);
     WARP_ASSERT_OK(daemon);
-    addresses.push_back((*daemon)->addresses().at(0));
+    const std::string address = (*daemon)->addresses().at(0);
+    addresses.push_back(i < 2 ? address : "tls:" + address.substr(4));
     daemons.push_back(std::move(*daemon));
   }
-  ExpectIdentical("--stores " + absl::StrJoin(addresses, ","));
-  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --no-prefetch --lookahead 0");
+  const std::string tls = absl::StrCat(" --tls-ca ", certs->ca, " --token-file ", certs->token);
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + tls);
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + tls +
+                  " --no-prefetch --lookahead 0");
 }
 
 // The stats line counts the same hits, misses and disk bytes whatever the

@@ -1,6 +1,7 @@
 // One conformance suite for every ExpertSource: the embedded ExpertStore,
-// the gRPC client against a real expertd process over a Unix socket and over
-// TCP (loopback, port 0), and the zero-copy fast-path client (UdsExpertSource).
+// the gRPC client against a real expertd process over a Unix socket, over
+// plain TCP and over TLS with a token (loopback, port 0), and the zero-copy
+// fast-path client (UdsExpertSource).
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "tests/testing/daemon.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_certificates.h"
 #include "tests/testing/tiny_container.h"
 
 namespace warp {
@@ -29,7 +31,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::warp::testing::StatusIs;
 
-enum class Transport { kEmbedded, kGrpcUnix, kGrpcTcp, kFastPath };
+enum class Transport { kEmbedded, kGrpcUnix, kGrpcTcp, kGrpcTls, kFastPath };
 
 std::string TransportName(Transport transport) {
   switch (transport) {
@@ -39,6 +41,8 @@ std::string TransportName(Transport transport) {
       return "GrpcUnix";
     case Transport::kGrpcTcp:
       return "GrpcTcp";
+    case Transport::kGrpcTls:
+      return "GrpcTls";
     case Transport::kFastPath:
       return "FastPath";
   }
@@ -48,7 +52,8 @@ std::string TransportName(Transport transport) {
 // The client of a daemon address: the fast path or gRPC.
 absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectClient(const std::string& address,
                                                             int max_attempts,
-                                                            std::chrono::milliseconds backoff) {
+                                                            std::chrono::milliseconds backoff,
+                                                            const TlsClientFiles& tls = {}) {
   if (address.rfind("fastpath:", 0) == 0) {
     auto client = UdsExpertSource::Connect(
         {.address = address, .max_attempts = max_attempts, .backoff = backoff});
@@ -56,7 +61,7 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectClient(const std::string& a
     return std::unique_ptr<ExpertSource>(std::move(*client));
   }
   auto client = GrpcExpertSource::Connect(
-      {.address = address, .max_attempts = max_attempts, .backoff = backoff});
+      {.address = address, .tls = tls, .max_attempts = max_attempts, .backoff = backoff});
   if (!client.ok()) return client.status();
   return std::unique_ptr<ExpertSource>(std::move(*client));
 }
@@ -83,12 +88,23 @@ class ExpertSourceConformance : public ::testing::TestWithParam<Transport> {
         GetParam() == Transport::kGrpcUnix   ? "unix:" + (dir_ / "s.sock").string()
         : GetParam() == Transport::kFastPath ? "fastpath:" + (dir_ / "f.sock").string()
                                              : "tcp:127.0.0.1:" + tcp_port;
-    auto daemon = warp::testing::Daemon::Start(
-        {"--model", model_.string(), "--listen", listen, "--budget", "1M"});
+    if (GetParam() == Transport::kGrpcTls) {
+      auto certs = warp::testing::MakeTestCertificates(dir_.path());
+      WARP_ASSERT_OK(certs);
+      security_ = {"--tls-cert",      certs->server_cert, "--tls-key",
+                   certs->server_key, "--token-file",     certs->token};
+      tls_ = {.ca = certs->ca, .token_file = certs->token};
+    }
+    std::vector<std::string> args = {"--model", model_.string(), "--listen",
+                                     listen,    "--budget",      "1M"};
+    args.insert(args.end(), security_.begin(), security_.end());
+    auto daemon = warp::testing::Daemon::Start(args);
     WARP_ASSERT_OK(daemon);
     daemon_ = std::move(*daemon);
-    address_ = daemon_->addresses().at(0);
-    auto client = ConnectClient(address_, 8, std::chrono::milliseconds(50));
+    listen_ = daemon_->addresses().at(0);
+    address_ = GetParam() == Transport::kGrpcTls ? "tls:" + listen_.substr(4) : listen_;
+    // 10 attempts: a restart is waited for ~25 s, so a loaded machine cannot fail it.
+    auto client = ConnectClient(address_, 10, std::chrono::milliseconds(50), tls_);
     WARP_ASSERT_OK(client);
     source_ = std::move(*client);
   }
@@ -115,7 +131,10 @@ class ExpertSourceConformance : public ::testing::TestWithParam<Transport> {
   fs::path model_ = dir_ / "m.warp";
   Manifest manifest_;
   std::unique_ptr<warp::testing::Daemon> daemon_;
-  std::string address_;
+  std::string listen_;   // the daemon's bound address, as it printed it
+  std::string address_;  // the clients': listen_, or tls:HOST:PORT for kGrpcTls
+  std::vector<std::string> security_ = {"--insecure"};  // the daemon's TCP flags
+  TlsClientFiles tls_;                                  // kGrpcTls: what clients present
   std::unique_ptr<ExpertSource> source_;
 };
 
@@ -200,10 +219,10 @@ TEST_P(ExpertSourceConformance, CancelSpeculativeLeavesDemandReadsAlone) {
 TEST_P(ExpertSourceConformance, DaemonRestartIsRecovered) {
   if (GetParam() == Transport::kEmbedded) GTEST_SKIP() << "no daemon";
   WARP_ASSERT_OK(source_->ReadAll({{ExpertKey{1, 1}}})[0]);
-  const std::string address = address_;
   EXPECT_EQ(daemon_->Stop(SIGKILL), 128 + SIGKILL);
   // The same address again: a new daemon process on the same socket or port.
-  std::vector<std::string> args = {"--model", model_.string(), "--listen", address};
+  std::vector<std::string> args = {"--model", model_.string(), "--listen", listen_};
+  args.insert(args.end(), security_.begin(), security_.end());
   std::shared_ptr<ReadBatch> batch = source_->Read({{ExpertKey{2, 3}}}, Priority::kDemand);
   auto restarted = warp::testing::Daemon::Start(args);
   WARP_ASSERT_OK(restarted);
@@ -214,7 +233,7 @@ TEST_P(ExpertSourceConformance, DaemonRestartIsRecovered) {
 
 TEST_P(ExpertSourceConformance, DaemonGoneForGoodNamesItsAddress) {
   if (GetParam() == Transport::kEmbedded) GTEST_SKIP() << "no daemon";
-  auto client = ConnectClient(address_, 3, std::chrono::milliseconds(20));
+  auto client = ConnectClient(address_, 3, std::chrono::milliseconds(20), tls_);
   WARP_ASSERT_OK(client);
   daemon_->Stop(SIGKILL);
   auto record = (*client)->ReadAll({{ExpertKey{1, 1}}})[0];
@@ -224,7 +243,8 @@ TEST_P(ExpertSourceConformance, DaemonGoneForGoodNamesItsAddress) {
 
 INSTANTIATE_TEST_SUITE_P(AllSources, ExpertSourceConformance,
                          ::testing::Values(Transport::kEmbedded, Transport::kGrpcUnix,
-                                           Transport::kGrpcTcp, Transport::kFastPath),
+                                           Transport::kGrpcTcp, Transport::kGrpcTls,
+                                           Transport::kFastPath),
                          [](const auto& info) { return TransportName(info.param); });
 
 }  // namespace

@@ -173,7 +173,7 @@ TEST_F(ServeTest, UringPiecesThatAreNotPagesExitOne) {
   WriteFile(config, absl::StrCat("model: \"", model_.string(), "\"\nio_engine: \"uring\"\n",
                                  "io_piece_bytes: 1000\n"));
   const CommandResult result =
-      RunExpertd(absl::StrCat("serve --config ", config.string(), " --listen tcp:127.0.0.1:0"));
+      RunExpertd(absl::StrCat("serve --config ", config.string(), " --listen tcp:127.0.0.1:0 --insecure"));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("piece size 1000"));
 }
@@ -197,7 +197,7 @@ TEST_F(ServeTest, TcpPortHeldByAnotherProgramExitsNonZeroNamingTheAddress) {
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::string address = absl::StrCat("tcp:127.0.0.1:", ntohs(addr.sin_port));
   const CommandResult result =
-      RunExpertd(absl::StrCat("serve --model ", model_.string(), " --listen ", address));
+      RunExpertd(absl::StrCat("serve --model ", model_.string(), " --insecure --listen ", address));
   ::close(fd);
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_NE(result.exit_code, 137) << "expertd served a port another program holds";
@@ -205,13 +205,13 @@ TEST_F(ServeTest, TcpPortHeldByAnotherProgramExitsNonZeroNamingTheAddress) {
 }
 
 TEST_F(ServeTest, TcpPortInUseExitsNonZeroNamingTheAddress) {
-  auto first = Daemon::Start({"--model", model_.string(), "--listen", "tcp:127.0.0.1:0"});
+  auto first = Daemon::Start({"--model", model_.string(), "--listen", "tcp:127.0.0.1:0", "--insecure"});
   WARP_ASSERT_OK(first);
   const std::string address = (*first)->addresses().at(0);
   ASSERT_THAT(address, HasSubstr("tcp:127.0.0.1:"));
   ASSERT_THAT(address, Not(HasSubstr("tcp:127.0.0.1:0")));
   const CommandResult second =
-      RunExpertd(absl::StrCat("serve --model ", model_.string(), " --listen ", address));
+      RunExpertd(absl::StrCat("serve --model ", model_.string(), " --insecure --listen ", address));
   EXPECT_NE(second.exit_code, 0) << second.output;
   EXPECT_NE(second.exit_code, 137) << "the second daemon was serving the same port";
   EXPECT_THAT(second.output, HasSubstr("cannot listen on " + address));
@@ -290,7 +290,7 @@ TEST_F(ServeTest, SigtermRemovesTheFastPathSocketToo) {
 TEST_F(ServeTest, SigintAlsoDrainsAndExitsZero) {
   const fs::path socket = dir_ / "s.sock";
   auto daemon = Daemon::Start({"--model", model_.string(), "--listen", "unix:" + socket.string(),
-                               "--listen", "tcp:127.0.0.1:0"});
+                               "--listen", "tcp:127.0.0.1:0", "--insecure"});
   WARP_ASSERT_OK(daemon);
   ASSERT_EQ((*daemon)->addresses().size(), 2u);
   EXPECT_EQ((*daemon)->Stop(SIGINT), 0);
@@ -317,7 +317,7 @@ TEST_F(ServeTest, ConfigFieldsApplyWithoutFlags) {
                                  "budget_bytes: 16384\n"));  // one of its two records
   // Daemon waits for one "listening" line per --listen flag, so the address
   // comes from a flag here; ListenFlagReplacesTheConfigList covers the config's.
-  auto daemon = Daemon::Start({"--config", config.string(), "--listen", "tcp:127.0.0.1:0"});
+  auto daemon = Daemon::Start({"--config", config.string(), "--listen", "tcp:127.0.0.1:0", "--insecure"});
   WARP_ASSERT_OK(daemon);
   EXPECT_EQ(StatsCounter((*daemon)->addresses().at(0), "expertd.store.cache_capacity_bytes"),
             16384u);
@@ -332,7 +332,7 @@ TEST_F(ServeTest, FlagsOverrideConfigFields) {
                                  "\"\n"
                                  "budget_bytes: 16384\n"));
   auto daemon = Daemon::Start(
-      {"--config", config.string(), "--budget", "32K", "--listen", "tcp:127.0.0.1:0"});
+      {"--config", config.string(), "--budget", "32K", "--listen", "tcp:127.0.0.1:0", "--insecure"});
   WARP_ASSERT_OK(daemon);
   ASSERT_EQ((*daemon)->addresses().size(), 1u);
   const std::string address = (*daemon)->addresses()[0];

@@ -12,13 +12,19 @@ namespace {
 // Writes one record (or its per-key failure) as ReadChunks of at most 1 MiB.
 bool SendRecord(const RequestHandler& handler, uint32_t index,
                 const absl::StatusOr<ExpertRecord>& record,
-                grpc::ServerWriter<v1::ReadChunk>* writer) {
+                grpc::ServerWriter<v1::ReadChunk>* writer, StallWatch::Tracked& call) {
+  const auto write = [&](const v1::ReadChunk& chunk) {
+    call.WriteStarted();
+    const bool sent = writer->Write(chunk);
+    call.WriteDone();
+    return sent;
+  };
   v1::ReadChunk chunk;
   chunk.set_index(index);
   if (!record.ok()) {
     *chunk.mutable_status() = ToProto(handler.ForClient(record.status()));
     chunk.set_last(true);
-    return writer->Write(chunk);
+    return write(chunk);
   }
   std::span<const std::byte> bytes = record->bytes();
   chunk.set_record_bytes(bytes.size());
@@ -30,7 +36,7 @@ bool SendRecord(const RequestHandler& handler, uint32_t index,
     const bool last = offset + n == bytes.size();
     chunk.set_last(last);
     if (last) chunk.set_crc32c(DecodeFooter(bytes).payload_crc32c);
-    if (!writer->Write(chunk)) return false;
+    if (!write(chunk)) return false;
   }
   return true;
 }
@@ -55,14 +61,15 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
   // request order is kept, and sending overlaps the reads still in flight.
   const size_t num_keys = (*batch)->size();
   std::vector<std::optional<absl::StatusOr<ExpertRecord>>> landed(num_keys);
+  StallWatch::Tracked call(stalls_, context);
   size_t next_to_send = 0;
   while (next_to_send < num_keys) {
     auto next = (*batch)->Next();
     landed[next->first] = std::move(next->second);
     for (; next_to_send < num_keys && landed[next_to_send]; ++next_to_send) {
       if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-      if (!SendRecord(handler_, static_cast<uint32_t>(next_to_send), *landed[next_to_send],
-                      writer)) {
+      if (!SendRecord(handler_, static_cast<uint32_t>(next_to_send), *landed[next_to_send], writer,
+                      call)) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
       }
       landed[next_to_send].reset();  // drop the lease as soon as it is sent

@@ -10,9 +10,11 @@
 // record as soon as it and those before it have landed, on the gRPC thread
 // (the synchronous server; see docs/LEARNED.md).
 
+#include <chrono>
 #include <cstdint>
 
 #include "expertd/request_handler.h"
+#include "expertd/stall_watch.h"
 #include "warp/v1/expert_service.grpc.pb.h"
 
 namespace warp::expertd {
@@ -22,8 +24,10 @@ inline constexpr uint64_t kMaxChunkBytes = 1 << 20;
 
 class ExpertServiceImpl final : public v1::ExpertStore::Service {
  public:
-  // REQUIRES: `handler` outlives the service.
-  explicit ExpertServiceImpl(const RequestHandler& handler) : handler_(handler) {}
+  // REQUIRES: `handler` outlives the service. A Read whose client takes no
+  // reply bytes for `stall_timeout` is cancelled (StallWatch).
+  ExpertServiceImpl(const RequestHandler& handler, std::chrono::milliseconds stall_timeout)
+      : handler_(handler), stalls_(stall_timeout) {}
 
   grpc::Status Describe(grpc::ServerContext* context, const v1::DescribeRequest* request,
                         v1::DescribeReply* reply) override;
@@ -41,6 +45,7 @@ class ExpertServiceImpl final : public v1::ExpertStore::Service {
 
  private:
   const RequestHandler& handler_;
+  StallWatch stalls_;
 };
 
 }  // namespace warp::expertd

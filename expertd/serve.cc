@@ -70,6 +70,11 @@ absl::StatusOr<Listener> ParseListen(const std::string& spec) {
       absl::StrCat("--listen ", spec, ": expected unix:PATH, tcp:HOST:PORT or fastpath:PATH"));
 }
 
+// The sync server's thread waiting for new calls, besides those serving them:
+// a call takes the waiting thread, which is replaced from the quota; when the
+// quota has none left the call is refused (RESOURCE_EXHAUSTED).
+constexpr int kGrpcPollerThreads = 1;
+
 // Starts gRPC on the unix: and tcp: listeners, recording the bound tcp ports;
 // null if there are none (a fast-path-only daemon).
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& service,
@@ -79,6 +84,19 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
   // gRPC sets SO_REUSEPORT by default: a second daemon would silently share
   // the port and take half the connections. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Bounds: a thread per call up to max_grpc_calls (then RESOURCE_EXHAUSTED),
+  // idle connections closed (clients reconnect), dead peers found by pings.
+  grpc::ResourceQuota quota("expertd");
+  quota.SetMaxThreads(static_cast<int>(config.max_grpc_calls()) + kGrpcPollerThreads);
+  builder.SetResourceQuota(quota);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS,
+                              kGrpcPollerThreads);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              kGrpcPollerThreads);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(config.idle_timeout_seconds()) * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
   std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();
   if (!config.tls_cert().empty()) {  // NormalizeConfig: key and token too
     WARP_ASSIGN_OR_RETURN(tcp_credentials,
@@ -179,6 +197,11 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.io_threads() == 0) config.set_io_threads(4);
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
+  if (config.max_fastpath_connections() == 0) config.set_max_fastpath_connections(64);
+  if (config.max_grpc_calls() == 0) config.set_max_grpc_calls(128);
+  if (config.max_leases_per_connection() == 0) config.set_max_leases_per_connection(1024);
+  if (config.idle_timeout_seconds() == 0) config.set_idle_timeout_seconds(300);
+  if (config.stall_timeout_seconds() == 0) config.set_stall_timeout_seconds(10);
   WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
   config.set_cache_policy(EvictionPolicyName(policy));
   WARP_ASSIGN_OR_RETURN(const IoBackend io_backend, ParseIoBackend(config.io_engine()));
@@ -237,15 +260,23 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
 
   // One set of request rules for both transports.
   const RequestHandler handler(*store, config.max_keys_per_request());
-  ExpertServiceImpl service(handler);
+  ExpertServiceImpl service(handler, std::chrono::seconds(config.stall_timeout_seconds()));
   std::vector<Listener> listeners;
   for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));
   std::vector<std::unique_ptr<UdsServer>> fastpaths;  // before the gRPC server: it may fail
   for (const Listener& listener : listeners) {
     if (!listener.fastpath) continue;
-    WARP_ASSIGN_OR_RETURN(auto fastpath,
-                          UdsServer::Start(handler, {.path = listener.socket_path,
-                                                     .socket_mode = config.socket_mode()}));
+    WARP_ASSIGN_OR_RETURN(
+        auto fastpath,
+        UdsServer::Start(handler,
+                         {.path = listener.socket_path,
+                          .socket_mode = config.socket_mode(),
+                          .max_connections = config.max_fastpath_connections(),
+                          .connection = {
+                              .max_leases = config.max_leases_per_connection(),
+                              .stall_timeout = std::chrono::seconds(config.stall_timeout_seconds()),
+                              .idle_timeout = std::chrono::seconds(config.idle_timeout_seconds()),
+                          }}));
     fastpaths.push_back(std::move(fastpath));
   }
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,

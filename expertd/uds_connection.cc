@@ -1,7 +1,10 @@
 #include "expertd/uds_connection.h"
 
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
+#include <cerrno>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,15 +16,38 @@
 
 namespace warp::expertd {
 
-UdsConnection::UdsConnection(ScopedFd socket, const RequestHandler& handler)
-    : socket_(std::move(socket)), handler_(handler) {}
+UdsConnection::UdsConnection(ScopedFd socket, const RequestHandler& handler, const Limits& limits)
+    : socket_(std::move(socket)), handler_(handler), limits_(limits) {
+  // Once a frame has begun, each receive waits at most this long.
+  const auto stall = std::chrono::duration_cast<std::chrono::microseconds>(limits_.stall_timeout);
+  const timeval timeout{.tv_sec = static_cast<time_t>(stall.count() / 1'000'000),
+                        .tv_usec = static_cast<suseconds_t>(stall.count() % 1'000'000)};
+  ::setsockopt(socket_.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+}
 
 UdsConnection::~UdsConnection() = default;
 
 void UdsConnection::StopReading() { ::shutdown(socket_.get(), SHUT_RD); }
 
-void UdsConnection::Serve() {
+bool UdsConnection::AwaitRequest() {
   while (true) {
+    pollfd fd{socket_.get(), POLLIN, 0};
+    // A client holding leases is using the records in place: never cut it off for quiet.
+    const int timeout_ms = leases_.empty() ? static_cast<int>(limits_.idle_timeout.count()) : -1;
+    const int ready = ::poll(&fd, 1, timeout_ms);
+    if (ready > 0) return true;  // a byte, EOF or an error: the receive says which
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      Logger("expertd.uds")
+          .info("closing a fast-path connection idle for {} s with no lease",
+                limits_.idle_timeout.count() / 1000);
+    }
+    return false;
+  }
+}
+
+void UdsConnection::Serve() {
+  while (AwaitRequest()) {
     absl::StatusOr<ReceivedFastPathHeader> frame = RecvFastPathHeader(socket_.get());
     absl::Status status = frame.status();
     if (status.ok()) {
@@ -33,6 +59,10 @@ void UdsConnection::Serve() {
     if (!status.ok()) {
       // A closed connection is the normal end; anything else is the client's fault or a
       // send that failed: either way the stream cannot go on.
+      if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+        status = absl::DeadlineExceededError(absl::StrCat("a frame begun but not finished within ",
+                                                          limits_.stall_timeout.count(), " ms"));
+      }
       if (status.code() != absl::StatusCode::kUnavailable) {
         Logger("expertd.uds")
             .warn("closing a fast-path connection: {}", std::string(status.message()));
@@ -150,7 +180,8 @@ void UdsConnection::AddRecord(absl::StatusOr<ExpertRecord>& record, v1::FastPath
   entry.set_record_bytes(bytes.size());
   entry.set_crc32c(DecodeFooter(bytes).payload_crc32c);
   entry.set_served(ToProto(record->served));
-  if (std::optional<uint64_t> offset = handler_.store().ArenaOffset(*record)) {
+  std::optional<uint64_t> offset = handler_.store().ArenaOffset(*record);
+  if (offset && leases_.size() < limits_.max_leases) {
     entry.set_location(v1::RECORD_LOCATION_ARENA);
     entry.set_offset(*offset);
     entry.set_lease_id(next_lease_id_);

@@ -1,5 +1,6 @@
 #include "expertd/uds_server.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -9,10 +10,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/wire/fastpath_frame.h"
+#include "common/wire/proto_convert.h"
 #include "expertd/socket_path.h"
 
 namespace warp::expertd {
@@ -21,6 +25,9 @@ namespace {
 // A client that stops reading its replies must not hold a connection thread
 // (and so shutdown) forever.
 constexpr int kSendTimeoutSeconds = 10;
+// After a failed accept (no descriptor left): wait before the next, and log at most this often.
+constexpr int kAcceptBackoffMs = 100;
+constexpr auto kLogInterval = std::chrono::seconds(10);
 
 absl::StatusOr<ScopedFd> Listen(const std::string& path, uint32_t mode) {
   sockaddr_un addr{};
@@ -56,7 +63,11 @@ absl::StatusOr<std::unique_ptr<UdsServer>> UdsServer::Start(const RequestHandler
 
 UdsServer::UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener,
                      ScopedFd wake)
-    : handler_(handler), options_(options), listener_(std::move(listener)), wake_(std::move(wake)) {
+    : handler_(handler),
+      options_(options),
+      listener_(std::move(listener)),
+      wake_(std::move(wake)),
+      spare_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -88,7 +99,14 @@ size_t UdsServer::num_connections() const {
 }
 
 void UdsServer::AcceptLoop() {
+  bool back_off = false;
   while (true) {
+    if (back_off) {
+      // Only Shutdown may end the wait: the listener would be ready again at once.
+      pollfd wake{wake_.get(), POLLIN, 0};
+      if (::poll(&wake, 1, kAcceptBackoffMs) > 0) return;
+      back_off = false;
+    }
     pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
@@ -96,28 +114,72 @@ void UdsServer::AcceptLoop() {
       return;
     }
     if (fds[1].revents != 0) return;  // Shutdown
-    if (fds[0].revents != 0) Accept();
+    if (fds[0].revents != 0) back_off = !Accept();
   }
 }
 
-void UdsServer::Accept() {
+void UdsServer::LogRateLimited(const std::string& what) {
+  ++unlogged_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_log_ < kLogInterval) return;
+  Logger("expertd.uds")
+      .warn("fastpath:{}: {} ({} time(s) since the last report)", options_.path, what, unlogged_);
+  last_log_ = now;
+  unlogged_ = 0;
+}
+
+bool UdsServer::Accept() {
   ScopedFd socket(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!socket.valid()) {
-    if (errno != EINTR && errno != ECONNABORTED) {
-      Logger("expertd.uds").warn("accept on fastpath:{}: {}", options_.path, std::strerror(errno));
+    const int error = errno;
+    if (error == EINTR || error == ECONNABORTED || error == EAGAIN) return true;
+    LogRateLimited(absl::StrCat("accept failed: ", std::strerror(error),
+                                "; clients waiting are closed until descriptors are free"));
+    {
+      absl::MutexLock lock(&mu_);
+      ReapDone();  // descriptors of finished connections go back first
     }
-    return;
+    if ((error == EMFILE || error == ENFILE) && spare_.valid()) {
+      // The waiting client would sit in the backlog: accept it on the spare
+      // descriptor and close it, so it sees the connection end now.
+      spare_ = ScopedFd();
+      ScopedFd shed(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      shed = ScopedFd();
+      spare_ = ScopedFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    }
+    return false;
   }
   const timeval timeout{.tv_sec = kSendTimeoutSeconds, .tv_usec = 0};
   ::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  absl::MutexLock lock(&mu_);
-  ReapDone();
-  Client& client = clients_.emplace_back();
-  client.connection = std::make_unique<UdsConnection>(std::move(socket), handler_);
-  client.thread = std::thread([&client] {
-    client.connection->Serve();
-    client.done.store(true);
-  });
+  size_t open = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    ReapDone();
+    open = clients_.size();
+    if (open < options_.max_connections) {
+      Client& client = clients_.emplace_back();
+      client.connection =
+          std::make_unique<UdsConnection>(std::move(socket), handler_, options_.connection);
+      client.thread = std::thread([&client] {
+        client.connection->Serve();
+        client.done.store(true);
+      });
+      return true;
+    }
+  }
+  Refuse(std::move(socket), open);
+  return true;
+}
+
+void UdsServer::Refuse(ScopedFd socket, size_t open) {
+  v1::FastPathReply reply;
+  *reply.mutable_hello()->mutable_status() = ToProto(absl::ResourceExhaustedError(
+      absl::StrCat("expertd fastpath:", options_.path, " serves ", open,
+                   " connections, its maximum (max_fastpath_connections)")));
+  // The client's Hello is not read: the reply is all it needs to give up.
+  (void)SendFastPathFrame(socket.get(), EncodeFastPathFrame(reply));
+  ::shutdown(socket.get(), SHUT_RDWR);
+  LogRateLimited(absl::StrCat("refused a client: ", open, " connections open"));
 }
 
 void UdsServer::ReapDone() {

@@ -4,11 +4,15 @@
 // on one socket path. An accept thread hands each client connection to a
 // thread of its own (a UdsConnection); both are owned here and joined at
 // Shutdown. Does not own the RequestHandler (nor its ExpertStore), which must
-// outlive it.
+// outlive it. Bounded: past max_connections a client gets a Hello reply of
+// RESOURCE_EXHAUSTED and is closed; out of file descriptors, the accept loop
+// sheds the waiting client, backs off and logs once per 10 s, and recovers
+// as connections close.
 //
 // Thread-safe.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -29,6 +33,8 @@ class UdsServer {
   struct Options {
     std::string path;             // the socket file; a stale one is replaced
     uint32_t socket_mode = 0660;  // permission bits of the socket file
+    size_t max_connections = 64;  // open at once
+    UdsConnection::Limits connection;
   };
 
   // Binds, listens and starts accepting. Errors name the path.
@@ -52,13 +58,24 @@ class UdsServer {
   UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener,
             ScopedFd wake);
   void AcceptLoop();
-  void Accept();
+  // Accepts one client; false when the accept loop should back off (no
+  // file descriptor left, or another failure that would repeat at once).
+  bool Accept();
+  // Tells a client past max_connections why, and closes it.
+  void Refuse(ScopedFd socket, size_t open);
+  // A warning at most once per 10 s, counting the ones not logged.
+  void LogRateLimited(const std::string& what);
   void ReapDone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RequestHandler& handler_;
   const Options options_;
   ScopedFd listener_;
   ScopedFd wake_;  // an eventfd: written by Shutdown to end the accept loop
+  // Accept-thread state: a descriptor kept free to accept (and close) a client
+  // when the process has no other, and the rate limit of its warnings.
+  ScopedFd spare_;
+  std::chrono::steady_clock::time_point last_log_{};
+  uint64_t unlogged_ = 0;
   mutable absl::Mutex mu_;
   std::list<Client> clients_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -67,7 +67,7 @@ class RequestHandlerTest : public ::testing::Test {
     store_ = std::move(*store);
     handler_ = std::make_unique<RequestHandler>(*store_, kMaxKeys);
 
-    service_ = std::make_unique<ExpertServiceImpl>(*handler_);
+    service_ = std::make_unique<ExpertServiceImpl>(*handler_, std::chrono::seconds(10));
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + (dir_ / "g.sock").string(),
                              grpc::InsecureServerCredentials());

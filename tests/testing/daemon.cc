@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,7 +14,8 @@
 
 namespace warp::testing {
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::vector<std::string>& args) {
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::vector<std::string>& args,
+                                                      const Options& options) {
   const char* bin_dir = std::getenv("WARP_BIN_DIR");
   const std::string binary = std::string(bin_dir ? bin_dir : WARP_TEST_BIN_DIR) + "/expertd";
   size_t expected = 0;
@@ -23,6 +25,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const std::vector<std::str
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
+    if (options.max_open_files > 0) {
+      const rlimit limit{.rlim_cur = options.max_open_files, .rlim_max = options.max_open_files};
+      if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(126);
+    }
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,12 +19,22 @@ namespace warp::testing {
 
 class Daemon {
  public:
+  struct Options {
+    uint64_t max_open_files = 0;  // RLIMIT_NOFILE of the daemon; 0: inherited
+  };
+
   // `args` follow "expertd serve". Waits up to 10 s for readiness.
-  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const std::vector<std::string>& args);
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const std::vector<std::string>& args,
+                                                       const Options& options);
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const std::vector<std::string>& args) {
+    return Start(args, Options{});
+  }
   ~Daemon();
 
   // The bound addresses, as printed ("unix:PATH", "tcp:127.0.0.1:PORT").
   const std::vector<std::string>& addresses() const { return addresses_; }
+
+  pid_t pid() const { return pid_; }
 
   // Sends `signal` and waits for the process; returns its exit status
   // (WEXITSTATUS, or 128 + signal if it was killed).

@@ -70,10 +70,12 @@ absl::StatusOr<Listener> ParseListen(const std::string& spec) {
       absl::StrCat("--listen ", spec, ": expected unix:PATH, tcp:HOST:PORT or fastpath:PATH"));
 }
 
-// The sync server's thread waiting for new calls, besides those serving them:
-// a call takes the waiting thread, which is replaced from the quota; when the
-// quota has none left the call is refused (RESOURCE_EXHAUSTED).
-constexpr int kGrpcPollerThreads = 1;
+// The sync server keeps one thread waiting for new calls and lets at most
+// two idle ones stay (gRPC's defaults; one, measured with daemon_load.sh,
+// halved small-record throughput by making a thread per call). A call takes
+// the waiting thread, which is replaced from the quota of max_grpc_calls + 1;
+// when none is left the call is refused (RESOURCE_EXHAUSTED).
+constexpr int kGrpcMaxIdleThreads = 2;
 
 // Starts gRPC on the unix: and tcp: listeners, recording the bound tcp ports;
 // null if there are none (a fast-path-only daemon).
@@ -87,12 +89,10 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
   // Bounds: a thread per call up to max_grpc_calls (then RESOURCE_EXHAUSTED),
   // idle connections closed (clients reconnect), dead peers found by pings.
   grpc::ResourceQuota quota("expertd");
-  quota.SetMaxThreads(static_cast<int>(config.max_grpc_calls()) + kGrpcPollerThreads);
+  quota.SetMaxThreads(static_cast<int>(config.max_grpc_calls()) + 1);
   builder.SetResourceQuota(quota);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS,
-                              kGrpcPollerThreads);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                              kGrpcPollerThreads);
+                              kGrpcMaxIdleThreads);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                              static_cast<int>(config.idle_timeout_seconds()) * 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
@@ -197,7 +197,7 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.io_threads() == 0) config.set_io_threads(4);
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
-  if (config.max_fastpath_connections() == 0) config.set_max_fastpath_connections(64);
+  if (config.max_fastpath_connections() == 0) config.set_max_fastpath_connections(256);
   if (config.max_grpc_calls() == 0) config.set_max_grpc_calls(128);
   if (config.max_leases_per_connection() == 0) config.set_max_leases_per_connection(1024);
   if (config.idle_timeout_seconds() == 0) config.set_idle_timeout_seconds(300);

@@ -56,17 +56,19 @@ absl::StatusOr<std::unique_ptr<UdsServer>> UdsServer::Start(const RequestHandler
                                                             const Options& options) {
   WARP_ASSIGN_OR_RETURN(ScopedFd listener, Listen(options.path, options.socket_mode));
   ScopedFd wake(::eventfd(0, EFD_CLOEXEC));
-  if (!wake.valid()) return ErrnoToStatus(errno, "eventfd");
+  ScopedFd reaps(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.valid() || !reaps.valid()) return ErrnoToStatus(errno, "eventfd");
   return std::unique_ptr<UdsServer>(
-      new UdsServer(handler, options, std::move(listener), std::move(wake)));
+      new UdsServer(handler, options, std::move(listener), std::move(wake), std::move(reaps)));
 }
 
 UdsServer::UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener,
-                     ScopedFd wake)
+                     ScopedFd wake, ScopedFd reaps)
     : handler_(handler),
       options_(options),
       listener_(std::move(listener)),
       wake_(std::move(wake)),
+      reaps_(std::move(reaps)),
       spare_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }
@@ -107,13 +109,20 @@ void UdsServer::AcceptLoop() {
       if (::poll(&wake, 1, kAcceptBackoffMs) > 0) return;
       back_off = false;
     }
-    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    pollfd fds[3] = {
+        {listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}, {reaps_.get(), POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       Logger("expertd.uds").error("poll on fastpath:{}: {}", options_.path, std::strerror(errno));
       return;
     }
     if (fds[1].revents != 0) return;  // Shutdown
+    if (fds[2].revents != 0) {        // connections ended: their threads and descriptors go now
+      uint64_t ended = 0;
+      (void)!::read(reaps_.get(), &ended, sizeof(ended));
+      absl::MutexLock lock(&mu_);
+      ReapDone();
+    }
     if (fds[0].revents != 0) back_off = !Accept();
   }
 }
@@ -160,9 +169,11 @@ bool UdsServer::Accept() {
       Client& client = clients_.emplace_back();
       client.connection =
           std::make_unique<UdsConnection>(std::move(socket), handler_, options_.connection);
-      client.thread = std::thread([&client] {
+      client.thread = std::thread([this, &client] {
         client.connection->Serve();
         client.done.store(true);
+        const uint64_t one = 1;
+        (void)!::write(reaps_.get(), &one, sizeof(one));
       });
       return true;
     }

@@ -31,9 +31,9 @@ namespace warp::expertd {
 class UdsServer {
  public:
   struct Options {
-    std::string path;             // the socket file; a stale one is replaced
-    uint32_t socket_mode = 0660;  // permission bits of the socket file
-    size_t max_connections = 64;  // open at once
+    std::string path;              // the socket file; a stale one is replaced
+    uint32_t socket_mode = 0660;   // permission bits of the socket file
+    size_t max_connections = 256;  // open at once (a client may hold several)
     UdsConnection::Limits connection;
   };
 
@@ -55,8 +55,8 @@ class UdsServer {
     std::atomic<bool> done{false};  // Serve returned: the thread can be joined
   };
 
-  UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener,
-            ScopedFd wake);
+  UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener, ScopedFd wake,
+            ScopedFd reaps);
   void AcceptLoop();
   // Accepts one client; false when the accept loop should back off (no
   // file descriptor left, or another failure that would repeat at once).
@@ -70,7 +70,8 @@ class UdsServer {
   const RequestHandler& handler_;
   const Options options_;
   ScopedFd listener_;
-  ScopedFd wake_;  // an eventfd: written by Shutdown to end the accept loop
+  ScopedFd wake_;   // an eventfd: written by Shutdown to end the accept loop
+  ScopedFd reaps_;  // an eventfd: written by each connection thread as it ends
   // Accept-thread state: a descriptor kept free to accept (and close) a client
   // when the process has no other, and the rate limit of its warnings.
   ScopedFd spare_;

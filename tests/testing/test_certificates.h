@@ -1,9 +1,9 @@
 #pragma once
 
-// Throwaway TLS material for the LAN tests, made with the openssl command in
-// a temp dir: a CA and a server certificate it signed (for 127.0.0.1, ::1
-// and localhost), a client certificate it signed, the same server key with a
-// certificate that expired in 2020, a second CA that signed nothing here,
+// Throwaway TLS material for the LAN tests, made by
+// tests/testing/make_test_certificates.sh (the openssl command) in a temp dir: a CA and a server
+// certificate it signed (for 127.0.0.1, ::1 and localhost), a client certificate it signed, the
+// same server key with a certificate that expired in 2020, a second CA that signed nothing here,
 // and two token files.
 //
 // Thread-compatible.

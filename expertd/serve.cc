@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "common/format/container.h"
@@ -27,6 +28,8 @@
 
 namespace warp::expertd {
 namespace {
+
+constexpr uint32_t kMaxIoThreads = 1024;
 
 // Keeps the first parse error of a textproto, with its position.
 class FirstError : public google::protobuf::io::ErrorCollector {
@@ -64,6 +67,12 @@ absl::StatusOr<Listener> ParseListen(const std::string& spec) {
     return Listener{.spec = spec, .address = spec, .socket_path = path};
   }
   if (absl::StartsWith(spec, "tcp:") && spec.rfind(':') > 4) {
+    const std::string port = spec.substr(spec.rfind(':') + 1);
+    uint32_t number = 0;
+    if (!absl::SimpleAtoi(port, &number) || number > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--listen ", spec, ": port \"", port, "\" is not 0 to 65535"));
+    }
     return Listener{.spec = spec, .address = spec.substr(4)};
   }
   return absl::InvalidArgumentError(
@@ -195,6 +204,11 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   for (const std::string& spec : config.listen()) WARP_RETURN_IF_ERROR(ParseListen(spec).status());
   WARP_RETURN_IF_ERROR(CheckTcpSecurity(config));
   if (config.io_threads() == 0) config.set_io_threads(4);
+  if (config.io_threads() > kMaxIoThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("io_threads ", config.io_threads(), ": at most ", kMaxIoThreads,
+                     " reads in flight (far above any disk's queue)"));
+  }
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
   if (config.max_fastpath_connections() == 0) config.set_max_fastpath_connections(256);

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_depth.h"
 #include "common/status.h"
 
 namespace warp {
@@ -297,6 +298,7 @@ json ManifestToJson(const Manifest& manifest) {
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source_name) {
   // nlohmann::ordered_json reports syntax errors only by exception; this is the one
   // place WARP catches one, converting it to a Status at the boundary.
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(text, source_name));
   json root;
   try {
     root = json::parse(text);

@@ -44,10 +44,30 @@ absl::StatusOr<OpenedFile> OpenWithFallback(const std::filesystem::path& path, i
   return OpenedFile{ScopedFd(fd), false};
 }
 
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "something else";
+}
+
 }  // namespace
 
 absl::StatusOr<OpenedFile> OpenForRead(const std::filesystem::path& path, bool want_direct) {
-  return OpenWithFallback(path, O_RDONLY, want_direct);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever. It
+  // changes nothing for a regular file, the only kind read here.
+  WARP_ASSIGN_OR_RETURN(OpenedFile file,
+                        OpenWithFallback(path, O_RDONLY | O_NONBLOCK, want_direct));
+  struct stat info {};
+  if (::fstat(file.fd.get(), &info) != 0) return ErrnoToStatus(errno, path.string());
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(), ": is ", FileKind(info.st_mode), ", not a regular file"));
+  }
+  ::fcntl(file.fd.get(), F_SETFL, ::fcntl(file.fd.get(), F_GETFL) & ~O_NONBLOCK);
+  return file;
 }
 
 absl::StatusOr<OpenedFile> OpenForWrite(const std::filesystem::path& path, bool want_direct) {

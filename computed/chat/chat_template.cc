@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "common/io/file.h"
+#include "common/json_depth.h"
 #include "common/status.h"
 #include "computed/chat/strings.h"
 
@@ -14,28 +15,33 @@ namespace {
 namespace fs = std::filesystem;
 
 // transformers' SPECIAL_TOKENS_ATTRIBUTES that are single tokens.
-constexpr std::string_view kSpecialTokenKeys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
-                                                  "pad_token", "cls_token", "mask_token"};
+constexpr std::string_view kSpecialTokenKeys[] = {
+    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"};
 
 // A token entry is a string or an AddedToken object {"content": ...}; null means unset.
-absl::StatusOr<std::optional<std::string>> TokenString(const nlohmann::json& entry, std::string_view where) {
+absl::StatusOr<std::optional<std::string>> TokenString(const nlohmann::json& entry,
+                                                       std::string_view where) {
   if (entry.is_null()) return std::optional<std::string>();
   if (entry.is_string()) return std::optional<std::string>(entry.get<std::string>());
   if (entry.is_object()) {
     auto content = entry.find("content");
-    if (content != entry.end() && content->is_string()) return std::optional<std::string>(content->get<std::string>());
+    if (content != entry.end() && content->is_string())
+      return std::optional<std::string>(content->get<std::string>());
   }
   return absl::InvalidArgumentError(
-      Cat(where, ": expected a string or an object with a string \"content\", got ", entry.type_name()));
+      Cat(where, ": expected a string or an object with a string \"content\", got ",
+          entry.type_name()));
 }
 
 // {"bos_token": "<s>", ...} from a tokenizer config or a special-token map.
-absl::StatusOr<nlohmann::json> CollectSpecialTokens(const nlohmann::json& config, std::string_view origin) {
+absl::StatusOr<nlohmann::json> CollectSpecialTokens(const nlohmann::json& config,
+                                                    std::string_view origin) {
   nlohmann::json tokens = nlohmann::json::object();
   for (std::string_view key : kSpecialTokenKeys) {
     auto it = config.find(key);
     if (it == config.end()) continue;
-    WARP_ASSIGN_OR_RETURN(std::optional<std::string> token, TokenString(*it, Cat(origin, ": ", key)));
+    WARP_ASSIGN_OR_RETURN(std::optional<std::string> token,
+                          TokenString(*it, Cat(origin, ": ", key)));
     if (token.has_value()) tokens[std::string(key)] = *token;
   }
   return tokens;
@@ -49,16 +55,19 @@ absl::StatusOr<std::string> SelectTemplate(const nlohmann::json& entry, const st
     for (const nlohmann::json& item : entry) {
       if (!item.is_object() || !item.contains("name") || !item.contains("template") ||
           !item["name"].is_string() || !item["template"].is_string()) {
-        return absl::InvalidArgumentError(
-            Cat(path, ": chat_template: each list entry must be {\"name\": string, \"template\": string}"));
+        return absl::InvalidArgumentError(Cat(
+            path,
+            ": chat_template: each list entry must be {\"name\": string, \"template\": string}"));
       }
       if (item["name"] == "default") return item["template"].get<std::string>();
       names += Cat(names.empty() ? "" : ", ", item["name"].get<std::string>());
     }
-    return absl::NotFoundError(Cat(path, ": chat_template has no \"default\" template (has: ", names, ")"));
+    return absl::NotFoundError(
+        Cat(path, ": chat_template has no \"default\" template (has: ", names, ")"));
   }
   return absl::InvalidArgumentError(
-      Cat(path, ": chat_template: expected a string or a list of {name, template}, got ", entry.type_name()));
+      Cat(path, ": chat_template: expected a string or a list of {name, template}, got ",
+          entry.type_name()));
 }
 
 }  // namespace
@@ -66,6 +75,7 @@ absl::StatusOr<std::string> SelectTemplate(const nlohmann::json& entry, const st
 absl::StatusOr<ChatTemplate> ChatTemplate::Load(const fs::path& tokenizer_config_json) {
   const std::string path = tokenizer_config_json.string();
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(tokenizer_config_json));
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(text, path));
   nlohmann::json config;
   try {  // nlohmann reports the byte position only through its exception
     config = nlohmann::json::parse(text);
@@ -86,10 +96,12 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Load(const fs::path& tokenizer_config
   }
   auto entry = config.find("chat_template");
   if (entry == config.end() || entry->is_null()) {
-    return absl::NotFoundError(Cat(path, ": no chat_template (and no chat_template.jinja beside it)"));
+    return absl::NotFoundError(
+        Cat(path, ": no chat_template (and no chat_template.jinja beside it)"));
   }
   WARP_ASSIGN_OR_RETURN(std::string source, SelectTemplate(*entry, path));
-  WARP_ASSIGN_OR_RETURN(JinjaTemplate jinja, JinjaTemplate::Parse(source, Cat(path, " chat_template")));
+  WARP_ASSIGN_OR_RETURN(JinjaTemplate jinja,
+                        JinjaTemplate::Parse(source, Cat(path, " chat_template")));
   return ChatTemplate(std::move(jinja), std::move(tokens));
 }
 
@@ -117,23 +129,27 @@ nlohmann::json ChatTemplate::MakeContext(const nlohmann::json& messages, bool ad
   context["tools"] = nullptr;
   context["documents"] = nullptr;
   if (extra_context.is_object()) {
-    for (auto it = extra_context.begin(); it != extra_context.end(); ++it) context[it.key()] = it.value();
+    for (auto it = extra_context.begin(); it != extra_context.end(); ++it)
+      context[it.key()] = it.value();
   }
   return context;
 }
 
-absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages, bool add_generation_prompt) const {
+absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages,
+                                                 bool add_generation_prompt) const {
   return Render(messages, add_generation_prompt, nlohmann::json::object());
 }
 
-absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages, bool add_generation_prompt,
+absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages,
+                                                 bool add_generation_prompt,
                                                  const nlohmann::json& extra_context) const {
   if (!messages.is_array()) {
     return absl::InvalidArgumentError(
         Cat(template_.origin(), ": messages must be a JSON array, got ", messages.type_name()));
   }
   if (!extra_context.is_object()) {
-    return absl::InvalidArgumentError(Cat(template_.origin(), ": the extra context must be a JSON object"));
+    return absl::InvalidArgumentError(
+        Cat(template_.origin(), ": the extra context must be a JSON object"));
   }
   return template_.Render(MakeContext(messages, add_generation_prompt, extra_context));
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/format/container.h"
 #include "common/io/file.h"
+#include "common/json_depth.h"
 #include "common/status.h"
 
 namespace warp::computed {
@@ -21,6 +22,7 @@ constexpr const char* kTokenizerPreference[] = {"tokenizer.json", "tiktoken.mode
 
 absl::StatusOr<json> ReadJson(const fs::path& path) {
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(text, path.string()));
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return absl::InvalidArgumentError(path.string() + ": not valid JSON");
   return value;

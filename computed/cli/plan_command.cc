@@ -11,6 +11,7 @@
 #include "common/byte_size.h"
 #include "common/format/container.h"
 #include "common/io/file.h"
+#include "common/json_depth.h"
 #include "common/memory/memory_limits.h"
 #include "common/status.h"
 #include "computed/cli/commands.h"
@@ -22,8 +23,8 @@ namespace {
 
 struct PlanFlags {
   std::string model;
-  std::string config;  // --config: a release's config.json instead of a container
-  std::string ram;     // --ram: plan for a machine with this much memory
+  std::string config;              // --config: a release's config.json instead of a container
+  std::string ram;                 // --ram: plan for a machine with this much memory
   std::string experts = "native";  // --config: as `computed convert --experts/--trunk`
   std::string trunk = "bf16";
   uint64_t context = 4096;
@@ -48,8 +49,8 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
   const bool linear = growing == plan.context_tokens * plan.kv_bytes_per_token;
   std::string state =
       linear ? absl::StrCat(plan.context_tokens, " tokens x ", plan.kv_bytes_per_token, " B")
-             : absl::StrCat(plan.context_tokens, " tokens; sliding layers hold their window",
-                            " (", plan.kv_bytes_per_token, " B for the first token)");
+             : absl::StrCat(plan.context_tokens, " tokens; sliding layers hold their window", " (",
+                            plan.kv_bytes_per_token, " B for the first token)");
   if (plan.fixed_state_bytes > 0) {
     absl::StrAppend(&state, " + ", FormatBytes(plan.fixed_state_bytes),
                     " recurrent state at any context (with its chat checkpoint)");
@@ -68,10 +69,12 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
 // The experts as `computed convert` keeps them natively: MXFP4 where the
 // release quantized them so (gpt-oss, Kimi K3's compressed-tensors), else BF16.
 TensorFormat NativeExpertFormat(const nlohmann::ordered_json& config) {
-  for (const auto* object : {&config, config.contains("text_config") ? &config["text_config"] : &config}) {
+  for (const auto* object :
+       {&config, config.contains("text_config") ? &config["text_config"] : &config}) {
     auto it = object->find("quantization_config");
     if (it == object->end() || !it->is_object()) continue;
-    if (it->value("quant_method", "") == "mxfp4" || it->value("format", "") == "mxfp4-pack-quantized") {
+    if (it->value("quant_method", "") == "mxfp4" ||
+        it->value("format", "") == "mxfp4-pack-quantized") {
       return TensorFormat::kMxfp4B32;
     }
   }
@@ -91,6 +94,7 @@ absl::StatusOr<TensorFormat> FlagFormat(std::string_view flag, const std::string
 absl::StatusOr<Manifest> PlannedFromConfig(const PlanFlags& flags) {
   const std::string& path = flags.config;
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(text, path));
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(text, nullptr, false);
   if (!config.is_object() || !config.contains("model_type")) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a config.json with a model_type"));
@@ -125,7 +129,8 @@ absl::Status Run(const PlanFlags& flags) {
   if (!flags.ram.empty()) {  // a machine of that size, all of it free, no cgroup
     auto ram = ParseByteSize(flags.ram);
     if (!ram.ok()) return ram.status();
-    limits = MemoryLimits{.mem_total_bytes = *ram, .mem_available_bytes = *ram,
+    limits = MemoryLimits{.mem_total_bytes = *ram,
+                          .mem_available_bytes = *ram,
                           .assumed = absl::StrCat("--ram ", flags.ram)};
   }
   std::optional<uint64_t> requested;

@@ -1,5 +1,6 @@
 #include "computed/cli/session_flags.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +10,28 @@
 #include "computed/run/sources.h"
 
 namespace warp::computed {
+namespace {
+
+// Bounds the flags check when parsed (CLI11 names the flag in its message).
+constexpr uint32_t kMaxThreads = 1024;   // compute threads: far above any core count
+constexpr uint32_t kMaxIoThreads = 256;  // reads in flight: far above any disk's queue
+
+// A number in [low, high] (`low_open`: above low); NaN and infinities are not.
+CLI::Validator NumberIn(double low, double high, bool low_open = false) {
+  return CLI::Validator(
+      [=](const std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        const bool in = end != text.c_str() && *end == '\0' && std::isfinite(value) &&
+                        (low_open ? value > low : value >= low) && value <= high;
+        if (in) return "";
+        return absl::StrCat(text, " is not a number in ", low_open ? "(" : "[", low, ", ", high,
+                            "]");
+      },
+      "", "NumberIn");
+}
+
+}  // namespace
 
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("model", flags.model, "MODEL.warp")->required();
@@ -28,11 +51,13 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--tls-key", flags.store_tls.key, "PEM private key of --tls-cert");
   cmd->add_option("--token-file", flags.store_tls.token_file,
                   "The token sent to tls: daemons (the file's first; `openssl rand -hex 32`)");
-  cmd->add_option("--threads", flags.threads, "Compute threads (default: every core)");
+  cmd->add_option("--threads", flags.threads, "Compute threads (default: every core)")
+      ->check(CLI::Range(uint32_t{0}, kMaxThreads));
   cmd->add_option("--cpus", flags.cpus, "Pin compute threads to these CPUs, e.g. 0,1");
   cmd->add_option("--io-threads", flags.io_threads,
                   "Reader threads of the embedded store: reads in flight")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(uint32_t{1}, kMaxIoThreads));
   cmd->add_option(
       "--io-engine", flags.io_engine,
       "How the embedded store reads records: uring (default: pieces in flight) or pread");
@@ -59,9 +84,11 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
 }
 
 void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options) {
-  cmd->add_option("--temperature", options.temperature, "Sampling temperature (0: greedy)");
+  cmd->add_option("--temperature", options.temperature, "Sampling temperature (0: greedy)")
+      ->check(NumberIn(0, 100));
   cmd->add_option("--top-k", options.top_k, "Sample among the k best tokens (0: all)");
-  cmd->add_option("--top-p", options.top_p, "Nucleus sampling mass (1: off)");
+  cmd->add_option("--top-p", options.top_p, "Nucleus sampling mass (1: off)")
+      ->check(NumberIn(0, 1, /*low_open=*/true));
   cmd->add_option("--seed", options.seed, "Sampling seed");
 }
 

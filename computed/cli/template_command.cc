@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/file.h"
+#include "common/json_depth.h"
+#include "common/status.h"
 #include "computed/cli/commands.h"
 #include "computed/cli/model_text.h"
 
@@ -24,6 +26,7 @@ struct TemplateFlags {
 absl::StatusOr<nlohmann::json> ReadMessages(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(*text, path));
   nlohmann::json value = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return absl::InvalidArgumentError(path + ": not valid JSON");
   if (value.is_object() && value.contains("messages")) value = value["messages"];

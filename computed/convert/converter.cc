@@ -10,6 +10,7 @@
 #include "common/format/container_writer.h"
 #include "common/hash.h"
 #include "common/io/file.h"
+#include "common/json_depth.h"
 #include "common/logging.h"
 #include "common/progress.h"
 #include "common/status.h"
@@ -28,8 +29,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 // Tokenizer and chat-template files copied into the container when present.
-constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
-                                           "tokenizer.model", "tiktoken.model",
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json",          "tokenizer_config.json",
+                                           "tokenizer.model",         "tiktoken.model",
                                            "special_tokens_map.json", "generation_config.json"};
 constexpr const char* kChatTemplateFile = "chat_template.jinja";
 
@@ -135,7 +136,8 @@ class Converter {
       const SourceTensor& s = *t.scale_inv;
       std::vector<float> scales(s.shape.size() == 2 ? s.shape[0] * s.shape[1] : 0);
       WARP_RETURN_IF_ERROR(checkpoint_.ReadScales(s, scales));
-      std::memcpy(out.data(), reinterpret_cast<const std::byte*>(scales.data()) + offset, out.size());
+      std::memcpy(out.data(), reinterpret_cast<const std::byte*>(scales.data()) + offset,
+                  out.size());
       return absl::OkStatus();
     }
     // Rows of the innermost dimension, as the checkpoint reader counts them.
@@ -206,7 +208,7 @@ class Converter {
     uint32_t index = 0;  // the expert's slice of fused tensors; 0 for one tensor per expert
   };
   absl::StatusOr<std::optional<Mxfp4Source>> Mxfp4SliceSource(const CheckpointSlice& slice,
-                                                               const TensorSpec& matrix) const {
+                                                              const TensorSpec& matrix) const {
     if (slice.mxfp4_blocks.empty()) return std::nullopt;
     const SourceTensor* blocks = checkpoint_.Find(slice.mxfp4_blocks);
     if (blocks == nullptr) return std::nullopt;
@@ -234,10 +236,9 @@ class Converter {
       want_scales.insert(want_scales.begin(), model_.num_experts);
     }
     if (blocks->shape != want_blocks) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", blocks->name, " has shape ",
-                                                     ShapeString(blocks->shape),
-                                                     "; config.json implies ",
-                                                     ShapeString(want_blocks)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", blocks->name, " has shape ", ShapeString(blocks->shape),
+                       "; config.json implies ", ShapeString(want_blocks)));
     }
     if (scales->shape != want_scales) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -265,8 +266,11 @@ class Converter {
       std::copy(scales.begin(), scales.end(), record.begin() + matrix.scale->offset);
       return absl::OkStatus();
     }
-    const kernels::MatrixView view{.format = TensorFormat::kMxfp4B32, .rows = rows, .cols = cols,
-                                   .data = data.data(), .scale = scales.data()};
+    const kernels::MatrixView view{.format = TensorFormat::kMxfp4B32,
+                                   .rows = rows,
+                                   .cols = cols,
+                                   .data = data.data(),
+                                   .scale = scales.data()};
     std::vector<float> values(rows * cols);
     for (uint64_t r = 0; r < rows; ++r) {
       kernels::DequantizeRow(view, r, std::span(values).subspan(r * cols, cols));
@@ -334,10 +338,10 @@ class Converter {
     if (!slice.index && !slice.transposed) {  // one tensor per expert: the trunk's path
       WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(slice.tensor, matrix.shape, matrix.format));
       if (options_.experts == "native" && !IsPassthrough(matrix.format, *t.source)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", slice.tensor, " is ", SourceTypeName(*t.source),
-            " but expert 0's is ", std::string(TensorFormatName(matrix.format)),
-            "; --experts native needs one dtype per matrix across a layer's experts"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor ", slice.tensor, " is ", SourceTypeName(*t.source),
+                         " but expert 0's is ", std::string(TensorFormatName(matrix.format)),
+                         "; --experts native needs one dtype per matrix across a layer's experts"));
       }
       WARP_RETURN_IF_ERROR(Fill(t, false, 0, data));
       if (matrix.scale) {
@@ -353,8 +357,8 @@ class Converter {
     const uint64_t cols = matrix.shape.back();
     const uint64_t slice_rows = slice.transposed ? cols : rows;  // rows as stored
     std::vector<float> values(elements);
-    WARP_RETURN_IF_ERROR(checkpoint_.ReadRowsAsFloat(*source, nullptr, uint64_t{expert} * slice_rows,
-                                                     slice_rows, values));
+    WARP_RETURN_IF_ERROR(checkpoint_.ReadRowsAsFloat(
+        *source, nullptr, uint64_t{expert} * slice_rows, slice_rows, values));
     if (slice.transposed) {
       std::vector<float> stored = std::move(values);
       values.assign(elements, 0.0f);
@@ -415,6 +419,7 @@ absl::Status CheckOptions(const ConvertOptions& options) {
 absl::StatusOr<bool> ExtractChatTemplate(const fs::path& tokenizer_config, const fs::path& to) {
   if (!fs::exists(tokenizer_config)) return false;
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(tokenizer_config));
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(text, tokenizer_config.string()));
   const json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!config.is_object()) {
     return absl::InvalidArgumentError(
@@ -484,8 +489,8 @@ uint64_t CheckpointFingerprint(const json& config, const Checkpoint& checkpoint,
   uint64_t hash = Fnv1a64(config.dump());
   hash = Fnv1a64(absl::StrCat("experts=", options.experts, " trunk=", options.trunk), hash);
   for (const auto& [name, tensor] : checkpoint.tensors()) {
-    hash = Fnv1a64(absl::StrCat(name, ":", SourceTypeName(tensor),
-                                ShapeString(tensor.shape), ":", tensor.bytes, ";"),
+    hash = Fnv1a64(absl::StrCat(name, ":", SourceTypeName(tensor), ShapeString(tensor.shape), ":",
+                                tensor.bytes, ";"),
                    hash);
   }
   return hash;
@@ -514,6 +519,7 @@ absl::StatusOr<ConvertInput> OpenInput(const fs::path& from) {
   }
   const fs::path config_path = from / "config.json";
   WARP_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(config_path));
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(config_text, config_path.string()));
   input.config = json::parse(config_text, nullptr, /*allow_exceptions=*/false);
   if (!input.config.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(config_path.string(), ": not a JSON object"));
@@ -567,9 +573,9 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
   WARP_ASSIGN_OR_RETURN(auto writer, ContainerWriter::Create(out, std::move(header),
                                                              {.direct_io = options.direct_io}));
   Logger("computed")
-      .info("converting {} ({}, {} layers, {} experts/layer, {}) to {}", from.string(),
-            model_type, model->num_layers, model->num_experts,
-            FormatBytes(checkpoint.total_bytes()), out.string());
+      .info("converting {} ({}, {} layers, {} experts/layer, {}) to {}", from.string(), model_type,
+            model->num_layers, model->num_experts, FormatBytes(checkpoint.total_bytes()),
+            out.string());
   ProgressBar progress("convert", checkpoint.total_bytes(), options.show_progress);
   Converter converter(checkpoint, *model, options, progress);
   absl::Status status = converter.WriteTrunk(*writer);

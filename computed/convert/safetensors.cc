@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
 #include "common/numeric/half.h"
 #include "common/status.h"
 #include "computed/kernels/matrix_view.h"
@@ -37,6 +38,7 @@ absl::StatusOr<SourceDtype> ParseDtype(const std::string& name) {
 
 json ParseJsonOrNull(const std::string& text) {
   // nlohmann::json reports syntax errors by exception only; caught at this boundary.
+  if (!CheckJsonDepth(text, "").ok()) return nullptr;  // as malformed: the caller names the file
   try {
     return json::parse(text);
   } catch (const json::parse_error&) {
@@ -235,8 +237,8 @@ absl::Status Checkpoint::Read(const SourceTensor& tensor, uint64_t offset,
       const uint64_t n = std::min<uint64_t>(odd.unit - in_unit, out.size() - done);
       const uint64_t at = unit / 2 * odd.unit + in_unit;
       const bool even = unit % 2 == 0;
-      WARP_RETURN_IF_ERROR(PreadFull(fds_[even ? tensor.file : odd.file].get(), out.subspan(done, n),
-                                     (even ? tensor.offset : odd.offset) + at,
+      WARP_RETURN_IF_ERROR(PreadFull(fds_[even ? tensor.file : odd.file].get(),
+                                     out.subspan(done, n), (even ? tensor.offset : odd.offset) + at,
                                      paths_[even ? tensor.file : odd.file].string()));
       done += n;
     }
@@ -302,9 +304,9 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
         scale_inv->shape.size() != 2 || tensor.shape.size() != 2 ||
         scale_inv->shape[0] != (tensor.shape[0] + 127) / 128 ||
         scale_inv->shape[1] != (cols + 127) / 128) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor ", tensor.name, ": F8_E4M3 needs F32 or F8_E8M0 block scales (",
-                       tensor.name, "_scale_inv, or .scale) of shape [ceil(rows/128), ceil(cols/128)]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor ", tensor.name, ": F8_E4M3 needs F32 or F8_E8M0 block scales (", tensor.name,
+          "_scale_inv, or .scale) of shape [ceil(rows/128), ceil(cols/128)]"));
     }
     scale_cols = scale_inv->shape[1];
     scales.resize(scale_inv->shape[0] * scale_inv->shape[1]);

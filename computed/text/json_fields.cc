@@ -1,12 +1,14 @@
 #include "computed/text/json_fields.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
 
 namespace warp::text {
 
 absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view source) {
   // nlohmann::json reports syntax errors with their position only by
   // exception; it is caught here, at the boundary, and becomes a Status.
+  if (absl::Status depth = CheckJsonDepth(text, source); !depth.ok()) return depth;
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& error) {

@@ -1,6 +1,8 @@
 #include "computed/text/tokenizer_json.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
+#include "common/status.h"
 
 namespace warp::text {
 namespace {
@@ -179,6 +181,7 @@ class CapturingSax {
 
 absl::StatusOr<TokenizerJson> ParseTokenizerJson(std::string_view text, std::string_view source) {
   TokenizerJson out;
+  WARP_RETURN_IF_ERROR(CheckJsonDepth(text, source));
   CapturingSax sax(out);
   if (!Json::sax_parse(text.begin(), text.end(), &sax)) return sax.Error(source);
   return out;

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "common/format/usage_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -388,6 +389,29 @@ TEST_F(RunCliTest, LearnedUsagePreloadsTheCacheAndRaisesTheHitRate) {
   // The same tokens: the preload changes when records are read, never what is computed.
   EXPECT_FALSE(TokenLine(cold.output).empty()) << cold.output;
   EXPECT_EQ(TokenLine(warm.output), TokenLine(cold.output));
+}
+
+// Nonsense numbers are refused at parse time, naming the flag, instead of
+// NaN logits, a sampler that never stops or 100000 threads.
+TEST_F(ComputedCliTest, OutOfRangeSamplingAndThreadFlagsAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--temperature nan", "--temperature: nan is not a number in [0, 100]"},
+      {"--temperature inf", "--temperature: inf is not a number in [0, 100]"},
+      {"--temperature -1", "--temperature: -1 is not a number in [0, 100]"},
+      {"--top-p 0", "--top-p: 0 is not a number in (0, 1]"},
+      {"--top-p 1.5", "--top-p: 1.5 is not a number in (0, 1]"},
+      {"--threads 100000", "--threads: Value 100000 not in range 0 to 1024"},
+      {"--io-threads 100000", "--io-threads: Value 100000 not in range 1 to 256"},
+  };
+  for (const auto& [flag, says] : cases) {
+    auto result = RunBinary("computed", absl::StrCat("run ", Model(), " --ids 1 -n 1 ", flag));
+    EXPECT_NE(result.exit_code, 0) << flag;
+    EXPECT_THAT(result.output, HasSubstr(says)) << flag;
+  }
+  auto sampled = RunBinary("computed", absl::StrCat("run ", Model(),
+                                                    " --ids 1 -n 2 --temperature 0.7 "
+                                                    "--top-p 0.9 --threads 2"));
+  EXPECT_EQ(sampled.exit_code, 0) << sampled.output;
 }
 
 }  // namespace

@@ -172,10 +172,21 @@ TEST_F(ServeTest, UringPiecesThatAreNotPagesExitOne) {
   const fs::path config = dir_ / "c.textproto";
   WriteFile(config, absl::StrCat("model: \"", model_.string(), "\"\nio_engine: \"uring\"\n",
                                  "io_piece_bytes: 1000\n"));
-  const CommandResult result =
-      RunExpertd(absl::StrCat("serve --config ", config.string(), " --listen tcp:127.0.0.1:0 --insecure"));
+  const CommandResult result = RunExpertd(
+      absl::StrCat("serve --config ", config.string(), " --listen tcp:127.0.0.1:0 --insecure"));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("piece size 1000"));
+}
+
+TEST_F(ServeTest, APortPast65535AndTooManyIoThreadsAreRefused) {
+  CommandResult result = RunExpertd(
+      absl::StrCat("serve --model ", model_.string(), " --insecure --listen tcp:127.0.0.1:999999"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("--listen tcp:127.0.0.1:999999: port \"999999\" is not 0 "
+                                       "to 65535"));
+  result = RunExpertd(ServeArgs("--io-threads 100000"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("io_threads 100000: at most 1024"));
 }
 
 TEST_F(ServeTest, UnparsableBudgetFlagIsAnError) {
@@ -205,7 +216,8 @@ TEST_F(ServeTest, TcpPortHeldByAnotherProgramExitsNonZeroNamingTheAddress) {
 }
 
 TEST_F(ServeTest, TcpPortInUseExitsNonZeroNamingTheAddress) {
-  auto first = Daemon::Start({"--model", model_.string(), "--listen", "tcp:127.0.0.1:0", "--insecure"});
+  auto first =
+      Daemon::Start({"--model", model_.string(), "--listen", "tcp:127.0.0.1:0", "--insecure"});
   WARP_ASSERT_OK(first);
   const std::string address = (*first)->addresses().at(0);
   ASSERT_THAT(address, HasSubstr("tcp:127.0.0.1:"));
@@ -317,7 +329,8 @@ TEST_F(ServeTest, ConfigFieldsApplyWithoutFlags) {
                                  "budget_bytes: 16384\n"));  // one of its two records
   // Daemon waits for one "listening" line per --listen flag, so the address
   // comes from a flag here; ListenFlagReplacesTheConfigList covers the config's.
-  auto daemon = Daemon::Start({"--config", config.string(), "--listen", "tcp:127.0.0.1:0", "--insecure"});
+  auto daemon =
+      Daemon::Start({"--config", config.string(), "--listen", "tcp:127.0.0.1:0", "--insecure"});
   WARP_ASSERT_OK(daemon);
   EXPECT_EQ(StatsCounter((*daemon)->addresses().at(0), "expertd.store.cache_capacity_bytes"),
             16384u);
@@ -331,8 +344,8 @@ TEST_F(ServeTest, FlagsOverrideConfigFields) {
                                  (dir_ / "from-config.sock").string(),
                                  "\"\n"
                                  "budget_bytes: 16384\n"));
-  auto daemon = Daemon::Start(
-      {"--config", config.string(), "--budget", "32K", "--listen", "tcp:127.0.0.1:0", "--insecure"});
+  auto daemon = Daemon::Start({"--config", config.string(), "--budget", "32K", "--listen",
+                               "tcp:127.0.0.1:0", "--insecure"});
   WARP_ASSERT_OK(daemon);
   ASSERT_EQ((*daemon)->addresses().size(), 1u);
   const std::string address = (*daemon)->addresses()[0];

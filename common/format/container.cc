@@ -55,6 +55,16 @@ absl::Status CheckTensors(const std::vector<TensorEntry>& tensors, uint64_t alig
   return absl::OkStatus();
 }
 
+// Every file a manifest names is a plain name in the container's directory:
+// no directories, no "..", so a manifest cannot point outside it.
+absl::Status CheckPlainFileName(const std::string& name, const std::string& where) {
+  if (name.empty() || name.find('/') != std::string::npos || name == ".." || name == ".") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": file \"", name, "\" must be a plain file name"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>& shard_map) {
   const std::string where = absl::StrCat("bank of layer ", bank.layer);
   if (bank.record_bytes == 0 || bank.record_bytes % kBankAlignment != 0) {
@@ -67,11 +77,7 @@ absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>
         absl::StrCat(where, ": payload_bytes ", bank.payload_bytes, " leaves no room for the ",
                      kRecordFooterBytes, "-byte footer in record_bytes ", bank.record_bytes));
   }
-  if (bank.file.empty() || bank.file.find('/') != std::string::npos || bank.file == ".." ||
-      bank.file == ".") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": file \"", bank.file, "\" must be a plain file name"));
-  }
+  WARP_RETURN_IF_ERROR(CheckPlainFileName(bank.file, where));
   if (shard_map && shard_map->owner.size() < bank.num_experts) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": shard_map.owner names ",
                                                    shard_map->owner.size(), " experts, the bank ",
@@ -89,6 +95,19 @@ absl::Status CheckManifest(const Manifest& manifest) {
                                                      " is not above the previous bank's layer"));
     }
     WARP_RETURN_IF_ERROR(CheckBankEntry(manifest.banks[i], manifest.shard_map));
+  }
+  if (manifest.tokenizer) {
+    for (size_t i = 0; i < manifest.tokenizer->files.size(); ++i) {
+      WARP_RETURN_IF_ERROR(CheckPlainFileName(manifest.tokenizer->files[i],
+                                              absl::StrCat("tokenizer.files[", i, "]")));
+    }
+    if (!manifest.tokenizer->chat_template.empty()) {
+      WARP_RETURN_IF_ERROR(
+          CheckPlainFileName(manifest.tokenizer->chat_template, "tokenizer.chat_template"));
+    }
+  }
+  if (manifest.codebooks_file) {
+    WARP_RETURN_IF_ERROR(CheckPlainFileName(*manifest.codebooks_file, "codebooks"));
   }
   return absl::OkStatus();
 }
@@ -134,6 +153,20 @@ Container::Container(fs::path dir, Manifest manifest)
     held_experts_.push_back(std::move(held));
     slot_of_expert_.push_back(std::move(slots));
   }
+}
+
+absl::StatusOr<fs::path> Container::ContainedFile(const std::string& name) const {
+  const fs::path path = dir_ / name;
+  std::error_code error;
+  const fs::path root = fs::weakly_canonical(dir_, error);
+  const fs::path target = error ? fs::path() : fs::weakly_canonical(path, error);
+  if (error) return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", error.message()));
+  const fs::path relative = target.lexically_relative(root);
+  if (relative.empty() || *relative.begin() == "..") {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": resolves to ", target.string(),
+                                                   ", outside the container ", root.string()));
+  }
+  return path;
 }
 
 absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,

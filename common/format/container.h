@@ -41,6 +41,11 @@ class Container {
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path TrunkPath() const { return dir_ / kTrunkFile; }
   std::filesystem::path BankPath(const BankEntry& bank) const { return dir_ / bank.file; }
+  // DIR/name if it resolves (symbolic links followed) to a file inside the
+  // container's directory; InvalidArgument naming both paths if it leaves it.
+  // For the text files (tokenizer, template, configs) that are printed or
+  // rendered: a link to /etc/passwd must not become a chat template.
+  absl::StatusOr<std::filesystem::path> ContainedFile(const std::string& name) const;
 
   // Byte offset of the record of (layer, expert) in its bank file, or nullopt
   // when the layer is dense, the expert is out of range, or another shard holds it.

@@ -70,7 +70,8 @@ absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
   const std::vector<std::string>& files = manifest.tokenizer->files;
   for (const char* name : kTokenizerPreference) {
     if (std::find(files.begin(), files.end(), name) == files.end()) continue;
-    WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(dir / name, options));
+    WARP_ASSIGN_OR_RETURN(const fs::path path, container.ContainedFile(name));
+    WARP_ASSIGN_OR_RETURN(text.tokenizer, text::Tokenizer::Load(path, options));
     break;
   }
   if (text.tokenizer == nullptr) {
@@ -79,15 +80,19 @@ absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
                                             "tiktoken.model among its tokenizer files"));
   }
   if (!manifest.tokenizer->chat_template.empty()) {
-    const fs::path source_path = dir / manifest.tokenizer->chat_template;
+    WARP_ASSIGN_OR_RETURN(const fs::path source_path,
+                          container.ContainedFile(manifest.tokenizer->chat_template));
     WARP_ASSIGN_OR_RETURN(std::string source, ReadFileToString(source_path));
-    WARP_ASSIGN_OR_RETURN(json special, SpecialTokens(dir / "tokenizer_config.json"));
+    WARP_ASSIGN_OR_RETURN(const fs::path config, container.ContainedFile("tokenizer_config.json"));
+    WARP_ASSIGN_OR_RETURN(json special, SpecialTokens(config));
     WARP_ASSIGN_OR_RETURN(text.chat_template,
                           chat::ChatTemplate::FromSource(std::move(source), source_path.string(),
                                                          std::move(special)));
   }
   if (fs::exists(dir / "generation_config.json")) {
-    WARP_ASSIGN_OR_RETURN(json generation, ReadJson(dir / "generation_config.json"));
+    WARP_ASSIGN_OR_RETURN(const fs::path generation_path,
+                          container.ContainedFile("generation_config.json"));
+    WARP_ASSIGN_OR_RETURN(json generation, ReadJson(generation_path));
     AddStopIds(generation, text.stop_ids);
   }
   return text;

@@ -16,6 +16,7 @@
 #include "common/json_depth.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tiny_container.h"
@@ -78,6 +79,36 @@ TEST_F(UntrustedFileTest, AFifoOrADirectoryInPlaceOfAFileIsRefusedNotAHang) {
                                                  HasSubstr("is a directory, not a regular file")));
   EXPECT_THAT(OpenForRead("/dev/null", /*want_direct=*/false),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a character device")));
+}
+
+TEST_F(UntrustedFileTest, ManifestPathsStayInsideTheContainer) {
+  auto text = ReadFileToString(model_ / "manifest.json");
+  WARP_ASSERT_OK(text);
+  auto manifest = nlohmann::json::parse(*text);
+  manifest["tokenizer"] = {{"files", {"tokenizer.json"}}, {"chat_template", "../../etc/passwd"}};
+  std::ofstream(model_ / "manifest.json") << manifest.dump();
+  EXPECT_THAT(Container::Open(model_),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tokenizer.chat_template: file \"../../etc/passwd\" must be a "
+                                 "plain file name")));
+  manifest["tokenizer"] = {{"files", {"/etc/passwd"}}, {"chat_template", nullptr}};
+  std::ofstream(model_ / "manifest.json") << manifest.dump();
+  EXPECT_THAT(Container::Open(model_),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("tokenizer.files[0]")));
+}
+
+TEST_F(UntrustedFileTest, ALinkOutOfTheContainerIsRefused) {
+  auto container = Container::Open(model_);
+  WARP_ASSERT_OK(container);
+  std::ofstream(model_ / "inside.jinja") << "{{ x }}";
+  fs::create_symlink("inside.jinja", model_ / "alias.jinja");
+  fs::create_symlink("/etc/passwd", model_ / "chat_template.jinja");
+  WARP_EXPECT_OK((*container)->ContainedFile("inside.jinja"));
+  WARP_EXPECT_OK((*container)->ContainedFile("alias.jinja"));
+  EXPECT_THAT(
+      (*container)->ContainedFile("chat_template.jinja"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("resolves to /etc/passwd"), HasSubstr("outside the container"))));
 }
 
 }  // namespace

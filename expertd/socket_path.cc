@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -15,6 +16,12 @@ namespace warp::expertd {
 
 absl::Status ClaimSocketPath(const std::string& path) {
   struct stat st;
+  // bind() would fail later with a message that reads like "address in use".
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (!dir.empty() && (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": the directory ", dir, " does not exist (create it first)"));
+  }
   if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return absl::OkStatus();
   sockaddr_un address{};
   address.sun_family = AF_UNIX;

@@ -88,22 +88,26 @@ absl::Status FastPathConnection::Hello(uint64_t fingerprint,
   request.mutable_hello()->set_protocol_version(kFastPathProtocolVersion);
   request.mutable_hello()->set_model_fingerprint(fingerprint);
   request.mutable_hello()->set_stream_records(true);
-  WARP_RETURN_IF_ERROR(Send(request));
-  WARP_ASSIGN_OR_RETURN(ReceivedFastPathHeader received, RecvFastPathHeader(socket_.get()));
+  const absl::Status sent = Send(request);
+  // A daemon past its connection limit answers before reading our Hello and
+  // closes: the send may fail, but its refusal is still there to be read.
+  absl::StatusOr<ReceivedFastPathHeader> received = RecvFastPathHeader(socket_.get());
+  if (!received.ok()) return sent.ok() ? received.status() : sent;
   v1::FastPathReply reply;
-  if (!reply.ParseFromString(received.header) || !reply.has_hello()) {
+  if (!reply.ParseFromString(received->header) || !reply.has_hello()) {
     return absl::DataLossError("malformed Hello reply");
   }
   hello_ = std::move(*reply.mutable_hello());
   WARP_RETURN_IF_ERROR(FromProto(hello_.status()));
+  WARP_RETURN_IF_ERROR(sent);
   if (hello_.arena_bytes() == 0) return absl::OkStatus();
-  if (!received.fd.valid()) return absl::DataLossError("Hello reply without the cache memfd");
+  if (!received->fd.valid()) return absl::DataLossError("Hello reply without the cache memfd");
   if (current != nullptr && current->span().size() == hello_.arena_bytes() &&
-      current->SameFile(received.fd)) {
+      current->SameFile(received->fd)) {
     mapping_ = std::move(current);
     return absl::OkStatus();
   }
-  WARP_ASSIGN_OR_RETURN(mapping_, ArenaMapping::Map(received.fd, hello_.arena_bytes()));
+  WARP_ASSIGN_OR_RETURN(mapping_, ArenaMapping::Map(received->fd, hello_.arena_bytes()));
   return absl::OkStatus();
 }
 

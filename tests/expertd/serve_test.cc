@@ -189,6 +189,17 @@ TEST_F(ServeTest, APortPast65535AndTooManyIoThreadsAreRefused) {
   EXPECT_THAT(result.output, HasSubstr("io_threads 100000: at most 1024"));
 }
 
+TEST_F(ServeTest, AMissingSocketDirectoryIsNamedNotCalledAddressInUse) {
+  for (const std::string scheme : {"unix:", "fastpath:"}) {
+    const std::string socket = (dir_ / "no-such-dir" / "s.sock").string();
+    const CommandResult result =
+        RunExpertd(absl::StrCat("serve --model ", model_.string(), " --listen ", scheme, socket));
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_THAT(result.output, HasSubstr((dir_ / "no-such-dir").string() + " does not exist"))
+        << scheme;
+  }
+}
+
 TEST_F(ServeTest, UnparsableBudgetFlagIsAnError) {
   const CommandResult result = RunExpertd(ServeArgs("--budget 12Q"));
   EXPECT_EQ(result.exit_code, 1) << result.output;

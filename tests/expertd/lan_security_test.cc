@@ -287,6 +287,12 @@ TEST_F(LanStartTest, HalfATlsSetUpIsRefused) {
       {"--insecure --tls-cert " + certs_.server_cert + " --tls-key " + certs_.server_key +
            " --token-file " + certs_.token,
        "contradict"},
+      {"--tls-client-ca " + certs_.ca + " --token-file " + certs_.token,
+       "--tls-client-ca needs --tls-cert and --tls-key"},
+      // A key that is not the certificate's: gRPC refuses it only when it starts.
+      {"--tls-cert " + certs_.server_cert + " --tls-key " + certs_.client_key + " --token-file " +
+           certs_.token,
+       "or a --tls-key not of --tls-cert?"},
   };
   for (const Case& c : cases) {
     const CommandResult result = Serve(c.flags + listen);
@@ -323,6 +329,55 @@ TEST_F(LanStartTest, UnusableFilesAreNamed) {
     EXPECT_EQ(result.exit_code, 1) << c.flags << "\n" << result.output;
     EXPECT_THAT(result.output, HasSubstr(c.says)) << c.flags;
   }
+}
+
+// What a client is refused before it connects: each names the flag or file.
+TEST_F(LanSecurityTest, AClientsUnusableTlsFilesAreNamed) {
+  const fs::path spaced = dir_ / "spaced-token";
+  std::ofstream(spaced) << "warp test token with spaces\n";
+  const fs::path huge = dir_ / "huge-token";
+  std::ofstream(huge) << std::string(70 << 10, 'a') << "\n";
+  const fs::path not_pem = dir_ / "not.pem";
+  std::ofstream(not_pem) << "hello\n";
+  struct Case {
+    TlsClientFiles files;
+    std::string says;
+  } cases[] = {
+      {{.token_file = certs_.token}, "a tls: store needs --tls-ca"},
+      {{.ca = certs_.ca, .cert = certs_.client_cert, .token_file = certs_.token},
+       "--tls-cert and --tls-key go together"},
+      {{.ca = not_pem.string(), .token_file = certs_.token},
+       "--tls-ca " + not_pem.string() + ": not a PEM file"},
+      {{.ca = certs_.ca, .token_file = spaced.string()},
+       spaced.string() + " line 1: a token is printable ASCII without spaces"},
+      {{.ca = certs_.ca, .token_file = huge.string()},
+       huge.string() + ": 71681 bytes; at most 64 KiB"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(GrpcExpertSource::Connect({.address = "tls:127.0.0.1:1", .tls = c.files}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("expertd at tls:127.0.0.1:1"), HasSubstr(c.says))))
+        << c.says;
+  }
+}
+
+// A token file rewritten badly (mid-edit, a short token) keeps the tokens
+// read before; a good rewrite replaces them.
+TEST_F(LanSecurityTest, ABadRewriteOfTheTokenFileKeepsTheTokensBefore) {
+  const fs::path tokens = dir_ / "tokens";
+  fs::copy_file(certs_.token, tokens);
+  auto checker = TokenChecker::Open(tokens.string());
+  WARP_ASSERT_OK(checker);
+  const std::string old_token = "warp-test-token-0123456789abcdef";  // make_test_certificates.sh
+  const std::string new_token = "warp-new-token-0123456789abcdef";
+  ASSERT_TRUE((*checker)->Accepts(old_token));
+  std::ofstream(tokens) << "short\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the recheck interval
+  EXPECT_TRUE((*checker)->Accepts(old_token));
+  std::ofstream(tokens) << new_token << "\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_FALSE((*checker)->Accepts(old_token));
+  EXPECT_TRUE((*checker)->Accepts(new_token));
 }
 
 TEST(LanAuthTest, TokensCompareByEveryByte) {

@@ -41,16 +41,43 @@ bool SendRecord(const RequestHandler& handler, uint32_t index,
   return true;
 }
 
+grpc::Status ShuttingDown() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "expertd is shutting down");
+}
+
 }  // namespace
+
+ExpertServiceImpl::InFlight::InFlight(ExpertServiceImpl& service) : service_(service) {
+  absl::MutexLock lock(&service_.mu_);
+  admitted_ = !service_.stopping_;
+  service_.in_flight_ += admitted_;
+}
+
+ExpertServiceImpl::InFlight::~InFlight() {
+  if (!admitted_) return;
+  absl::MutexLock lock(&service_.mu_);
+  --service_.in_flight_;
+}
+
+bool ExpertServiceImpl::StopAndWaitIdle(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
 
 grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
                                          v1::DescribeReply* reply) {
+  const InFlight call(*this);
+  if (!call.admitted()) return ShuttingDown();
   handler_.Describe(reply);
   return grpc::Status::OK;
 }
 
 grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::ReadRequest* request,
                                      grpc::ServerWriter<v1::ReadChunk>* writer) {
+  const InFlight call(*this);
+  if (!call.admitted()) return ShuttingDown();
   if (absl::Status status = handler_.CheckFingerprint(request->model_fingerprint()); !status.ok()) {
     return ToGrpc(status);
   }
@@ -61,7 +88,7 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
   // request order is kept, and sending overlaps the reads still in flight.
   const size_t num_keys = (*batch)->size();
   std::vector<std::optional<absl::StatusOr<ExpertRecord>>> landed(num_keys);
-  StallWatch::Tracked call(stalls_, context);
+  StallWatch::Tracked tracked(stalls_, context);
   size_t next_to_send = 0;
   while (next_to_send < num_keys) {
     auto next = (*batch)->Next();
@@ -69,7 +96,7 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
     for (; next_to_send < num_keys && landed[next_to_send]; ++next_to_send) {
       if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
       if (!SendRecord(handler_, static_cast<uint32_t>(next_to_send), *landed[next_to_send], writer,
-                      call)) {
+                      tracked)) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
       }
       landed[next_to_send].reset();  // drop the lease as soon as it is sent
@@ -80,6 +107,8 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
 
 grpc::Status ExpertServiceImpl::Prefetch(grpc::ServerContext*, const v1::PrefetchRequest* request,
                                          v1::PrefetchReply* reply) {
+  const InFlight call(*this);
+  if (!call.admitted()) return ShuttingDown();
   reply->set_accepted(handler_.Prefetch(request->keys(), request->priority()));
   return grpc::Status::OK;
 }
@@ -87,18 +116,24 @@ grpc::Status ExpertServiceImpl::Prefetch(grpc::ServerContext*, const v1::Prefetc
 grpc::Status ExpertServiceImpl::CancelSpeculative(grpc::ServerContext*,
                                                   const v1::CancelSpeculativeRequest* request,
                                                   v1::CancelSpeculativeReply* reply) {
+  const InFlight call(*this);
+  if (!call.admitted()) return ShuttingDown();
   reply->set_cancelled(handler_.CancelSpeculative(request->through_layer()));
   return grpc::Status::OK;
 }
 
 grpc::Status ExpertServiceImpl::Stats(grpc::ServerContext*, const v1::StatsRequest*,
                                       v1::StatsReply* reply) {
+  const InFlight call(*this);
+  if (!call.admitted()) return ShuttingDown();
   handler_.Stats(reply);
   return grpc::Status::OK;
 }
 
 grpc::Status ExpertServiceImpl::Health(grpc::ServerContext*, const v1::HealthRequest*,
                                        v1::HealthReply* reply) {
+  const InFlight call(*this);
+  if (!call.admitted()) return ShuttingDown();
   reply->set_serving(true);
   return grpc::Status::OK;
 }

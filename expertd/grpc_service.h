@@ -13,6 +13,9 @@
 #include <chrono>
 #include <cstdint>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "expertd/request_handler.h"
 #include "expertd/stall_watch.h"
 #include "warp/v1/expert_service.grpc.pb.h"
@@ -43,9 +46,33 @@ class ExpertServiceImpl final : public v1::ExpertStore::Service {
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
                       v1::HealthReply* reply) override;
 
+  // The first half of a drain: from now on every new call is refused
+  // UNAVAILABLE "expertd is shutting down" (clients retry it, so a restarted
+  // daemon serves them); returns once the calls already in a handler have
+  // returned (true) or at `deadline` (false). Then grpc::Server::Shutdown
+  // need not wait for anything but may close idle connections at once: its
+  // own wait would last until every client closes its channel.
+  bool StopAndWaitIdle(absl::Time deadline);
+
  private:
+  // Counts a call while it is in its handler; admitted() is false once
+  // StopAndWaitIdle has begun.
+  class InFlight {
+   public:
+    explicit InFlight(ExpertServiceImpl& service);
+    ~InFlight();
+    bool admitted() const { return admitted_; }
+
+   private:
+    ExpertServiceImpl& service_;
+    bool admitted_;
+  };
+
   const RequestHandler& handler_;
   StallWatch stalls_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace warp::expertd

@@ -56,6 +56,11 @@ absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
   // Reconnect quickly after a daemon restart instead of gRPC's 1 s-and-up backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A connection of its own: with gRPC's process-wide pool, a plain client
+  // shared the connection of any other to the same address, and one made just
+  // after a daemon died was told that connection's "Broken pipe" instead of
+  // "Connection refused" (so it did not wait for the daemon).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (absl::StartsWith(options.address, "tls:")) {
     absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls =
@@ -65,16 +70,17 @@ absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
   }
   auto channel = grpc::CreateCustomChannel(GrpcTarget(options.address), credentials, args);
   auto source = std::unique_ptr<GrpcExpertSource>(new GrpcExpertSource(options, channel));
-  const auto deadline = std::chrono::system_clock::now() + options.connect_timeout;
   grpc::Status status;
-  while (true) {
-    grpc::ClientContext context;
-    context.set_deadline(deadline);
-    status = source->stub_->Describe(&context, v1::DescribeRequest(), &source->description_);
-    if (!NotListeningYet(status) || std::chrono::system_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (status.ok()) return source;
+  const absl::Status waited = source->retry_.Run(
+      [&] {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + options.connect_timeout);
+        status = source->stub_->Describe(&context, v1::DescribeRequest(), &source->description_);
+        return status.ok() ? absl::OkStatus() : FromGrpc(status);
+      },
+      nullptr, [&](const absl::Status&) { return NotListeningYet(status); });
+  if (waited.ok()) return source;
+  if (NotListeningYet(status)) return waited;  // "... unreachable after waiting N s ..."
   const std::string hint = ConnectHint(options.address, status);
   if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
     return absl::UnauthenticatedError(
@@ -88,6 +94,9 @@ GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc:
     : options_(options),
       channel_(std::move(channel)),
       stub_(v1::ExpertStore::NewStub(channel_)),
+      retry_({.address = options.address,
+              .deadline = options.retry_deadline.value_or(DefaultRetryDeadline(options.address)),
+              .wait = [this](std::chrono::milliseconds pause) { WaitForDaemon(pause); }}),
       jobs_(std::make_unique<ReadJobQueue>(options.reader_threads,
                                            [this](const Job& job) { RunJob(job); })) {}
 
@@ -148,13 +157,23 @@ absl::StatusOr<v1::StatsReply> GrpcExpertSource::Stats() const {
   return reply;
 }
 
+void GrpcExpertSource::WaitForDaemon(std::chrono::milliseconds pause) {
+  // The channel's own reconnect backoff would otherwise decide when a daemon
+  // that is back gets used (up to GRPC_ARG_MAX_RECONNECT_BACKOFF_MS later).
+  grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+  if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {
+    // Connected, yet the call failed (a daemon shutting down, a failing disk):
+    // nothing to wait for but the pause.
+    std::this_thread::sleep_for(pause);
+    return;
+  }
+  channel_->WaitForConnected(std::chrono::system_clock::now() + pause);
+}
+
 void GrpcExpertSource::RunJob(const Job& job) {
   if (job.batch == nullptr) return SendPrefetch(job);
   std::vector<bool> done(job.keys.size(), false);
-  const absl::Status failure = RunWithRetry({.address = options_.address,
-                                             .max_attempts = options_.max_attempts,
-                                             .backoff = options_.backoff},
-                                            [&] { return Attempt(job, done); });
+  const absl::Status failure = retry_.Run([&] { return Attempt(job, done); });
   if (failure.ok()) return;
   for (size_t i = 0; i < job.keys.size(); ++i) {
     if (!done[i]) job.batch->Complete(i, failure);

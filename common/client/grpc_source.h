@@ -3,8 +3,9 @@
 // GrpcExpertSource: the ExpertSource of one remote expertd, over gRPC on TCP
 // (TLS with a token, or plain on loopback) or a Unix socket. Records arrive in <= 1 MiB chunks, are
 // reassembled and verified here (footer + CRC32C) before anyone sees them. If the daemon goes away
-// mid-batch, the keys not yet received are retried with backoff, so a restarted daemon is picked
-// up; a daemon gone for good fails those keys with an error naming its address.
+// mid-batch, the keys not yet received are attempted again (common/client/retry.h) until the
+// daemon is back, which is seen within about 0.5 s of it listening again, or until it has been
+// unreachable for the retry deadline; then those keys fail with an error naming its address.
 //
 // Thread-safe. Owns its reader threads.
 
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/client/read_job_queue.h"
+#include "common/client/retry.h"
 #include "common/io/buffer_pool.h"
 #include "common/store/expert_source.h"
 #include "common/wire/lan_auth.h"
@@ -34,18 +37,18 @@ class GrpcExpertSource : public ExpertSource {
     // "tls:HOST:PORT" (a daemon with --tls-cert; `tls` says what to present).
     std::string address;
     TlsClientFiles tls;
-    // Attempts per batch before its remaining keys fail; with the backoff
-    // doubling from 100 ms, 6 attempts wait about 6 s for a daemon to restart.
-    int max_attempts = 6;
-    std::chrono::milliseconds backoff{100};
-    std::chrono::milliseconds connect_timeout{5000};   // for Connect()'s Describe
+    // How long a daemon that went away, or that Connect() finds not yet
+    // listening, is waited for; unset: DefaultRetryDeadline(address).
+    std::optional<std::chrono::milliseconds> retry_deadline;
+    std::chrono::milliseconds connect_timeout{5000};   // one Describe at Connect()
     std::chrono::milliseconds attempt_timeout{60000};  // one streaming Read
     size_t reader_threads = 2;                         // batches read concurrently
   };
 
   // Connects and reads the daemon's Describe. Errors name the address. A
-  // refused TLS handshake or token fails at once, not after the connect
-  // timeout; a daemon not listening yet is waited for up to that timeout.
+  // refused TLS handshake or token fails at once; a daemon not listening yet
+  // ("Connection refused", "No such file") is waited for up to the retry
+  // deadline, saying so once.
   static absl::StatusOr<std::unique_ptr<GrpcExpertSource>> Connect(const Options& options);
   ~GrpcExpertSource() override;
 
@@ -64,6 +67,9 @@ class GrpcExpertSource : public ExpertSource {
   using Job = ReadJobQueue::Job;
 
   GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel);
+  // Between attempts: connects the channel at once (whatever its own backoff)
+  // and returns as soon as it is connected, or after `pause`.
+  void WaitForDaemon(std::chrono::milliseconds pause);
   void RunJob(const Job& job);
   void SendPrefetch(const Job& job);
   // One attempt: streams what it can; marks received keys in `done`.
@@ -73,6 +79,7 @@ class GrpcExpertSource : public ExpertSource {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ExpertStore::Stub> stub_;
   v1::DescribeReply description_;
+  RetryWindow retry_;
   // Receive buffers, reused: a fresh record buffer costs its zero fill and page faults.
   std::shared_ptr<BufferPool> buffers_ = BufferPool::Create(4);
   std::unique_ptr<ReadJobQueue> jobs_;  // last: its threads use everything above

@@ -22,23 +22,12 @@ absl::StatusOr<std::unique_ptr<UdsExpertSource>> UdsExpertSource::Connect(const 
         absl::StrCat(options.address, ": expected a fast-path address fastpath:PATH"));
   }
   auto source = std::unique_ptr<UdsExpertSource>(new UdsExpertSource(options));
-  const auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
   absl::StatusOr<std::shared_ptr<FastPathConnection>> connection;
-  while (true) {  // wait for a daemon that is still starting, like gRPC's wait_for_ready
+  // Waits for a daemon that is still starting, like gRPC's Connect.
+  WARP_RETURN_IF_ERROR(source->retry_.Run([&] {
     connection = FastPathConnection::Open(source->path(), 0, options.io_timeout, nullptr);
-    if (connection.ok() || !Retryable(connection.status()) ||
-        std::chrono::steady_clock::now() >= deadline) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (!connection.ok()) {
-    const std::string what = Retryable(connection.status()) ? " is unreachable: " : ": ";
-    return absl::Status(
-        Retryable(connection.status()) ? absl::StatusCode::kUnavailable
-                                       : connection.status().code(),
-        absl::StrCat("expertd at ", options.address, what, connection.status().message()));
-  }
+    return connection.status();
+  }));
   source->fingerprint_ = (*connection)->hello().model_fingerprint();
   source->description_ = (*connection)->hello().description();
   absl::MutexLock lock(&source->mu_);
@@ -50,6 +39,8 @@ absl::StatusOr<std::unique_ptr<UdsExpertSource>> UdsExpertSource::Connect(const 
 
 UdsExpertSource::UdsExpertSource(const Options& options)
     : options_(options),
+      retry_({.address = options.address,
+              .deadline = options.retry_deadline.value_or(DefaultRetryDeadline(options.address))}),
       jobs_(std::make_unique<ReadJobQueue>(options.reader_threads,
                                            [this](const Job& job) { RunJob(job); })) {}
 
@@ -109,15 +100,12 @@ void UdsExpertSource::ReturnConnection(std::shared_ptr<FastPathConnection> conne
 
 void UdsExpertSource::RunJob(const Job& job) {
   std::vector<bool> done(job.keys.size(), false);
-  const absl::Status failure = RunWithRetry(
-      {.address = options_.address,
-       .max_attempts = options_.max_attempts,
-       .backoff = options_.backoff},
-      [&] { return Attempt(job, done); },
-      [&] {
-        absl::MutexLock lock(&mu_);
-        idle_.clear();  // connections opened before the failure are likely dead too
-      });
+  const absl::Status failure =
+      retry_.Run([&] { return Attempt(job, done); },
+                 [&] {
+                   absl::MutexLock lock(&mu_);
+                   idle_.clear();  // connections opened before the failure are likely dead too
+                 });
   if (failure.ok()) return;
   for (size_t i = 0; i < job.keys.size(); ++i) {
     if (!done[i]) job.batch->Complete(i, failure);

@@ -8,11 +8,13 @@
 // and its lease keeps the daemon from reusing the slot until the record is
 // dropped. Records the daemon could not cache arrive in the reply instead.
 //
-// If the daemon goes away, a batch is retried with backoff on a new
-// connection (new Hello, new mapping), so a restarted daemon is picked up;
-// records of the old mapping stay valid for their holders (it is unmapped
-// with its last record). A daemon gone for good fails the batch Unavailable
-// "expertd at fastpath:PATH is unreachable ...".
+// If the daemon goes away, a batch is attempted again on a new connection
+// (new Hello, new mapping) with a backoff of at most 0.5 s
+// (common/client/retry.h), so a restarted daemon is used within about 0.5 s
+// of listening again; records of the old mapping stay valid for their
+// holders (it is unmapped with its last record). A daemon unreachable for
+// the retry deadline fails the batch Unavailable "expertd at fastpath:PATH
+// is unreachable after waiting N s ...".
 //
 // Thread-safe. Owns its reader threads; each reader uses one connection at a
 // time, so batches of different readers are served concurrently.
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/client/fastpath_connection.h"
 #include "common/client/read_job_queue.h"
+#include "common/client/retry.h"
 #include "common/store/expert_source.h"
 #include "warp/v1/expert_service.pb.h"
 
@@ -39,16 +43,15 @@ class UdsExpertSource : public ExpertSource {
  public:
   struct Options {
     std::string address;  // as expertd --listen: "fastpath:PATH"
-    // Attempts per batch before it fails; with the backoff doubling from
-    // 100 ms, 6 attempts wait about 6 s for a daemon to restart.
-    int max_attempts = 6;
-    std::chrono::milliseconds backoff{100};
-    std::chrono::milliseconds connect_timeout{5000};  // Connect() waits this long for a daemon
-    std::chrono::milliseconds io_timeout{60000};      // one Read's reply
-    size_t reader_threads = 2;                        // batches read concurrently
+    // How long a daemon that went away, or that Connect() finds not yet
+    // listening, is waited for; unset: DefaultRetryDeadline(address) (30 s).
+    std::optional<std::chrono::milliseconds> retry_deadline;
+    std::chrono::milliseconds io_timeout{60000};  // one Read's reply
+    size_t reader_threads = 2;                    // batches read concurrently
   };
 
-  // Connects (says Hello, maps the cache). Errors name the address.
+  // Connects (says Hello, maps the cache). Errors name the address. A daemon
+  // not listening yet is waited for up to the retry deadline, saying so once.
   static absl::StatusOr<std::unique_ptr<UdsExpertSource>> Connect(const Options& options);
   // Finishes the batches already queued. Records still held stay valid (they
   // hold their connection and mapping).
@@ -82,6 +85,7 @@ class UdsExpertSource : public ExpertSource {
   Options options_;
   uint64_t fingerprint_ = 0;  // set by Connect, then constant
   v1::DescribeReply description_;
+  RetryWindow retry_;
   absl::Mutex mu_;
   std::vector<std::shared_ptr<FastPathConnection>> idle_ ABSL_GUARDED_BY(mu_);
   // The newest mapping of the daemon's cache, reused by its new connections.

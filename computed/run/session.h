@@ -39,10 +39,12 @@ struct SessionOptions {
   std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
   uint32_t threads = 0;                  // 0: every core
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
-  EvictionPolicy cache_policy = EvictionPolicy::kLfru;      // --cache-policy, embedded stores
-  IoBackend io_backend = kDefaultIoBackend;                 // --io-engine, embedded stores
-  bool verify_every_read = false;                           // --verify-every-read, embedded
-  TlsClientFiles store_tls;                                 // of tls: --stores
+  EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // --cache-policy, embedded stores
+  IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
+  bool verify_every_read = false;                       // --verify-every-read, embedded
+  TlsClientFiles store_tls;                             // of tls: --stores
+  // --store-retry-seconds; unset: per address (common/client/retry.h)
+  std::optional<std::chrono::milliseconds> store_retry_deadline;
   std::vector<int> cpus;                                    // --cpus: pin compute threads
   uint32_t prefill_chunk = 0;                               // 0: the whole prompt at once
   bool prefetch = true;                                     // --no-prefetch: false
@@ -82,6 +84,9 @@ class Session {
   // Positions in the KV cache, and its capacity.
   uint32_t position() const { return transformer_->position(); }
   uint32_t max_positions() const { return options_.max_positions; }
+  // The config's max_position_embeddings (0: it does not say): no prompt may
+  // reach past it (ResourceExhausted); decoding may, with a warning at Open.
+  uint32_t trained_positions() const { return transformer_->config().max_position_embeddings; }
   // Forgets the state from `position` on (a chat history re-rendered
   // differently); returns where the model continues from (Transformer::Rewind).
   uint32_t Rewind(uint32_t position) { return transformer_->Rewind(position); }

@@ -46,14 +46,19 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
 
 // A daemon: the zero-copy fast path for fastpath:PATH, gRPC otherwise.
 absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& address,
-                                                           const TlsClientFiles& tls,
+                                                           const SourceOptions& options,
                                                            v1::DescribeReply& description) {
   if (absl::StartsWith(address, "fastpath:")) {
-    WARP_ASSIGN_OR_RETURN(auto client, UdsExpertSource::Connect({.address = address}));
+    WARP_ASSIGN_OR_RETURN(
+        auto client, UdsExpertSource::Connect(
+                         {.address = address, .retry_deadline = options.store_retry_deadline}));
     description = client->description();
     return client;
   }
-  WARP_ASSIGN_OR_RETURN(auto client, GrpcExpertSource::Connect({.address = address, .tls = tls}));
+  WARP_ASSIGN_OR_RETURN(
+      auto client, GrpcExpertSource::Connect({.address = address,
+                                              .tls = options.tls,
+                                              .retry_deadline = options.store_retry_deadline}));
   description = client->description();
   return client;
 }
@@ -85,12 +90,12 @@ absl::Status CheckLocalDaemonCaches(const std::vector<std::pair<std::string, uin
 }
 
 absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& address,
-                                                       const TlsClientFiles& tls,
+                                                       const SourceOptions& options,
                                                        uint64_t fingerprint,
                                                        uint64_t& cache_bytes) {
   v1::DescribeReply description;
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client,
-                        ConnectStore(address, tls, description));
+                        ConnectStore(address, options, description));
   WARP_RETURN_IF_ERROR(
       CheckFingerprint(fingerprint, description.model_fingerprint(), "expertd at " + address));
   cache_bytes = description.cache_bytes();
@@ -135,7 +140,7 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
   std::vector<std::pair<std::string, uint64_t>> local_daemons;
   for (const std::string& address : options.stores) {
     uint64_t cache_bytes = 0;
-    WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, options.tls, fingerprint, cache_bytes));
+    WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, options, fingerprint, cache_bytes));
     members.push_back(std::move(member));
     if (IsLocalStore(address)) local_daemons.emplace_back(address, cache_bytes);
   }

@@ -8,8 +8,10 @@
 // machine (unix:, fastpath:, tcp: to loopback) must fit in the budget's cache
 // share, so that a run with local daemons cannot page either.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,9 @@ struct SourceOptions {
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
   bool verify_every_read = false;                       // of the embedded stores (CRC32C)
   TlsClientFiles tls;                                   // what tls: stores are shown
+  // How long a store that went away is waited for (--store-retry-seconds);
+  // unset: 30 s for unix:/fastpath:, 60 s for tcp:/tls: (common/client/retry.h).
+  std::optional<std::chrono::milliseconds> store_retry_deadline;
 };
 
 // Splits "a,b,c" (empty pieces dropped).

@@ -4,7 +4,9 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "computed/convert/converter.h"
 #include "computed/run/session.h"
@@ -12,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -19,7 +22,10 @@ namespace warp::computed {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
+using ::warp::testing::CommandResult;
 using ::warp::testing::Daemon;
+using ::warp::testing::RunBinary;
 using ::warp::testing::StatusIs;
 
 class DaemonFailureTest : public ::testing::Test {
@@ -34,11 +40,14 @@ class DaemonFailureTest : public ::testing::Test {
   std::filesystem::path Model() const { return dir_ / "m.warp"; }
   std::string Listen() const { return "unix:" + (dir_ / "s.sock").string(); }
 
-  std::unique_ptr<Session> Open(std::vector<std::string> stores) {
-    auto session = Session::Open({.model = Model().string(),
-                                  .stores = std::move(stores),
-                                  .threads = 1,
-                                  .max_positions = 32});
+  // `retry`: how long a store that went away is waited for (the default,
+  // 30 s, is not what these tests are about).
+  std::unique_ptr<Session> Open(std::vector<std::string> stores,
+                                std::chrono::milliseconds retry = std::chrono::seconds(10)) {
+    SessionOptions options{
+        .model = Model().string(), .stores = std::move(stores), .threads = 1, .max_positions = 32};
+    options.store_retry_deadline = retry;
+    auto session = Session::Open(options);
     EXPECT_TRUE(session.ok()) << session.status();
     return session.ok() ? std::move(*session) : nullptr;
   }
@@ -67,13 +76,73 @@ TEST_F(DaemonFailureTest, RestartedDaemonGivesTheSameLogits) {
   EXPECT_EQ(0, std::memcmp(step->data(), expected->data(), step->size() * sizeof(float)));
 }
 
+// Killed mid-generation and back 3 s later, on each transport: the step
+// waiting for it finishes with the logits it would have had, and within a
+// second of the daemon listening again.
+TEST_F(DaemonFailureTest, DaemonBackAfterSecondsMidStepGivesTheSameLogits) {
+  std::unique_ptr<Session> embedded = Open({});
+  ASSERT_NE(embedded, nullptr);
+  WARP_ASSERT_OK(embedded->Prefill(prompt_));
+  auto expected = embedded->Step(9);
+  WARP_ASSERT_OK(expected);
+
+  const std::string fastpath = "fastpath:" + (dir_ / "f.sock").string();
+  daemon_->Stop(SIGTERM);
+  const std::vector<std::string> args = {"--model", Model().string(), "--listen",
+                                         Listen(),  "--listen",       fastpath};
+  for (const std::string& store : {Listen(), fastpath}) {
+    auto daemon = Daemon::Start(args);
+    WARP_ASSERT_OK(daemon);
+    std::unique_ptr<Session> remote = Open({store});
+    ASSERT_NE(remote, nullptr);
+    WARP_ASSERT_OK(remote->Prefill(prompt_));
+    (*daemon)->Stop(SIGKILL);
+    absl::StatusOr<std::vector<float>> step;
+    std::thread generation([&] { step = remote->Step(9); });
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    daemon = Daemon::Start(args);
+    WARP_ASSERT_OK(daemon);
+    const auto ready = std::chrono::steady_clock::now();
+    generation.join();
+    const auto took = std::chrono::steady_clock::now() - ready;
+    WARP_ASSERT_OK(step) << store;
+    ASSERT_EQ(step->size(), expected->size());
+    EXPECT_EQ(0, std::memcmp(step->data(), expected->data(), step->size() * sizeof(float)))
+        << store;
+    EXPECT_LT(took, std::chrono::seconds(1)) << store;
+  }
+}
+
+// Never a token computed without its records: the step fails, naming the
+// daemon and how long it was waited for.
 TEST_F(DaemonFailureTest, DaemonGoneForGoodStopsTheRunNamingIt) {
-  std::unique_ptr<Session> remote = Open({Listen()});
+  std::unique_ptr<Session> remote = Open({Listen()}, std::chrono::milliseconds(500));
   ASSERT_NE(remote, nullptr);
   WARP_ASSERT_OK(remote->Prefill(prompt_));
   daemon_->Stop(SIGKILL);
-  EXPECT_THAT(remote->Step(9), StatusIs(absl::StatusCode::kUnavailable,
-                                        HasSubstr("expertd at " + Listen() + " is unreachable")));
+  EXPECT_THAT(remote->Step(9),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("expertd at " + Listen() + " is unreachable after waiting 0.")));
+}
+
+// `computed --store-retry-seconds`: a store not up is waited for that long,
+// said once, then named with the seconds waited; nonsense is refused.
+TEST_F(DaemonFailureTest, TheCliWaitsForAStoreAsLongAsToldAndSaysSoOnce) {
+  const std::string absent = "unix:" + (dir_ / "absent.sock").string();
+  const std::string run = "run --ids " + Model().string() + " 5,6,7 -n 2 --stores " + absent;
+  const CommandResult waited = RunBinary("computed", run + " --store-retry-seconds 0.5", 60);
+  EXPECT_NE(waited.exit_code, 0) << waited.output;
+  EXPECT_THAT(waited.output, HasSubstr("waiting for expertd at " + absent + " (up to 0.5 s)"));
+  EXPECT_EQ(waited.output.find("waiting for"), waited.output.rfind("waiting for")) << "once";
+  EXPECT_THAT(waited.output,
+              HasSubstr("expertd at " + absent + " is unreachable after waiting 0."));
+  for (const char* bad : {"-1", "nan", "1e9"}) {
+    const CommandResult refused =
+        RunBinary("computed", run + " --store-retry-seconds " + std::string(bad), 60);
+    EXPECT_NE(refused.exit_code, 0) << bad;
+    EXPECT_THAT(refused.output, HasSubstr("--store-retry-seconds")) << refused.output;
+    EXPECT_THAT(refused.output, Not(HasSubstr("waiting for"))) << bad;
+  }
 }
 
 }  // namespace

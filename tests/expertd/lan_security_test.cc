@@ -79,7 +79,8 @@ class LanSecurityTest : public ::testing::Test {
                                                                  const TlsClientFiles& tls,
                                                                  bool& at_once) {
     const auto start = std::chrono::steady_clock::now();
-    auto client = GrpcExpertSource::Connect({.address = address, .tls = tls, .max_attempts = 1});
+    auto client = GrpcExpertSource::Connect(
+        {.address = address, .tls = tls, .retry_deadline = std::chrono::seconds(5)});
     at_once = std::chrono::steady_clock::now() - start < kAtOnce;
     return client;
   }

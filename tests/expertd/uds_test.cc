@@ -8,8 +8,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -65,7 +65,7 @@ class UdsTest : public ::testing::Test {
 
   std::unique_ptr<UdsExpertSource> Client() {
     auto client = UdsExpertSource::Connect(
-        {.address = fastpath_, .max_attempts = 8, .backoff = std::chrono::milliseconds(50)});
+        {.address = fastpath_, .retry_deadline = std::chrono::seconds(10)});
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? std::move(*client) : nullptr;
   }

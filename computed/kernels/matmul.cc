@@ -7,6 +7,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "common/check.h"
 #include "common/numeric/half.h"
 
@@ -269,10 +273,16 @@ float ReduceLanes(const float* acc) {
 }
 
 #if defined(__x86_64__)
+// CPUID leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports does not know "f16c"
+// (the fuzz build, tests/fuzz, compiles this file with clang).
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 bool CpuHasAvx2() {
   __builtin_cpu_init();  // Idempotent; needed if we run before libgcc's constructor.
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
 }
 
 bool CpuHasAvx512() {

@@ -51,11 +51,20 @@ class Cursor {
     return value;
   }
 
+  // Bytes from the position to the end of the file.
+  uint64_t remaining() const { return size_ - std::min(pos_, size_); }
+
   absl::StatusOr<std::string> String() {
     WARP_ASSIGN_OR_RETURN(uint64_t n, Scalar<uint64_t>());
     if (n > kMaxString) {
       return absl::InvalidArgumentError(
           absl::StrCat(path_, ": a string of ", n, " bytes at offset ", pos_ - 8));
+    }
+    // Checked before the allocation: a 40-byte file must not cost 64 MiB.
+    if (n > remaining()) {
+      return absl::DataLossError(absl::StrCat(path_, ": truncated header: a string of ", n,
+                                              " bytes at offset ", pos_ - 8, " runs past the end (",
+                                              size_, " bytes)"));
     }
     std::string s(n, '\0');
     WARP_RETURN_IF_ERROR(Bytes(s.data(), n));
@@ -140,6 +149,12 @@ absl::StatusOr<GgufValue> ReadValue(Cursor& in, uint32_t type, const std::string
       WARP_ASSIGN_OR_RETURN(uint64_t n, in.Scalar<uint64_t>());
       if (n > kMaxCount) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": an array of ", n, " elements"));
+      }
+      // Every element takes at least one byte of the file: a count the rest of
+      // the file cannot hold is refused before anything is reserved for it.
+      if (n > in.remaining()) {
+        return absl::DataLossError(
+            absl::StrCat(where, ": an array of ", n, " elements runs past the end of the file"));
       }
       GgufArray array;
       array.reserve(n);
@@ -284,14 +299,22 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
     }
     g->tensors_.push_back(std::move(t));
   }
-  const uint64_t data_start = (in.position() + g->alignment_ - 1) / g->alignment_ * g->alignment_;
+  uint64_t data_start = 0;
+  if (__builtin_add_overflow(in.position(), g->alignment_ - 1, &data_start)) {
+    return g->KeyError("general.alignment", "puts the tensor data past 2^64 bytes");
+  }
+  data_start = data_start / g->alignment_ * g->alignment_;
   for (GgufTensor& t : g->tensors_) {
-    t.offset += data_start;
-    if (t.offset > size || t.bytes > size - t.offset) {
+    // An offset that wraps past 2^64 would land inside the file, on the wrong bytes.
+    uint64_t offset = 0;
+    if (__builtin_add_overflow(t.offset, data_start, &offset) || offset > size ||
+        t.bytes > size - offset) {
       return absl::DataLossError(
           absl::StrCat(where, ": tensor ", t.name, " (", t.bytes, " bytes at offset ", t.offset,
-                       ") runs past the end of the file (", size, " bytes)"));
+                       " of the data section at ", data_start, ") runs past the end of the file (",
+                       size, " bytes)"));
     }
+    t.offset = offset;
   }
   g->fd_ = std::move(file.fd);
   return g;

@@ -172,6 +172,33 @@ TEST_F(GgufTest, MalformedMetadataIsRefusedNamingTheKey) {
   }
 }
 
+// Found by tests/fuzz (gguf_fuzz): a length or count is checked against the
+// bytes left in the file before anything is allocated for it (a 60 MiB string
+// in a small file cost 60 MiB and a memset per open).
+TEST_F(GgufTest, ALengthTheFileCannotHoldIsRefusedBeforeAllocating) {
+  GgufWriter string = Sample();
+  string.Raw("x.bad", 8, GgufWriter::Pod(uint64_t{60} << 20));
+  EXPECT_THAT(Open(string), StatusIs(absl::StatusCode::kDataLoss,
+                                     AllOf(HasSubstr("a string of 62914560 bytes at offset"),
+                                           HasSubstr("runs past the end"))));
+  GgufWriter array = Sample();
+  array.Raw("x.bad", 9, GgufWriter::Pod(uint32_t{4}) + GgufWriter::Pod(uint64_t{1} << 20));
+  EXPECT_THAT(Open(array), StatusIs(absl::StatusCode::kDataLoss,
+                                    HasSubstr("m.gguf: x.bad: an array of 1048576 elements runs "
+                                              "past the end of the file")));
+}
+
+// Found by tests/fuzz (gguf_fuzz): with general.alignment 2^63 a tensor at
+// relative offset 2^63 wrapped to absolute offset 0 and was read from the header.
+TEST_F(GgufTest, ATensorOffsetThatWrapsIsRefused) {
+  GgufWriter w;
+  w.Raw("general.alignment", 10, GgufWriter::Pod(uint64_t{1} << 63));
+  w.Tensor("blk.0.attn_norm.weight", {8}, 0, std::string(32, '\0'), uint64_t{1} << 63);
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kDataLoss,
+                                AllOf(HasSubstr("tensor blk.0.attn_norm.weight"),
+                                      HasSubstr("runs past the end of the file"))));
+}
+
 TEST_F(GgufTest, ARepeatedKeyOrABadAlignmentIsRefused) {
   GgufWriter repeated = Sample();
   repeated.Uint32("qwen3moe.expert_count", 16);

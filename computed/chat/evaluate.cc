@@ -42,8 +42,16 @@ std::vector<size_t> SliceIndices(double length, const Value& start_v, const Valu
 }  // namespace
 
 absl::StatusOr<Value> Interpreter::Evaluate(const Node& node, const ScopePtr& scope) {
+  if (++steps_ > kMaxRenderSteps) {
+    return ErrorAt(absl::StatusCode::kResourceExhausted, node.pos,
+                   Cat("rendering stopped after ", kMaxRenderSteps, " steps (a loop without end?)"));
+  }
   absl::StatusOr<Value> result = EvaluateNode(node, scope);
   if (!result.ok()) return WithPosition(result.status(), node.pos);
+  if (result->is(Value::Type::kString) && result->string().size() > kMaxRenderBytes) {
+    return ErrorAt(absl::StatusCode::kResourceExhausted, node.pos,
+                   Cat("a string of more than ", kMaxRenderBytes >> 20, " MiB"));
+  }
   return result;
 }
 

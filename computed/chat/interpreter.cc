@@ -41,6 +41,10 @@ absl::StatusOr<std::string> Interpreter::ExecBlock(const NodeList& block, const 
     if (value.is_none_or_undefined()) continue;
     absl::StatusOr<std::string> text = ToDisplayString(value);
     if (!text.ok()) return WithPosition(text.status(), statement->pos);
+    if (text->size() > kMaxRenderBytes - out.size()) {
+      return ErrorAt(absl::StatusCode::kResourceExhausted, statement->pos,
+                     Cat("the output exceeds ", kMaxRenderBytes >> 20, " MiB"));
+    }
     out += *text;
   }
   return out;

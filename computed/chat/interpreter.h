@@ -13,6 +13,8 @@
 //
 // Thread-compatible: one Interpreter per Render call.
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +25,15 @@
 #include "computed/chat/value.h"
 
 namespace warp::chat {
+
+// Bounds on one Render, so a template cannot hang or exhaust memory (a loop
+// nested in a loop of range(10000000) rendered for hours): past either, Render
+// fails with ResourceExhausted naming the template line. Release templates
+// over a long conversation take tens of thousands of steps and a few hundred
+// KiB; a prompt is at most a context of text (1M tokens ~ 4 MiB).
+inline constexpr uint64_t kMaxRenderSteps = 1'000'000;  // evaluations: ~1 s of rendering
+inline constexpr size_t kMaxRenderBytes = 16 << 20;     // any one string, the output included
+inline constexpr size_t kMaxRenderItems = 1'000'000;    // any one list, range() included
 
 class Interpreter {
  public:
@@ -71,6 +82,7 @@ class Interpreter {
   Flow flow_ = Flow::kNormal;
   SourcePos flow_pos_;  // where the pending break/continue is
   int call_depth_ = 0;  // nested macro calls
+  uint64_t steps_ = 0;  // Evaluate calls, against kMaxRenderSteps
 };
 
 }  // namespace warp::chat

@@ -1,9 +1,11 @@
 #include "computed/chat/operators.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
 #include "common/status.h"
+#include "computed/chat/interpreter.h"
 #include "computed/chat/strings.h"
 
 namespace warp::chat {
@@ -21,6 +23,9 @@ absl::Status Unknown(std::string_view op, const Value& left, const Value& right)
 absl::StatusOr<Value> Concat(const Value& left, const Value& right) {
   WARP_ASSIGN_OR_RETURN(std::string a, ConcatString(left));
   WARP_ASSIGN_OR_RETURN(std::string b, ConcatString(right));
+  if (b.size() > kMaxRenderBytes - std::min(a.size(), kMaxRenderBytes)) {
+    return absl::ResourceExhaustedError(Cat("a string of more than ", kMaxRenderBytes >> 20, " MiB"));
+  }
   return Value::String(a + b);
 }
 
@@ -85,6 +90,9 @@ absl::StatusOr<Value> ApplyBinary(std::string_view op, const Value& left, const 
     if (handled) return result;
   } else if (left.is(Type::kArray) && right.is(Type::kArray)) {
     if (op == "+") {
+      if (left.array().size() + right.array().size() > kMaxRenderItems) {
+        return absl::ResourceExhaustedError(Cat("a list of more than ", kMaxRenderItems, " items"));
+      }
       std::vector<Value> items = left.array();
       items.insert(items.end(), right.array().begin(), right.array().end());
       return Value::Array(std::move(items));

@@ -11,6 +11,7 @@ namespace warp::chat {
 namespace {
 
 using nlohmann::json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using warp::testing::StatusIs;
 
@@ -115,6 +116,22 @@ TEST(JinjaErrorTest, RunawayRecursionIsAnError) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("macro calls nest deeper than")));
   EXPECT_THAT(ParseError("{{ " + std::string(2000, '(') + "1" + std::string(2000, ')') + " }}"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nests too deeply")));
+}
+
+// Issue 15, confirmed by tests/fuzz (chat_template_fuzz): loops nested over
+// range(10000000) rendered for hours and grew the output without bound. Work,
+// strings and lists are bounded now, and the error names the line.
+TEST(JinjaErrorTest, UnboundedWorkOrOutputIsAnErrorNamingTheLine) {
+  EXPECT_THAT(RenderError("{% for i in range(1000) %}\n{% for j in range(1000) %}"
+                          "{% for k in range(1000) %}{{ k }}{% endfor %}{% endfor %}{% endfor %}"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("chat template line 2"), HasSubstr("1000000 steps"))));
+  EXPECT_THAT(RenderError("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(30) %}\n"
+                          "{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("line 2"), HasSubstr("a string of more than 16 MiB"))));
+  EXPECT_THAT(RenderError("{{ range(2000000) | length }}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("range() is too large")));
 }
 
 }  // namespace

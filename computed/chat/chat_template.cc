@@ -79,7 +79,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Load(const fs::path& tokenizer_config
   nlohmann::json config;
   try {  // nlohmann reports the byte position only through its exception
     config = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // parse_error, or out_of_range (1e400)
     return absl::InvalidArgumentError(Cat(path, ": invalid JSON: ", error.what()));
   }
   if (!config.is_object()) return absl::InvalidArgumentError(Cat(path, ": expected a JSON object"));

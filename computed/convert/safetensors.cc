@@ -41,7 +41,7 @@ json ParseJsonOrNull(const std::string& text) {
   if (!CheckJsonDepth(text, "").ok()) return nullptr;  // as malformed: the caller names the file
   try {
     return json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {  // parse_error, or out_of_range for a number like 1e400
     return json();
   }
 }

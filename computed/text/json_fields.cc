@@ -15,6 +15,9 @@ absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view source) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(source), ": malformed JSON at byte offset ",
                      error.byte > 0 ? error.byte - 1 : 0, ": ", error.what()));
+  } catch (const Json::exception& error) {  // out_of_range: a number past a double, e.g. 1e400
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source), ": malformed JSON: ", error.what()));
   }
 }
 

@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARP_WERROR=ON
 
-.PHONY: all deps configure build check demo bench clean
+.PHONY: all deps configure build check demo bench fuzz fuzz-smoke clean
 
 all: build
 
@@ -23,6 +23,20 @@ check: build
 	@bash tests/npm/install.sh
 	@WARP_PEER_DIR=$(abspath $(BUILD))/peer JOBS=$(JOBS) bash tests/peer/install.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	@if [ "$(FUZZ)" = 1 ]; then $(MAKE) --no-print-directory fuzz-smoke; fi
+
+# The libFuzzer harnesses of tests/fuzz (clang, ASan, UBSan, in build-fuzz/).
+# ctest above replays every harness over its committed corpus; the sanitized
+# build costs ~7 min on 2 cores, so `make check` runs the fuzzers themselves
+# only with FUZZ=1 (docs/RELIABILITY.md has the figures).
+fuzz-smoke:
+	@bash deploy/install-deps.sh --fuzz
+	@JOBS=$(JOBS) bash tests/bench/fuzz.sh --smoke 5
+
+# The recorded run: 1,000,000 inputs per harness.
+fuzz:
+	@bash deploy/install-deps.sh --fuzz
+	@JOBS=$(JOBS) bash tests/bench/fuzz.sh
 
 # The main job on the embedded default, in a temp dir that is removed after.
 demo: build

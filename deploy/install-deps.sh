@@ -3,6 +3,7 @@
 # apt-get for nothing when every package is already present.
 #   deploy/install-deps.sh          build and test dependencies
 #   deploy/install-deps.sh --bench  also the benchmark tools (fio)
+#   deploy/install-deps.sh --fuzz   also clang and libFuzzer (tests/bench/fuzz.sh)
 set -euo pipefail
 
 packages=(
@@ -21,9 +22,13 @@ packages=(
 # (tests/npm); the machine may already have them from outside Debian.
 command -v node > /dev/null || packages+=(nodejs)
 command -v npm > /dev/null || packages+=(npm)
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(fio)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(fio) ;;
+    # The fuzz build (tests/bench/fuzz.sh): clang and its libFuzzer and sanitizer runtimes.
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+  esac
+done
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -75,10 +75,17 @@ absl::StatusOr<SourceTensor> ParseEntry(const std::string& name, const json& ent
                                             ") run past the end of the file (data section is ",
                                             file_size - data_begin, " bytes)"));
   }
-  if (end - begin != elements * SourceDtypeBytes(tensor.dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data is ", end - begin, " bytes but shape ", entry["shape"].dump(), " of ",
-        entry["dtype"].get<std::string>(), " needs ", elements * SourceDtypeBytes(tensor.dtype)));
+  // Checked: shape [2^61] of I64 would need 2^64 bytes, which wraps to 0 and matched empty data.
+  uint64_t needed = 0;
+  if (__builtin_mul_overflow(elements, SourceDtypeBytes(tensor.dtype), &needed)) {
+    return absl::InvalidArgumentError(absl::StrCat("shape ", entry["shape"].dump(), " of ",
+                                                   entry["dtype"].get<std::string>(),
+                                                   " needs more than 2^64 bytes"));
+  }
+  if (end - begin != needed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data is ", end - begin, " bytes but shape ", entry["shape"].dump(), " of ",
+                     entry["dtype"].get<std::string>(), " needs ", needed));
   }
   tensor.offset = data_begin + begin;
   tensor.bytes = end - begin;

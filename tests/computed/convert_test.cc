@@ -147,6 +147,20 @@ TEST_F(ConvertTest, HeaderOffsetsPastTheFileAreRefusedNamingTheTensor) {
                                                           HasSubstr("run past the end"))));
 }
 
+// A shape whose byte size wraps past 2^64 (2^61 I64 values need 2^64 bytes,
+// which wrapped to 0) matched empty data and was accepted.
+TEST_F(ConvertTest, AShapeWhoseSizeWrapsIsRefusedNamingTheTensor) {
+  EditHeader([](json& root) {
+    root["model.norm.weight"]["dtype"] = "I64";
+    root["model.norm.weight"]["shape"] = {uint64_t{1} << 61};
+    const uint64_t begin = root["model.norm.weight"]["data_offsets"][0];
+    root["model.norm.weight"]["data_offsets"] = {begin, begin};
+  });
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("tensor model.norm.weight"),
+                                        HasSubstr("needs more than 2^64 bytes"))));
+}
+
 TEST_F(ConvertTest, UnsupportedDtypeIsRefusedByName) {
   EditHeader([](json& root) { root["model.norm.weight"]["dtype"] = "F64"; });
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,

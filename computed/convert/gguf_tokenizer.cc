@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed {
@@ -64,11 +65,29 @@ absl::StatusOr<const GgufValue*> Array(const GgufFile& file, const std::string& 
   return &it->second;
 }
 
+bool IsUtf8(std::string_view s) {
+  for (size_t pos = 0; pos < s.size();) {
+    const utf8::Subpart part = utf8::ScanSequence(s, pos);
+    if (!part.complete) return false;
+    pos += part.length;
+  }
+  return true;
+}
+
+// Tokens and merges become JSON text (tokenizer.json), which must be UTF-8:
+// nlohmann's dump threw on a stray byte (found by tests/fuzz).
 absl::StatusOr<std::string> StringAt(const GgufFile& file, const std::string& key,
                                      const GgufArray& array, size_t i) {
-  if (const auto* s = std::get_if<std::string>(&array[i].value)) return *s;
-  return absl::InvalidArgumentError(
-      absl::StrCat(file.path().string(), ": ", key, "[", i, "]: must be a string"));
+  const auto* s = std::get_if<std::string>(&array[i].value);
+  if (s == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file.path().string(), ": ", key, "[", i, "]: must be a string"));
+  }
+  if (!IsUtf8(*s)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file.path().string(), ": ", key, "[", i, "]: not valid UTF-8"));
+  }
+  return *s;
 }
 
 absl::StatusOr<bool> BoolOr(const GgufFile& file, const std::string& key, bool fallback) {

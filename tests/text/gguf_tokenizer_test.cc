@@ -250,6 +250,7 @@ TEST(GgufTokenizerRefusalTest, NamesWhatItDoesNotConvert) {
   const std::string floats = GgufWriter::Pod(uint32_t{6}) + GgufWriter::Pod(uint64_t{2}) +
                              GgufWriter::Pod(0.0f) + GgufWriter::Pod(-1.0f);
   auto refused = [&](const GgufWriter& w, const std::string& what) {
+    SCOPED_TRACE(what);
     auto f = open(w);
     WARP_ASSERT_OK(f);
     EXPECT_THAT(GgufTokenizer(**f), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(what)));
@@ -286,6 +287,14 @@ TEST(GgufTokenizerRefusalTest, NamesWhatItDoesNotConvert) {
   WARP_ASSERT_OK(file);
   EXPECT_THAT(GgufTokenizer(**file), StatusIs(absl::StatusCode::kInvalidArgument,
                                               HasSubstr("eos_token_id 7 is not below 2")));
+  // Found by tests/fuzz (gguf_fuzz): a token that is not UTF-8 ended the process
+  // when the tokenizer.json text was written.
+  GgufWriter bad_utf8;
+  bad_utf8.Str("tokenizer.ggml.model", "gpt2");
+  bad_utf8.Str("tokenizer.ggml.pre", "qwen2");
+  bad_utf8.Strings("tokenizer.ggml.tokens", {"a", "b\xbd"});
+  bad_utf8.Strings("tokenizer.ggml.merges", {"a b"});
+  refused(bad_utf8, "t.gguf: tokenizer.ggml.tokens[1]: not valid UTF-8");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/byte_size.h"
 #include "common/format/container.h"
 #include "common/io/file.h"
@@ -79,6 +80,13 @@ absl::StatusOr<Listener> ParseListen(const std::string& spec) {
       absl::StrCat("--listen ", spec, ": expected unix:PATH, tcp:HOST:PORT or fastpath:PATH"));
 }
 
+// What a drain gives the requests in flight before it cancels them (the unit's
+// TimeoutStopSec=30s leaves room for it).
+constexpr absl::Duration kDrainGrace = absl::Seconds(10);
+// Once no call is in a handler: time for a call that raced the drain to be
+// refused (UNAVAILABLE, which clients retry) rather than cancelled.
+constexpr std::chrono::milliseconds kCloseGrace(100);
+
 // The sync server keeps one thread waiting for new calls and lets at most
 // two idle ones stay (gRPC's defaults; one, measured with daemon_load.sh,
 // halved small-record throughput by making a thread per call). A call takes
@@ -132,6 +140,11 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) {
+    for (const Listener& listener : listeners) {
+      if (listener.fastpath || !listener.socket_path.empty()) continue;
+      WARP_RETURN_IF_ERROR(
+          Annotate(ProbeTcpListen(listener.address), "cannot listen on " + listener.spec));
+    }
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", specs, " (address in use, or no permission",
                      config.tls_cert().empty() ? "" : ", or a --tls-key not of --tls-cert", "?)"));
@@ -203,6 +216,12 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.listen().empty()) return absl::InvalidArgumentError("no --listen address given");
   for (const std::string& spec : config.listen()) WARP_RETURN_IF_ERROR(ParseListen(spec).status());
   WARP_RETURN_IF_ERROR(CheckTcpSecurity(config));
+  if ((config.num_shards() > 0 || config.shard_index() > 0) &&
+      config.shard_index() >= config.num_shards()) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", config.shard_index(), "/",
+                                                   config.num_shards(),
+                                                   ": expected I/N with 0 <= I < N, e.g. 0/2"));
+  }
   if (config.io_threads() == 0) config.set_io_threads(4);
   if (config.io_threads() > kMaxIoThreads) {
     return absl::InvalidArgumentError(
@@ -318,12 +337,21 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   int signal = 0;
   sigwait(&set, &signal);
   log.info("signal {}: draining in-flight reads", signal);
-  if (server != nullptr) {
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    server->Wait();
-  }
   // Each connection answers the request it is serving, then closes; its leases go with it.
   for (std::unique_ptr<UdsServer>& fastpath : fastpaths) fastpath->Shutdown();
+  if (server != nullptr) {
+    // Not Shutdown(now + 10 s) alone: it waits until every client closes its
+    // channel, and an idle channel stays open, so a daemon with one attached
+    // always took the whole grace period (3-10 s). The service refuses new
+    // calls and waits for those in flight; Shutdown then only lets calls that
+    // raced the refusal take it, and closes the connections.
+    if (!service.StopAndWaitIdle(absl::Now() + kDrainGrace)) {
+      log.warn("gRPC calls still running after {} s: cancelling them",
+               absl::ToInt64Seconds(kDrainGrace));
+    }
+    server->Shutdown(std::chrono::system_clock::now() + kCloseGrace);
+    server->Wait();
+  }
   for (const Listener& listener : listeners) {
     if (!listener.socket_path.empty()) ::unlink(listener.socket_path.c_str());
   }

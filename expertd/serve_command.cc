@@ -69,9 +69,9 @@ absl::Status Run(const ServeFlags& flags) {
     std::vector<std::string> parts = absl::StrSplit(flags.shard, '/');
     uint32_t index = 0, count = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &index) ||
-        !absl::SimpleAtoi(parts[1], &count)) {
+        !absl::SimpleAtoi(parts[1], &count) || count == 0 || index >= count) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--shard ", flags.shard, ": expected I/N, e.g. 0/2"));
+          absl::StrCat("--shard ", flags.shard, ": expected I/N with 0 <= I < N, e.g. 0/2"));
     }
     config.set_shard_index(index);
     config.set_num_shards(count);

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/format/manifest_checks.h"
 #include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
 #include "common/status.h"
@@ -10,107 +11,6 @@ namespace warp {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Checks that `extent` is aligned, sized for the tensor, inside [begin, limit),
-// and returns its end.
-absl::StatusOr<uint64_t> CheckExtent(const Extent& extent, uint64_t expected_bytes,
-                                     uint64_t alignment, uint64_t begin, uint64_t limit,
-                                     std::string_view what) {
-  if (extent.offset % alignment != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": offset ", extent.offset,
-                                                   " is not a multiple of ", alignment));
-  }
-  if (extent.bytes != expected_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", extent.bytes,
-                                                   " bytes, but its format and shape need ",
-                                                   expected_bytes));
-  }
-  if (extent.offset < begin) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": offset ", extent.offset,
-                                                   " overlaps the previous tensor (ends at ", begin,
-                                                   ")"));
-  }
-  if (extent.bytes > limit || extent.offset > limit - extent.bytes) {  // no overflow
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": extent [", extent.offset,
-                                                   ", ", extent.offset + extent.bytes,
-                                                   ") runs past the end at ", limit));
-  }
-  return extent.offset + extent.bytes;
-}
-
-// Checks the tensors of a trunk or a record: sizes from format and shape,
-// alignment, increasing non-overlapping extents inside `limit` bytes.
-absl::Status CheckTensors(const std::vector<TensorEntry>& tensors, uint64_t alignment,
-                          uint64_t limit, std::string_view where) {
-  uint64_t end = 0;
-  for (const TensorEntry& tensor : tensors) {
-    const std::string what = absl::StrCat(std::string(where), " tensor ", tensor.name);
-    WARP_ASSIGN_OR_RETURN(end, CheckExtent(tensor.data, DataBytes(tensor.format, tensor.shape),
-                                           alignment, end, limit, what + " data"));
-    if (tensor.scale) {
-      WARP_ASSIGN_OR_RETURN(end, CheckExtent(*tensor.scale, ScaleBytes(tensor.format, tensor.shape),
-                                             alignment, end, limit, what + " scale"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Every file a manifest names is a plain name in the container's directory:
-// no directories, no "..", so a manifest cannot point outside it.
-absl::Status CheckPlainFileName(const std::string& name, const std::string& where) {
-  if (name.empty() || name.find('/') != std::string::npos || name == ".." || name == ".") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": file \"", name, "\" must be a plain file name"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>& shard_map) {
-  const std::string where = absl::StrCat("bank of layer ", bank.layer);
-  if (bank.record_bytes == 0 || bank.record_bytes % kBankAlignment != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": record_bytes ", bank.record_bytes,
-                                                   " is not a positive multiple of ",
-                                                   kBankAlignment));
-  }
-  if (bank.payload_bytes > bank.record_bytes - kRecordFooterBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": payload_bytes ", bank.payload_bytes, " leaves no room for the ",
-                     kRecordFooterBytes, "-byte footer in record_bytes ", bank.record_bytes));
-  }
-  WARP_RETURN_IF_ERROR(CheckPlainFileName(bank.file, where));
-  if (shard_map && shard_map->owner.size() < bank.num_experts) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": shard_map.owner names ",
-                                                   shard_map->owner.size(), " experts, the bank ",
-                                                   bank.num_experts));
-  }
-  return CheckTensors(bank.matrices, kSubTensorAlignment, bank.payload_bytes, where);
-}
-
-absl::Status CheckManifest(const Manifest& manifest) {
-  WARP_RETURN_IF_ERROR(CheckTensors(manifest.trunk, kBankAlignment, manifest.trunk_bytes, "trunk"));
-  for (size_t i = 0; i < manifest.banks.size(); ++i) {
-    if (i > 0 && manifest.banks[i].layer <= manifest.banks[i - 1].layer) {
-      return absl::InvalidArgumentError(absl::StrCat("banks[", i, "]: layer ",
-                                                     manifest.banks[i].layer,
-                                                     " is not above the previous bank's layer"));
-    }
-    WARP_RETURN_IF_ERROR(CheckBankEntry(manifest.banks[i], manifest.shard_map));
-  }
-  if (manifest.tokenizer) {
-    for (size_t i = 0; i < manifest.tokenizer->files.size(); ++i) {
-      WARP_RETURN_IF_ERROR(CheckPlainFileName(manifest.tokenizer->files[i],
-                                              absl::StrCat("tokenizer.files[", i, "]")));
-    }
-    if (!manifest.tokenizer->chat_template.empty()) {
-      WARP_RETURN_IF_ERROR(
-          CheckPlainFileName(manifest.tokenizer->chat_template, "tokenizer.chat_template"));
-    }
-  }
-  if (manifest.codebooks_file) {
-    WARP_RETURN_IF_ERROR(CheckPlainFileName(*manifest.codebooks_file, "codebooks"));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckFileSize(const fs::path& path, uint64_t expected, std::string_view rule) {
   WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/false));
@@ -174,24 +74,22 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
   const fs::path manifest_path = dir / kManifestFile;
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(manifest_path));
   WARP_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(text, manifest_path.string()));
-  WARP_RETURN_IF_ERROR(Annotate(CheckManifest(manifest), manifest_path.string()));
+  // Sizes on disk before any table is sized from the manifest's counts.
+  WARP_RETURN_IF_ERROR(
+      CheckFileSize(dir / kTrunkFile, manifest.trunk_bytes, "trunk.bytes of the manifest"));
+  for (const BankEntry& bank : manifest.banks) {
+    const uint64_t held = ExpertsHeld(bank, manifest.shard_map);
+    WARP_RETURN_IF_ERROR(
+        CheckFileSize(dir / bank.file, bank.record_bytes * held,  // both bounded: no overflow
+                      absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
+  }
 
   auto container = std::unique_ptr<Container>(new Container(dir, std::move(manifest)));
   const Manifest& m = container->manifest_;
-  WARP_RETURN_IF_ERROR(
-      CheckFileSize(container->TrunkPath(), m.trunk_bytes, "trunk.bytes of the manifest"));
   for (size_t i = 0; i < m.banks.size(); ++i) {
     const BankEntry& bank = m.banks[i];
     const fs::path path = container->BankPath(bank);
     const uint64_t held = container->held_experts_[i].size();
-    if (held > 0 && bank.record_bytes > UINT64_MAX / held) {
-      return absl::InvalidArgumentError(absl::StrCat(manifest_path.string(), ": bank of layer ",
-                                                     bank.layer, ": record_bytes x ", held,
-                                                     " experts overflows 64 bits"));
-    }
-    WARP_RETURN_IF_ERROR(
-        CheckFileSize(path, bank.record_bytes * held,
-                      absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
     if (!options.check_footers || held == 0) continue;
     WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
     for (uint32_t slot : {uint32_t{0}, static_cast<uint32_t>(held - 1)}) {

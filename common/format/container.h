@@ -39,6 +39,7 @@ class Container {
 
   const Manifest& manifest() const { return manifest_; }
   const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path ManifestPath() const { return dir_ / kManifestFile; }
   std::filesystem::path TrunkPath() const { return dir_ / kTrunkFile; }
   std::filesystem::path BankPath(const BankEntry& bank) const { return dir_ / bank.file; }
   // DIR/name if it resolves (symbolic links followed) to a file inside the

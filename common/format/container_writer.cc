@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<ContainerWriter>> ContainerWriter::Create(const f
                                                                          Manifest header,
                                                                          const Options& options) {
   std::error_code error;
+  const bool created_dir = !fs::exists(dir, error);
   fs::create_directories(dir, error);
   if (error) return absl::InternalError(absl::StrCat(dir.string(), ": ", error.message()));
   if (fs::exists(dir / kManifestFile)) {
@@ -71,8 +72,33 @@ absl::StatusOr<std::unique_ptr<ContainerWriter>> ContainerWriter::Create(const f
   header.banks.clear();
   header.trunk_bytes = 0;
   WARP_ASSIGN_OR_RETURN(OpenedFile trunk, OpenForWrite(dir / kTrunkFile, options.direct_io));
-  return std::unique_ptr<ContainerWriter>(
+  auto writer = std::unique_ptr<ContainerWriter>(
       new ContainerWriter(dir, std::move(header), options, std::move(trunk)));
+  writer->created_dir_ = created_dir;
+  return writer;
+}
+
+ContainerWriter::~ContainerWriter() {
+  if (finished_) return;
+  // Unfinished (a write failed, or the caller gave up): nothing of it may be
+  // mistaken for a container, nor fill the disk that just ran out.
+  io_.Drain().IgnoreError();
+  trunk_ = OpenedFile{};
+  bank_ = OpenedFile{};
+  std::error_code error;
+  if (created_dir_) {
+    fs::remove_all(dir_, error);
+    return;
+  }
+  fs::remove(dir_ / kTrunkFile, error);
+  fs::remove(dir_ / (std::string(kManifestFile) + ".tmp"), error);
+  for (const BankEntry& bank : manifest_.banks) fs::remove(dir_ / bank.file, error);
+  if (manifest_.tokenizer) {
+    for (const std::string& file : manifest_.tokenizer->files) fs::remove(dir_ / file, error);
+    if (!manifest_.tokenizer->chat_template.empty()) {
+      fs::remove(dir_ / manifest_.tokenizer->chat_template, error);
+    }
+  }
 }
 
 uint32_t ContainerWriter::WriteSubTensor(uint64_t bytes, const ChunkFiller& fill, uint32_t crc) {
@@ -160,7 +186,10 @@ absl::Status ContainerWriter::Finish() {
     return ErrnoToStatus(errno, (dir_ / kTrunkFile).string());
   }
   trunk_ = OpenedFile{};
-  return WriteFileAtomically(dir_ / kManifestFile, ManifestToJson(manifest_).dump(1) + "\n");
+  WARP_RETURN_IF_ERROR(
+      WriteFileAtomically(dir_ / kManifestFile, ManifestToJson(manifest_).dump(1) + "\n"));
+  finished_ = true;
+  return absl::OkStatus();
 }
 
 }  // namespace warp

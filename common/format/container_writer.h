@@ -3,7 +3,8 @@
 // Writes a NAME.warp container in one streaming pass: trunk tensors chunk by
 // chunk, then each bank record by record, then manifest.json last (atomically),
 // so memory stays bounded by a few records or chunks whatever the model size,
-// and a crash leaves no manifest rather than a half-valid container. Writes
+// and a crash leaves no manifest rather than a half-valid container; a failed
+// write removes the partial files. Writes
 // run on a background thread while the caller fills the next buffer.
 //
 // Thread-compatible: one thread drives a writer.
@@ -82,6 +83,10 @@ class ContainerWriter {
   // Writes manifest.json. The container can be opened afterwards.
   absl::Status Finish();
 
+  // Without a successful Finish() (a write failed, e.g. ENOSPC), removes what
+  // it wrote: the directory if Create() made it, else its files.
+  ~ContainerWriter();
+
   const Manifest& manifest() const { return manifest_; }
 
  private:
@@ -90,6 +95,8 @@ class ContainerWriter {
   uint32_t WriteSubTensor(uint64_t bytes, const ChunkFiller& fill, uint32_t crc);
 
   std::filesystem::path dir_;
+  bool created_dir_ = false;
+  bool finished_ = false;
   Manifest manifest_;
   Options options_;
   OpenedFile trunk_;

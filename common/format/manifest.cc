@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/format/manifest_checks.h"
 #include "common/json_depth.h"
 #include "common/status.h"
 
@@ -305,9 +306,13 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view s
   } catch (const json::parse_error& error) {
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(source_name), ": malformed JSON at byte ", error.byte, ": ", error.what()));
+  } catch (const json::exception& error) {  // out_of_range: a number past a double, e.g. 1e400
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source_name), ": malformed JSON: ", error.what()));
   }
   absl::StatusOr<Manifest> manifest = ParseManifestJson(root);
   if (!manifest.ok()) return Annotate(manifest.status(), source_name);
+  WARP_RETURN_IF_ERROR(Annotate(CheckManifest(*manifest), source_name));
   return manifest;
 }
 

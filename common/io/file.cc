@@ -122,14 +122,18 @@ absl::StatusOr<std::string> ReadFileToString(const std::filesystem::path& path) 
 
 absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
   const std::filesystem::path tmp = path.string() + ".tmp";
-  {
+  absl::Status status = [&]() -> absl::Status {
     WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForWrite(tmp, /*want_direct=*/false));
     WARP_RETURN_IF_ERROR(
         PwriteFull(file.fd.get(), std::as_bytes(std::span(contents)), 0, tmp.string()));
     if (::fsync(file.fd.get()) != 0) return ErrnoToStatus(errno, tmp.string());
+    return absl::OkStatus();
+  }();
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    status = ErrnoToStatus(errno, path.string());
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, path.string());
-  return absl::OkStatus();
+  if (!status.ok()) ::unlink(tmp.c_str());  // a partial file is no use to a rerun
+  return status;
 }
 
 }  // namespace warp

@@ -21,6 +21,7 @@
 #include "computed/cli/interrupt.h"
 #include "computed/cli/model_text.h"
 #include "computed/cli/session_flags.h"
+#include "computed/text/utf8.h"
 
 namespace warp::computed {
 namespace {
@@ -125,8 +126,19 @@ absl::Status Run(const ChatFlags& flags) {
       continue;
     }
     if (line.empty()) continue;
+    // A turn that cannot be taken is refused alone: the session goes on.
+    if (absl::Status utf8 = text::CheckUtf8(line, "that line"); !utf8.ok()) {
+      std::fprintf(stderr, "chat: %s; it was not sent\n", std::string(utf8.message()).c_str());
+      continue;
+    }
     conversation.Add("user", line);
     absl::StatusOr<std::string> reply = Reply(**session, conversation, *text, sampler, flags);
+    if (absl::IsResourceExhausted(reply.status())) {  // the context is full: nothing was fed
+      conversation.RemoveLast();
+      std::fprintf(stderr, "chat: %s; that turn was not sent (a shorter one may fit)\n",
+                   std::string(reply.status().message()).c_str());
+      continue;
+    }
     if (!reply.ok()) return reply.status();
     conversation.Add("assistant", *reply);
     InterruptScope::flag().store(false);

@@ -18,11 +18,20 @@ void Conversation::Add(std::string role, std::string content) {
   messages_.push_back({{"role", std::move(role)}, {"content", std::move(content)}});
 }
 
+void Conversation::RemoveLast() {
+  if (!messages_.empty()) messages_.erase(messages_.end() - 1);
+}
+
 absl::StatusOr<std::vector<float>> Conversation::Prepare(uint32_t reserve) {
   WARP_ASSIGN_OR_RETURN(std::string prompt,
                         text_.chat_template->Render(messages_, /*add_generation_prompt=*/true));
   WARP_ASSIGN_OR_RETURN(std::vector<int32_t> ids, text_.tokenizer->Encode(prompt));
   if (ids.empty()) return absl::InvalidArgumentError("the chat template rendered an empty prompt");
+  if (session_.trained_positions() > 0 && ids.size() > session_.trained_positions()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the conversation needs ", ids.size(), " positions; the model was trained on at most ",
+        session_.trained_positions(), " (max_position_embeddings)"));
+  }
   if (ids.size() + reserve > session_.max_positions()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the conversation needs ", ids.size(), " positions plus ", reserve,

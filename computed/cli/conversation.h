@@ -24,10 +24,14 @@ class Conversation {
   Conversation(Session& session, const ModelText& text);
 
   void Add(std::string role, std::string content);
+  // Takes back the last message (a turn that was refused before any of it
+  // reached the KV cache).
+  void RemoveLast();
 
   // Renders the history plus the assistant cue and brings the KV cache up to
   // it; returns the logits of the last position. `reserve` positions must
-  // remain free for the reply.
+  // remain free for the reply: ResourceExhausted, with the KV cache as it
+  // was, when they do not.
   absl::StatusOr<std::vector<float>> Prepare(uint32_t reserve);
 
   // A reply token now in the KV cache (fed by the decode loop).

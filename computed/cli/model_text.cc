@@ -10,6 +10,7 @@
 #include "common/io/file.h"
 #include "common/json_depth.h"
 #include "common/status.h"
+#include "computed/model/model_config.h"
 
 namespace warp::computed {
 namespace {
@@ -60,7 +61,10 @@ absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
   const Manifest& manifest = container.manifest();
   ModelText text;
   AddStopIds(manifest.config, text.stop_ids);
-  text.max_positions = manifest.config.value("max_position_embeddings", 0u);
+  // Where the family keeps it (Kimi K3: under text_config); 0 if the config is bad,
+  // which the session refuses with the reason.
+  absl::StatusOr<ModelConfig> config = ParseModelConfig(manifest.architecture, manifest.config);
+  text.max_positions = config.ok() ? config->max_position_embeddings : 0;
   if (!manifest.tokenizer) {
     return absl::NotFoundError(
         absl::StrCat(dir.string(),

@@ -120,7 +120,10 @@ absl::Status Run(const PlanFlags& flags) {
   }
   auto manifest = flags.config.empty() ? ReadManifest(flags.model) : PlannedFromConfig(flags);
   if (!manifest.ok()) return manifest.status();
-  auto plan = ComputePlan(*manifest, flags.context);
+  const std::string source = flags.config.empty()
+                                 ? (std::filesystem::path(flags.model) / kManifestFile).string()
+                                 : flags.config;
+  auto plan = ComputePlan(*manifest, flags.context, source);
   if (!plan.ok()) return plan.status();
   PrintPlan(*manifest, *plan);
 
@@ -166,7 +169,9 @@ CommandRunner AddPlanCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trunk", flags->trunk, "With --config: bf16|q8|q4, as convert")
       ->capture_default_str();
-  cmd->add_option("--context", flags->context, "Context length in tokens")->capture_default_str();
+  cmd->add_option("--context", flags->context, "Context length in tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, kMaxContextTokens));
   cmd->add_option("--budget", flags->budget, "Check this budget instead of the default, e.g. 8G");
   cmd->add_option("--daemons", flags->daemons,
                   "Split the expert cache across this many local expertd daemons");

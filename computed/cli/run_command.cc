@@ -66,8 +66,7 @@ absl::Status Run(const RunFlags& flags) {
         absl::StrCat("the model has no tokenizer, so the prompt must be token ids (\"1,2,3\"): ",
                      tokens.status().message()));
   }
-  auto options =
-      ToSessionOptions(flags.session, static_cast<uint32_t>(tokens->size()) + flags.max_tokens + 1);
+  auto options = ToSessionOptions(flags.session, uint64_t{tokens->size()} + flags.max_tokens + 1);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();

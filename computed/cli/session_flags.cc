@@ -1,20 +1,25 @@
 #include "computed/cli/session_flags.h"
 
+#include <sched.h>
+
 #include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
+#include "common/status.h"
 #include "common/store/eviction_order.h"
+#include "computed/planner/planner.h"
 #include "computed/run/sources.h"
 
 namespace warp::computed {
 namespace {
 
 // Bounds the flags check when parsed (CLI11 names the flag in its message).
-constexpr uint32_t kMaxThreads = 1024;   // compute threads: far above any core count
-constexpr uint32_t kMaxIoThreads = 256;  // reads in flight: far above any disk's queue
+constexpr uint32_t kMaxThreads = 1024;          // compute threads: far above any core count
+constexpr uint32_t kMaxIoThreads = 256;         // reads in flight: far above any disk's queue
+constexpr double kMaxStoreRetrySeconds = 3600;  // an hour: past it, a store is not coming back
 
 // A number in [low, high] (`low_open`: above low); NaN and infinities are not.
 CLI::Validator NumberIn(double low, double high, bool low_open = false) {
@@ -29,6 +34,21 @@ CLI::Validator NumberIn(double low, double high, bool low_open = false) {
                             "]");
       },
       "", "NumberIn");
+}
+
+// A CPU this process may run on (its affinity mask: a cgroup's cpuset or
+// taskset narrow it); pinning to another fails in every worker.
+absl::Status CheckAllowedCpu(int id) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return absl::OkStatus();
+  if (id < CPU_SETSIZE && CPU_ISSET(id, &allowed)) return absl::OkStatus();
+  std::string list;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) absl::StrAppend(&list, list.empty() ? "" : ",", cpu);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--cpus: CPU ", id, " is not one this process may run on (allowed: ", list, ")"));
 }
 
 }  // namespace
@@ -51,6 +71,10 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--tls-key", flags.store_tls.key, "PEM private key of --tls-cert");
   cmd->add_option("--token-file", flags.store_tls.token_file,
                   "The token sent to tls: daemons (the file's first; `openssl rand -hex 32`)");
+  cmd->add_option("--store-retry-seconds", flags.store_retry_seconds,
+                  "How long a store that went away (or is not up yet) is waited for before the "
+                  "run fails (default 30 for unix:/fastpath:, 60 for tcp:/tls:; 0: no waiting)")
+      ->check(NumberIn(0, kMaxStoreRetrySeconds));
   cmd->add_option("--threads", flags.threads, "Compute threads (default: every core)")
       ->check(CLI::Range(uint32_t{0}, kMaxThreads));
   cmd->add_option("--cpus", flags.cpus, "Pin compute threads to these CPUs, e.g. 0,1");
@@ -92,7 +116,13 @@ void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options) {
   cmd->add_option("--seed", options.seed, "Sampling seed");
 }
 
-absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint32_t max_positions) {
+absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint64_t positions) {
+  if (positions > kMaxContextTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt and the tokens to generate need ",
+                                                   positions, " positions; WARP's bound is ",
+                                                   kMaxContextTokens));
+  }
+  const auto max_positions = static_cast<uint32_t>(positions);
   SessionOptions options{.model = flags.model,
                          .bank_dirs = SplitList(flags.banks),
                          .stores = SplitList(flags.stores),
@@ -113,6 +143,10 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
   options.io_backend = *io_backend;
   options.verify_every_read = flags.verify_every_read;
   options.store_tls = flags.store_tls;
+  if (flags.store_retry_seconds) {
+    options.store_retry_deadline = std::chrono::milliseconds(
+        static_cast<int64_t>(std::llround(*flags.store_retry_seconds * 1000)));
+  }
   if (options.bank_dirs.empty()) {
     if (const char* env = std::getenv("WARP_BANK_SHARDS")) options.bank_dirs = SplitList(env);
   }
@@ -126,6 +160,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint3
     if (!absl::SimpleAtoi(cpu, &id) || id < 0) {
       return absl::InvalidArgumentError(absl::StrCat("--cpus: \"", cpu, "\" is not a CPU number"));
     }
+    WARP_RETURN_IF_ERROR(CheckAllowedCpu(id));
     options.cpus.push_back(id);
   }
   int lookahead = flags.lookahead;

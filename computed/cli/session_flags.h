@@ -19,7 +19,8 @@ struct SessionFlags {
   std::string model;
   std::string banks;
   std::string stores;
-  TlsClientFiles store_tls;  // --tls-ca, --tls-cert, --tls-key, --token-file
+  TlsClientFiles store_tls;                   // --tls-ca, --tls-cert, --tls-key, --token-file
+  std::optional<double> store_retry_seconds;  // unset: per address (30 s local, 60 s tcp:/tls:)
   std::string budget;
   std::string cpus;
   uint32_t threads = 0;
@@ -43,6 +44,8 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);
 void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options);
 
 // Resolves flags and environment (WARP_BANK_SHARDS, WARP_LOOKAHEAD).
-absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint32_t max_positions);
+// `positions` is the context the command needs (prompt + tokens to generate),
+// counted in 64 bits so that no flag wraps it; the planner bounds it.
+absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint64_t positions);
 
 }  // namespace warp::computed

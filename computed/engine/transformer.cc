@@ -36,8 +36,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
     std::shared_ptr<const Container> container, ExpertSource& experts, ThreadPool& pool,
     const Options& options) {
   const Manifest& manifest = container->manifest();
-  WARP_ASSIGN_OR_RETURN(ModelConfig config,
-                        ParseModelConfig(manifest.architecture, manifest.config));
+  WARP_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(manifest.architecture, manifest.config,
+                                                             container->ManifestPath().string()));
   ModelPlan plan = PlanOf(config);
   WARP_ASSIGN_OR_RETURN(auto weights, TrunkWeights::Load(*container));
   auto transformer = std::unique_ptr<Transformer>(
@@ -199,6 +199,22 @@ uint64_t Transformer::StateBytes() const {
   return bytes;
 }
 
+absl::Status Transformer::CheckFinite(std::span<const float> values, uint64_t width, uint32_t layer,
+                                      std::string_view sublayer) const {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isfinite(values[i])) continue;
+    const std::string where = sublayer == "head"
+                                  ? std::string("the output head")
+                                  : absl::StrCat("layer ", layer, "'s ", std::string(sublayer));
+    return absl::DataLossError(
+        absl::StrCat(container_->dir().string(), ": ", where, " computed ", values[i],
+                     " at position ", position_ + i / width,
+                     ": its weights or config values are out of range; no token was "
+                     "sampled from it"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t> tokens,
                                                         bool last_only) {
   const uint32_t n = static_cast<uint32_t>(tokens.size());
@@ -226,9 +242,11 @@ absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t>
       StageTimer timer(stats_.seconds_attention);
       mixers_[layer]->Forward(x, n, position_, delta);
     }
+    WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "attention"));
     residual_->AddSublayerOutput(layer, Sublayer::kMixer, delta);
     residual_->SublayerInput(layer, Sublayer::kFfn, x);
     WARP_RETURN_IF_ERROR(ffns_[layer]->Forward(x, tokens, position_, delta));
+    WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "MLP"));
     residual_->AddSublayerOutput(layer, Sublayer::kFfn, delta);
   }
   residual_->FinalInput(x);
@@ -237,6 +255,7 @@ absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t>
   const uint32_t rows = last_only ? 1 : n;
   std::vector<float> logits(uint64_t{rows} * config_.vocab_size);
   Linear(pool_, head_, x.data() + uint64_t{n - rows} * hidden, rows, logits.data());
+  WARP_RETURN_IF_ERROR(CheckFinite(logits, config_.vocab_size, config_.num_layers, "head"));
   position_ += n;
   stats_.tokens += n;
   return logits;

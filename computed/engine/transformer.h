@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -86,6 +87,10 @@ class Transformer {
               const Options& options);
 
   absl::Status CheckTensors() const;
+  // DataLoss naming the layer and position of the first NaN or infinity in
+  // `values` (rows of `width`): nothing computed from it may be sampled.
+  absl::Status CheckFinite(std::span<const float> values, uint64_t width, uint32_t layer,
+                           std::string_view sublayer) const;
   // Hash layers route by token: their records are known before the embedding
   // and read at once, CERTAIN (DeepSeek V4).
   void IssueCertainReads(std::span<const int32_t> tokens);

@@ -1,5 +1,6 @@
 #include "computed/model/config_fields.h"
 
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -30,7 +31,10 @@ absl::StatusOr<uint32_t> UintOr(const Json& config, std::string_view key, uint32
 absl::StatusOr<double> DoubleOr(const Json& config, std::string_view key, double fallback) {
   auto it = config.find(std::string(key));
   if (it == config.end() || it->is_null()) return fallback;
-  if (!it->is_number()) return KeyError(key, "must be a number");
+  // JSON has no infinities, but 1e999 parses to one.
+  if (!it->is_number() || !std::isfinite(it->get<double>())) {
+    return KeyError(key, "must be a finite number");
+  }
   return it->get<double>();
 }
 
@@ -47,7 +51,8 @@ absl::StatusOr<uint32_t> FirstUint(const Json& config,
     if (config.contains(std::string(key))) return Uint(config, key);
   }
   std::string names;
-  for (std::string_view key : keys) absl::StrAppend(&names, names.empty() ? "" : " or ", std::string(key));
+  for (std::string_view key : keys)
+    absl::StrAppend(&names, names.empty() ? "" : " or ", std::string(key));
   return KeyError(names, "missing");
 }
 

@@ -25,6 +25,7 @@ absl::StatusOr<uint32_t> UintOr(const Json& config, std::string_view key, uint32
 absl::StatusOr<double> DoubleOr(const Json& config, std::string_view key, double fallback);
 absl::StatusOr<bool> BoolOr(const Json& config, std::string_view key, bool fallback);
 // The first of `keys` that is present (older and newer spellings of one key).
-absl::StatusOr<uint32_t> FirstUint(const Json& config, std::initializer_list<std::string_view> keys);
+absl::StatusOr<uint32_t> FirstUint(const Json& config,
+                                   std::initializer_list<std::string_view> keys);
 
 }  // namespace warp::computed::config_fields

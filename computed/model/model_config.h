@@ -85,7 +85,7 @@ struct CompressedAttention {
   std::vector<CompressionKind> layer_kind;  // [num_layers]
   std::vector<uint32_t> layer_rate;         // [num_layers]: positions per compressed entry
   uint32_t csa_rate = 4, hca_rate = 128;    // layer_types' rates (compress_rates)
-  double compress_rope_theta = 160000.0;  // rope of compressed layers (with YaRN)
+  double compress_rope_theta = 160000.0;    // rope of compressed layers (with YaRN)
   uint32_t o_groups = 0, o_lora_rank = 0;
   uint32_t index_heads = 0, index_head_dim = 0, index_topk = 0;
 };
@@ -115,6 +115,7 @@ struct ModelConfig {
   uint32_t hidden_size = 0;
   uint32_t num_layers = 0;
   uint32_t vocab_size = 0;
+  uint32_t max_position_embeddings = 0;  // 0: the config does not say
   uint32_t num_heads = 0;
   uint32_t num_kv_heads = 0;
   uint32_t head_dim = 0;               // GQA families
@@ -156,11 +157,11 @@ struct ModelConfig {
   std::vector<bool> kda_layer;  // [num_layers]
   bool mla_rope = true;         // false: MLA without rope (kimi_linear's mla_use_nope)
   // Kimi K3.
-  bool mla_output_gate = false;     // MLA output * sigmoid(g_proj x) before o_proj
-  GluActivation glu;                // hidden_act of every gated MLP
-  uint32_t latent_moe_dim = 0;      // routed_expert_hidden_size: experts run in this width
-  bool latent_moe_norm = false;     // latent_moe_use_norm
-  uint32_t attn_res_block = 0;      // attn_res_block_size: AttnRes instead of the residual stream
+  bool mla_output_gate = false;  // MLA output * sigmoid(g_proj x) before o_proj
+  GluActivation glu;             // hidden_act of every gated MLP
+  uint32_t latent_moe_dim = 0;   // routed_expert_hidden_size: experts run in this width
+  bool latent_moe_norm = false;  // latent_moe_use_norm
+  uint32_t attn_res_block = 0;   // attn_res_block_size: AttnRes instead of the residual stream
   // DeepSeek V4.
   CompressedAttention compressed;
   HyperConnections hyper;
@@ -176,11 +177,23 @@ struct ModelConfig {
   uint32_t NumMoeLayers() const;
 };
 
+// Decoder layers WARP accepts: far above every release (61 for Kimi K2), so
+// that a corrupt count fails at once instead of sizing per-layer tables.
+inline constexpr uint32_t kMaxLayers = 1024;
+// Every width (hidden size, heads, head and LoRA dims, windows) and the
+// vocabulary: far above every release, low enough that a layer's state for
+// kMaxContextTokens (planner.h) fits 64 bits.
+inline constexpr uint32_t kMaxDimension = uint32_t{1} << 20;
+inline constexpr uint32_t kMaxVocabulary = uint32_t{1} << 24;
+
 // Reads `config` (a config.json object) for `model_type`: the keys every
 // family shares here, the rest in the family's own parser
 // (computed/model/families/). Errors name the key, e.g.
-// "config.json: n_routed_experts: missing".
+// "config.json: n_routed_experts: missing"; a config carried by a manifest
+// is named as such: with `source` "m.warp/manifest.json",
+// "m.warp/manifest.json: config.n_routed_experts: missing".
 absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view model_type,
-                                             const nlohmann::ordered_json& config);
+                                             const nlohmann::ordered_json& config,
+                                             std::string_view source = "config.json");
 
 }  // namespace warp::computed

@@ -4,38 +4,89 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
+#include "common/checked_math.h"
 #include "common/status.h"
+#include "computed/model/manifest_fit.h"
 #include "computed/model/model_config.h"
 #include "computed/model/tensor_specs.h"
 
 namespace warp::computed {
+namespace {
 
-absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens) {
+// Accumulates byte counts, remembering the first that overflowed 64 bits.
+class SizeSum {
+ public:
+  explicit SizeSum(std::string_view source) : source_(source) {}
+
+  void Add(uint64_t& total, uint64_t bytes, std::string_view what) {
+    std::optional<uint64_t> sum = CheckedAdd(total, bytes);
+    if (!sum) return Overflow(what);
+    total = *sum;
+  }
+  void AddProduct(uint64_t& total, uint64_t count, uint64_t bytes, std::string_view what) {
+    std::optional<uint64_t> product = CheckedMul(count, bytes);
+    if (!product) return Overflow(what);
+    Add(total, *product, what);
+  }
+  absl::Status status() const { return status_; }
+
+ private:
+  void Overflow(std::string_view what) {
+    if (!status_.ok()) return;
+    status_ = absl::InvalidArgumentError(absl::StrCat(
+        source_, ": the ", std::string(what), " bytes overflow 64 bits: its sizes are corrupt"));
+  }
+
+  std::string source_;
+  absl::Status status_;
+};
+
+}  // namespace
+
+absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
+                                        std::string_view source) {
   WARP_ASSIGN_OR_RETURN(ModelConfig model,
-                        ParseModelConfig(manifest.architecture, manifest.config));
+                        ParseModelConfig(manifest.architecture, manifest.config, source));
+  WARP_RETURN_IF_ERROR(CheckManifestFitsConfig(manifest, model, source));
+  if (context_tokens == 0 || context_tokens > kMaxContextTokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context of ", context_tokens, " tokens is not in [1, ", kMaxContextTokens, "]"));
+  }
   PlanFigures plan;
   plan.trunk_bytes = manifest.trunk_bytes;
   plan.context_tokens = context_tokens;
+  plan.max_position_embeddings = model.max_position_embeddings;
+  // Every sum and product below is checked: the counts come from a file.
+  SizeSum sum(source);
   // State per layer as the mixers keep it: a sliding layer holds only its
-  // window, a recurrent (KDA) layer the same bytes at any context.
+  // window, a recurrent (KDA) layer the same bytes at any context. The
+  // config's dimensions are bounded (model_config.h), so each layer's figure
+  // fits; their sums are checked.
   for (const LayerPlan& layer : PlanOf(model).layers) {
     const uint64_t fixed = MixerStateBytes(model, layer.mixer, 0);
-    plan.fixed_state_bytes += fixed;
-    plan.kv_bytes_per_token += MixerStateBytes(model, layer.mixer, 1) - fixed;
-    plan.kv_bytes += MixerStateBytes(model, layer.mixer, context_tokens);
+    sum.Add(plan.fixed_state_bytes, fixed, "recurrent state");
+    sum.Add(plan.kv_bytes_per_token, MixerStateBytes(model, layer.mixer, 1) - fixed, "KV");
+    sum.Add(plan.kv_bytes, MixerStateBytes(model, layer.mixer, context_tokens), "KV");
   }
   plan.experts_per_token = model.experts_per_token;
   plan.num_moe_layers = static_cast<uint32_t>(manifest.banks.size());
   for (const BankEntry& bank : manifest.banks) {
     plan.num_records += bank.num_experts;
-    plan.working_set_bytes += uint64_t{model.experts_per_token} * bank.record_bytes;
+    sum.AddProduct(plan.working_set_bytes, model.experts_per_token, bank.record_bytes,
+                   "working set");
     plan.max_record_bytes = std::max(plan.max_record_bytes, bank.record_bytes);
-    plan.bank_bytes += uint64_t{bank.num_experts} * bank.record_bytes;
+    sum.AddProduct(plan.bank_bytes, bank.num_experts, bank.record_bytes, "banks");
   }
-  plan.floor_bytes = plan.trunk_bytes + plan.kv_bytes + plan.working_set_bytes;
-  plan.resident_bytes = plan.trunk_bytes + plan.kv_bytes + plan.bank_bytes;
-  plan.recommended_bytes = std::min(
-      plan.resident_bytes, plan.floor_bytes + kRecommendedWorkingSets * plan.working_set_bytes);
+  plan.floor_bytes = plan.trunk_bytes;
+  sum.Add(plan.floor_bytes, plan.kv_bytes, "floor");
+  sum.Add(plan.floor_bytes, plan.working_set_bytes, "floor");
+  plan.resident_bytes = plan.trunk_bytes;
+  sum.Add(plan.resident_bytes, plan.kv_bytes, "resident");
+  sum.Add(plan.resident_bytes, plan.bank_bytes, "resident");
+  uint64_t recommended = plan.floor_bytes;
+  sum.AddProduct(recommended, kRecommendedWorkingSets, plan.working_set_bytes, "recommended");
+  WARP_RETURN_IF_ERROR(sum.status());
+  plan.recommended_bytes = std::min(plan.resident_bytes, recommended);
   return plan;
 }
 
@@ -56,6 +107,18 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
       "trunk ", FormatBytes(plan.trunk_bytes), " + KV ", FormatBytes(plan.kv_bytes), " for ",
       plan.context_tokens, " tokens + one working set ", FormatBytes(plan.working_set_bytes));
   if (requested) {
+    // More than the machine (or the cgroup) holds cannot be kept: the cache
+    // would page or be killed long before it filled.
+    const bool cgroup = limits.assumed.empty() && limits.cgroup_limit_bytes &&
+                        *limits.cgroup_limit_bytes < limits.mem_total_bytes;
+    const uint64_t memory = cgroup ? *limits.cgroup_limit_bytes : limits.mem_total_bytes;
+    if (*requested > memory) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "budget ", FormatBytes(*requested), " is above the ", FormatBytes(memory), " of ",
+          cgroup                   ? absl::StrCat("the cgroup limit in ", limits.cgroup_source)
+          : limits.assumed.empty() ? std::string("this machine (/proc/meminfo MemTotal)")
+                                   : limits.assumed));
+    }
     if (*requested < plan.floor_bytes) {
       return absl::FailedPreconditionError(
           absl::StrCat("budget ", FormatBytes(*requested), " is below the floor: this model needs ",

@@ -29,12 +29,17 @@ inline constexpr uint64_t kRecommendedWorkingSets = 4;
 // margin keeps that and a governor's reaction time clear of the limit.
 inline constexpr uint64_t kCgroupMarginBytes = uint64_t{256} << 20;
 
+// The longest context WARP plans: far beyond every release's positions, low
+// enough that no state figure can overflow.
+inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;
+
 struct PlanFigures {
   uint64_t trunk_bytes = 0;
   uint64_t context_tokens = 0;
-  uint64_t kv_bytes_per_token = 0;  // the first token's: sliding layers cap what follow
-  uint64_t fixed_state_bytes = 0;   // recurrent layers' state: the same at any context
-  uint64_t kv_bytes = 0;            // all of the state at context_tokens, fixed part included
+  uint32_t max_position_embeddings = 0;  // the config's; 0 when it does not say
+  uint64_t kv_bytes_per_token = 0;       // the first token's: sliding layers cap what follow
+  uint64_t fixed_state_bytes = 0;        // recurrent layers' state: the same at any context
+  uint64_t kv_bytes = 0;                 // all of the state at context_tokens, fixed part included
   uint32_t experts_per_token = 0;
   uint32_t num_moe_layers = 0;
   uint64_t num_records = 0;        // routed experts over all MoE layers
@@ -46,7 +51,10 @@ struct PlanFigures {
   uint64_t recommended_bytes = 0;  // min(resident, floor + 4 working sets)
 };
 
-absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens);
+// Errors name `source`, the manifest's path (or a release's config.json).
+// `context_tokens` must be in [1, kMaxContextTokens].
+absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
+                                        std::string_view source = "manifest.json");
 
 struct BudgetDecision {
   uint64_t budget_bytes = 0;  // trunk + kv + cache

@@ -74,7 +74,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   s.options_ = options;
   WARP_ASSIGN_OR_RETURN(s.container_, Container::Open(options.model));
   const Manifest& manifest = s.container_->manifest();
-  WARP_ASSIGN_OR_RETURN(PlanFigures plan, ComputePlan(manifest, options.max_positions));
+  WARP_ASSIGN_OR_RETURN(PlanFigures plan, ComputePlan(manifest, options.max_positions,
+                                                      s.container_->ManifestPath().string()));
   WARP_ASSIGN_OR_RETURN(MemoryLimits limits, ReadMemoryLimits());
   WARP_ASSIGN_OR_RETURN(s.budget_,
                         ResolveBudget(plan, options.budget_bytes, limits, options.io_threads));
@@ -82,15 +83,23 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   log.info("budget {} ({}): trunk {}, KV {}, expert cache {}", FormatBytes(s.budget_.budget_bytes),
            s.budget_.rule, FormatBytes(plan.trunk_bytes), FormatBytes(plan.kv_bytes),
            FormatBytes(s.budget_.cache_bytes));
+  if (plan.max_position_embeddings > 0 && options.max_positions > plan.max_position_embeddings) {
+    log.warn(
+        "a context of {} positions is past the model's max_position_embeddings {}: "
+        "prompts must stay within it; tokens generated past it are beyond its training",
+        options.max_positions, plan.max_position_embeddings);
+  }
   WARP_ASSIGN_OR_RETURN(
-      s.source_, OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
-                                                 .stores = options.stores,
-                                                 .cache_bytes = s.budget_.cache_bytes,
-                                                 .io_threads = options.io_threads,
-                                                 .cache_policy = options.cache_policy,
-                                                 .io_backend = options.io_backend,
-                                                 .verify_every_read = options.verify_every_read,
-                                                 .tls = options.store_tls}));
+      s.source_,
+      OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
+                                      .stores = options.stores,
+                                      .cache_bytes = s.budget_.cache_bytes,
+                                      .io_threads = options.io_threads,
+                                      .cache_policy = options.cache_policy,
+                                      .io_backend = options.io_backend,
+                                      .verify_every_read = options.verify_every_read,
+                                      .tls = options.store_tls,
+                                      .store_retry_deadline = options.store_retry_deadline}));
   // Inside a memory cgroup, a governor shrinks the cache of this process
   // before the kernel reclaims or kills, and grows it back to the budget.
   if (limits.cgroup_limit_bytes && limits.assumed.empty() && plan.num_moe_layers > 0 &&
@@ -188,6 +197,12 @@ absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t>
 
 absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_t> tokens,
                                                           bool last_only) {
+  const uint64_t end = uint64_t{position()} + tokens.size();
+  if (trained_positions() > 0 && end > trained_positions()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the prompt reaches position ", end, ", past the model's ", trained_positions(), " (",
+        container_->ManifestPath().string(), ": config.max_position_embeddings)"));
+  }
   return InPhase(kPrefill, [&]() -> absl::StatusOr<std::vector<float>> {
     std::vector<float> logits;
     const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/crc32c.h"
 #include "common/format/bank_format.h"
 #include "common/format/container_writer.h"
@@ -348,7 +349,6 @@ TEST(ManifestJsonTest, OptionalFieldsAbsentSurviveJsonRoundTrip) {
   original.tokenizer.reset();
   original.codebooks_file.reset();
   original.shard_map.reset();
-  original.trunk[0].crc32c.reset();
   const json encoded = ManifestToJson(original);
   EXPECT_TRUE(encoded["tokenizer"].is_null());
   EXPECT_TRUE(encoded["codebooks"].is_null());
@@ -600,11 +600,42 @@ TEST_F(ContainerOpenErrorTest, PayloadBytesNearTwoToTheSixtyFourIsRejected) {
 }
 
 // record_bytes x experts must not wrap to a small expected bank size.
-TEST_F(ContainerOpenErrorTest, BankSizeProductThatOverflowsIsRejected) {
+TEST_F(ContainerOpenErrorTest, RecordBytesAboveTheFormatBoundAreRejected) {
   EditManifest([](json& root) { root["banks"][0]["record_bytes"] = uint64_t{1} << 62; });
   fs::resize_file(Path("experts-L1.bin"), 0);
   EXPECT_THAT(OpenStatus({.check_footers = false}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overflows 64 bits")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bank of layer 1: record_bytes 4611686018427387904 is above")));
+}
+
+// Expert counts are bounded before any table is sized from them: 2^31 and
+// 2^32-1 once ended in bad_alloc.
+TEST_F(ContainerOpenErrorTest, HugeExpertCountsAreRejectedBeforeAllocation) {
+  for (uint64_t count : {uint64_t{1} << 31, uint64_t{UINT32_MAX}}) {
+    SCOPED_TRACE(count);
+    EditManifest([&](json& root) { root["banks"][0]["num_experts"] = count; });
+    EXPECT_THAT(OpenStatus({.check_footers = false}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("manifest.json"),
+                               HasSubstr(absl::StrCat("num_experts ", count, " is above")))));
+  }
+}
+
+// A count within the bound but beyond the bank file is a size mismatch on disk.
+TEST_F(ContainerOpenErrorTest, ExpertCountBeyondTheBankFileIsRejected) {
+  EditManifest([](json& root) { root["banks"][0]["num_experts"] = 60000; });
+  EXPECT_THAT(OpenStatus({.check_footers = false}),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("experts-L1.bin"), HasSubstr("x 60000 experts"))));
+}
+
+// The CRC of every trunk tensor is mandatory in format version 1: without it
+// a flipped trunk byte would pass verify.
+TEST_F(ContainerOpenErrorTest, TrunkTensorWithoutCrcIsRejected) {
+  EditManifest([](json& root) { root["trunk"]["tensors"][0].erase("crc32c"); });
+  EXPECT_THAT(OpenStatus({.check_footers = false}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("manifest.json"), HasSubstr("crc32c: missing"))));
 }
 
 // A shape whose element count overflows is refused, not sized at 0 bytes.

@@ -41,8 +41,11 @@ json ValidManifestJson() {
   m.config = json{{"num_experts", 4}};
   m.fingerprint = 0x0123456789abcdefull;
   m.trunk_bytes = 4096;
-  m.trunk.push_back(TensorEntry{
-      .name = "model.norm.weight", .format = TensorFormat::kF32, .shape = {32}, .data = {0, 128}});
+  m.trunk.push_back(TensorEntry{.name = "model.norm.weight",
+                                .format = TensorFormat::kF32,
+                                .shape = {32},
+                                .data = {0, 128},
+                                .crc32c = 0});
   BankEntry bank;
   bank.layer = 1;
   bank.file = "experts-L1.bin";

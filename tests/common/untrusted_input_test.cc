@@ -68,6 +68,14 @@ TEST_F(UntrustedFileTest, ADeeplyNestedManifestIsRefusedNotACrash) {
                        AllOf(HasSubstr("manifest.json"), HasSubstr("nested deeper than 512"))));
 }
 
+// Found by tests/fuzz (manifest_fuzz): a number past a double's range is an
+// out_of_range exception in nlohmann, not a parse_error, and ended the process.
+TEST(UntrustedJsonTest, ANumberPastADoubleIsRefusedNotACrash) {
+  EXPECT_THAT(ParseManifest(R"({"format": "warp", "config": {"rms_norm_eps": 1e400}})", "m.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("m.json: malformed JSON"), HasSubstr("1e400"))));
+}
+
 TEST_F(UntrustedFileTest, AFifoOrADirectoryInPlaceOfAFileIsRefusedNotAHang) {
   fs::remove(model_ / "manifest.json");
   ASSERT_EQ(::mkfifo((model_ / "manifest.json").c_str(), 0600), 0);

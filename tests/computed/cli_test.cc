@@ -1,15 +1,20 @@
 // The computed command line as a user runs it: exit codes and messages.
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
 #include "common/format/usage_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/stats_line.h"
@@ -19,6 +24,7 @@
 namespace warp::computed {
 namespace {
 
+namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::warp::testing::RunBinary;
 using ::warp::testing::RunStats;
@@ -412,6 +418,104 @@ TEST_F(ComputedCliTest, OutOfRangeSamplingAndThreadFlagsAreRefused) {
                                                     " --ids 1 -n 2 --temperature 0.7 "
                                                     "--top-p 0.9 --threads 2"));
   EXPECT_EQ(sampled.exit_code, 0) << sampled.output;
+}
+
+// "1,2,3,..." of `n` token ids.
+std::string LongPrompt(int n) {
+  std::string ids;
+  for (int i = 0; i < n; ++i) absl::StrAppend(&ids, i == 0 ? "" : ",", 1 + i % 200);
+  return ids;
+}
+
+// Sizes and counts that once wrapped or were taken silently: a context of
+// 2^60 planned as 0 B, -n 2^32-1 wrapped the positions, a budget above the
+// machine, a CPU that does not exist, a prompt past the model's positions.
+TEST_F(ComputedCliTest, ContextBudgetAndCpuFlagsOutsideTheMachineOrTheModelAreRefused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"plan --context -1 " + Model(), "--context"},
+      {"plan --context 1152921504606846976 " + Model(), "not in range 1 to 16777216"},
+      {"logits " + Model() + " --tokens " + LongPrompt(4097),
+       "the prompt reaches position 4097, past the model's 4096 (" + Model() +
+           "/manifest.json: config.max_position_embeddings)"},
+      {"run " + Model() + " --ids 1 -n 4294967295",
+       "the prompt and the tokens to generate need 4294967297 positions"},
+      {"run " + Model() + " --ids 1 -n 1 --cpus 99",
+       "--cpus: CPU 99 is not one this process may run on (allowed: "},
+      {"run " + Model() + " --ids 1 -n 1 --budget 1000T", "budget 1000.00 TiB is above the "},
+  };
+  for (const auto& [args, says] : cases) {
+    auto result = RunBinary("computed", args);
+    EXPECT_NE(result.exit_code, 0) << args;
+    EXPECT_THAT(result.output, HasSubstr(says)) << args;
+  }
+}
+
+// A NaN in the weights (with a matching CRC: a broken converter, not a flipped
+// bit) stops the run naming the layer, instead of sampling token 0 with exit 0.
+TEST_F(ComputedCliTest, ANonFiniteValueStopsTheRunNamingTheLayer) {
+  const fs::path manifest_path = fs::path(Model()) / "manifest.json";
+  nlohmann::ordered_json manifest;
+  std::ifstream(manifest_path) >> manifest;
+  for (auto& tensor : manifest["trunk"]["tensors"]) {
+    if (tensor["name"] != "model.layers.2.input_layernorm.weight") continue;
+    const uint64_t offset = tensor["data"]["offset"], bytes = tensor["data"]["bytes"];
+    std::fstream trunk(fs::path(Model()) / "trunk.bin", std::ios::in | std::ios::out);
+    std::string data(bytes, '\0');
+    trunk.seekg(offset);
+    trunk.read(data.data(), bytes);
+    const float nan = std::nanf("");
+    std::memcpy(data.data() + 4 * 7, &nan, sizeof(nan));
+    trunk.seekp(offset);
+    trunk.write(data.data(), bytes);
+    tensor["crc32c"] = Crc32c(data);
+  }
+  std::ofstream(manifest_path) << manifest.dump();
+  auto result = RunBinary("computed", "logits " + Model() + " --tokens 1,2,3 --greedy 2");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("layer 2's attention computed nan at position 0"));
+}
+
+// A disk that fills during convert: the error names the file that could not
+// be written, and nothing partial is left (the directory convert made, or the
+// files it wrote into one that was there). The disk is a small tmpfs in a
+// mount namespace of the test's own.
+TEST_F(ComputedCliTest, ConvertOntoAFullDiskNamesTheFileAndLeavesNothing) {
+  if (std::system("unshare -m true 2>/dev/null") != 0) {
+    GTEST_SKIP() << "no mount namespace here (unshare -m)";
+  }
+  const fs::path mount = dir_ / "small";
+  fs::create_directories(mount);
+  const std::string computed = warp::testing::BinaryPath("computed");
+  const std::string checkpoint = (warp::testing::SourceDir() / "tests/demo_model/kjv-moe").string();
+  // 3 MiB runs out in trunk.bin; 6 MiB in a bank, after the trunk.
+  for (const char* size : {"3m", "6m"}) {
+    for (bool existing : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(size, existing ? ", into an existing directory" : ""));
+      const std::string script =
+          absl::StrCat("mount -t tmpfs -o size=", size, " tmpfs ", mount.string(), " && ",
+                       existing ? "mkdir " + mount.string() + "/k.warp && " : "", computed,
+                       " --log-level warn convert --quiet ", checkpoint, " ", mount.string(),
+                       "/k.warp; echo \"rc=$?\"; echo left:; ls -A ", mount.string(), " ",
+                       mount.string(), "/k.warp 2>&1");
+      FILE* pipe = ::popen(("unshare -m sh -c '" + script + "' 2>&1").c_str(), "r");
+      ASSERT_NE(pipe, nullptr);
+      std::string out;
+      char buffer[4096];
+      for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
+      ::pclose(pipe);
+      EXPECT_THAT(out, HasSubstr("rc=1")) << out;
+      EXPECT_THAT(out, ::testing::ContainsRegex("k.warp/(trunk|experts-L[0-9]+).bin @[0-9]+: No "
+                                                "space left on device"))
+          << out;
+      const std::string left = out.substr(out.find("left:"));
+      if (existing) {  // the directory stays, empty
+        EXPECT_THAT(left, ::testing::Not(HasSubstr(".bin"))) << out;
+        EXPECT_THAT(left, ::testing::Not(HasSubstr("manifest"))) << out;
+      } else {
+        EXPECT_THAT(left, HasSubstr("No such file or directory")) << out;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -89,6 +89,52 @@ TEST_F(PlannerTest, QwenKvIsKeysAndValuesOfKvHeads) {
   EXPECT_EQ(plan->num_moe_layers, 4u);
 }
 
+// --context 2^60 once planned a KV of 0 B, and -1 was taken as 2^64-1.
+TEST_F(PlannerTest, ContextOutsideTheBoundIsRefused) {
+  EXPECT_THAT(ComputePlan(manifest_, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("context of 0 tokens")));
+  EXPECT_THAT(ComputePlan(manifest_, uint64_t{1} << 60),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not in [1, 16777216]")));
+  WARP_EXPECT_OK(ComputePlan(manifest_, 4097));  // past the positions trained: a warning at Open
+}
+
+// Sizes from a manifest are summed and multiplied without wrapping.
+TEST_F(PlannerTest, SizesThatOverflowAreRefusedNotWrapped) {
+  Manifest huge = manifest_;
+  huge.trunk_bytes = UINT64_MAX - 1000;
+  EXPECT_THAT(ComputePlan(huge, 1000, "m.warp/manifest.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("m.warp/manifest.json: the floor bytes overflow 64 bits")));
+  huge = manifest_;
+  huge.banks[0].record_bytes = uint64_t{1} << 62;
+  EXPECT_THAT(ComputePlan(huge, 1000),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overflow 64 bits")));
+}
+
+// Config errors of a container name its manifest, not a config.json.
+TEST_F(PlannerTest, ConfigErrorsNameTheManifestField) {
+  Manifest bad = manifest_;
+  bad.config["rope_theta"] = 0;
+  EXPECT_THAT(ComputePlan(bad, 10, "m.warp/manifest.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("m.warp/manifest.json: config.rope_theta: 0 is not in (0, ")));
+}
+
+// A config cut to fewer layers than the container holds is refused, not run truncated.
+TEST_F(PlannerTest, ManifestLayersBeyondTheConfigAreRefused) {
+  Manifest cut = manifest_;
+  cut.config["num_hidden_layers"] = 3;
+  EXPECT_THAT(ComputePlan(cut, 10, "m.warp/manifest.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("m.warp/manifest.json: bank of layer 3 is beyond "
+                                 "config.num_hidden_layers 3")));
+  Manifest stray = manifest_;
+  stray.banks.pop_back();
+  stray.config["num_hidden_layers"] = 3;
+  EXPECT_THAT(ComputePlan(stray, 10), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                               HasSubstr("trunk tensor model.layers.3.")));
+}
+
 PlanFigures FakePlan() {
   return PlanFigures{.trunk_bytes = 1 * kGiB,
                      .context_tokens = 100,
@@ -118,6 +164,17 @@ TEST(ResolveBudgetTest, RequestedBelowFloorIsRefusedWithTheFigureNeeded) {
                                  HasSubstr("needs at least 1.10 GiB")));
   EXPECT_THAT(decision, StatusIs(absl::StatusCode::kFailedPrecondition,
                                  HasSubstr("budget 1.00 GiB is below the floor")));
+}
+
+// --budget 1000T on a 64 GiB machine, or above the cgroup's limit, cannot be kept.
+TEST(ResolveBudgetTest, RequestedAboveTheMemoryThatBindsIsRefused) {
+  EXPECT_THAT(ResolveBudget(FakePlan(), 1000 * 1024 * kGiB, Available(32 * kGiB)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("budget 1000.00 TiB is above the 64.00 GiB of this machine")));
+  EXPECT_THAT(ResolveBudget(FakePlan(), 20 * kGiB, InCgroup(32 * kGiB, 16 * kGiB, 0)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("above the 16.00 GiB of the cgroup limit in "
+                                 "/sys/fs/cgroup/app/memory.max")));
 }
 
 TEST(ResolveBudgetTest, RequestedBudgetIsTakenAsIs) {

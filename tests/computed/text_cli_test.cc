@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -222,15 +221,6 @@ TEST_F(TextCliTest, ChatNamesWhatTheContainerLacks) {
   EXPECT_THAT(chat.output(), HasSubstr("the chat template rendered an empty prompt"));
 }
 
-TEST_F(TextCliTest, ChatRefusesATurnThatDoesNotFitTheContext) {
-  warp::testing::InteractiveProcess chat(
-      "computed", {"--log-level", "warn", "chat", Model(), "--context", "64", "-n", "60"});
-  chat.Write("In the beginning God created the heaven and the earth.\n");
-  chat.CloseStdin();
-  EXPECT_EQ(chat.Wait(), 1);
-  EXPECT_THAT(chat.output(), HasSubstr("for the reply; the context holds 64 (--context)"));
-}
-
 // Invariant: the engine's greedy continuation is the PyTorch reference's,
 // with most experts streaming from disk (a budget near the floor).
 TEST_F(TextCliTest, GreedyContinuationEqualsTheReference) {
@@ -297,13 +287,44 @@ TEST_F(TextCliTest, ChatKeepsTheHistoryInTheKvCache) {
   EXPECT_EQ(replies[1], Decode(Printed(fresh.output)));
 }
 
-TEST_F(TextCliTest, CtrlCStopsAReplyAndTheChatGoesOn) {
+// A line of invalid UTF-8, or one the context cannot hold, is refused alone:
+// the next turn is answered as if it had never been typed.
+TEST_F(TextCliTest, ARefusedTurnDoesNotEndTheChat) {
+  std::string too_long;
+  for (int i = 0; i < 15; ++i) too_long += "And the evening and the morning were the day. ";
   warp::testing::InteractiveProcess chat("computed", {"--log-level", "warn", "chat", Model(), "-n",
-                                                      "3000", "--context", "4096", "--ignore-eos"});
+                                                      "8", "--context", "128", "--ignore-eos"});
+  ASSERT_TRUE(chat.started());
+  chat.Write("In the \xff beginning\n");
+  chat.Write(too_long + "\n");
+  chat.Write("In the beginning\n");
+  chat.CloseStdin();
+  ASSERT_EQ(chat.Wait(), 0) << chat.output();
+  const std::string& out = chat.output();
+  EXPECT_THAT(out, HasSubstr("chat: that line: invalid UTF-8 at byte offset 7 (byte 0xff); it "
+                             "was not sent"));
+  EXPECT_THAT(out, HasSubstr("for the reply; the context holds 128 (--context); that turn was "
+                             "not sent"));
+  // The one turn taken is answered as a fresh run of it alone would be.
+  const size_t stats = out.find("[8 tokens");
+  ASSERT_NE(stats, std::string::npos) << out;
+  const size_t reply_start = out.rfind("not sent", stats);
+  const std::string reply =
+      out.substr(out.find('\n', reply_start) + 1, stats - out.find('\n', reply_start) - 2);
+  const std::string rendered = Render(R"([{"role": "user", "content": "In the beginning"}])");
+  auto fresh = RunBinary("computed", "--log-level warn run " + Model() + " --ids " +
+                                         Tokenize(rendered) + " -n 8 --ignore-eos");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
+  EXPECT_EQ(reply, Decode(Printed(fresh.output)));
+}
+
+TEST_F(TextCliTest, CtrlCStopsAReplyAndTheChatGoesOn) {
+  // The longest reply the model's 512 positions hold; interrupted once it has begun.
+  warp::testing::InteractiveProcess chat("computed", {"--log-level", "warn", "chat", Model(), "-n",
+                                                      "480", "--context", "512", "--ignore-eos"});
   ASSERT_TRUE(chat.started());
   chat.Write("In the beginning\n");
-  ASSERT_TRUE(chat.WaitForOutput("chat:", std::chrono::seconds(60))) << chat.output();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(chat.WaitForOutputPast("Ctrl-D quits\n", std::chrono::seconds(60))) << chat.output();
   chat.Signal(SIGINT);
   ASSERT_TRUE(chat.WaitForOutput("stopped by Ctrl-C", std::chrono::seconds(60))) << chat.output();
   chat.CloseStdin();

@@ -135,9 +135,13 @@ TEST_F(ServeTest, NoModelIsAnError) {
 }
 
 TEST_F(ServeTest, MalformedShardExitsOneSayingWhatIsExpected) {
-  const CommandResult result = RunExpertd(ServeArgs("--shard 1"));
-  EXPECT_EQ(result.exit_code, 1) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("--shard 1: expected I/N, e.g. 0/2"));
+  for (const std::string shard : {"1", "0/0", "2/2"}) {  // 0/0 once served unsharded
+    SCOPED_TRACE(shard);
+    const CommandResult result = RunExpertd(ServeArgs("--shard " + shard));
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_THAT(result.output,
+                HasSubstr("--shard " + shard + ": expected I/N with 0 <= I < N, e.g. 0/2"));
+  }
 }
 
 TEST_F(ServeTest, BadListenSpecExitsOneSayingWhatIsExpected) {

@@ -332,7 +332,7 @@ KIMI_K3_TEXT = {
     "linear_attn_config": {"full_attn_layers": [3, 5], "gate_lower_bound": -5.0, "head_dim": 16,
                            "kda_layers": [1, 2, 4], "num_heads": 4, "short_conv_kernel_size": 4,
                            "use_full_rank_gate": True},
-    "max_position_embeddings": 64,
+    "max_position_embeddings": 4096,  # NoPE MLA and KDA: a label; chat tests need > 64
     "mla_use_nope": True,
     "mla_use_output_gate": True,
     "model_type": "kimi_linear",

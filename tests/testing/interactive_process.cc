@@ -79,6 +79,21 @@ bool InteractiveProcess::WaitForOutput(const std::string& needle, std::chrono::s
   return true;
 }
 
+bool InteractiveProcess::WaitForOutputPast(const std::string& needle,
+                                           std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto past = [&] {
+    const size_t at = output_.find(needle);
+    return at != std::string::npos && output_.size() > at + needle.size();
+  };
+  while (!past()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !ReadSome(static_cast<int>(left.count()))) return past();
+  }
+  return true;
+}
+
 int InteractiveProcess::Wait() {
   while (ReadSome(60'000)) {
   }

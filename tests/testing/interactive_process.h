@@ -26,6 +26,8 @@ class InteractiveProcess {
   // Reads until the output so far contains `needle`; false on timeout or EOF.
   bool WaitForOutput(const std::string& needle, std::chrono::seconds timeout);
   // Reads to EOF and reaps the process; returns its exit code (-1 if killed).
+  // Until something follows `needle` in the output.
+  bool WaitForOutputPast(const std::string& needle, std::chrono::seconds timeout);
   int Wait();
   const std::string& output() const { return output_; }
 

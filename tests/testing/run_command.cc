@@ -7,13 +7,16 @@
 
 namespace warp::testing {
 
+std::string BinaryPath(const std::string& binary) {
+  const char* bin_dir = std::getenv("WARP_BIN_DIR");
+  return std::string(bin_dir ? bin_dir : WARP_TEST_BIN_DIR) + "/" + binary;
+}
+
 CommandResult RunBinary(const std::string& binary, const std::string& args,
                         int kill_after_seconds) {
-  const char* bin_dir = std::getenv("WARP_BIN_DIR");
   const std::string timeout =
       kill_after_seconds > 0 ? "timeout -s KILL " + std::to_string(kill_after_seconds) + " " : "";
-  const std::string command = timeout + std::string(bin_dir ? bin_dir : WARP_TEST_BIN_DIR) + "/" +
-                              binary + " " + args + " 2>&1 </dev/null";
+  const std::string command = timeout + BinaryPath(binary) + " " + args + " 2>&1 </dev/null";
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;

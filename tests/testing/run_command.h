@@ -19,4 +19,7 @@ struct CommandResult {
 CommandResult RunBinary(const std::string& binary, const std::string& args,
                         int kill_after_seconds = 0);
 
+// The path RunBinary runs `binary` from.
+std::string BinaryPath(const std::string& binary);
+
 }  // namespace warp::testing

@@ -1,0 +1,130 @@
+#include "common/format/manifest_checks.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/format/bank_format.h"
+#include "common/status.h"
+
+namespace warp {
+namespace {
+
+// Checks that `extent` is aligned, sized for the tensor, inside [begin, limit),
+// and returns its end.
+absl::StatusOr<uint64_t> CheckExtent(const Extent& extent, uint64_t expected_bytes,
+                                     uint64_t alignment, uint64_t begin, uint64_t limit,
+                                     std::string_view what) {
+  if (extent.offset % alignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": offset ", extent.offset,
+                                                   " is not a multiple of ", alignment));
+  }
+  if (extent.bytes != expected_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": ", extent.bytes,
+                                                   " bytes, but its format and shape need ",
+                                                   expected_bytes));
+  }
+  if (extent.offset < begin) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": offset ", extent.offset,
+                                                   " overlaps the previous tensor (ends at ", begin,
+                                                   ")"));
+  }
+  if (extent.bytes > limit || extent.offset > limit - extent.bytes) {  // no overflow
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": extent [", extent.offset,
+                                                   ", ", extent.offset + extent.bytes,
+                                                   ") runs past the end at ", limit));
+  }
+  return extent.offset + extent.bytes;
+}
+
+// Checks the tensors of a trunk or a record: sizes from format and shape,
+// alignment, increasing non-overlapping extents inside `limit` bytes.
+absl::Status CheckTensors(const std::vector<TensorEntry>& tensors, uint64_t alignment,
+                          uint64_t limit, std::string_view where) {
+  uint64_t end = 0;
+  for (const TensorEntry& tensor : tensors) {
+    const std::string what = absl::StrCat(std::string(where), " tensor ", tensor.name);
+    WARP_ASSIGN_OR_RETURN(end, CheckExtent(tensor.data, DataBytes(tensor.format, tensor.shape),
+                                           alignment, end, limit, what + " data"));
+    if (tensor.scale) {
+      WARP_ASSIGN_OR_RETURN(end, CheckExtent(*tensor.scale, ScaleBytes(tensor.format, tensor.shape),
+                                             alignment, end, limit, what + " scale"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>& shard_map) {
+  const std::string where = absl::StrCat("bank of layer ", bank.layer);
+  if (bank.num_experts > kMaxExpertsPerBank) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": num_experts ", bank.num_experts,
+                                                   " is above the format's ", kMaxExpertsPerBank));
+  }
+  if (bank.record_bytes > kMaxRecordBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": record_bytes ", bank.record_bytes,
+                                                   " is above the format's ", kMaxRecordBytes));
+  }
+  if (bank.record_bytes == 0 || bank.record_bytes % kBankAlignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": record_bytes ", bank.record_bytes,
+                                                   " is not a positive multiple of ",
+                                                   kBankAlignment));
+  }
+  if (bank.payload_bytes > bank.record_bytes - kRecordFooterBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": payload_bytes ", bank.payload_bytes, " leaves no room for the ",
+                     kRecordFooterBytes, "-byte footer in record_bytes ", bank.record_bytes));
+  }
+  WARP_RETURN_IF_ERROR(CheckPlainFileName(bank.file, where));
+  if (shard_map && shard_map->owner.size() < bank.num_experts) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": shard_map.owner names ",
+                                                   shard_map->owner.size(), " experts, the bank ",
+                                                   bank.num_experts));
+  }
+  return CheckTensors(bank.matrices, kSubTensorAlignment, bank.payload_bytes, where);
+}
+
+}  // namespace
+
+absl::Status CheckPlainFileName(const std::string& name, const std::string& where) {
+  if (name.empty() || name.find('/') != std::string::npos || name == ".." || name == ".") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": file \"", name, "\" must be a plain file name"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckManifest(const Manifest& manifest) {
+  if (manifest.trunk_bytes > kMaxTrunkBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("trunk.bytes ", manifest.trunk_bytes,
+                                                   " is above the format's ", kMaxTrunkBytes));
+  }
+  WARP_RETURN_IF_ERROR(CheckTensors(manifest.trunk, kBankAlignment, manifest.trunk_bytes, "trunk"));
+  for (const TensorEntry& tensor : manifest.trunk) {
+    if (!tensor.crc32c) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trunk tensor ", tensor.name,
+                       ": crc32c: missing (required in format version ", kFormatVersion, ")"));
+    }
+  }
+  for (size_t i = 0; i < manifest.banks.size(); ++i) {
+    if (i > 0 && manifest.banks[i].layer <= manifest.banks[i - 1].layer) {
+      return absl::InvalidArgumentError(absl::StrCat("banks[", i, "]: layer ",
+                                                     manifest.banks[i].layer,
+                                                     " is not above the previous bank's layer"));
+    }
+    WARP_RETURN_IF_ERROR(CheckBankEntry(manifest.banks[i], manifest.shard_map));
+  }
+  if (manifest.tokenizer) {
+    for (size_t i = 0; i < manifest.tokenizer->files.size(); ++i) {
+      WARP_RETURN_IF_ERROR(CheckPlainFileName(manifest.tokenizer->files[i],
+                                              absl::StrCat("tokenizer.files[", i, "]")));
+    }
+    if (!manifest.tokenizer->chat_template.empty()) {
+      WARP_RETURN_IF_ERROR(
+          CheckPlainFileName(manifest.tokenizer->chat_template, "tokenizer.chat_template"));
+    }
+  }
+  if (manifest.codebooks_file) {
+    WARP_RETURN_IF_ERROR(CheckPlainFileName(*manifest.codebooks_file, "codebooks"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace warp

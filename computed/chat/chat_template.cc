@@ -1,7 +1,9 @@
 #include "computed/chat/chat_template.h"
 
+#include <iterator>
 #include <optional>
 #include <system_error>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/io/file.h"
@@ -14,9 +16,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// transformers' SPECIAL_TOKENS_ATTRIBUTES that are single tokens.
+// transformers' SPECIAL_TOKENS_ATTRIBUTES: single tokens, then the one list
+// (apply_chat_template passes special_tokens_map, which holds those that are set).
 constexpr std::string_view kSpecialTokenKeys[] = {
     "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"};
+constexpr std::string_view kAdditionalSpecialTokens = "additional_special_tokens";
 
 // A token entry is a string or an AddedToken object {"content": ...}; null means unset.
 absl::StatusOr<std::optional<std::string>> TokenString(const nlohmann::json& entry,
@@ -33,18 +37,28 @@ absl::StatusOr<std::optional<std::string>> TokenString(const nlohmann::json& ent
           entry.type_name()));
 }
 
-// {"bos_token": "<s>", ...} from a tokenizer config or a special-token map.
-absl::StatusOr<nlohmann::json> CollectSpecialTokens(const nlohmann::json& config,
-                                                    std::string_view origin) {
-  nlohmann::json tokens = nlohmann::json::object();
-  for (std::string_view key : kSpecialTokenKeys) {
-    auto it = config.find(key);
-    if (it == config.end()) continue;
+// additional_special_tokens: a list of token entries, passed as a list of strings.
+absl::StatusOr<nlohmann::json> TokenList(const nlohmann::json& entry, std::string_view where) {
+  if (!entry.is_array()) {
+    return absl::InvalidArgumentError(Cat(where, ": expected a list, got ", entry.type_name()));
+  }
+  nlohmann::json tokens = nlohmann::json::array();
+  for (size_t i = 0; i < entry.size(); ++i) {
     WARP_ASSIGN_OR_RETURN(std::optional<std::string> token,
-                          TokenString(*it, Cat(origin, ": ", key)));
-    if (token.has_value()) tokens[std::string(key)] = *token;
+                          TokenString(entry[i], Cat(where, "[", i, "]")));
+    if (token.has_value()) tokens.push_back(*token);
   }
   return tokens;
+}
+
+// One special-token variable: a list for additional_special_tokens, else a
+// string; null when unset.
+absl::StatusOr<nlohmann::json> TokenValue(std::string_view key, const nlohmann::json& entry,
+                                          std::string_view where) {
+  if (key == kAdditionalSpecialTokens) return TokenList(entry, where);
+  WARP_ASSIGN_OR_RETURN(std::optional<std::string> token, TokenString(entry, where));
+  if (!token.has_value()) return nlohmann::json();
+  return nlohmann::json(*token);
 }
 
 // "chat_template": a string, or [{"name", "template"}, ...] with a "default".
@@ -72,6 +86,21 @@ absl::StatusOr<std::string> SelectTemplate(const nlohmann::json& entry, const st
 
 }  // namespace
 
+absl::StatusOr<nlohmann::json> ChatTemplate::SpecialTokensOf(const nlohmann::json& config,
+                                                             std::string_view origin) {
+  nlohmann::json tokens = nlohmann::json::object();
+  if (!config.is_object()) return tokens;
+  std::vector<std::string_view> keys(std::begin(kSpecialTokenKeys), std::end(kSpecialTokenKeys));
+  keys.push_back(kAdditionalSpecialTokens);
+  for (std::string_view key : keys) {
+    auto it = config.find(key);
+    if (it == config.end()) continue;
+    WARP_ASSIGN_OR_RETURN(nlohmann::json value, TokenValue(key, *it, Cat(origin, ": ", key)));
+    if (!value.is_null()) tokens[std::string(key)] = std::move(value);
+  }
+  return tokens;
+}
+
 absl::StatusOr<ChatTemplate> ChatTemplate::Load(const fs::path& tokenizer_config_json) {
   const std::string path = tokenizer_config_json.string();
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(tokenizer_config_json));
@@ -83,7 +112,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Load(const fs::path& tokenizer_config
     return absl::InvalidArgumentError(Cat(path, ": invalid JSON: ", error.what()));
   }
   if (!config.is_object()) return absl::InvalidArgumentError(Cat(path, ": expected a JSON object"));
-  WARP_ASSIGN_OR_RETURN(nlohmann::json tokens, CollectSpecialTokens(config, path));
+  WARP_ASSIGN_OR_RETURN(nlohmann::json tokens, SpecialTokensOf(config, path));
   // Releases saved by newer transformers keep the template in its own file,
   // which then wins over the config (as when transformers loads it, and as
   // `computed convert` picks it).
@@ -113,17 +142,22 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromSource(std::string source, std::s
   }
   nlohmann::json tokens = nlohmann::json::object();
   for (auto it = special_tokens.begin(); it != special_tokens.end(); ++it) {
-    WARP_ASSIGN_OR_RETURN(std::optional<std::string> token,
-                          TokenString(it.value(), Cat(origin, ": special token ", it.key())));
-    if (token.has_value()) tokens[it.key()] = *token;
+    WARP_ASSIGN_OR_RETURN(
+        nlohmann::json value,
+        TokenValue(it.key(), it.value(), Cat(origin, ": special token ", it.key())));
+    if (!value.is_null()) tokens[it.key()] = std::move(value);
   }
   WARP_ASSIGN_OR_RETURN(JinjaTemplate jinja, JinjaTemplate::Parse(source, std::move(origin)));
   return ChatTemplate(std::move(jinja), std::move(tokens));
 }
 
-nlohmann::json ChatTemplate::MakeContext(const nlohmann::json& messages, bool add_generation_prompt,
-                                         const nlohmann::json& extra_context) const {
-  nlohmann::json context = special_tokens_;
+namespace {
+
+// The render context of the file comment, for either key ordering.
+template <typename Json>
+Json MakeContextOf(const nlohmann::json& special_tokens, const Json& messages,
+                   bool add_generation_prompt, const Json& extra_context) {
+  Json context = special_tokens;
   context["messages"] = messages;
   context["add_generation_prompt"] = add_generation_prompt;
   context["tools"] = nullptr;
@@ -135,6 +169,27 @@ nlohmann::json ChatTemplate::MakeContext(const nlohmann::json& messages, bool ad
   return context;
 }
 
+template <typename Json>
+absl::Status CheckRenderArguments(const JinjaTemplate& jinja, const Json& messages,
+                                  const Json& extra_context) {
+  if (!messages.is_array()) {
+    return absl::InvalidArgumentError(
+        Cat(jinja.origin(), ": messages must be a JSON array, got ", messages.type_name()));
+  }
+  if (!extra_context.is_object()) {
+    return absl::InvalidArgumentError(
+        Cat(jinja.origin(), ": the extra context must be a JSON object"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+nlohmann::json ChatTemplate::MakeContext(const nlohmann::json& messages, bool add_generation_prompt,
+                                         const nlohmann::json& extra_context) const {
+  return MakeContextOf(special_tokens_, messages, add_generation_prompt, extra_context);
+}
+
 absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages,
                                                  bool add_generation_prompt) const {
   return Render(messages, add_generation_prompt, nlohmann::json::object());
@@ -143,15 +198,16 @@ absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages,
 absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::json& messages,
                                                  bool add_generation_prompt,
                                                  const nlohmann::json& extra_context) const {
-  if (!messages.is_array()) {
-    return absl::InvalidArgumentError(
-        Cat(template_.origin(), ": messages must be a JSON array, got ", messages.type_name()));
-  }
-  if (!extra_context.is_object()) {
-    return absl::InvalidArgumentError(
-        Cat(template_.origin(), ": the extra context must be a JSON object"));
-  }
+  WARP_RETURN_IF_ERROR(CheckRenderArguments(template_, messages, extra_context));
   return template_.Render(MakeContext(messages, add_generation_prompt, extra_context));
+}
+
+absl::StatusOr<std::string> ChatTemplate::RenderOrdered(
+    const nlohmann::ordered_json& messages, bool add_generation_prompt,
+    const nlohmann::ordered_json& extra_context) const {
+  WARP_RETURN_IF_ERROR(CheckRenderArguments(template_, messages, extra_context));
+  return template_.RenderOrdered(
+      MakeContextOf(special_tokens_, messages, add_generation_prompt, extra_context));
 }
 
 }  // namespace warp::chat

@@ -89,6 +89,58 @@ TEST_F(ChatTemplateTest, ContextIsWhatTransformersPasses) {
                            {"documents", nullptr}, {"bos_token", "<s>"}, {"enable_thinking", false}}));
 }
 
+// transformers passes special_tokens_map: the single tokens that are set, and
+// additional_special_tokens as a list of strings.
+TEST_F(ChatTemplateTest, SpecialTokensAreTransformersSpecialTokensMap) {
+  const json config = {{"bos_token", nullptr},
+                       {"eos_token", "<|im_end|>"},
+                       {"sep_token", {{"content", "<sep>"}}},
+                       {"cls_token", "<cls>"},
+                       {"mask_token", "<mask>"},
+                       {"additional_special_tokens", {"<a>", {{"content", "<b>"}}}},
+                       {"model_max_length", 8}};
+  absl::StatusOr<json> tokens = ChatTemplate::SpecialTokensOf(config, "c.json");
+  WARP_ASSERT_OK(tokens);
+  EXPECT_EQ(*tokens, json({{"eos_token", "<|im_end|>"},
+                           {"sep_token", "<sep>"},
+                           {"cls_token", "<cls>"},
+                           {"mask_token", "<mask>"},
+                           {"additional_special_tokens", {"<a>", "<b>"}}}));
+  absl::StatusOr<ChatTemplate> tmpl = ChatTemplate::Load(
+      WriteConfig({{"chat_template", "{{ additional_special_tokens | join(',') }}|{{ sep_token }}"},
+                   {"additional_special_tokens", {"<a>", "<b>"}},
+                   {"sep_token", "<sep>"}}));
+  WARP_ASSERT_OK(tmpl);
+  EXPECT_EQ(*tmpl->Render(kUser, false), "<a>,<b>|<sep>");
+  EXPECT_THAT(
+      ChatTemplate::SpecialTokensOf({{"additional_special_tokens", "<a>"}}, "c.json"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("c.json: additional_special_tokens: expected a list, got string")));
+  EXPECT_THAT(ChatTemplate::SpecialTokensOf({{"additional_special_tokens", {1}}}, "c.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("c.json: additional_special_tokens[0]: expected a string")));
+  EXPECT_THAT(ChatTemplate::FromSource("x", "t.jinja", {{"additional_special_tokens", 3}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected a list")));
+}
+
+// Tool definitions reach tojson in the order they were written, as the dicts
+// transformers is given do (Render's nlohmann::json would sort them).
+TEST_F(ChatTemplateTest, RenderOrderedKeepsTheKeyOrderOfTools) {
+  absl::StatusOr<ChatTemplate> tmpl =
+      ChatTemplate::FromSource("{{ tools | tojson }}|{{ messages[0] | tojson }}|{{ bos_token }}",
+                               "t.jinja", {{"bos_token", "<s>"}});
+  WARP_ASSERT_OK(tmpl);
+  const auto tools = nlohmann::ordered_json::parse(
+      R"({"tools": [{"type": "function", "function": {"name": "f", "description": "d"}}]})");
+  const auto messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
+  EXPECT_EQ(*tmpl->RenderOrdered(messages, false, tools),
+            R"([{"type": "function", "function": {"name": "f", "description": "d"}}]|)"
+            R"({"role": "user", "content": "hi"}|<s>)");
+  EXPECT_THAT(
+      tmpl->RenderOrdered(nlohmann::ordered_json::object(), false, tools),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("messages must be a JSON array")));
+}
+
 TEST_F(ChatTemplateTest, ExtraContextOverridesAndBadInputsFail) {
   absl::StatusOr<ChatTemplate> tmpl = ChatTemplate::FromSource("{{ tools | length }}", "t.jinja", json::object());
   WARP_ASSERT_OK(tmpl);

@@ -226,6 +226,50 @@ TEST_F(FamilyTest, RandomConversationsMatchTheReference) {
   EXPECT_GT(rendered_ok, 200);
 }
 
+// Qwen3's template with tools given as `computed template --tools` passes
+// them: in their file's key order (RenderOrdered), over the real release's
+// special tokens, with the thinking switch as a template kwarg.
+TEST_F(FamilyTest, Qwen3ToolsInFileOrderMatchTheReference) {
+  ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
+  const ChatTemplate& tmpl = templates_->at("qwen3");
+  const auto tools = nlohmann::ordered_json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time", "description": "Local time, ISO 8601.",
+      "parameters": {"type": "object", "properties": {}}}}])");
+  const auto messages = nlohmann::ordered_json::parse(R"([
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [{"type": "function",
+      "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+    {"role": "tool", "content": "{\"temperature\": 21}"},
+    {"role": "user", "content": "And the time?"}])");
+  std::vector<ReferenceCase> cases;
+  std::vector<nlohmann::ordered_json> extras;
+  for (bool thinking : {true, false}) {
+    nlohmann::ordered_json extra = {{"tools", tools}, {"enable_thinking", thinking}};
+    nlohmann::ordered_json context = tmpl.special_tokens();
+    context["messages"] = messages;
+    context["add_generation_prompt"] = true;
+    context["documents"] = nullptr;
+    for (auto it = extra.begin(); it != extra.end(); ++it) context[it.key()] = it.value();
+    cases.push_back({tmpl.source(), context});
+    extras.push_back(extra);
+  }
+  absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithReference(cases);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE((*results)[i].ok) << (*results)[i].error;
+    absl::StatusOr<std::string> out = tmpl.RenderOrdered(messages, true, extras[i]);
+    WARP_ASSERT_OK(out);
+    EXPECT_EQ(testing::Visible(*out), testing::Visible((*results)[i].output));
+    EXPECT_NE(out->find(R"({"type": "function", "function": {"name": "get_weather", )"
+                        R"("description": "Weather in a city.")"),
+              std::string::npos)
+        << *out;
+  }
+}
+
 // Known renderings, so that a bug shared with the reference would still show.
 TEST_F(FamilyTest, Qwen3SingleTurnIsTheChatMlPrompt) {
   ASSERT_TRUE(setup_error_->empty()) << *setup_error_;

@@ -17,7 +17,7 @@ absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vect
   const fs::path source = warp::testing::SourceDir();
   absl::StatusOr<fs::path> node_modules = warp::testing::NodeModulesDir("@huggingface/jinja");
   if (!node_modules.ok()) return node_modules.status();
-  nlohmann::json batch = nlohmann::json::array();
+  nlohmann::ordered_json batch = nlohmann::ordered_json::array();
   for (const ReferenceCase& c : cases) batch.push_back({{"template", c.template_source}, {"context", c.context}});
   std::string pattern = (fs::temp_directory_path() / "warp_chat_XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) return absl::InternalError("mkdtemp failed");

@@ -17,7 +17,7 @@ namespace warp::chat::testing {
 
 struct ReferenceCase {
   std::string template_source;
-  nlohmann::json context;  // a JSON object
+  nlohmann::ordered_json context;  // a JSON object, passed in its key order
 };
 
 struct ReferenceResult {

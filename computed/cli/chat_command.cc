@@ -1,4 +1,5 @@
-// computed chat MODEL.warp [--system TEXT] [-n N] [--context N] [sampling] [engine options]
+// computed chat MODEL.warp [--system TEXT] [-n N] [--context N] [template options] [sampling]
+//               [engine options]
 // An interactive session: one line per user turn, the reply streams as it is
 // generated, the history stays in the KV cache. Ctrl-C stops a reply (or
 // clears the line being typed); Ctrl-D quits.
@@ -21,6 +22,7 @@
 #include "computed/cli/interrupt.h"
 #include "computed/cli/model_text.h"
 #include "computed/cli/session_flags.h"
+#include "computed/cli/template_flags.h"
 #include "computed/text/utf8.h"
 
 namespace warp::computed {
@@ -33,6 +35,7 @@ struct ChatFlags {
   uint32_t context = 0;  // 0: the model's trained context, at most kDefaultContext
   bool ignore_eos = false;
   SamplerOptions sampling;
+  TemplateFlags template_flags;
 };
 
 // KV positions when --context is not given: a chat, not a book.
@@ -96,9 +99,13 @@ absl::StatusOr<std::string> Reply(Session& session, Conversation& conversation,
 absl::Status Run(const ChatFlags& flags) {
   auto text = LoadModelText(flags.session.model);
   if (!text.ok()) return text.status();
+  auto template_context = ApplyTemplateFlags(flags.template_flags, *text);
+  if (!template_context.ok()) return template_context.status();
   if (!text->chat_template) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        flags.session.model, ": the model has no chat template; use computed run --raw"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(flags.session.model,
+                     ": the model has no chat template; use computed run --raw, or give one "
+                     "with --chat-template FILE"));
   }
   uint32_t context = flags.context;
   if (context == 0) {
@@ -109,7 +116,7 @@ absl::Status Run(const ChatFlags& flags) {
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();
-  Conversation conversation(**session, *text);
+  Conversation conversation(**session, *text, *std::move(template_context));
   if (!flags.system.empty()) conversation.Add("system", flags.system);
   Sampler sampler(flags.sampling);
   InterruptScope interrupts;
@@ -157,6 +164,7 @@ CommandRunner AddChatCommand(CLI::App& app) {
       app.add_subcommand("chat", "Talk with a model; the history stays in the KV cache");
   AddSessionFlags(cmd, flags->session);
   cmd->add_option("--system", flags->system, "A system message to start the conversation");
+  AddTemplateFlags(cmd, flags->template_flags);
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Longest reply, in tokens")
       ->capture_default_str();
   cmd->add_option("--context", flags->context,

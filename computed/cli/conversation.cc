@@ -9,8 +9,9 @@
 
 namespace warp::computed {
 
-Conversation::Conversation(Session& session, const ModelText& text)
-    : session_(session), text_(text) {
+Conversation::Conversation(Session& session, const ModelText& text,
+                           nlohmann::ordered_json template_context)
+    : session_(session), text_(text), template_context_(std::move(template_context)) {
   WARP_CHECK(text_.chat_template.has_value());
 }
 
@@ -24,7 +25,8 @@ void Conversation::RemoveLast() {
 
 absl::StatusOr<std::vector<float>> Conversation::Prepare(uint32_t reserve) {
   WARP_ASSIGN_OR_RETURN(std::string prompt,
-                        text_.chat_template->Render(messages_, /*add_generation_prompt=*/true));
+                        text_.chat_template->RenderOrdered(
+                            messages_, /*add_generation_prompt=*/true, template_context_));
   WARP_ASSIGN_OR_RETURN(std::vector<int32_t> ids, text_.tokenizer->Encode(prompt));
   if (ids.empty()) return absl::InvalidArgumentError("the chat template rendered an empty prompt");
   if (session_.trained_positions() > 0 && ids.size() > session_.trained_positions()) {

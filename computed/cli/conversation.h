@@ -21,7 +21,9 @@ namespace warp::computed {
 class Conversation {
  public:
   // `text` must have a chat template; both must outlive the conversation.
-  Conversation(Session& session, const ModelText& text);
+  // `template_context` (tools, template kwargs) is passed to every render.
+  Conversation(Session& session, const ModelText& text,
+               nlohmann::ordered_json template_context = nlohmann::ordered_json::object());
 
   void Add(std::string role, std::string content);
   // Takes back the last message (a turn that was refused before any of it
@@ -43,7 +45,8 @@ class Conversation {
  private:
   Session& session_;
   const ModelText& text_;
-  nlohmann::json messages_ = nlohmann::json::array();
+  const nlohmann::ordered_json template_context_;
+  nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::vector<int32_t> in_cache_;  // the ids at KV positions 0 .. size-1
   uint32_t reused_ = 0;
   uint32_t new_ = 0;

@@ -41,18 +41,12 @@ void AddStopIds(const json& config, std::set<int32_t>& ids) {
   }
 }
 
-// The special-token strings a template refers to (bos_token, eos_token, ...).
+// The special-token variables a template refers to (bos_token, eos_token, ...),
+// as transformers passes them; none without a tokenizer_config.json.
 absl::StatusOr<json> SpecialTokens(const fs::path& tokenizer_config) {
-  json tokens = json::object();
-  if (!fs::exists(tokenizer_config)) return tokens;
+  if (!fs::exists(tokenizer_config)) return json::object();
   WARP_ASSIGN_OR_RETURN(json config, ReadJson(tokenizer_config));
-  for (const char* name : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
-    auto it = config.find(name);
-    if (it == config.end()) continue;
-    if (it->is_string()) tokens[name] = *it;
-    if (it->is_object() && it->contains("content")) tokens[name] = (*it)["content"];
-  }
-  return tokens;
+  return chat::ChatTemplate::SpecialTokensOf(config, tokenizer_config.string());
 }
 
 absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
@@ -83,15 +77,16 @@ absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
                                             ": the manifest names no tokenizer.json or "
                                             "tiktoken.model among its tokenizer files"));
   }
+  WARP_ASSIGN_OR_RETURN(const fs::path tokenizer_config,
+                        container.ContainedFile("tokenizer_config.json"));
+  WARP_ASSIGN_OR_RETURN(text.special_tokens, SpecialTokens(tokenizer_config));
   if (!manifest.tokenizer->chat_template.empty()) {
     WARP_ASSIGN_OR_RETURN(const fs::path source_path,
                           container.ContainedFile(manifest.tokenizer->chat_template));
     WARP_ASSIGN_OR_RETURN(std::string source, ReadFileToString(source_path));
-    WARP_ASSIGN_OR_RETURN(const fs::path config, container.ContainedFile("tokenizer_config.json"));
-    WARP_ASSIGN_OR_RETURN(json special, SpecialTokens(config));
     WARP_ASSIGN_OR_RETURN(text.chat_template,
                           chat::ChatTemplate::FromSource(std::move(source), source_path.string(),
-                                                         std::move(special)));
+                                                         text.special_tokens));
   }
   if (fs::exists(dir / "generation_config.json")) {
     WARP_ASSIGN_OR_RETURN(const fs::path generation_path,
@@ -112,8 +107,11 @@ absl::StatusOr<ModelText> LoadFromTokenizerFile(const fs::path& path,
   if (fs::exists(config)) {
     absl::StatusOr<chat::ChatTemplate> chat_template = chat::ChatTemplate::Load(config);
     if (chat_template.ok()) {
+      text.special_tokens = chat_template->special_tokens();
       text.chat_template = *std::move(chat_template);
-    } else if (!absl::IsNotFound(chat_template.status())) {
+    } else if (absl::IsNotFound(chat_template.status())) {
+      WARP_ASSIGN_OR_RETURN(text.special_tokens, SpecialTokens(config));
+    } else {
       return chat_template.status();
     }
   }

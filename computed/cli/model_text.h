@@ -15,6 +15,7 @@
 #include "common/format/container.h"
 #include "computed/chat/chat_template.h"
 #include "computed/text/tokenizer.h"
+#include "nlohmann/json.hpp"
 
 namespace warp::computed {
 
@@ -22,6 +23,9 @@ namespace warp::computed {
 struct ModelText {
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::optional<chat::ChatTemplate> chat_template;  // absent when the release has none
+  // The template's special-token variables from tokenizer_config.json
+  // (ChatTemplate::SpecialTokensOf), kept for a --chat-template that replaces it.
+  nlohmann::json special_tokens = nlohmann::json::object();
   std::set<int32_t> stop_ids;  // eos_token_id of config.json and generation_config.json
   uint32_t max_positions = 0;  // config.json max_position_embeddings; 0 when unknown
 };

@@ -1,4 +1,5 @@
-// computed run MODEL.warp "PROMPT" [-n N] [--raw] [--system TEXT] [sampling] [engine options]
+// computed run MODEL.warp "PROMPT" [-n N] [--raw] [--system TEXT] [template options]
+//              [sampling] [engine options]
 // Generates a continuation, streams it as text, and ends with one stats line.
 // The prompt goes through the model's chat template unless --raw; a model
 // without a tokenizer (or --ids) takes and prints token ids ("1,2,3").
@@ -13,6 +14,7 @@
 #include "computed/cli/generation.h"
 #include "computed/cli/model_text.h"
 #include "computed/cli/session_flags.h"
+#include "computed/cli/template_flags.h"
 #include "computed/cli/token_ids.h"
 
 namespace warp::computed {
@@ -28,38 +30,66 @@ struct RunFlags {
   bool ids = false;
   bool ignore_eos = false;
   std::string system;
+  TemplateFlags template_flags;
 };
 
 // The prompt as token ids: through the chat template unless --raw, else
 // encoded as the tokenizer's post-processor says (e.g. with BOS).
-absl::StatusOr<std::vector<int32_t>> EncodePrompt(const RunFlags& flags, const ModelText& text) {
+absl::StatusOr<std::vector<int32_t>> EncodePrompt(const RunFlags& flags, const ModelText& text,
+                                                  const nlohmann::ordered_json& template_context) {
   if (flags.raw || !text.chat_template) {
     return text.tokenizer->Encode(flags.prompt, /*add_special_tokens=*/true);
   }
-  nlohmann::json messages = nlohmann::json::array();
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!flags.system.empty()) messages.push_back({{"role", "system"}, {"content", flags.system}});
   messages.push_back({{"role", "user"}, {"content", flags.prompt}});
-  auto rendered = text.chat_template->Render(messages, /*add_generation_prompt=*/true);
+  auto rendered =
+      text.chat_template->RenderOrdered(messages, /*add_generation_prompt=*/true, template_context);
   if (!rendered.ok()) return rendered.status();
   return text.tokenizer->Encode(*rendered);
 }
 
 // Ids mode when asked for, or when the model has no tokenizer to speak with.
 absl::StatusOr<std::optional<ModelText>> TextLayer(const RunFlags& flags) {
-  if (flags.ids) return std::nullopt;
+  if (flags.ids) {
+    if (flags.template_flags.given()) {
+      return absl::InvalidArgumentError(
+          "--ids skips the chat template: drop --chat-template, --tools and --template-kwargs");
+    }
+    return std::nullopt;
+  }
   absl::StatusOr<std::unique_ptr<Container>> container = Container::Open(flags.session.model);
   if (!container.ok()) return container.status();
-  if (!(*container)->manifest().tokenizer) return std::nullopt;
+  if (!(*container)->manifest().tokenizer) {
+    if (flags.template_flags.given()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(flags.session.model,
+                       ": the model has no tokenizer, so it takes token ids "
+                       "and no chat template (--chat-template, --tools, --template-kwargs)"));
+    }
+    return std::nullopt;
+  }
   absl::StatusOr<ModelText> text = LoadModelText(**container);
   if (!text.ok()) return text.status();
   return std::optional<ModelText>(*std::move(text));
 }
 
 absl::Status Run(const RunFlags& flags) {
+  if (flags.raw && flags.template_flags.given()) {
+    return absl::InvalidArgumentError(
+        "--raw skips the chat template: drop --chat-template, --tools and --template-kwargs");
+  }
   auto text = TextLayer(flags);
   if (!text.ok()) return text.status();
   const bool speaks = text->has_value();
-  auto tokens = speaks ? EncodePrompt(flags, **text) : ParseTokenIds(flags.prompt, "prompt");
+  nlohmann::ordered_json template_context = nlohmann::ordered_json::object();
+  if (speaks) {
+    auto context = ApplyTemplateFlags(flags.template_flags, **text);
+    if (!context.ok()) return context.status();
+    template_context = *std::move(context);
+  }
+  auto tokens = speaks ? EncodePrompt(flags, **text, template_context)
+                       : ParseTokenIds(flags.prompt, "prompt");
   if (!tokens.ok()) {
     if (speaks) return tokens.status();
     return absl::InvalidArgumentError(
@@ -118,6 +148,7 @@ CommandRunner AddRunCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--raw", flags->raw, "Continue the prompt as is, without the chat template");
   cmd->add_option("--system", flags->system, "A system message for the chat template");
+  AddTemplateFlags(cmd, flags->template_flags);
   cmd->add_flag("--ids", flags->ids, "The prompt and the output are token ids");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "Generate all -n tokens, past end-of-text");
   AddSamplingFlags(cmd, flags->sampling);

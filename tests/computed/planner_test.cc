@@ -135,6 +135,20 @@ TEST_F(PlannerTest, ManifestLayersBeyondTheConfigAreRefused) {
                                                HasSubstr("trunk tensor model.layers.3.")));
 }
 
+// A bank on a layer the config makes dense, and a width past WARP's bound, are refused.
+TEST_F(PlannerTest, ABankOnADenseLayerAndAnOversizedWidthAreRefused) {
+  Manifest dense = manifest_;
+  dense.banks.front().layer = 0;  // first_k_dense_replace: layer 0 is a dense MLP
+  EXPECT_THAT(ComputePlan(dense, 10, "m.warp/manifest.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("bank of layer 0, which the config makes a dense layer")));
+  Manifest wide = manifest_;
+  wide.config["kv_lora_rank"] = 1 << 21;
+  EXPECT_THAT(ComputePlan(wide, 10, "m.warp/manifest.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("config.kv_lora_rank: 2097152 is above WARP's bound of 1048576")));
+}
+
 PlanFigures FakePlan() {
   return PlanFigures{.trunk_bytes = 1 * kGiB,
                      .context_tokens = 100,

@@ -17,12 +17,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "computed/cli/commands.h"
-#include "computed/cli/conversation.h"
-#include "computed/cli/generation.h"
 #include "computed/cli/interrupt.h"
-#include "computed/cli/model_text.h"
 #include "computed/cli/session_flags.h"
 #include "computed/cli/template_flags.h"
+#include "computed/run/conversation.h"
+#include "computed/run/generation.h"
+#include "computed/run/model_text.h"
 #include "computed/text/utf8.h"
 
 namespace warp::computed {

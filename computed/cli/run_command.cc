@@ -11,11 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/format/container.h"
 #include "computed/cli/commands.h"
-#include "computed/cli/generation.h"
-#include "computed/cli/model_text.h"
 #include "computed/cli/session_flags.h"
 #include "computed/cli/template_flags.h"
 #include "computed/cli/token_ids.h"
+#include "computed/run/generation.h"
+#include "computed/run/model_text.h"
 
 namespace warp::computed {
 namespace {

@@ -13,8 +13,8 @@
 #include "common/json_depth.h"
 #include "common/status.h"
 #include "computed/cli/commands.h"
-#include "computed/cli/model_text.h"
 #include "computed/cli/template_flags.h"
+#include "computed/run/model_text.h"
 
 namespace warp::computed {
 namespace {

@@ -19,7 +19,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "computed/cli/model_text.h"
+#include "computed/run/model_text.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "computed/cli/commands.h"
-#include "computed/cli/model_text.h"
 #include "computed/cli/token_ids.h"
+#include "computed/run/model_text.h"
 
 namespace warp::computed {
 namespace {

@@ -23,7 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/format/container.h"
-#include "computed/cli/model_text.h"
+#include "computed/run/model_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

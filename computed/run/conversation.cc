@@ -1,4 +1,4 @@
-#include "computed/cli/conversation.h"
+#include "computed/run/conversation.h"
 
 #include <algorithm>
 #include <span>

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "computed/cli/model_text.h"
+#include "computed/run/model_text.h"
 #include "computed/run/session.h"
 
 namespace warp::computed {

@@ -1,4 +1,4 @@
-#include "computed/cli/generation.h"
+#include "computed/run/generation.h"
 
 #include "common/status.h"
 

@@ -1,4 +1,4 @@
-#include "computed/cli/model_text.h"
+#include "computed/run/model_text.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

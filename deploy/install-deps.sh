@@ -10,7 +10,7 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-  nlohmann-json3-dev libcli11-dev liburing-dev
+  nlohmann-json3-dev libcli11-dev liburing-dev libcpp-httplib-dev
   libpcre2-dev libutf8proc-dev bible-kjv-text
   python3-torch python3-numpy
   openssl

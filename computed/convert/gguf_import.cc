@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "computed/convert/gguf.h"
 #include "computed/convert/gguf_architectures.h"
+#include "computed/model/model_config.h"
 
 namespace warp::computed {
 namespace {
@@ -123,7 +124,14 @@ absl::Status RopeScaling(const GgufHparams& h, Json& config) {
 // The hyper-parameters every architecture names the same way.
 absl::Status CommonConfig(const GgufHparams& h, Json& config) {
   WARP_ASSIGN_OR_RETURN(config["hidden_size"], h.Uint("embedding_length"));
-  WARP_ASSIGN_OR_RETURN(config["num_hidden_layers"], h.Uint("block_count"));
+  WARP_ASSIGN_OR_RETURN(const uint64_t blocks, h.Uint("block_count"));
+  // Before an architecture sizes per-layer tables by it (a fuzzed 2^40 took
+  // gigabytes before any other check).
+  if (blocks > kMaxLayers) {
+    return absl::InvalidArgumentError(absl::StrCat(h.Key("block_count"), ": ", blocks,
+                                                   " is above WARP's bound of ", kMaxLayers));
+  }
+  config["num_hidden_layers"] = blocks;
   WARP_ASSIGN_OR_RETURN(config["num_attention_heads"], h.Uint("attention.head_count"));
   WARP_ASSIGN_OR_RETURN(
       config["num_key_value_heads"],

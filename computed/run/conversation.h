@@ -1,8 +1,8 @@
 #pragma once
 
 // A chat whose history stays in the session's KV cache. Each turn renders the
-// whole conversation with the chat template, tokenizes it, keeps the longest
-// prefix the KV cache already holds and prefills only the rest — so a turn
+// whole conversation with the chat template, tokenizes it and hands it to a
+// PromptCache, which prefills only what the KV cache does not hold — so a turn
 // costs its new tokens, and a template that re-renders earlier turns
 // differently (e.g. dropping reasoning) still gets exactly its own prompt.
 
@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "computed/run/model_text.h"
+#include "computed/run/prompt_cache.h"
 #include "computed/run/session.h"
 
 namespace warp::computed {
@@ -37,19 +38,16 @@ class Conversation {
   absl::StatusOr<std::vector<float>> Prepare(uint32_t reserve);
 
   // A reply token now in the KV cache (fed by the decode loop).
-  void Fed(int32_t id) { in_cache_.push_back(id); }
+  void Fed(int32_t id) { cache_.Fed(id); }
 
-  uint32_t reused_tokens() const { return reused_; }  // of the last Prepare
-  uint32_t new_tokens() const { return new_; }
+  uint32_t reused_tokens() const { return cache_.reused_tokens(); }  // of the last Prepare
+  uint32_t new_tokens() const { return cache_.new_tokens(); }
 
  private:
-  Session& session_;
+  PromptCache cache_;
   const ModelText& text_;
   const nlohmann::ordered_json template_context_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
-  std::vector<int32_t> in_cache_;  // the ids at KV positions 0 .. size-1
-  uint32_t reused_ = 0;
-  uint32_t new_ = 0;
 };
 
 }  // namespace warp::computed

@@ -387,6 +387,18 @@ TEST_F(GgufImportTest, SkipsMtpLayersAndRefusesTooMany) {
                                     HasSubstr("qwen3moe.nextn_predict_layers 1 of 1 blocks")));
 }
 
+// Fuzzing finding: gpt-oss sized a per-layer table by block_count first, and
+// 2^40 blocks ran out of memory before any check.
+TEST_F(GgufImportTest, RefusesABlockCountAboveTheLayerBoundBeforeSizingAnything) {
+  for (const std::string arch : {"qwen3moe", "gpt-oss"}) {
+    GgufWriter w = TinyModel(arch, "block_count");
+    w.Raw(arch + ".block_count", /*GGUF uint64=*/10, GgufWriter::Pod(uint64_t{1} << 40));
+    EXPECT_THAT(Import(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr(arch + ".block_count: 1099511627776 is above "
+                                                     "WARP's bound of 1024")));
+  }
+}
+
 TEST_F(GgufImportTest, SplitSetsOpenFromTheirFirstFileAndCheckTheirNumbers) {
   GgufWriter first = TinyModel("qwen3moe");
   first.Uint32("split.count", 2);

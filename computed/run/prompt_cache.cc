@@ -1,0 +1,48 @@
+#include "computed/run/prompt_cache.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace warp::computed {
+
+absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_t> ids,
+                                                          uint32_t reserve,
+                                                          const std::string& what) {
+  if (ids.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  if (session_.trained_positions() > 0 && ids.size() > session_.trained_positions()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " needs ", ids.size(), " positions; the model was trained on at most ",
+                     session_.trained_positions(), " (max_position_embeddings)"));
+  }
+  if (ids.size() + reserve > session_.max_positions()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " needs ", ids.size(), " positions plus ", reserve,
+        " for the reply; the context holds ", session_.max_positions(), " (--context)"));
+  }
+  // Keep at least the last prompt token to recompute: its logits start the reply.
+  const size_t limit = std::min(in_cache_.size(), ids.size() - 1);
+  size_t shared = 0;
+  while (shared < limit && in_cache_[shared] == ids[shared]) ++shared;
+  // A sliding-window layer may no longer hold what precedes `shared`: it says
+  // where it can continue from, and that much more is prefilled.
+  shared = session_.Rewind(static_cast<uint32_t>(shared));
+  in_cache_.assign(ids.begin(), ids.begin() + shared);
+  reused_ = static_cast<uint32_t>(shared);
+  new_ = static_cast<uint32_t>(ids.size() - shared);
+  // A recurrent layer can only return to a checkpoint: take one before the
+  // last prompt token, which the next prompt keeps (or recomputes) at the least.
+  std::span<const int32_t> rest = ids.subspan(shared);
+  if (rest.size() > 1) {
+    WARP_RETURN_IF_ERROR(session_.PrefillLast(rest.first(rest.size() - 1)).status());
+    in_cache_.insert(in_cache_.end(), rest.begin(), rest.end() - 1);
+    rest = rest.last(1);
+  }
+  session_.Checkpoint();
+  WARP_ASSIGN_OR_RETURN(std::vector<float> logits, session_.PrefillLast(rest));
+  in_cache_.push_back(rest[0]);
+  return logits;
+}
+
+}  // namespace warp::computed

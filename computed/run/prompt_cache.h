@@ -1,0 +1,50 @@
+#pragma once
+
+// PromptCache: what a session's KV cache holds, as token ids, so that the
+// next prompt prefills only what differs. A prompt keeps the longest prefix
+// the cache already holds (as far as every layer can rewind: a sliding
+// window or a recurrent state may send it further back) and prefills the
+// rest — a chat turn, or a server request that shares its system prompt with
+// the one before, costs its new tokens only.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "computed/run/session.h"
+
+namespace warp::computed {
+
+// Thread-compatible; the session must outlive it, and nothing else may move
+// the session's position between its calls except the decode loop feeding
+// tokens through Fed.
+class PromptCache {
+ public:
+  explicit PromptCache(Session& session) : session_(session) {}
+
+  // Brings the KV cache to exactly `ids` and returns the last position's
+  // logits. `reserve` positions must remain free after it (the reply):
+  // ResourceExhausted, naming `what` ("the conversation", "the prompt"), with
+  // the KV cache as it was, when they do not or when `ids` reaches past the
+  // model's trained positions.
+  absl::StatusOr<std::vector<float>> BringUpTo(std::span<const int32_t> ids, uint32_t reserve,
+                                               const std::string& what);
+
+  // A generated token the decode loop stepped: now in the KV cache.
+  void Fed(int32_t id) { in_cache_.push_back(id); }
+  // Forgets everything (a failed forward leaves the cache unknown).
+  void Clear() { in_cache_.clear(); }
+
+  uint32_t reused_tokens() const { return reused_; }  // of the last BringUpTo
+  uint32_t new_tokens() const { return new_; }
+
+ private:
+  Session& session_;
+  std::vector<int32_t> in_cache_;  // the ids at KV positions 0 .. size-1
+  uint32_t reused_ = 0;
+  uint32_t new_ = 0;
+};
+
+}  // namespace warp::computed

@@ -1,5 +1,5 @@
 // computed: the compute client of WARP. Subcommands: convert, logits, run, chat, tokenize,
-// template, synth, plan.
+// template, synth, plan, serve.
 
 #include <string>
 #include <vector>
@@ -14,10 +14,11 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   std::vector<warp::computed::CommandRunner> runners = {
-      warp::computed::AddConvertCommand(app), warp::computed::AddLogitsCommand(app),
-      warp::computed::AddRunCommand(app),     warp::computed::AddSynthCommand(app),
-      warp::computed::AddPlanCommand(app),    warp::computed::AddChatCommand(app),
+      warp::computed::AddConvertCommand(app),  warp::computed::AddLogitsCommand(app),
+      warp::computed::AddRunCommand(app),      warp::computed::AddSynthCommand(app),
+      warp::computed::AddPlanCommand(app),     warp::computed::AddChatCommand(app),
       warp::computed::AddTokenizeCommand(app), warp::computed::AddTemplateCommand(app),
+      warp::computed::AddServeCommand(app),
   };
   CLI11_PARSE(app, argc, argv);
   warp::InitLogging(log_level);

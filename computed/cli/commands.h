@@ -26,5 +26,6 @@ CommandRunner AddPlanCommand(CLI::App& app);
 CommandRunner AddTokenizeCommand(CLI::App& app);
 CommandRunner AddTemplateCommand(CLI::App& app);
 CommandRunner AddChatCommand(CLI::App& app);
+CommandRunner AddServeCommand(CLI::App& app);
 
 }  // namespace warp::computed

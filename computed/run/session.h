@@ -93,6 +93,9 @@ class Session {
   // Marks position() as one Rewind can return to (Transformer::Checkpoint).
   void Checkpoint() { transformer_->Checkpoint(); }
 
+  // The expert source's own counters ("expertd.store.NAME"), since it opened.
+  std::map<std::string, uint64_t> SourceCounters() const { return source_->Counters(); }
+
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }
   uint32_t vocab_size() const { return transformer_->config().vocab_size; }

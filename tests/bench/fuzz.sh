@@ -6,6 +6,8 @@
 #   tests/bench/fuzz.sh --smoke [SECS]  each for SECS seconds (default 5): `make check`
 #   tests/bench/fuzz.sh [...] NAME...   only those harnesses
 #   MAX_TOTAL_TIME=S tests/bench/fuzz.sh  RUNS inputs or S seconds, whichever ends first
+#   FUZZ_NO_BUILD=1 tests/bench/fuzz.sh   the harnesses already built (a long run
+#                                         while the tree is being edited)
 #
 # New inputs go to $FUZZ_BUILD/corpus/NAME, never to the committed seeds
 # (tests/fuzz/corpus/NAME); a crash, leak, UB report, an input slower than the
@@ -50,14 +52,16 @@ configure() {
     -DWARP_BUILD_TESTS=OFF -DWARP_FUZZ=ON >/dev/null
 }
 
-if [[ ! -f $FUZZ_BUILD/CMakeCache.txt ]]; then configure; fi
-build_start=$(date +%s)
-cmake --build "$FUZZ_BUILD" --target warp_fuzz -j"$JOBS" >"$FUZZ_BUILD/build.log" 2>&1 || {
-  tail -50 "$FUZZ_BUILD/build.log"
-  echo "fuzz.sh: building the harnesses failed (log: $FUZZ_BUILD/build.log)" >&2
-  exit 1
-}
-echo "built the harnesses in $(($(date +%s) - build_start)) s ($FUZZ_BUILD)"
+if [[ -z ${FUZZ_NO_BUILD:-} ]]; then
+  if [[ ! -f $FUZZ_BUILD/CMakeCache.txt ]]; then configure; fi
+  build_start=$(date +%s)
+  cmake --build "$FUZZ_BUILD" --target warp_fuzz -j"$JOBS" >"$FUZZ_BUILD/build.log" 2>&1 || {
+    tail -50 "$FUZZ_BUILD/build.log"
+    echo "fuzz.sh: building the harnesses failed (log: $FUZZ_BUILD/build.log)" >&2
+    exit 1
+  }
+  echo "built the harnesses in $(($(date +%s) - build_start)) s ($FUZZ_BUILD)"
+fi
 
 mkdir -p "$FUZZ_BUILD/artifacts" "$FUZZ_BUILD/logs"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}

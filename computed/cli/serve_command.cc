@@ -1,0 +1,178 @@
+// computed serve MODEL.warp [--listen HOST:PORT] [--api-key KEY | --api-key-file FILE]
+//                [--context N] [--max-queue N] [template options] [engine options]
+// An OpenAI-compatible HTTP server (computed/serve/http_server.h) with a chat
+// page at /. Prints "listening HOST:PORT" once it accepts connections;
+// SIGINT or SIGTERM stops it (the running request ends, queued ones get 503).
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/logging.h"
+#include "computed/cli/commands.h"
+#include "computed/cli/session_flags.h"
+#include "computed/cli/template_flags.h"
+#include "computed/run/model_text.h"
+#include "computed/serve/engine_worker.h"
+#include "computed/serve/http_server.h"
+
+namespace warp::computed {
+namespace {
+
+struct ServeFlags {
+  SessionFlags session;
+  std::string listen = "127.0.0.1:8080";
+  std::string api_key;
+  std::string api_key_file;
+  std::string model_name;
+  uint32_t context = 0;  // 0: the model's trained context, at most kDefaultContext
+  uint32_t max_queue = 64;
+  double keepalive_seconds = 5;
+  TemplateFlags template_flags;
+};
+
+// KV positions when --context is not given, as `chat`.
+constexpr uint32_t kDefaultContext = 4096;
+
+// "HOST:PORT", "[V6]:PORT" or ":PORT" (loopback).
+absl::Status ParseListen(const std::string& listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  uint32_t value = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &value) ||
+      value > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen ", listen, ": expected HOST:PORT (port 0-65535; 0: any free)"));
+  }
+  absl::string_view name = absl::string_view(listen).substr(0, colon);
+  if (absl::ConsumePrefix(&name, "[")) {
+    if (!absl::ConsumeSuffix(&name, "]")) {
+      return absl::InvalidArgumentError(absl::StrCat("--listen ", listen, ": unclosed '['"));
+    }
+  }
+  *host = name.empty() ? "127.0.0.1" : std::string(name);
+  *port = static_cast<int>(value);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ApiKey(const ServeFlags& flags) {
+  if (flags.api_key_file.empty()) return flags.api_key;
+  std::ifstream in(flags.api_key_file);
+  if (!in)
+    return absl::NotFoundError(
+        absl::StrCat("--api-key-file ", flags.api_key_file, ": cannot be read"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string key(absl::StripAsciiWhitespace(text.str()));
+  if (key.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--api-key-file ", flags.api_key_file, ": is empty"));
+  }
+  return key;
+}
+
+absl::Status Run(const ServeFlags& flags) {
+  // Before any thread starts, so that every thread inherits the mask and the
+  // signal reaches the sigwait below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  serve::ServerOptions options;
+  if (absl::Status s = ParseListen(flags.listen, &options.host, &options.port); !s.ok()) return s;
+  absl::StatusOr<std::string> key = ApiKey(flags);
+  if (!key.ok()) return key.status();
+  options.api_key = *key;
+  if (!(flags.keepalive_seconds >= 0.1 && flags.keepalive_seconds <= 3600)) {
+    return absl::InvalidArgumentError("--keepalive-seconds must be in [0.1, 3600]");
+  }
+  options.keepalive =
+      std::chrono::milliseconds(static_cast<int64_t>(flags.keepalive_seconds * 1000));
+  if (flags.max_queue < 1 || flags.max_queue > 4096) {
+    return absl::InvalidArgumentError("--max-queue must be in [1, 4096]");
+  }
+  options.connection_threads = flags.max_queue + 4;  // each waiting request holds one
+
+  auto text = LoadModelText(flags.session.model);
+  if (!text.ok()) return text.status();
+  auto template_context = ApplyTemplateFlags(flags.template_flags, *text);
+  if (!template_context.ok()) return template_context.status();
+  options.template_context = *std::move(template_context);
+  options.model_name = flags.model_name.empty()
+                           ? std::filesystem::path(flags.session.model).filename().string()
+                           : flags.model_name;
+  uint32_t context = flags.context;
+  if (context == 0) {
+    context =
+        text->max_positions ? std::min(text->max_positions, kDefaultContext) : kDefaultContext;
+  }
+  auto session_options = ToSessionOptions(flags.session, context);
+  if (!session_options.ok()) return session_options.status();
+  auto session = Session::Open(*session_options);
+  if (!session.ok()) return session.status();
+
+  serve::EngineWorker engine(*std::move(session), flags.max_queue);
+  serve::HttpServer server(engine, *text, options);
+  absl::StatusOr<int> port = server.Bind();
+  if (!port.ok()) return port.status();
+  absl::Status served;
+  std::thread http([&] { served = server.Serve(); });
+  Logger("serve").info("serving {} on http://{}:{} (context {} positions{})", options.model_name,
+                       options.host, *port, context,
+                       options.api_key.empty() ? "" : ", API key required");
+  // One stdout line, for scripts and tests that bound port 0.
+  std::printf("listening %s:%d\n", options.host.c_str(), *port);
+  std::fflush(stdout);
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  Logger("serve").info("signal {}: stopping", signal);
+  server.Stop();
+  http.join();
+  absl::Status finished = engine.Finish();
+  if (!served.ok()) return served;
+  return finished;
+}
+
+}  // namespace
+
+CommandRunner AddServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "An OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, ...) "
+      "with a chat page at /");
+  AddSessionFlags(cmd, flags->session);
+  AddTemplateFlags(cmd, flags->template_flags);
+  cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0: any free one)")
+      ->capture_default_str();
+  cmd->add_option("--api-key", flags->api_key,
+                  "Require 'Authorization: Bearer KEY' on /v1/* and /metrics");
+  cmd->add_option("--api-key-file", flags->api_key_file,
+                  "The same, the key read from a file (not visible in ps)")
+      ->excludes("--api-key");
+  cmd->add_option("--model-name", flags->model_name,
+                  "The model id /v1/models lists (default: the container's directory name)");
+  cmd->add_option("--context", flags->context,
+                  "KV cache positions for prompt and reply (default: the model's "
+                  "max_position_embeddings, at most 4096)");
+  cmd->add_option("--max-queue", flags->max_queue,
+                  "Requests that may wait for the engine; more get 503")
+      ->capture_default_str();
+  cmd->add_option("--keepalive-seconds", flags->keepalive_seconds,
+                  "Seconds between keep-alives while a response waits")
+      ->capture_default_str();
+  return MakeRunner(cmd, [flags] { return Run(*flags); });
+}
+
+}  // namespace warp::computed

@@ -1,0 +1,454 @@
+#include "computed/serve/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/wire/lan_auth.h"
+#include "computed/serve/chat_page.h"
+#include "computed/serve/event_channel.h"
+#include "computed/serve/metrics.h"
+#include "computed/serve/openai_json.h"
+#include "computed/serve/stop_strings.h"
+#include "computed/text/tokenizer.h"
+
+namespace warp::computed::serve {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+// Larger bodies are refused (413) before they are read whole.
+constexpr size_t kMaxBodyBytes = 16 << 20;
+// Template variables a request may not set (transformers' own arguments).
+constexpr const char* kReservedVariables[] = {"messages", "tools", "documents",
+                                              "add_generation_prompt"};
+
+spdlog::logger& Log() { return Logger("serve"); }
+
+std::string Dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+void SendError(httplib::Response& response, const ApiError& error) {
+  response.status = error.http_status;
+  response.set_content(Dump(error.ToJson()), "application/json");
+}
+
+std::string RandomId(std::string_view prefix) {
+  static thread_local std::mt19937_64 random{std::random_device{}()};
+  return absl::StrCat(std::string(prefix), absl::Hex(random(), absl::kZeroPad16));
+}
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One reply as it is generated, shared by the engine thread (which feeds it
+// tokens) and the connection's thread (which sends what it produced).
+// Thread contract: the engine thread calls OnPrefilled/OnToken/OnDone; the
+// channel and `cancelled` are the only parts the connection touches.
+class ReplyState {
+ public:
+  ReplyState(const text::Tokenizer& tokenizer, Endpoint endpoint, ReplyFormat format,
+             bool starts_in_reasoning, std::vector<std::string> stops, ResponseHeader header,
+             bool stream, bool include_usage)
+      : decoder_(tokenizer, /*skip_special_tokens=*/format == ReplyFormat::kPlain),
+        endpoint_(endpoint),
+        stops_(std::move(stops)),
+        parser_(format, {.starts_in_reasoning = starts_in_reasoning,
+                         .call_id_seed = std::random_device{}()}),
+        header_(std::move(header)),
+        stream_(stream),
+        include_usage_(include_usage) {}
+
+  EventChannel& channel() { return channel_; }
+  const std::shared_ptr<std::atomic<bool>>& cancelled() const { return cancelled_; }
+  // The non-streamed response, once the channel is closed.
+  int http_status() const { return http_status_; }
+  const std::string& body() const { return body_; }
+
+  void OnPrefilled() {
+    if (stream_ && endpoint_ == Endpoint::kChat) {
+      channel_.Push(
+          SseEvent(ChatChunkJson(header_, {{"role", "assistant"}, {"content", ""}}, nullptr)));
+    }
+  }
+
+  // False once a stop string ended the reply.
+  bool OnToken(int32_t id) {
+    absl::StatusOr<std::string> piece = decoder_.Push(id);
+    if (!piece.ok()) {
+      decode_error_ = piece.status();
+      return false;
+    }
+    Add(stops_.Push(*piece));
+    return !stops_.matched();
+  }
+
+  void OnDone(const absl::Status& status, FinishReason reason, const GenerationFigures& figures) {
+    if (status.ok() && decode_error_.ok()) {
+      if (!stops_.matched()) Add(stops_.Push(decoder_.Flush()) + stops_.Flush());
+      if (endpoint_ == Endpoint::kChat) Send(parser_.Finish());
+      const bool calls = !reply_.tool_calls.empty();
+      const std::string finish = FinishReasonName(reason, calls);
+      if (!stream_) {
+        body_ = Dump(endpoint_ == Endpoint::kChat
+                         ? ChatCompletionJson(header_, reply_, finish, figures)
+                         : TextCompletionJson(header_, text_, finish, figures));
+      } else {
+        Json last = endpoint_ == Endpoint::kChat ? ChatChunkJson(header_, Json::object(), finish)
+                                                 : TextChunkJson(header_, "", finish);
+        last["warp"] = WarpFiguresJson(figures);
+        channel_.Push(SseEvent(last));
+        if (include_usage_) {
+          Json usage = endpoint_ == Endpoint::kChat ? ChatChunkJson(header_, {}, nullptr)
+                                                    : TextChunkJson(header_, "", nullptr);
+          usage["choices"] = Json::array();
+          usage["usage"] = UsageJson(figures);
+          channel_.Push(SseEvent(usage));
+        }
+        channel_.Push("data: [DONE]\n\n");
+      }
+      if (reply_.malformed_tool_calls > 0) {
+        Log().warn("{}: {} tool calls did not parse; their text is in the content", header_.id,
+                   reply_.malformed_tool_calls);
+      }
+    } else {
+      const ApiError error = FromStatus(status.ok() ? decode_error_ : status);
+      Log().error("{}: {}", header_.id, error.message);
+      http_status_ = error.http_status;
+      body_ = Dump(error.ToJson());
+      if (stream_) channel_.Push(SseEvent(error.ToJson()));
+    }
+    channel_.Close();
+  }
+
+ private:
+  // Text past the stop strings: parsed (chat) and streamed.
+  void Add(const std::string& text) {
+    if (text.empty()) return;
+    if (endpoint_ == Endpoint::kText) {
+      text_ += text;
+      if (stream_) channel_.Push(SseEvent(TextChunkJson(header_, text, nullptr)));
+      return;
+    }
+    Send(parser_.Push(text));
+  }
+
+  void Send(const ReplyDelta& delta) {
+    const int first_call = static_cast<int>(reply_.tool_calls.size());
+    reply_.Append(delta);
+    if (!stream_) return;
+    if (!delta.reasoning.empty()) {
+      channel_.Push(
+          SseEvent(ChatChunkJson(header_, {{"reasoning_content", delta.reasoning}}, nullptr)));
+    }
+    if (!delta.content.empty()) {
+      channel_.Push(SseEvent(ChatChunkJson(header_, {{"content", delta.content}}, nullptr)));
+    }
+    if (!delta.tool_calls.empty()) {
+      channel_.Push(SseEvent(ChatChunkJson(
+          header_, {{"tool_calls", ToolCallsDeltaJson(delta.tool_calls, first_call)}}, nullptr)));
+    }
+  }
+
+  text::StreamingDecoder decoder_;
+  const Endpoint endpoint_;
+  StopStrings stops_;
+  ReplyParser parser_;
+  const ResponseHeader header_;
+  const bool stream_, include_usage_;
+  Reply reply_;       // kChat
+  std::string text_;  // kText
+  absl::Status decode_error_;
+  int http_status_ = 200;
+  std::string body_;
+  EventChannel channel_;
+  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+};
+
+// Sends what `state` produces as it comes, keeping the connection alive
+// (`keepalive` text after each quiet interval). False when the client is
+// gone: the request is cancelled.
+bool Relay(ReplyState& state, httplib::DataSink& sink, std::chrono::milliseconds interval,
+           std::string_view keepalive) {
+  std::string event;
+  while (true) {
+    const EventChannel::Wait wait = state.channel().Pop(interval, &event);
+    if (wait == EventChannel::Wait::kClosed) return true;
+    const std::string_view data = wait == EventChannel::Wait::kEvent ? event : keepalive;
+    if (!sink.write(data.data(), data.size())) {
+      state.cancelled()->store(true);
+      return false;
+    }
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Prepared {
+  CompletionRequest request;
+  std::vector<int32_t> ids;
+  uint32_t max_tokens = 0;
+  ReplyFormat format = ReplyFormat::kPlain;
+  bool starts_in_reasoning = false;
+};
+
+HttpServer::HttpServer(EngineWorker& engine, const ModelText& text, ServerOptions options)
+    : engine_(engine),
+      text_(text),
+      options_(std::move(options)),
+      chat_format_(text.chat_template ? DetectReplyFormat(text.chat_template->source())
+                                      : ReplyFormat::kPlain),
+      http_(std::make_unique<httplib::Server>()) {
+  Route();
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+absl::StatusOr<int> HttpServer::Bind() {
+  const std::string address = absl::StrCat(options_.host, ":", options_.port);
+  int port = options_.port;
+  if (options_.port == 0) {
+    port = http_->bind_to_any_port(options_.host);
+  } else if (!http_->bind_to_port(options_.host, options_.port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--listen ", address,
+                     ": cannot listen there (the port is in use, or the host is not "
+                     "an address of this machine)"));
+  }
+  return port;
+}
+
+absl::Status HttpServer::Serve() {
+  if (!http_->listen_after_bind()) {
+    return absl::InternalError(absl::StrCat("--listen ", options_.host, ": the server stopped"));
+  }
+  return absl::OkStatus();
+}
+
+void HttpServer::Stop() { http_->stop(); }
+
+bool HttpServer::Authorized(const httplib::Request& request, httplib::Response& response) const {
+  if (options_.api_key.empty()) return true;
+  const std::string header = request.get_header_value("Authorization");
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (absl::StartsWith(header, kBearer) &&
+      TokensEqual(std::string_view(header).substr(kBearer.size()), options_.api_key)) {
+    return true;
+  }
+  SendError(response,
+            ApiError{.http_status = 401,
+                     .message = header.empty() ? "no API key: send Authorization: Bearer KEY"
+                                               : "incorrect API key provided",
+                     .code = "invalid_api_key"});
+  return false;
+}
+
+void HttpServer::Route() {
+  http_->set_payload_max_length(kMaxBodyBytes);
+  // httplib's default also sets SO_REUSEPORT: a second server on the same
+  // port would then share it silently instead of failing to bind.
+  http_->set_socket_options([](int socket) {
+    const int yes = 1;
+    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  const size_t threads = options_.connection_threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_pre_routing_handler(
+      [this](const httplib::Request& request, httplib::Response& response) {
+        const bool guarded = absl::StartsWith(request.path, "/v1/") || request.path == "/metrics";
+        if (guarded && !Authorized(request, response))
+          return httplib::Server::HandlerResponse::Handled;
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
+  http_->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
+    if (!response.body.empty()) return;
+    if (response.status == 404) {
+      SendError(response, ApiError{.http_status = 404,
+                                   .message = absl::StrCat("no such endpoint: ", request.method,
+                                                           " ", request.path),
+                                   .type = "not_found_error"});
+    } else if (response.status == 413) {
+      SendError(response, ApiError{.http_status = 413,
+                                   .message = absl::StrCat("the request body is larger than ",
+                                                           kMaxBodyBytes, " bytes")});
+    }
+  });
+  http_->Post("/v1/chat/completions",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                Complete(request, response, Endpoint::kChat);
+              });
+  http_->Post("/v1/completions",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                Complete(request, response, Endpoint::kText);
+              });
+  http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& response) {
+    const Json model = {{"id", options_.model_name},
+                        {"object", "model"},
+                        {"created", 0},
+                        {"owned_by", "warp"},
+                        {"meta", {{"context_length", engine_.context()}}}};
+    response.set_content(Dump({{"object", "list"}, {"data", Json::array({model})}}),
+                         "application/json");
+  });
+  http_->Get("/health", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
+    response.set_content(PrometheusText(engine_.Stats()), "text/plain; version=0.0.4");
+  });
+  http_->Get("/", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content(std::string(ChatPageHtml()), "text/html; charset=utf-8");
+  });
+}
+
+std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
+    const CompletionRequest& request) const {
+  Prepared out{.request = request};
+  absl::StatusOr<std::vector<int32_t>> ids;
+  if (request.endpoint == Endpoint::kChat) {
+    if (!text_.chat_template) {
+      return BadRequest("messages",
+                        "the model has no chat template (serve it with --chat-template FILE, or "
+                        "use /v1/completions)");
+    }
+    if (request.tool_choice.is_object() || request.tool_choice == "required") {
+      return BadRequest("tool_choice",
+                        "tool_choice \"required\" or a named function is not supported (WARP "
+                        "does not constrain decoding); use \"auto\" or \"none\"");
+    }
+    OrderedJson context = options_.template_context;
+    for (const auto& [key, value] : request.template_kwargs.items()) {
+      for (const char* reserved : kReservedVariables) {
+        if (key == reserved) {
+          return BadRequest("chat_template_kwargs",
+                            absl::StrCat("chat_template_kwargs may not set \"", key, "\""));
+        }
+      }
+      context[key] = value;
+    }
+    if (!request.tools.is_null() && request.tool_choice != "none") context["tools"] = request.tools;
+    absl::StatusOr<std::string> rendered = text_.chat_template->RenderOrdered(
+        request.messages, /*add_generation_prompt=*/true, context);
+    if (!rendered.ok()) {
+      return BadRequest("messages", absl::StrCat("the chat template refused the messages: ",
+                                                 std::string(rendered.status().message())));
+    }
+    out.format = chat_format_;
+    out.starts_in_reasoning = ReplyStartsInReasoning(chat_format_, *rendered);
+    ids = text_.tokenizer->Encode(*rendered);
+  } else {
+    ids = text_.tokenizer->Encode(request.prompt, /*add_special_tokens=*/true);
+  }
+  if (!ids.ok()) return BadRequest("", std::string(ids.status().message()));
+  if (ids->empty()) return BadRequest("", "the prompt is empty once tokenized");
+  const uint64_t context = engine_.context();
+  const uint64_t trained = engine_.trained_positions();
+  const uint64_t prompt = ids->size();
+  const char* what = request.endpoint == Endpoint::kChat ? "messages" : "prompt";
+  auto too_long = [&](std::string message) {
+    ApiError error = BadRequest(what, std::move(message));
+    error.code = "context_length_exceeded";
+    return error;
+  };
+  if (trained > 0 && prompt > trained) {
+    return too_long(absl::StrCat("the prompt has ", prompt,
+                                 " tokens; the model was trained on at most ", trained));
+  }
+  if (prompt >= context) {
+    return too_long(absl::StrCat("the prompt has ", prompt, " tokens; the context holds ", context,
+                                 " (computed serve --context) with one left to reply"));
+  }
+  out.max_tokens = request.max_tokens.value_or(static_cast<uint32_t>(context - prompt));
+  if (prompt + out.max_tokens > context) {
+    return too_long(absl::StrCat("the prompt has ", prompt, " tokens and max_tokens is ",
+                                 out.max_tokens, "; the context holds ", context,
+                                 " (computed serve --context)"));
+  }
+  out.ids = *std::move(ids);
+  return out;
+}
+
+void HttpServer::Complete(const httplib::Request& request, httplib::Response& response,
+                          Endpoint endpoint) {
+  std::variant<CompletionRequest, ApiError> parsed = ParseCompletionRequest(request.body, endpoint);
+  if (ApiError* error = std::get_if<ApiError>(&parsed)) return SendError(response, *error);
+  std::variant<Prepared, ApiError> prepared = Prepare(std::get<CompletionRequest>(parsed));
+  if (ApiError* error = std::get_if<ApiError>(&prepared)) return SendError(response, *error);
+  Prepared& p = std::get<Prepared>(prepared);
+
+  const ResponseHeader header{
+      .id = RandomId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
+      .created = UnixSeconds(),
+      .model = p.request.model.empty() ? options_.model_name : p.request.model};
+  auto state = std::make_shared<ReplyState>(*text_.tokenizer, endpoint, p.format,
+                                            p.starts_in_reasoning, p.request.stop, header,
+                                            p.request.stream, p.request.include_usage);
+  GenerationJob job;
+  job.prompt = std::move(p.ids);
+  job.max_tokens = p.max_tokens;
+  job.sampling = p.request.sampling;
+  if (!p.request.seeded) job.sampling.seed = std::random_device{}();
+  job.stop_ids = text_.stop_ids;
+  job.cancelled = state->cancelled();
+  job.on_prefilled = [state](const GenerationFigures&) { state->OnPrefilled(); };
+  job.on_token = [state](int32_t id) { return state->OnToken(id); };
+  job.on_done = [state](const absl::Status& status, FinishReason reason,
+                        const GenerationFigures& figures) {
+    state->OnDone(status, reason, figures);
+  };
+  Log().info("{}: {} prompt tokens, at most {} to generate", header.id, job.prompt.size(),
+             job.max_tokens);
+  if (absl::Status submitted = engine_.Submit(std::move(job)); !submitted.ok()) {
+    return SendError(response, FromStatus(submitted));
+  }
+
+  const std::chrono::milliseconds interval = options_.keepalive;
+  if (p.request.stream) {
+    response.set_header("Cache-Control", "no-cache");
+    response.set_chunked_content_provider(
+        "text/event-stream",
+        [state, interval](size_t, httplib::DataSink& sink) {
+          if (Relay(*state, sink, interval, ": keep-alive\n\n")) sink.done();
+          return true;
+        },
+        [state](bool) { state->cancelled()->store(true); });  // a no-op once it ended
+    return;
+  }
+  // Not streamed: a reply that ends within one interval gets its own status
+  // (an engine error is a 4xx/5xx); a longer one is sent as 200 with
+  // whitespace before the JSON, which keeps the connection and tells a
+  // client that left.
+  std::string unused;
+  if (state->channel().Pop(interval, &unused) == EventChannel::Wait::kClosed) {
+    response.status = state->http_status();
+    response.set_content(state->body(), "application/json");
+    return;
+  }
+  response.set_chunked_content_provider(
+      "application/json",
+      [state, interval](size_t, httplib::DataSink& sink) {
+        if (Relay(*state, sink, interval, "\n") &&
+            sink.write(state->body().data(), state->body().size())) {
+          sink.done();
+        }
+        return true;
+      },
+      [state](bool) { state->cancelled()->store(true); });
+}
+
+}  // namespace warp::computed::serve

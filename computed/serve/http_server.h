@@ -1,0 +1,81 @@
+#pragma once
+
+// HttpServer: `computed serve`'s endpoints over cpp-httplib.
+//
+//   POST /v1/chat/completions  chat through the model's template (stream or not,
+//                              tools, reasoning_content, usage)
+//   POST /v1/completions       a raw prompt
+//   GET  /v1/models            the one model
+//   GET  /health               200 when the engine runs
+//   GET  /metrics              Prometheus text: the engine's and the store's counters
+//   GET  /                     the chat page
+//
+// With an API key, /v1/* and /metrics need "Authorization: Bearer KEY" (401
+// otherwise). Requests are checked before they queue (400 with an OpenAI
+// error body naming the field) and run one at a time in arrival order on
+// the EngineWorker. A response waits for its request with keep-alives: SSE
+// comments while streaming, whitespace before a JSON body that takes long;
+// a keep-alive or token the client no longer takes cancels the request.
+//
+// Thread-safe: connections are served on httplib's pool; Stop from any thread.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "computed/run/model_text.h"
+#include "computed/serve/completion_request.h"
+#include "computed/serve/engine_worker.h"
+#include "computed/serve/reply_parser.h"
+#include "nlohmann/json.hpp"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace warp::computed::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (Bind says which)
+  std::string api_key;
+  std::string model_name;  // the id /v1/models lists and responses carry
+  // Between keep-alives while a response waits, and before a non-streamed
+  // response gives up on sending a proper error status.
+  std::chrono::milliseconds keepalive{5000};
+  size_t connection_threads = 8;
+  // Extra template variables from --tools / --template-kwargs, under each
+  // request's own tools and chat_template_kwargs.
+  nlohmann::ordered_json template_context = nlohmann::ordered_json::object();
+};
+
+class HttpServer {
+ public:
+  HttpServer(EngineWorker& engine, const ModelText& text, ServerOptions options);
+  ~HttpServer();
+
+  // Binds the listening socket: the port in use, or what went wrong, naming
+  // the address.
+  absl::StatusOr<int> Bind();
+  // Serves until Stop.
+  absl::Status Serve();
+  void Stop();
+
+ private:
+  struct Prepared;  // a request checked, rendered and tokenized
+  void Route();
+  bool Authorized(const httplib::Request& request, httplib::Response& response) const;
+  std::variant<Prepared, ApiError> Prepare(const CompletionRequest& request) const;
+  void Complete(const httplib::Request& request, httplib::Response& response, Endpoint endpoint);
+
+  EngineWorker& engine_;
+  const ModelText& text_;
+  const ServerOptions options_;
+  const ReplyFormat chat_format_;  // of the model's chat template
+  const std::unique_ptr<httplib::Server> http_;
+};
+
+}  // namespace warp::computed::serve

@@ -1,0 +1,123 @@
+#include "computed/serve/metrics.h"
+
+#include <set>
+#include <string_view>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace warp::computed::serve {
+namespace {
+
+// The store counters that are levels, not running totals.
+const std::set<std::string_view> kStoreGauges = {"cache_used_bytes",   "cache_capacity_bytes",
+                                                 "cache_pinned_bytes", "cache_slot_bytes",
+                                                 "cache_free_slots",   "queue_depth"};
+
+class Writer {
+ public:
+  // One metric family: its HELP and TYPE lines, then samples.
+  void Family(std::string_view name, std::string_view type, std::string_view help) {
+    absl::StrAppend(&out_, "# HELP ", std::string(name), " ", std::string(help), "\n# TYPE ",
+                    std::string(name), " ", std::string(type), "\n");
+  }
+  void Sample(std::string_view name, double value, std::string_view labels = "") {
+    absl::StrAppend(&out_, std::string(name), labels.empty() ? "" : "{", std::string(labels),
+                    labels.empty() ? "" : "}", " ", absl::StrFormat("%.17g", value), "\n");
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+const char* ServedName(size_t kind) {
+  switch (static_cast<Served>(kind)) {
+    case Served::kCache:
+      return "cache";
+    case Served::kLookahead:
+      return "lookahead";
+    case Served::kCertain:
+      return "certain";
+    case Served::kDisk:
+      return "disk";
+    default:
+      return "unknown";
+  }
+}
+
+}  // namespace
+
+std::string PrometheusText(const EngineStats& s) {
+  Writer w;
+  w.Family("warp_requests_total", "counter", "Completion requests the engine ran, by outcome.");
+  w.Sample("warp_requests_total", s.requests - s.failed_requests - s.cancelled_requests,
+           "outcome=\"ok\"");
+  w.Sample("warp_requests_total", s.failed_requests, "outcome=\"error\"");
+  w.Sample("warp_requests_total", s.cancelled_requests, "outcome=\"cancelled\"");
+  w.Family("warp_tokens_total", "counter",
+           "Tokens: prompt (all), prompt_reused (found in the KV cache), completion.");
+  w.Sample("warp_tokens_total", s.prompt_tokens, "kind=\"prompt\"");
+  w.Sample("warp_tokens_total", s.reused_prompt_tokens, "kind=\"prompt_reused\"");
+  w.Sample("warp_tokens_total", s.completion_tokens, "kind=\"completion\"");
+  w.Family("warp_seconds_total", "counter", "Engine time by phase.");
+  w.Sample("warp_seconds_total", s.prefill_seconds, "phase=\"prefill\"");
+  w.Sample("warp_seconds_total", s.decode_seconds, "phase=\"decode\"");
+  w.Family("warp_decode_tokens_per_second", "gauge", "Decode speed of the last reply.");
+  w.Sample("warp_decode_tokens_per_second", s.last_decode_tokens_per_second);
+  w.Family("warp_expert_records_total", "counter",
+           "Routed expert records the forward pass used, by how the store served them.");
+  for (size_t kind = 0; kind < kServedKinds; ++kind) {
+    w.Sample("warp_expert_records_total", s.forward.served[kind],
+             absl::StrCat("served=\"", ServedName(kind), "\""));
+  }
+  w.Family("warp_expert_record_bytes_total", "counter",
+           "Bytes of those records, by how the store served them.");
+  for (size_t kind = 0; kind < kServedKinds; ++kind) {
+    w.Sample("warp_expert_record_bytes_total", s.forward.served_bytes[kind],
+             absl::StrCat("served=\"", ServedName(kind), "\""));
+  }
+  w.Family("warp_lookahead_predicted_total", "counter", "(token, expert) pairs hinted ahead.");
+  w.Sample("warp_lookahead_predicted_total", s.lookahead.predicted);
+  w.Family("warp_lookahead_hits_total", "counter", "Routed pairs that had been hinted.");
+  w.Sample("warp_lookahead_hits_total", s.lookahead.hits);
+  w.Family("warp_lookahead_routed_total", "counter", "Routed pairs at layers with a hint.");
+  w.Sample("warp_lookahead_routed_total", s.lookahead.routed);
+  w.Family("warp_lookahead_wasted_bytes_total", "counter",
+           "Bytes of hinted records the layer then did not use.");
+  w.Sample("warp_lookahead_wasted_bytes_total", s.lookahead.wasted_bytes);
+  w.Family("warp_queue_depth", "gauge", "Requests waiting for the engine.");
+  w.Sample("warp_queue_depth", static_cast<double>(s.queued));
+  w.Family("warp_busy", "gauge", "1 while a request runs.");
+  w.Sample("warp_busy", s.busy ? 1 : 0);
+  w.Family("warp_kv_positions", "gauge", "Positions in the KV cache, and its capacity.");
+  w.Sample("warp_kv_positions", s.kv_position, "kind=\"used\"");
+  w.Sample("warp_kv_positions", s.context, "kind=\"capacity\"");
+
+  constexpr absl::string_view kPrefix = "expertd.store.";
+  constexpr absl::string_view kReadBytes = "read_bytes_";
+  bool read_bytes_family = false;
+  for (const auto& [key, value] : s.source_counters) {
+    if (!absl::StartsWith(key, kPrefix)) continue;
+    const absl::string_view name = absl::string_view(key).substr(kPrefix.size());
+    if (absl::StartsWith(name, kReadBytes)) {
+      if (!read_bytes_family) {
+        w.Family("warp_store_read_bytes_total", "counter", "Bytes the store read, by priority.");
+        read_bytes_family = true;
+      }
+      w.Sample("warp_store_read_bytes_total", value,
+               absl::StrCat("priority=\"", std::string(name.substr(kReadBytes.size())), "\""));
+      continue;
+    }
+    const bool gauge = kStoreGauges.contains(std::string_view(name.data(), name.size()));
+    const std::string metric =
+        absl::StrCat("warp_store_", std::string(name), gauge ? "" : "_total");
+    w.Family(metric, gauge ? "gauge" : "counter",
+             absl::StrCat("The expert store's ", std::string(name), "."));
+    w.Sample(metric, value);
+  }
+  return w.Take();
+}
+
+}  // namespace warp::computed::serve

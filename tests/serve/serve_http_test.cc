@@ -1,0 +1,344 @@
+// computed serve, end to end: a real server process on a loopback port, the
+// demo model, a real HTTP client (cpp-httplib). What it answers must be what
+// `computed run` answers for the same prompt, through every path (streamed
+// or not, from a cold or a reused KV cache); bad requests get OpenAI errors.
+
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/interactive_process.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::warp::testing::InteractiveProcess;
+using ::warp::testing::RunBinary;
+
+// A running `computed serve` on a free loopback port.
+class Server {
+ public:
+  explicit Server(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"--log-level", "warn", "serve", "--listen", "127.0.0.1:0"};
+    all.insert(all.end(), args.begin(), args.end());
+    process_ = std::make_unique<InteractiveProcess>("computed", all);
+    if (!process_->WaitForOutputPast("listening 127.0.0.1:", std::chrono::seconds(60))) return;
+    const std::string& out = process_->output();
+    const size_t at = out.find("listening 127.0.0.1:") + 20;
+    if (!absl::SimpleAtoi(out.substr(at, out.find('\n', at) - at), &port_)) port_ = 0;
+  }
+  ~Server() {
+    if (process_) process_->Signal(SIGTERM);
+  }
+  int port() const { return port_; }
+  httplib::Client Client() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(120, 0);
+    return client;
+  }
+  InteractiveProcess& process() { return *process_; }
+
+ private:
+  std::unique_ptr<InteractiveProcess> process_;
+  int port_ = 0;
+};
+
+// The SSE events of a streamed response: each "data: " payload, in order.
+std::vector<std::string> SseData(const std::string& body) {
+  std::vector<std::string> out;
+  for (absl::string_view event : absl::StrSplit(body, "\n\n", absl::SkipEmpty())) {
+    if (absl::ConsumePrefix(&event, "data: ")) out.emplace_back(event);
+  }
+  return out;
+}
+
+class ServeHttpTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new warp::testing::TempDir();
+    const fs::path checkpoint = warp::testing::SourceDir() / "tests/demo_model/kjv-moe";
+    auto converted = RunBinary(
+        "computed", "--log-level warn convert --quiet " + checkpoint.string() + " " + Model());
+    ASSERT_EQ(converted.exit_code, 0) << converted.output;
+    server_ = new Server({Model(), "--context", "256", "--keepalive-seconds", "0.2"});
+    ASSERT_NE(server_->port(), 0) << server_->process().output();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete dir_;
+  }
+  static std::string Model() { return (*dir_ / "kjv.warp").string(); }
+
+  // What `computed run` prints for the prompt, greedy (its stats line cut).
+  static std::string RunOutput(const std::string& args) {
+    auto result = RunBinary("computed", "--log-level warn run " + Model() + " " + args);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    const size_t end = result.output.rfind("\n[");
+    return result.output.substr(0, end);
+  }
+
+  static Json Post(const std::string& path, const Json& body, int expect_status = 200) {
+    httplib::Client client = server_->Client();
+    auto response = client.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(response) << "no response from " << path;
+    if (!response) return Json();
+    EXPECT_EQ(response->status, expect_status) << response->body;
+    return Json::parse(response->body);
+  }
+
+  static inline warp::testing::TempDir* dir_ = nullptr;
+  static inline Server* server_ = nullptr;
+};
+
+const Json kHello = {{{"role", "user"}, {"content", "In the beginning"}}};
+
+TEST_F(ServeHttpTest, HealthModelsAndTheChatPage) {
+  httplib::Client client = server_->Client();
+  auto health = client.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto models = client.Get("/v1/models");
+  ASSERT_TRUE(models);
+  const Json list = Json::parse(models->body);
+  EXPECT_EQ(list["object"], "list");
+  EXPECT_EQ(list["data"][0]["id"], "kjv.warp");
+  EXPECT_EQ(list["data"][0]["meta"]["context_length"], 256);
+  auto page = client.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_THAT(page->get_header_value("Content-Type"), HasSubstr("text/html"));
+  EXPECT_THAT(page->body, HasSubstr("/v1/chat/completions"));
+}
+
+TEST_F(ServeHttpTest, GreedyChatEqualsComputedRunStreamedOrNotAndFromAReusedKvCache) {
+  const std::string expected = RunOutput("'In the beginning' -n 24");
+  const Json request = {{"messages", kHello}, {"max_tokens", 24}, {"temperature", 0}};
+  const Json first = Post("/v1/chat/completions", request);
+  EXPECT_EQ(first["object"], "chat.completion");
+  EXPECT_EQ(first["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(first["choices"][0]["message"]["content"], expected);
+  // The demo model ends this verse before 24 tokens: an end-of-text id, "stop".
+  const int tokens = first["usage"]["completion_tokens"];
+  EXPECT_LT(tokens, 24);
+  EXPECT_EQ(first["choices"][0]["finish_reason"], "stop");
+
+  // The same prompt again: all but its last token come from the KV cache.
+  const Json again = Post("/v1/chat/completions", request);
+  EXPECT_EQ(again["choices"][0]["message"]["content"], expected);
+  EXPECT_EQ(again["usage"]["prompt_tokens_details"]["cached_tokens"],
+            again["usage"]["prompt_tokens"].get<int>() - 1);
+
+  Json streamed = request;
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  httplib::Client client = server_->Client();
+  auto response = client.Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_THAT(response->get_header_value("Content-Type"), HasSubstr("text/event-stream"));
+  const std::vector<std::string> events = SseData(response->body);
+  ASSERT_GE(events.size(), 4u) << response->body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  std::string finish;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    const Json chunk = Json::parse(events[i]);
+    EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+    const Json& choice = chunk["choices"][0];
+    if (i == 0) {
+      EXPECT_EQ(choice["delta"]["role"], "assistant");
+    }
+    if (choice["delta"].contains("content")) text += choice["delta"]["content"].get<std::string>();
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_EQ(text, expected);
+  EXPECT_EQ(finish, "stop");
+  const Json usage = Json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], tokens);
+}
+
+TEST_F(ServeHttpTest, CompletionsContinueARawPromptAsComputedRunRawDoes) {
+  const std::string expected = RunOutput("--raw 'And God said' -n 16");
+  const Json reply =
+      Post("/v1/completions", {{"prompt", "And God said"}, {"max_tokens", 16}, {"temperature", 0}});
+  EXPECT_EQ(reply["object"], "text_completion");
+  EXPECT_EQ(reply["choices"][0]["text"], expected);
+
+  httplib::Client client = server_->Client();
+  auto response = client.Post(
+      "/v1/completions",
+      Json({{"prompt", "And God said"}, {"max_tokens", 16}, {"temperature", 0}, {"stream", true}})
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(response);
+  std::string text;
+  for (const std::string& data : SseData(response->body)) {
+    if (data == "[DONE]") continue;
+    text += Json::parse(data)["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, expected);
+}
+
+TEST_F(ServeHttpTest, AStopStringEndsTheReplyWithoutItself) {
+  const Json request = {{"messages", kHello}, {"max_tokens", 24}, {"temperature", 0}};
+  const std::string full =
+      Post("/v1/chat/completions", request)["choices"][0]["message"]["content"];
+  ASSERT_GE(full.size(), 12u);
+  // A stop sequence from the middle of the greedy reply.
+  const std::string stop = full.substr(full.size() / 2, 3);
+  Json stopped = request;
+  stopped["stop"] = Json::array({"zzzz-never", stop});
+  const Json reply = Post("/v1/chat/completions", stopped);
+  EXPECT_EQ(reply["choices"][0]["message"]["content"], full.substr(0, full.find(stop)));
+  EXPECT_EQ(reply["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(ServeHttpTest, SeededSamplingRepeats) {
+  const Json request = {{"messages", kHello},
+                        {"max_tokens", 12},
+                        {"temperature", 0.9},
+                        {"top_p", 0.95},
+                        {"seed", 1234}};
+  EXPECT_EQ(Post("/v1/chat/completions", request)["choices"][0]["message"]["content"],
+            Post("/v1/chat/completions", request)["choices"][0]["message"]["content"]);
+}
+
+TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
+  httplib::Client client = server_->Client();
+  auto malformed = client.Post("/v1/chat/completions", "{\"messages\": [", "application/json");
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_THAT(Json::parse(malformed->body)["error"]["message"].get<std::string>(),
+              HasSubstr("not valid JSON"));
+
+  auto error = [&](const Json& body) { return Post("/v1/chat/completions", body, 400)["error"]; };
+  Json role = error({{"messages", {{{"role", "wizard"}, {"content", "hi"}}}}});
+  EXPECT_EQ(role["param"], "messages[0].role");
+  EXPECT_EQ(role["type"], "invalid_request_error");
+  EXPECT_THAT(role["message"].get<std::string>(), HasSubstr("unknown role \"wizard\""));
+  EXPECT_EQ(error({{"messages", kHello}, {"max_tokens", 0}})["param"], "max_tokens");
+  EXPECT_EQ(error({{"messages", kHello}, {"max_tokens", -5}})["param"], "max_tokens");
+  EXPECT_EQ(error({{"messages", kHello}, {"temperature", 3}})["param"], "temperature");
+  EXPECT_EQ(error({{"messages", kHello}, {"n", 2}})["param"], "n");
+  EXPECT_EQ(error({{"messages", Json::array()}})["param"], "messages");
+  EXPECT_EQ(error({{"messages", kHello}, {"tool_choice", "required"}})["param"], "tool_choice");
+
+  // Past the context (256 positions): the prompt alone, or with max_tokens;
+  // past the 512 positions the model was trained on.
+  std::string bible;
+  for (int i = 0; i < 50; ++i) bible += "and the earth was without form ";
+  Json over = error({{"messages", {{{"role", "user"}, {"content", bible}}}}});
+  EXPECT_EQ(over["code"], "context_length_exceeded");
+  EXPECT_THAT(over["message"].get<std::string>(), HasSubstr("the context holds 256"));
+  EXPECT_EQ(error({{"messages", kHello}, {"max_tokens", 1000}})["code"], "context_length_exceeded");
+  EXPECT_EQ(Post("/v1/completions", {{"max_tokens", 4}}, 400)["error"]["param"], "prompt");
+
+  auto missing = client.Get("/v1/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_THAT(missing->body, HasSubstr("no such endpoint"));
+}
+
+TEST_F(ServeHttpTest, AClientThatLeavesCancelsItsGeneration) {
+  auto metrics = [] {
+    auto response = server_->Client().Get("/metrics");
+    EXPECT_TRUE(response);
+    return response ? response->body : "";
+  };
+  // A streamed request abandoned after its first events.
+  httplib::Client client = server_->Client();
+  int seen = 0;
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v1/chat/completions";
+  request.body =
+      Json({{"messages", kHello}, {"max_tokens", 200}, {"temperature", 0.8}, {"stream", true}})
+          .dump();
+  request.set_header("Content-Type", "application/json");
+  request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++seen < 3; };
+  client.send(request);
+  // The server notices at its next write and ends the request there.
+  for (int i = 0; i < 100 && !absl::StrContains(metrics(), "outcome=\"cancelled\"} 1"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(metrics(), HasSubstr("warp_requests_total{outcome=\"cancelled\"} 1"));
+  // And the engine is free for the next one.
+  EXPECT_EQ(Post("/v1/chat/completions",
+                 {{"messages", kHello}, {"max_tokens", 2}})["usage"]["completion_tokens"],
+            2);
+}
+
+TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
+  Post("/v1/chat/completions", {{"messages", kHello}, {"max_tokens", 3}});
+  auto response = server_->Client().Get("/metrics");
+  ASSERT_TRUE(response);
+  EXPECT_THAT(response->get_header_value("Content-Type"), HasSubstr("text/plain"));
+  const std::string& text = response->body;
+  for (const char* family :
+       {"# TYPE warp_requests_total counter", "warp_tokens_total{kind=\"completion\"}",
+        "warp_expert_records_total{served=\"disk\"}", "warp_seconds_total{phase=\"decode\"}",
+        "# TYPE warp_queue_depth gauge", "warp_kv_positions{kind=\"capacity\"} 256",
+        "warp_store_read_bytes_total{priority=\"demand\"}", "warp_store_cache_hits_total"}) {
+    EXPECT_THAT(text, HasSubstr(family));
+  }
+  // Every sample line is NAME{LABELS} VALUE with a number.
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "#")) continue;
+    double value = 0;
+    EXPECT_TRUE(absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &value)) << line;
+  }
+}
+
+TEST_F(ServeHttpTest, AnApiKeyGuardsTheApiButNotTheHealthCheck) {
+  Server guarded({Model(), "--context", "64", "--api-key", "sesame"});
+  ASSERT_NE(guarded.port(), 0) << guarded.process().output();
+  httplib::Client client = guarded.Client();
+  const std::string body =
+      Json({{"messages", kHello}, {"max_tokens", 2}, {"temperature", 0}}).dump();
+  auto none = client.Post("/v1/chat/completions", body, "application/json");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(Json::parse(none->body)["error"]["code"], "invalid_api_key");
+  auto wrong = client.Post("/v1/chat/completions", {{"Authorization", "Bearer nope"}}, body,
+                           "application/json");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  EXPECT_EQ(client.Get("/metrics")->status, 401);
+  EXPECT_EQ(client.Get("/health")->status, 200);
+  auto right = client.Post("/v1/chat/completions", {{"Authorization", "Bearer sesame"}}, body,
+                           "application/json");
+  ASSERT_TRUE(right);
+  EXPECT_EQ(right->status, 200) << right->body;
+}
+
+TEST_F(ServeHttpTest, RefusesABadListenAddressNamingIt) {
+  auto result =
+      RunBinary("computed", "--log-level warn serve " + Model() + " --listen nonsense", 30);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--listen nonsense: expected HOST:PORT"));
+  auto taken = RunBinary("computed",
+                         "--log-level warn serve " + Model() +
+                             " --listen 127.0.0.1:" + std::to_string(server_->port()),
+                         60);
+  EXPECT_NE(taken.exit_code, 0);
+  EXPECT_THAT(taken.output, HasSubstr("cannot listen there"));
+}
+
+}  // namespace

@@ -272,6 +272,26 @@ TEST_F(BitIdentityTest, StatsLineMeansTheSameOnEveryTransport) {
   }
 }
 
+// Issue 16: two computed processes on one machine (a `serve` and a `chat`, say)
+// reading through the same local expertd share its cache: the second finds
+// every record the first brought in, as leases on the daemon's memory, and
+// computes the same bytes as the embedded store.
+TEST_F(BitIdentityTest, ProcessesReadingThroughOneDaemonShareItsCache) {
+  const std::string sync = "--no-prefetch --lookahead 0 --prefill-chunk 1";
+  SetReference(sync);
+  auto daemon = warp::testing::Daemon::Start({"--model", Model(), "--listen",
+                                              "fastpath:" + (dir_ / "shared.sock").string(),
+                                              "--budget", "1G"});
+  WARP_ASSERT_OK(daemon);
+  const std::string stores = sync + " --stores " + (*daemon)->addresses().at(0);
+  const RunStats first = Stats(stores);
+  EXPECT_GT(first.misses, 0u);
+  const RunStats second = Stats(stores);
+  EXPECT_EQ(second.misses, 0u);
+  EXPECT_EQ(second.hits, first.hits + first.misses);
+  ExpectIdentical(stores);
+}
+
 // gpt-oss (MXFP4 experts kept native, sliding layers whose ring of window + 16
 // positions wraps within the 24-token prompt and its continuation): the same
 // bits across threads, chunks, prefetch and lookahead, eviction and daemons.

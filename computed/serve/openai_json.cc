@@ -70,16 +70,10 @@ Json ToolCallsDeltaJson(const std::vector<ToolCall>& calls, int first_index) {
 
 Json TextCompletionJson(const ResponseHeader& header, const std::string& text,
                         const std::string& finish_reason, const GenerationFigures& figures) {
-  return {{"id", header.id},
-          {"object", "text_completion"},
-          {"created", header.created},
-          {"model", header.model},
-          {"choices", Json::array({{{"index", 0},
-                                    {"text", text},
-                                    {"logprobs", nullptr},
-                                    {"finish_reason", finish_reason}}})},
-          {"usage", UsageJson(figures)},
-          {"warp", WarpFiguresJson(figures)}};
+  Json out = TextChunkJson(header, text, finish_reason);
+  out["usage"] = UsageJson(figures);
+  out["warp"] = WarpFiguresJson(figures);
+  return out;
 }
 
 Json TextChunkJson(const ResponseHeader& header, const std::string& text,

@@ -71,6 +71,7 @@ class Parser {
     if (auto e = Sampling()) return e;
     if (auto e = Stop()) return e;
     if (auto e = Bool("stream", &out_.stream)) return e;
+    if (auto e = Bool("ignore_eos", &out_.ignore_eos)) return e;
     if (const Json* options = Find("stream_options")) {
       if (!options->is_object()) return BadRequest("stream_options", "must be an object");
       if (!out_.stream) {

@@ -5,6 +5,7 @@
 // What WARP does not do (n > 1, logprobs, logit_bias, penalties, a JSON
 // schema) is refused by name rather than silently ignored; fields that
 // change nothing here (user, metadata, store, parallel_tool_calls) pass.
+// Two extensions other servers share: chat_template_kwargs and ignore_eos.
 
 #include <cstdint>
 #include <optional>
@@ -35,6 +36,7 @@ struct CompletionRequest {
   SamplerOptions sampling;        // OpenAI's defaults: temperature 1, top_p 1
   bool seeded = false;            // a seed was given (else the server draws one)
   std::vector<std::string> stop;  // up to 4 strings that end the reply, not included
+  bool ignore_eos = false;        // an extension (vLLM, llama-server): generate past end-of-text
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };

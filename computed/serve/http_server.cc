@@ -403,7 +403,7 @@ void HttpServer::Complete(const httplib::Request& request, httplib::Response& re
   job.max_tokens = p.max_tokens;
   job.sampling = p.request.sampling;
   if (!p.request.seeded) job.sampling.seed = std::random_device{}();
-  job.stop_ids = text_.stop_ids;
+  if (!p.request.ignore_eos) job.stop_ids = text_.stop_ids;
   job.cancelled = state->cancelled();
   job.on_prefilled = [state](const GenerationFigures&) { state->OnPrefilled(); };
   job.on_token = [state](int32_t id) { return state->OnToken(id); };

@@ -210,6 +210,16 @@ TEST_F(ServeHttpTest, AStopStringEndsTheReplyWithoutItself) {
   EXPECT_EQ(reply["choices"][0]["finish_reason"], "stop");
 }
 
+TEST_F(ServeHttpTest, IgnoreEosGeneratesEveryTokenAsComputedRunIgnoreEosDoes) {
+  const std::string expected = RunOutput("'In the beginning' -n 40 --ignore-eos");
+  const Json reply =
+      Post("/v1/chat/completions",
+           {{"messages", kHello}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}});
+  EXPECT_EQ(reply["choices"][0]["message"]["content"], expected);
+  EXPECT_EQ(reply["usage"]["completion_tokens"], 40);
+  EXPECT_EQ(reply["choices"][0]["finish_reason"], "length");
+}
+
 TEST_F(ServeHttpTest, SeededSamplingRepeats) {
   const Json request = {{"messages", kHello},
                         {"max_tokens", 12},

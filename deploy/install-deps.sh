@@ -14,10 +14,13 @@ packages=(
   libpcre2-dev libutf8proc-dev bible-kjv-text
   python3-torch python3-numpy
   openssl
+  chromium
 )
 # python3-torch and python3-numpy run the PyTorch reference of tests/reference
 # (ctest's reference_selftest, /usr/bin/python3). openssl makes the throwaway
 # CA and certificates of the TLS tests (tests/testing/test_certificates.cc).
+# chromium is the headless browser (driven by playwright-core, tests/npm) that
+# loads computed serve's chat page in tests/serve/chat_page_test.
 # Node.js and npm run the reference tokenizers and Jinja renderer of the tests
 # (tests/npm); the machine may already have them from outside Debian.
 command -v node > /dev/null || packages+=(nodejs)

@@ -1,0 +1,136 @@
+// computed serve's chat page (/) in headless Chromium, driven by
+// tests/serve/chat_page.mjs (playwright-core from tests/npm, Debian's
+// chromium from deploy/install-deps.sh): a typed message gets a streamed
+// reply, the API's own greedy reply, with its stats line; Stop ends a long
+// reply and the server cancels its generation.
+
+#include <httplib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/serve/test_server.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/node_peers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using ::testing::ContainsRegex;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::warp::testing::TestServer;
+
+constexpr char kChromium[] = "/usr/bin/chromium";
+
+// chat_page.mjs ARGS: its printed JSON, or a failure saying what is missing.
+Json Page(const std::vector<std::string>& args) {
+  if (access(kChromium, X_OK) != 0) {
+    ADD_FAILURE() << kChromium
+                  << " is missing: install Debian's chromium (deploy/install-deps.sh does)";
+    return Json();
+  }
+  if (auto npm = warp::testing::NodeModulesDir("playwright-core"); !npm.ok()) {
+    ADD_FAILURE() << npm.status();
+    return Json();
+  }
+  absl::StatusOr<std::string> out =
+      warp::testing::RunNode(warp::testing::SourceDir() / "tests/serve/chat_page.mjs", args);
+  if (!out.ok()) {
+    ADD_FAILURE() << out.status() << " (chat_page.mjs's message is on stderr)";
+    return Json();
+  }
+  return Json::parse(*out);
+}
+
+// The API's greedy reply to `messages`.
+std::string GreedyReply(const TestServer& server, const Json& messages) {
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(60, 0);
+  auto response =
+      client.Post("/v1/chat/completions", Json({{"messages", messages}, {"temperature", 0}}).dump(),
+                  "application/json");
+  EXPECT_TRUE(response && response->status == 200) << (response ? response->body : "no response");
+  if (!response || response->status != 200) return "";
+  return Json::parse(response->body)["choices"][0]["message"]["content"];
+}
+
+class ChatPageTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = std::make_unique<warp::testing::TempDir>(); }
+  std::unique_ptr<warp::testing::TempDir> dir_;
+};
+
+TEST_F(ChatPageTest, ATypedMessageGetsTheApisReplyStreamedWithItsStats) {
+  absl::StatusOr<fs::path> model = warp::testing::ConvertDemoModel(dir_->path());
+  ASSERT_TRUE(model.ok()) << model.status();
+  TestServer server({model->string(), "--context", "256"});
+  ASSERT_NE(server.port(), 0) << server.output();
+
+  // Two turns, greedy (the page's temperature field at 0).
+  const std::string message = "In the beginning";
+  const Json page = Page({"reply", server.url(), message, "0"});
+  ASSERT_TRUE(page.is_object());
+  EXPECT_THAT(page["problems"], IsEmpty());
+  EXPECT_EQ(page["model"], "kjv.warp");
+  EXPECT_THAT(page["users"], ElementsAre(message, message));
+  EXPECT_EQ(page["input"], "");  // sending cleared it
+  ASSERT_EQ(page["replies"].size(), 2u) << page;
+
+  const std::string first = GreedyReply(server, {{{"role", "user"}, {"content", message}}});
+  ASSERT_FALSE(first.empty());
+  const std::string second = GreedyReply(server, {{{"role", "user"}, {"content", message}},
+                                                  {{"role", "assistant"}, {"content", first}},
+                                                  {{"role", "user"}, {"content", message}}});
+  for (int turn = 0; turn < 2; ++turn) {
+    const Json& reply = page["replies"][turn];
+    EXPECT_EQ(reply["content"], turn == 0 ? first : second) << "turn " << turn;
+    EXPECT_FALSE(reply["error"].get<bool>()) << reply;
+    EXPECT_THAT(reply["stats"].get<std::string>(),
+                ContainsRegex("^[0-9]+ tokens, [0-9.]+ tok/s decode, [0-9.]+ tok/s prefill \\| "
+                              "experts [0-9]+ hit / [0-9]+ miss, [0-9.]+ MiB read"
+                              "( \\| cut at the length limit)?$"));
+  }
+}
+
+TEST_F(ChatPageTest, StopEndsALongReplyAndTheServerCancelsIt) {
+  // The tiny Qwen3's greedy replies never end: only Stop ends one.
+  absl::StatusOr<fs::path> model = warp::testing::ConvertTinyQwen3(dir_->path());
+  ASSERT_TRUE(model.ok()) << model.status();
+  TestServer server({model->string(), "--context", "4096"});
+  ASSERT_NE(server.port(), 0) << server.output();
+
+  const Json page = Page({"stop", server.url(), "Tell me a long story.", "0"});
+  ASSERT_TRUE(page.is_object());
+  EXPECT_THAT(page["problems"], IsEmpty());
+  // Streamed: the text showed, then grew, while the request was still open.
+  EXPECT_GE(page["growth_before_stop"].size(), 3u) << page["growth_before_stop"];
+  EXPECT_TRUE(page["stop_was_enabled"].get<bool>());
+  EXPECT_FALSE(page["stop_enabled_after"].get<bool>());
+  const Json& stopped = page["at_stop"];
+  EXPECT_EQ(stopped["stats"], "stopped");
+  EXPECT_FALSE(stopped["content"].get<std::string>().empty());
+  // Nothing more arrives once stopped.
+  EXPECT_EQ(page["after"]["content"], stopped["content"]);
+
+  httplib::Client client("127.0.0.1", server.port());
+  std::string metrics;
+  for (int i = 0; i < 50 && !absl::StrContains(metrics, "outcome=\"cancelled\"} 1"); ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto response = client.Get("/metrics");
+    metrics = response ? response->body : "";
+  }
+  EXPECT_THAT(metrics, ::testing::HasSubstr("warp_requests_total{outcome=\"cancelled\"} 1"));
+}
+
+}  // namespace

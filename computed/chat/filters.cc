@@ -21,6 +21,7 @@
 #include "computed/chat/interpreter.h"
 #include "computed/chat/js_format.h"
 #include "computed/chat/parser_internal.h"
+#include "computed/chat/py_format.h"
 #include "computed/chat/strings.h"
 #include "computed/chat/to_json.h"
 #include "computed/chat/unicode.h"
@@ -42,10 +43,8 @@ bool JsTruthy(const Value& v) {
   return Truthy(v);
 }
 
-absl::StatusOr<std::string> JoinString(const Value& v) {
-  if (v.is_none_or_undefined()) return std::string();
-  return ConcatString(v);
-}
+// str(v): Jinja2's join prints none as "None", undefined as "".
+absl::StatusOr<std::string> JoinString(const Value& v) { return ConcatString(v); }
 
 absl::StatusOr<Value> Join(const std::vector<Value>& items, const std::string& separator) {
   std::string out;
@@ -96,7 +95,7 @@ absl::StatusOr<Value> Unique(const Value& operand) {
   std::vector<Value> out;
   for (const Value& item : operand.array()) {
     const bool seen = std::any_of(out.begin(), out.end(), [&](const Value& kept) {
-      return StrictEquals(kept, item) || (kept.is_number() && item.is_number() && std::isnan(kept.number()) &&
+      return PyEquals(kept, item) || (kept.is_number() && item.is_number() && std::isnan(kept.number()) &&
                                           std::isnan(item.number()));
     });
     if (!seen) out.push_back(item);
@@ -118,10 +117,6 @@ absl::StatusOr<Value> ListFilter(const Value& operand, std::string_view name) {
     return Value::Array(std::move(sorted));
   }
   if (name == "join") return Join(items, "");
-  if (name == "string") {
-    WARP_ASSIGN_OR_RETURN(std::string json, ToJson(operand, JsonOptions{.undefined_as_null = false}));
-    return Value::String(std::move(json));
-  }
   if (name == "unique") return Unique(operand);
   return NoSuchFilter(name, operand);
 }
@@ -131,7 +126,7 @@ absl::StatusOr<Value> StringFilter(const Value& operand, std::string_view name) 
   if (name == "length" || name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
     return CallMethod(operand, name, {});
   }
-  if (name == "trim") return Value::String(std::string(JsTrim(s)));
+  if (name == "trim") return Value::String(PyStrip(s, nullptr, true, true));
   if (name == "indent") return Value::String(Indent(s, 4, false, false));
   if (name == "join" || name == "string") return operand;
   if (name == "int") {
@@ -147,6 +142,10 @@ absl::StatusOr<Value> StringFilter(const Value& operand, std::string_view name) 
 
 absl::StatusOr<Value> SimpleFilter(const Value& operand, std::string_view name) {
   if (name == "safe") return operand;
+  if (name == "string" && !operand.is(Type::kString)) {  // str(): "True", "None", "['a']", "" for undefined
+    WARP_ASSIGN_OR_RETURN(std::string text, ToDisplayString(operand));
+    return Value::String(std::move(text));
+  }
   if (name == "tojson") {
     WARP_ASSIGN_OR_RETURN(std::string json, ToJson(operand, JsonOptions{}));
     return Value::String(std::move(json));
@@ -194,7 +193,7 @@ bool IsKnownFilter(std::string_view name, bool with_arguments) {
       "get", "keys", "values", "dictsort"};
   static const std::set<std::string_view> kWithArguments = {
       "tojson", "join", "int", "float", "default", "sort", "selectattr", "rejectattr", "map", "indent",
-      "replace", "get", "items", "keys", "values", "dictsort"};
+      "replace", "trim", "get", "items", "keys", "values", "dictsort"};
   return with_arguments ? kWithArguments.count(name) > 0 : kSimple.count(name) > 0;
 }
 
@@ -208,23 +207,23 @@ absl::StatusOr<Value> Interpreter::ApplyFilter(const Value& operand, const Node&
 
 absl::StatusOr<Value> Interpreter::ApplyTojson(const Value& operand, const CallNode& call, const ScopePtr& scope) {
   WARP_ASSIGN_OR_RETURN(auto evaluated, EvaluateArguments(call.args, scope));
-  const ObjectMap& kwargs = evaluated.second;  // positional arguments are ignored, as in the reference
+  // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
+  const Args& args = evaluated.first;
+  const ObjectMap& kwargs = evaluated.second;
   JsonOptions options;
-  const Value indent = Option({}, kwargs, 0, "indent", Value::None());
-  if (!indent.is(Type::kInt) && !indent.is(Type::kNone)) return Error("tojson: indent must be an int");
+  const Value indent = Option(args, kwargs, 1, "indent", Value::None());
   if (indent.is(Type::kInt)) {
-    if (indent.number() < 0 || indent.number() > 1000) return Error("tojson: indent must be between 0 and 1000");
-    options.indent = static_cast<int>(indent.number());
+    if (indent.number() > 1000) return Error("tojson: indent must be at most 1000");
+    options.indent = std::string(static_cast<size_t>(std::max(indent.number(), 0.0)), ' ');
+  } else if (indent.is(Type::kString)) {
+    options.indent = indent.string();
+  } else if (!indent.is(Type::kNone)) {
+    return Error("tojson: indent must be an int or a string");
   }
-  const Value ensure_ascii = Option({}, kwargs, 0, "ensure_ascii", Value::Bool(false));
-  if (!ensure_ascii.is(Type::kBool)) return Error("tojson: ensure_ascii must be a boolean");
-  options.ensure_ascii = ensure_ascii.boolean();
-  const Value sort_keys = Option({}, kwargs, 0, "sort_keys", Value::Bool(false));
-  if (!sort_keys.is(Type::kBool)) return Error("tojson: sort_keys must be a boolean");
-  if (sort_keys.boolean()) {
-    return absl::UnimplementedError("unsupported Jinja feature: tojson(sort_keys=true) (the reference orders keys by locale collation)");
-  }
-  const Value separators = Option({}, kwargs, 0, "separators", Value::None());
+  const Value ensure_ascii = Option(args, kwargs, 0, "ensure_ascii", Value::Bool(false));
+  options.ensure_ascii = Truthy(ensure_ascii);
+  options.sort_keys = Truthy(Option(args, kwargs, 3, "sort_keys", Value::Bool(false)));
+  const Value separators = Option(args, kwargs, 2, "separators", Value::None());
   if (separators.is(Type::kArray)) {
     const std::vector<Value>& parts = separators.array();
     if (parts.size() != 2 || !parts[0].is(Type::kString) || !parts[1].is(Type::kString)) {
@@ -241,6 +240,11 @@ absl::StatusOr<Value> Interpreter::ApplyTojson(const Value& operand, const CallN
 absl::StatusOr<Value> Interpreter::ApplyCallFilter(const Value& operand, const CallNode& call, const ScopePtr& scope) {
   const std::string& name = As<IdentifierNode>(*call.callee).name;
   if (name == "tojson") return ApplyTojson(operand, call, scope);
+  if (operand.is(Type::kString) && name == "sort") {  // Python sorts a str's characters into a list
+    std::vector<Value> chars;
+    for (std::string& c : CodePoints(operand.string())) chars.push_back(Value::String(std::move(c)));
+    return ApplyListCallFilter(Value::Array(std::move(chars)), name, call, scope);
+  }
   if (operand.is(Type::kArray) && (name == "sort" || name == "selectattr" || name == "rejectattr" || name == "map")) {
     return ApplyListCallFilter(operand, name, call, scope);
   }
@@ -282,6 +286,12 @@ absl::StatusOr<Value> Interpreter::ApplyCallFilter(const Value& operand, const C
     const bool first = JsTruthy(Option(args, kwargs, 1, "first", Value::Bool(false)));
     const bool blank = JsTruthy(Option(args, kwargs, 2, "blank", Value::Bool(false)));
     return Value::String(Indent(operand.string(), static_cast<size_t>(width.number()), first, blank));
+  }
+  if (operand.is(Type::kString) && name == "trim") {  // trim(chars), Python's str.strip(chars)
+    const Value chars = Option(args, kwargs, 0, "chars", Value::None());
+    if (chars.is_none_or_undefined()) return Value::String(PyStrip(operand.string(), nullptr, true, true));
+    if (!chars.is(Type::kString)) return Error("trim: chars must be a string");
+    return Value::String(PyStrip(operand.string(), &chars.string(), true, true));
   }
   if (operand.is(Type::kString) && name == "replace") {
     args.push_back(Value::Kwargs(std::move(kwargs)));

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "common/status.h"
 #include "computed/chat/strings.h"
+#include "computed/chat/unicode.h"
 
 namespace warp::chat {
 namespace {
@@ -30,7 +31,7 @@ absl::StatusOr<std::string> Interpreter::Run(const NodeList& program, const Scop
   return out;
 }
 
-// Concatenates the statements' text; none and undefined print nothing. On a
+// Concatenates the statements' text; undefined prints nothing. On a
 // pending break/continue the partial text is dropped, as the reference's
 // exception-based control flow drops it.
 absl::StatusOr<std::string> Interpreter::ExecBlock(const NodeList& block, const ScopePtr& scope) {
@@ -38,7 +39,7 @@ absl::StatusOr<std::string> Interpreter::ExecBlock(const NodeList& block, const 
   for (const NodePtr& statement : block) {
     WARP_ASSIGN_OR_RETURN(Value value, Evaluate(*statement, scope));
     if (flow_ != Flow::kNormal) return std::string();
-    if (value.is_none_or_undefined()) continue;
+    if (value.is(Value::Type::kUndefined)) continue;  // none prints "None", as in Python
     absl::StatusOr<std::string> text = ToDisplayString(value);
     if (!text.ok()) return WithPosition(text.status(), statement->pos);
     if (text->size() > kMaxRenderBytes - out.size()) {
@@ -83,6 +84,9 @@ absl::StatusOr<Value> Interpreter::ExecFor(const ForNode& node, const ScopePtr& 
     all = iterable.array();
   } else if (iterable.is(Type::kObject)) {
     for (const auto& entry : iterable.object()) all.push_back(Value::String(entry.first));
+  } else if (iterable.is(Type::kString)) {  // Python iterates a str by code point
+    for (std::string& c : CodePoints(iterable.string())) all.push_back(Value::String(std::move(c)));
+  } else if (iterable.is(Type::kUndefined)) {  // Jinja2's Undefined iterates as empty
   } else {
     return ErrorAt(absl::StatusCode::kInvalidArgument, iterable_node->pos,
                    Cat("cannot iterate over a ", TypeName(iterable)));
@@ -91,7 +95,7 @@ absl::StatusOr<Value> Interpreter::ExecFor(const ForNode& node, const ScopePtr& 
   for (const Value& item : all) {
     if (node.target->kind == NodeKind::kTupleLiteral) {
       const size_t wanted = As<ListNode>(*node.target).items.size();
-      if (!item.is(Type::kArray) || item.is_tuple()) return Error(Cat("cannot unpack a ", TypeName(item)));
+      if (!item.is(Type::kArray)) return Error(Cat("cannot unpack a ", TypeName(item)));
       if (item.array().size() != wanted) {
         return Error(Cat("too ", wanted > item.array().size() ? "few" : "many", " items to unpack"));
       }
@@ -144,7 +148,7 @@ absl::StatusOr<Value> Interpreter::ExecSet(const SetNode& node, const ScopePtr& 
     WARP_ASSIGN_OR_RETURN(rhs, Evaluate(*node.value, scope));
   } else {
     WARP_ASSIGN_OR_RETURN(std::string text, ExecBlock(node.body, scope));
-    if (flow_ != Flow::kNormal) return Value::None();
+    if (flow_ != Flow::kNormal) return Value();
     rhs = Value::String(std::move(text));
   }
   const Node& target = *node.target;
@@ -169,7 +173,7 @@ absl::StatusOr<Value> Interpreter::ExecSet(const SetNode& node, const ScopePtr& 
   } else {
     return Error("invalid target of set");
   }
-  return Value::None();
+  return Value();
 }
 
 // Binds a macro's parameters in `scope`: positional, then keyword, then
@@ -203,7 +207,7 @@ absl::Status Interpreter::BindArgs(std::string_view macro_name, const std::vecto
   if (uses_varargs) {
     std::vector<Value> rest;
     for (size_t i = params.size(); i < args.size(); ++i) rest.push_back(args[i]);
-    scope->Set("varargs", Value::Array(std::move(rest)));
+    scope->Set("varargs", Value::Tuple(std::move(rest)));  // a Python tuple
   } else if (args.size() > params.size()) {
     return Error(Cat("macro ", macro_name, " takes not more than ", params.size(), " argument(s)"));
   }
@@ -237,7 +241,7 @@ absl::StatusOr<Value> Interpreter::ExecMacro(const MacroNode& node, const ScopeP
         BindArgs(name, macro->params, macro->uses_varargs, macro->uses_kwargs, std::move(args), macro_scope));
     return RunBody(macro->body, macro_scope, Cat("macro ", name));
   }));
-  return Value::None();
+  return Value();
 }
 
 absl::StatusOr<Value> Interpreter::ExecCallBlock(const CallBlockNode& node, const ScopePtr& scope) {
@@ -265,7 +269,7 @@ absl::StatusOr<Value> Interpreter::ExecCallBlock(const CallBlockNode& node, cons
 
 absl::StatusOr<Value> Interpreter::ExecFilterBlock(const FilterBlockNode& node, const ScopePtr& scope) {
   WARP_ASSIGN_OR_RETURN(std::string text, ExecBlock(node.body, scope));
-  if (flow_ != Flow::kNormal) return Value::None();
+  if (flow_ != Flow::kNormal) return Value();
   return ApplyFilter(Value::String(std::move(text)), *node.filter, scope);
 }
 

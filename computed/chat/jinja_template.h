@@ -1,9 +1,12 @@
 #pragma once
 
 // A Jinja template as chat templates use the language, rendered byte for byte
-// like @huggingface/jinja 0.5.11 (the renderer of transformers.js, which the
-// tests compare against): trim_blocks and lstrip_blocks on, JavaScript
-// printing rules (true -> "true", none -> "", 1.0 -> "1.0"), its tojson.
+// like Python Jinja2 with transformers' apply_chat_template settings (issue
+// 16): trim_blocks and lstrip_blocks on, Python printing rules (true ->
+// "True", none -> "None", 1.0 -> "1.0", lists and dicts as repr), its tojson
+// (json.dumps, ensure_ascii off). The interpreter began as a port of
+// @huggingface/jinja 0.5.11, which the tests still run; where the two differ
+// it follows Python (docs/ENGINE.md lists the corners it does not yet).
 // parser.h lists what is supported; anything else fails at Parse (or, for
 // type errors, at Render) with "<origin> line L, column C: <what>".
 //
@@ -14,11 +17,8 @@
 //     last digit of inexact results;
 //   - upper/lower map case one-to-one (plus ß -> SS), without JavaScript's
 //     context-dependent special casing; sorting compares code points;
-//   - tojson(sort_keys=true) fails (the reference sorts by ICU collation);
 //   - break/continue inside a macro body fails instead of ending the loop
 //     that called the macro.
-// And unlike Python Jinja but like the reference: str.strip('\n') strips all
-// whitespace, {{ none }} prints nothing, floats concatenate as "1", not "1.0".
 //
 // Immutable after Parse; Render is safe from any number of threads. Copies
 // share the parsed program.

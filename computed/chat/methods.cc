@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "computed/chat/builtins.h"
 #include "computed/chat/strings.h"
+#include "computed/chat/py_format.h"
 #include "computed/chat/unicode.h"
 
 namespace warp::chat {
@@ -60,14 +61,14 @@ absl::StatusOr<Value> AffixTest(const std::string& self, const Args& args, bool 
   return Error(Cat(name, "() argument must be a string or tuple of strings"));
 }
 
-std::vector<std::string> SplitWhitespace(std::string_view text, double maxsplit) {
+std::vector<std::string> SplitWhitespace(std::string_view text, double maxsplit) {  // Python: maxsplit < 0 is no limit
   text = JsTrimStart(text);
   std::vector<std::string> parts;
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t start = pos;
     while (pos < text.size() && JsWhitespaceAt(text, pos) == 0) ++pos;
-    if (maxsplit != -1 && static_cast<double>(parts.size()) >= maxsplit) {
+    if (maxsplit >= 0 && static_cast<double>(parts.size()) >= maxsplit) {
       parts.emplace_back(text.substr(start));
       break;
     }
@@ -89,7 +90,7 @@ absl::StatusOr<Value> Split(const std::string& self, const Args& args) {
     if (sep.string().empty()) return Error("split() separator is empty");
     for (std::string_view part : SplitString(self, sep.string())) parts.emplace_back(part);
     const double m = maxsplit.number();
-    if (m != -1 && static_cast<double>(parts.size()) > m) {  // splice(m) rejoined, as the reference
+    if (m >= 0 && static_cast<double>(parts.size()) > m + 1) {  // Python: a negative maxsplit is no limit
       const double n = static_cast<double>(parts.size());
       const auto start = static_cast<size_t>(m < 0 ? std::max(n + m, 0.0) : std::min(m, n));
       std::string rest = absl::StrJoin(parts.begin() + start, parts.end(), sep.string());
@@ -160,9 +161,15 @@ Value StringMember(const Value& object, std::string_view name) {
   if (name == "lower") return unary(&JsToLower);
   if (name == "title") return unary(&TitleCase);
   if (name == "capitalize") return unary(&Capitalize);
-  if (name == "strip") return unary([](std::string_view v) { return std::string(JsTrim(v)); });
-  if (name == "lstrip") return unary([](std::string_view v) { return std::string(JsTrimStart(v)); });
-  if (name == "rstrip") return unary([](std::string_view v) { return std::string(JsTrimEnd(v)); });
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {  // Python's: strip('\n') strips only newlines
+    const bool left = name != "rstrip";
+    const bool right = name != "lstrip";
+    return Bind([s, left, right](const Args& args) -> absl::StatusOr<Value> {
+      if (args.empty() || args[0].is(Type::kNone)) return Value::String(PyStrip(s, nullptr, left, right));
+      if (!args[0].is(Type::kString)) return Error("strip arg must be None or str");
+      return Value::String(PyStrip(s, &args[0].string(), left, right));
+    });
+  }
   if (name == "startswith") return Bind([s](const Args& args) { return AffixTest(s, args, true); });
   if (name == "endswith") return Bind([s](const Args& args) { return AffixTest(s, args, false); });
   if (name == "split") return Bind([s](const Args& args) { return Split(s, args); });
@@ -172,7 +179,7 @@ Value StringMember(const Value& object, std::string_view name) {
 
 Value Pairs(const ObjectMap& map) {
   std::vector<Value> items;
-  for (const auto& [key, value] : map) items.push_back(Value::Array({Value::String(key), value}));
+  for (const auto& [key, value] : map) items.push_back(Value::Tuple({Value::String(key), value}));  // (key, value)
   return Value::Array(std::move(items));
 }
 

@@ -49,9 +49,16 @@ absl::StatusOr<Value> Arithmetic(std::string_view op, const Value& left, const V
   if (op == "+") return number(a + b);
   if (op == "-") return number(a - b);
   if (op == "*") return number(a * b);
+  if ((op == "/" || op == "//" || op == "%") && b == 0) {
+    return absl::InvalidArgumentError(op == "/" ? "division by zero" : "integer division or modulo by zero");
+  }
   if (op == "/") return Value::Float(a / b);
   if (op == "//") return number(std::floor(a / b));
-  if (op == "%") return number(std::fmod(a, b));
+  if (op == "%") {  // Python's: the sign of the divisor
+    double r = std::fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return number(r);
+  }
   if (op == "<") return Value::Bool(a < b);
   if (op == ">") return Value::Bool(a > b);
   if (op == ">=") return Value::Bool(a >= b);
@@ -62,7 +69,7 @@ absl::StatusOr<Value> Arithmetic(std::string_view op, const Value& left, const V
 
 bool ArrayContains(const Value& array, const Value& item) {
   for (const Value& element : array.array()) {
-    if (StrictEquals(element, item)) return true;
+    if (PyEquals(element, item)) return true;
   }
   return false;
 }
@@ -70,10 +77,8 @@ bool ArrayContains(const Value& array, const Value& item) {
 }  // namespace
 
 absl::StatusOr<Value> ApplyBinary(std::string_view op, const Value& left, const Value& right) {
-  if (op == "==" || op == "!=") {
-    WARP_ASSIGN_OR_RETURN(bool equal, LooseEquals(left, right));
-    return Value::Bool(equal == (op == "=="));
-  }
+  if (op == "==" || op == "!=") return Value::Bool(PyEquals(left, right) == (op == "=="));
+  if (op == "~") return Concat(left, right);  // str() of each side: "None", "" for undefined
   const bool membership = op == "in" || op == "not in";
   if (left.is(Type::kUndefined) || right.is(Type::kUndefined)) {
     if (right.is(Type::kUndefined) && membership) return Value::Bool(op == "not in");
@@ -82,7 +87,6 @@ absl::StatusOr<Value> ApplyBinary(std::string_view op, const Value& left, const 
   if (left.is(Type::kNone) || right.is(Type::kNone)) {
     return absl::InvalidArgumentError(Cat("cannot apply '", op, "' to none"));
   }
-  if (op == "~") return Concat(left, right);
   if (op == "**" && NumericLike(left) && NumericLike(right)) return Power(left, right);
   if (left.is_number() && right.is_number()) {
     bool handled = false;
@@ -100,7 +104,24 @@ absl::StatusOr<Value> ApplyBinary(std::string_view op, const Value& left, const 
   } else if (right.is(Type::kArray)) {
     if (membership) return Value::Bool(ArrayContains(right, left) == (op == "in"));
   }
-  if ((left.is(Type::kString) || right.is(Type::kString)) && op == "+") return Concat(left, right);
+  if (left.is(Type::kString) && right.is(Type::kString)) {
+    if (op == "+") return Concat(left, right);
+    // UTF-8 byte order is code point order, as Python compares str.
+    if (op == "<") return Value::Bool(left.string() < right.string());
+    if (op == ">") return Value::Bool(left.string() > right.string());
+    if (op == "<=") return Value::Bool(left.string() <= right.string());
+    if (op == ">=") return Value::Bool(left.string() >= right.string());
+  }
+  if (op == "*" && ((left.is(Type::kString) && right.is(Type::kInt)) || (left.is(Type::kInt) && right.is(Type::kString)))) {
+    const std::string& text = left.is(Type::kString) ? left.string() : right.string();
+    const double times = left.is(Type::kInt) ? left.number() : right.number();
+    if (times > 0 && text.size() * times > static_cast<double>(kMaxRenderBytes)) {
+      return absl::ResourceExhaustedError(Cat("a string of more than ", kMaxRenderBytes >> 20, " MiB"));
+    }
+    std::string out;
+    for (double i = 0; i < times; ++i) out += text;
+    return Value::String(std::move(out));
+  }
   if (left.is(Type::kString) && right.is(Type::kString) && membership) {
     const bool found = right.string().find(left.string()) != std::string::npos;
     return Value::Bool(found == (op == "in"));

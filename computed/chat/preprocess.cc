@@ -123,12 +123,23 @@ Preprocessed RemoveGenerationTags(const Preprocessed& in) {
 }  // namespace
 
 Preprocessed Preprocess(std::string_view source) {
+  // Jinja2's lexer: every \r\n and \r becomes \n (newline_sequence), and
+  // one trailing newline is dropped (keep_trailing_newline=False).
   Preprocessed p;
-  size_t size = source.size();
-  if (size > 0 && source[size - 1] == '\n') --size;
-  p.text.assign(source.substr(0, size));
-  p.origin.resize(size + 1);
-  for (size_t i = 0; i <= size; ++i) p.origin[i] = i;
+  for (size_t i = 0; i < source.size(); ++i) {
+    p.origin.push_back(i);
+    if (source[i] == '\r') {
+      p.text += '\n';
+      if (i + 1 < source.size() && source[i + 1] == '\n') ++i;
+    } else {
+      p.text += source[i];
+    }
+  }
+  if (!p.text.empty() && p.text.back() == '\n') {
+    p.text.pop_back();
+    p.origin.pop_back();
+  }
+  p.origin.push_back(p.text.empty() ? 0 : p.origin.back() + 1);
   return RemoveGenerationTags(TrimBlocks(LstripBlocks(p)));
 }
 

@@ -45,14 +45,14 @@ absl::StatusOr<bool> RunTest(std::string_view name, const Value& v, const Value&
   if (name == "string") return v.is(Type::kString);
   if (name == "number") return v.is_number();
   if (name == "integer") return v.is(Type::kInt);
-  if (name == "iterable") return (v.is(Type::kArray) && !v.is_tuple()) || v.is(Type::kString);
+  if (name == "iterable") return v.is(Type::kArray) || v.is(Type::kString) || v.is(Type::kObject);
   if (name == "mapping") return v.is(Type::kObject);
   if (name == "sequence") return v.is(Type::kArray) || v.is(Type::kObject) || v.is(Type::kString);
   if (name == "lower") return IsLowerOrUpper(v, /*upper=*/false);
   if (name == "upper") return IsLowerOrUpper(v, /*upper=*/true);
   if (name == "defined") return !v.is(Type::kUndefined);
   if (name == "undefined") return v.is(Type::kUndefined);
-  if (name == "equalto" || name == "eq") return StrictEquals(v, argument);
+  if (name == "equalto" || name == "eq") return PyEquals(v, argument);
   return absl::UnimplementedError(Cat("unsupported Jinja test: ", name));
 }
 

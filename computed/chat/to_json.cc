@@ -1,11 +1,13 @@
 #include "computed/chat/to_json.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "computed/chat/js_format.h"
+#include "computed/chat/py_format.h"
 #include "computed/chat/strings.h"
 #include "computed/chat/unicode.h"
 
@@ -19,6 +21,13 @@ std::string Quote(std::string_view s, const JsonOptions& options) {
 
 absl::StatusOr<std::string> Write(const Value& v, const JsonOptions& options, int depth);
 
+// The newline and indentation before an item at `depth`.
+std::string Newline(const JsonOptions& options, int depth) {
+  std::string out = "\n";
+  for (int i = 0; i < depth; ++i) out += *options.indent;
+  return out;
+}
+
 absl::StatusOr<std::string> WriteArray(const Value& v, const JsonOptions& options, int depth,
                                        const std::string& item_sep) {
   std::vector<std::string> items;
@@ -26,50 +35,49 @@ absl::StatusOr<std::string> WriteArray(const Value& v, const JsonOptions& option
     WARP_ASSIGN_OR_RETURN(std::string text, Write(item, options, depth + 1));
     items.push_back(std::move(text));
   }
-  if (options.indent == 0 || items.empty()) return Cat("[", absl::StrJoin(items, item_sep), "]");
-  const std::string base = "\n" + std::string(static_cast<size_t>(options.indent) * depth, ' ');
-  const std::string child = base + std::string(options.indent, ' ');
-  return Cat("[", child, absl::StrJoin(items, item_sep + child), base, "]");
+  if (!options.indent.has_value() || items.empty()) return Cat("[", absl::StrJoin(items, item_sep), "]");
+  const std::string child = Newline(options, depth + 1);
+  return Cat("[", child, absl::StrJoin(items, item_sep + child), Newline(options, depth), "]");
 }
 
 absl::StatusOr<std::string> WriteObject(const Value& v, const JsonOptions& options, int depth,
                                         const std::string& item_sep, const std::string& key_sep) {
-  const std::string base = "\n" + std::string(static_cast<size_t>(options.indent) * depth, ' ');
-  const std::string child = base + std::string(options.indent, ' ');
-  std::vector<std::string> entries;
-  for (const auto& [key, value] : v.object()) {
-    WARP_ASSIGN_OR_RETURN(std::string text, Write(value, options, depth + 1));
-    std::string entry = Cat(Quote(key, options), key_sep, text);
-    entries.push_back(options.indent != 0 ? child + entry : std::move(entry));
+  std::vector<const ObjectMap::Entry*> sorted;
+  for (const ObjectMap::Entry& entry : v.object()) sorted.push_back(&entry);
+  if (options.sort_keys) {
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
   }
-  if (options.indent == 0 || entries.empty()) return Cat("{", absl::StrJoin(entries, item_sep), "}");
-  return Cat("{", absl::StrJoin(entries, item_sep), base, "}");
+  std::vector<std::string> entries;
+  for (const ObjectMap::Entry* entry : sorted) {
+    WARP_ASSIGN_OR_RETURN(std::string text, Write(entry->second, options, depth + 1));
+    entries.push_back(Cat(Quote(entry->first, options), key_sep, text));
+  }
+  if (!options.indent.has_value() || entries.empty()) return Cat("{", absl::StrJoin(entries, item_sep), "}");
+  const std::string child = Newline(options, depth + 1);
+  return Cat("{", child, absl::StrJoin(entries, item_sep + child), Newline(options, depth), "}");
 }
 
 absl::StatusOr<std::string> Write(const Value& v, const JsonOptions& options, int depth) {
-  std::string item_sep = options.indent != 0 ? "," : ", ";
+  std::string item_sep = options.indent.has_value() ? "," : ", ";
   std::string key_sep = ": ";
   if (options.separators.has_value()) std::tie(item_sep, key_sep) = *options.separators;
   switch (v.type()) {
     case Value::Type::kNone:
       return std::string("null");
-    case Value::Type::kUndefined:
-      return std::string(options.undefined_as_null ? "null" : "undefined");
     case Value::Type::kBool:
       return std::string(v.boolean() ? "true" : "false");
     case Value::Type::kInt:
+      return FormatPyInt(v.number());
     case Value::Type::kFloat:
-      return FormatJsonNumber(v.number());
+      return FormatPyJsonFloat(v.number());
     case Value::Type::kString:
       return Quote(v.string(), options);
-    case Value::Type::kArray:
-      if (v.is_tuple()) break;
+    case Value::Type::kArray:  // lists and tuples
       return WriteArray(v, options, depth, item_sep);
     case Value::Type::kObject:
-      if (v.is_kwargs()) break;
       return WriteObject(v, options, depth, item_sep, key_sep);
+    case Value::Type::kUndefined:
     case Value::Type::kNamespace:
-      return WriteObject(v, options, depth, item_sep, key_sep);
     case Value::Type::kFunction:
       break;
   }

@@ -1,9 +1,10 @@
 #pragma once
 
-// The `tojson` filter and the JSON text of printed containers, byte for byte
-// as @huggingface/jinja writes them: separators ", " and ": " (or "," and
-// ": " when indenting), non-ASCII and </> left as is unless ensure_ascii,
-// integral floats written as integers ("1", as JavaScript has no 1.0).
+// The `tojson` filter byte for byte as transformers defines it for Jinja2:
+// json.dumps(x, ensure_ascii=False, indent=..., separators=...,
+// sort_keys=...). Separators ", " and ": " (or "," and ": " when indenting),
+// non-ASCII and </> left as is unless ensure_ascii, floats in Python's repr
+// ("1.0", "1e-07", "-0.0"), tuples as arrays.
 //
 // Thread-safe: pure functions.
 
@@ -17,15 +18,17 @@
 namespace warp::chat {
 
 struct JsonOptions {
-  int indent = 0;  // spaces per level; 0 writes one line (JavaScript: 0 is falsy)
+  // The text of one indentation level; nullopt writes one line (indent=None).
+  // An empty string (indent=0) still puts every item on its own line.
+  std::optional<std::string> indent;
   bool ensure_ascii = false;
   // {item separator, key separator}; defaults depend on `indent`.
   std::optional<std::pair<std::string, std::string>> separators;
-  // undefined prints as null (tojson) or as "undefined" (printing a container).
-  bool undefined_as_null = true;
+  bool sort_keys = false;  // by code point, as Python sorts str keys
 };
 
-// Fails for functions, tuples and kwargs objects ("cannot convert ... to JSON").
+// Fails, as json.dumps does, for undefined, namespaces and functions
+// ("cannot convert ... to JSON").
 absl::StatusOr<std::string> ToJson(const Value& v, const JsonOptions& options);
 
 }  // namespace warp::chat

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "common/status.h"
 #include "computed/chat/js_format.h"
+#include "computed/chat/py_format.h"
 #include "computed/chat/to_json.h"
 
 namespace warp::chat {
@@ -155,120 +156,91 @@ bool Truthy(const Value& v) {
   return false;
 }
 
-absl::StatusOr<std::string> ToDisplayString(const Value& v) {
+namespace {
+
+absl::StatusOr<std::string> PyStr(const Value& v, bool repr);
+
+absl::StatusOr<std::string> PyItems(const std::vector<Value>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    WARP_ASSIGN_OR_RETURN(std::string item, PyStr(items[i], true));
+    out += item;
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> PyDict(const ObjectMap& map) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : map) {
+    if (!first) out += ", ";
+    first = false;
+    WARP_ASSIGN_OR_RETURN(std::string text, PyStr(value, true));
+    out += PyRepr(key) + ": " + text;
+  }
+  return out + "}";
+}
+
+// str(v), or repr(v) for the items of containers.
+absl::StatusOr<std::string> PyStr(const Value& v, bool repr) {
   switch (v.type()) {
-    case Value::Type::kUndefined: return std::string("undefined");
-    case Value::Type::kNone: return std::string("undefined");  // the reference's NullValue holds undefined
-    case Value::Type::kBool: return std::string(v.boolean() ? "true" : "false");
-    case Value::Type::kInt: return FormatJsNumber(v.number());
-    case Value::Type::kFloat: return FormatJsFloat(v.number());
-    case Value::Type::kString: return v.string();
-    case Value::Type::kArray:
-    case Value::Type::kObject:
-    case Value::Type::kNamespace:
-      return ToJson(v, JsonOptions{.undefined_as_null = false});
+    case Value::Type::kUndefined: return std::string(repr ? "Undefined" : "");
+    case Value::Type::kNone: return std::string("None");
+    case Value::Type::kBool: return std::string(v.boolean() ? "True" : "False");
+    case Value::Type::kInt: return FormatPyInt(v.number());
+    case Value::Type::kFloat: return FormatPyFloat(v.number());
+    case Value::Type::kString: return repr ? PyRepr(v.string()) : v.string();
+    case Value::Type::kArray: {
+      WARP_ASSIGN_OR_RETURN(std::string items, PyItems(v.array()));
+      if (!v.is_tuple()) return "[" + items + "]";
+      return "(" + items + (v.array().size() == 1 ? ",)" : ")");
+    }
+    case Value::Type::kObject: return PyDict(v.object());
+    case Value::Type::kNamespace: {
+      WARP_ASSIGN_OR_RETURN(std::string dict, PyDict(v.object()));
+      return "<Namespace " + dict + ">";
+    }
     case Value::Type::kFunction:
       break;
   }
   return absl::InvalidArgumentError("cannot print a function (a macro or a method) as text");
 }
 
-absl::StatusOr<std::string> ConcatString(const Value& v) {
-  switch (v.type()) {
-    case Value::Type::kFloat:
-      return FormatJsNumber(v.number());
-    case Value::Type::kArray: {  // Array.prototype.toString: elements' toString joined by ","
-      std::string out;
-      for (size_t i = 0; i < v.array().size(); ++i) {
-        if (i > 0) out += ',';
-        WARP_ASSIGN_OR_RETURN(std::string item, ToDisplayString(v.array()[i]));
-        out += item;
-      }
-      return out;
-    }
-    case Value::Type::kObject:
-    case Value::Type::kNamespace:
-      return std::string("[object Map]");
-    default:
-      return ToDisplayString(v);
-  }
-}
-
-namespace {
-
-// The JavaScript type of `v.value`. The reference's NullValue is built
-// without a value, so none holds undefined too (none === undefined).
-enum class JsType { kUndefined, kNull, kBoolean, kNumber, kString, kObject };
-
-JsType JsTypeOf(const Value& v) {
-  switch (v.type()) {
-    case Value::Type::kUndefined: return JsType::kUndefined;
-    case Value::Type::kNone: return JsType::kUndefined;
-    case Value::Type::kBool: return JsType::kBoolean;
-    case Value::Type::kInt:
-    case Value::Type::kFloat: return JsType::kNumber;
-    case Value::Type::kString: return JsType::kString;
-    default: return JsType::kObject;
-  }
-}
-
-// ToPrimitive(object) for ==: arrays join, maps are "[object Map]".
-absl::StatusOr<Value> ToPrimitive(const Value& v) {
-  if (v.is(Value::Type::kFunction)) return Value::String("function");
-  WARP_ASSIGN_OR_RETURN(std::string text, ConcatString(v));
-  return Value::String(std::move(text));
-}
-
 }  // namespace
 
-bool StrictEquals(const Value& a, const Value& b) {
-  const JsType ta = JsTypeOf(a);
-  if (ta != JsTypeOf(b)) return false;
-  switch (ta) {
-    case JsType::kUndefined:
-    case JsType::kNull: return true;
-    case JsType::kBoolean:
-    case JsType::kNumber: return a.number() == b.number();
-    case JsType::kString: return a.string() == b.string();
-    case JsType::kObject: return a.identity() == b.identity();
-  }
-  return false;
-}
+absl::StatusOr<std::string> ToDisplayString(const Value& v) { return PyStr(v, false); }
 
-absl::StatusOr<bool> LooseEquals(const Value& a, const Value& b) {
-  const JsType ta = JsTypeOf(a);
-  const JsType tb = JsTypeOf(b);
-  if (ta == tb) return StrictEquals(a, b);
-  const auto nullish = [](JsType t) { return t == JsType::kNull || t == JsType::kUndefined; };
-  if (nullish(ta) || nullish(tb)) return nullish(ta) && nullish(tb);
-  if (ta == JsType::kBoolean) return LooseEquals(Value::Int(a.number()), b);
-  if (tb == JsType::kBoolean) return LooseEquals(a, Value::Int(b.number()));
-  if (ta == JsType::kNumber && tb == JsType::kString) return a.number() == JsStringToNumber(b.string());
-  if (ta == JsType::kString && tb == JsType::kNumber) return JsStringToNumber(a.string()) == b.number();
-  if (ta == JsType::kObject) {
-    WARP_ASSIGN_OR_RETURN(Value primitive, ToPrimitive(a));
-    return LooseEquals(primitive, b);
+absl::StatusOr<std::string> ConcatString(const Value& v) { return PyStr(v, false); }
+
+bool PyEquals(const Value& a, const Value& b) {
+  const auto numeric = [](const Value& v) { return v.is_number() || v.is(Value::Type::kBool); };
+  if (numeric(a) && numeric(b)) return a.number() == b.number();
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case Value::Type::kUndefined:
+    case Value::Type::kNone: return true;
+    case Value::Type::kString: return a.string() == b.string();
+    case Value::Type::kArray: {
+      if (a.is_tuple() != b.is_tuple() || a.array().size() != b.array().size()) return false;
+      for (size_t i = 0; i < a.array().size(); ++i) {
+        if (!PyEquals(a.array()[i], b.array()[i])) return false;
+      }
+      return true;
+    }
+    case Value::Type::kObject: {
+      if (a.object().size() != b.object().size()) return false;
+      for (const auto& [key, value] : a.object()) {
+        const Value* other = b.object().Find(key);
+        if (other == nullptr || !PyEquals(value, *other)) return false;
+      }
+      return true;
+    }
+    default: return a.identity() == b.identity();
   }
-  if (tb == JsType::kObject) {
-    WARP_ASSIGN_OR_RETURN(Value primitive, ToPrimitive(b));
-    return LooseEquals(a, primitive);
-  }
-  return false;
 }
 
 namespace {
-
-// An array index key ("0", "42"): JavaScript lists these first, ascending.
-bool IsIndexKey(const std::string& key, uint64_t* index) {
-  if (key.empty() || key.size() > 10 || (key.size() > 1 && key[0] == '0')) return false;
-  uint64_t value = 0;
-  for (char c : key) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *index = value;
-  return value < 4294967295ULL;
-}
 
 template <typename Json>
 Value ConvertJson(const Json& json) {
@@ -279,10 +251,8 @@ Value ConvertJson(const Json& json) {
       return Value::Int(static_cast<double>(json.template get<int64_t>()));
     case nlohmann::json::value_t::number_unsigned:
       return Value::Int(static_cast<double>(json.template get<uint64_t>()));
-    case nlohmann::json::value_t::number_float: {
-      const double d = json.template get<double>();
-      return std::isfinite(d) && std::floor(d) == d ? Value::Int(d) : Value::Float(d);
-    }
+    case nlohmann::json::value_t::number_float:  // Python's json.loads keeps 2.0 a float
+      return Value::Float(json.template get<double>());
     case nlohmann::json::value_t::string: return Value::String(json.template get<std::string>());
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
@@ -290,21 +260,9 @@ Value ConvertJson(const Json& json) {
       for (const auto& item : json) items.push_back(ConvertJson(item));
       return Value::Array(std::move(items));
     }
-    case nlohmann::json::value_t::object: {
-      std::vector<std::pair<uint64_t, std::string>> index_keys;
-      std::vector<std::string> other_keys;
-      for (auto it = json.begin(); it != json.end(); ++it) {
-        uint64_t index;
-        if (IsIndexKey(it.key(), &index)) {
-          index_keys.emplace_back(index, it.key());
-        } else {
-          other_keys.push_back(it.key());
-        }
-      }
-      std::sort(index_keys.begin(), index_keys.end());
+    case nlohmann::json::value_t::object: {  // a Python dict: the keys in their order
       ObjectMap map;
-      for (const auto& [index, key] : index_keys) map.Set(key, ConvertJson(json.at(key)));
-      for (const std::string& key : other_keys) map.Set(key, ConvertJson(json.at(key)));
+      for (auto it = json.begin(); it != json.end(); ++it) map.Set(it.key(), ConvertJson(it.value()));
       return Value::Object(std::move(map));
     }
     default:  // binary, discarded

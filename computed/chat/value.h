@@ -1,9 +1,10 @@
 #pragma once
 
-// Runtime values of the Jinja interpreter. They mirror @huggingface/jinja's
-// RuntimeValue classes (the reference renderer), including its JavaScript
-// semantics: every number is a double tagged int or float, objects keep
-// insertion order, arrays/objects/namespaces are shared by reference.
+// Runtime values of the Jinja interpreter. They began as a mirror of
+// @huggingface/jinja's RuntimeValue classes and print, compare and convert
+// as Python Jinja2 does (issue 16): every number is a double tagged int or
+// float, objects keep insertion order, arrays/objects/namespaces are shared
+// by reference.
 //
 // Thread-compatible: values belong to one Render call.
 
@@ -110,23 +111,23 @@ std::string_view TypeName(const Value& v);
 // Python truthiness as the reference computes it (a namespace is always true).
 bool Truthy(const Value& v);
 
-// RuntimeValue.toString(): how {{ v }} prints ("1.0", "true", JSON for
-// containers). Fails for functions, tuples and kwargs, as the reference does.
+// Python's str(v), as Jinja2 prints {{ v }}: "1.0", "True", "None", "" for
+// undefined, repr() of lists, tuples and dicts ("['a', 1]", "(1,)",
+// "{'k': None}"), "<Namespace {...}>". Fails for functions.
 absl::StatusOr<std::string> ToDisplayString(const Value& v);
 
-// JavaScript `v.value.toString()`: what `+` and `~` concatenate. Floats print
-// as JS numbers ("1", not "1.0"); dicts as "[object Map]".
+// What `~` concatenates: the same str(v).
 absl::StatusOr<std::string> ConcatString(const Value& v);
 
-// Loose (==) and strict (===) JavaScript equality of the underlying values.
-// Loose equality may print a container to compare it with a string, which
-// fails for tuples, as in the reference.
-absl::StatusOr<bool> LooseEquals(const Value& a, const Value& b);
-bool StrictEquals(const Value& a, const Value& b);
+// Python's ==: numbers and booleans by value (True == 1 == 1.0), strings,
+// lists and tuples (never equal to each other) item by item, dicts by their
+// items in any order, none only to none, undefined only to undefined,
+// namespaces and functions by identity. No coercion ('1' != 1).
+bool PyEquals(const Value& a, const Value& b);
 
-// JSON -> Value as JSON.parse + convertToRuntimeValues would build it:
-// integral numbers are ints, and keys that are array indices ("0", "12")
-// come first in ascending order, like JavaScript object keys.
+// JSON -> Value as Python's json.loads builds it: integers are ints, numbers
+// with a fraction or exponent floats (2.0 stays a float), object keys in
+// their order.
 Value FromJson(const nlohmann::json& json);
 Value FromJson(const nlohmann::ordered_json& json);
 

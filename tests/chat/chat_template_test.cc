@@ -83,7 +83,7 @@ TEST_F(ChatTemplateTest, ContextIsWhatTransformersPasses) {
                                "t.jinja", {{"bos_token", {{"content", "<s>"}}}, {"pad_token", nullptr}});
   WARP_ASSERT_OK(tmpl);
   EXPECT_EQ(tmpl->special_tokens(), json({{"bos_token", "<s>"}}));
-  EXPECT_EQ(*tmpl->Render(kUser, true), "true true true <s>");
+  EXPECT_EQ(*tmpl->Render(kUser, true), "True True True <s>");  // Python prints True (issue 16)
   const json context = tmpl->MakeContext(kUser, false, {{"enable_thinking", false}});
   EXPECT_EQ(context, json({{"messages", kUser}, {"add_generation_prompt", false}, {"tools", nullptr},
                            {"documents", nullptr}, {"bos_token", "<s>"}, {"enable_thinking", false}}));

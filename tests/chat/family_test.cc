@@ -119,8 +119,10 @@ class FamilyTest : public ::testing::Test {
     return cases;
   }
 
-  // Renders every conversation of `family` and compares with the reference.
-  static void CheckFamily(const std::string& family) {
+  // Renders every conversation of `family` and compares with the reference
+  // (@huggingface/jinja, or Python Jinja2 with `reference` RenderWithPython).
+  using Reference = absl::StatusOr<std::vector<ReferenceResult>> (*)(const std::vector<ReferenceCase>&);
+  static void CheckFamily(const std::string& family, Reference reference = testing::RenderWithReference) {
     ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
     const ChatTemplate& tmpl = templates_->at(family);
     const std::vector<RenderCase> cases = CasesOf(family);
@@ -128,7 +130,7 @@ class FamilyTest : public ::testing::Test {
     for (const RenderCase& c : cases) {
       reference_cases.push_back({tmpl.source(), tmpl.MakeContext(c.messages, c.add_generation_prompt, c.extra)});
     }
-    absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithReference(reference_cases);
+    absl::StatusOr<std::vector<ReferenceResult>> results = reference(reference_cases);
     ASSERT_TRUE(results.ok()) << results.status();
     for (size_t i = 0; i < cases.size(); ++i) {
       const RenderCase& c = cases[i];
@@ -162,6 +164,16 @@ TEST_F(FamilyTest, Llama2MatchesTheReference) { CheckFamily("llama2"); }
 TEST_F(FamilyTest, GptOssMatchesTheReference) { CheckFamily("gptoss"); }
 TEST_F(FamilyTest, KimiMatchesTheReference) { CheckFamily("kimi"); }
 TEST_F(FamilyTest, DemoMatchesTheReference) { CheckFamily("demo"); }
+
+// The same renders against Python Jinja2 with transformers' settings, the
+// renderer the releases are rendered with (issue 16).
+TEST_F(FamilyTest, DeepSeekV3MatchesPython) { CheckFamily("deepseek_v3", testing::RenderWithPython); }
+TEST_F(FamilyTest, Qwen3MatchesPython) { CheckFamily("qwen3", testing::RenderWithPython); }
+TEST_F(FamilyTest, Llama3MatchesPython) { CheckFamily("llama3", testing::RenderWithPython); }
+TEST_F(FamilyTest, Llama2MatchesPython) { CheckFamily("llama2", testing::RenderWithPython); }
+TEST_F(FamilyTest, GptOssMatchesPython) { CheckFamily("gptoss", testing::RenderWithPython); }
+TEST_F(FamilyTest, KimiMatchesPython) { CheckFamily("kimi", testing::RenderWithPython); }
+TEST_F(FamilyTest, DemoMatchesPython) { CheckFamily("demo", testing::RenderWithPython); }
 
 // Random conversations (fixed seed): roles in any order, contents built from
 // fragments the templates look for (<think>, </think>, tool tags, blank

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "tests/testing/fixtures.h"
@@ -13,10 +14,13 @@
 namespace warp::chat::testing {
 namespace fs = std::filesystem;
 
-absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vector<ReferenceCase>& cases) {
-  const fs::path source = warp::testing::SourceDir();
-  absl::StatusOr<fs::path> node_modules = warp::testing::NodeModulesDir("@huggingface/jinja");
-  if (!node_modules.ok()) return node_modules.status();
+namespace {
+
+// Writes `cases` to a temporary CASES_JSON file, runs `run` on it and parses
+// the printed array of results.
+template <typename Run>
+absl::StatusOr<std::vector<ReferenceResult>> RenderBatch(const std::vector<ReferenceCase>& cases,
+                                                         std::string_view script_name, Run run) {
   nlohmann::ordered_json batch = nlohmann::ordered_json::array();
   for (const ReferenceCase& c : cases) batch.push_back({{"template", c.template_source}, {"context", c.context}});
   std::string pattern = (fs::temp_directory_path() / "warp_chat_XXXXXX").string();
@@ -24,15 +28,13 @@ absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vect
   const fs::path dir = pattern;
   const fs::path cases_file = dir / "cases.json";
   std::ofstream(cases_file) << batch.dump();
-  const fs::path script = source / "tests" / "chat" / "reference_render.mjs";
-  absl::StatusOr<std::string> output =
-      warp::testing::RunNode(script, {"--batch", cases_file.string()});
+  absl::StatusOr<std::string> output = run(cases_file);
   std::error_code ignored;
   fs::remove_all(dir, ignored);
   if (!output.ok()) return output.status();
   const nlohmann::json results = nlohmann::json::parse(*output, nullptr, /*allow_exceptions=*/false);
   if (!results.is_array() || results.size() != cases.size()) {
-    return absl::InternalError("reference_render.mjs printed something other than one result per case");
+    return absl::InternalError(absl::StrCat(std::string(script_name), " printed something other than one result per case"));
   }
   std::vector<ReferenceResult> out;
   for (const nlohmann::json& r : results) {
@@ -43,6 +45,62 @@ absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vect
     out.push_back(std::move(result));
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ReferenceResult>> RenderWithJs(const std::vector<ReferenceCase>& cases) {
+  absl::StatusOr<fs::path> node_modules = warp::testing::NodeModulesDir("@huggingface/jinja");
+  if (!node_modules.ok()) return node_modules.status();
+  const fs::path script = warp::testing::SourceDir() / "tests" / "chat" / "reference_render.mjs";
+  return RenderBatch(cases, "reference_render.mjs", [&](const fs::path& cases_file) {
+    return warp::testing::RunNode(script, {"--batch", cases_file.string()});
+  });
+}
+
+absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vector<ReferenceCase>& cases) {
+  absl::StatusOr<std::vector<ReferenceResult>> js = RenderWithJs(cases);
+  if (!js.ok()) return js.status();
+  absl::StatusOr<std::vector<ReferenceResult>> python = RenderWithPython(cases);
+  if (!python.ok()) return python.status();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ReferenceResult& expected = (*js)[i];
+    ReferenceResult& py = (*python)[i];
+    // Python printed an object's address (a generator, an iterator): WARP
+    // cannot print that, and keeps the JavaScript rendering (a list).
+    if (py.ok && (py.output.find(" object at 0x") != std::string::npos ||
+                  py.output.find("<generator object ") != std::string::npos)) {
+      continue;
+    }
+    const bool agree = expected.ok == py.ok && (!py.ok || expected.output == py.output);
+    if (!agree) {
+      expected = std::move(py);  // issue 16: where the two differ, Jinja2 is right
+      expected.js_differs = true;
+    }
+  }
+  return js;
+}
+
+absl::StatusOr<std::vector<ReferenceResult>> RenderWithPython(const std::vector<ReferenceCase>& cases) {
+  const fs::path script = warp::testing::SourceDir() / "tests" / "chat" / "reference_render.py";
+  return RenderBatch(cases, "reference_render.py", [&](const fs::path& cases_file) -> absl::StatusOr<std::string> {
+    // The paths come from mkdtemp and the source tree: no quotes in them.
+    const std::string command =
+        absl::StrCat("/usr/bin/python3 '", script.string(), "' --batch '", cases_file.string(), "'");
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return absl::InternalError(absl::StrCat("popen failed: ", command));
+    std::string output;
+    char buffer[1 << 16];
+    size_t n = 0;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+    const int status = pclose(pipe);
+    if (status != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "exit status ", status, " from: ", command,
+          " (is python3-jinja2 installed? deploy/install-deps.sh installs it)"));
+    }
+    return output;
+  });
 }
 
 std::string Visible(const std::string& text) {

@@ -345,6 +345,27 @@ std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
     absl::StatusOr<std::string> rendered = text_.chat_template->RenderOrdered(
         request.messages, /*add_generation_prompt=*/true, context);
     if (!rendered.ok()) {
+      // An assistant turn with tool calls comes back from clients as
+      // "content": null, and some templates (Qwen3's `'</think>' in
+      // message.content`) fail on it, as they do in transformers. Rendered
+      // again with "" (what llama.cpp's server does for such templates); a
+      // template that takes null keeps its own render.
+      OrderedJson messages = request.messages;
+      bool had_null = false;
+      for (OrderedJson& message : messages) {
+        auto content = message.find("content");
+        if (content == message.end() || content->is_null()) {
+          message["content"] = "";
+          had_null = true;
+        }
+      }
+      if (had_null) {
+        absl::StatusOr<std::string> again =
+            text_.chat_template->RenderOrdered(messages, /*add_generation_prompt=*/true, context);
+        if (again.ok()) rendered = std::move(again);
+      }
+    }
+    if (!rendered.ok()) {
       return BadRequest("messages", absl::StrCat("the chat template refused the messages: ",
                                                  std::string(rendered.status().message())));
     }

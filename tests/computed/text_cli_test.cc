@@ -215,7 +215,8 @@ TEST_F(TextCliTest, TemplateTakesAChatTemplateToolsAndKwargs) {
                                         probe + " --tools " + tools +
                                         R"( --template-kwargs '{"enable_thinking": false}')");
   ASSERT_EQ(full.exit_code, 0) << full.output;
-  EXPECT_EQ(full.output, R"(<|bos|>|[{"type": "function", "function": {"name": "f"}}]|false|hi)");
+  // Python's False: the renderer follows Jinja2 as transformers sets it up.
+  EXPECT_EQ(full.output, R"(<|bos|>|[{"type": "function", "function": {"name": "f"}}]|False|hi)");
   auto over = RunBinary("computed", render + " --tokenizer " + Model() + " --chat-template " +
                                         probe + R"( --template-kwargs '{"bos_token": "<B>"}')");
   EXPECT_EQ(over.output, "<B>|null||hi");

@@ -19,8 +19,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/serve/test_server.h"
 #include "tests/testing/fixtures.h"
-#include "tests/testing/interactive_process.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/temp_dir.h"
 
@@ -29,36 +29,15 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using ::testing::HasSubstr;
-using ::warp::testing::InteractiveProcess;
 using ::warp::testing::RunBinary;
+using ::warp::testing::TestServer;
 
-// A running `computed serve` on a free loopback port.
-class Server {
- public:
-  explicit Server(const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"--log-level", "warn", "serve", "--listen", "127.0.0.1:0"};
-    all.insert(all.end(), args.begin(), args.end());
-    process_ = std::make_unique<InteractiveProcess>("computed", all);
-    if (!process_->WaitForOutputPast("listening 127.0.0.1:", std::chrono::seconds(60))) return;
-    const std::string& out = process_->output();
-    const size_t at = out.find("listening 127.0.0.1:") + 20;
-    if (!absl::SimpleAtoi(out.substr(at, out.find('\n', at) - at), &port_)) port_ = 0;
-  }
-  ~Server() {
-    if (process_) process_->Signal(SIGTERM);
-  }
-  int port() const { return port_; }
-  httplib::Client Client() const {
-    httplib::Client client("127.0.0.1", port_);
-    client.set_read_timeout(120, 0);
-    return client;
-  }
-  InteractiveProcess& process() { return *process_; }
-
- private:
-  std::unique_ptr<InteractiveProcess> process_;
-  int port_ = 0;
-};
+// A client of `server` with a generous read timeout (a cold prefill under load).
+httplib::Client ClientOf(const TestServer& server) {
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(120, 0);
+  return client;
+}
 
 // The SSE events of a streamed response: each "data: " payload, in order.
 std::vector<std::string> SseData(const std::string& body) {
@@ -73,12 +52,10 @@ class ServeHttpTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new warp::testing::TempDir();
-    const fs::path checkpoint = warp::testing::SourceDir() / "tests/demo_model/kjv-moe";
-    auto converted = RunBinary(
-        "computed", "--log-level warn convert --quiet " + checkpoint.string() + " " + Model());
-    ASSERT_EQ(converted.exit_code, 0) << converted.output;
-    server_ = new Server({Model(), "--context", "256", "--keepalive-seconds", "0.2"});
-    ASSERT_NE(server_->port(), 0) << server_->process().output();
+    auto converted = warp::testing::ConvertDemoModel(dir_->path());
+    ASSERT_TRUE(converted.ok()) << converted.status();
+    server_ = new TestServer({Model(), "--context", "256", "--keepalive-seconds", "0.2"});
+    ASSERT_NE(server_->port(), 0) << server_->output();
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -95,7 +72,7 @@ class ServeHttpTest : public ::testing::Test {
   }
 
   static Json Post(const std::string& path, const Json& body, int expect_status = 200) {
-    httplib::Client client = server_->Client();
+    httplib::Client client = ClientOf(*server_);
     auto response = client.Post(path, body.dump(), "application/json");
     EXPECT_TRUE(response) << "no response from " << path;
     if (!response) return Json();
@@ -104,13 +81,13 @@ class ServeHttpTest : public ::testing::Test {
   }
 
   static inline warp::testing::TempDir* dir_ = nullptr;
-  static inline Server* server_ = nullptr;
+  static inline TestServer* server_ = nullptr;
 };
 
 const Json kHello = {{{"role", "user"}, {"content", "In the beginning"}}};
 
 TEST_F(ServeHttpTest, HealthModelsAndTheChatPage) {
-  httplib::Client client = server_->Client();
+  httplib::Client client = ClientOf(*server_);
   auto health = client.Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
@@ -147,7 +124,7 @@ TEST_F(ServeHttpTest, GreedyChatEqualsComputedRunStreamedOrNotAndFromAReusedKvCa
   Json streamed = request;
   streamed["stream"] = true;
   streamed["stream_options"] = {{"include_usage", true}};
-  httplib::Client client = server_->Client();
+  httplib::Client client = ClientOf(*server_);
   auto response = client.Post("/v1/chat/completions", streamed.dump(), "application/json");
   ASSERT_TRUE(response);
   EXPECT_EQ(response->status, 200);
@@ -181,7 +158,7 @@ TEST_F(ServeHttpTest, CompletionsContinueARawPromptAsComputedRunRawDoes) {
   EXPECT_EQ(reply["object"], "text_completion");
   EXPECT_EQ(reply["choices"][0]["text"], expected);
 
-  httplib::Client client = server_->Client();
+  httplib::Client client = ClientOf(*server_);
   auto response = client.Post(
       "/v1/completions",
       Json({{"prompt", "And God said"}, {"max_tokens", 16}, {"temperature", 0}, {"stream", true}})
@@ -231,7 +208,7 @@ TEST_F(ServeHttpTest, SeededSamplingRepeats) {
 }
 
 TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
-  httplib::Client client = server_->Client();
+  httplib::Client client = ClientOf(*server_);
   auto malformed = client.Post("/v1/chat/completions", "{\"messages\": [", "application/json");
   ASSERT_TRUE(malformed);
   EXPECT_EQ(malformed->status, 400);
@@ -268,12 +245,12 @@ TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
 
 TEST_F(ServeHttpTest, AClientThatLeavesCancelsItsGeneration) {
   auto metrics = [] {
-    auto response = server_->Client().Get("/metrics");
+    auto response = ClientOf(*server_).Get("/metrics");
     EXPECT_TRUE(response);
     return response ? response->body : "";
   };
   // A streamed request abandoned after its first events.
-  httplib::Client client = server_->Client();
+  httplib::Client client = ClientOf(*server_);
   int seen = 0;
   httplib::Request request;
   request.method = "POST";
@@ -297,7 +274,7 @@ TEST_F(ServeHttpTest, AClientThatLeavesCancelsItsGeneration) {
 
 TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
   Post("/v1/chat/completions", {{"messages", kHello}, {"max_tokens", 3}});
-  auto response = server_->Client().Get("/metrics");
+  auto response = ClientOf(*server_).Get("/metrics");
   ASSERT_TRUE(response);
   EXPECT_THAT(response->get_header_value("Content-Type"), HasSubstr("text/plain"));
   const std::string& text = response->body;
@@ -317,9 +294,9 @@ TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
 }
 
 TEST_F(ServeHttpTest, AnApiKeyGuardsTheApiButNotTheHealthCheck) {
-  Server guarded({Model(), "--context", "64", "--api-key", "sesame"});
-  ASSERT_NE(guarded.port(), 0) << guarded.process().output();
-  httplib::Client client = guarded.Client();
+  TestServer guarded({Model(), "--context", "64", "--api-key", "sesame"});
+  ASSERT_NE(guarded.port(), 0) << guarded.output();
+  httplib::Client client = ClientOf(guarded);
   const std::string body =
       Json({{"messages", kHello}, {"max_tokens", 2}, {"temperature", 0}}).dump();
   auto none = client.Post("/v1/chat/completions", body, "application/json");

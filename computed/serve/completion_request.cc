@@ -64,6 +64,19 @@ class Parser {
         if (!kwargs->is_object()) return BadRequest("chat_template_kwargs", "must be an object");
         out_.template_kwargs = *kwargs;
       }
+      // OpenAI's reasoning_effort is a variable of the templates that take
+      // one (gpt-oss: "Reasoning: high"), as llama.cpp's server passes it.
+      if (const Json* effort = Find("reasoning_effort")) {
+        if (!effort->is_string() || (*effort != "minimal" && *effort != "low" &&
+                                     *effort != "medium" && *effort != "high")) {
+          return BadRequest(
+              "reasoning_effort",
+              "reasoning_effort must be \"minimal\", \"low\", \"medium\" or \"high\"");
+        }
+        if (!out_.template_kwargs.contains("reasoning_effort")) {
+          out_.template_kwargs["reasoning_effort"] = *effort;
+        }
+      }
     } else {
       if (auto e = Prompt()) return e;
     }

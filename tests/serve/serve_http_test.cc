@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -224,6 +225,8 @@ TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
   EXPECT_EQ(error({{"messages", kHello}, {"max_tokens", -5}})["param"], "max_tokens");
   EXPECT_EQ(error({{"messages", kHello}, {"temperature", 3}})["param"], "temperature");
   EXPECT_EQ(error({{"messages", kHello}, {"n", 2}})["param"], "n");
+  EXPECT_EQ(error({{"messages", kHello}, {"reasoning_effort", "extreme"}})["param"],
+            "reasoning_effort");
   EXPECT_EQ(error({{"messages", Json::array()}})["param"], "messages");
   EXPECT_EQ(error({{"messages", kHello}, {"tool_choice", "required"}})["param"], "tool_choice");
 
@@ -313,6 +316,27 @@ TEST_F(ServeHttpTest, AnApiKeyGuardsTheApiButNotTheHealthCheck) {
                            "application/json");
   ASSERT_TRUE(right);
   EXPECT_EQ(right->status, 200) << right->body;
+}
+
+TEST_F(ServeHttpTest, ReasoningEffortAndTemplateKwargsReachTheTemplate) {
+  const fs::path probe = dir_->path() / "probe.jinja";
+  std::ofstream(probe)
+      << "{% if reasoning_effort == 'high' %}think long and hard {% endif %}"
+         "{{ mood | default('') }}{% for m in messages %} {{ m.content }}{% endfor %}";
+  TestServer server({Model(), "--context", "64", "--chat-template", probe.string()});
+  ASSERT_NE(server.port(), 0) << server.output();
+  httplib::Client client = ClientOf(server);
+  auto prompt_tokens = [&](const Json& extra) {
+    Json body = {{"messages", kHello}, {"max_tokens", 1}};
+    body.update(extra);
+    auto response = client.Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(response && response->status == 200) << (response ? response->body : "");
+    return response ? Json::parse(response->body)["usage"]["prompt_tokens"].get<int>() : 0;
+  };
+  const int plain = prompt_tokens(Json::object());
+  EXPECT_GT(prompt_tokens({{"reasoning_effort", "high"}}), plain);
+  EXPECT_EQ(prompt_tokens({{"reasoning_effort", "low"}}), plain);
+  EXPECT_GT(prompt_tokens({{"chat_template_kwargs", {{"mood", "glad and merry"}}}}), plain);
 }
 
 TEST_F(ServeHttpTest, RefusesABadListenAddressNamingIt) {

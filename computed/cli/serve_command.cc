@@ -137,6 +137,9 @@ absl::Status Run(const ServeFlags& flags) {
   int signal = 0;
   sigwait(&signals, &signal);
   Logger("serve").info("signal {}: stopping", signal);
+  // The engine first: a streamed reply's connection waits for its request,
+  // and httplib's Stop waits for the connections.
+  engine.Shutdown();
   server.Stop();
   http.join();
   absl::Status finished = engine.Finish();

@@ -30,18 +30,23 @@ EngineWorker::EngineWorker(std::unique_ptr<Session> session, size_t max_queued)
 }
 
 EngineWorker::~EngineWorker() {
+  Shutdown();
+  thread_.join();
+}
+
+void EngineWorker::Shutdown() {
   std::deque<Queued> dropped;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
     dropped.swap(queue_);
+    if (running_cancel_) running_cancel_->store(true);  // ends before its next token
   }
   wake_.notify_all();
   for (Queued& queued : dropped) {
     queued.job.on_done(absl::UnavailableError("the server is shutting down"),
                        FinishReason::kCancelled, GenerationFigures{});
   }
-  thread_.join();
 }
 
 absl::Status EngineWorker::Submit(GenerationJob job) {
@@ -77,9 +82,11 @@ void EngineWorker::Loop() {
       queue_.pop_front();
       stats_.queued = queue_.size();
       stats_.busy = true;
+      running_cancel_ = next.job.cancelled;
     }
     Run(next.job, SecondsSince(next.since));
     std::lock_guard<std::mutex> lock(mutex_);
+    running_cancel_.reset();
     stats_.busy = false;
     stats_.kv_position = session_->position();
     stats_.forward = session_->transformer().stats();

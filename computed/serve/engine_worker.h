@@ -71,9 +71,12 @@ class EngineWorker {
  public:
   // Up to `max_queued` requests wait; more are refused (Unavailable).
   EngineWorker(std::unique_ptr<Session> session, size_t max_queued);
-  // Ends queued jobs (on_done Unavailable), lets the running one finish its
-  // current token, joins.
+  // Shutdown, then joins.
   ~EngineWorker();
+
+  // Ends queued jobs (on_done Unavailable) and cancels the running one (it
+  // ends before its next token); later Submits are refused. Idempotent.
+  void Shutdown();
 
   absl::Status Submit(GenerationJob job);
   EngineStats Stats() const;
@@ -99,9 +102,10 @@ class EngineWorker {
     GenerationJob job;
     std::chrono::steady_clock::time_point since;
   };
-  std::deque<Queued> queue_;  // guarded by mutex_
-  bool stopping_ = false;     // guarded by mutex_
-  EngineStats stats_;         // guarded by mutex_ (engine figures copied after each job)
+  std::deque<Queued> queue_;                           // guarded by mutex_
+  bool stopping_ = false;                              // guarded by mutex_
+  std::shared_ptr<std::atomic<bool>> running_cancel_;  // guarded by mutex_: the running job's
+  EngineStats stats_;  // guarded by mutex_ (engine figures copied after each job)
   std::thread thread_;
 };
 

@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -30,6 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::warp::testing::RunBinary;
 using ::warp::testing::TestServer;
 
@@ -337,6 +339,35 @@ TEST_F(ServeHttpTest, ReasoningEffortAndTemplateKwargsReachTheTemplate) {
   EXPECT_GT(prompt_tokens({{"reasoning_effort", "high"}}), plain);
   EXPECT_EQ(prompt_tokens({{"reasoning_effort", "low"}}), plain);
   EXPECT_GT(prompt_tokens({{"chat_template_kwargs", {{"mood", "glad and merry"}}}}), plain);
+}
+
+// SIGTERM while a long reply streams: the engine cancels it before its next
+// token, so the server ends at once instead of after 4,000 tokens.
+TEST_F(ServeHttpTest, SigtermCancelsTheRunningReplyAndExits) {
+  TestServer server({Model(), "--context", "4096"});
+  ASSERT_NE(server.port(), 0) << server.output();
+  httplib::Client client = ClientOf(server);
+  std::string body;
+  bool signalled = false;
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v1/chat/completions";
+  request.body =
+      Json({{"messages", kHello}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}})
+          .dump();
+  request.set_header("Content-Type", "application/json");
+  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    body.append(data, size);
+    if (!signalled && absl::StrContains(body, "\"content\"")) {
+      server.process().Signal(SIGTERM);
+      signalled = true;
+    }
+    return true;
+  };
+  client.send(request);
+  ASSERT_TRUE(signalled) << body;
+  EXPECT_EQ(server.process().Wait(), 0) << server.output();
+  EXPECT_THAT(body, Not(HasSubstr("\"finish_reason\":\"length\""))) << "it ran to the end";
 }
 
 TEST_F(ServeHttpTest, RefusesABadListenAddressNamingIt) {

@@ -25,6 +25,7 @@ class TestServer {
   int port() const { return port_; }  // 0 if it did not come up
   std::string url() const;            // http://127.0.0.1:PORT
   const std::string& output() const { return process_->output(); }
+  InteractiveProcess& process() { return *process_; }  // to signal it and wait for it
 
  private:
   std::unique_ptr<InteractiveProcess> process_;

@@ -84,20 +84,11 @@ absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vect
 absl::StatusOr<std::vector<ReferenceResult>> RenderWithPython(const std::vector<ReferenceCase>& cases) {
   const fs::path script = warp::testing::SourceDir() / "tests" / "chat" / "reference_render.py";
   return RenderBatch(cases, "reference_render.py", [&](const fs::path& cases_file) -> absl::StatusOr<std::string> {
-    // The paths come from mkdtemp and the source tree: no quotes in them.
-    const std::string command =
-        absl::StrCat("/usr/bin/python3 '", script.string(), "' --batch '", cases_file.string(), "'");
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return absl::InternalError(absl::StrCat("popen failed: ", command));
-    std::string output;
-    char buffer[1 << 16];
-    size_t n = 0;
-    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-    const int status = pclose(pipe);
-    if (status != 0) {
+    absl::StatusOr<std::string> output =
+        warp::testing::RunScript("/usr/bin/python3", script, {"--batch", cases_file.string()});
+    if (!output.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "exit status ", status, " from: ", command,
-          " (is python3-jinja2 installed? deploy/install-deps.sh installs it)"));
+          output.status().message(), " (is python3-jinja2 installed? deploy/install-deps.sh installs it)"));
     }
     return output;
   });

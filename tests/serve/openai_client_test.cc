@@ -76,14 +76,17 @@ std::string WriteJson(const fs::path& path, const Json& json) {
 
 const Json kHello = {{{"role", "user"}, {"content", "In the beginning"}}};
 
-class OpenAiClientTest : public ::testing::Test {
+// One model for a suite (`Convert` into a temp dir, once) and one server
+// with `kContext` positions.
+template <absl::StatusOr<fs::path> (*Convert)(const fs::path&), int kContext>
+class ServedModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new warp::testing::TempDir();
-    absl::StatusOr<fs::path> model = warp::testing::ConvertDemoModel(dir_->path());
+    absl::StatusOr<fs::path> model = Convert(dir_->path());
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = new std::string(model->string());
-    server_ = new TestServer({*model_, "--context", "256"});
+    server_ = new TestServer({*model_, "--context", std::to_string(kContext)});
     ASSERT_NE(server_->port(), 0) << server_->output();
   }
   static void TearDownTestSuite() {
@@ -96,6 +99,8 @@ class OpenAiClientTest : public ::testing::Test {
   static inline std::string* model_ = nullptr;
   static inline TestServer* server_ = nullptr;
 };
+
+class OpenAiClientTest : public ServedModelTest<&warp::testing::ConvertDemoModel, 256> {};
 
 TEST_F(OpenAiClientTest, ChatStreamedOrNotIsWhatComputedRunSays) {
   const std::string expected = RunComputed(*model_, "'In the beginning' -n 24").text;
@@ -177,26 +182,7 @@ TEST_F(OpenAiClientTest, AWrongApiKeyIsTheClientsAuthenticationError) {
 // The tiny Qwen3: random weights never call a tool, so what is checked is
 // that the tools and the tool turns reach Qwen3's template (the prompt is
 // what `computed template` renders, the reply what `computed run` says).
-class OpenAiClientToolsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new warp::testing::TempDir();
-    absl::StatusOr<fs::path> model = warp::testing::ConvertTinyQwen3(dir_->path());
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = new std::string(model->string());
-    server_ = new TestServer({*model_, "--context", "1024"});
-    ASSERT_NE(server_->port(), 0) << server_->output();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete model_;
-    delete dir_;
-  }
-
-  static inline warp::testing::TempDir* dir_ = nullptr;
-  static inline std::string* model_ = nullptr;
-  static inline TestServer* server_ = nullptr;
-};
+class OpenAiClientToolsTest : public ServedModelTest<&warp::testing::ConvertTinyQwen3, 1024> {};
 
 const Json kWeatherTool = {{"type", "function"},
                            {"function",

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -231,6 +233,26 @@ TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
             "reasoning_effort");
   EXPECT_EQ(error({{"messages", Json::array()}})["param"], "messages");
   EXPECT_EQ(error({{"messages", kHello}, {"tool_choice", "required"}})["param"], "tool_choice");
+  EXPECT_EQ(
+      error({{"messages", kHello},
+             {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}})["param"],
+      "tool_choice");
+  EXPECT_EQ(error({{"messages", kHello}, {"tools", {{{"type", "function"}}}}})["param"],
+            "tools[0]");
+  EXPECT_EQ(
+      error({{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}})["param"],
+      "messages[0].content[0]");
+  EXPECT_EQ(error({{"messages", kHello}, {"stream_options", {{"include_usage", true}}}})["param"],
+            "stream_options");
+  Json reserved = error({{"messages", kHello}, {"chat_template_kwargs", {{"messages", 1}}}});
+  EXPECT_EQ(reserved["param"], "chat_template_kwargs");
+  EXPECT_THAT(reserved["message"].get<std::string>(), HasSubstr("may not set \"messages\""));
+  // A body past 16 MiB is refused before it is read whole.
+  auto huge =
+      client.Post("/v1/chat/completions", std::string((16 << 20) + 1, ' '), "application/json");
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->status, 413);
+  EXPECT_THAT(huge->body, HasSubstr("larger than 16777216 bytes"));
 
   // Past the context (256 positions): the prompt alone, or with max_tokens;
   // past the 512 positions the model was trained on.
@@ -383,6 +405,66 @@ TEST_F(ServeHttpTest, RefusesABadListenAddressNamingIt) {
                          60);
   EXPECT_NE(taken.exit_code, 0);
   EXPECT_THAT(taken.output, HasSubstr("cannot listen there"));
+}
+
+TEST_F(ServeHttpTest, RefusesBadFlagsNamingThem) {
+  const fs::path empty = dir_->path() / "empty-key";
+  std::ofstream(empty) << "  \n";
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--listen '[::1:8080'", "--listen [::1:8080: unclosed '['"},
+           {"--api-key-file /nonexistent/key", "--api-key-file /nonexistent/key: cannot be read"},
+           {"--api-key-file " + empty.string(), ": is empty"},
+           {"--keepalive-seconds 0", "--keepalive-seconds must be in [0.1, 3600]"},
+           {"--max-queue 0", "--max-queue must be in [1, 4096]"}}) {
+    auto result = RunBinary("computed", "--log-level warn serve " + Model() + " " + flags, 30);
+    EXPECT_NE(result.exit_code, 0) << flags;
+    EXPECT_THAT(result.output, HasSubstr(message)) << flags;
+  }
+}
+
+// With --max-queue 1: one request runs, one waits, the next is refused (503)
+// rather than queued without bound.
+TEST_F(ServeHttpTest, AFullQueueRefusesWithServiceUnavailable) {
+  TestServer server({Model(), "--context", "4096", "--max-queue", "1"});
+  ASSERT_NE(server.port(), 0) << server.output();
+  std::atomic<bool> running{false}, release{false};
+  std::thread first([&] {
+    httplib::Client client = ClientOf(server);
+    httplib::Request request;
+    request.method = "POST";
+    request.path = "/v1/chat/completions";
+    request.body =
+        Json({{"messages", kHello}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}})
+            .dump();
+    request.set_header("Content-Type", "application/json");
+    request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+      running = true;
+      return !release.load();  // leaves once the test is done: the reply is cancelled
+    };
+    client.send(request);
+  });
+  while (!running) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string small = Json({{"messages", kHello}, {"max_tokens", 2}}).dump();
+  int queued_status = 0;
+  std::thread second([&] {
+    auto response = ClientOf(server).Post("/v1/chat/completions", small, "application/json");
+    queued_status = response ? response->status : -1;
+  });
+  auto metrics = [&] {
+    auto response = ClientOf(server).Get("/metrics");
+    return response ? response->body : "";
+  };
+  for (int i = 0; i < 200 && !absl::StrContains(metrics(), "warp_queue_depth 1"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto refused = ClientOf(server).Post("/v1/chat/completions", small, "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_THAT(refused->body, HasSubstr("requests are waiting (--max-queue)"));
+  release = true;
+  first.join();
+  second.join();
+  EXPECT_EQ(queued_status, 200);  // the waiting one ran once the first was cancelled
 }
 
 }  // namespace

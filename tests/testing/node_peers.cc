@@ -36,9 +36,10 @@ absl::StatusOr<std::filesystem::path> NodeModulesDir(std::string_view package) {
   return dir;
 }
 
-absl::StatusOr<std::string> RunNode(const std::filesystem::path& script,
-                                    const std::vector<std::string>& args) {
-  std::string command = absl::StrCat(NodeBinary(), " ", ShellQuote(script.string()));
+absl::StatusOr<std::string> RunScript(std::string_view interpreter,
+                                      const std::filesystem::path& script,
+                                      const std::vector<std::string>& args) {
+  std::string command = absl::StrCat(std::string(interpreter), " ", ShellQuote(script.string()));
   for (const std::string& arg : args) absl::StrAppend(&command, " ", ShellQuote(arg));
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return absl::InternalError(absl::StrCat("popen failed: ", command));
@@ -51,6 +52,11 @@ absl::StatusOr<std::string> RunNode(const std::filesystem::path& script,
     return absl::InternalError(absl::StrCat("exit status ", status, " from: ", command));
   }
   return output;
+}
+
+absl::StatusOr<std::string> RunNode(const std::filesystem::path& script,
+                                    const std::vector<std::string>& args) {
+  return RunScript(NodeBinary(), script, args);
 }
 
 }  // namespace warp::testing

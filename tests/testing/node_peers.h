@@ -18,6 +18,12 @@ absl::StatusOr<std::filesystem::path> NodeModulesDir(std::string_view package);
 
 // Runs `node SCRIPT ARGS...` and returns its stdout; a non-zero exit is an
 // error naming the command.
+// Runs `INTERPRETER SCRIPT ARGS...` (each quoted for the shell) and returns
+// its stdout; a non-zero exit is an error naming the command.
+absl::StatusOr<std::string> RunScript(std::string_view interpreter,
+                                      const std::filesystem::path& script,
+                                      const std::vector<std::string>& args);
+
 absl::StatusOr<std::string> RunNode(const std::filesystem::path& script,
                                     const std::vector<std::string>& args);
 

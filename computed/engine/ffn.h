@@ -13,15 +13,27 @@
 
 namespace warp::computed {
 
+// The tokens of one forward pass, in order: their ids (hash routing needs
+// them), their positions, and the sequence (conversation) each belongs to —
+// one sequence for a prompt chunk, several in runs for a batched step.
+struct PassTokens {
+  std::span<const int32_t> ids;
+  std::span<const uint32_t> positions;
+  std::span<const uint32_t> sequences;
+
+  uint32_t size() const { return static_cast<uint32_t>(ids.size()); }
+};
+
 class Ffn {
  public:
   virtual ~Ffn() = default;
 
-  // x: [n][hidden] normalized inputs of the n `tokens` (their ids: hash
-  // routing needs them) at first_pos ..; writes out [n][hidden]. Fails
-  // (computing nothing more) if an expert cannot be read or verified.
-  virtual absl::Status Forward(std::span<const float> x, std::span<const int32_t> tokens,
-                               uint32_t first_pos, std::span<float> out) = 0;
+  // x: [n][hidden] normalized inputs of the n `tokens`; writes out
+  // [n][hidden]. Each token's row depends on its own input only, so a batch
+  // gives the bits of its tokens run alone. Fails (computing nothing more) if
+  // an expert cannot be read or verified.
+  virtual absl::Status Forward(std::span<const float> x, const PassTokens& tokens,
+                               std::span<float> out) = 0;
 };
 
 }  // namespace warp::computed

@@ -11,6 +11,7 @@ void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
   op(a.expert_read_bytes, b.expert_read_bytes);
   op(a.expert_uses, b.expert_uses);
   op(a.token_by_token_bytes, b.token_by_token_bytes);
+  op(a.sequence_union_bytes, b.sequence_union_bytes);
   op(a.certain_reads, b.certain_reads);
   for (size_t i = 0; i < kServedKinds; ++i) {
     op(a.served[i], b.served[i]);

@@ -16,7 +16,10 @@ struct ForwardStats {
   uint64_t expert_read_bytes = 0;
   uint64_t expert_uses = 0;           // (token, expert) pairs computed
   uint64_t token_by_token_bytes = 0;  // what one-token steps would have read: the dedup baseline
-  uint64_t certain_reads = 0;         // hash layers' records issued CERTAIN at a chunk's start
+  // What each sequence of a batched pass would have read alone (its own
+  // union): the baseline of the batch dedup. Equals expert_read_bytes unbatched.
+  uint64_t sequence_union_bytes = 0;
+  uint64_t certain_reads = 0;  // hash layers' records issued CERTAIN at a chunk's start
   // The demand records computed, by how the source served them (Served), and
   // their bytes: hits, a prediction's hits and misses, the same on every transport.
   uint64_t served[kServedKinds] = {};

@@ -50,6 +50,10 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
                                                    t.options_.experts_per_token, " exceeds the ",
                                                    t.config_.num_experts, " routed experts"));
   }
+  if (t.options_.sequences < 1 || t.options_.sequences > kMaxSequences) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequences ", t.options_.sequences, " is outside 1..", kMaxSequences));
+  }
   WARP_RETURN_IF_ERROR(t.CheckTensors());
   WARP_RETURN_IF_ERROR(t.BuildLayers());
   return transformer;
@@ -127,9 +131,13 @@ absl::Status Transformer::BuildLayers() {
   }
   lookahead_ = std::make_unique<Lookahead>(std::move(routers), options_.lookahead,
                                            options_.lookahead_precision, experts_);
+  sequences_.resize(options_.sequences);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     const LayerPlan& plan = plan_.layers[layer];
-    mixers_.push_back(CreateMixer(config_, plan.mixer, *weights_, options_.max_positions, pool_));
+    for (Sequence& sequence : sequences_) {
+      sequence.mixers.push_back(
+          CreateMixer(config_, plan.mixer, *weights_, options_.max_positions, pool_));
+    }
     if (plan.ffn.kind == FfnKind::kDenseMlp) {
       ffns_.push_back(std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.mlp,
                                                  plan.ffn.glu, pool_, stats_.seconds_dense));
@@ -157,22 +165,23 @@ absl::Status Transformer::BuildLayers() {
   return absl::OkStatus();
 }
 
-uint32_t Transformer::Rewind(uint32_t position) {
+uint32_t Transformer::Rewind(uint32_t position, uint32_t sequence) {
+  Sequence& s = sequences_[sequence];
   // Until every layer agrees: a recurrent state restored to its checkpoint
   // must go further back when another layer can only continue from earlier.
-  uint32_t target = std::min(position_, position);
+  uint32_t target = std::min(s.position, position);
   for (;;) {
     uint32_t reached = target;
-    for (const auto& mixer : mixers_) reached = std::min(reached, mixer->state().Rewind(target));
+    for (const auto& mixer : s.mixers) reached = std::min(reached, mixer->state().Rewind(target));
     if (reached == target) break;
     target = reached;
   }
-  position_ = target;
-  return position_;
+  s.position = target;
+  return s.position;
 }
 
-void Transformer::Checkpoint() {
-  for (const auto& mixer : mixers_) mixer->state().Checkpoint();
+void Transformer::Checkpoint(uint32_t sequence) {
+  for (const auto& mixer : sequences_[sequence].mixers) mixer->state().Checkpoint();
 }
 
 void Transformer::IssueCertainReads(std::span<const int32_t> tokens) {
@@ -195,12 +204,15 @@ void Transformer::IssueCertainReads(std::span<const int32_t> tokens) {
 
 uint64_t Transformer::StateBytes() const {
   uint64_t bytes = 0;
-  for (const auto& mixer : mixers_) bytes += mixer->state().bytes();
+  for (const Sequence& sequence : sequences_) {
+    for (const auto& mixer : sequence.mixers) bytes += mixer->state().bytes();
+  }
   return bytes;
 }
 
 absl::Status Transformer::CheckFinite(std::span<const float> values, uint64_t width, uint32_t layer,
-                                      std::string_view sublayer) const {
+                                      std::string_view sublayer,
+                                      std::span<const uint32_t> positions) const {
   for (size_t i = 0; i < values.size(); ++i) {
     if (std::isfinite(values[i])) continue;
     const std::string where = sublayer == "head"
@@ -208,7 +220,7 @@ absl::Status Transformer::CheckFinite(std::span<const float> values, uint64_t wi
                                   : absl::StrCat("layer ", layer, "'s ", std::string(sublayer));
     return absl::DataLossError(
         absl::StrCat(container_->dir().string(), ": ", where, " computed ", values[i],
-                     " at position ", position_ + i / width,
+                     " at position ", positions[i / width],
                      ": its weights or config values are out of range; no token was "
                      "sampled from it"));
   }
@@ -216,47 +228,99 @@ absl::Status Transformer::CheckFinite(std::span<const float> values, uint64_t wi
 }
 
 absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t> tokens,
-                                                        bool last_only) {
-  const uint32_t n = static_cast<uint32_t>(tokens.size());
-  const uint64_t hidden = config_.hidden_size;
-  if (position_ + n > options_.max_positions) {
-    return absl::OutOfRangeError(absl::StrCat("context full: ", position_, " + ", n,
-                                              " tokens exceed ", options_.max_positions));
-  }
-  for (uint32_t t = 0; t < n; ++t) {
-    if (tokens[t] < 0 || static_cast<uint64_t>(tokens[t]) >= config_.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("token ", tokens[t], " at index ", t,
-                                                     " is outside the vocabulary of ",
-                                                     config_.vocab_size));
+                                                        bool last_only, uint32_t sequence) {
+  const SequenceChunk chunk{.sequence = sequence, .tokens = tokens, .last_only = last_only};
+  WARP_ASSIGN_OR_RETURN(std::vector<std::vector<float>> logits, ForwardBatch({&chunk, 1}));
+  return std::move(logits[0]);
+}
+
+absl::Status Transformer::CheckChunks(std::span<const SequenceChunk> chunks) const {
+  if (chunks.empty()) return absl::InvalidArgumentError("a forward pass of no chunk");
+  std::vector<bool> taken(sequences_.size(), false);
+  for (const SequenceChunk& chunk : chunks) {
+    if (chunk.sequence >= sequences_.size() || taken[chunk.sequence]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sequence ", chunk.sequence,
+          chunk.sequence >= sequences_.size() ? " does not exist (of " : " appears twice (of ",
+          sequences_.size(), ")"));
+    }
+    taken[chunk.sequence] = true;
+    const uint32_t position = sequences_[chunk.sequence].position;
+    if (chunk.tokens.empty()) return absl::InvalidArgumentError("a chunk of no token");
+    if (position + chunk.tokens.size() > options_.max_positions) {
+      return absl::OutOfRangeError(absl::StrCat("context full: ", position, " + ",
+                                                chunk.tokens.size(), " tokens exceed ",
+                                                options_.max_positions));
+    }
+    for (size_t t = 0; t < chunk.tokens.size(); ++t) {
+      if (chunk.tokens[t] < 0 || static_cast<uint64_t>(chunk.tokens[t]) >= config_.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("token ", chunk.tokens[t], " at index ", t,
+                                                       " is outside the vocabulary of ",
+                                                       config_.vocab_size));
+      }
     }
   }
-  if (options_.certain) IssueCertainReads(tokens);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
+    std::span<const SequenceChunk> chunks) {
+  WARP_RETURN_IF_ERROR(CheckChunks(chunks));
+  const uint64_t hidden = config_.hidden_size;
+  // The pass's tokens, chunk after chunk; begins[c]: chunk c's first row.
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> positions, sequence_of, begins;
+  for (const SequenceChunk& chunk : chunks) {
+    begins.push_back(static_cast<uint32_t>(ids.size()));
+    const uint32_t first = sequences_[chunk.sequence].position;
+    for (uint32_t t = 0; t < chunk.tokens.size(); ++t) {
+      ids.push_back(chunk.tokens[t]);
+      positions.push_back(first + t);
+      sequence_of.push_back(chunk.sequence);
+    }
+  }
+  const uint32_t n = static_cast<uint32_t>(ids.size());
+  const PassTokens pass{.ids = ids, .positions = positions, .sequences = sequence_of};
+  if (options_.certain) IssueCertainReads(ids);
   std::vector<float> embeddings(n * hidden), x(n * hidden), delta(n * hidden);
   for (uint32_t t = 0; t < n; ++t) {
-    kernels::DequantizeRow(embed_, tokens[t], {&embeddings[t * hidden], hidden});
+    kernels::DequantizeRow(embed_, ids[t], {&embeddings[t * hidden], hidden});
   }
   residual_->Begin(std::move(embeddings), n);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     residual_->SublayerInput(layer, Sublayer::kMixer, x);
     {
       StageTimer timer(stats_.seconds_attention);
-      mixers_[layer]->Forward(x, n, position_, delta);
+      for (size_t c = 0; c < chunks.size(); ++c) {  // each sequence against its own state
+        const uint64_t rows = chunks[c].tokens.size(), begin = begins[c] * hidden;
+        sequences_[chunks[c].sequence].mixers[layer]->Forward(
+            std::span<const float>(x).subspan(begin, rows * hidden), static_cast<uint32_t>(rows),
+            positions[begins[c]], std::span<float>(delta).subspan(begin, rows * hidden));
+      }
     }
-    WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "attention"));
+    WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "attention", positions));
     residual_->AddSublayerOutput(layer, Sublayer::kMixer, delta);
     residual_->SublayerInput(layer, Sublayer::kFfn, x);
-    WARP_RETURN_IF_ERROR(ffns_[layer]->Forward(x, tokens, position_, delta));
-    WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "MLP"));
+    WARP_RETURN_IF_ERROR(ffns_[layer]->Forward(x, pass, delta));
+    WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "MLP", positions));
     residual_->AddSublayerOutput(layer, Sublayer::kFfn, delta);
   }
   residual_->FinalInput(x);
-  // The head's rows are independent and the kernels give the same bits for
-  // any batch size, so the last row alone equals the last row of all.
-  const uint32_t rows = last_only ? 1 : n;
-  std::vector<float> logits(uint64_t{rows} * config_.vocab_size);
-  Linear(pool_, head_, x.data() + uint64_t{n - rows} * hidden, rows, logits.data());
-  WARP_RETURN_IF_ERROR(CheckFinite(logits, config_.vocab_size, config_.num_layers, "head"));
-  position_ += n;
+  std::vector<std::vector<float>> logits(chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    // The head's rows are independent and the kernels give the same bits for
+    // any batch size, so the last row alone equals the last row of all.
+    const uint32_t n_chunk = static_cast<uint32_t>(chunks[c].tokens.size());
+    const uint32_t rows = chunks[c].last_only ? 1 : n_chunk;
+    const uint32_t first_row = begins[c] + n_chunk - rows;
+    logits[c].resize(uint64_t{rows} * config_.vocab_size);
+    Linear(pool_, head_, x.data() + uint64_t{first_row} * hidden, rows, logits[c].data());
+    WARP_RETURN_IF_ERROR(CheckFinite(logits[c], config_.vocab_size, config_.num_layers, "head",
+                                     std::span(positions).subspan(first_row, rows)));
+  }
+  for (const SequenceChunk& chunk : chunks) {
+    sequences_[chunk.sequence].position += static_cast<uint32_t>(chunk.tokens.size());
+  }
   stats_.tokens += n;
   return logits;
 }

@@ -6,7 +6,10 @@
 // and an FFN object, joined by the residual scheme; it never asks which
 // family it runs. Tokens are processed in chunks; a chunk of n tokens gives
 // bit for bit the logits of n one-token steps (every reduction has a fixed
-// order, DESIGN.md Invariant 1).
+// order, DESIGN.md Invariant 1). It holds `sequences` independent
+// conversations (their mixer states), and one ForwardBatch runs chunks of
+// several of them together: each MoE layer reads the union of their experts
+// once, and each sequence gets the bits it would get alone.
 //
 // Thread-compatible: one Forward at a time; it uses the pool for matrix rows.
 
@@ -34,10 +37,14 @@
 
 namespace warp::computed {
 
+// The most sequences one Transformer holds (each has a full-context state).
+inline constexpr uint32_t kMaxSequences = 64;
+
 class Transformer {
  public:
   struct Options {
-    uint32_t max_positions = 4096;   // context capacity
+    uint32_t max_positions = 4096;   // context capacity, of each sequence
+    uint32_t sequences = 1;          // conversations with a state of their own (serve --parallel)
     uint32_t experts_per_token = 0;  // 0: the model's top-k
     // Issue a layer's expert reads, then compute the shared expert and the
     // lookahead while they fly, computing each expert as it lands. false: the
@@ -58,22 +65,38 @@ class Transformer {
       std::shared_ptr<const Container> container, ExpertSource& experts, ThreadPool& pool,
       const Options& options);
 
-  // Runs `tokens` at positions position() .. position() + n - 1 and returns
-  // the logits of every one, [n][vocab], or of the last one only. Fails (and
-  // computes nothing more) if an expert cannot be read or verified.
+  // Runs `tokens` of `sequence` at positions position(sequence) ..
+  // position(sequence) + n - 1 and returns the logits of every one,
+  // [n][vocab], or of the last one only. Fails (and computes nothing more)
+  // if an expert cannot be read or verified.
   absl::StatusOr<std::vector<float>> Forward(std::span<const int32_t> tokens,
-                                             bool last_only = false);
+                                             bool last_only = false, uint32_t sequence = 0);
 
-  uint32_t position() const { return position_; }
+  // One sequence's part of a batched pass.
+  struct SequenceChunk {
+    uint32_t sequence = 0;
+    std::span<const int32_t> tokens;
+    bool last_only = true;
+  };
+  // Runs every chunk in one pass (each at its sequence's position; no two of
+  // one sequence) and returns each chunk's logits as Forward would: bit for
+  // bit those of the chunk run alone. A failure leaves every sequence of the
+  // batch with an unknown state (rewind it).
+  absl::StatusOr<std::vector<std::vector<float>>> ForwardBatch(
+      std::span<const SequenceChunk> chunks);
+
+  uint32_t sequences() const { return static_cast<uint32_t>(sequences_.size()); }
+  uint32_t position(uint32_t sequence = 0) const { return sequences_[sequence].position; }
   void Reset() { Rewind(0); }
-  // Forgets the state from `position` on; returns where the model continues
-  // from: `position`, or earlier when a layer no longer holds what precedes
-  // it (a sliding window: 0; a recurrent state: its checkpoint, or 0).
-  uint32_t Rewind(uint32_t position);
-  // Marks position() as one Rewind can return to (recurrent states keep a copy).
-  void Checkpoint();
-  // Bytes of every layer's state (KV caches, recurrent states and their
-  // checkpoints), allocated at creation.
+  // Forgets the state of `sequence` from `position` on; returns where it
+  // continues from: `position`, or earlier when a layer no longer holds what
+  // precedes it (a sliding window: 0; a recurrent state: its checkpoint, or 0).
+  uint32_t Rewind(uint32_t position, uint32_t sequence = 0);
+  // Marks position(sequence) as one Rewind can return to (recurrent states
+  // keep a copy).
+  void Checkpoint(uint32_t sequence = 0);
+  // Bytes of every layer's state in every sequence (KV caches, recurrent
+  // states and their checkpoints), allocated at creation.
   uint64_t StateBytes() const;
 
   const ModelConfig& config() const { return config_; }
@@ -87,10 +110,13 @@ class Transformer {
               const Options& options);
 
   absl::Status CheckTensors() const;
+  // Every chunk names a distinct sequence, fits its context and holds
+  // tokens of the vocabulary.
+  absl::Status CheckChunks(std::span<const SequenceChunk> chunks) const;
   // DataLoss naming the layer and position of the first NaN or infinity in
   // `values` (rows of `width`): nothing computed from it may be sampled.
   absl::Status CheckFinite(std::span<const float> values, uint64_t width, uint32_t layer,
-                           std::string_view sublayer) const;
+                           std::string_view sublayer, std::span<const uint32_t> positions) const;
   // Hash layers route by token: their records are known before the embedding
   // and read at once, CERTAIN (DeepSeek V4).
   void IssueCertainReads(std::span<const int32_t> tokens);
@@ -109,9 +135,14 @@ class Transformer {
   std::unique_ptr<ResidualScheme> residual_;
   std::vector<std::unique_ptr<Router>> routers_;  // [num_layers], null for dense layers
   std::unique_ptr<Lookahead> lookahead_;
-  std::vector<std::unique_ptr<TokenMixer>> mixers_;  // [num_layers]
-  std::vector<std::unique_ptr<Ffn>> ffns_;           // [num_layers]
-  uint32_t position_ = 0;
+  // One conversation: its own mixer per layer (the mixers hold the state),
+  // and how far it has run.
+  struct Sequence {
+    std::vector<std::unique_ptr<TokenMixer>> mixers;  // [num_layers]
+    uint32_t position = 0;
+  };
+  std::vector<Sequence> sequences_;
+  std::vector<std::unique_ptr<Ffn>> ffns_;  // [num_layers], shared by the sequences
 };
 
 }  // namespace warp::computed

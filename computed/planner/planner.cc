@@ -6,6 +6,7 @@
 #include "common/byte_size.h"
 #include "common/checked_math.h"
 #include "common/status.h"
+#include "computed/engine/transformer.h"
 #include "computed/model/manifest_fit.h"
 #include "computed/model/model_config.h"
 #include "computed/model/tensor_specs.h"
@@ -44,7 +45,7 @@ class SizeSum {
 }  // namespace
 
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
-                                        std::string_view source) {
+                                        std::string_view source, uint32_t sequences) {
   WARP_ASSIGN_OR_RETURN(ModelConfig model,
                         ParseModelConfig(manifest.architecture, manifest.config, source));
   WARP_RETURN_IF_ERROR(CheckManifestFitsConfig(manifest, model, source));
@@ -52,7 +53,12 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
     return absl::InvalidArgumentError(absl::StrCat(
         "context of ", context_tokens, " tokens is not in [1, ", kMaxContextTokens, "]"));
   }
+  if (sequences == 0 || sequences > kMaxSequences) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(sequences, " sequences is not in [1, ", kMaxSequences, "]"));
+  }
   PlanFigures plan;
+  plan.sequences = sequences;
   plan.trunk_bytes = manifest.trunk_bytes;
   plan.context_tokens = context_tokens;
   plan.max_position_embeddings = model.max_position_embeddings;
@@ -62,12 +68,14 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
   // window, a recurrent (KDA) layer the same bytes at any context. The
   // config's dimensions are bounded (model_config.h), so each layer's figure
   // fits; their sums are checked.
+  uint64_t kv_per_sequence = 0;
   for (const LayerPlan& layer : PlanOf(model).layers) {
     const uint64_t fixed = MixerStateBytes(model, layer.mixer, 0);
     sum.Add(plan.fixed_state_bytes, fixed, "recurrent state");
     sum.Add(plan.kv_bytes_per_token, MixerStateBytes(model, layer.mixer, 1) - fixed, "KV");
-    sum.Add(plan.kv_bytes, MixerStateBytes(model, layer.mixer, context_tokens), "KV");
+    sum.Add(kv_per_sequence, MixerStateBytes(model, layer.mixer, context_tokens), "KV");
   }
+  sum.AddProduct(plan.kv_bytes, sequences, kv_per_sequence, "KV");
   plan.experts_per_token = model.experts_per_token;
   plan.num_moe_layers = static_cast<uint32_t>(manifest.banks.size());
   for (const BankEntry& bank : manifest.banks) {
@@ -105,7 +113,8 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
                                              const MemoryLimits& limits, uint32_t reads_in_flight) {
   const std::string floor_parts = absl::StrCat(
       "trunk ", FormatBytes(plan.trunk_bytes), " + KV ", FormatBytes(plan.kv_bytes), " for ",
-      plan.context_tokens, " tokens + one working set ", FormatBytes(plan.working_set_bytes));
+      plan.sequences > 1 ? absl::StrCat(plan.sequences, " sequences of ") : "", plan.context_tokens,
+      " tokens + one working set ", FormatBytes(plan.working_set_bytes));
   if (requested) {
     // More than the machine (or the cgroup) holds cannot be kept: the cache
     // would page or be killed long before it filled.

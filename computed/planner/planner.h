@@ -36,10 +36,11 @@ inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;
 struct PlanFigures {
   uint64_t trunk_bytes = 0;
   uint64_t context_tokens = 0;
+  uint32_t sequences = 1;  // conversations, each with a state of its own (serve --parallel)
   uint32_t max_position_embeddings = 0;  // the config's; 0 when it does not say
-  uint64_t kv_bytes_per_token = 0;       // the first token's: sliding layers cap what follow
-  uint64_t fixed_state_bytes = 0;        // recurrent layers' state: the same at any context
-  uint64_t kv_bytes = 0;                 // all of the state at context_tokens, fixed part included
+  uint64_t kv_bytes_per_token = 0;  // one sequence's first token: sliding layers cap what follow
+  uint64_t fixed_state_bytes = 0;   // one sequence's recurrent state: the same at any context
+  uint64_t kv_bytes = 0;  // the state of every sequence at context_tokens, fixed part included
   uint32_t experts_per_token = 0;
   uint32_t num_moe_layers = 0;
   uint64_t num_records = 0;        // routed experts over all MoE layers
@@ -52,9 +53,11 @@ struct PlanFigures {
 };
 
 // Errors name `source`, the manifest's path (or a release's config.json).
-// `context_tokens` must be in [1, kMaxContextTokens].
+// `context_tokens` must be in [1, kMaxContextTokens], `sequences` in
+// [1, kMaxSequences] (computed/engine/transformer.h).
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
-                                        std::string_view source = "manifest.json");
+                                        std::string_view source = "manifest.json",
+                                        uint32_t sequences = 1);
 
 struct BudgetDecision {
   uint64_t budget_bytes = 0;  // trunk + kv + cache

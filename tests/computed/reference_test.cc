@@ -54,7 +54,8 @@ size_t Argmax(const float* row, size_t n) { return std::max_element(row, row + n
 // A converted fixture, opened and ready to run.
 class Model {
  public:
-  Model(const fs::path& container_dir, size_t threads, uint32_t max_positions = 128)
+  Model(const fs::path& container_dir, size_t threads, uint32_t max_positions = 128,
+        uint32_t sequences = 1)
       : pool_(threads) {
     auto container = Container::Open(container_dir);
     EXPECT_TRUE(container.ok()) << container.status();
@@ -62,8 +63,8 @@ class Model {
     auto store = ExpertStore::Open(container_, {});
     EXPECT_TRUE(store.ok()) << store.status();
     source_ = std::move(*store);
-    auto transformer =
-        Transformer::Create(container_, *source_, pool_, {.max_positions = max_positions});
+    auto transformer = Transformer::Create(
+        container_, *source_, pool_, {.max_positions = max_positions, .sequences = sequences});
     EXPECT_TRUE(transformer.ok()) << transformer.status();
     transformer_ = std::move(*transformer);
   }
@@ -199,6 +200,85 @@ TEST_P(ReferenceTest, StateBytesEqualThePlannersFigure) {
   auto plan = ComputePlan((*container)->manifest(), 64);
   WARP_ASSERT_OK(plan);
   EXPECT_EQ(model->StateBytes(), plan->kv_bytes);
+  Model three(model_dir_, 1, /*max_positions=*/64, /*sequences=*/3);
+  auto plan3 = ComputePlan((*container)->manifest(), 64, "manifest.json", 3);
+  WARP_ASSERT_OK(plan3);
+  EXPECT_EQ(three->StateBytes(), plan3->kv_bytes);
+  EXPECT_EQ(plan3->kv_bytes, 3 * plan->kv_bytes);
+}
+
+// serve --parallel: conversations batched in one pass — decode steps of
+// several sequences together, a prompt chunk of one beside another's step —
+// give each sequence the bits it gets alone, while each MoE layer reads the
+// union of their experts once; a rewind of one leaves the others as they were.
+TEST_P(ReferenceTest, BatchedSequencesGiveTheBitsOfEachAlone) {
+  const size_t n = tokens_.size();
+  std::vector<std::vector<int32_t>> texts(3);
+  for (size_t i = 0; i < n; ++i) {
+    texts[0].push_back(tokens_[i]);
+    texts[1].push_back(tokens_[n - 1 - i]);
+    texts[2].push_back(tokens_[(i + 7) % n]);
+  }
+  std::vector<std::vector<float>> alone;
+  for (const std::vector<int32_t>& text : texts) {
+    Model model(model_dir_, 2);
+    alone.push_back(model.Prefill(text, text.size()));
+  }
+  Model batched(model_dir_, 2, 128, /*sequences=*/3);
+  const size_t vocab = batched->config().vocab_size;
+  // Sequence s starts with a prompt chunk of prompt[s] tokens at step start[s],
+  // then one token a step; every chunk asks for all of its rows.
+  const size_t start[3] = {0, 1, 4}, prompt[3] = {5, 6, 3};
+  std::vector<size_t> done(3, 0);
+  for (size_t step = 0; done[0] < n || done[1] < n || done[2] < n; ++step) {
+    std::vector<Transformer::SequenceChunk> chunks;
+    std::vector<size_t> firsts;
+    for (uint32_t s = 0; s < 3; ++s) {
+      if (step < start[s] || done[s] == n) continue;
+      const size_t take = done[s] == 0 ? prompt[s] : 1;
+      chunks.push_back({.sequence = s,
+                        .tokens = std::span(texts[s]).subspan(done[s], take),
+                        .last_only = false});
+      firsts.push_back(done[s]);
+      done[s] += take;
+    }
+    auto logits = batched->ForwardBatch(chunks);
+    WARP_ASSERT_OK(logits);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const uint32_t s = chunks[c].sequence;
+      ASSERT_EQ((*logits)[c].size(), chunks[c].tokens.size() * vocab);
+      EXPECT_EQ(0, std::memcmp((*logits)[c].data(), &alone[s][firsts[c] * vocab],
+                               (*logits)[c].size() * sizeof(float)))
+          << "sequence " << s << " at position " << firsts[c] << ", step " << step;
+    }
+  }
+  for (uint32_t s = 0; s < 3; ++s) EXPECT_EQ(batched->position(s), n);
+  const ForwardStats& stats = batched->stats();
+  if (stats.expert_read_bytes > 0) {
+    EXPECT_GT(stats.sequence_union_bytes, stats.expert_read_bytes)
+        << "three sequences never shared an expert";
+  }
+  // A rewind of sequence 1 recomputes its bits; sequences 0 and 2 keep theirs.
+  const uint32_t from = batched->Rewind(static_cast<uint32_t>(n - 4), 1);
+  auto again = batched->Forward(std::span(texts[1]).subspan(from), false, 1);
+  WARP_ASSERT_OK(again);
+  EXPECT_EQ(0, std::memcmp(again->data(), &alone[1][from * vocab], again->size() * sizeof(float)));
+  EXPECT_EQ(batched->position(0), n);
+  EXPECT_EQ(batched->position(2), n);
+}
+
+TEST_P(ReferenceTest, ABatchNamesItsBadChunk) {
+  Model model(model_dir_, 1, 128, /*sequences=*/2);
+  const std::vector<int32_t> one = {tokens_[0]};
+  using Chunk = Transformer::SequenceChunk;
+  const std::vector<Chunk> twice = {{.sequence = 1, .tokens = one}, {.sequence = 1, .tokens = one}};
+  EXPECT_THAT(model->ForwardBatch(twice).status().message(),
+              ::testing::HasSubstr("sequence 1 appears twice"));
+  const std::vector<Chunk> missing = {{.sequence = 2, .tokens = one}};
+  EXPECT_THAT(model->ForwardBatch(missing).status().message(),
+              ::testing::HasSubstr("sequence 2 does not exist (of 2)"));
+  EXPECT_EQ(model->position(0), 0u);
+  EXPECT_EQ(model->position(1), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,

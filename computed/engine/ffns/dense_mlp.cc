@@ -8,9 +8,8 @@
 
 namespace warp::computed {
 
-DenseMlp::DenseMlp(const TrunkWeights& weights, const std::string& prefix,
-                   const MlpNames& names, const GluActivation& act, ThreadPool& pool,
-                   double& seconds)
+DenseMlp::DenseMlp(const TrunkWeights& weights, const std::string& prefix, const MlpNames& names,
+                   const GluActivation& act, ThreadPool& pool, double& seconds)
     : pool_(pool),
       seconds_(seconds),
       act_(act),
@@ -18,16 +17,19 @@ DenseMlp::DenseMlp(const TrunkWeights& weights, const std::string& prefix,
       up_(weights.Matrix(prefix + "." + names.up + ".weight")),
       down_(weights.Matrix(prefix + "." + names.down + ".weight")) {}
 
-absl::Status DenseMlp::Forward(std::span<const float> x, std::span<const int32_t> tokens,
-                               uint32_t, std::span<float> out) {
-  const uint32_t n = static_cast<uint32_t>(tokens.size());
+absl::Status DenseMlp::Forward(std::span<const float> x, const PassTokens& tokens,
+                               std::span<float> out) {
+  Run(x, tokens.size(), out);
+  return absl::OkStatus();
+}
+
+void DenseMlp::Run(std::span<const float> x, uint32_t n, std::span<float> out) {
   StageTimer timer(seconds_);
   std::vector<float> gate(n * gate_.rows), up(n * up_.rows);
   Linear(pool_, gate_, x.data(), n, gate.data());
   Linear(pool_, up_, x.data(), n, up.data());
   GluMul(act_, gate, up);
   Linear(pool_, down_, gate.data(), n, out.data());
-  return absl::OkStatus();
 }
 
 }  // namespace warp::computed

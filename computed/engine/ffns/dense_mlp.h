@@ -22,8 +22,10 @@ class DenseMlp : public Ffn {
   DenseMlp(const TrunkWeights& weights, const std::string& prefix, const MlpNames& names,
            const GluActivation& act, ThreadPool& pool, double& seconds);
 
-  absl::Status Forward(std::span<const float> x, std::span<const int32_t> tokens,
-                       uint32_t first_pos, std::span<float> out) override;
+  absl::Status Forward(std::span<const float> x, const PassTokens& tokens,
+                       std::span<float> out) override;
+  // The same over n rows (what a shared expert needs).
+  void Run(std::span<const float> x, uint32_t n, std::span<float> out);
 
  private:
   ThreadPool& pool_;

@@ -1,6 +1,7 @@
 #include "computed/engine/ffns/moe_ffn.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "common/status.h"
 #include "computed/engine/linear.h"
@@ -28,10 +29,15 @@ MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router,
       hidden_(hidden),
       width_(latent_ ? latent_->down.rows : hidden) {}
 
-MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, uint32_t first_pos) {
+MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, const PassTokens& tokens) {
   ChunkExperts chunk;
   chunk.key_of_expert.assign(router_.num_experts(), -1);
+  // The run of tokens (one sequence's) in which each expert was last seen:
+  // the experts each sequence would have read alone, the batch dedup baseline.
+  std::vector<uint32_t> seen_in_run(router_.num_experts(), UINT32_MAX);
+  uint32_t run = 0;
   for (uint32_t t = 0; t < routings.size(); ++t) {
+    if (t > 0 && tokens.sequences[t] != tokens.sequences[t - 1]) ++run;
     for (uint32_t expert : routings[t].experts) {
       if (chunk.key_of_expert[expert] < 0) {
         chunk.key_of_expert[expert] = static_cast<int32_t>(chunk.keys.size());
@@ -39,9 +45,11 @@ MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, uint32_
         chunk.tokens.emplace_back();
       }
       chunk.tokens[chunk.key_of_expert[expert]].push_back(t);
+      if (seen_in_run[expert] != run) stats_.sequence_union_bytes += bank_.record_bytes;
+      seen_in_run[expert] = run;
     }
     stats_.token_by_token_bytes += routings[t].experts.size() * bank_.record_bytes;
-    if (options_.on_route) options_.on_route(first_pos + t, layer_, routings[t].experts);
+    if (options_.on_route) options_.on_route(tokens.positions[t], layer_, routings[t].experts);
   }
   stats_.expert_reads += chunk.keys.size();
   stats_.expert_read_bytes += chunk.keys.size() * bank_.record_bytes;
@@ -67,8 +75,7 @@ void MoeFfn::RunShared(std::span<const float> x, std::span<const int32_t> tokens
                        std::vector<float>& shared) {
   if (!shared_) return;
   shared.resize(tokens.size() * hidden_);
-  // A dense MLP reads nothing from the ExpertSource: its Forward cannot fail.
-  (void)shared_->Forward(x, tokens, 0, shared);
+  shared_->Run(x, static_cast<uint32_t>(tokens.size()), shared);
 }
 
 absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
@@ -109,15 +116,16 @@ absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const
   return absl::OkStatus();
 }
 
-absl::Status MoeFfn::Forward(std::span<const float> x, std::span<const int32_t> tokens,
-                             uint32_t first_pos, std::span<float> out) {
-  const uint32_t n = static_cast<uint32_t>(tokens.size());
+absl::Status MoeFfn::Forward(std::span<const float> x, const PassTokens& pass,
+                             std::span<float> out) {
+  const uint32_t n = pass.size();
+  const std::span<const int32_t> tokens = pass.ids;
   std::vector<Routing> routings;
   ChunkExperts chunk;
   {
     StageTimer timer(stats_.seconds_route);
     routings = router_.Route(x, tokens, options_.experts_per_token);
-    chunk = Union(routings, first_pos);
+    chunk = Union(routings, pass);
     lookahead_.Score(layer_, routings, bank_.record_bytes);
   }
   std::vector<float> latent;  // LatentMoE: the experts' input, down x

@@ -52,17 +52,18 @@ class MoeFfn : public Ffn {
          ExpertSource& experts, Lookahead& lookahead, ThreadPool& pool, const MoeOptions& options,
          ForwardStats& stats);
 
-  absl::Status Forward(std::span<const float> x, std::span<const int32_t> tokens,
-                       uint32_t first_pos, std::span<float> out) override;
+  absl::Status Forward(std::span<const float> x, const PassTokens& tokens,
+                       std::span<float> out) override;
 
  private:
-  // The union of a chunk's experts, each read once, and which tokens use each.
+  // The union of a pass's experts (over every sequence of a batch), each
+  // read once, and which tokens use each.
   struct ChunkExperts {
     std::vector<ExpertKey> keys;
     std::vector<int32_t> key_of_expert;         // [num_experts] -> index in keys, or -1
     std::vector<std::vector<uint32_t>> tokens;  // [key] -> tokens in order
   };
-  ChunkExperts Union(const std::vector<Routing>& routings, uint32_t first_pos);
+  ChunkExperts Union(const std::vector<Routing>& routings, const PassTokens& tokens);
   // Runs the expert of keys[u] over its tokens' rows of `in` into outputs[u].
   void RunExpert(const ExpertRecord& record, std::span<const float> in,
                  const std::vector<uint32_t>& tokens, std::vector<float>& output);

@@ -1,4 +1,4 @@
-// computed plan MODEL.warp [--context N] [--budget SIZE] [--ram SIZE]
+// computed plan MODEL.warp [--context N] [--parallel N] [--budget SIZE] [--ram SIZE]
 // computed plan --config RELEASE/config.json ...: before converting, as the
 // container of that release with its experts native would be.
 // Reads only the manifest (or the config).
@@ -15,6 +15,7 @@
 #include "common/memory/memory_limits.h"
 #include "common/status.h"
 #include "computed/cli/commands.h"
+#include "computed/engine/transformer.h"
 #include "computed/planner/planner.h"
 #include "computed/synth/presets.h"
 
@@ -28,6 +29,7 @@ struct PlanFlags {
   std::string experts = "native";  // --config: as `computed convert --experts/--trunk`
   std::string trunk = "bf16";
   uint64_t context = 4096;
+  uint32_t parallel = 1;  // sequences, each with its state (serve --parallel)
   std::string budget;
   uint32_t daemons = 0;  // local expertd daemons that will hold the cache
 };
@@ -45,7 +47,7 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
                   plan.num_moe_layers ? plan.num_records / plan.num_moe_layers : 0),
               plan.experts_per_token, FingerprintHex(manifest.fingerprint).c_str());
   PrintRow("trunk", plan.trunk_bytes, "dense weights, resident");
-  const uint64_t growing = plan.kv_bytes - plan.fixed_state_bytes;
+  const uint64_t growing = plan.kv_bytes / plan.sequences - plan.fixed_state_bytes;
   const bool linear = growing == plan.context_tokens * plan.kv_bytes_per_token;
   std::string state =
       linear ? absl::StrCat(plan.context_tokens, " tokens x ", plan.kv_bytes_per_token, " B")
@@ -55,6 +57,7 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
     absl::StrAppend(&state, " + ", FormatBytes(plan.fixed_state_bytes),
                     " recurrent state at any context (with its chat checkpoint)");
   }
+  if (plan.sequences > 1) state = absl::StrCat(plan.sequences, " sequences x (", state, ")");
   PrintRow("kv/state", plan.kv_bytes, state);
   PrintRow("working set", plan.working_set_bytes,
            absl::StrCat(plan.experts_per_token, " experts x ", plan.num_moe_layers,
@@ -123,7 +126,7 @@ absl::Status Run(const PlanFlags& flags) {
   const std::string source = flags.config.empty()
                                  ? (std::filesystem::path(flags.model) / kManifestFile).string()
                                  : flags.config;
-  auto plan = ComputePlan(*manifest, flags.context, source);
+  auto plan = ComputePlan(*manifest, flags.context, source, flags.parallel);
   if (!plan.ok()) return plan.status();
   PrintPlan(*manifest, *plan);
 
@@ -172,6 +175,10 @@ CommandRunner AddPlanCommand(CLI::App& app) {
   cmd->add_option("--context", flags->context, "Context length in tokens")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, kMaxContextTokens));
+  cmd->add_option("--parallel", flags->parallel,
+                  "Conversations served at once (serve --parallel): each holds the state")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, kMaxSequences));
   cmd->add_option("--budget", flags->budget, "Check this budget instead of the default, e.g. 8G");
   cmd->add_option("--daemons", flags->daemons,
                   "Split the expert cache across this many local expertd daemons");

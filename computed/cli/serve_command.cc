@@ -1,8 +1,9 @@
 // computed serve MODEL.warp [--listen HOST:PORT] [--api-key KEY | --api-key-file FILE]
-//                [--context N] [--max-queue N] [template options] [engine options]
+//                [--parallel N] [--context N] [--max-queue N] [template options]
+//                [engine options]
 // An OpenAI-compatible HTTP server (computed/serve/http_server.h) with a chat
 // page at /. Prints "listening HOST:PORT" once it accepts connections;
-// SIGINT or SIGTERM stops it (the running request ends, queued ones get 503).
+// SIGINT or SIGTERM stops it (running requests end, queued ones get 503).
 
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include "computed/cli/commands.h"
 #include "computed/cli/session_flags.h"
 #include "computed/cli/template_flags.h"
+#include "computed/engine/transformer.h"
 #include "computed/run/model_text.h"
 #include "computed/serve/engine_worker.h"
 #include "computed/serve/http_server.h"
@@ -36,6 +38,7 @@ struct ServeFlags {
   std::string model_name;
   uint32_t context = 0;  // 0: the model's trained context, at most kDefaultContext
   uint32_t max_queue = 64;
+  uint32_t parallel = 4;  // requests decoded together, each with a KV cache of `context`
   double keepalive_seconds = 5;
   TemplateFlags template_flags;
 };
@@ -116,8 +119,13 @@ absl::Status Run(const ServeFlags& flags) {
     context =
         text->max_positions ? std::min(text->max_positions, kDefaultContext) : kDefaultContext;
   }
+  if (flags.parallel < 1 || flags.parallel > kMaxSequences) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--parallel must be in [1, ", kMaxSequences, "]: requests decoded together"));
+  }
   auto session_options = ToSessionOptions(flags.session, context);
   if (!session_options.ok()) return session_options.status();
+  session_options->sequences = flags.parallel;
   auto session = Session::Open(*session_options);
   if (!session.ok()) return session.status();
 
@@ -127,8 +135,8 @@ absl::Status Run(const ServeFlags& flags) {
   if (!port.ok()) return port.status();
   absl::Status served;
   std::thread http([&] { served = server.Serve(); });
-  Logger("serve").info("serving {} on http://{}:{} (context {} positions{})", options.model_name,
-                       options.host, *port, context,
+  Logger("serve").info("serving {} on http://{}:{} ({} requests at once, context {} positions{})",
+                       options.model_name, options.host, *port, flags.parallel, context,
                        options.api_key.empty() ? "" : ", API key required");
   // One stdout line, for scripts and tests that bound port 0.
   std::printf("listening %s:%d\n", options.host.c_str(), *port);
@@ -169,6 +177,10 @@ CommandRunner AddServeCommand(CLI::App& app) {
   cmd->add_option("--context", flags->context,
                   "KV cache positions for prompt and reply (default: the model's "
                   "max_position_embeddings, at most 4096)");
+  cmd->add_option("--parallel", flags->parallel,
+                  "Requests decoded together, in one batched pass a token (each has a KV cache "
+                  "of --context positions, counted in the budget; more wait in the queue)")
+      ->capture_default_str();
   cmd->add_option("--max-queue", flags->max_queue,
                   "Requests that may wait for the engine; more get 503")
       ->capture_default_str();

@@ -22,12 +22,10 @@ absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_
         " for the reply; the context holds ", session_.max_positions(), " (--context)"));
   }
   // Keep at least the last prompt token to recompute: its logits start the reply.
-  const size_t limit = std::min(in_cache_.size(), ids.size() - 1);
-  size_t shared = 0;
-  while (shared < limit && in_cache_[shared] == ids[shared]) ++shared;
+  size_t shared = std::min(SharedPrefix(ids), ids.size() - 1);
   // A sliding-window layer may no longer hold what precedes `shared`: it says
   // where it can continue from, and that much more is prefilled.
-  shared = session_.Rewind(static_cast<uint32_t>(shared));
+  shared = session_.Rewind(static_cast<uint32_t>(shared), sequence_);
   in_cache_.assign(ids.begin(), ids.begin() + shared);
   reused_ = static_cast<uint32_t>(shared);
   new_ = static_cast<uint32_t>(ids.size() - shared);
@@ -35,14 +33,21 @@ absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_
   // last prompt token, which the next prompt keeps (or recomputes) at the least.
   std::span<const int32_t> rest = ids.subspan(shared);
   if (rest.size() > 1) {
-    WARP_RETURN_IF_ERROR(session_.PrefillLast(rest.first(rest.size() - 1)).status());
+    WARP_RETURN_IF_ERROR(session_.PrefillLast(rest.first(rest.size() - 1), sequence_).status());
     in_cache_.insert(in_cache_.end(), rest.begin(), rest.end() - 1);
     rest = rest.last(1);
   }
-  session_.Checkpoint();
-  WARP_ASSIGN_OR_RETURN(std::vector<float> logits, session_.PrefillLast(rest));
+  session_.Checkpoint(sequence_);
+  WARP_ASSIGN_OR_RETURN(std::vector<float> logits, session_.PrefillLast(rest, sequence_));
   in_cache_.push_back(rest[0]);
   return logits;
+}
+
+size_t PromptCache::SharedPrefix(std::span<const int32_t> ids) const {
+  const size_t limit = std::min(in_cache_.size(), ids.size());
+  size_t shared = 0;
+  while (shared < limit && in_cache_[shared] == ids[shared]) ++shared;
+  return shared;
 }
 
 }  // namespace warp::computed

@@ -22,7 +22,9 @@ namespace warp::computed {
 // tokens through Fed.
 class PromptCache {
  public:
-  explicit PromptCache(Session& session) : session_(session) {}
+  // Caches what `sequence` of the session holds.
+  explicit PromptCache(Session& session, uint32_t sequence = 0)
+      : session_(session), sequence_(sequence) {}
 
   // Brings the KV cache to exactly `ids` and returns the last position's
   // logits. `reserve` positions must remain free after it (the reply):
@@ -37,11 +39,16 @@ class PromptCache {
   // Forgets everything (a failed forward leaves the cache unknown).
   void Clear() { in_cache_.clear(); }
 
+  // How many leading tokens of `ids` the cache holds (what BringUpTo would
+  // keep, before a rewind sends it further back).
+  size_t SharedPrefix(std::span<const int32_t> ids) const;
+  uint32_t sequence() const { return sequence_; }
   uint32_t reused_tokens() const { return reused_; }  // of the last BringUpTo
   uint32_t new_tokens() const { return new_; }
 
  private:
   Session& session_;
+  const uint32_t sequence_;
   std::vector<int32_t> in_cache_;  // the ids at KV positions 0 .. size-1
   uint32_t reused_ = 0;
   uint32_t new_ = 0;

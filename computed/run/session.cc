@@ -74,8 +74,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   s.options_ = options;
   WARP_ASSIGN_OR_RETURN(s.container_, Container::Open(options.model));
   const Manifest& manifest = s.container_->manifest();
-  WARP_ASSIGN_OR_RETURN(PlanFigures plan, ComputePlan(manifest, options.max_positions,
-                                                      s.container_->ManifestPath().string()));
+  WARP_ASSIGN_OR_RETURN(PlanFigures plan,
+                        ComputePlan(manifest, options.max_positions,
+                                    s.container_->ManifestPath().string(), options.sequences));
   WARP_ASSIGN_OR_RETURN(MemoryLimits limits, ReadMemoryLimits());
   WARP_ASSIGN_OR_RETURN(s.budget_,
                         ResolveBudget(plan, options.budget_bytes, limits, options.io_threads));
@@ -122,6 +123,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   s.pool_ = std::make_unique<ThreadPool>(threads, options.cpus);
   Transformer::Options engine{.max_positions = options.max_positions,
+                              .sequences = options.sequences,
                               .experts_per_token = options.experts_per_token,
                               .prefetch = options.prefetch,
                               .certain = options.certain,
@@ -163,8 +165,7 @@ void Session::OnRoute(uint32_t position, uint32_t layer, const std::vector<uint3
   usage_.Merge(one);
 }
 
-absl::StatusOr<std::vector<float>> Session::InPhase(
-    Phase phase, const std::function<absl::StatusOr<std::vector<float>>()>& forward) {
+absl::Status Session::InPhase(Phase phase, const std::function<absl::Status()>& forward) {
   if (phase != phase_) {
     const Counters now = source_->Counters();
     AddDelta(phases_[phase_].source_counters, now, counters_at_phase_start_);
@@ -173,12 +174,12 @@ absl::StatusOr<std::vector<float>> Session::InPhase(
   }
   const ForwardStats before = transformer_->stats();
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<float>> logits = forward();
+  absl::Status status = forward();
   PhaseFigures& figures = phases_[phase];
   figures.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   figures.forward += ForwardStats::Delta(transformer_->stats(), before);
-  return logits;
+  return status;
 }
 
 std::array<Session::PhaseFigures, 2> Session::Phases() const {
@@ -187,41 +188,63 @@ std::array<Session::PhaseFigures, 2> Session::Phases() const {
   return phases;
 }
 
-absl::StatusOr<std::vector<float>> Session::Prefill(std::span<const int32_t> tokens) {
-  return PrefillChunks(tokens, /*last_only=*/false);
+absl::StatusOr<std::vector<float>> Session::Prefill(std::span<const int32_t> tokens,
+                                                    uint32_t sequence) {
+  return PrefillChunks(tokens, /*last_only=*/false, sequence);
 }
 
-absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t> tokens) {
-  return PrefillChunks(tokens, /*last_only=*/true);
+absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t> tokens,
+                                                        uint32_t sequence) {
+  return PrefillChunks(tokens, /*last_only=*/true, sequence);
 }
 
 absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_t> tokens,
-                                                          bool last_only) {
-  const uint64_t end = uint64_t{position()} + tokens.size();
+                                                          bool last_only, uint32_t sequence) {
+  const uint64_t end = uint64_t{position(sequence)} + tokens.size();
   if (trained_positions() > 0 && end > trained_positions()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the prompt reaches position ", end, ", past the model's ", trained_positions(), " (",
         container_->ManifestPath().string(), ": config.max_position_embeddings)"));
   }
-  return InPhase(kPrefill, [&]() -> absl::StatusOr<std::vector<float>> {
-    std::vector<float> logits;
+  std::vector<float> logits;
+  WARP_RETURN_IF_ERROR(InPhase(kPrefill, [&]() -> absl::Status {
     const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
     for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
       const size_t n = std::min(chunk, tokens.size() - begin);
       WARP_ASSIGN_OR_RETURN(std::vector<float> part,
-                            transformer_->Forward(tokens.subspan(begin, n), last_only));
+                            transformer_->Forward(tokens.subspan(begin, n), last_only, sequence));
       if (last_only) {
         logits = std::move(part);
       } else {
         logits.insert(logits.end(), part.begin(), part.end());
       }
     }
-    return logits;
-  });
+    return absl::OkStatus();
+  }));
+  return logits;
 }
 
-absl::StatusOr<std::vector<float>> Session::Step(int32_t token) {
-  return InPhase(kDecode, [&] { return transformer_->Forward({&token, 1}); });
+absl::StatusOr<std::vector<float>> Session::Step(int32_t token, uint32_t sequence) {
+  std::vector<float> logits;
+  WARP_RETURN_IF_ERROR(InPhase(kDecode, [&]() -> absl::Status {
+    WARP_ASSIGN_OR_RETURN(logits, transformer_->Forward({&token, 1}, false, sequence));
+    return absl::OkStatus();
+  }));
+  return logits;
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> Session::StepBatch(
+    std::span<const SequenceToken> steps) {
+  std::vector<Transformer::SequenceChunk> chunks;
+  for (const SequenceToken& step : steps) {
+    chunks.push_back({.sequence = step.sequence, .tokens = {&step.token, 1}, .last_only = true});
+  }
+  std::vector<std::vector<float>> logits;
+  WARP_RETURN_IF_ERROR(InPhase(kDecode, [&]() -> absl::Status {
+    WARP_ASSIGN_OR_RETURN(logits, transformer_->ForwardBatch(chunks));
+    return absl::OkStatus();
+  }));
+  return logits;
 }
 
 absl::Status Session::Finish() {
@@ -298,10 +321,17 @@ std::string Session::StatsLine() const {
     parts.push_back(
         absl::StrFormat("certain %d (%s)", all.certain_reads, FormatBytes(certain_read)));
   }
-  if (all.expert_read_bytes > 0 && all.token_by_token_bytes > all.expert_read_bytes) {
+  if (all.expert_read_bytes > 0 && all.sequence_union_bytes > all.expert_read_bytes) {
+    parts.push_back(
+        absl::StrFormat("batch dedup %.2fx",
+                        static_cast<double>(all.sequence_union_bytes) / all.expert_read_bytes));
+  }
+  // Chunks read each expert once for all their tokens; batches once for all
+  // their sequences.
+  if (all.sequence_union_bytes > 0 && all.token_by_token_bytes > all.sequence_union_bytes) {
     parts.push_back(
         absl::StrFormat("prefill dedup %.1fx",
-                        static_cast<double>(all.token_by_token_bytes) / all.expert_read_bytes));
+                        static_cast<double>(all.token_by_token_bytes) / all.sequence_union_bytes));
   }
   return absl::StrCat("[", absl::StrJoin(parts, " | "), "]");
 }

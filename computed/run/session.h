@@ -52,9 +52,10 @@ struct SessionOptions {
   uint32_t lookahead = 6;                                   // --lookahead / WARP_LOOKAHEAD
   double lookahead_precision = kDefaultLookaheadPrecision;  // --lookahead-precision
   uint32_t experts_per_token = 0;                           // 0: the model's
-  uint32_t max_positions = 4096;                            // context
-  std::string trace_path;                                   // --trace: routing trace
-  bool learn = false;                                       // --learn: merge usage into usage.warp
+  uint32_t max_positions = 4096;                            // context, of each sequence
+  uint32_t sequences = 1;  // serve --parallel: conversations with a KV cache each
+  std::string trace_path;  // --trace: routing trace
+  bool learn = false;      // --learn: merge usage into usage.warp
 };
 
 class Session {
@@ -62,13 +63,25 @@ class Session {
   static absl::StatusOr<std::unique_ptr<Session>> Open(const SessionOptions& options);
   ~Session();
 
-  // Runs `tokens` in chunks of prefill_chunk; returns [n][vocab] logits.
-  absl::StatusOr<std::vector<float>> Prefill(std::span<const int32_t> tokens);
+  // Runs `tokens` of `sequence` in chunks of prefill_chunk; returns [n][vocab] logits.
+  absl::StatusOr<std::vector<float>> Prefill(std::span<const int32_t> tokens,
+                                             uint32_t sequence = 0);
   // The same, returning only the last position's logits [vocab]: what a
   // generation needs, without [n][vocab] floats for a long prompt.
-  absl::StatusOr<std::vector<float>> PrefillLast(std::span<const int32_t> tokens);
+  absl::StatusOr<std::vector<float>> PrefillLast(std::span<const int32_t> tokens,
+                                                 uint32_t sequence = 0);
   // One decode step.
-  absl::StatusOr<std::vector<float>> Step(int32_t token);
+  absl::StatusOr<std::vector<float>> Step(int32_t token, uint32_t sequence = 0);
+
+  struct SequenceToken {
+    uint32_t sequence;
+    int32_t token;
+  };
+  // One decode step of several sequences in one pass (serve --parallel): the
+  // logits of each, in the order given, as Step on that sequence alone gives
+  // them; the MoE layers read the union of their experts once. A failure
+  // leaves each of them with an unknown state.
+  absl::StatusOr<std::vector<std::vector<float>>> StepBatch(std::span<const SequenceToken> steps);
 
   // Writes usage.warp when --learn (merged with the file's counts).
   absl::Status Finish();
@@ -81,17 +94,20 @@ class Session {
   // One line per stage: seconds, share of the run, and the overlap figure.
   std::string StageReport() const;
 
-  // Positions in the KV cache, and its capacity.
-  uint32_t position() const { return transformer_->position(); }
+  // Positions in the KV cache of `sequence`, and its capacity.
+  uint32_t position(uint32_t sequence = 0) const { return transformer_->position(sequence); }
   uint32_t max_positions() const { return options_.max_positions; }
+  uint32_t sequences() const { return transformer_->sequences(); }
   // The config's max_position_embeddings (0: it does not say): no prompt may
   // reach past it (ResourceExhausted); decoding may, with a warning at Open.
   uint32_t trained_positions() const { return transformer_->config().max_position_embeddings; }
   // Forgets the state from `position` on (a chat history re-rendered
   // differently); returns where the model continues from (Transformer::Rewind).
-  uint32_t Rewind(uint32_t position) { return transformer_->Rewind(position); }
-  // Marks position() as one Rewind can return to (Transformer::Checkpoint).
-  void Checkpoint() { transformer_->Checkpoint(); }
+  uint32_t Rewind(uint32_t position, uint32_t sequence = 0) {
+    return transformer_->Rewind(position, sequence);
+  }
+  // Marks position(sequence) as one Rewind can return to (Transformer::Checkpoint).
+  void Checkpoint(uint32_t sequence = 0) { transformer_->Checkpoint(sequence); }
 
   // The expert source's own counters ("expertd.store.NAME"), since it opened.
   std::map<std::string, uint64_t> SourceCounters() const { return source_->Counters(); }
@@ -114,10 +130,10 @@ class Session {
   };
   // Prefill and PrefillLast: the prompt in chunks of prefill_chunk, as one
   // prefill call; every position's logits, or the last one's.
-  absl::StatusOr<std::vector<float>> PrefillChunks(std::span<const int32_t> tokens, bool last_only);
-  // Runs `forward` (one engine call) as part of `phase`, adding to its figures.
-  absl::StatusOr<std::vector<float>> InPhase(
-      Phase phase, const std::function<absl::StatusOr<std::vector<float>>()>& forward);
+  absl::StatusOr<std::vector<float>> PrefillChunks(std::span<const int32_t> tokens, bool last_only,
+                                                   uint32_t sequence);
+  // Runs `forward` (engine calls) as part of `phase`, adding to its figures.
+  absl::Status InPhase(Phase phase, const std::function<absl::Status()>& forward);
   // Each phase's figures, the current phase's source counters up to now.
   std::array<PhaseFigures, 2> Phases() const;
 

@@ -1,10 +1,15 @@
 #pragma once
 
 // EngineWorker: the one thread that runs the model for the server. Requests
-// queue in arrival order; each is brought up to its prompt through a
-// PromptCache (a follow-up turn or a shared system prompt prefills only its
-// new tokens) and decoded token by token, its callbacks run on this thread
-// between forward steps. A cancelled request stops before its next token.
+// queue in arrival order and run in the session's sequences (serve
+// --parallel N: N at once). A request is brought up to its prompt through
+// its sequence's PromptCache (a follow-up turn or a shared system prompt
+// prefills only its new tokens; a request goes to the free sequence that
+// holds most of its prompt), alone; then every running request decodes in
+// one batched step per token (Session::StepBatch), so tokens of different
+// conversations that route to the same expert share one read, and each gets
+// the bits it would get alone. Callbacks run on this thread between steps.
+// A cancelled request stops before its next token.
 //
 // Thread-safe: Submit, Stats and the accessors from any thread.
 
@@ -15,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -35,7 +41,10 @@ struct GenerationFigures {
   uint32_t reused_tokens = 0;  // of the prompt, already in the KV cache
   uint32_t completion_tokens = 0;
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
-  ForwardStats forward;  // the engine's counters over this request
+  // The engine's counters over this request: its prefill, and every decode
+  // step it took part in, whole (a batched step's reads serve all its requests).
+  ForwardStats forward;
+  uint32_t most_batched = 1;  // the most requests that shared one of its decode steps
 };
 
 struct GenerationJob {
@@ -59,9 +68,12 @@ struct EngineStats {
   uint64_t prompt_tokens = 0, reused_prompt_tokens = 0, completion_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
   double last_decode_tokens_per_second = 0;
-  size_t queued = 0;  // waiting, not running
-  bool busy = false;  // a request is running
-  uint32_t kv_position = 0, context = 0;
+  size_t queued = 0;          // waiting, not running
+  size_t running = 0;         // prefilling or decoding, at most `sequences`
+  uint32_t sequences = 1;     // --parallel
+  uint64_t decode_steps = 0;  // batched decode steps, and the requests they stepped
+  uint64_t decode_step_requests = 0;
+  uint32_t kv_position = 0, context = 0;  // summed over the sequences
   ForwardStats forward;
   LookaheadStats lookahead;
   std::map<std::string, uint64_t> source_counters;
@@ -69,13 +81,14 @@ struct EngineStats {
 
 class EngineWorker {
  public:
-  // Up to `max_queued` requests wait; more are refused (Unavailable).
+  // Runs up to session->sequences() requests at once; up to `max_queued`
+  // more wait, and more still are refused (Unavailable).
   EngineWorker(std::unique_ptr<Session> session, size_t max_queued);
   // Shutdown, then joins.
   ~EngineWorker();
 
-  // Ends queued jobs (on_done Unavailable) and cancels the running one (it
-  // ends before its next token); later Submits are refused. Idempotent.
+  // Ends queued jobs (on_done Unavailable) and cancels the running ones
+  // (each ends before its next token); later Submits are refused. Idempotent.
   void Shutdown();
 
   absl::Status Submit(GenerationJob job);
@@ -87,25 +100,55 @@ class EngineWorker {
   absl::Status Finish();
 
  private:
+  struct Queued {
+    GenerationJob job;
+    std::chrono::steady_clock::time_point since;
+  };
+  // A request holding one sequence of the session, from its prefill to its end.
+  struct Running {
+    GenerationJob job;
+    GenerationFigures figures;
+    Sampler sampler;
+    std::vector<float> logits;  // of the last position stepped: the next token's
+    std::chrono::steady_clock::time_point decode_start;
+    bool stop_string = false;  // on_token ended the reply
+  };
+  struct Slot {
+    explicit Slot(Session& session, uint32_t sequence) : cache(session, sequence) {}
+    PromptCache cache;
+    std::optional<Running> running;
+    uint64_t last_used = 0;  // the step it last finished a request at: free slots go LRU
+  };
+
   void Loop();
-  void Run(GenerationJob& job, double queue_seconds);
+  // The free slot that holds most of `prompt` (least recently used among
+  // equals), or null when every slot runs a request.
+  Slot* PickSlot(const std::vector<int32_t>& prompt);
+  bool AnyRunning() const;
+  // Brings `slot` up to the job's prompt (alone: other requests wait for it)
+  // and makes it running, or ends the job.
+  void Start(Queued queued, Slot& slot);
+  // Samples every running request's next token, ends those that finish, and
+  // steps the others in one batched pass.
+  void DecodeStep();
+  // Ends the slot's request: counters, the KV cache's record, on_done.
+  void End(Slot& slot, const absl::Status& status, FinishReason reason);
+  void PublishEngineStats();  // under mutex_
 
   const std::unique_ptr<Session> session_;  // only the worker thread touches it
-  PromptCache cache_;
+  std::vector<Slot> slots_;                 // [sequence]; only the worker thread touches them
+  uint64_t steps_ = 0;                      // the worker's iterations
   const size_t max_queued_;
   const uint32_t context_;
   const uint32_t trained_positions_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  struct Queued {
-    GenerationJob job;
-    std::chrono::steady_clock::time_point since;
-  };
-  std::deque<Queued> queue_;                           // guarded by mutex_
-  bool stopping_ = false;                              // guarded by mutex_
-  std::shared_ptr<std::atomic<bool>> running_cancel_;  // guarded by mutex_: the running job's
-  EngineStats stats_;  // guarded by mutex_ (engine figures copied after each job)
+  std::deque<Queued> queue_;  // guarded by mutex_
+  bool stopping_ = false;     // guarded by mutex_
+  // guarded by mutex_: the running jobs' cancel flags, by sequence (null: free)
+  std::vector<std::shared_ptr<std::atomic<bool>>> running_cancel_;
+  EngineStats stats_;  // guarded by mutex_ (engine figures copied after each step)
   std::thread thread_;
 };
 

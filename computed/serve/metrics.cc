@@ -90,8 +90,23 @@ std::string PrometheusText(const EngineStats& s) {
   w.Family("warp_queue_depth", "gauge", "Requests waiting for the engine.");
   w.Sample("warp_queue_depth", static_cast<double>(s.queued));
   w.Family("warp_busy", "gauge", "1 while a request runs.");
-  w.Sample("warp_busy", s.busy ? 1 : 0);
-  w.Family("warp_kv_positions", "gauge", "Positions in the KV cache, and its capacity.");
+  w.Sample("warp_busy", s.running > 0 ? 1 : 0);
+  w.Family("warp_running_requests", "gauge",
+           "Requests prefilling or decoding, and how many may (--parallel).");
+  w.Sample("warp_running_requests", static_cast<double>(s.running), "kind=\"running\"");
+  w.Sample("warp_running_requests", s.sequences, "kind=\"capacity\"");
+  w.Family("warp_decode_steps_total", "counter",
+           "Batched decode steps, and the requests they stepped (their ratio: the mean batch).");
+  w.Sample("warp_decode_steps_total", s.decode_steps, "kind=\"steps\"");
+  w.Sample("warp_decode_steps_total", s.decode_step_requests, "kind=\"requests\"");
+  w.Family("warp_expert_union_bytes_total", "counter",
+           "Expert bytes the passes read (each MoE layer the union of a batch's experts once), "
+           "and what each request's sequence would have read alone.");
+  w.Sample("warp_expert_union_bytes_total", s.forward.expert_read_bytes, "kind=\"batched\"");
+  w.Sample("warp_expert_union_bytes_total", s.forward.sequence_union_bytes,
+           "kind=\"sequences_alone\"");
+  w.Family("warp_kv_positions", "gauge",
+           "Positions in the KV caches of every sequence, and their capacity.");
   w.Sample("warp_kv_positions", s.kv_position, "kind=\"used\"");
   w.Sample("warp_kv_positions", s.context, "kind=\"capacity\"");
 

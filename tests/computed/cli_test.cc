@@ -52,6 +52,15 @@ TEST_F(ComputedCliTest, PlanPrintsEveryFigure) {
   EXPECT_THAT(result.output, HasSubstr("1000 tokens x 640 B"));
 }
 
+TEST_F(ComputedCliTest, PlanParallelCountsTheStateOfEverySequence) {
+  auto result = RunBinary("computed", "plan --context 1000 --parallel 3 " + Model());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("1.83 MiB  3 sequences x (1000 tokens x 640 B)"));
+  auto refused = RunBinary("computed", "plan --parallel 65 " + Model());
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.output, HasSubstr("--parallel"));
+}
+
 TEST_F(ComputedCliTest, PlanRefusesABudgetBelowTheFloor) {
   auto result = RunBinary("computed", "plan --budget 1M " + Model());
   EXPECT_EQ(result.exit_code, 1);

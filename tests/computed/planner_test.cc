@@ -73,6 +73,21 @@ TEST_F(PlannerTest, TinyFiguresMatchHandArithmetic) {
   EXPECT_EQ(plan->recommended_bytes, plan->resident_bytes);
 }
 
+// serve --parallel N: each sequence holds a whole context's state; the
+// floor, resident and budget figures count all of them, the working set once.
+TEST_F(PlannerTest, ParallelSequencesEachHoldTheirState) {
+  auto plan = ComputePlan(manifest_, 1000, "manifest.json", /*sequences=*/4);
+  WARP_ASSERT_OK(plan);
+  EXPECT_EQ(plan->sequences, 4u);
+  EXPECT_EQ(plan->kv_bytes_per_token, kTinyKvPerToken);
+  EXPECT_EQ(plan->kv_bytes, 4 * 1000 * kTinyKvPerToken);
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 4 * 640000 + kTinyWorkingSet);
+  EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 sequences")));
+  EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 65),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not in [1, 64]")));
+}
+
 TEST_F(PlannerTest, TrunkFigureEqualsTrunkFileSize) {
   auto plan = ComputePlan(manifest_, 1);
   WARP_ASSERT_OK(plan);

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -310,7 +311,9 @@ TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
   for (const char* family :
        {"# TYPE warp_requests_total counter", "warp_tokens_total{kind=\"completion\"}",
         "warp_expert_records_total{served=\"disk\"}", "warp_seconds_total{phase=\"decode\"}",
-        "# TYPE warp_queue_depth gauge", "warp_kv_positions{kind=\"capacity\"} 256",
+        "# TYPE warp_queue_depth gauge", "warp_kv_positions{kind=\"capacity\"} 1024",
+        "warp_running_requests{kind=\"capacity\"} 4", "warp_decode_steps_total{kind=\"steps\"}",
+        "warp_expert_union_bytes_total{kind=\"sequences_alone\"}",
         "warp_store_read_bytes_total{priority=\"demand\"}", "warp_store_cache_hits_total"}) {
     EXPECT_THAT(text, HasSubstr(family));
   }
@@ -415,20 +418,19 @@ TEST_F(ServeHttpTest, RefusesBadFlagsNamingThem) {
            {"--api-key-file /nonexistent/key", "--api-key-file /nonexistent/key: cannot be read"},
            {"--api-key-file " + empty.string(), ": is empty"},
            {"--keepalive-seconds 0", "--keepalive-seconds must be in [0.1, 3600]"},
-           {"--max-queue 0", "--max-queue must be in [1, 4096]"}}) {
+           {"--max-queue 0", "--max-queue must be in [1, 4096]"},
+           {"--parallel 65", "--parallel must be in [1, 64]"}}) {
     auto result = RunBinary("computed", "--log-level warn serve " + Model() + " " + flags, 30);
     EXPECT_NE(result.exit_code, 0) << flags;
     EXPECT_THAT(result.output, HasSubstr(message)) << flags;
   }
 }
 
-// With --max-queue 1: one request runs, one waits, the next is refused (503)
-// rather than queued without bound.
-TEST_F(ServeHttpTest, AFullQueueRefusesWithServiceUnavailable) {
-  TestServer server({Model(), "--context", "4096", "--max-queue", "1"});
-  ASSERT_NE(server.port(), 0) << server.output();
-  std::atomic<bool> running{false}, release{false};
-  std::thread first([&] {
+// A streamed request of `max_tokens` on `server` whose client stays until
+// `release`; `running` once its first bytes arrived. Leaving cancels it.
+std::thread LongStream(const TestServer& server, std::atomic<bool>& running,
+                       const std::atomic<bool>& release) {
+  return std::thread([&server, &running, &release] {
     httplib::Client client = ClientOf(server);
     httplib::Request request;
     request.method = "POST";
@@ -439,14 +441,24 @@ TEST_F(ServeHttpTest, AFullQueueRefusesWithServiceUnavailable) {
     request.set_header("Content-Type", "application/json");
     request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
       running = true;
-      return !release.load();  // leaves once the test is done: the reply is cancelled
+      return !release.load();
     };
     client.send(request);
   });
-  while (!running) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+// With --parallel 2 --max-queue 1: two requests run, one waits, the next is
+// refused (503) rather than queued without bound.
+TEST_F(ServeHttpTest, AFullQueueRefusesWithServiceUnavailable) {
+  TestServer server({Model(), "--context", "4096", "--parallel", "2", "--max-queue", "1"});
+  ASSERT_NE(server.port(), 0) << server.output();
+  std::atomic<bool> running[2] = {false, false}, release{false};
+  std::thread first = LongStream(server, running[0], release);
+  std::thread second = LongStream(server, running[1], release);
+  while (!running[0] || !running[1]) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const std::string small = Json({{"messages", kHello}, {"max_tokens", 2}}).dump();
   int queued_status = 0;
-  std::thread second([&] {
+  std::thread queued([&] {
     auto response = ClientOf(server).Post("/v1/chat/completions", small, "application/json");
     queued_status = response ? response->status : -1;
   });
@@ -457,6 +469,7 @@ TEST_F(ServeHttpTest, AFullQueueRefusesWithServiceUnavailable) {
   for (int i = 0; i < 200 && !absl::StrContains(metrics(), "warp_queue_depth 1"); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  EXPECT_TRUE(absl::StrContains(metrics(), "warp_running_requests{kind=\"running\"} 2"));
   auto refused = ClientOf(server).Post("/v1/chat/completions", small, "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 503);
@@ -464,7 +477,74 @@ TEST_F(ServeHttpTest, AFullQueueRefusesWithServiceUnavailable) {
   release = true;
   first.join();
   second.join();
-  EXPECT_EQ(queued_status, 200);  // the waiting one ran once the first was cancelled
+  queued.join();
+  EXPECT_EQ(queued_status, 200);  // the waiting one ran once the others were cancelled
+}
+
+// --parallel: requests that arrive together decode in one batched pass per
+// token — their steps share expert reads (the metrics show steps of several
+// requests and fewer bytes than each alone would read) — and each reply is
+// byte for byte the reply it gets alone, greedy or seeded.
+TEST_F(ServeHttpTest, ConcurrentRequestsDecodeTogetherAndEachGetsItsReplyAlone) {
+  TestServer server({Model(), "--context", "512", "--parallel", "3"});
+  ASSERT_NE(server.port(), 0) << server.output();
+  const std::vector<Json> requests = {
+      {{"messages", kHello}, {"max_tokens", 40}, {"ignore_eos", true}, {"temperature", 0}},
+      {{"messages", {{{"role", "user"}, {"content", "And God said"}}}},
+       {"max_tokens", 32},
+       {"ignore_eos", true},
+       {"temperature", 0.9},
+       {"seed", 7}},
+      {{"prompt", "Blessed are the"},
+       {"max_tokens", 36},
+       {"ignore_eos", true},
+       {"temperature", 0.7},
+       {"top_p", 0.9},
+       {"seed", 11}}};
+  auto post = [&](const Json& body) {
+    const std::string path = body.contains("prompt") ? "/v1/completions" : "/v1/chat/completions";
+    auto response = ClientOf(server).Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(response && response->status == 200) << (response ? response->body : "none");
+    return response ? Json::parse(response->body) : Json();
+  };
+  auto text = [](const Json& reply) {
+    const Json& choice = reply["choices"][0];
+    return choice.contains("text") ? choice["text"].get<std::string>()
+                                   : choice["message"]["content"].get<std::string>();
+  };
+  std::vector<std::string> alone;
+  for (const Json& body : requests) alone.push_back(text(post(body)));
+  // Twice together: the second round finds its prompts in the KV caches.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<Json> together(requests.size());
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      clients.emplace_back([&, i] { together[i] = post(requests[i]); });
+    }
+    for (std::thread& client : clients) client.join();
+    uint32_t most = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(text(together[i]), alone[i]) << "request " << i << ", round " << round;
+      most = std::max(most, together[i]["warp"]["max_batch"].get<uint32_t>());
+    }
+    EXPECT_GE(most, 2u) << "no decode step served two requests";
+  }
+  auto metrics = ClientOf(server).Get("/metrics");
+  ASSERT_TRUE(metrics);
+  auto sample = [&](const std::string& name) {
+    const size_t at = metrics->body.find(name + " ");
+    double value = -1;
+    if (at != std::string::npos) {
+      const size_t begin = at + name.size() + 1;
+      EXPECT_TRUE(absl::SimpleAtod(
+          metrics->body.substr(begin, metrics->body.find('\n', begin) - begin), &value));
+    }
+    return value;
+  };
+  EXPECT_GT(sample("warp_decode_steps_total{kind=\"requests\"}"),
+            sample("warp_decode_steps_total{kind=\"steps\"}"));
+  EXPECT_GT(sample("warp_expert_union_bytes_total{kind=\"sequences_alone\"}"),
+            sample("warp_expert_union_bytes_total{kind=\"batched\"}"));
 }
 
 }  // namespace

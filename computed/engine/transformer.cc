@@ -306,17 +306,31 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
     residual_->AddSublayerOutput(layer, Sublayer::kFfn, delta);
   }
   residual_->FinalInput(x);
-  std::vector<std::vector<float>> logits(chunks.size());
+  // The head over every row asked for, in one pass (its weights read once
+  // for the batch): its rows are independent and the kernels give the same
+  // bits for any batch size, so a last row alone equals the last row of all.
+  std::vector<uint32_t> head_rows;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    // The head's rows are independent and the kernels give the same bits for
-    // any batch size, so the last row alone equals the last row of all.
     const uint32_t n_chunk = static_cast<uint32_t>(chunks[c].tokens.size());
-    const uint32_t rows = chunks[c].last_only ? 1 : n_chunk;
-    const uint32_t first_row = begins[c] + n_chunk - rows;
-    logits[c].resize(uint64_t{rows} * config_.vocab_size);
-    Linear(pool_, head_, x.data() + uint64_t{first_row} * hidden, rows, logits[c].data());
-    WARP_RETURN_IF_ERROR(CheckFinite(logits[c], config_.vocab_size, config_.num_layers, "head",
-                                     std::span(positions).subspan(first_row, rows)));
+    for (uint32_t t = chunks[c].last_only ? n_chunk - 1 : 0; t < n_chunk; ++t) {
+      head_rows.push_back(begins[c] + t);
+    }
+  }
+  const uint64_t vocab = config_.vocab_size;
+  std::vector<float> head_in(head_rows.size() * hidden), head_out(head_rows.size() * vocab);
+  std::vector<uint32_t> head_positions;
+  for (size_t r = 0; r < head_rows.size(); ++r) {
+    std::copy_n(&x[head_rows[r] * hidden], hidden, &head_in[r * hidden]);
+    head_positions.push_back(positions[head_rows[r]]);
+  }
+  Linear(pool_, head_, head_in.data(), static_cast<uint32_t>(head_rows.size()), head_out.data());
+  WARP_RETURN_IF_ERROR(CheckFinite(head_out, vocab, config_.num_layers, "head", head_positions));
+  std::vector<std::vector<float>> logits(chunks.size());
+  size_t next = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const size_t rows = chunks[c].last_only ? 1 : chunks[c].tokens.size();
+    logits[c].assign(head_out.begin() + next * vocab, head_out.begin() + (next + rows) * vocab);
+    next += rows;
   }
   for (const SequenceChunk& chunk : chunks) {
     sequences_[chunk.sequence].position += static_cast<uint32_t>(chunk.tokens.size());

@@ -426,6 +426,38 @@ TEST_F(ServeHttpTest, RefusesBadFlagsNamingThem) {
   }
 }
 
+// A container without a chat template (the demo model's, its manifest
+// naming none): chat requests are refused naming what to do; raw
+// completions still run.
+TEST_F(ServeHttpTest, AModelWithoutAChatTemplateRefusesChatButCompletes) {
+  const fs::path plain = dir_->path() / "plain.warp";
+  fs::create_directory(plain);
+  for (const fs::directory_entry& entry : fs::directory_iterator(Model())) {
+    if (entry.path().filename() == "chat_template.jinja") continue;
+    fs::create_hard_link(entry.path(), plain / entry.path().filename());
+  }
+  fs::remove(plain / "manifest.json");
+  Json manifest = Json::parse(std::ifstream(fs::path(Model()) / "manifest.json"));
+  manifest["tokenizer"].erase("chat_template");
+  std::ofstream(plain / "manifest.json") << manifest.dump();
+  TestServer server({plain.string(), "--context", "256"});
+  ASSERT_NE(server.port(), 0) << server.output();
+  httplib::Client client = ClientOf(server);
+  auto chat = client.Post("/v1/chat/completions", Json({{"messages", kHello}}).dump(),
+                          "application/json");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 400);
+  const Json error = Json::parse(chat->body)["error"];
+  EXPECT_EQ(error["param"], "messages");
+  EXPECT_THAT(error["message"].get<std::string>(),
+              HasSubstr("the model has no chat template (serve it with --chat-template FILE"));
+  auto raw = client.Post("/v1/completions",
+                         Json({{"prompt", "In the beginning"}, {"max_tokens", 3}}).dump(),
+                         "application/json");
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->status, 200) << raw->body;
+}
+
 // A streamed request of `max_tokens` on `server` whose client stays until
 // `release`; `running` once its first bytes arrived. Leaving cancels it.
 std::thread LongStream(const TestServer& server, std::atomic<bool>& running,

@@ -7,9 +7,8 @@
 
 namespace warp::computed {
 
-absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_t> ids,
-                                                          uint32_t reserve,
-                                                          const std::string& what) {
+absl::StatusOr<size_t> PromptCache::Keep(std::span<const int32_t> ids, uint32_t reserve,
+                                         const std::string& what) {
   if (ids.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   if (session_.trained_positions() > 0 && ids.size() > session_.trained_positions()) {
     return absl::ResourceExhaustedError(
@@ -29,6 +28,13 @@ absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_
   in_cache_.assign(ids.begin(), ids.begin() + shared);
   reused_ = static_cast<uint32_t>(shared);
   new_ = static_cast<uint32_t>(ids.size() - shared);
+  return shared;
+}
+
+absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_t> ids,
+                                                          uint32_t reserve,
+                                                          const std::string& what) {
+  WARP_ASSIGN_OR_RETURN(const size_t shared, Keep(ids, reserve, what));
   // A recurrent layer can only return to a checkpoint: take one before the
   // last prompt token, which the next prompt keeps (or recomputes) at the least.
   std::span<const int32_t> rest = ids.subspan(shared);

@@ -34,6 +34,15 @@ class PromptCache {
   absl::StatusOr<std::vector<float>> BringUpTo(std::span<const int32_t> ids, uint32_t reserve,
                                                const std::string& what);
 
+  // BringUpTo's first half, for a caller that prefills in steps of its own
+  // (serve, beside other requests' decode steps): the same checks, then the
+  // longest prefix of `ids` the KV cache can keep is kept (the sequence
+  // rewound to it) and its length returned. The caller then runs the rest
+  // through the sequence, calling Fed for each token in it and the session's
+  // Checkpoint right before the last one, as BringUpTo does.
+  absl::StatusOr<size_t> Keep(std::span<const int32_t> ids, uint32_t reserve,
+                              const std::string& what);
+
   // A generated token the decode loop stepped: now in the KV cache.
   void Fed(int32_t id) { in_cache_.push_back(id); }
   // Forgets everything (a failed forward leaves the cache unknown).
@@ -43,7 +52,7 @@ class PromptCache {
   // keep, before a rewind sends it further back).
   size_t SharedPrefix(std::span<const int32_t> ids) const;
   uint32_t sequence() const { return sequence_; }
-  uint32_t reused_tokens() const { return reused_; }  // of the last BringUpTo
+  uint32_t reused_tokens() const { return reused_; }  // of the last BringUpTo or Keep
   uint32_t new_tokens() const { return new_; }
 
  private:

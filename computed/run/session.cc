@@ -233,14 +233,12 @@ absl::StatusOr<std::vector<float>> Session::Step(int32_t token, uint32_t sequenc
   return logits;
 }
 
-absl::StatusOr<std::vector<std::vector<float>>> Session::StepBatch(
-    std::span<const SequenceToken> steps) {
-  std::vector<Transformer::SequenceChunk> chunks;
-  for (const SequenceToken& step : steps) {
-    chunks.push_back({.sequence = step.sequence, .tokens = {&step.token, 1}, .last_only = true});
-  }
+absl::StatusOr<std::vector<std::vector<float>>> Session::ForwardBatch(
+    std::span<const Transformer::SequenceChunk> chunks) {
+  const bool decode = std::all_of(chunks.begin(), chunks.end(),
+                                  [](const auto& chunk) { return chunk.tokens.size() == 1; });
   std::vector<std::vector<float>> logits;
-  WARP_RETURN_IF_ERROR(InPhase(kDecode, [&]() -> absl::Status {
+  WARP_RETURN_IF_ERROR(InPhase(decode ? kDecode : kPrefill, [&]() -> absl::Status {
     WARP_ASSIGN_OR_RETURN(logits, transformer_->ForwardBatch(chunks));
     return absl::OkStatus();
   }));

@@ -73,15 +73,13 @@ class Session {
   // One decode step.
   absl::StatusOr<std::vector<float>> Step(int32_t token, uint32_t sequence = 0);
 
-  struct SequenceToken {
-    uint32_t sequence;
-    int32_t token;
-  };
-  // One decode step of several sequences in one pass (serve --parallel): the
-  // logits of each, in the order given, as Step on that sequence alone gives
-  // them; the MoE layers read the union of their experts once. A failure
-  // leaves each of them with an unknown state.
-  absl::StatusOr<std::vector<std::vector<float>>> StepBatch(std::span<const SequenceToken> steps);
+  // Chunks of several sequences in one pass (serve --parallel: decode steps,
+  // beside prompt chunks): the logits of each chunk, in the order given, as
+  // Forward on that sequence alone gives them; the MoE layers read the union
+  // of their experts once. A decode step when every chunk is one token, else
+  // counted as prefill. A failure leaves each of them with an unknown state.
+  absl::StatusOr<std::vector<std::vector<float>>> ForwardBatch(
+      std::span<const Transformer::SequenceChunk> chunks);
 
   // Writes usage.warp when --learn (merged with the file's counts).
   absl::Status Finish();
@@ -98,6 +96,7 @@ class Session {
   uint32_t position(uint32_t sequence = 0) const { return transformer_->position(sequence); }
   uint32_t max_positions() const { return options_.max_positions; }
   uint32_t sequences() const { return transformer_->sequences(); }
+  uint32_t prefill_chunk() const { return options_.prefill_chunk; }  // 0: a prompt at once
   // The config's max_position_embeddings (0: it does not say): no prompt may
   // reach past it (ResourceExhausted); decoding may, with a warning at Open.
   uint32_t trained_positions() const { return transformer_->config().max_position_embeddings; }

@@ -120,7 +120,7 @@ void EngineWorker::Loop() {
     }
     ++steps_;
     if (next) Start(*std::move(next), *slot);
-    if (AnyRunning()) DecodeStep();
+    if (AnyRunning()) Step();
     std::lock_guard<std::mutex> lock(mutex_);
     PublishEngineStats();
   }
@@ -174,70 +174,92 @@ void EngineWorker::Start(Queued queued, Slot& slot) {
       Running{.job = std::move(queued.job), .figures = figures, .sampler = sampler});
   Running& run = *slot.running;
   if (run.job.cancelled->load()) return End(slot, absl::OkStatus(), FinishReason::kCancelled);
-  const ForwardStats before = session_->transformer().stats();
-  const auto prefill_start = Clock::now();
-  absl::StatusOr<std::vector<float>> logits =
-      slot.cache.BringUpTo(run.job.prompt, run.job.max_tokens, "the prompt");
-  run.figures.prefill_seconds = SecondsSince(prefill_start);
-  run.figures.reused_tokens = slot.cache.reused_tokens();
-  run.figures.forward += ForwardStats::Delta(session_->transformer().stats(), before);
-  if (!logits.ok()) return End(slot, logits.status(), FinishReason::kStop);
-  run.logits = *std::move(logits);
-  if (run.job.on_prefilled) run.job.on_prefilled(run.figures);
-  run.decode_start = Clock::now();
+  run.prefill_start = Clock::now();
+  absl::StatusOr<size_t> kept = slot.cache.Keep(run.job.prompt, run.job.max_tokens, "the prompt");
+  if (!kept.ok()) return End(slot, kept.status(), FinishReason::kStop);
+  run.figures.reused_tokens = static_cast<uint32_t>(*kept);
+  run.pending.assign(run.job.prompt.begin() + *kept, run.job.prompt.end());
 }
 
-void EngineWorker::DecodeStep() {
-  // As Generate (computed/run/generation.h): before each token a cancel or a
-  // stop string ends the reply; a stop id is neither kept nor stepped; the
-  // token that reaches max_tokens is kept but not stepped.
-  std::vector<Session::SequenceToken> batch;
+std::optional<Transformer::SequenceChunk> EngineWorker::NextChunk(Slot& slot, int32_t& sampled) {
+  Running& run = *slot.running;
+  const uint32_t sequence = slot.cache.sequence();
+  if (run.job.cancelled->load()) {
+    End(slot, absl::OkStatus(), FinishReason::kCancelled);
+    return std::nullopt;
+  }
+  if (!run.pending.empty()) {
+    // As PromptCache::BringUpTo: the last prompt token alone, after a
+    // checkpoint (a recurrent layer can return only there).
+    std::span<const int32_t> pending = run.pending;
+    if (pending.size() == 1) {
+      session_->Checkpoint(sequence);
+      return Transformer::SequenceChunk{.sequence = sequence, .tokens = pending};
+    }
+    size_t n = pending.size() - 1;
+    if (session_->prefill_chunk() > 0) n = std::min<size_t>(n, session_->prefill_chunk());
+    return Transformer::SequenceChunk{.sequence = sequence, .tokens = pending.first(n)};
+  }
+  // As Generate (computed/run/generation.h): a stop id is neither kept nor
+  // stepped; a stop string, a cancel or max_tokens ends the reply after the
+  // token, unstepped.
+  sampled = run.sampler.Sample(run.logits);
+  if (run.job.stop_ids.contains(sampled)) {
+    End(slot, absl::OkStatus(), FinishReason::kStop);
+    return std::nullopt;
+  }
+  ++run.figures.completion_tokens;
+  const bool stop_string = !run.job.on_token(sampled);
+  if (run.job.cancelled->load()) {
+    End(slot, absl::OkStatus(), FinishReason::kCancelled);
+  } else if (stop_string) {
+    End(slot, absl::OkStatus(), FinishReason::kStop);
+  } else if (run.figures.completion_tokens == run.job.max_tokens) {
+    End(slot, absl::OkStatus(), FinishReason::kLength);
+  } else {
+    return Transformer::SequenceChunk{.sequence = sequence, .tokens = {&sampled, 1}};
+  }
+  return std::nullopt;
+}
+
+void EngineWorker::Step() {
+  std::vector<Transformer::SequenceChunk> batch;
   std::vector<Slot*> stepped;
-  for (Slot& slot : slots_) {
-    if (!slot.running) continue;
-    Running& run = *slot.running;
-    if (run.job.cancelled->load()) {
-      End(slot, absl::OkStatus(), FinishReason::kCancelled);
-      continue;
-    }
-    const int32_t next = run.sampler.Sample(run.logits);
-    if (run.job.stop_ids.contains(next)) {
-      End(slot, absl::OkStatus(), FinishReason::kStop);
-      continue;
-    }
-    ++run.figures.completion_tokens;
-    run.stop_string = !run.job.on_token(next);
-    if (run.job.cancelled->load()) {
-      End(slot, absl::OkStatus(), FinishReason::kCancelled);
-    } else if (run.stop_string) {
-      End(slot, absl::OkStatus(), FinishReason::kStop);
-    } else if (run.figures.completion_tokens == run.job.max_tokens) {
-      End(slot, absl::OkStatus(), FinishReason::kLength);
-    } else {
-      batch.push_back({.sequence = slot.cache.sequence(), .token = next});
-      stepped.push_back(&slot);
-    }
+  std::vector<int32_t> sampled(slots_.size());  // each decoding slot's token
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i].running) continue;
+    std::optional<Transformer::SequenceChunk> chunk = NextChunk(slots_[i], sampled[i]);
+    if (!chunk) continue;
+    batch.push_back(*chunk);
+    stepped.push_back(&slots_[i]);
   }
   if (batch.empty()) return;
   const ForwardStats before = session_->transformer().stats();
-  absl::StatusOr<std::vector<std::vector<float>>> logits = session_->StepBatch(batch);
+  absl::StatusOr<std::vector<std::vector<float>>> logits = session_->ForwardBatch(batch);
   const ForwardStats step = ForwardStats::Delta(session_->transformer().stats(), before);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.decode_steps;
-    stats_.decode_step_requests += batch.size();
+    ++stats_.steps;
+    stats_.step_requests += batch.size();
   }
   for (size_t i = 0; i < stepped.size(); ++i) {
-    Running& run = *stepped[i]->running;
+    Slot& slot = *stepped[i];
+    Running& run = *slot.running;
     run.figures.forward += step;
     run.figures.most_batched =
         std::max(run.figures.most_batched, static_cast<uint32_t>(batch.size()));
     if (!logits.ok()) {
-      End(*stepped[i], logits.status(), FinishReason::kStop);
+      End(slot, logits.status(), FinishReason::kStop);
       continue;
     }
-    stepped[i]->cache.Fed(batch[i].token);
+    for (int32_t id : batch[i].tokens) slot.cache.Fed(id);
     run.logits = std::move((*logits)[i]);
+    if (run.pending.empty()) continue;  // decoding
+    run.pending.erase(run.pending.begin(), run.pending.begin() + batch[i].tokens.size());
+    if (!run.pending.empty()) continue;
+    run.figures.prefill_seconds = SecondsSince(run.prefill_start);
+    if (run.job.on_prefilled) run.job.on_prefilled(run.figures);
+    run.decode_start = Clock::now();
   }
 }
 

@@ -2,14 +2,16 @@
 
 // EngineWorker: the one thread that runs the model for the server. Requests
 // queue in arrival order and run in the session's sequences (serve
-// --parallel N: N at once). A request is brought up to its prompt through
-// its sequence's PromptCache (a follow-up turn or a shared system prompt
-// prefills only its new tokens; a request goes to the free sequence that
-// holds most of its prompt), alone; then every running request decodes in
-// one batched step per token (Session::StepBatch), so tokens of different
-// conversations that route to the same expert share one read, and each gets
-// the bits it would get alone. Callbacks run on this thread between steps.
-// A cancelled request stops before its next token.
+// --parallel N: N at once; a request goes to the free sequence that holds
+// most of its prompt). Each step is one batched pass (Session::ForwardBatch)
+// over every running request: a prompt chunk of those prefilling (what
+// their sequence's PromptCache does not hold: a follow-up turn or a shared
+// system prompt prefills only its new tokens; --prefill-chunk tokens a step,
+// default all of them) and one token of those decoding — so tokens of
+// different conversations that route to the same expert share one read, a
+// new prompt does not stall the replies running, and each request gets the
+// bits it would get alone. Callbacks run on this thread between steps. A
+// cancelled request stops before its next token.
 //
 // Thread-safe: Submit, Stats and the accessors from any thread.
 
@@ -68,11 +70,11 @@ struct EngineStats {
   uint64_t prompt_tokens = 0, reused_prompt_tokens = 0, completion_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
   double last_decode_tokens_per_second = 0;
-  size_t queued = 0;          // waiting, not running
-  size_t running = 0;         // prefilling or decoding, at most `sequences`
-  uint32_t sequences = 1;     // --parallel
-  uint64_t decode_steps = 0;  // batched decode steps, and the requests they stepped
-  uint64_t decode_step_requests = 0;
+  size_t queued = 0;       // waiting, not running
+  size_t running = 0;      // prefilling or decoding, at most `sequences`
+  uint32_t sequences = 1;  // --parallel
+  uint64_t steps = 0;      // batched passes, and the requests they stepped (prefilling or decoding)
+  uint64_t step_requests = 0;
   uint32_t kv_position = 0, context = 0;  // summed over the sequences
   ForwardStats forward;
   LookaheadStats lookahead;
@@ -109,9 +111,9 @@ class EngineWorker {
     GenerationJob job;
     GenerationFigures figures;
     Sampler sampler;
-    std::vector<float> logits;  // of the last position stepped: the next token's
-    std::chrono::steady_clock::time_point decode_start;
-    bool stop_string = false;  // on_token ended the reply
+    std::vector<int32_t> pending;  // prompt tokens not yet in the KV cache: prefilling
+    std::vector<float> logits;     // of the last position stepped: the next token's
+    std::chrono::steady_clock::time_point prefill_start, decode_start;
   };
   struct Slot {
     explicit Slot(Session& session, uint32_t sequence) : cache(session, sequence) {}
@@ -125,12 +127,16 @@ class EngineWorker {
   // equals), or null when every slot runs a request.
   Slot* PickSlot(const std::vector<int32_t>& prompt);
   bool AnyRunning() const;
-  // Brings `slot` up to the job's prompt (alone: other requests wait for it)
-  // and makes it running, or ends the job.
+  // Makes the job running in `slot`: keeps what the slot's KV cache holds of
+  // its prompt, the rest pending; or ends the job.
   void Start(Queued queued, Slot& slot);
-  // Samples every running request's next token, ends those that finish, and
-  // steps the others in one batched pass.
-  void DecodeStep();
+  // One batched pass: the next prompt chunk of each request prefilling; for
+  // each decoding one, samples its next token, ends it if that finishes it,
+  // else steps the token.
+  void Step();
+  // The chunk `slot` adds to this step (a decoding one's token in `sampled`),
+  // or none when its request ended.
+  std::optional<Transformer::SequenceChunk> NextChunk(Slot& slot, int32_t& sampled);
   // Ends the slot's request: counters, the KV cache's record, on_done.
   void End(Slot& slot, const absl::Status& status, FinishReason reason);
   void PublishEngineStats();  // under mutex_

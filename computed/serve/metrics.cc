@@ -95,10 +95,11 @@ std::string PrometheusText(const EngineStats& s) {
            "Requests prefilling or decoding, and how many may (--parallel).");
   w.Sample("warp_running_requests", static_cast<double>(s.running), "kind=\"running\"");
   w.Sample("warp_running_requests", s.sequences, "kind=\"capacity\"");
-  w.Family("warp_decode_steps_total", "counter",
-           "Batched decode steps, and the requests they stepped (their ratio: the mean batch).");
-  w.Sample("warp_decode_steps_total", s.decode_steps, "kind=\"steps\"");
-  w.Sample("warp_decode_steps_total", s.decode_step_requests, "kind=\"requests\"");
+  w.Family("warp_engine_steps_total", "counter",
+           "Batched passes, and the requests they stepped, prefilling or decoding (their ratio: "
+           "the mean batch).");
+  w.Sample("warp_engine_steps_total", s.steps, "kind=\"steps\"");
+  w.Sample("warp_engine_steps_total", s.step_requests, "kind=\"requests\"");
   w.Family("warp_expert_union_bytes_total", "counter",
            "Expert bytes the passes read (each MoE layer the union of a batch's experts once), "
            "and what each request's sequence would have read alone.");

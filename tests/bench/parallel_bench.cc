@@ -165,8 +165,8 @@ int main(int argc, char** argv) {
   const warp::computed::serve::EngineStats stats = worker.Stats();
   const ForwardStats forward = ForwardStats::Delta(stats.forward, before.forward);
   const uint64_t read = ReadBytes(stats.source_counters) - ReadBytes(before.source_counters);
-  const uint64_t steps = stats.decode_steps - before.decode_steps;
-  const uint64_t stepped = stats.decode_step_requests - before.decode_step_requests;
+  const uint64_t steps = stats.steps - before.steps;
+  const uint64_t stepped = stats.step_requests - before.step_requests;
   std::printf(
       "parallel %2u  requests %u  tokens %5u  wall %7.2f s  %7.2f tok/s  read %s a token  "
       "mean batch %.2f  batch dedup %.2fx\n",

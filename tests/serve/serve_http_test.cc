@@ -312,7 +312,7 @@ TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
        {"# TYPE warp_requests_total counter", "warp_tokens_total{kind=\"completion\"}",
         "warp_expert_records_total{served=\"disk\"}", "warp_seconds_total{phase=\"decode\"}",
         "# TYPE warp_queue_depth gauge", "warp_kv_positions{kind=\"capacity\"} 1024",
-        "warp_running_requests{kind=\"capacity\"} 4", "warp_decode_steps_total{kind=\"steps\"}",
+        "warp_running_requests{kind=\"capacity\"} 4", "warp_engine_steps_total{kind=\"steps\"}",
         "warp_expert_union_bytes_total{kind=\"sequences_alone\"}",
         "warp_store_read_bytes_total{priority=\"demand\"}", "warp_store_cache_hits_total"}) {
     EXPECT_THAT(text, HasSubstr(family));
@@ -443,8 +443,8 @@ TEST_F(ServeHttpTest, AModelWithoutAChatTemplateRefusesChatButCompletes) {
   TestServer server({plain.string(), "--context", "256"});
   ASSERT_NE(server.port(), 0) << server.output();
   httplib::Client client = ClientOf(server);
-  auto chat = client.Post("/v1/chat/completions", Json({{"messages", kHello}}).dump(),
-                          "application/json");
+  auto chat =
+      client.Post("/v1/chat/completions", Json({{"messages", kHello}}).dump(), "application/json");
   ASSERT_TRUE(chat);
   EXPECT_EQ(chat->status, 400);
   const Json error = Json::parse(chat->body)["error"];
@@ -513,12 +513,13 @@ TEST_F(ServeHttpTest, AFullQueueRefusesWithServiceUnavailable) {
   EXPECT_EQ(queued_status, 200);  // the waiting one ran once the others were cancelled
 }
 
-// --parallel: requests that arrive together decode in one batched pass per
-// token — their steps share expert reads (the metrics show steps of several
-// requests and fewer bytes than each alone would read) — and each reply is
-// byte for byte the reply it gets alone, greedy or seeded.
+// --parallel: requests that arrive together run in one batched pass per
+// step — prompts in chunks of 3 beside the others' decode tokens — sharing
+// expert reads (the metrics show steps of several requests and fewer bytes
+// than each alone would read), and each reply is byte for byte the reply it
+// gets alone, greedy or seeded.
 TEST_F(ServeHttpTest, ConcurrentRequestsDecodeTogetherAndEachGetsItsReplyAlone) {
-  TestServer server({Model(), "--context", "512", "--parallel", "3"});
+  TestServer server({Model(), "--context", "512", "--parallel", "3", "--prefill-chunk", "3"});
   ASSERT_NE(server.port(), 0) << server.output();
   const std::vector<Json> requests = {
       {{"messages", kHello}, {"max_tokens", 40}, {"ignore_eos", true}, {"temperature", 0}},
@@ -573,8 +574,8 @@ TEST_F(ServeHttpTest, ConcurrentRequestsDecodeTogetherAndEachGetsItsReplyAlone) 
     }
     return value;
   };
-  EXPECT_GT(sample("warp_decode_steps_total{kind=\"requests\"}"),
-            sample("warp_decode_steps_total{kind=\"steps\"}"));
+  EXPECT_GT(sample("warp_engine_steps_total{kind=\"requests\"}"),
+            sample("warp_engine_steps_total{kind=\"steps\"}"));
   EXPECT_GT(sample("warp_expert_union_bytes_total{kind=\"sequences_alone\"}"),
             sample("warp_expert_union_bytes_total{kind=\"batched\"}"));
 }

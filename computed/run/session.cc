@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         options.max_positions, plan.max_position_embeddings);
   }
   WARP_ASSIGN_OR_RETURN(
-      s.source_,
+      OpenedSource opened,
       OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
                                       .stores = options.stores,
                                       .cache_bytes = s.budget_.cache_bytes,
@@ -101,6 +101,18 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                       .verify_every_read = options.verify_every_read,
                                       .tls = options.store_tls,
                                       .store_retry_deadline = options.store_retry_deadline}));
+  s.source_ = std::move(opened.source);
+  if (!opened.local_daemons.empty()) {
+    if (options.budget_bytes || !options.bank_dirs.empty()) {
+      WARP_RETURN_IF_ERROR(CheckLocalDaemonCaches(
+          opened.local_daemons, s.budget_.cache_bytes - opened.embedded_cache_bytes));
+    } else {
+      // The machine's default would count the daemons' caches again: the
+      // memory they hold is already gone from MemAvailable.
+      s.budget_ = BudgetOverLocalDaemons(plan, opened.local_daemons);
+      log.info("budget {} ({})", FormatBytes(s.budget_.budget_bytes), s.budget_.rule);
+    }
+  }
   // Inside a memory cgroup, a governor shrinks the cache of this process
   // before the kernel reclaims or kills, and grows it back to the budget.
   if (limits.cgroup_limit_bytes && limits.assumed.empty() && plan.num_moe_layers > 0 &&

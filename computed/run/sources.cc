@@ -71,10 +71,9 @@ bool IsLocalStore(const std::string& address) {
   return IsLoopbackHost(HostOfHostPort(std::string_view(address).substr(4)));
 }
 
-// The budget covers the local daemons' caches: together they may hold at most
-// what the planner left for the expert cache, else the machine could page.
-absl::Status CheckLocalDaemonCaches(const std::vector<std::pair<std::string, uint64_t>>& local,
-                                    uint64_t cache_bytes) {
+}  // namespace
+
+absl::Status CheckLocalDaemonCaches(const LocalDaemonCaches& local, uint64_t cache_bytes) {
   uint64_t total = 0;
   std::string each;
   for (const auto& [address, bytes] : local) {
@@ -88,6 +87,18 @@ absl::Status CheckLocalDaemonCaches(const std::vector<std::pair<std::string, uin
       FormatBytes(cache_bytes / local.size()), " each (computed plan --daemons ", local.size(),
       ") or give computed a larger --budget"));
 }
+
+BudgetDecision BudgetOverLocalDaemons(const PlanFigures& plan, const LocalDaemonCaches& local) {
+  uint64_t daemons = 0;
+  for (const auto& [address, bytes] : local) daemons += bytes;
+  return BudgetDecision{
+      .budget_bytes = plan.trunk_bytes + plan.kv_bytes + daemons,
+      .cache_bytes = daemons,
+      .rule = absl::StrCat("trunk + KV + the ", local.size(), " local expertd caches (",
+                           FormatBytes(daemons), "), counted once: the daemons hold them")};
+}
+
+namespace {
 
 absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& address,
                                                        const SourceOptions& options,
@@ -116,8 +127,8 @@ std::vector<std::string> SplitList(const std::string& text) {
   return items;
 }
 
-absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
-    std::shared_ptr<const Container> model, const SourceOptions& options) {
+absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> model,
+                                              const SourceOptions& options) {
   const uint64_t fingerprint = model->manifest().fingerprint;
   if (options.bank_dirs.empty() && options.stores.empty()) {
     WARP_ASSIGN_OR_RETURN(
@@ -128,7 +139,7 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
                                              .shared_arena = false,
                                              .banks = {.verify_once = !options.verify_every_read,
                                                        .io_backend = options.io_backend}}));
-    return store;
+    return OpenedSource{.source = std::move(store), .embedded_cache_bytes = options.cache_bytes};
   }
   std::vector<FanoutExpertSource::Member> members;
   const uint64_t per_dir =
@@ -137,19 +148,15 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
     WARP_ASSIGN_OR_RETURN(auto member, BankMember(dir, fingerprint, options, per_dir));
     members.push_back(std::move(member));
   }
-  std::vector<std::pair<std::string, uint64_t>> local_daemons;
+  OpenedSource opened{.embedded_cache_bytes = per_dir * options.bank_dirs.size()};
   for (const std::string& address : options.stores) {
     uint64_t cache_bytes = 0;
     WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, options, fingerprint, cache_bytes));
     members.push_back(std::move(member));
-    if (IsLocalStore(address)) local_daemons.emplace_back(address, cache_bytes);
+    if (IsLocalStore(address)) opened.local_daemons.emplace_back(address, cache_bytes);
   }
-  if (!local_daemons.empty()) {
-    const uint64_t embedded = per_dir * options.bank_dirs.size();
-    WARP_RETURN_IF_ERROR(CheckLocalDaemonCaches(local_daemons, options.cache_bytes - embedded));
-  }
-  WARP_ASSIGN_OR_RETURN(auto fanout, FanoutExpertSource::Create(std::move(members)));
-  return fanout;
+  WARP_ASSIGN_OR_RETURN(opened.source, FanoutExpertSource::Create(std::move(members)));
+  return opened;
 }
 
 }  // namespace warp::computed

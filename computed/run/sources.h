@@ -4,9 +4,9 @@
 // ExpertStore over the model's own banks (the default), embedded stores over
 // shard directories (--banks, or WARP_BANK_SHARDS), or expertd daemons
 // (--stores), fanned out by which member holds which expert. Every member
-// must hold the model's fingerprint, and the caches of the daemons on this
-// machine (unix:, fastpath:, tcp: to loopback) must fit in the budget's cache
-// share, so that a run with local daemons cannot page either.
+// must hold the model's fingerprint. The caches of the daemons on this
+// machine (unix:, fastpath:, tcp: to loopback) are reported, for the budget
+// to count them (CheckLocalDaemonCaches, BudgetOverLocalDaemons).
 
 #include <chrono>
 #include <cstdint>
@@ -21,6 +21,7 @@
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 #include "common/wire/lan_auth.h"
+#include "computed/planner/planner.h"
 
 namespace warp::computed {
 
@@ -29,7 +30,7 @@ struct SourceOptions {
   std::vector<std::string>
       stores;                // expertd: unix:PATH, tls:HOST:PORT, tcp:HOST:PORT, fastpath:PATH
   uint64_t cache_bytes = 0;  // the budget's cache share: the bank dirs' embedded
-                             // caches split it; local daemons must fit in the rest
+                             // caches split it
   uint32_t io_threads = 4;   // per embedded store
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // of the embedded stores' caches
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
@@ -43,7 +44,29 @@ struct SourceOptions {
 // Splits "a,b,c" (empty pieces dropped).
 std::vector<std::string> SplitList(const std::string& text);
 
-absl::StatusOr<std::unique_ptr<ExpertSource>> OpenExpertSource(
-    std::shared_ptr<const Container> model, const SourceOptions& options);
+// The caches of expertd daemons on this machine, by address: RAM they hold
+// once, however many processes read through them.
+using LocalDaemonCaches = std::vector<std::pair<std::string, uint64_t>>;
+
+struct OpenedSource {
+  std::unique_ptr<ExpertSource> source;
+  LocalDaemonCaches local_daemons;    // among the --stores
+  uint64_t embedded_cache_bytes = 0;  // what the bank dirs' embedded caches took of cache_bytes
+};
+
+absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> model,
+                                              const SourceOptions& options);
+
+// A --budget covers the local daemons' caches: together they may hold at
+// most `cache_bytes`, what it leaves for experts, else the machine could
+// page. FailedPrecondition saying how to fix it.
+absl::Status CheckLocalDaemonCaches(const LocalDaemonCaches& local, uint64_t cache_bytes);
+
+// The default budget of a run whose experts all come through local daemons:
+// trunk + KV of this process plus the daemons' caches, counted once (the
+// daemons hold that memory, and a second process reading through them adds
+// only its own trunk and KV). The machine's default budget must have been
+// resolved first: its floor checks that trunk + KV + one working set fit.
+BudgetDecision BudgetOverLocalDaemons(const PlanFigures& plan, const LocalDaemonCaches& local);
 
 }  // namespace warp::computed

@@ -454,6 +454,16 @@ TEST_F(BitIdentityTest, LocalDaemonCachesMustFitInTheBudget) {
   EXPECT_THAT(refused.output, ::testing::HasSubstr("computed plan --daemons 2"));
   SetReference("");
   ExpectIdentical(stores + " --budget 2M");
+  // Without --budget the daemons' caches count once, as memory they hold:
+  // the run's budget is its trunk and KV plus them, not a share of what the
+  // machine has left after them (which a second process would find smaller).
+  auto defaulted =
+      RunBinary("computed", "--log-level info logits " + Model() + " --tokens " + tokens_ + stores);
+  EXPECT_EQ(defaulted.exit_code, 0) << defaulted.output;
+  EXPECT_THAT(
+      defaulted.output,
+      ::testing::HasSubstr("trunk + KV + the 2 local expertd caches (896.00 KiB), counted once"));
+  ExpectIdentical(stores);
 }
 
 TEST_F(BitIdentityTest, AShardOfAnotherModelIsRefused) {

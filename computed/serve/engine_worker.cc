@@ -35,7 +35,7 @@ EngineWorker::EngineWorker(std::unique_ptr<Session> session, size_t max_queued)
 
 EngineWorker::~EngineWorker() {
   Shutdown();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void EngineWorker::Shutdown() {
@@ -77,7 +77,12 @@ EngineStats EngineWorker::Stats() const {
   return stats_;
 }
 
-absl::Status EngineWorker::Finish() { return session_->Finish(); }
+absl::Status EngineWorker::Finish() {
+  // The worker may still be in a pass whose routes --learn merges.
+  Shutdown();
+  if (thread_.joinable()) thread_.join();
+  return session_->Finish();
+}
 
 bool EngineWorker::AnyRunning() const {
   for (const Slot& slot : slots_) {

@@ -46,7 +46,7 @@ struct GenerationFigures {
   // The engine's counters over this request: its prefill, and every decode
   // step it took part in, whole (a batched step's reads serve all its requests).
   ForwardStats forward;
-  uint32_t most_batched = 1;  // the most requests that shared one of its decode steps
+  uint32_t most_batched = 1;  // the most requests that shared one of its steps
 };
 
 struct GenerationJob {
@@ -98,7 +98,8 @@ class EngineWorker {
   uint32_t context() const { return context_; }
   uint32_t trained_positions() const { return trained_positions_; }
 
-  // Writes usage.warp when --learn; call once, after the server stopped.
+  // Shuts down, waits for the worker thread, then writes usage.warp when
+  // --learn; call once, after the server stopped.
   absl::Status Finish();
 
  private:

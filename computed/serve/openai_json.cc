@@ -30,8 +30,8 @@ Json WarpFiguresJson(const GenerationFigures& f) {
           {"expert_misses", st.CountOf(Served::kDisk)},
           {"expert_lookahead_hits", st.CountOf(Served::kLookahead)},
           {"expert_bytes_read", st.BytesOf(Served::kDisk)},
-          // The most requests one of its decode steps served (serve --parallel);
-          // the expert figures count such a step whole.
+          // The most requests one of its steps served (serve --parallel); the
+          // expert figures count such a step whole.
           {"max_batch", f.most_batched}};
 }
 

@@ -31,9 +31,18 @@ namespace warp::chat {
 // fails with ResourceExhausted naming the template line. Release templates
 // over a long conversation take tens of thousands of steps and a few hundred
 // KiB; a prompt is at most a context of text (1M tokens ~ 4 MiB).
+// A fuzzing build (WARP_FUZZ, the OSS-Fuzz define) reaches the same bounds
+// 50x sooner: every input still takes the bounded paths, without spending
+// seconds under ASan in each one it tries.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+inline constexpr uint64_t kMaxRenderSteps = 20'000;
+inline constexpr size_t kMaxRenderBytes = 1 << 20;
+inline constexpr size_t kMaxRenderItems = 20'000;
+#else
 inline constexpr uint64_t kMaxRenderSteps = 1'000'000;  // evaluations: ~1 s of rendering
 inline constexpr size_t kMaxRenderBytes = 16 << 20;     // any one string, the output included
 inline constexpr size_t kMaxRenderItems = 1'000'000;    // any one list, range() included
+#endif
 
 class Interpreter {
  public:

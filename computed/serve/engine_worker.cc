@@ -44,6 +44,7 @@ void EngineWorker::Shutdown() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
     dropped.swap(queue_);
+    stats_.queued = 0;
     for (const auto& cancel : running_cancel_) {
       if (cancel) cancel->store(true);  // ends before its next token
     }

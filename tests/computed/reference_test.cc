@@ -277,8 +277,25 @@ TEST_P(ReferenceTest, ABatchNamesItsBadChunk) {
   const std::vector<Chunk> missing = {{.sequence = 2, .tokens = one}};
   EXPECT_THAT(model->ForwardBatch(missing).status().message(),
               ::testing::HasSubstr("sequence 2 does not exist (of 2)"));
+  EXPECT_THAT(model->ForwardBatch({}).status().message(),
+              ::testing::HasSubstr("a forward pass of no chunk"));
+  const std::vector<Chunk> empty = {{.sequence = 0, .tokens = one}, {.sequence = 1}};
+  EXPECT_THAT(model->ForwardBatch(empty).status().message(),
+              ::testing::HasSubstr("a chunk of no token"));
   EXPECT_EQ(model->position(0), 0u);
   EXPECT_EQ(model->position(1), 0u);
+  // The engine holds 1 to 64 sequences.
+  auto opened = Container::Open(model_dir_);
+  WARP_ASSERT_OK(opened);
+  std::shared_ptr<const Container> container = std::move(*opened);
+  auto store = ExpertStore::Open(container, {});
+  WARP_ASSERT_OK(store);
+  ThreadPool pool(1);
+  for (uint32_t sequences : {0u, 65u}) {
+    auto refused = Transformer::Create(container, **store, pool, {.sequences = sequences});
+    EXPECT_THAT(refused.status().message(),
+                ::testing::HasSubstr(std::to_string(sequences) + " is outside 1..64"));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,

@@ -92,6 +92,23 @@ class ServeHttpTest : public ::testing::Test {
 
 const Json kHello = {{{"role", "user"}, {"content", "In the beginning"}}};
 
+// A streamed chat request for kHello of `max_tokens` tokens past end-of-text
+// (so no reply ends by itself), its events handed to `receiver`: returning
+// false leaves, which cancels the reply.
+httplib::Request StreamedChat(int max_tokens, httplib::ContentReceiverWithProgress receiver) {
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v1/chat/completions";
+  request.body = Json({{"messages", kHello},
+                       {"max_tokens", max_tokens},
+                       {"ignore_eos", true},
+                       {"stream", true}})
+                     .dump();
+  request.set_header("Content-Type", "application/json");
+  request.content_receiver = std::move(receiver);
+  return request;
+}
+
 TEST_F(ServeHttpTest, HealthModelsAndTheChatPage) {
   httplib::Client client = ClientOf(*server_);
   auto health = client.Get("/health");
@@ -280,16 +297,10 @@ TEST_F(ServeHttpTest, AClientThatLeavesCancelsItsGeneration) {
   // A streamed request abandoned after its first events.
   httplib::Client client = ClientOf(*server_);
   int seen = 0;
-  httplib::Request request;
-  request.method = "POST";
-  request.path = "/v1/chat/completions";
-  // ignore_eos: a reply that ended by itself before the client left would not
-  // be cancelled (a CI run sampled an end-of-text at the second token).
-  request.body =
-      Json({{"messages", kHello}, {"max_tokens", 240}, {"ignore_eos", true}, {"stream", true}})
-          .dump();
-  request.set_header("Content-Type", "application/json");
-  request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++seen < 3; };
+  // Past end-of-text: a reply that ended by itself before the client left
+  // would not be cancelled (a CI run sampled an end-of-text at the second token).
+  httplib::Request request =
+      StreamedChat(240, [&](const char*, size_t, uint64_t, uint64_t) { return ++seen < 3; });
   client.send(request);
   // The server notices at its next write and ends the request there.
   for (int i = 0; i < 100 && !absl::StrContains(metrics(), "outcome=\"cancelled\"} 1"); ++i) {
@@ -376,21 +387,15 @@ TEST_F(ServeHttpTest, SigtermCancelsTheRunningReplyAndExits) {
   httplib::Client client = ClientOf(server);
   std::string body;
   bool signalled = false;
-  httplib::Request request;
-  request.method = "POST";
-  request.path = "/v1/chat/completions";
-  request.body =
-      Json({{"messages", kHello}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}})
-          .dump();
-  request.set_header("Content-Type", "application/json");
-  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    body.append(data, size);
-    if (!signalled && absl::StrContains(body, "\"content\"")) {
-      server.process().Signal(SIGTERM);
-      signalled = true;
-    }
-    return true;
-  };
+  httplib::Request request =
+      StreamedChat(4000, [&](const char* data, size_t size, uint64_t, uint64_t) {
+        body.append(data, size);
+        if (!signalled && absl::StrContains(body, "\"content\"")) {
+          server.process().Signal(SIGTERM);
+          signalled = true;
+        }
+        return true;
+      });
   client.send(request);
   ASSERT_TRUE(signalled) << body;
   EXPECT_EQ(server.process().Wait(), 0) << server.output();
@@ -458,23 +463,16 @@ TEST_F(ServeHttpTest, AModelWithoutAChatTemplateRefusesChatButCompletes) {
   EXPECT_EQ(raw->status, 200) << raw->body;
 }
 
-// A streamed request of `max_tokens` on `server` whose client stays until
-// `release`; `running` once its first bytes arrived. Leaving cancels it.
+// A long StreamedChat on `server` in a thread of its own, whose client stays
+// until `release`; `running` once its first bytes arrived.
 std::thread LongStream(const TestServer& server, std::atomic<bool>& running,
                        const std::atomic<bool>& release) {
   return std::thread([&server, &running, &release] {
     httplib::Client client = ClientOf(server);
-    httplib::Request request;
-    request.method = "POST";
-    request.path = "/v1/chat/completions";
-    request.body =
-        Json({{"messages", kHello}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}})
-            .dump();
-    request.set_header("Content-Type", "application/json");
-    request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+    httplib::Request request = StreamedChat(4000, [&](const char*, size_t, uint64_t, uint64_t) {
       running = true;
       return !release.load();
-    };
+    });
     client.send(request);
   });
 }

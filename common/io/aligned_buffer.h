@@ -5,6 +5,8 @@
 //
 // Thread-compatible.
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
@@ -38,6 +40,18 @@ class AlignedBuffer {
         (std::max<size_t>(buffer.size_, 1) + alignment - 1) / alignment * alignment;
     buffer.data_.reset(static_cast<std::byte*>(std::aligned_alloc(alignment, allocated)));
     WARP_CHECK(buffer.data_ != nullptr);
+    return buffer;
+  }
+  // Uninitialized, and on transparent huge pages where the kernel gives them
+  // (MADV_HUGEPAGE; THP is often "madvise" only) when at least one huge page
+  // long: weights read by every token and buffers O_DIRECT pins for each read
+  // ran 1.5-3x slower on 4 KiB pages here (docs/LEARNED.md).
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static AlignedBuffer OnHugePages(size_t bytes) {
+    if (bytes < kHugePage) return Uninitialized(bytes);
+    AlignedBuffer buffer = Uninitialized(bytes, kHugePage);
+    ::madvise(buffer.data(), (buffer.size() + kHugePage - 1) / kHugePage * kHugePage,
+              MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages
     return buffer;
   }
   static size_t RoundUp(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }

@@ -1,15 +1,8 @@
 #include "common/io/buffer_pool.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 
 namespace warp {
-namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
-
-}  // namespace
 
 std::shared_ptr<BufferPool> BufferPool::Create(size_t max_idle) {
   return std::shared_ptr<BufferPool>(new BufferPool(max_idle));
@@ -30,13 +23,10 @@ std::shared_ptr<AlignedBuffer> BufferPool::Get(size_t bytes) {
     }
   }
   if (buffer.size() == 0) {
-    // On huge pages where the kernel gives them: O_DIRECT pins every page of
-    // the buffer for each read, and 4 KiB pages made that pinning the largest
-    // cost of a read without a cache slot (perf: gup_fast_fallback).
-    const bool huge = size >= kHugePage;
-    buffer = AlignedBuffer::Uninitialized(size, huge ? kHugePage : AlignedBuffer::kAlignment);
-    if (huge)
-      ::madvise(buffer.data(), (size + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
+    // O_DIRECT pins every page of the buffer for each read, and 4 KiB pages
+    // made that pinning the largest cost of a read without a cache slot
+    // (perf: gup_fast_fallback).
+    buffer = AlignedBuffer::OnHugePages(size);
   }
   return std::shared_ptr<AlignedBuffer>(new AlignedBuffer(std::move(buffer)),
                                         [pool = shared_from_this()](AlignedBuffer* returned) {

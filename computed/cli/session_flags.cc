@@ -105,6 +105,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                   "Override the model's top-k (a quality trade)");
   cmd->add_option("--trace", flags.trace, "Write the routing trace (position layer experts)");
   cmd->add_flag("--learn", flags.learn, "Record the experts used into the model's usage.warp");
+  cmd->add_flag("--preload", flags.preload,
+                "Read every expert record the cache holds before the first token (learned "
+                "hottest first): a resident model then decodes without reading");
 }
 
 void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options) {
@@ -134,7 +137,8 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
                          .experts_per_token = flags.experts_per_token,
                          .max_positions = max_positions,
                          .trace_path = flags.trace,
-                         .learn = flags.learn};
+                         .learn = flags.learn,
+                         .preload = flags.preload};
   absl::StatusOr<EvictionPolicy> policy = ParseEvictionPolicy(flags.cache_policy);
   if (!policy.ok()) return policy.status();
   options.cache_policy = *policy;

@@ -36,6 +36,7 @@ struct SessionFlags {
   uint32_t experts_per_token = 0;
   std::string trace;
   bool learn = false;
+  bool preload = false;
 };
 
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags);

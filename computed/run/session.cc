@@ -12,6 +12,7 @@
 #include "common/memory/memory_governor.h"
 #include "common/memory/memory_limits.h"
 #include "common/status.h"
+#include "computed/run/preload.h"
 #include "computed/run/sources.h"
 
 namespace warp::computed {
@@ -127,7 +128,15 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         [source](uint64_t bytes) { return source->ResizeCache(bytes).value_or(0); });
   }
   const std::vector<ExpertKey> warm = WarmSet(*s.container_, s.budget_.cache_bytes);
-  if (!warm.empty()) {
+  if (options.preload) {
+    const std::vector<ExpertKey> keys = PreloadSet(manifest, s.budget_.cache_bytes, warm);
+    WARP_ASSIGN_OR_RETURN(PreloadFigures preloaded,
+                          Preload(*s.source_, keys, 2 * size_t{options.io_threads}));
+    uint64_t records = 0;
+    for (const BankEntry& bank : manifest.banks) records += bank.num_experts;
+    log.info("preloaded {} of {} expert records ({}) in {:.1f} s", preloaded.records, records,
+             FormatBytes(preloaded.bytes), preloaded.seconds);
+  } else if (!warm.empty()) {
     log.info("preloading {} learned hot experts", warm.size());
     s.source_->Prefetch(warm, Priority::kCertain);
   }

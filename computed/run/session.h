@@ -56,6 +56,7 @@ struct SessionOptions {
   uint32_t sequences = 1;  // serve --parallel: conversations with a KV cache each
   std::string trace_path;  // --trace: routing trace
   bool learn = false;      // --learn: merge usage into usage.warp
+  bool preload = false;    // --preload: fill the expert cache before the first token
 };
 
 class Session {

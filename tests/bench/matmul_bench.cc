@@ -10,7 +10,7 @@
 // Every call reads its weights from DRAM: the matrix is cycled through copies
 // totalling at least size_mib (default 512), more than the last-level cache.
 //
-// Usage: matmul_bench [size_mib]
+// Usage: matmul_bench [size_mib [format]]   (format: only that one, e.g. ggml_q4_0)
 
 #include <immintrin.h>
 
@@ -234,7 +234,7 @@ Bounds MeasureBounds(unsigned cores, uint64_t& sink) {
   return {MeasureReadBound(words, 1, sink), MeasureReadBound(words, cores, sink)};
 }
 
-int Run(size_t size_mib) {
+int Run(size_t size_mib, std::string_view only) {
   uint64_t sink = 0;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const Bounds before = MeasureBounds(cores, sink);
@@ -250,7 +250,9 @@ int Run(size_t size_mib) {
        {TensorFormat::kMxfp4B32, TensorFormat::kQ4B32, TensorFormat::kQ8B32, TensorFormat::kBF16,
         TensorFormat::kF32, TensorFormat::kGgmlQ4_K, TensorFormat::kGgmlQ6_K,
         TensorFormat::kGgmlQ5_K, TensorFormat::kGgmlQ5_0, TensorFormat::kGgmlQ5_1,
-        TensorFormat::kGgmlQ4_1, TensorFormat::kGgmlQ3_K, TensorFormat::kGgmlQ2_K}) {
+        TensorFormat::kGgmlQ4_1, TensorFormat::kGgmlQ3_K, TensorFormat::kGgmlQ2_K,
+        TensorFormat::kGgmlQ4_0, TensorFormat::kGgmlQ8_0, TensorFormat::kGgmlMxfp4}) {
+    if (!only.empty() && only != TensorFormatName(format)) continue;
     const Weights weights(format, size_mib << 20);
     std::vector<Contender> contenders;
     for (size_t tokens : {size_t{1}, size_t{8}}) {
@@ -293,11 +295,11 @@ int Run(size_t size_mib) {
 
 int main(int argc, char** argv) {
   size_t size_mib = warp::computed::kernels::kDefaultMib;
-  if (argc > 2) {
-    std::fprintf(stderr, "usage: %s [size_mib]\n", argv[0]);
+  if (argc > 3) {
+    std::fprintf(stderr, "usage: %s [size_mib [format]]\n", argv[0]);
     return 2;
   }
-  if (argc == 2) {
+  if (argc >= 2) {
     char* end = nullptr;
     const unsigned long long parsed = std::strtoull(argv[1], &end, 10);
     if (end == argv[1] || *end != '\0' || parsed == 0) {
@@ -307,5 +309,5 @@ int main(int argc, char** argv) {
     }
     size_mib = static_cast<size_t>(parsed);
   }
-  return warp::computed::kernels::Run(size_mib);
+  return warp::computed::kernels::Run(size_mib, argc == 3 ? argv[2] : "");
 }

@@ -8,8 +8,10 @@ condition runs the engines alternately (W, L, W, L, ...) in a fresh memory
 cgroup after dropping the page cache:
   4 GiB cap, 8 GiB cap: a short prompt, then decode sampled at temperature 1
     (greedy decoding of random weights repeats one token and flatters caches);
-  no cap, weights resident: a 64-token prompt first (llama.cpp's page cache
-    pre-read; WARP's expert cache filled by the prompt), then decode;
+  no cap, weights resident: a 64-token prompt first, then decode; both engines
+    hold every weight before the first token: llama.cpp's page cache is pre-read
+    (dd, not timed), WARP runs with --preload (its expert cache filled before
+    the prompt, timed within the first token);
 and one 64-token prefill per engine under the 4 GiB cap.
 Per run: decode tok/s and prompt tok/s (from the engine's output stream, the
 same clock for both), disk bytes read per decoded token (/proc/PID/io
@@ -231,12 +233,12 @@ def main():
           f"-> {fio_before / need:.2f} tok/s if every token read its {top_k} x {moe_layers} "
           f"records ({need / GIB:.2f} GiB)", flush=True)
 
-    def engine_cmd(engine, tokens, gen, seed):
+    def engine_cmd(engine, tokens, gen, seed, resident):
         ids = ",".join(map(str, tokens))
         if engine == "WARP":
             return [args.computed, "--log-level", "warn", "run", args.warp, "--ids", ids,
                     "-n", str(gen), "--ignore-eos", "--threads", str(args.threads),
-                    "--temperature", "1", "--seed", str(seed)]
+                    "--temperature", "1", "--seed", str(seed)] + (["--preload"] if resident else [])
         return [args.probe, "bench", args.gguf, "--tokens", ids, "--gen", str(gen),
                 "--threads", str(args.threads), "--temperature", "1", "--seed", str(seed)]
 
@@ -248,7 +250,7 @@ def main():
         drop_caches()
         if not limit and engine == "llama.cpp":
             sh(["dd", f"if={args.gguf}", "of=/dev/null", "bs=16M"])
-        r = run_engine(engine_cmd(engine, tokens, gen, seed), cgroup, gen)
+        r = run_engine(engine_cmd(engine, tokens, gen, seed, resident=not limit), cgroup, gen)
         st = r["stamps"]
         row = dict(engine=engine, condition=condition, prompt=len(tokens),
                    decode_tok_s=(len(st) - 1) / (st[-1] - st[0]),

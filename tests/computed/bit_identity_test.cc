@@ -214,6 +214,55 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
   EXPECT_LE(cached.read_bytes, static_cast<double>(plan->bank_bytes));
 }
 
+// --preload reads every record the cache holds before the first token. With
+// a cache that holds them all, the run reads nothing and every use is a hit;
+// with one that holds part, the rest is read on demand and evicted as before.
+// Every logit is the reference's either way, through a daemon too.
+TEST_F(BitIdentityTest, APreloadedCacheReadsNothingWhileItRuns) {
+  auto container = Container::Open(Model());
+  WARP_ASSERT_OK(container);
+  auto plan = ComputePlan((*container)->manifest(), num_tokens_ + kGreedy + 1);
+  WARP_ASSERT_OK(plan);
+  SetReference("--no-prefetch --lookahead 0 --budget 64M");
+  for (const char* mode : {"--preload --budget 64M", "--preload --budget 64M --threads 2",
+                           "--preload --budget 64M --prefill-chunk 1 --lookahead 16"}) {
+    ExpectIdentical(mode);
+    const RunStats stats = Stats(mode);
+    EXPECT_EQ(stats.misses, 0u) << mode;
+    EXPECT_EQ(stats.lookahead_hits + stats.certain_hits, 0u) << mode;
+    EXPECT_EQ(stats.read_bytes, 0.0) << mode;
+    EXPECT_GT(stats.hits, 0u) << mode;
+  }
+  // At the floor the preload fills a quarter of the records; the rest miss.
+  const std::string floor =
+      "--preload --prefill-chunk 1 --budget " + std::to_string(plan->floor_bytes);
+  ExpectIdentical(floor);
+  const RunStats stats = Stats(floor);
+  EXPECT_GT(stats.misses, 0u);
+  EXPECT_GT(stats.hits, 0u);
+
+  auto daemon = warp::testing::Daemon::Start({"--model", Model(), "--listen",
+                                              "fastpath:" + (dir_ / "preload.sock").string(),
+                                              "--budget", "64M"});
+  WARP_ASSERT_OK(daemon);
+  ExpectIdentical("--preload --stores " + (*daemon)->addresses().at(0));
+
+  // A corrupt record stops the preload, and the run, naming the record.
+  const BankEntry& bank = (*container)->manifest().banks.front();
+  {
+    std::fstream file((std::filesystem::path(Model()) / bank.file).string(),
+                      std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(5 * bank.record_bytes + 64));
+    file.put('\x5a');
+  }
+  auto corrupt = RunBinary("computed", "--log-level warn run --ids " + Model() + " " + tokens_ +
+                                           " -n 2 --preload --budget 64M");
+  EXPECT_EQ(corrupt.exit_code, 1) << corrupt.output;
+  EXPECT_THAT(corrupt.output, ::testing::HasSubstr("checksum mismatch"));
+  EXPECT_THAT(corrupt.output,
+              ::testing::HasSubstr(bank.file + " @" + std::to_string(5 * bank.record_bytes)));
+}
+
 TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   SetReference("");
   std::vector<std::string> shards;

@@ -44,8 +44,8 @@ class AlignedBuffer {
   }
   // Uninitialized, and on transparent huge pages where the kernel gives them
   // (MADV_HUGEPAGE; THP is often "madvise" only) when at least one huge page
-  // long: weights read by every token and buffers O_DIRECT pins for each read
-  // ran 1.5-3x slower on 4 KiB pages here (docs/LEARNED.md).
+  // long: for weights every token reads (TLB misses) and buffers O_DIRECT pins
+  // page by page on each read (docs/LEARNED.md has both measurements).
   static constexpr size_t kHugePage = size_t{2} << 20;
   static AlignedBuffer OnHugePages(size_t bytes) {
     if (bytes < kHugePage) return Uninitialized(bytes);

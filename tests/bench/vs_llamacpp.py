@@ -215,6 +215,10 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=".")
     parser.add_argument("--conditions", default="4G,8G,none")
+    parser.add_argument("--llama-repack", action="store_true",
+                        help="llama.cpp with its default repacked weights (in RAM) instead of "
+                        "mmap without repacking, in the uncapped condition (under a cap the "
+                        "repacked copy does not fit)")
     args = parser.parse_args()
 
     manifest = json.load(open(os.path.join(args.warp, "manifest.json")))
@@ -240,7 +244,8 @@ def main():
                     "-n", str(gen), "--ignore-eos", "--threads", str(args.threads),
                     "--temperature", "1", "--seed", str(seed)] + (["--preload"] if resident else [])
         return [args.probe, "bench", args.gguf, "--tokens", ids, "--gen", str(gen),
-                "--threads", str(args.threads), "--temperature", "1", "--seed", str(seed)]
+                "--threads", str(args.threads), "--temperature", "1", "--seed", str(seed)] + \
+            (["--repack"] if args.llama_repack and resident else [])
 
     def one(engine, condition, limit, tokens, gen, seed=1):
         cgroup.limit(limit)

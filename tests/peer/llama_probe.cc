@@ -9,7 +9,7 @@
 //       dequantizer: the target of an engine that computes in f32 from
 //       dequantized weights.
 //   llama_probe bench MODEL.gguf --tokens 1,2,3 --gen N [--threads N] [--f32-kv]
-//                     [--temperature T --seed S]
+//                     [--temperature T --seed S] [--repack]
 //       prefill the tokens, then decode tokens one at a time, N in all (greedy,
 //       or sampled from softmax(logits / T): greedy decoding of random weights
 //       repeats one token and flatters every cache),
@@ -19,6 +19,8 @@
 //
 // The model is mmap-ed and loaded without extra buffer types (llama-cli's
 // --no-repack), on the CPU: how llama.cpp streams a model larger than RAM.
+// bench --repack loads it as llama.cpp does by default instead: weights copied
+// into its repacked CPU layouts (Q4_0 as interleaved blocks), in RAM.
 // Built by tests/peer/install.sh against the llama.cpp of node-llama-cpp.
 
 #include <chrono>
@@ -45,6 +47,7 @@ struct Args {
   std::string mode, model, out, tokens;
   int threads = 1, gen = 0;
   bool f32_kv = false;
+  bool repack = false;
   double temperature = 0;  // 0: greedy
   unsigned seed = 0;
 };
@@ -60,8 +63,8 @@ Args ParseArgs(int argc, char** argv) {
   }
   for (; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--f32-kv") {
-      args.f32_kv = true;
+    if (flag == "--f32-kv" || flag == "--repack") {
+      (flag == "--repack" ? args.repack : args.f32_kv) = true;
       --i;
       continue;
     }
@@ -117,7 +120,7 @@ void Load(Engine& engine, const Args& args, uint32_t n_ctx, uint32_t n_batch) {
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   mp.load_mode = LLAMA_LOAD_MODE_MMAP;
-  mp.use_extra_bufts = false;  // --no-repack
+  mp.use_extra_bufts = args.repack;  // false: llama-cli's --no-repack
   engine.model = llama_model_load_from_file(args.model.c_str(), mp);
   if (engine.model == nullptr) Die("cannot load " + args.model);
   llama_context_params cp = llama_context_default_params();

@@ -8,24 +8,30 @@
 
 namespace warp::computed {
 
-std::vector<ExpertKey> PreloadSet(const Manifest& manifest, uint64_t cache_bytes,
-                                  std::span<const ExpertKey> first) {
-  std::vector<ExpertKey> keys;
+std::vector<ExpertKey> FitInCache(const Manifest& manifest, uint64_t cache_bytes,
+                                  std::span<const ExpertKey> keys) {
+  std::vector<ExpertKey> fit;
   absl::flat_hash_set<ExpertKey> chosen;
   uint64_t bytes = 0;
-  const auto add = [&](ExpertKey key) {
+  for (const ExpertKey& key : keys) {
     const BankEntry* bank = manifest.FindBank(key.layer);
-    if (bank == nullptr || key.expert >= bank->num_experts || chosen.contains(key)) return;
-    if (bytes + bank->record_bytes > cache_bytes) return;
+    if (bank == nullptr || key.expert >= bank->num_experts || chosen.contains(key)) continue;
+    if (bytes + bank->record_bytes > cache_bytes) continue;
     bytes += bank->record_bytes;
     chosen.insert(key);
-    keys.push_back(key);
-  };
-  for (const ExpertKey& key : first) add(key);
-  for (const BankEntry& bank : manifest.banks) {
-    for (uint32_t expert = 0; expert < bank.num_experts; ++expert) add({bank.layer, expert});
+    fit.push_back(key);
   }
-  return keys;
+  return fit;
+}
+
+std::vector<ExpertKey> PreloadSet(const Manifest& manifest, uint64_t cache_bytes,
+                                  std::span<const ExpertKey> first) {
+  std::vector<ExpertKey> keys(first.begin(), first.end());
+  for (const BankEntry& bank : manifest.banks) {
+    for (uint32_t expert = 0; expert < bank.num_experts; ++expert)
+      keys.push_back({bank.layer, expert});
+  }
+  return FitInCache(manifest, cache_bytes, keys);
 }
 
 absl::StatusOr<PreloadFigures> Preload(ExpertSource& source, std::span<const ExpertKey> keys,

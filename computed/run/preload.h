@@ -18,8 +18,14 @@
 
 namespace warp::computed {
 
-// The records to preload: `first` (the learned hottest, in order), then every
-// other record by layer and expert, as long as their bytes fit in cache_bytes.
+// `keys` in their order, each once, while their records fit in cache_bytes
+// together (one that does not fit is skipped, a smaller one after it may);
+// a key of no bank (a dense layer, an expert past its bank) is skipped.
+std::vector<ExpertKey> FitInCache(const Manifest& manifest, uint64_t cache_bytes,
+                                  std::span<const ExpertKey> keys);
+
+// The records to preload: FitInCache of `first` (the learned hottest, in
+// order), then every other record by layer and expert.
 std::vector<ExpertKey> PreloadSet(const Manifest& manifest, uint64_t cache_bytes,
                                   std::span<const ExpertKey> first);
 

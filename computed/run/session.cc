@@ -44,8 +44,8 @@ std::optional<uint64_t> ReadBytes(const Counters& counters) {
          Counter(counters, "read_bytes_lookahead");
 }
 
-// The hottest learned experts that fit in the cache, to preload.
-std::vector<ExpertKey> WarmSet(const Container& container, uint64_t cache_bytes) {
+// The learned experts of usage.warp, hottest first; none without the file.
+std::vector<ExpertKey> LearnedHottest(const Container& container) {
   const fs::path path = container.dir() / kUsageFile;
   if (!fs::exists(path)) return {};
   absl::StatusOr<UsageTable> usage = ReadUsageFile(path);
@@ -57,13 +57,7 @@ std::vector<ExpertKey> WarmSet(const Container& container, uint64_t cache_bytes)
     return {};
   }
   std::vector<ExpertKey> keys;
-  uint64_t bytes = 0;
-  for (const ExpertUsage& entry : usage->Hottest()) {
-    const BankEntry* bank = container.manifest().FindBank(entry.layer);
-    if (bank == nullptr || bytes + bank->record_bytes > cache_bytes) continue;
-    bytes += bank->record_bytes;
-    keys.push_back({entry.layer, entry.expert});
-  }
+  for (const ExpertUsage& entry : usage->Hottest()) keys.push_back({entry.layer, entry.expert});
   return keys;
 }
 
@@ -127,16 +121,18 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         s.budget_.cache_bytes,
         [source](uint64_t bytes) { return source->ResizeCache(bytes).value_or(0); });
   }
-  const std::vector<ExpertKey> warm = WarmSet(*s.container_, s.budget_.cache_bytes);
+  const std::vector<ExpertKey> hottest = LearnedHottest(*s.container_);
   if (options.preload) {
-    const std::vector<ExpertKey> keys = PreloadSet(manifest, s.budget_.cache_bytes, warm);
+    const std::vector<ExpertKey> keys = PreloadSet(manifest, s.budget_.cache_bytes, hottest);
     WARP_ASSIGN_OR_RETURN(PreloadFigures preloaded,
                           Preload(*s.source_, keys, 2 * size_t{options.io_threads}));
     uint64_t records = 0;
     for (const BankEntry& bank : manifest.banks) records += bank.num_experts;
     log.info("preloaded {} of {} expert records ({}) in {:.1f} s", preloaded.records, records,
              FormatBytes(preloaded.bytes), preloaded.seconds);
-  } else if (!warm.empty()) {
+  } else if (const std::vector<ExpertKey> warm =
+                 FitInCache(manifest, s.budget_.cache_bytes, hottest);
+             !warm.empty()) {
     log.info("preloading {} learned hot experts", warm.size());
     s.source_->Prefetch(warm, Priority::kCertain);
   }

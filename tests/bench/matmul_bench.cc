@@ -265,6 +265,10 @@ int Run(size_t size_mib, std::string_view only) {
     results.emplace_back(format, std::move(contenders));
     for (float v : y) sink += static_cast<uint64_t>(v != 0);
   }
+  if (results.empty()) {
+    std::fprintf(stderr, "matmul_bench: no format is named '%s'\n", std::string(only).c_str());
+    return 2;
+  }
   const Bounds after = MeasureBounds(cores, sink);
   const double bound_1 = std::max(before.one_thread, after.one_thread);
   const double bound_all = std::max(before.all_cores, after.all_cores);

@@ -98,10 +98,18 @@ GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc:
       retry_({.address = options.address,
               .deadline = options.retry_deadline.value_or(DefaultRetryDeadline(options.address)),
               .wait = [this](std::chrono::milliseconds pause) { WaitForDaemon(pause); }}),
+      cancel_thread_([this] { CancelLoop(); }),
       jobs_(std::make_unique<ReadJobQueue>(options.reader_threads,
                                            [this](const Job& job) { RunJob(job); })) {}
 
-GrpcExpertSource::~GrpcExpertSource() { jobs_.reset(); }  // finish queued jobs first
+GrpcExpertSource::~GrpcExpertSource() {
+  jobs_.reset();  // finish queued jobs first
+  {
+    absl::MutexLock lock(&cancel_mu_);
+    stopping_ = true;
+  }
+  cancel_thread_.join();
+}
 
 std::shared_ptr<ReadBatch> GrpcExpertSource::Read(std::span<const ExpertKey> keys,
                                                   Priority priority) {
@@ -117,16 +125,32 @@ void GrpcExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priori
 }
 
 void GrpcExpertSource::CancelSpeculative(uint32_t through_layer) {
-  struct Call {
-    grpc::ClientContext context;
+  absl::MutexLock lock(&cancel_mu_);
+  pending_cancel_ = through_layer;
+}
+
+void GrpcExpertSource::CancelLoop() {
+  while (true) {
+    uint32_t through_layer;
+    {
+      absl::MutexLock lock(&cancel_mu_);
+      cancel_mu_.Await(absl::Condition(
+          +[](GrpcExpertSource* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->cancel_mu_) {
+            return self->stopping_ || self->pending_cancel_.has_value();
+          },
+          this));
+      if (stopping_) return;
+      through_layer = *pending_cancel_;
+      pending_cancel_.reset();
+    }
     v1::CancelSpeculativeRequest request;
+    request.set_through_layer(through_layer);
+    grpc::ClientContext context;
+    context.set_wait_for_ready(false);  // a hint: never waits for a daemon that is down
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
     v1::CancelSpeculativeReply reply;
-  };
-  auto call = std::make_shared<Call>();  // alive until the completion: the callback holds it
-  call->request.set_through_layer(through_layer);
-  call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  stub_->async()->CancelSpeculative(&call->context, &call->request, &call->reply,
-                                    [call](grpc::Status) {});  // a hint: failures are ignored
+    stub_->CancelSpeculative(&context, request, &reply);  // failures are ignored
+  }
 }
 
 void GrpcExpertSource::SendPrefetch(const Job& job) {

@@ -54,8 +54,9 @@ class GrpcExpertSource : public ExpertSource {
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
-  // Sent at once (the CancelSpeculative RPC, on gRPC's callback API), not
-  // queued behind the reads it is meant to cancel; failures are ignored.
+  // Sent by a thread of its own (the CancelSpeculative RPC), not queued
+  // behind the reads it is meant to cancel; returns at once. Calls made while
+  // one is in flight are coalesced into the newest. Failures are ignored.
   void CancelSpeculative(uint32_t through_layer) override;
 
   const v1::DescribeReply& description() const { return description_; }
@@ -72,6 +73,8 @@ class GrpcExpertSource : public ExpertSource {
   void WaitForDaemon(std::chrono::milliseconds pause);
   void RunJob(const Job& job);
   void SendPrefetch(const Job& job);
+  // The cancel thread: sends the newest pending CancelSpeculative until stopped.
+  void CancelLoop();
   // One attempt: streams what it can; marks received keys in `done`.
   absl::Status Attempt(const Job& job, std::vector<bool>& done);
 
@@ -82,6 +85,13 @@ class GrpcExpertSource : public ExpertSource {
   RetryWindow retry_;
   // Receive buffers, reused: a fresh record buffer costs its zero fill and page faults.
   std::shared_ptr<BufferPool> buffers_ = BufferPool::Create(4);
+  // Not gRPC's callback API: with Debian's gRPC 1.51 its completion-queue
+  // thread aborted ("ref_counted.h:183 assertion failed: prior > 0" in
+  // grpc_cq_internal_unref) when a channel reconnected after a daemon restart.
+  absl::Mutex cancel_mu_;
+  std::optional<uint32_t> pending_cancel_ ABSL_GUARDED_BY(cancel_mu_);
+  bool stopping_ ABSL_GUARDED_BY(cancel_mu_) = false;
+  std::thread cancel_thread_;
   std::unique_ptr<ReadJobQueue> jobs_;  // last: its threads use everything above
 };
 

@@ -98,7 +98,8 @@ TEST_F(DaemonFailureTest, DaemonBackAfterSecondsMidStepGivesTheSameLogits) {
     WARP_ASSERT_OK(remote->Prefill(prompt_));
     (*daemon)->Stop(SIGKILL);
     absl::StatusOr<std::vector<float>> step;
-    std::thread generation([&] { step = remote->Step(9); });
+    // Joined on every path: a failed assertion below must not destroy it joinable.
+    std::jthread generation([&] { step = remote->Step(9); });
     std::this_thread::sleep_for(std::chrono::seconds(3));
     daemon = Daemon::Start(args);
     WARP_ASSERT_OK(daemon);

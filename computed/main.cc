@@ -6,9 +6,11 @@
 
 #include "CLI/CLI.hpp"
 #include "common/logging.h"
+#include "common/memory/heap_reuse.h"
 #include "computed/cli/commands.h"
 
 int main(int argc, char** argv) {
+  warp::KeepFreedHeapMemory();  // before any thread allocates: common/memory/heap_reuse.h
   CLI::App app{"computed: run Mixture-of-Experts models larger than RAM"};
   app.require_subcommand(1);
   std::string log_level = "info";

@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "common/byte_size.h"
 #include "common/logging.h"
+#include "common/memory/heap_reuse.h"
 #include "expertd/serve.h"
 #include "expertd/serve_command.h"
 #include "expertd/shard.h"
@@ -91,6 +92,7 @@ int RunShard(const std::string& model, const std::vector<std::string>& dirs,
 }  // namespace
 
 int main(int argc, char** argv) {
+  warp::KeepFreedHeapMemory();  // before any thread allocates: common/memory/heap_reuse.h
   CLI::App app{"expertd: WARP expert-storage daemon and tools"};
   app.require_subcommand(1);
   std::string log_level = "info";

@@ -24,6 +24,7 @@
 #include "common/client/grpc_source.h"
 #include "common/client/uds_source.h"
 #include "common/format/container.h"
+#include "common/memory/heap_reuse.h"
 #include "common/store/expert_store.h"
 
 namespace {
@@ -106,6 +107,7 @@ void Report(const std::string& path, Rate rate, uint64_t errors) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  warp::KeepFreedHeapMemory();  // before any thread allocates: common/memory/heap_reuse.h
   Args args;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

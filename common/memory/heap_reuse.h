@@ -17,7 +17,10 @@
 
 namespace warp {
 
-inline constexpr long kHeapMmapThresholdBytes = 8L << 20;   // larger blocks: their own mapping
+// Blocks this large or larger get a mapping of their own. glibc's own ceiling
+// for its moving threshold: nothing it would have kept on the heap is mapped
+// afresh instead.
+inline constexpr long kHeapMmapThresholdBytes = 32L << 20;
 inline constexpr long kHeapTrimThresholdBytes = 64L << 20;  // kept free at the heap top
 
 // Returns false (and changes nothing) if GLIBC_TUNABLES sets malloc options.

@@ -1,13 +1,23 @@
 #include "common/store/expert_store.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/format/bank_format.h"
 #include "common/logging.h"
 #include "common/status.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels refuse it with EINVAL
+#endif
 
 namespace warp {
 namespace {
@@ -54,6 +64,36 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
   io_ = std::make_unique<IoEngine>(
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
       [this](const ExpertKey& key, Priority) { DropRead(key); });
+  if (options.prefault_cache && arena_ != nullptr && !options.shared_arena) {
+    prefaulter_ = std::thread([this] { PrefaultLoop(); });
+  }
+}
+
+void ExpertStore::PrefaultLoop() {
+  pthread_setname_np(pthread_self(), "warp-prefault");
+  const sched_param idle{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);  // a hint: if refused, it still runs
+  while (true) {
+    std::span<std::byte> pages;
+    {
+      absl::MutexLock lock(&mu_);
+      if (shutting_down_ || arena_->backed_slots() >= cache_.capacity_bytes() / slot_bytes_) {
+        return;
+      }
+      std::optional<uint32_t> slot = arena_->ClaimUnbackedSlot();
+      if (!slot) return;
+      pages = arena_->Slot(*slot);
+    }
+    // Faults the pages in without writing them: safe beside a read into the
+    // slot if it was allocated meanwhile.
+    if (::madvise(pages.data(), pages.size(), MADV_POPULATE_WRITE) != 0) {
+      Logger("expertd.store")
+          .debug("not pre-faulting the expert cache: madvise: {}", std::strerror(errno));
+      return;
+    }
+    absl::MutexLock lock(&mu_);
+    ++stats_.prefaulted_slots;
+  }
 }
 
 ExpertStore::~ExpertStore() {
@@ -61,7 +101,8 @@ ExpertStore::~ExpertStore() {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;  // queued reads of any priority fail instead of vanishing
   }
-  io_.reset();  // joins the readers before the state goes
+  if (prefaulter_.joinable()) prefaulter_.join();  // ends after the slot it is faulting in
+  io_.reset();                                     // joins the readers before the state goes
 }
 
 ExpertRecord ExpertStore::LeasedRecord(const ExpertKey& key) {
@@ -315,6 +356,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"cache_free_slots", arena_ ? arena_->free_slots() : 0},
       {"cache_evictions", cache.evictions},
       {"cache_shrinks", stats_.cache_shrinks},
+      {"cache_prefaulted_slots", stats_.prefaulted_slots},
       {"cache_rejected_inserts", cache.rejected_inserts},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
       {"queue_depth", io_->queue_depth()},

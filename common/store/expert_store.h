@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -52,6 +53,13 @@ class ExpertStore : public ExpertSource {
     // writable mappings, so a shrink cannot give its memory back. An embedded
     // store's arena is private and can.
     bool shared_arena = true;
+    // A private arena's never-written slots get their pages faulted in ahead of
+    // use, in the order they will be handed out, by a thread that runs only on
+    // an otherwise idle core (SCHED_IDLE): the kernel zeroes fresh pages while
+    // the engine waits for the disk, not inside the reads (EFFICIENCY.md
+    // "Resident: the preload"). Up to the cache's capacity; ends when there is
+    // no such slot left. Ignored for a shared arena.
+    bool prefault_cache = false;
     BankSet::Options banks;
   };
 
@@ -130,6 +138,8 @@ class ExpertStore : public ExpertSource {
   // A record of the cached slot of `key`, pinned until its lease is dropped.
   ExpertRecord LeasedRecord(const ExpertKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Release(const ExpertKey& key);
+  // The prefault thread (Options::prefault_cache).
+  void PrefaultLoop();
 
   std::unique_ptr<BankSet> banks_;
   std::unique_ptr<RecordArena> arena_;  // null when the budget holds no slot
@@ -147,6 +157,7 @@ class ExpertStore : public ExpertSource {
     uint64_t read_bytes[3] = {0, 0, 0};         // by Priority
     uint64_t lookahead_cancelled = 0;
     uint64_t cache_shrinks = 0;           // SetCacheCapacity calls that lowered it
+    uint64_t prefaulted_slots = 0;        // slots whose pages PrefaultLoop faulted in
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
     // Wall time with at least one disk read in flight: the I/O side of the
     // overlap efficiency max(I/O, compute) / token time.
@@ -154,6 +165,7 @@ class ExpertStore : public ExpertSource {
     uint32_t disk_reads_running = 0;
     std::chrono::steady_clock::time_point busy_since;
   } stats_ ABSL_GUARDED_BY(mu_);
+  std::thread prefaulter_;        // joinable with Options::prefault_cache on a private arena
   std::unique_ptr<IoEngine> io_;  // last: its threads use everything above
 };
 

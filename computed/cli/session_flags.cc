@@ -94,6 +94,8 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                   "Prompt tokens per prefill chunk (default: the whole prompt)");
   cmd->add_flag("--no-prefetch", flags.no_prefetch,
                 "Read a layer's experts, then compute (no overlap); independent of --lookahead");
+  cmd->add_flag("--no-prefault", flags.no_prefault,
+                "Do not fault the expert cache's pages in ahead of use on an idle core (for A/B)");
   cmd->add_flag("--no-certain", flags.no_certain,
                 "Do not read hash layers' experts at a chunk's start (DeepSeek V4; for A/B)");
   cmd->add_option("--lookahead", flags.lookahead,
@@ -146,6 +148,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
   if (!io_backend.ok()) return io_backend.status();
   options.io_backend = *io_backend;
   options.verify_every_read = flags.verify_every_read;
+  options.prefault_cache = !flags.no_prefault;
   options.store_tls = flags.store_tls;
   if (flags.store_retry_seconds) {
     options.store_retry_deadline = std::chrono::milliseconds(

@@ -31,6 +31,7 @@ struct SessionFlags {
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;
   bool no_certain = false;
+  bool no_prefault = false;
   int lookahead = -1;                         // -1: WARP_LOOKAHEAD or 6
   std::optional<double> lookahead_precision;  // unset: the default
   uint32_t experts_per_token = 0;

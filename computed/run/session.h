@@ -42,6 +42,7 @@ struct SessionOptions {
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // --cache-policy, embedded stores
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
   bool verify_every_read = false;                       // --verify-every-read, embedded
+  bool prefault_cache = true;                           // --no-prefault: false
   TlsClientFiles store_tls;                             // of tls: --stores
   // --store-retry-seconds; unset: per address (common/client/retry.h)
   std::optional<std::chrono::milliseconds> store_retry_deadline;

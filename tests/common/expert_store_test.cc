@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -92,11 +93,13 @@ class ExpertStoreTest : public ::testing::Test {
 
   // REQUIRES: called once per test, through ASSERT_NO_FATAL_FAILURE.
   void OpenStore(uint64_t cache_bytes, uint32_t io_threads, bool verify = true,
-                 bool shared_arena = true, bool verify_once = false) {
+                 bool shared_arena = true, bool verify_once = false, bool prefault = false) {
     auto container = Container::Open(model_);
     WARP_ASSERT_OK(container);
-    ExpertStore::Options options{
-        .cache_bytes = cache_bytes, .io_threads = io_threads, .shared_arena = shared_arena};
+    ExpertStore::Options options{.cache_bytes = cache_bytes,
+                                 .io_threads = io_threads,
+                                 .shared_arena = shared_arena,
+                                 .prefault_cache = prefault};
     options.banks.verify = verify;
     options.banks.verify_once = verify_once;
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
@@ -301,6 +304,39 @@ TEST_F(ExpertStoreTest, ShrinkingTheCacheEvictsAndGivesMemoryBack) {
   EXPECT_EQ(store_->SetCacheCapacity(uint64_t{1} << 40), kExperts * slot);
   for (uint32_t e = 0; e < kExperts; ++e) WARP_ASSERT_OK(ReadOne({1, e}));
   EXPECT_EQ(Counter("cache_used_bytes"), kExperts * slot);
+}
+
+// Options::prefault_cache: every slot of a private arena is faulted in with
+// no read asking, once each, and reads into those slots return their records.
+TEST_F(ExpertStoreTest, APrivateArenaIsFaultedInBeforeAnyReadNeedsIt) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
+                                    /*verify_once=*/false, /*prefault=*/true));
+  const uint64_t slots = Counter("cache_capacity_bytes") / store_->slot_bytes();
+  ASSERT_GT(slots, 0u);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Counter("cache_prefaulted_slots") < slots && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(Counter("cache_prefaulted_slots"), slots);
+  EXPECT_EQ(store_->arena_resident_bytes(), slots * store_->slot_bytes());
+  EXPECT_EQ(Counter("read_bytes_demand"), 0u);
+  for (uint32_t e = 0; e < kExperts; ++e) {
+    absl::StatusOr<ExpertRecord> record = ReadOne({1, e});
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes({1, e}));
+  }
+  EXPECT_EQ(Counter("cache_prefaulted_slots"), slots);
+}
+
+// expertd's shared arena is left to fault in as reads fill it: a client maps
+// it, and a daemon's budget is not this process's to spend ahead of need.
+TEST_F(ExpertStoreTest, ASharedArenaIsNotPrefaulted) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/true,
+                                    /*verify_once=*/false, /*prefault=*/true));
+  WARP_ASSERT_OK(ReadOne({1, 0}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(Counter("cache_prefaulted_slots"), 0u);
+  EXPECT_LE(store_->arena_resident_bytes(), store_->slot_bytes());
 }
 
 // A shared arena (expertd's, mapped by clients) is sealed: a shrink evicts but

@@ -46,6 +46,27 @@ TEST(RecordArenaTest, AFreedSlotIsAllocatedAgain) {
   EXPECT_EQ((*arena)->free_slots(), 2u);
 }
 
+// The pre-faulter claims the slots Allocate() will hand out next, each slot
+// once, until every free slot holds pages; a released slot can be claimed again.
+TEST(RecordArenaTest, ClaimsUnbackedSlotsInAllocationOrderOnce) {
+  auto arena = RecordArena::Create(4096, 3, "test-arena", /*shared=*/false);
+  WARP_ASSERT_OK(arena);
+  RecordArena& a = **arena;
+  EXPECT_EQ(a.backed_slots(), 0u);
+  EXPECT_EQ(a.ClaimUnbackedSlot(), 0u);
+  EXPECT_EQ(a.Allocate(), 0u);  // the claimed slot is still the next one handed out
+  EXPECT_EQ(a.backed_slots(), 1u);
+  EXPECT_EQ(a.ClaimUnbackedSlot(), 1u);
+  EXPECT_EQ(a.ClaimUnbackedSlot(), 2u);
+  EXPECT_EQ(a.ClaimUnbackedSlot(), std::nullopt);
+  EXPECT_EQ(a.backed_slots(), 3u);
+  a.Free(0);
+  EXPECT_EQ(a.ClaimUnbackedSlot(), std::nullopt);  // freed, but it holds pages
+  WARP_ASSERT_OK(a.Release(0));
+  EXPECT_EQ(a.backed_slots(), 2u);
+  EXPECT_EQ(a.ClaimUnbackedSlot(), 0u);
+}
+
 TEST(RecordArenaTest, MemoryOutsideTheArenaHasNoOffset) {
   auto arena = RecordArena::Create(4096, 2, "test-arena");
   WARP_ASSERT_OK(arena);

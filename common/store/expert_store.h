@@ -56,9 +56,9 @@ class ExpertStore : public ExpertSource {
     // A private arena's never-written slots get their pages faulted in ahead of
     // use, in the order they will be handed out, by a thread that runs only on
     // an otherwise idle core (SCHED_IDLE): the kernel zeroes fresh pages while
-    // the engine waits for the disk, not inside the reads (EFFICIENCY.md
-    // "Resident: the preload"). Up to the cache's capacity; ends when there is
-    // no such slot left. Ignored for a shared arena.
+    // the engine waits for the disk, not inside the reads (EFFICIENCY.md "The
+    // cache faulted in on an idle core"). Up to the cache's capacity; ends when
+    // there is no such slot left. Ignored for a shared arena.
     bool prefault_cache = false;
     BankSet::Options banks;
   };

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
@@ -73,8 +74,7 @@ RecordArena::RecordArena(ScopedFd fd, std::byte* base, uint64_t slot_bytes, uint
       slot_bytes_(slot_bytes),
       num_slots_(num_slots),
       allocated_(num_slots, false),
-      released_(num_slots, true),
-      unbacked_slots_(num_slots) {
+      released_(num_slots, true) {
   free_.reserve(num_slots);
   for (uint32_t slot = num_slots; slot > 0; --slot) free_.push_back(slot - 1);  // 0 first
 }
@@ -86,10 +86,7 @@ std::optional<uint32_t> RecordArena::Allocate() {
   const uint32_t slot = free_.back();
   free_.pop_back();
   allocated_[slot] = true;
-  if (released_[slot]) {  // about to be written
-    released_[slot] = false;
-    --unbacked_slots_;
-  }
+  released_[slot] = false;  // about to be written
   return slot;
 }
 
@@ -123,7 +120,6 @@ absl::Status RecordArena::Release(uint32_t slot) {
     return ErrnoToStatus(errno, absl::StrCat("releasing slot ", slot, " of the record arena"));
   }
   released_[slot] = true;
-  ++unbacked_slots_;
   return absl::OkStatus();
 }
 
@@ -131,10 +127,13 @@ std::optional<uint32_t> RecordArena::ClaimUnbackedSlot() {
   for (auto it = free_.rbegin(); it != free_.rend(); ++it) {  // Allocate()'s order
     if (!released_[*it]) continue;
     released_[*it] = false;
-    --unbacked_slots_;
     return *it;
   }
   return std::nullopt;
+}
+
+uint32_t RecordArena::backed_slots() const {
+  return static_cast<uint32_t>(std::count(released_.begin(), released_.end(), false));
 }
 
 uint64_t RecordArena::ResidentBytes() const {

@@ -65,7 +65,7 @@ class RecordArena {
   // pages in). nullopt if every free slot holds pages.
   std::optional<uint32_t> ClaimUnbackedSlot();
   // Slots that hold pages, or are about to: allocated, written, or claimed.
-  uint32_t backed_slots() const { return num_slots_ - unbacked_slots_; }
+  uint32_t backed_slots() const;
 
   std::span<std::byte> Slot(uint32_t slot) const;  // slot_bytes long
   bool IsAllocated(uint32_t slot) const { return allocated_[slot]; }
@@ -91,7 +91,6 @@ class RecordArena {
   std::vector<uint32_t> free_;   // LIFO: a recently freed slot is warm in the TLB
   std::vector<bool> allocated_;  // by slot, to catch double frees
   std::vector<bool> released_;   // by slot: holds no pages (never written, or Released since)
-  uint32_t unbacked_slots_;      // count of released_
 };
 
 }  // namespace warp

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,7 @@ namespace warp::expertd {
 namespace {
 
 constexpr uint32_t kMaxIoThreads = 1024;
+constexpr uint32_t kMaxStagingSlots = 1024;
 
 // Keeps the first parse error of a textproto, with its position.
 class FirstError : public google::protobuf::io::ErrorCollector {
@@ -228,6 +230,20 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
         absl::StrCat("io_threads ", config.io_threads(), ": at most ", kMaxIoThreads,
                      " reads in flight (far above any disk's queue)"));
   }
+  const bool has_fastpath = absl::c_any_of(
+      config.listen(), [](const std::string& spec) { return absl::StartsWith(spec, "fastpath:"); });
+  if (!config.has_staging_slots())
+    config.set_staging_slots(has_fastpath ? 2 * config.io_threads() : 0);
+  if (config.staging_slots() > kMaxStagingSlots) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("staging_slots ", config.staging_slots(), ": at most ", kMaxStagingSlots));
+  }
+  if (config.staging_slots() > 0 && !has_fastpath) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("staging_slots ", config.staging_slots(),
+                     ": only fast-path clients use staging slots, and no fastpath: address "
+                     "is listened on (add one, or leave staging_slots unset)"));
+  }
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
   if (config.max_fastpath_connections() == 0) config.set_max_fastpath_connections(256);
@@ -277,6 +293,7 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
       ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
                                     .io_threads = config.io_threads(),
                                     .cache_policy = policy,
+                                    .staging_slots = config.staging_slots(),
                                     .banks = {.verify = !config.skip_crc(),
                                               .verify_once = !config.verify_every_read(),
                                               .io_backend = io_backend,
@@ -284,8 +301,9 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
                                                   .depth = config.io_depth(),
                                                   .piece_bytes = config.io_piece_bytes(),
                                               }}}));
-  log.info("cache {} ({}), {} I/O threads reading with {}, verify {}",
-           FormatBytes(config.budget_bytes()), EvictionPolicyName(policy), config.io_threads(),
+  log.info("cache {} ({}), {} staging slots ({}), {} I/O threads reading with {}, verify {}",
+           FormatBytes(store->cache_bytes()), EvictionPolicyName(policy), config.staging_slots(),
+           FormatBytes(config.staging_slots() * store->slot_bytes()), config.io_threads(),
            IoBackendName(store->io_backend()),
            config.skip_crc()            ? "off"
            : config.verify_every_read() ? "every read"

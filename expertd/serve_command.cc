@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct ServeFlags {
   std::vector<std::string> listen;
   std::string budget;
   uint32_t io_threads = 0;
+  std::optional<uint32_t> staging_slots;
   bool no_verify = false;
   bool verify_every_read = false;
   uint32_t max_keys = 0;
@@ -55,6 +57,7 @@ absl::Status Run(const ServeFlags& flags) {
     config.set_budget_bytes(*budget);
   }
   if (flags.io_threads) config.set_io_threads(flags.io_threads);
+  if (flags.staging_slots) config.set_staging_slots(*flags.staging_slots);
   if (flags.no_verify) config.set_skip_crc(true);
   if (flags.verify_every_read) config.set_verify_every_read(true);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
@@ -94,6 +97,9 @@ std::function<int()> AddServeCommand(CLI::App& app) {
       "unix:PATH, tcp:HOST:PORT (port 0: any) or fastpath:PATH (zero-copy, same machine); repeat");
   cmd->add_option("--budget", flags->budget, "Record cache size, e.g. 8G (default 0: no cache)");
   cmd->add_option("--io-threads", flags->io_threads, "Reads in flight (default 4)");
+  cmd->add_option("--staging-slots", flags->staging_slots,
+                  "Shared slots uncached records are leased from on the fast path (default 2 x "
+                  "--io-threads; 0: copies through the socket)");
   cmd->add_flag("--no-verify", flags->no_verify,
                 "Skip the CRC32C of records read (footers are still checked)");
   cmd->add_flag("--verify-every-read", flags->verify_every_read,

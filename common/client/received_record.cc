@@ -6,7 +6,7 @@
 namespace warp {
 
 absl::Status CheckReceived(std::span<const std::byte> bytes, const ExpertKey& key,
-                           uint64_t fingerprint) {
+                           uint64_t fingerprint, bool check_crc) {
   if (bytes.size() < kBankAlignment || bytes.size() % kBankAlignment != 0) {
     return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
                                             ": received ", bytes.size(),
@@ -22,7 +22,7 @@ absl::Status CheckReceived(std::span<const std::byte> bytes, const ExpertKey& ke
                       .expert = key.expert,
                       .payload_bytes = footer.payload_bytes,
                       .fingerprint = fingerprint},
-                     /*check_crc=*/true);
+                     check_crc);
 }
 
 }  // namespace warp

@@ -170,12 +170,21 @@ absl::StatusOr<ExpertRecord> UdsExpertSource::MakeRecord(
                                               ": record outside the shared cache or payload"));
   } else {
     std::span<const std::byte> data = region.subspan(entry.offset(), entry.record_bytes());
-    status = CheckReceived(data, key, fingerprint_);
+    bool check_crc = options_.verify_every_read;
+    if (!check_crc) {
+      absl::MutexLock lock(&mu_);
+      check_crc = !verified_.contains(key);
+    }
+    status = CheckReceived(data, key, fingerprint_, check_crc);
     if (status.ok() && DecodeFooter(data).payload_crc32c != entry.crc32c()) {
       status = absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
                                                 ": crc32c differs from the reply's"));
     }
     if (status.ok()) {
+      if (check_crc) {
+        absl::MutexLock lock(&mu_);
+        verified_.insert(key);
+      }
       return ExpertRecord{.key = key,
                           .owner = std::move(owner),
                           .data = data,

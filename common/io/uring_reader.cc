@@ -38,16 +38,49 @@ absl::StatusOr<std::unique_ptr<UringReader>> UringReader::Create(Options options
     return absl::UnavailableError(
         absl::StrCat("io_uring_queue_init(", options.depth, "): ", std::strerror(-err)));
   }
-  return std::unique_ptr<UringReader>(new UringReader(std::move(ring), options));
+  bool registered = false;
+  if (options.fixed != nullptr && !options.fixed->buffers.empty()) {
+    std::vector<iovec> iovecs;
+    uint64_t bytes = 0;
+    for (std::span<std::byte> buffer : options.fixed->buffers) {
+      iovecs.push_back({.iov_base = buffer.data(), .iov_len = buffer.size()});
+      bytes += buffer.size();
+    }
+    const int refused =
+        io_uring_register_buffers(ring.get(), iovecs.data(), static_cast<unsigned>(iovecs.size()));
+    registered = refused == 0;
+    static std::atomic<bool> warned{false};
+    if (!registered && !warned.exchange(true)) {
+      Logger("expertd.store")
+          .warn(
+              "io_uring: registering {} buffers of {} bytes in all: {}; reading into them "
+              "unregistered (slower; raise RLIMIT_MEMLOCK, e.g. LimitMEMLOCK= in the unit)",
+              iovecs.size(), bytes, std::strerror(-refused));
+    }
+  }
+  return std::unique_ptr<UringReader>(new UringReader(std::move(ring), options, registered));
 }
 
-UringReader::UringReader(std::unique_ptr<io_uring> ring, Options options)
-    : ring_(std::move(ring)), options_(options) {}
+UringReader::UringReader(std::unique_ptr<io_uring> ring, Options options, bool registered)
+    : ring_(std::move(ring)), options_(std::move(options)), registered_(registered) {}
+
+std::optional<int> UringReader::FixedIndex(std::span<const std::byte> out) const {
+  if (!registered_) return std::nullopt;
+  const std::vector<std::span<std::byte>>& buffers = options_.fixed->buffers;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const std::byte* begin = buffers[i].data();
+    if (out.data() >= begin && out.data() + out.size() <= begin + buffers[i].size()) {
+      return static_cast<int>(i);
+    }
+  }
+  return std::nullopt;
+}
 
 UringReader::~UringReader() { io_uring_queue_exit(ring_.get()); }
 
 absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t offset,
                                    std::string_view path) {
+  const std::optional<int> fixed = FixedIndex(out);
   std::vector<Piece> pieces;
   for (uint64_t at = 0; at < out.size(); at += options_.piece_bytes) {
     pieces.push_back(
@@ -67,9 +100,13 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
       const size_t index = to_submit.front();
       to_submit.pop_front();
       const Piece& piece = pieces[index];
-      io_uring_prep_read(sqe, fd, out.data() + piece.offset + piece.done,
-                         static_cast<unsigned>(piece.bytes - piece.done),
-                         offset + piece.offset + piece.done);
+      std::byte* to = out.data() + piece.offset + piece.done;
+      const unsigned bytes = static_cast<unsigned>(piece.bytes - piece.done);
+      if (fixed) {
+        io_uring_prep_read_fixed(sqe, fd, to, bytes, offset + piece.offset + piece.done, *fixed);
+      } else {
+        io_uring_prep_read(sqe, fd, to, bytes, offset + piece.offset + piece.done);
+      }
       io_uring_sqe_set_data64(sqe, index);
       ++in_flight;
     }
@@ -117,6 +154,8 @@ absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::sp
                             uint64_t offset, std::string_view path) {
   thread_local std::unique_ptr<UringReader> reader;
   thread_local bool refused = false;
+  // A ring registered with other buffers must never read into these.
+  if (reader != nullptr && reader->options().fixed != options.fixed) reader.reset();
   if (reader == nullptr && !refused) {
     absl::StatusOr<std::unique_ptr<UringReader>> created = UringReader::Create(options);
     if (created.ok()) {

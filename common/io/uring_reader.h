@@ -12,8 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -21,11 +23,26 @@ struct io_uring;
 
 namespace warp {
 
+// Memory registered with a ring (io_uring_register_buffers): a read into it
+// skips pinning its pages at every read, which on 4 KiB pages (shared memory
+// gets no huge pages here) costs more than the read: fio, 1 MiB pieces x 16
+// x 4 threads into shared memory, 1.6 GB/s unregistered, 4.4 registered
+// (docs/EFFICIENCY.md "Fast-path misses in shared memory"). Pinned for as
+// long as a ring holds them.
+struct FixedBuffers {
+  std::vector<std::span<std::byte>> buffers;  // each at most 1 GiB
+};
+
 class UringReader {
  public:
   struct Options {
     uint32_t depth = 16;             // pieces in flight per read
     uint64_t piece_bytes = 1 << 20;  // a multiple of 4096
+    // Registered with the ring at Create. A reader is tied to this object:
+    // UringPreadFull makes a thread a new reader for another one. Where the
+    // kernel refuses it (RLIMIT_MEMLOCK without CAP_IPC_LOCK), reads into
+    // them go unregistered, said once.
+    std::shared_ptr<const FixedBuffers> fixed;
   };
 
   // Unavailable (with the kernel's reason) where io_uring is missing or
@@ -43,12 +60,16 @@ class UringReader {
   absl::Status ReadFull(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path);
 
   const Options& options() const { return options_; }
+  bool registered() const { return registered_; }  // options().fixed is registered
 
  private:
-  UringReader(std::unique_ptr<io_uring> ring, Options options);
+  UringReader(std::unique_ptr<io_uring> ring, Options options, bool registered);
+  // The registered buffer `out` lies in, if any.
+  std::optional<int> FixedIndex(std::span<const std::byte> out) const;
 
   std::unique_ptr<io_uring> ring_;
   Options options_;
+  const bool registered_;  // options_.fixed is registered with ring_
 };
 
 // PreadFull's contract through this thread's UringReader (created on the

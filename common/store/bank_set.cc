@@ -24,7 +24,9 @@ const char* IoBackendName(IoBackend backend) {
 absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Container> container,
                                                        Options options) {
   if (!options.pread && options.io_backend == IoBackend::kUring) {
-    absl::StatusOr<std::unique_ptr<UringReader>> probe = UringReader::Create(options.uring);
+    UringReader::Options unregistered = options.uring;  // a probe need not pin anything
+    unregistered.fixed = nullptr;
+    absl::StatusOr<std::unique_ptr<UringReader>> probe = UringReader::Create(unregistered);
     if (absl::IsInvalidArgument(probe.status())) return probe.status();  // bad depth or piece
     if (probe.ok()) {
       options.pread = [uring = options.uring](int fd, std::span<std::byte> out, uint64_t offset,

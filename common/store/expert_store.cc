@@ -33,34 +33,50 @@ size_t LatencyBucket(double ms) {
 
 absl::StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Open(
     std::shared_ptr<const Container> container, Options options) {
-  options.banks.spare_buffers = options.io_threads;
-  WARP_ASSIGN_OR_RETURN(auto banks, BankSet::Open(std::move(container), options.banks));
   uint64_t slot_bytes = kBankAlignment;
   uint64_t records_held = 0;
-  for (const BankEntry& bank : banks->container().manifest().banks) {
+  for (const BankEntry& bank : container->manifest().banks) {
     slot_bytes = std::max(slot_bytes, AlignUp(bank.record_bytes, kBankAlignment));
-    records_held += banks->container().HeldExperts(bank).size();
+    records_held += container->HeldExperts(bank).size();
   }
   // A cache larger than the records it can hold would only be reported (and
   // charged to the budget) without ever being used.
-  const uint64_t num_slots =
-      std::min<uint64_t>({options.cache_bytes / slot_bytes, records_held, UINT32_MAX});
+  const uint64_t cache_slots =
+      std::min<uint64_t>({options.cache_bytes / slot_bytes, records_held, UINT32_MAX / 2});
+  if (!options.shared_arena) options.staging_slots = 0;
+  options.staging_slots = std::min(options.staging_slots, UINT32_MAX / 2);
+  const uint64_t num_slots = cache_slots + options.staging_slots;
   std::unique_ptr<RecordArena> arena;
+  std::vector<uint32_t> staging;
   if (num_slots > 0) {
     WARP_ASSIGN_OR_RETURN(arena, RecordArena::Create(slot_bytes, static_cast<uint32_t>(num_slots),
                                                      "warp-record-cache", options.shared_arena));
+    // Staging slots are the store's for good: the cache never sees them, and
+    // each I/O thread's ring registers them (FixedBuffers).
+    auto fixed = std::make_shared<FixedBuffers>();
+    for (uint32_t i = 0; i < options.staging_slots; ++i) {
+      staging.push_back(*arena->Allocate());
+      if (slot_bytes <= (uint64_t{1} << 30)) fixed->buffers.push_back(arena->Slot(staging.back()));
+    }
+    if (!fixed->buffers.empty()) options.banks.uring.fixed = std::move(fixed);
   }
-  return std::unique_ptr<ExpertStore>(
-      new ExpertStore(std::move(banks), std::move(arena), slot_bytes, options));
+  options.banks.spare_buffers = options.io_threads;
+  WARP_ASSIGN_OR_RETURN(auto banks, BankSet::Open(std::move(container), options.banks));
+  return std::unique_ptr<ExpertStore>(new ExpertStore(
+      std::move(banks), std::move(arena), slot_bytes, cache_slots, std::move(staging), options));
 }
 
 ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordArena> arena,
-                         uint64_t slot_bytes, const Options& options)
+                         uint64_t slot_bytes, uint64_t cache_slots, std::vector<uint32_t> staging,
+                         const Options& options)
     : banks_(std::move(banks)),
       arena_(std::move(arena)),
       slot_bytes_(slot_bytes),
-      cache_(RecordCache::Options{.capacity_bytes = arena_ ? arena_->arena_bytes() : 0,
-                                  .policy = options.cache_policy}) {
+      max_cache_bytes_(cache_slots * slot_bytes),
+      staging_slots_(static_cast<uint32_t>(staging.size())),
+      cache_(
+          RecordCache::Options{.capacity_bytes = max_cache_bytes_, .policy = options.cache_policy}),
+      staging_free_(std::move(staging)) {
   io_ = std::make_unique<IoEngine>(
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
       [this](const ExpertKey& key, Priority) { DropRead(key); });
@@ -120,6 +136,32 @@ ExpertRecord ExpertStore::LeasedRecord(const ExpertKey& key) {
 void ExpertStore::Release(const ExpertKey& key) {
   absl::MutexLock lock(&mu_);
   cache_.Unpin(key);
+}
+
+std::optional<uint32_t> ExpertStore::Stage(const ExpertKey& key) {
+  if (staging_slots_ == 0 || banks_->RecordBytes(key) == 0) return std::nullopt;
+  if (staging_free_.empty()) {
+    ++stats_.staging_full;
+    return std::nullopt;
+  }
+  const uint32_t slot = staging_free_.back();
+  staging_free_.pop_back();
+  ++stats_.staged_reads;
+  return slot;
+}
+
+ExpertRecord ExpertStore::StagedRecord(const ExpertKey& key, uint32_t slot) {
+  const uint64_t record_bytes = banks_->RecordBytes(key);
+  std::shared_ptr<const void> owner(nullptr, [this, slot](const void*) { Unstage(slot); });
+  return ExpertRecord{.key = key,
+                      .owner = std::move(owner),
+                      .data = arena_->Slot(slot).first(record_bytes),
+                      .record_bytes = record_bytes};
+}
+
+void ExpertStore::Unstage(uint32_t slot) {
+  absl::MutexLock lock(&mu_);
+  staging_free_.push_back(slot);
 }
 
 std::optional<uint64_t> ExpertStore::ArenaOffset(const ExpertRecord& record) const {
@@ -199,6 +241,7 @@ absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key,
 void ExpertStore::RunRead(const ExpertKey& key) {
   Priority priority;
   std::optional<uint32_t> slot;
+  std::optional<uint32_t> staged;
   {
     absl::MutexLock lock(&mu_);
     auto it = in_flight_.find(key);
@@ -206,10 +249,11 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     it->second.started = true;
     priority = it->second.priority;
     slot = Admit(key, priority);
+    if (!slot) staged = Stage(key);
     if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
   }
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ExpertRecord> record = ReadFromDisk(key, slot);
+  absl::StatusOr<ExpertRecord> record = ReadFromDisk(key, slot ? slot : staged);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -237,6 +281,11 @@ void ExpertStore::RunRead(const ExpertKey& key) {
         arena_->Free(*slot);
         slots_.erase(key);
       }
+    }
+    if (staged && !record.ok()) {
+      staging_free_.push_back(*staged);
+    } else if (staged) {
+      record = StagedRecord(key, *staged);  // every waiter shares it; its slot goes with it
     }
     if (record.ok()) {
       stats_.read_bytes[static_cast<size_t>(priority)] += record->record_bytes;
@@ -311,7 +360,7 @@ size_t ExpertStore::CancelLookahead(uint32_t through_layer) {
 uint64_t ExpertStore::SetCacheCapacity(uint64_t bytes) {
   absl::MutexLock lock(&mu_);
   if (arena_ == nullptr) return 0;
-  const uint64_t capacity = std::min(bytes / slot_bytes_ * slot_bytes_, arena_->arena_bytes());
+  const uint64_t capacity = std::min(bytes / slot_bytes_ * slot_bytes_, max_cache_bytes_);
   const bool shrinking = capacity < cache_.capacity_bytes();
   for (const ExpertKey& old : cache_.SetCapacity(capacity)) {
     arena_->Free(slots_.at(old));  // evicted keys are unpinned: no lease can see the slot
@@ -357,6 +406,10 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"cache_evictions", cache.evictions},
       {"cache_shrinks", stats_.cache_shrinks},
       {"cache_prefaulted_slots", stats_.prefaulted_slots},
+      {"staging_slots", staging_slots_},
+      {"staging_in_use", staging_slots_ - staging_free_.size()},
+      {"staged_reads", stats_.staged_reads},
+      {"staging_full", stats_.staging_full},
       {"cache_rejected_inserts", cache.rejected_inserts},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
       {"queue_depth", io_->queue_depth()},

@@ -9,8 +9,9 @@
 // a RecordArena (shared memory, so expertd's Unix-socket fast path can hand
 // slots to clients): a record the RecordCache admits is read straight into a
 // slot and verified there; one it refuses (no budget, every slot leased, a
-// speculative read that may not evict) is read into a private heap buffer
-// and returned uncached. A cached record handed out carries a lease (its
+// speculative read that may not evict) is read into a staging slot of the
+// same shared arena if one is free (Options::staging_slots), else into a
+// private heap buffer, and returned uncached. A cached record handed out carries a lease (its
 // owner) that keeps its slot resident until dropped. A corrupt record is
 // never admitted: its slot is freed at once. Counters: Counters(); each demand
 // record says how it was served (ExpertRecord::served).
@@ -60,6 +61,13 @@ class ExpertStore : public ExpertSource {
     // cache faulted in on an idle core"). Up to the cache's capacity; ends when
     // there is no such slot left. Ignored for a shared arena.
     bool prefault_cache = false;
+    // Slots of a shared arena, beyond the cache's, that records the cache does
+    // not keep are read into: the fast path leases them like cached records
+    // instead of copying them through its socket. A staged record holds its
+    // slot until its last copy is dropped; with every staging slot taken, a
+    // read goes to a heap buffer. Ignored for a private arena (the embedded
+    // store's heap buffers are huge pages already).
+    uint32_t staging_slots = 0;
     BankSet::Options banks;
   };
 
@@ -96,19 +104,19 @@ class ExpertStore : public ExpertSource {
   const Container& container() const { return banks_->container(); }
   IoBackend io_backend() const { return banks_->io_backend(); }  // the one that runs
   // RAM the record cache holds (whole slots), what a daemon reports in Describe.
-  uint64_t cache_bytes() const { return arena_ ? arena_->arena_bytes() : 0; }
+  uint64_t cache_bytes() const { return max_cache_bytes_; }
   bool IsCached(const ExpertKey& key) const;
 
-  // The shared-memory cache, for the fast path: its memfd (-1 and 0 bytes
-  // when the budget holds no slot) and its slot size.
+  // The shared-memory arena, for the fast path: its memfd (-1 and 0 bytes
+  // when it holds no slot), its cache slots and staging slots, and their size.
   int arena_fd() const { return arena_ ? arena_->fd() : -1; }
   uint64_t arena_bytes() const { return arena_ ? arena_->arena_bytes() : 0; }
   uint64_t slot_bytes() const { return slot_bytes_; }
   // Bytes of the arena backed by memory now (what the cgroup is charged).
   uint64_t arena_resident_bytes() const { return arena_ ? arena_->ResidentBytes() : 0; }
 
-  // Where `record` lies in the arena, if it is a cached record this store
-  // handed out; nullopt for a heap record. While the record (its lease) is
+  // Where `record` lies in the arena, if it is a cached or staged record this
+  // store handed out; nullopt for a heap record. While the record (its lease) is
   // held, the bytes at that offset stay this record's.
   std::optional<uint64_t> ArenaOffset(const ExpertRecord& record) const;
 
@@ -124,15 +132,23 @@ class ExpertStore : public ExpertSource {
   };
 
   ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordArena> arena,
-              uint64_t slot_bytes, const Options& options);
+              uint64_t slot_bytes, uint64_t cache_slots, std::vector<uint32_t> staging,
+              const Options& options);
   void RunRead(const ExpertKey& key);
-  // Reads `key` into `slot` (admitted and pinned by Admit) or, without a slot,
-  // into a heap buffer. Called without mu_.
+  // Reads `key` into arena slot `slot` (a cache slot admitted and pinned by
+  // Admit, or a staging slot) or, without a slot, into a heap buffer; a slot
+  // read returns no data (LeasedRecord, StagedRecord). Called without mu_.
   absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, std::optional<uint32_t> slot);
   // Admits `key` to the cache and gives it a slot, pinned for the read; frees
   // the slots of the records evicted for it. nullopt: read it uncached.
   std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A free staging slot for a read the cache refused, or nullopt.
+  std::optional<uint32_t> Stage(const ExpertKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The record read into staging slot `slot`; the slot is freed when its last
+  // copy is dropped.
+  ExpertRecord StagedRecord(const ExpertKey& key, uint32_t slot);
+  void Unstage(uint32_t slot);
   void DropRead(const ExpertKey& key);
   void CountServed(Priority priority, Served served) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A record of the cached slot of `key`, pinned until its lease is dropped.
@@ -144,12 +160,16 @@ class ExpertStore : public ExpertSource {
   std::unique_ptr<BankSet> banks_;
   std::unique_ptr<RecordArena> arena_;  // null when the budget holds no slot
   const uint64_t slot_bytes_;           // the largest record_bytes; what a cached record costs
+  const uint64_t max_cache_bytes_;      // the arena's cache slots; the rest are staging slots
+  const uint32_t staging_slots_;
   mutable absl::Mutex mu_;
   RecordCache cache_ ABSL_GUARDED_BY(mu_);  // capacity: whole slots; charges slot_bytes_ each
   // The slot of every resident key (a key being read into its slot included).
   absl::flat_hash_map<ExpertKey, uint32_t> slots_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<ExpertKey, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Staging slots held by no read or record (allocated from the arena for good).
+  std::vector<uint32_t> staging_free_ ABSL_GUARDED_BY(mu_);
   struct Stats {
     // Requests of any priority: found resident / not (read or joined).
     uint64_t hits = 0, misses = 0, joined = 0, crc_errors = 0, read_errors = 0;
@@ -158,6 +178,8 @@ class ExpertStore : public ExpertSource {
     uint64_t lookahead_cancelled = 0;
     uint64_t cache_shrinks = 0;           // SetCacheCapacity calls that lowered it
     uint64_t prefaulted_slots = 0;        // slots whose pages PrefaultLoop faulted in
+    uint64_t staged_reads = 0;            // reads into a staging slot
+    uint64_t staging_full = 0;            // uncached reads that found every staging slot taken
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
     // Wall time with at least one disk read in flight: the I/O side of the
     // overlap efficiency max(I/O, compute) / token time.

@@ -86,8 +86,8 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
       "--io-engine", flags.io_engine,
       "How the embedded store reads records: uring (default: pieces in flight) or pread");
   cmd->add_flag("--verify-every-read", flags.verify_every_read,
-                "Check a record's CRC32C at every read of the embedded store (default: until it "
-                "first passes)");
+                "Check a record's CRC32C at every read of the embedded store or from a fastpath: "
+                "daemon (default: until it first passes)");
   cmd->add_option("--cache-policy", flags.cache_policy,
                   "Eviction order of the embedded expert cache: lfru (default), lru or arc");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,

@@ -41,7 +41,7 @@ struct SessionOptions {
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // --cache-policy, embedded stores
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
-  bool verify_every_read = false;                       // --verify-every-read, embedded
+  bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false
   TlsClientFiles store_tls;                             // of tls: --stores
   // --store-retry-seconds; unset: per address (common/client/retry.h)

@@ -51,8 +51,9 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& ad
                                                            v1::DescribeReply& description) {
   if (absl::StartsWith(address, "fastpath:")) {
     WARP_ASSIGN_OR_RETURN(
-        auto client, UdsExpertSource::Connect(
-                         {.address = address, .retry_deadline = options.store_retry_deadline}));
+        auto client, UdsExpertSource::Connect({.address = address,
+                                               .retry_deadline = options.store_retry_deadline,
+                                               .verify_every_read = options.verify_every_read}));
     description = client->description();
     return client;
   }

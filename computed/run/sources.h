@@ -34,9 +34,9 @@ struct SourceOptions {
   uint32_t io_threads = 4;   // per embedded store
   EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // of the embedded stores' caches
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
-  bool verify_every_read = false;                       // of the embedded stores (CRC32C)
-  bool prefault_cache = true;                           // of the embedded stores' caches
-  TlsClientFiles tls;                                   // what tls: stores are shown
+  bool verify_every_read = false;  // CRC32C: the embedded stores, fastpath: clients
+  bool prefault_cache = true;      // of the embedded stores' caches
+  TlsClientFiles tls;              // what tls: stores are shown
   // How long a store that went away is waited for (--store-retry-seconds);
   // unset: 30 s for unix:/fastpath:, 60 s for tcp:/tls: (common/client/retry.h).
   std::optional<std::chrono::milliseconds> store_retry_deadline;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -99,7 +100,8 @@ class ExpertStoreTest : public ::testing::Test {
     ExpertStore::Options options{.cache_bytes = cache_bytes,
                                  .io_threads = io_threads,
                                  .shared_arena = shared_arena,
-                                 .prefault_cache = prefault};
+                                 .prefault_cache = prefault,
+                                 .staging_slots = staging_slots_};
     options.banks.verify = verify;
     options.banks.verify_once = verify_once;
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
@@ -161,6 +163,7 @@ class ExpertStoreTest : public ::testing::Test {
 
   warp::testing::TempDir dir_;
   fs::path model_ = dir_ / "m.warp";
+  uint32_t staging_slots_ = 0;  // ExpertStore::Options::staging_slots of OpenStore
   uint64_t record_bytes_ = 0;
   std::map<std::pair<uint32_t, uint32_t>, std::string> bank_bytes_;
   absl::Notification read_blocked_;
@@ -350,6 +353,122 @@ TEST_F(ExpertStoreTest, ASharedArenaShrinksWithoutReleasing) {
   EXPECT_EQ(store_->arena_resident_bytes(), resident);
   EXPECT_LE(Counter("cache_used_bytes"), store_->slot_bytes());
   WARP_ASSERT_OK(ReadOne({1, 3}));
+}
+
+// --- Staging slots (the fast path's uncached records) --------------------------
+
+TEST_F(ExpertStoreTest, UncachedRecordsAreReadIntoStagingSlotsOfTheSharedArena) {
+  staging_slots_ = 2;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/0, 2));
+  EXPECT_EQ(store_->cache_bytes(), 0u) << "staging slots are not cache";
+  EXPECT_EQ(store_->arena_bytes(), 2 * store_->slot_bytes());
+  EXPECT_GE(store_->arena_fd(), 0);
+  {
+    absl::StatusOr<ExpertRecord> record = ReadOne({1, 3});
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes({1, 3}));
+    EXPECT_TRUE(store_->ArenaOffset(*record).has_value()) << "in shared memory, leasable";
+    EXPECT_FALSE(store_->IsCached({1, 3}));
+    EXPECT_EQ(Counter("staged_reads"), 1u);
+    EXPECT_EQ(Counter("staging_in_use"), 1u);
+    EXPECT_EQ(Counter("cache_used_bytes"), 0u);
+  }
+  EXPECT_EQ(Counter("staging_in_use"), 0u) << "the slot goes back with the record";
+  WARP_ASSERT_OK(ReadOne({1, 3}));
+  EXPECT_EQ(ReadsOf({1, 3}), 2) << "a staged record is not a cached one";
+}
+
+TEST_F(ExpertStoreTest, WithEveryStagingSlotHeldAReadGoesToTheHeap) {
+  staging_slots_ = 2;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/0, 2));
+  std::vector<ExpertRecord> held;
+  for (uint32_t e = 0; e < 3; ++e) {
+    absl::StatusOr<ExpertRecord> record = ReadOne({2, e});
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes({2, e}));
+    EXPECT_EQ(store_->ArenaOffset(*record).has_value(), e < 2) << e;
+    held.push_back(*std::move(record));
+  }
+  EXPECT_EQ(Counter("staged_reads"), 2u);
+  EXPECT_EQ(Counter("staging_full"), 1u);
+  // Two staged records still hold their own bytes.
+  for (const ExpertRecord& record : held)
+    EXPECT_EQ(AsString(record.bytes()), BankBytes(record.key));
+}
+
+TEST_F(ExpertStoreTest, StagingSlotsNeverHoldCachedRecordsNorTheCacheTheirs) {
+  staging_slots_ = 2;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/record_bytes_, 2));
+  EXPECT_EQ(store_->cache_bytes(), store_->slot_bytes());
+  EXPECT_EQ(store_->arena_bytes(), 3 * store_->slot_bytes());
+  EXPECT_EQ(Counter("cache_capacity_bytes"), store_->slot_bytes());
+  // The first is cached and stays leased; the cache then refuses the next
+  // two (its one slot is pinned): staged; the fourth finds no slot at all.
+  std::vector<ExpertRecord> held;
+  std::set<uint64_t> offsets;
+  for (uint32_t e = 0; e < 4; ++e) {
+    absl::StatusOr<ExpertRecord> record = ReadOne({1, e});
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes({1, e}));
+    std::optional<uint64_t> offset = store_->ArenaOffset(*record);
+    EXPECT_EQ(offset.has_value(), e < 3) << e;
+    if (offset) offsets.insert(*offset);
+    held.push_back(*std::move(record));
+  }
+  EXPECT_EQ(offsets.size(), 3u) << "three slots of their own";
+  EXPECT_TRUE(store_->IsCached({1, 0}));
+  EXPECT_EQ(Counter("cache_used_bytes"), store_->slot_bytes());
+  EXPECT_EQ(Counter("staged_reads"), 2u);
+  EXPECT_EQ(store_->SetCacheCapacity(10 * store_->slot_bytes()), store_->slot_bytes())
+      << "a cache may not grow into the staging slots";
+}
+
+TEST_F(ExpertStoreTest, ACorruptRecordGivesItsStagingSlotBack) {
+  staging_slots_ = 1;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/0, 2));
+  const ExpertKey bad{1, 2};
+  SetFault([bad](const ExpertKey& key, int fd, std::span<std::byte> out, uint64_t offset,
+                 std::string_view path) {
+    WARP_RETURN_IF_ERROR(PreadFull(fd, out, offset, path));
+    if (key == bad) out[100] ^= std::byte{0x01};
+    return absl::OkStatus();
+  });
+  EXPECT_THAT(ReadOne(bad), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("checksum mismatch")));
+  EXPECT_EQ(Counter("staging_in_use"), 0u);
+  absl::StatusOr<ExpertRecord> good = ReadOne({1, 3});
+  WARP_ASSERT_OK(good);
+  EXPECT_TRUE(store_->ArenaOffset(*good).has_value()) << "the one staging slot is free again";
+  EXPECT_EQ(AsString(good->bytes()), BankBytes({1, 3}));
+}
+
+TEST_F(ExpertStoreTest, ConcurrentReadersOfOneStagedRecordShareItsSlot) {
+  staging_slots_ = 1;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/0, 2));
+  BlockNextRead();
+  std::shared_ptr<ReadBatch> first = Issue({{1, 5}}, Priority::kDemand);
+  read_blocked_.WaitForNotification();
+  std::shared_ptr<ReadBatch> second = Issue({{1, 5}}, Priority::kDemand);
+  release_read_.Notify();
+  std::vector<absl::StatusOr<ExpertRecord>> a = first->WaitAll();
+  std::vector<absl::StatusOr<ExpertRecord>> b = second->WaitAll();
+  WARP_ASSERT_OK(a[0]);
+  WARP_ASSERT_OK(b[0]);
+  EXPECT_EQ(a[0]->bytes().data(), b[0]->bytes().data());
+  EXPECT_EQ(ReadsOf({1, 5}), 1);
+  a.clear();
+  EXPECT_EQ(Counter("staging_in_use"), 1u) << "held by the second reader";
+  b.clear();
+  EXPECT_EQ(Counter("staging_in_use"), 0u);
+}
+
+TEST_F(ExpertStoreTest, APrivateArenaHasNoStagingSlots) {
+  staging_slots_ = 2;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/0, 2, true, /*shared_arena=*/false));
+  EXPECT_EQ(store_->arena_bytes(), 0u);
+  absl::StatusOr<ExpertRecord> record = ReadOne({1, 1});
+  WARP_ASSERT_OK(record);
+  EXPECT_FALSE(store_->ArenaOffset(*record).has_value());
+  EXPECT_EQ(Counter("staging_slots"), 0u);
 }
 
 TEST_F(ExpertStoreTest, CacheNeverExceedsItsBudget) {

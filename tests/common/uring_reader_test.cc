@@ -4,8 +4,10 @@
 #include "common/io/uring_reader.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -58,7 +60,7 @@ class UringReaderTest : public ::testing::Test {
 };
 
 TEST_F(UringReaderTest, EverySplitReadsTheFileBytes) {
-  for (const UringReader::Options options :
+  for (const UringReader::Options& options :
        {UringReader::Options{.depth = 1, .piece_bytes = 4096},
         UringReader::Options{.depth = 3, .piece_bytes = 8192}, UringReader::Options{.depth = 16},
         UringReader::Options{.depth = 64, .piece_bytes = 1 << 16},
@@ -87,6 +89,50 @@ TEST_F(UringReaderTest, OneReaderServesManyReads) {
   }
 }
 
+TEST_F(UringReaderTest, ReadsIntoRegisteredBuffersAreTheFileBytes) {
+  AlignedBuffer first(1 << 20);
+  AlignedBuffer second(2 << 20);
+  auto fixed = std::make_shared<FixedBuffers>();
+  fixed->buffers = {first.span(), second.span()};
+  auto reader = UringReader::Create({.depth = 4, .piece_bytes = 1 << 16, .fixed = fixed});
+  WARP_ASSERT_OK(reader);
+  EXPECT_TRUE((*reader)->registered());
+  AlignedBuffer unregistered(1 << 20);
+  // Whole buffers, a part inside one (not at its start), and memory outside them.
+  for (std::span<std::byte> out :
+       {first.span(), second.span().subspan(8192, (1 << 20) + 4096), unregistered.span()}) {
+    const uint64_t offset = 5 * 4096;
+    WARP_ASSERT_OK((*reader)->ReadFull(file_.fd.get(), out, offset, path_));
+    EXPECT_EQ(std::memcmp(out.data(), contents_.data() + offset, out.size()), 0) << out.size();
+  }
+}
+
+// A thread's ring registered over memory that has gone must not read into
+// new memory at the same address: the old registration pins the old pages,
+// so a read through it would land there and leave the new pages untouched.
+TEST_F(UringReaderTest, AThreadTakesANewRingForOtherRegisteredBuffers) {
+  constexpr size_t kBytes = 1 << 20;
+  void* at = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(at, MAP_FAILED);
+  std::span<std::byte> memory(static_cast<std::byte*>(at), kBytes);
+  auto first = std::make_shared<FixedBuffers>();
+  first->buffers = {memory};
+  WARP_ASSERT_OK(UringPreadFull({.depth = 4, .piece_bytes = 1 << 16, .fixed = first},
+                                file_.fd.get(), memory, 0, path_));
+  ASSERT_EQ(std::memcmp(memory.data(), contents_.data(), kBytes), 0);
+  // New pages at the same address, registered anew.
+  ASSERT_EQ(
+      ::mmap(at, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+      at);
+  auto second = std::make_shared<FixedBuffers>();
+  second->buffers = {memory};
+  const uint64_t offset = 1 << 20;
+  WARP_ASSERT_OK(UringPreadFull({.depth = 4, .piece_bytes = 1 << 16, .fixed = second},
+                                file_.fd.get(), memory, offset, path_));
+  EXPECT_EQ(std::memcmp(memory.data(), contents_.data() + offset, kBytes), 0);
+  ::munmap(at, kBytes);
+}
+
 TEST_F(UringReaderTest, AReadPastTheEndIsAShortReadNamingTheFile) {
   // The last 4096 bytes exist, the next piece and the one after start past the end.
   const uint64_t offset = kFileBytes - 4096;
@@ -110,7 +156,7 @@ TEST_F(UringReaderTest, AnErrnoErrorNamesTheFileAndOffset) {
 }
 
 TEST_F(UringReaderTest, RefusesPiecesThatAreNotPages) {
-  for (const UringReader::Options options :
+  for (const UringReader::Options& options :
        {UringReader::Options{.depth = 0}, UringReader::Options{.piece_bytes = 1000},
         UringReader::Options{.piece_bytes = 0}}) {
     auto reader = UringReader::Create(options);

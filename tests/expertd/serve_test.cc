@@ -2,6 +2,8 @@
 // message naming what is wrong, a signal drains and exits 0 leaving no socket
 // file behind, and flags override the config file. Real processes throughout.
 
+#include "expertd/serve.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -192,6 +194,36 @@ TEST_F(ServeTest, APortPast65535AndTooManyIoThreadsAreRefused) {
   result = RunExpertd(ServeArgs("--io-threads 100000"));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("io_threads 100000: at most 1024"));
+}
+
+TEST_F(ServeTest, StagingSlotsWithoutAFastPathListenerOrPast1024AreRefused) {
+  CommandResult result = RunExpertd(ServeArgs("--staging-slots 2"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("staging_slots 2: only fast-path clients use staging slots, and no "
+                        "fastpath: address is listened on"));
+  result = RunExpertd(absl::StrCat("serve --model ", model_.string(), " --listen fastpath:",
+                                   (dir_ / "f.sock").string(), " --staging-slots 5000"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("staging_slots 5000: at most 1024"));
+}
+
+TEST(NormalizeConfigTest, StagingSlotsAreTwicePerIoThreadWithAFastPathListenerOnly) {
+  v1::ExpertdConfig config;
+  config.set_model("m.warp");
+  config.set_io_threads(3);
+  config.add_listen("unix:/tmp/g.sock");
+  absl::StatusOr<v1::ExpertdConfig> normalized = NormalizeConfig(config);
+  WARP_ASSERT_OK(normalized);
+  EXPECT_EQ(normalized->staging_slots(), 0u);
+  config.add_listen("fastpath:/tmp/f.sock");
+  normalized = NormalizeConfig(config);
+  WARP_ASSERT_OK(normalized);
+  EXPECT_EQ(normalized->staging_slots(), 6u);
+  config.set_staging_slots(0);  // set, not unset: copies through the socket
+  normalized = NormalizeConfig(config);
+  WARP_ASSERT_OK(normalized);
+  EXPECT_EQ(normalized->staging_slots(), 0u);
 }
 
 TEST_F(ServeTest, AMissingSocketDirectoryIsNamedNotCalledAddressInUse) {

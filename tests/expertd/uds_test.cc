@@ -248,7 +248,7 @@ TEST_F(UdsTest, ARequestBeforeHelloClosesTheConnection) {
 }
 
 TEST_F(UdsTest, WithoutACacheRecordsComeInTheReplyPayload) {
-  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/0));
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/0, {"--staging-slots", "0"}));
   auto connection =
       FastPathConnection::Open(fastpath_.substr(9), 0, std::chrono::seconds(5), nullptr);
   WARP_ASSERT_OK(connection);
@@ -283,10 +283,54 @@ TEST_F(UdsTest, WithoutACacheRecordsComeInTheReplyPayload) {
   EXPECT_EQ(AsString(record->bytes()), BankBytes({1, 6}));
 }
 
+// A daemon without a cache reads records into staging slots of its shared
+// memory and leases them like cached ones: no copy through the socket. With
+// every staging slot leased, the next record comes as a copy.
+TEST_F(UdsTest, WithoutACacheRecordsAreLeasedFromStagingSlots) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/0, {"--staging-slots", "2"}));
+  auto connection =
+      FastPathConnection::Open(fastpath_.substr(9), 0, std::chrono::seconds(5), nullptr);
+  WARP_ASSERT_OK(connection);
+  EXPECT_EQ((*connection)->hello().arena_bytes(), 2 * record_bytes_);
+  EXPECT_EQ((*connection)->hello().description().cache_bytes(), 0u);
+  ASSERT_NE((*connection)->mapping(), nullptr);
+  const std::vector<ExpertKey> keys = {{1, 0}, {2, 7}, {1, 3}};
+  std::map<v1::RecordLocation, int> locations;
+  std::vector<uint64_t> leases;
+  WARP_ASSERT_OK(
+      (*connection)->Read(keys, Priority::kDemand, [&](const FastPathConnection::Reply& reply) {
+        const v1::FastPathRecord& record = reply.header.records(0);
+        const ExpertKey& key = keys.at(reply.header.key_indices(0));
+        ++locations[record.location()];
+        std::span<const std::byte> bytes;
+        if (record.location() == v1::RECORD_LOCATION_ARENA) {
+          leases.push_back(record.lease_id());
+          bytes = (*connection)->mapping()->span().subspan(record.offset(), record.record_bytes());
+        } else {
+          bytes = reply.payload->span().subspan(record.offset(), record.record_bytes());
+        }
+        EXPECT_EQ(AsString(bytes), BankBytes(key));
+      }));
+  EXPECT_EQ(locations[v1::RECORD_LOCATION_ARENA], 2);
+  EXPECT_EQ(locations[v1::RECORD_LOCATION_PAYLOAD], 1) << "both staging slots were leased";
+  EXPECT_EQ(Counter("staging_in_use"), 2u);
+  EXPECT_EQ(Counter("staging_full"), 1u);
+  for (uint64_t lease : leases) (*connection)->Release(lease);
+  EXPECT_TRUE(CounterBecomes("staging_in_use", 0)) << "releases give the slots back";
+  // The client source reads them in place too, right bytes after the churn.
+  std::unique_ptr<UdsExpertSource> client = Client();
+  ASSERT_NE(client, nullptr);
+  for (uint32_t e = 0; e < kExperts; ++e) {
+    absl::StatusOr<ExpertRecord> record = ReadOne(*client, {2, e});
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes({2, e}));
+  }
+}
+
 // A client that does not ask for streamed replies (an older one) gets one
 // reply per Read, its records in request order, as before.
 TEST_F(UdsTest, AClientThatDoesNotAskForStreamingGetsOneReply) {
-  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/0));
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(/*slots=*/0, {"--staging-slots", "0"}));
   v1::FastPathRequest hello;
   hello.mutable_hello()->set_protocol_version(kFastPathProtocolVersion);
   v1::FastPathRequest read;

@@ -4,7 +4,7 @@
 //
 //   store_bench MODEL.warp [--qd N] [--seconds S] [--store ADDRESS ...]
 //               [--io-engine pread|uring] [--io-threads N] [--io-depth N] [--io-piece BYTES]
-//               [--miss-only] [--no-verify] [--miss-cache BYTES]
+//               [--miss-only] [--no-hits] [--no-verify] [--miss-cache BYTES]
 // ADDRESS: unix:PATH or tcp:HOST:PORT (gRPC), fastpath:PATH (zero-copy).
 // --qd records are asked for at once; the embedded store reads them with
 // --io-threads threads (default: qd), each through the --io-engine.
@@ -40,6 +40,7 @@ struct Args {
   uint32_t io_threads = 0;  // 0: qd
   warp::UringReader::Options uring;
   bool miss_only = false;
+  bool hits = true;  // --no-hits: no embedded hit row, no hit row per fastpath: store
   bool verify = true;
   uint64_t miss_cache = 0;  // --miss-cache: the miss row's cache (misses land in its slots)
 };
@@ -136,6 +137,8 @@ int main(int argc, char** argv) {
       args.verify = false;
     } else if (arg == "--miss-only") {
       args.miss_only = true;
+    } else if (arg == "--no-hits") {
+      args.hits = false;
     } else {
       args.model = arg;
     }
@@ -176,7 +179,7 @@ int main(int argc, char** argv) {
     }
   }
   if (args.miss_only) return 0;
-  {
+  if (args.hits) {
     // A cache that holds a few records, read over and over: the hit path.
     const std::vector<ExpertKey> hot(keys.begin(), keys.begin() + std::min<size_t>(4, keys.size()));
     auto store = warp::ExpertStore::Open(
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
     }
     uint64_t errors = 0;
     Report(address, Measure(**client, keys, args.qd, args.seconds, &errors), errors);
-    if (address.rfind("fastpath:", 0) == 0) {
+    if (args.hits && address.rfind("fastpath:", 0) == 0) {
       // The same daemon's cache, warm: hits handed out in place.
       const std::vector<ExpertKey> hot(keys.begin(),
                                        keys.begin() + std::min<size_t>(4, keys.size()));

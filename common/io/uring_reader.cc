@@ -1,12 +1,16 @@
 #include "common/io/uring_reader.h"
 
 #include <liburing.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -78,13 +82,40 @@ std::optional<int> UringReader::FixedIndex(std::span<const std::byte> out) const
 
 UringReader::~UringReader() { io_uring_queue_exit(ring_.get()); }
 
+uint64_t DeviceRequestBytesOn4KiBPages(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return 0;
+  const std::string device =
+      absl::StrCat("/sys/dev/block/", major(st.st_dev), ":", minor(st.st_dev));
+  // A partition's queue is its disk's.
+  for (const char* queue : {"/queue/max_segments", "/../queue/max_segments"}) {
+    std::ifstream file(device + queue);  // sysfs: the size stat gives is not the text's
+    uint64_t segments = 0;
+    if (file >> segments && segments > 0) return segments * 4096;
+  }
+  return 0;
+}
+
+uint64_t UringReader::FixedPieceBytes(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return options_.piece_bytes;
+  auto [it, inserted] = fixed_piece_bytes_.try_emplace(st.st_dev, options_.piece_bytes);
+  if (inserted) {
+    const uint64_t limit = DeviceRequestBytesOn4KiBPages(fd);
+    if (limit >= 4096) it->second = std::min(options_.piece_bytes, limit);
+  }
+  return it->second;
+}
+
 absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t offset,
                                    std::string_view path) {
   const std::optional<int> fixed = FixedIndex(out);
+  // Registered memory is 4 KiB pages (shared memory): a piece the device
+  // would split costs a request for its last few pages (EFFICIENCY.md).
+  const uint64_t piece_bytes = fixed ? FixedPieceBytes(fd) : options_.piece_bytes;
   std::vector<Piece> pieces;
-  for (uint64_t at = 0; at < out.size(); at += options_.piece_bytes) {
-    pieces.push_back(
-        {.offset = at, .bytes = std::min<uint64_t>(options_.piece_bytes, out.size() - at)});
+  for (uint64_t at = 0; at < out.size(); at += piece_bytes) {
+    pieces.push_back({.offset = at, .bytes = std::min<uint64_t>(piece_bytes, out.size() - at)});
   }
   std::deque<size_t> to_submit;  // pieces (or their rests) not in flight
   for (size_t i = 0; i < pieces.size(); ++i) to_submit.push_back(i);

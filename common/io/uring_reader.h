@@ -9,6 +9,8 @@
 // Thread-compatible: one reader per thread. UringPreadFull keeps one per
 // calling thread (the store's I/O threads).
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 
 struct io_uring;
@@ -66,11 +69,20 @@ class UringReader {
   UringReader(std::unique_ptr<io_uring> ring, Options options, bool registered);
   // The registered buffer `out` lies in, if any.
   std::optional<int> FixedIndex(std::span<const std::byte> out) const;
+  // Bytes per piece of a read from `fd` into registered (4 KiB-page) memory.
+  uint64_t FixedPieceBytes(int fd);
 
   std::unique_ptr<io_uring> ring_;
   Options options_;
   const bool registered_;  // options_.fixed is registered with ring_
+  absl::flat_hash_map<dev_t, uint64_t> fixed_piece_bytes_;  // by the device of a file read
 };
+
+// The largest read the block device holding `fd`'s file serves in one
+// request into 4 KiB pages: queue/max_segments pages (virtio-blk here: 254,
+// so a 1 MiB piece on 4 KiB pages is split into a 1016 KiB and an 8 KiB
+// request). 0 where sysfs does not say (a file on no block device).
+uint64_t DeviceRequestBytesOn4KiBPages(int fd);
 
 // PreadFull's contract through this thread's UringReader (created on the
 // thread's first call with `options`; later calls on the thread reuse it).

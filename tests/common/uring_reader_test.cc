@@ -107,6 +107,20 @@ TEST_F(UringReaderTest, ReadsIntoRegisteredBuffersAreTheFileBytes) {
   }
 }
 
+// Reads into registered memory are cut at what the disk takes in one request
+// on 4 KiB pages; the bytes are the same whatever the cut.
+TEST_F(UringReaderTest, LargePiecesIntoRegisteredBuffersAreTheFileBytes) {
+  const uint64_t limit = DeviceRequestBytesOn4KiBPages(file_.fd.get());
+  EXPECT_EQ(limit % 4096, 0u) << "0 (unknown) or whole pages";
+  AlignedBuffer memory(3 << 20);
+  auto fixed = std::make_shared<FixedBuffers>();
+  fixed->buffers = {memory.span()};
+  auto reader = UringReader::Create({.depth = 4, .piece_bytes = 8 << 20, .fixed = fixed});
+  WARP_ASSERT_OK(reader);
+  WARP_ASSERT_OK((*reader)->ReadFull(file_.fd.get(), memory.span(), 4096, path_));
+  EXPECT_EQ(std::memcmp(memory.span().data(), contents_.data() + 4096, 3 << 20), 0);
+}
+
 // A thread's ring registered over memory that has gone must not read into
 // new memory at the same address: the old registration pins the old pages,
 // so a read through it would land there and leave the new pages untouched.

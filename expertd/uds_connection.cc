@@ -121,6 +121,7 @@ absl::Status UdsConnection::Hello(const v1::FastPathHello& hello) {
     out->set_slot_bytes(store.slot_bytes());
     out->set_max_keys_per_request(handler_.max_keys_per_request());
     out->set_cancel_speculative(true);
+    out->set_records_verified(store.verifies_records());
     stream_records_ = hello.stream_records();
     out->set_stream_records(stream_records_);
     handler_.Describe(out->mutable_description());

@@ -5,10 +5,11 @@
 // holds in shared memory (cached, or staged after a read the cache did not
 // keep) are read in place: a record's bytes point into a read-only mapping of
 // the daemon's memfd, verified here before anyone sees them (footer against
-// the key and the model fingerprint; the payload's CRC32C at the key's first
-// arrival, or every time with verify_every_read, as the embedded store
-// checks what it reads), and its lease keeps the daemon from reusing the slot
-// until the record is dropped. Other records arrive in the reply instead.
+// the key and the model fingerprint; the payload's CRC32C only if the daemon
+// did not check it (its Hello says), then at the key's first arrival as the
+// embedded store checks what it reads; every time with verify_every_read),
+// and its lease keeps the daemon from reusing the slot until the record is
+// dropped. Other records arrive in the reply instead.
 //
 // If the daemon goes away, a batch is attempted again on a new connection
 // (new Hello, new mapping) with a backoff of at most 0.5 s
@@ -51,9 +52,9 @@ class UdsExpertSource : public ExpertSource {
     std::optional<std::chrono::milliseconds> retry_deadline;
     std::chrono::milliseconds io_timeout{60000};  // one Read's reply
     size_t reader_threads = 2;                    // batches read concurrently
-    // Check every record's CRC32C, not only a key's first (the daemon checked
-    // it when it read the record): the CRC of each 24 MB record costs the
-    // client a core for 2-6 ms (docs/EFFICIENCY.md).
+    // Check every record's CRC32C, even where the daemon checked it when it
+    // read the record: the CRC of each 24 MB record costs the client a core
+    // for 2-6 ms (docs/EFFICIENCY.md "Fast-path misses in shared memory").
     bool verify_every_read = false;
   };
 
@@ -99,7 +100,8 @@ class UdsExpertSource : public ExpertSource {
   std::shared_ptr<const ArenaMapping> mapping_ ABSL_GUARDED_BY(mu_);
   // The connection used last: Prefetch hints go there, even while it is busy.
   std::weak_ptr<FastPathConnection> last_used_ ABSL_GUARDED_BY(mu_);
-  // Keys whose CRC32C passed here once (their bytes are the same in every reply).
+  // Keys whose CRC32C passed here once, from a daemon that does not check
+  // (their bytes are the same in every reply).
   absl::flat_hash_set<ExpertKey> verified_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<ReadJobQueue> jobs_;  // last: its threads use everything above
 };

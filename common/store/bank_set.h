@@ -78,6 +78,7 @@ class BankSet {
   uint64_t RecordBytes(const ExpertKey& key) const;
 
   IoBackend io_backend() const { return options_.io_backend; }
+  bool verifies() const { return options_.verify; }  // every record's CRC32C, at least once
   const Container& container() const { return *container_; }
   const std::shared_ptr<const Container>& shared_container() const { return container_; }
 

@@ -103,6 +103,8 @@ class ExpertStore : public ExpertSource {
 
   const Container& container() const { return banks_->container(); }
   IoBackend io_backend() const { return banks_->io_backend(); }  // the one that runs
+  // Every record handed out passed its CRC32C when it was read.
+  bool verifies_records() const { return banks_->verifies(); }
   // RAM the record cache holds (whole slots), what a daemon reports in Describe.
   uint64_t cache_bytes() const { return max_cache_bytes_; }
   bool IsCached(const ExpertKey& key) const;

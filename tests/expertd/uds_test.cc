@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -324,6 +325,36 @@ TEST_F(UdsTest, WithoutACacheRecordsAreLeasedFromStagingSlots) {
     absl::StatusOr<ExpertRecord> record = ReadOne(*client, {2, e});
     WARP_ASSERT_OK(record);
     EXPECT_EQ(AsString(record->bytes()), BankBytes({2, e}));
+  }
+}
+
+// A daemon that checks every record's CRC32C says so, and its clients do not
+// check again; one run with --no-verify leaves the check to them.
+TEST_F(UdsTest, TheClientChecksTheCrcOnlyWhereTheDaemonDoesNot) {
+  const ExpertKey bad{1, 4};
+  {
+    std::fstream bank(model_ / BankFileName(bad.layer),
+                      std::ios::in | std::ios::out | std::ios::binary);
+    bank.seekp(static_cast<std::streamoff>(bad.expert * record_bytes_ + 100));
+    bank.put('\x5a');  // inside the payload; the footer still names the record
+  }
+  for (const bool daemon_verifies : {true, false}) {
+    SCOPED_TRACE(daemon_verifies ? "daemon checks" : "daemon runs --no-verify");
+    daemon_.reset();
+    ASSERT_NO_FATAL_FAILURE(
+        StartDaemon(/*slots=*/2, daemon_verifies ? std::vector<std::string>{}
+                                                 : std::vector<std::string>{"--no-verify"}));
+    auto connection =
+        FastPathConnection::Open(fastpath_.substr(9), 0, std::chrono::seconds(5), nullptr);
+    WARP_ASSERT_OK(connection);
+    EXPECT_EQ((*connection)->hello().records_verified(), daemon_verifies);
+    std::unique_ptr<UdsExpertSource> client = Client();
+    ASSERT_NE(client, nullptr);
+    EXPECT_THAT(ReadOne(*client, bad),
+                StatusIs(absl::StatusCode::kDataLoss, HasSubstr("checksum mismatch")));
+    absl::StatusOr<ExpertRecord> good = ReadOne(*client, {1, 5});
+    WARP_ASSERT_OK(good);
+    EXPECT_EQ(AsString(good->bytes()), BankBytes({1, 5}));
   }
 }
 

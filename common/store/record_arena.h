@@ -2,8 +2,9 @@
 
 // RecordArena: the memory of the record cache, as one shared-memory file
 // (memfd) cut into equal slots, so a client on the same machine can map it
-// and read cached records in place (the Unix-socket fast path). Owns the
-// memfd, its read-write mapping and the free list; never decides what is
+// and read cached records in place (the Unix-socket fast path; expertd's
+// staging slots are slots of the same arena that the cache never gets). Owns
+// the memfd, its read-write mapping and the free list; never decides what is
 // cached (RecordCache) nor which slot holds which key (ExpertStore).
 //
 //   memfd, arena_bytes = num_slots x slot_bytes

@@ -110,8 +110,9 @@ uint64_t UringReader::FixedPieceBytes(int fd) {
 absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t offset,
                                    std::string_view path) {
   const std::optional<int> fixed = FixedIndex(out);
-  // Registered memory is 4 KiB pages (shared memory): a piece the device
-  // would split costs a request for its last few pages (EFFICIENCY.md).
+  // Registered memory is expertd's staging slots, 4 KiB pages of shared
+  // memory: a piece the device would split costs a request for its last few
+  // pages (EFFICIENCY.md).
   const uint64_t piece_bytes = fixed ? FixedPieceBytes(fd) : options_.piece_bytes;
   std::vector<Piece> pieces;
   for (uint64_t at = 0; at < out.size(); at += piece_bytes) {

@@ -9,7 +9,8 @@
 # store_bench --qd 4 over the embedded store (uring, as the daemons) and both
 # daemons, their order swapped every round, then fio libaio qd 4 on the bank.
 # Ends with each path's median and its median ratio to the same round's
-# embedded miss.
+# embedded miss, then `computed run` decoding 16 sampled tokens through each
+# daemon (every expert read from disk), alternating, DECODE_ROUNDS (3) times.
 set -euo pipefail
 build=${1:-build}
 size=${2:-8G}
@@ -98,3 +99,17 @@ for name in ["embedded", "staged.fp", "copied.fp", "fio"]:
           f"vs embedded: median {statistics.median(ratios):.0%} "
           f"({', '.join(f'{x:.0%}' for x in ratios)})")
 EOF
+
+echo
+echo "== computed run through each daemon: 8 prompt ids, 16 sampled tokens (decode tok/s)"
+vocab=$(python3 -c "import json; print(json.load(open('$work/k2.warp/manifest.json'))['config']['vocab_size'])")
+ids=$(python3 -c "import random; random.seed(8); print(','.join(str(random.randrange($vocab)) for _ in range(8)))")
+for round in $(seq "${DECODE_ROUNDS:-3}"); do
+  for kind in staged copied; do
+    line=$("$build/bin/computed" --log-level warn run "$work/k2.warp" --ids "$ids" -n 16 \
+      --ignore-eos --temperature 1 --seed "$round" --stores "fastpath:$work/$kind.fp" 2>&1 \
+      >/dev/null | grep '^\[')
+    decode=$(grep -oE 'decode [0-9]+ tokens [0-9.]+ tok/s' <<< "$line" | awk '{print $4}')
+    echo "$kind round $round: decode $decode tok/s, $(grep -oE '[0-9.]+ [KMG]iB a token' <<< "$line")"
+  done
+done

@@ -107,6 +107,23 @@ TEST_F(UringReaderTest, ReadsIntoRegisteredBuffersAreTheFileBytes) {
   }
 }
 
+// Where the kernel refuses the registration (here: memory it cannot pin), the
+// reader still reads, unregistered, into any memory.
+TEST_F(UringReaderTest, ARefusedRegistrationStillReads) {
+  constexpr size_t kBytes = 1 << 20;
+  void* unpinnable = ::mmap(nullptr, kBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(unpinnable, MAP_FAILED);
+  auto fixed = std::make_shared<FixedBuffers>();
+  fixed->buffers = {std::span(static_cast<std::byte*>(unpinnable), kBytes)};
+  auto reader = UringReader::Create({.depth = 4, .piece_bytes = 1 << 16, .fixed = fixed});
+  WARP_ASSERT_OK(reader);
+  EXPECT_FALSE((*reader)->registered());
+  AlignedBuffer buffer(kBytes);
+  WARP_ASSERT_OK((*reader)->ReadFull(file_.fd.get(), buffer.span(), 8192, path_));
+  EXPECT_EQ(std::memcmp(buffer.span().data(), contents_.data() + 8192, kBytes), 0);
+  ::munmap(unpinnable, kBytes);
+}
+
 // Reads into registered memory are cut at what the disk takes in one request
 // on 4 KiB pages; the bytes are the same whatever the cut.
 TEST_F(UringReaderTest, LargePiecesIntoRegisteredBuffersAreTheFileBytes) {

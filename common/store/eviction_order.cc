@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/store/arc_order.h"
+#include "common/store/duel_order.h"
 #include "common/store/lfru_order.h"
 #include "common/store/lru_order.h"
 
@@ -17,6 +18,8 @@ std::unique_ptr<EvictionOrder> MakeEvictionOrder(EvictionPolicy policy) {
       return std::make_unique<LruOrder>();
     case EvictionPolicy::kArc:
       return std::make_unique<ArcOrder>();
+    case EvictionPolicy::kDuel:
+      return std::make_unique<DuelOrder>();
   }
   return std::make_unique<LfruOrder>();
 }
@@ -25,8 +28,9 @@ absl::StatusOr<EvictionPolicy> ParseEvictionPolicy(std::string_view name) {
   if (name.empty() || name == "lfru") return EvictionPolicy::kLfru;
   if (name == "lru") return EvictionPolicy::kLru;
   if (name == "arc") return EvictionPolicy::kArc;
+  if (name == "duel") return EvictionPolicy::kDuel;
   return absl::InvalidArgumentError(
-      absl::StrCat("cache policy '", std::string(name), "': expected lfru, lru or arc"));
+      absl::StrCat("cache policy '", std::string(name), "': expected lfru, lru, arc or duel"));
 }
 
 const char* EvictionPolicyName(EvictionPolicy policy) {
@@ -37,6 +41,8 @@ const char* EvictionPolicyName(EvictionPolicy policy) {
       return "lru";
     case EvictionPolicy::kArc:
       return "arc";
+    case EvictionPolicy::kDuel:
+      return "duel";
   }
   return "?";
 }

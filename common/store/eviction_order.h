@@ -6,8 +6,8 @@
 // and removal of the keys a cache holds and names victim candidates, first
 // victim first; it never sees bytes, pins or slots (the RecordCache skips the
 // pinned candidates and decides how many it needs). Implementations:
-// LfruOrder (lfru_order.h, the default), LruOrder (lru_order.h) and ArcOrder
-// (arc_order.h).
+// LfruOrder (lfru_order.h, the default), LruOrder (lru_order.h), ArcOrder
+// (arc_order.h) and DuelOrder (duel_order.h).
 //
 // Thread-compatible: its RecordCache calls it under the store's mutex.
 
@@ -42,11 +42,12 @@ enum class EvictionPolicy {
   kLfru,  // LfruOrder: the lowest aged frequency first, then the least recently used
   kLru,   // LruOrder: the least recently used first
   kArc,   // ArcOrder: adaptive between recency and frequency (ARC)
+  kDuel,  // DuelOrder: whichever of LFRU, LRU and ARC hits most on the recent past
 };
 
 std::unique_ptr<EvictionOrder> MakeEvictionOrder(EvictionPolicy policy);
 
-// "lfru", "lru" or "arc"; "" is the default, lfru. InvalidArgument names the others.
+// "lfru", "lru", "arc" or "duel"; "" is the default, lfru. InvalidArgument names the others.
 absl::StatusOr<EvictionPolicy> ParseEvictionPolicy(std::string_view name);
 const char* EvictionPolicyName(EvictionPolicy policy);
 

@@ -172,6 +172,8 @@ const char* PolicyName(Policy policy) {
       return "LFRU";
     case Policy::kArc:
       return "ARC";
+    case Policy::kDuel:
+      return "DUEL";
     case Policy::kMin:
       return "MIN";
   }
@@ -216,6 +218,8 @@ uint64_t CountHits(Policy policy, const std::vector<TraceAccess>& accesses,
       return OrderHits(EvictionPolicy::kLfru, accesses, capacity_records);
     case Policy::kArc:
       return OrderHits(EvictionPolicy::kArc, accesses, capacity_records);
+    case Policy::kDuel:
+      return OrderHits(EvictionPolicy::kDuel, accesses, capacity_records);
     case Policy::kMin:
       return MinHits(accesses, capacity_records);
   }

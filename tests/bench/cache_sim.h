@@ -1,8 +1,8 @@
 #pragma once
 
 // Offline expert-cache policy simulator on recorded routing traces: the hit
-// rate of LRU, LFRU and ARC (the runtime's own eviction orders, warp::LruOrder,
-// warp::LfruOrder and warp::ArcOrder) and Belady's MIN at a budget counted in records (all
+// rate of LRU, LFRU, ARC and DUEL (the runtime's own eviction orders,
+// warp::LruOrder, warp::LfruOrder, warp::ArcOrder and warp::DuelOrder) and Belady's MIN at a budget counted in records (all
 // records of a model are the same size).
 //
 // Trace format (`computed run --trace FILE`): one line per token per MoE layer,
@@ -29,6 +29,7 @@ enum class Policy {
   kLru,   // warp::LruOrder: evict the least recently used record
   kLfru,  // warp::LfruOrder with demand accesses: lowest aged frequency, then LRU
   kArc,   // warp::ArcOrder: adaptive between recency and frequency
+  kDuel,  // warp::DuelOrder: whichever of LFRU, LRU and ARC hits most lately
   // Belady's offline optimum for demand caching: every miss is admitted and
   // evicts the resident record whose next use is farthest in the future.
   kMin,

@@ -1,5 +1,6 @@
 // Cache policies on recorded routing traces: the hit rate of LRU, LFRU (the
-// runtime's default), ARC and Belady's offline MIN at several budgets, in records.
+// runtime's default), ARC, DUEL and Belady's offline MIN at several budgets, in
+// records, with DUEL against the better of LRU and LFRU and against MIN.
 //
 //   cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]
 //   cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | --fractions ...]
@@ -53,20 +54,24 @@ void PrintTable(const std::vector<TraceAccess>& accesses, const std::vector<uint
   const uint64_t distinct = warp::bench::DistinctRecords(accesses);
   std::printf("%zu accesses, %llu distinct records\n", accesses.size(),
               static_cast<unsigned long long>(distinct));
-  std::printf("%8s %9s %8s %8s %8s %8s %9s\n", "budget", "fraction", "LRU", "LFRU", "ARC", "MIN",
-              "ARC/MIN");
+  std::printf("%8s %9s %8s %8s %8s %8s %8s %10s %9s\n", "budget", "fraction", "LRU", "LFRU",
+              "ARC", "DUEL", "MIN", "DUEL/best", "DUEL/MIN");
   for (uint64_t budget : budgets) {
     const double lru = warp::bench::HitRate(Policy::kLru, accesses, budget);
     const double lfru = warp::bench::HitRate(Policy::kLfru, accesses, budget);
     const double arc = warp::bench::HitRate(Policy::kArc, accesses, budget);
+    const double duel = warp::bench::HitRate(Policy::kDuel, accesses, budget);
     const double min = warp::bench::HitRate(Policy::kMin, accesses, budget);
     const double fraction =
         distinct == 0 ? 0 : static_cast<double>(budget) / static_cast<double>(distinct);
-    char ratio[32] = "-";
-    if (min > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", arc / min);
-    std::printf("%8llu %9.3f %7.2f%% %7.2f%% %7.2f%% %7.2f%% %9s\n",
+    const double best = std::max(lru, lfru);
+    char to_best[32] = "-";
+    if (best > 0) std::snprintf(to_best, sizeof(to_best), "%.3f", duel / best);
+    char to_min[32] = "-";
+    if (min > 0) std::snprintf(to_min, sizeof(to_min), "%.3f", duel / min);
+    std::printf("%8llu %9.3f %7.2f%% %7.2f%% %7.2f%% %7.2f%% %7.2f%% %10s %9s\n",
                 static_cast<unsigned long long>(budget), fraction, 100 * lru, 100 * lfru, 100 * arc,
-                100 * min, ratio);
+                100 * duel, 100 * min, to_best, to_min);
   }
 }
 

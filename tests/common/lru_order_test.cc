@@ -40,14 +40,14 @@ TEST(LruOrderTest, EraseForgetsAKey) {
 
 TEST(EvictionPolicyTest, NamesParseBackAndUnknownNamesAreRefused) {
   for (EvictionPolicy policy :
-       {EvictionPolicy::kLfru, EvictionPolicy::kLru, EvictionPolicy::kArc}) {
+       {EvictionPolicy::kLfru, EvictionPolicy::kLru, EvictionPolicy::kArc, EvictionPolicy::kDuel}) {
     absl::StatusOr<EvictionPolicy> parsed = ParseEvictionPolicy(EvictionPolicyName(policy));
     WARP_ASSERT_OK(parsed);
     EXPECT_EQ(*parsed, policy);
   }
   EXPECT_EQ(*ParseEvictionPolicy(""), EvictionPolicy::kLfru);
   EXPECT_THAT(ParseEvictionPolicy("fifo"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected lfru, lru or arc")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected lfru, lru, arc or duel")));
 }
 
 }  // namespace

@@ -309,7 +309,7 @@ TEST_F(RunCliTest, BudgetBelowTheFloorIsRefusedWithTheFigure) {
 TEST_F(RunCliTest, UnknownCachePolicyIsRefusedNamingTheChoices) {
   auto result = RunBinary("computed", "run " + Model() + " 5,6 --cache-policy fifo");
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru or arc"));
+  EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru, arc or duel"));
 }
 
 TEST_F(RunCliTest, UnknownIoEngineIsRefusedNamingTheChoices) {

@@ -166,7 +166,7 @@ TEST_F(ServeTest, BadListenSpecExitsOneSayingWhatIsExpected) {
 TEST_F(ServeTest, UnknownCachePolicyExitsOneNamingTheChoices) {
   const CommandResult result = RunExpertd(ServeArgs("--cache-policy fifo"));
   EXPECT_EQ(result.exit_code, 1) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru or arc"));
+  EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru, arc or duel"));
 }
 
 TEST_F(ServeTest, UnknownIoEngineExitsOneNamingTheChoices) {

@@ -75,7 +75,9 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
       max_cache_bytes_(cache_slots * slot_bytes),
       staging_slots_(static_cast<uint32_t>(staging.size())),
       cache_(
-          RecordCache::Options{.capacity_bytes = max_cache_bytes_, .policy = options.cache_policy}),
+          RecordCache::Options{.capacity_bytes = max_cache_bytes_,
+                               .policy = options.cache_policy,
+                               .foresight = options.foresight}),
       staging_free_(std::move(staging)) {
   io_ = std::make_unique<IoEngine>(
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
@@ -340,7 +342,8 @@ std::shared_ptr<ReadBatch> ExpertStore::Read(std::span<const ExpertKey> keys, Pr
 void ExpertStore::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   absl::MutexLock lock(&mu_);
   for (const ExpertKey& key : keys) {
-    if (cache_.Contains(key) || in_flight_.contains(key)) continue;
+    if (in_flight_.contains(key)) continue;  // its insert will say it was predicted
+    if (cache_.Foresee(key)) continue;       // resident: spared until its layer passes
     in_flight_[key].priority = priority;
     io_->Submit(key, priority);
   }
@@ -354,6 +357,7 @@ size_t ExpertStore::CancelLookahead(uint32_t through_layer) {
   }
   io_->DropQueued(Priority::kLookahead, through_layer);
   absl::MutexLock lock(&mu_);
+  cache_.ForgetForesight(through_layer);
   return stats_.lookahead_cancelled - before;  // queue entries a demand took over don't count
 }
 
@@ -412,6 +416,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"staging_full", stats_.staging_full},
       {"cache_rejected_inserts", cache.rejected_inserts},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
+      {"cache_foreseen_evicted", cache.foreseen_evicted},
       {"queue_depth", io_->queue_depth()},
       // The busy period under way counts up to now: a run that never lets the
       // disk go idle must not read 0.

@@ -68,6 +68,9 @@ class ExpertStore : public ExpertSource {
     // read goes to a heap buffer. Ignored for a private arena (the embedded
     // store's heap buffers are huge pages already).
     uint32_t staging_slots = 0;
+    // Evictions spare the records the lookahead has predicted (RecordCache,
+    // "Foresight"); false only for A/B.
+    bool foresight = true;
     BankSet::Options banks;
   };
 

@@ -26,6 +26,7 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return false;
   Entry& entry = it->second;
+  if (IsUse(priority)) foreseen_.erase(key);  // the prediction came true: recency protects it now
   if (entry.certain_unclaimed && priority == Priority::kDemand) {
     entry.certain_unclaimed = false;
     priority = Priority::kLookahead;  // recency only: the insert counted this use
@@ -80,11 +81,22 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
     ++stats_.speculative_inserts;
   }
   entries_.emplace(key, entry);
+  if (options_.foresight && priority != Priority::kDemand) foreseen_.insert(key);  // predicted
   by_last_demand_.insert(ColdKey{entry.last_demand, entry.last_use, key});
   order_->Insert(key, priority);
   used_bytes_ += bytes;
   ++stats_.inserts;
   return victims;
+}
+
+bool RecordCache::Foresee(const ExpertKey& key) {
+  if (!entries_.contains(key)) return false;
+  if (options_.foresight) foreseen_.insert(key);
+  return true;
+}
+
+void RecordCache::ForgetForesight(uint32_t through_layer) {
+  absl::erase_if(foreseen_, [&](const ExpertKey& key) { return key.layer <= through_layer; });
 }
 
 std::vector<ExpertKey> RecordCache::SetCapacity(uint64_t bytes) {
@@ -145,6 +157,7 @@ std::optional<std::vector<ExpertKey>> RecordCache::PickColdVictims(uint64_t byte
   for (const ColdKey& cold : by_last_demand_) {
     const Entry& entry = entries_.at(cold.key);
     if (!IsCold(entry)) break;
+    if (foreseen_.contains(cold.key)) continue;
     victims.push_back(cold.key);
     freed_bytes += entry.bytes;
     if (freed_bytes >= bytes) return victims;
@@ -155,13 +168,18 @@ std::optional<std::vector<ExpertKey>> RecordCache::PickColdVictims(uint64_t byte
 std::vector<ExpertKey> RecordCache::PickVictims(uint64_t bytes) const {
   std::vector<ExpertKey> victims;
   uint64_t freed_bytes = 0;
-  order_->ForEachCandidate([&](const ExpertKey& key) {
-    const Entry& entry = entries_.at(key);
-    if (entry.pin_count > 0) return true;
-    victims.push_back(key);
-    freed_bytes += entry.bytes;
-    return freed_bytes < bytes;
-  });
+  // First the order's unpinned candidates that no prediction spares, then,
+  // only if those do not free enough, the foreseen ones in the same order.
+  for (const bool take_foreseen : {false, true}) {
+    if (take_foreseen && (freed_bytes >= bytes || foreseen_.empty())) break;
+    order_->ForEachCandidate([&](const ExpertKey& key) {
+      const Entry& entry = entries_.at(key);
+      if (entry.pin_count > 0 || foreseen_.contains(key) != take_foreseen) return true;
+      victims.push_back(key);
+      freed_bytes += entry.bytes;
+      return freed_bytes < bytes;
+    });
+  }
   // The caller checked that the unpinned bytes suffice.
   WARP_CHECK(freed_bytes >= bytes);
   return victims;
@@ -172,6 +190,7 @@ void RecordCache::Evict(const ExpertKey& key) {
   WARP_CHECK(it != entries_.end());
   WARP_CHECK(it->second.pin_count == 0);
   if (it->second.last_demand == 0) ++stats_.speculative_evicted_unused;
+  if (foreseen_.contains(key)) ++stats_.foreseen_evicted;
   ++stats_.evictions;
   Remove(it);
 }
@@ -182,6 +201,7 @@ void RecordCache::Remove(EntryMap::iterator it) {
                    ColdKey{it->second.last_demand, it->second.last_use, it->first}) == 1);
   }
   order_->Erase(it->first);
+  foreseen_.erase(it->first);
   used_bytes_ -= it->second.bytes;
   entries_.erase(it);
 }

@@ -16,6 +16,11 @@
 //   they never evict a record that a demand or certain access touched
 //   recently; cold victims go least recently demanded first, never-used
 //   speculative records before all others.
+// - Foresight: a record the router lookahead has just predicted (a speculative
+//   or certain insert, or a prediction of a resident record) is spared by
+//   every eviction until its demand uses it or its layer has passed
+//   (ForgetForesight); it goes only when nothing else can. Belady's MIN owes
+//   its edge to knowing the next uses; the lookahead knows the next layer's.
 // - A corrupt record never enters: the store admits and pins a key for its
 //   read and Erases it if the read fails, so no failed record is ever found.
 //
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 
@@ -45,6 +51,7 @@ class RecordCache {
     // number of resident entries.
     uint64_t recent_window = 0;
     EvictionPolicy policy = EvictionPolicy::kLfru;  // the order of demand evictions
+    bool foresight = true;  // false: Foresee and speculative inserts spare nothing (A/B)
   };
 
   struct Stats {
@@ -55,6 +62,9 @@ class RecordCache {
     // kLookahead-inserted records evicted before any demand/certain touch:
     // speculative bytes read for nothing.
     uint64_t speculative_evicted_unused = 0;
+    // Predicted records evicted before their layer passed, for want of any
+    // other victim.
+    uint64_t foreseen_evicted = 0;
   };
 
   explicit RecordCache(const Options& options);
@@ -83,6 +93,14 @@ class RecordCache {
   // REQUIRES: `key` is not resident.
   std::optional<std::vector<ExpertKey>> Insert(const ExpertKey& key, uint64_t bytes,
                                                Priority priority);
+
+  // The lookahead predicts a use of the resident `key`: spare it until that
+  // use or ForgetForesight. Returns false if `key` is not resident.
+  bool Foresee(const ExpertKey& key);
+  // The layers up to `through_layer` have passed: their predictions no
+  // longer spare anything.
+  void ForgetForesight(uint32_t through_layer);
+  bool IsForeseen(const ExpertKey& key) const { return foreseen_.contains(key); }
 
   // Changes the capacity (a memory governor's shrink or regrowth). Returns the
   // keys evicted to fit under it, in eviction order (the caller frees their
@@ -133,9 +151,11 @@ class RecordCache {
   using EntryMap = absl::flat_hash_map<ExpertKey, Entry>;
 
   bool IsCold(const Entry& entry) const;
-  // Collects cold victims, least recently demanded first, until `bytes` fit.
+  // Collects cold victims that are not foreseen, least recently demanded
+  // first, until `bytes` fit (a guess never evicts another).
   std::optional<std::vector<ExpertKey>> PickColdVictims(uint64_t bytes) const;
-  // Collects the order's first unpinned candidates until `bytes` fit.
+  // Collects the order's first unpinned candidates until `bytes` fit, the
+  // foreseen ones only if the others do not suffice.
   std::vector<ExpertKey> PickVictims(uint64_t bytes) const;
   void Evict(const ExpertKey& key);
   void Remove(EntryMap::iterator it);
@@ -145,6 +165,7 @@ class RecordCache {
   uint64_t capacity_bytes_;                     // options_.capacity_bytes until SetCapacity
   EntryMap entries_;
   std::set<ColdKey> by_last_demand_;  // unpinned entries only
+  absl::flat_hash_set<ExpertKey> foreseen_;  // resident, predicted, not used yet
   uint64_t access_clock_ = 0;         // every access
   uint64_t demand_clock_ = 0;         // demand/certain accesses only
   uint64_t used_bytes_ = 0;

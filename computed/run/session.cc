@@ -95,6 +95,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                       .io_backend = options.io_backend,
                                       .verify_every_read = options.verify_every_read,
                                       .prefault_cache = options.prefault_cache,
+                                      .foresight = options.foresight,
                                       .tls = options.store_tls,
                                       .store_retry_deadline = options.store_retry_deadline}));
   s.source_ = std::move(opened.source);

@@ -43,6 +43,7 @@ struct SessionOptions {
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
   bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false
+  bool foresight = true;                                // --no-foresight: false
   TlsClientFiles store_tls;                             // of tls: --stores
   // --store-retry-seconds; unset: per address (common/client/retry.h)
   std::optional<std::chrono::milliseconds> store_retry_deadline;

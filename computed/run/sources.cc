@@ -40,6 +40,7 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
                                             .cache_policy = options.cache_policy,
                                             .shared_arena = false,
                                             .prefault_cache = options.prefault_cache,
+                                            .foresight = options.foresight,
                                             .banks = {.verify_once = !options.verify_every_read,
                                                       .io_backend = options.io_backend}}));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
@@ -140,6 +141,7 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
                                              .cache_policy = options.cache_policy,
                                              .shared_arena = false,
                                              .prefault_cache = options.prefault_cache,
+                                             .foresight = options.foresight,
                                              .banks = {.verify_once = !options.verify_every_read,
                                                        .io_backend = options.io_backend}}));
     return OpenedSource{.source = std::move(store), .embedded_cache_bytes = options.cache_bytes};

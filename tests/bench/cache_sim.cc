@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@
 #include "common/io/file.h"
 #include "common/status.h"
 #include "common/store/eviction_order.h"
+#include "common/store/record_cache.h"
 
 namespace warp::bench {
 namespace {
@@ -55,8 +57,8 @@ std::string_view Strip(std::string_view line) {
   return line;
 }
 
-// Parses one non-comment line, appending its accesses. Returns the reason it is malformed.
-absl::Status ParseLine(std::string_view line, std::vector<TraceAccess>* accesses) {
+// Parses one non-comment line. Returns the reason it is malformed.
+absl::Status ParseLine(std::string_view line, TraceLine* parsed) {
   const std::vector<std::string_view> fields = SplitFields(line);
   if (fields.size() != 3) {
     return absl::InvalidArgumentError(
@@ -70,7 +72,7 @@ absl::Status ParseLine(std::string_view line, std::vector<TraceAccess>* accesses
   if (!ParseUnsigned(fields[1], &layer)) {
     return absl::InvalidArgumentError(absl::StrCat("bad layer '", std::string(fields[1]), "'"));
   }
-  const size_t first = accesses->size();
+  parsed->layer = layer;
   std::string_view experts = fields[2];
   while (true) {
     const size_t comma = experts.find(',');
@@ -80,13 +82,12 @@ absl::Status ParseLine(std::string_view line, std::vector<TraceAccess>* accesses
       return absl::InvalidArgumentError(
           absl::StrCat("bad expert '", std::string(item), "' in '", std::string(fields[2]), "'"));
     }
-    for (size_t i = first; i < accesses->size(); ++i) {
-      if ((*accesses)[i].expert == expert) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("expert ", expert, " repeated in '", std::string(fields[2]), "'"));
-      }
+    if (std::find(parsed->experts.begin(), parsed->experts.end(), expert) !=
+        parsed->experts.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expert ", expert, " repeated in '", std::string(fields[2]), "'"));
     }
-    accesses->push_back({.layer = layer, .expert = expert});
+    parsed->experts.push_back(expert);
     if (comma == std::string_view::npos) break;
     experts.remove_prefix(comma + 1);
   }
@@ -180,8 +181,9 @@ const char* PolicyName(Policy policy) {
   return "?";
 }
 
-absl::StatusOr<std::vector<TraceAccess>> ParseTrace(std::string_view text, std::string_view name) {
-  std::vector<TraceAccess> accesses;
+absl::StatusOr<std::vector<TraceLine>> ParseTraceLines(std::string_view text,
+                                                       std::string_view name) {
+  std::vector<TraceLine> lines;
   size_t line_number = 0;
   while (!text.empty()) {
     ++line_number;
@@ -189,18 +191,36 @@ absl::StatusOr<std::vector<TraceAccess>> ParseTrace(std::string_view text, std::
     const std::string_view line = Strip(text.substr(0, newline));
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     if (line.empty() || line.front() == '#') continue;
-    if (absl::Status status = ParseLine(line, &accesses); !status.ok()) {
+    if (absl::Status status = ParseLine(line, &lines.emplace_back()); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(std::string(name), ":", line_number, ": ",
                                                      std::string(status.message()), ": '",
                                                      std::string(line.substr(0, 80)), "'"));
     }
   }
+  return lines;
+}
+
+std::vector<TraceAccess> Flatten(const std::vector<TraceLine>& lines) {
+  std::vector<TraceAccess> accesses;
+  for (const TraceLine& line : lines) {
+    for (uint32_t expert : line.experts) accesses.push_back({.layer = line.layer, .expert = expert});
+  }
   return accesses;
 }
 
-absl::StatusOr<std::vector<TraceAccess>> ReadTrace(const std::string& path) {
+absl::StatusOr<std::vector<TraceAccess>> ParseTrace(std::string_view text, std::string_view name) {
+  WARP_ASSIGN_OR_RETURN(std::vector<TraceLine> lines, ParseTraceLines(text, name));
+  return Flatten(lines);
+}
+
+absl::StatusOr<std::vector<TraceLine>> ReadTraceLines(const std::string& path) {
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  return ParseTrace(text, path);
+  return ParseTraceLines(text, path);
+}
+
+absl::StatusOr<std::vector<TraceAccess>> ReadTrace(const std::string& path) {
+  WARP_ASSIGN_OR_RETURN(std::vector<TraceLine> lines, ReadTraceLines(path));
+  return Flatten(lines);
 }
 
 uint64_t DistinctRecords(const std::vector<TraceAccess>& accesses) {
@@ -232,7 +252,7 @@ double HitRate(Policy policy, const std::vector<TraceAccess>& accesses, uint64_t
          static_cast<double>(accesses.size());
 }
 
-std::vector<TraceAccess> ZipfTrace(const ZipfTraceOptions& options) {
+std::vector<TraceLine> ZipfTraceLines(const ZipfTraceOptions& options) {
   WARP_CHECK(options.top_k > 0 && options.top_k <= options.experts);
   WARP_CHECK(options.s >= 0);
   std::mt19937_64 rng(options.seed);
@@ -252,8 +272,8 @@ std::vector<TraceAccess> ZipfTrace(const ZipfTraceOptions& options) {
   // descending order, are distributed as top_k successive weighted draws.
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::vector<std::pair<double, uint32_t>> keys(options.experts);
-  std::vector<TraceAccess> accesses;
-  accesses.reserve(options.tokens * options.layers * options.top_k);
+  std::vector<TraceLine> lines;
+  lines.reserve(options.tokens * options.layers);
   for (uint64_t token = 0; token < options.tokens; ++token) {
     for (uint32_t layer = 0; layer < options.layers; ++layer) {
       for (uint32_t rank = 0; rank < options.experts; ++rank) {
@@ -261,12 +281,77 @@ std::vector<TraceAccess> ZipfTrace(const ZipfTraceOptions& options) {
       }
       std::partial_sort(keys.begin(), keys.begin() + options.top_k, keys.end(),
                         [](const auto& a, const auto& b) { return a.first > b.first; });
+      TraceLine& line = lines.emplace_back(TraceLine{.layer = layer});
       for (uint32_t i = 0; i < options.top_k; ++i) {
-        accesses.push_back({.layer = layer, .expert = permutation[layer][keys[i].second]});
+        line.experts.push_back(permutation[layer][keys[i].second]);
       }
     }
   }
-  return accesses;
+  return lines;
+}
+
+std::vector<TraceAccess> ZipfTrace(const ZipfTraceOptions& options) {
+  return Flatten(ZipfTraceLines(options));
+}
+
+uint64_t CountCacheHits(EvictionPolicy policy, const std::vector<TraceLine>& lines,
+                        uint64_t capacity_records, const ForesightOptions& options) {
+  if (capacity_records == 0) return 0;
+  // Experts per layer, for wrong guesses: the largest id the trace names + 1.
+  absl::flat_hash_map<uint32_t, uint32_t> experts_of_layer;
+  for (const TraceLine& line : lines) {
+    for (uint32_t expert : line.experts) {
+      uint32_t& count = experts_of_layer[line.layer];
+      count = std::max(count, expert + 1);
+    }
+  }
+  // Steps: [begin, end) runs of lines of one layer.
+  std::vector<std::pair<size_t, size_t>> steps;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (steps.empty() || lines[steps.back().first].layer != lines[i].layer) {
+      steps.push_back({i, i});
+    }
+    steps.back().second = i + 1;
+  }
+  RecordCache cache(RecordCache::Options{
+      .capacity_bytes = capacity_records, .policy = policy, .foresight = options.foresight});
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  uint64_t hits = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const uint32_t layer = lines[steps[s].first].layer;
+    // The lookahead predicts the next layer of the same tokens, never across tokens.
+    if (options.foresight && s + 1 < steps.size() && lines[steps[s + 1].first].layer > layer) {
+      for (size_t i = steps[s + 1].first; i < steps[s + 1].second; ++i) {
+        const TraceLine& next = lines[i];
+        const uint32_t experts = experts_of_layer[next.layer];
+        for (uint32_t expert : next.experts) {
+          uint32_t guess = expert;
+          if (uniform(rng) >= options.recall && experts > 1) {
+            guess = std::uniform_int_distribution<uint32_t>(0, experts - 2)(rng);
+            if (guess >= expert) ++guess;  // any other expert
+          }
+          cache.Foresee({.layer = next.layer, .expert = guess});
+        }
+      }
+    }
+    std::vector<ExpertKey> pinned;
+    for (size_t i = steps[s].first; i < steps[s].second; ++i) {
+      for (uint32_t expert : lines[i].experts) {
+        const ExpertKey key{.layer = layer, .expert = expert};
+        if (cache.Touch(key, Priority::kDemand)) {
+          ++hits;
+        } else if (!cache.Insert(key, 1, Priority::kDemand).has_value()) {
+          continue;  // every record held is this step's: read, not kept
+        }
+        cache.Pin(key);
+        pinned.push_back(key);
+      }
+    }
+    for (const ExpertKey& key : pinned) cache.Unpin(key);
+    cache.ForgetForesight(layer);
+  }
+  return hits;
 }
 
 }  // namespace warp::bench

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/store/eviction_order.h"
 
 namespace warp::bench {
 
@@ -23,6 +24,12 @@ struct TraceAccess {
   uint32_t layer = 0;
   uint32_t expert = 0;
   friend bool operator==(const TraceAccess&, const TraceAccess&) = default;
+};
+
+// One line of a trace: the experts one token was routed to in one layer.
+struct TraceLine {
+  uint32_t layer = 0;
+  std::vector<uint32_t> experts;  // in routing-rank order, distinct
 };
 
 enum class Policy {
@@ -38,10 +45,17 @@ enum class Policy {
 const char* PolicyName(Policy policy);
 
 // Parses trace text; `name` (a path) prefixes errors as "name:LINE: ...".
+absl::StatusOr<std::vector<TraceLine>> ParseTraceLines(std::string_view text,
+                                                       std::string_view name);
+// The same, as accesses in file order.
 absl::StatusOr<std::vector<TraceAccess>> ParseTrace(std::string_view text, std::string_view name);
 
 // Reads and parses the trace file at `path`.
+absl::StatusOr<std::vector<TraceLine>> ReadTraceLines(const std::string& path);
 absl::StatusOr<std::vector<TraceAccess>> ReadTrace(const std::string& path);
+
+// Every line's experts as accesses, in order.
+std::vector<TraceAccess> Flatten(const std::vector<TraceLine>& lines);
 
 // Number of distinct (layer, expert) records in `accesses`.
 uint64_t DistinctRecords(const std::vector<TraceAccess>& accesses);
@@ -66,6 +80,24 @@ struct ZipfTraceOptions {
   uint64_t seed = 1;
 };
 // REQUIRES: 0 < top_k <= experts, s >= 0.
+std::vector<TraceLine> ZipfTraceLines(const ZipfTraceOptions& options);
 std::vector<TraceAccess> ZipfTrace(const ZipfTraceOptions& options);
+
+// Replays a trace through the runtime's RecordCache (one record, one unit of
+// capacity), layer step by layer step as the engine reads: a step is a run of
+// lines of one layer (a token's layer in decode, a prefill chunk's), whose
+// records stay pinned until the step ends. With `foresight`, before each step
+// the next step's experts (the next layer of the same tokens) are predicted
+// as the router lookahead does: each right with probability `recall`, else a
+// random expert of that layer; the resident predicted records are Foreseen,
+// and forgotten when the step has passed. No speculative reads: this measures
+// what sparing the predictions in eviction does alone.
+struct ForesightOptions {
+  bool foresight = false;
+  double recall = 1.0;  // in [0, 1]
+  uint64_t seed = 1;
+};
+uint64_t CountCacheHits(EvictionPolicy policy, const std::vector<TraceLine>& lines,
+                        uint64_t capacity_records, const ForesightOptions& options);
 
 }  // namespace warp::bench

@@ -5,10 +5,14 @@
 //   cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]
 //   cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | --fractions ...]
 //
+//   ... [--foresight 0.5,0.8,1]
+//
 // TRACE is written by `computed run ... --trace FILE`. --zipf generates a
 // synthetic trace instead (Zipf(S) expert popularity per layer, see
 // cache_sim.h). --fractions are of the trace's distinct records (default
-// 0.05,0.1,0.25,0.5).
+// 0.05,0.1,0.25,0.5). --foresight adds a table: the runtime's RecordCache
+// (LFRU and DUEL) with evictions sparing the lookahead's predictions of the
+// next layer, right at each RECALL, against the same cache without them.
 
 #include <algorithm>
 #include <cmath>
@@ -29,7 +33,8 @@ using warp::bench::TraceAccess;
 constexpr char kUsage[] =
     "usage: cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]\n"
     "       cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | "
-    "--fractions ...]\n";
+    "--fractions ...]\n"
+    "       ... [--foresight RECALL,...]\n";
 
 int Usage(const std::string& error) {
   std::fprintf(stderr, "cache_sim: %s\n%s", error.c_str(), kUsage);
@@ -75,6 +80,31 @@ void PrintTable(const std::vector<TraceAccess>& accesses, const std::vector<uint
   }
 }
 
+void PrintForesight(const std::vector<warp::bench::TraceLine>& lines,
+                    const std::vector<TraceAccess>& accesses, const std::vector<uint64_t>& budgets,
+                    const std::vector<double>& recalls) {
+  std::printf("\nforesight (RecordCache; hit rate without, then sparing predictions right at "
+              "each recall)\n%8s %6s %8s", "budget", "policy", "none");
+  for (double recall : recalls) std::printf(" %7s%-3.2g", "r=", recall);
+  std::printf(" %8s\n", "MIN");
+  for (uint64_t budget : budgets) {
+    const double min = warp::bench::HitRate(Policy::kMin, accesses, budget);
+    for (warp::EvictionPolicy policy : {warp::EvictionPolicy::kLfru, warp::EvictionPolicy::kDuel}) {
+      auto rate = [&](const warp::bench::ForesightOptions& options) {
+        return 100.0 * static_cast<double>(
+                           warp::bench::CountCacheHits(policy, lines, budget, options)) /
+               static_cast<double>(std::max<size_t>(accesses.size(), 1));
+      };
+      std::printf("%8llu %6s %7.2f%%", static_cast<unsigned long long>(budget),
+                  warp::EvictionPolicyName(policy), rate({}));
+      for (double recall : recalls) {
+        std::printf(" %9.2f%%", rate({.foresight = true, .recall = recall}));
+      }
+      std::printf(" %7.2f%%\n", 100 * min);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,6 +112,7 @@ int main(int argc, char** argv) {
   std::string zipf;
   std::vector<uint64_t> budgets;
   std::vector<double> fractions = {0.05, 0.1, 0.25, 0.5};
+  std::vector<double> recalls;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -96,6 +127,12 @@ int main(int argc, char** argv) {
         return Usage("bad --fractions '" + std::string(argv[i]) + "'");
       }
       budgets.clear();
+    } else if (arg == "--foresight" && has_value) {
+      if (!ParseList<double>(argv[++i], ParseDouble, &recalls) ||
+          std::any_of(recalls.begin(), recalls.end(),
+                      [](double r) { return !(r >= 0 && r <= 1); })) {
+        return Usage("bad --foresight '" + std::string(argv[i]) + "' (recalls in [0, 1])");
+      }
     } else if (arg == "--zipf" && has_value) {
       zipf = argv[++i];
     } else if (arg == "--seed" && has_value) {
@@ -113,7 +150,7 @@ int main(int argc, char** argv) {
   }
   if (trace_path.empty() == zipf.empty()) return Usage("give exactly one of TRACE or --zipf");
 
-  std::vector<TraceAccess> accesses;
+  std::vector<warp::bench::TraceLine> lines;
   if (!zipf.empty()) {
     std::vector<absl::string_view> parts = absl::StrSplit(zipf, ',');
     warp::bench::ZipfTraceOptions options{.seed = seed};
@@ -128,16 +165,18 @@ int main(int argc, char** argv) {
                 options.experts, options.layers, options.top_k,
                 static_cast<unsigned long long>(options.tokens), options.s,
                 static_cast<unsigned long long>(seed));
-    accesses = warp::bench::ZipfTrace(options);
+    lines = warp::bench::ZipfTraceLines(options);
   } else {
-    absl::StatusOr<std::vector<TraceAccess>> trace = warp::bench::ReadTrace(trace_path);
+    absl::StatusOr<std::vector<warp::bench::TraceLine>> trace =
+        warp::bench::ReadTraceLines(trace_path);
     if (!trace.ok()) {
       std::fprintf(stderr, "cache_sim: %s\n", std::string(trace.status().message()).c_str());
       return 1;
     }
     std::printf("trace %s\n", trace_path.c_str());
-    accesses = *std::move(trace);
+    lines = *std::move(trace);
   }
+  const std::vector<TraceAccess> accesses = warp::bench::Flatten(lines);
 
   if (budgets.empty()) {
     const uint64_t distinct = warp::bench::DistinctRecords(accesses);
@@ -147,5 +186,6 @@ int main(int argc, char** argv) {
     }
   }
   PrintTable(accesses, budgets);
+  if (!recalls.empty()) PrintForesight(lines, accesses, budgets, recalls);
   return 0;
 }

@@ -566,6 +566,26 @@ TEST_F(ExpertStoreTest, DemandJoiningAStartedLookaheadReadMakesTheRecordWarm) {
   EXPECT_EQ(Counter("speculative_evicted_unused"), 0u);
 }
 
+// A hint for a record already cached spares it from the next demand
+// evictions (it would have been LFRU's first victim) until its layer passes.
+TEST_F(ExpertStoreTest, AHintSparesACachedRecordUntilItsLayerPasses) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(2 * record_bytes_, 1));
+  const ExpertKey a{2, 0}, b{2, 1}, c{1, 2}, d{1, 3};
+  WARP_ASSERT_OK(ReadOne(a));
+  WARP_ASSERT_OK(ReadOne(b));
+  store_->Prefetch(std::vector<ExpertKey>{a}, Priority::kLookahead);  // a: predicted for layer 2
+  WARP_ASSERT_OK(ReadOne(c));  // layer 1's demand: b goes, not the older a
+  EXPECT_TRUE(store_->IsCached(a));
+  EXPECT_FALSE(store_->IsCached(b));
+  EXPECT_EQ(ReadsOf(a), 1) << "a hint for a cached record must not read it again";
+
+  store_->CancelSpeculative(2);  // layer 2 has passed without using a
+  WARP_ASSERT_OK(ReadOne(d));    // now a is the oldest once-used record again
+  EXPECT_FALSE(store_->IsCached(a));
+  EXPECT_TRUE(store_->IsCached(c));
+  EXPECT_EQ(Counter("cache_foreseen_evicted"), 0u);
+}
+
 // --- Scheduling ---------------------------------------------------------------
 
 TEST_F(ExpertStoreTest, DemandReadsRunBeforeQueuedLookaheadReads) {

@@ -311,9 +311,11 @@ TEST(RecordCacheTest, LookaheadEvictsUnusedSpeculativeRecordsFirst) {
   InsertFresh(cache, Key(0));
   InsertFresh(cache, Key(1), Priority::kLookahead);
   InsertFresh(cache, Key(2));  // key 0 is now cold too
+  cache.ForgetForesight(0);    // key 1's layer passed without using it
 
   EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kLookahead),
               Optional(ElementsAre(Key(1))));
+  cache.ForgetForesight(0);
   EXPECT_THAT(cache.Insert(Key(4), 2 * kRecordBytes, Priority::kLookahead),
               Optional(ElementsAre(Key(3), Key(0))));
 }
@@ -324,6 +326,7 @@ TEST(RecordCacheTest, LookaheadInsertUsedByDemandBecomesWarm) {
     RecordCache cache = MakeCache(2);
     InsertFresh(cache, Key(0), Priority::kLookahead);
     InsertFresh(cache, Key(1));
+    cache.ForgetForesight(0);  // its layer passed
     EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kLookahead),
                 Optional(ElementsAre(Key(0))));
   }
@@ -341,6 +344,7 @@ TEST(RecordCacheTest, SpeculativeEvictedUnusedIsCounted) {
   InsertFresh(cache, Key(1), Priority::kLookahead);
   ASSERT_TRUE(cache.Touch(Key(1), Priority::kDemand));
   ASSERT_TRUE(cache.Touch(Key(0), Priority::kLookahead));  // a hint is not a use
+  cache.ForgetForesight(0);                                // and its layer passed
 
   // Key 0 never served a demand: frequency 0, evicted first and counted as waste.
   EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
@@ -397,6 +401,77 @@ TEST(RecordCacheTest, RecentlyHotKeyStillBeatsAColdOneAfterAging) {
   ASSERT_TRUE(cache.Touch(Key(0), Priority::kDemand));  // most recent, but rarely used
 
   EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand), Optional(ElementsAre(Key(0))));
+}
+
+// Foresight: a predicted resident record is passed over by demand evictions
+// while anything else can go, and taken (and counted) only when nothing can.
+TEST(RecordCacheTest, ForeseenRecordsGoLast) {
+  RecordCache cache = MakeCache(3);
+  for (uint32_t expert : {0, 1, 2}) InsertFresh(cache, Key(expert, 1));
+  ASSERT_TRUE(cache.Foresee(Key(0, 1)));  // LFRU's first victim otherwise
+  ASSERT_TRUE(cache.IsForeseen(Key(0, 1)));
+  EXPECT_FALSE(cache.Foresee(Key(9, 1)));  // not resident: nothing to spare
+
+  EXPECT_THAT(cache.Insert(Key(3, 0), kRecordBytes, Priority::kDemand),
+              Optional(ElementsAre(Key(1, 1))));
+  // Two records needed, one unforeseen one left: the foreseen one goes second.
+  cache.Pin(Key(3, 0));
+  EXPECT_THAT(cache.Insert(Key(4, 0), 2 * kRecordBytes, Priority::kDemand),
+              Optional(ElementsAre(Key(2, 1), Key(0, 1))));
+  EXPECT_EQ(cache.stats().foreseen_evicted, 1u);
+  EXPECT_FALSE(cache.IsForeseen(Key(0, 1)));
+}
+
+// The prediction ends with the demand that uses it, or when its layer passes;
+// layers after the one passed keep theirs.
+TEST(RecordCacheTest, ForesightEndsWithItsUseOrItsLayer) {
+  RecordCache cache = MakeCache(4);
+  for (uint32_t layer : {1, 2}) {
+    for (uint32_t expert : {0, 1}) InsertFresh(cache, Key(expert, layer));
+  }
+  for (uint32_t layer : {1, 2}) {
+    for (uint32_t expert : {0, 1}) ASSERT_TRUE(cache.Foresee(Key(expert, layer)));
+  }
+  ASSERT_TRUE(cache.Touch(Key(0, 1), Priority::kDemand));
+  EXPECT_FALSE(cache.IsForeseen(Key(0, 1)));
+  ASSERT_TRUE(cache.Touch(Key(1, 1), Priority::kLookahead));  // another guess: still foreseen
+  EXPECT_TRUE(cache.IsForeseen(Key(1, 1)));
+  cache.ForgetForesight(1);
+  EXPECT_FALSE(cache.IsForeseen(Key(1, 1)));
+  EXPECT_TRUE(cache.IsForeseen(Key(0, 2)));
+  EXPECT_TRUE(cache.IsForeseen(Key(1, 2)));
+  // A certain read is a prediction until the demand it was read for.
+  cache.ForgetForesight(UINT32_MAX);
+  ASSERT_TRUE(cache.Touch(Key(0, 2), Priority::kDemand));
+  cache.Erase(Key(1, 2));
+  InsertFresh(cache, Key(5, 3), Priority::kCertain);
+  EXPECT_TRUE(cache.IsForeseen(Key(5, 3)));
+  ASSERT_TRUE(cache.Touch(Key(5, 3), Priority::kDemand));
+  EXPECT_FALSE(cache.IsForeseen(Key(5, 3)));
+}
+
+// A speculative read is a prediction: no other guess may evict it (even when
+// cold), and a demand takes it only when nothing else can go.
+TEST(RecordCacheTest, AGuessNeverEvictsAnotherGuess) {
+  RecordCache cache = MakeCache(2, /*recent_window=*/1);
+  InsertFresh(cache, Key(0, 1), Priority::kLookahead);
+  InsertFresh(cache, Key(1, 1), Priority::kLookahead);
+  EXPECT_EQ(cache.Insert(Key(2, 1), kRecordBytes, Priority::kLookahead), std::nullopt);
+  cache.ForgetForesight(1);
+  EXPECT_THAT(cache.Insert(Key(2, 1), kRecordBytes, Priority::kLookahead),
+              Optional(ElementsAre(Key(0, 1))));
+}
+
+TEST(RecordCacheTest, WithoutForesightPredictionsSpareNothing) {
+  RecordCache cache(
+      {.capacity_bytes = 2 * kRecordBytes, .policy = EvictionPolicy::kLfru, .foresight = false});
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1), Priority::kLookahead);
+  EXPECT_TRUE(cache.Foresee(Key(0)));  // resident, but no foresight kept
+  EXPECT_FALSE(cache.IsForeseen(Key(0)));
+  EXPECT_FALSE(cache.IsForeseen(Key(1)));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand),
+              Optional(ElementsAre(Key(1))));
 }
 
 TEST(RecordCacheDeathTest, ContractViolationsAbort) {

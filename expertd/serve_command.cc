@@ -108,7 +108,7 @@ std::function<int()> AddServeCommand(CLI::App& app) {
   cmd->add_option("--io-engine", flags->io_engine,
                   "How records come off the disk: uring (default: pieces in flight) or pread");
   cmd->add_option("--cache-policy", flags->cache_policy,
-                  "Eviction order of the record cache: lfru (default), lru, arc or duel");
+                  "Eviction order of the record cache: duel (default), lfru, lru or arc");
   cmd->add_option("--tls-cert", flags->tls_cert,
                   "PEM certificate chain of the tcp: listeners (TLS; with --tls-key)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");

@@ -25,7 +25,8 @@ std::unique_ptr<EvictionOrder> MakeEvictionOrder(EvictionPolicy policy) {
 }
 
 absl::StatusOr<EvictionPolicy> ParseEvictionPolicy(std::string_view name) {
-  if (name.empty() || name == "lfru") return EvictionPolicy::kLfru;
+  if (name.empty()) return kDefaultEvictionPolicy;
+  if (name == "lfru") return EvictionPolicy::kLfru;
   if (name == "lru") return EvictionPolicy::kLru;
   if (name == "arc") return EvictionPolicy::kArc;
   if (name == "duel") return EvictionPolicy::kDuel;

@@ -49,7 +49,7 @@ class ExpertStore : public ExpertSource {
     uint64_t cache_bytes = 0;
     uint32_t io_threads = 4;
     // The order demand reads evict records in (ExpertdConfig.cache_policy).
-    EvictionPolicy cache_policy = EvictionPolicy::kLfru;
+    EvictionPolicy cache_policy = kDefaultEvictionPolicy;
     // The arena's fd goes to fast-path clients (expertd): sealed against new
     // writable mappings, so a shrink cannot give its memory back. An embedded
     // store's arena is private and can.

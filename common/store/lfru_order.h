@@ -1,7 +1,6 @@
 #pragma once
 
-// LfruOrder: least-frequently-then-least-recently-used eviction (the default
-// EvictionOrder). Victims go by ascending frequency, ties by the oldest access
+// LfruOrder: least-frequently-then-least-recently-used eviction. Victims go by ascending frequency, ties by the oldest access
 // of any kind. DEMAND and CERTAIN accesses count as use (frequency + 1; an
 // insert starts at 1); LOOKAHEAD accesses only refresh recency (an insert
 // starts at 0, so an unused prediction goes first). Frequencies age: all

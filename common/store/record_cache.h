@@ -1,7 +1,7 @@
 #pragma once
 
 // RecordCache: admission, byte accounting and pins of the expert record
-// cache, over a pluggable EvictionOrder (LFRU by default, or LRU). Decides
+// cache, over a pluggable EvictionOrder (DuelOrder by default). Decides
 // which records stay resident and which must go; never touches buffers or
 // files (the ExpertStore owns the RecordArena slots and frees those of the
 // keys Insert returns).
@@ -50,7 +50,7 @@ class RecordCache {
     // (kLookahead) inserts may never evict a warm record. 0 means: window =
     // number of resident entries.
     uint64_t recent_window = 0;
-    EvictionPolicy policy = EvictionPolicy::kLfru;  // the order of demand evictions
+    EvictionPolicy policy = kDefaultEvictionPolicy;  // the order of demand evictions
     bool foresight = true;  // false: Foresee and speculative inserts spare nothing (A/B)
   };
 

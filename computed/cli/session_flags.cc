@@ -89,7 +89,7 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                 "Check a record's CRC32C at every read of the embedded store or from a fastpath: "
                 "daemon (default: until it first passes)");
   cmd->add_option("--cache-policy", flags.cache_policy,
-                  "Eviction order of the embedded expert cache: lfru (default), lru, arc or duel");
+                  "Eviction order of the embedded expert cache: duel (default), lfru, lru or arc");
   cmd->add_option("--prefill-chunk", flags.prefill_chunk,
                   "Prompt tokens per prefill chunk (default: the whole prompt)");
   cmd->add_flag("--no-prefetch", flags.no_prefetch,

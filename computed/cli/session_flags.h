@@ -25,7 +25,7 @@ struct SessionFlags {
   std::string cpus;
   uint32_t threads = 0;
   uint32_t io_threads = 4;
-  std::string cache_policy;  // "": lfru
+  std::string cache_policy;  // "": kDefaultEvictionPolicy (duel)
   std::string io_engine;     // "": kDefaultIoBackend
   bool verify_every_read = false;
   uint32_t prefill_chunk = 0;

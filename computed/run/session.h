@@ -39,7 +39,7 @@ struct SessionOptions {
   std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
   uint32_t threads = 0;                  // 0: every core
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
-  EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // --cache-policy, embedded stores
+  EvictionPolicy cache_policy = kDefaultEvictionPolicy;  // --cache-policy, embedded stores
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
   bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false

@@ -32,7 +32,7 @@ struct SourceOptions {
   uint64_t cache_bytes = 0;  // the budget's cache share: the bank dirs' embedded
                              // caches split it
   uint32_t io_threads = 4;   // per embedded store
-  EvictionPolicy cache_policy = EvictionPolicy::kLfru;  // of the embedded stores' caches
+  EvictionPolicy cache_policy = kDefaultEvictionPolicy;  // of the embedded stores' caches
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
   bool verify_every_read = false;  // CRC32C: the embedded stores, fastpath: clients
   bool prefault_cache = true;      // of the embedded stores' caches

@@ -222,5 +222,52 @@ TEST(CacheSimTest, ZipfTraceIsDeterministicDistinctPerTokenAndSkewed) {
   EXPECT_EQ(all.size(), 15u);
 }
 
+TEST(CacheSimTest, LinesKeepEachTokenLayerTogether) {
+  auto lines = ParseTraceLines("# header\n0 1 5,3\n0 2 5\n1 1 3\n", "t.txt");
+  WARP_ASSERT_OK(lines);
+  ASSERT_EQ(lines->size(), 3u);
+  EXPECT_EQ((*lines)[0].layer, 1u);
+  EXPECT_THAT((*lines)[0].experts, ElementsAre(5, 3));
+  EXPECT_EQ((*lines)[1].layer, 2u);
+  EXPECT_THAT(Flatten(*lines), ElementsAre(TraceAccess{1, 5}, TraceAccess{1, 3},
+                                           TraceAccess{2, 5}, TraceAccess{1, 3}));
+  EXPECT_THAT(ZipfTrace({.experts = 8, .layers = 2, .top_k = 3, .tokens = 4}),
+              ::testing::ContainerEq(
+                  Flatten(ZipfTraceLines({.experts = 8, .layers = 2, .top_k = 3, .tokens = 4}))));
+}
+
+// Two records of room. Layer 2's expert 3, then layer 3's expert 5, then a
+// new token's layer 1: its miss evicts the oldest record, layer 2's, just
+// before layer 2 needs it again, unless the lookahead foresaw that use.
+TEST(CacheSimTest, ForesightSparesTheNextLayersRecord) {
+  const std::vector<TraceLine> lines = {
+      {.layer = 2, .experts = {3}}, {.layer = 3, .experts = {5}},
+      {.layer = 1, .experts = {1}}, {.layer = 2, .experts = {3}}};
+  EXPECT_EQ(CountCacheHits(EvictionPolicy::kLfru, lines, 2, {}), 0u);
+  EXPECT_EQ(CountCacheHits(EvictionPolicy::kLfru, lines, 2, {.foresight = true, .recall = 1}), 1u);
+  // A wrong guess spares another record, not this one.
+  EXPECT_EQ(CountCacheHits(EvictionPolicy::kLfru, lines, 2, {.foresight = true, .recall = 0}), 0u);
+  // Without the room for one spare record foresight changes nothing.
+  EXPECT_EQ(CountCacheHits(EvictionPolicy::kLfru, lines, 1, {.foresight = true, .recall = 1}), 0u);
+}
+
+// The replay through RecordCache agrees with the order-only replay where
+// nothing is pinned across accesses: one expert a line, no foresight.
+TEST(CacheSimTest, CacheReplayMatchesTheOrderReplayOnSingleExpertLines) {
+  std::mt19937_64 rng(3);
+  std::vector<TraceLine> lines;
+  for (int i = 0; i < 3000; ++i) {
+    lines.push_back({.layer = static_cast<uint32_t>(i % 3),
+                     .experts = {static_cast<uint32_t>(rng() % 20)}});
+  }
+  for (const auto& [policy, order] :
+       std::vector<std::pair<Policy, EvictionPolicy>>{{Policy::kLru, EvictionPolicy::kLru},
+                                                      {Policy::kLfru, EvictionPolicy::kLfru},
+                                                      {Policy::kDuel, EvictionPolicy::kDuel}}) {
+    EXPECT_EQ(CountCacheHits(order, lines, 16, {}), CountHits(policy, Flatten(lines), 16))
+        << PolicyName(policy);
+  }
+}
+
 }  // namespace
 }  // namespace warp::bench

@@ -5,7 +5,7 @@
 # Prints each run's decode tok/s, disk bytes a token and lookahead figures; the
 # decision goes to docs/LEARNED.md. MODEL is any container, e.g. the K2-shaped
 # model of vs_llamacpp.sh (`computed convert` of tests/gguf/make_gguf.py's file).
-#   tests/bench/lookahead_ab.sh BUILD_DIR MODEL LIMIT [REPS] [CONFIG ...]
+#   [GEN=16] tests/bench/lookahead_ab.sh BUILD_DIR MODEL LIMIT [REPS] [CONFIG ...]
 #   tests/bench/lookahead_ab.sh build /tmp/k2.warp 4G 3 "" "--lookahead-precision 0.5" \
 #     "--lookahead 0"
 set -euo pipefail
@@ -24,7 +24,7 @@ vocab=$(python3 -c "import json; print(json.load(open('$model/manifest.json'))['
 ids=$(python3 -c "import random; random.seed(8); print(','.join(str(random.randrange($vocab)) for _ in range(8)))")
 for round in $(seq "$reps"); do
   for config in "${configs[@]}"; do
-    line=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" --ids "$ids" -n 16 \
+    line=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" --ids "$ids" -n "${GEN:-16}" \
       --ignore-eos --temperature 1 --seed "$round" $config 2>&1 >/dev/null | grep '^\[')
     decode=$(grep -oE 'decode [0-9]+ tokens [0-9.]+ tok/s' <<< "$line" | awk '{print $4}')
     per_token=$(grep -oE '[0-9.]+ [KMG]iB a token' <<< "$line")

@@ -45,7 +45,7 @@ TEST(EvictionPolicyTest, NamesParseBackAndUnknownNamesAreRefused) {
     WARP_ASSERT_OK(parsed);
     EXPECT_EQ(*parsed, policy);
   }
-  EXPECT_EQ(*ParseEvictionPolicy(""), EvictionPolicy::kLfru);
+  EXPECT_EQ(*ParseEvictionPolicy(""), EvictionPolicy::kDuel);
   EXPECT_THAT(ParseEvictionPolicy("fifo"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected lfru, lru, arc or duel")));
 }

@@ -30,9 +30,12 @@ constexpr uint64_t kRecordBytes = 100;
 
 ExpertKey Key(uint32_t expert, uint32_t layer = 0) { return {.layer = layer, .expert = expert}; }
 
+// LFRU: these tests spell out its order (the default, DUEL, starts as LFRU but
+// may follow another policy; duel_order_test.cc).
 RecordCache MakeCache(uint64_t num_records, uint64_t recent_window = 0) {
-  return RecordCache(
-      {.capacity_bytes = num_records * kRecordBytes, .recent_window = recent_window});
+  return RecordCache({.capacity_bytes = num_records * kRecordBytes,
+                      .recent_window = recent_window,
+                      .policy = EvictionPolicy::kLfru});
 }
 
 // Demand-inserts `key`, which must fit without eviction.

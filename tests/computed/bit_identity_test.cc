@@ -198,7 +198,8 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
     for (const char* mode : {"--no-prefetch --lookahead 0 --prefill-chunk 1", "--prefill-chunk 1",
                              "--lookahead 16 --prefill-chunk 3 --lookahead-precision 0",
                              "--threads 2", "", "--cache-policy arc --prefill-chunk 1",
-                             "--cache-policy lru", "--io-engine pread --prefill-chunk 1"}) {
+                             "--cache-policy lru", "--cache-policy lfru --no-foresight",
+                             "--io-engine pread --prefill-chunk 1"}) {
       const std::string flags = mode + budget;
       ExpectIdentical(flags);
       // The same run through `computed run`: more misses than records, and more bytes

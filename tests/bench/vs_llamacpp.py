@@ -211,6 +211,10 @@ def main():
     parser.add_argument("--gguf", required=True)
     parser.add_argument("--warp", required=True)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="unrecorded runs of each engine before a condition's measured "
+                        "ones: the first run after a change of cap was 2-3x slower for both "
+                        "engines on this VM (docs/EFFICIENCY.md)")
     parser.add_argument("--gen", type=int, default=8)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=".")
@@ -247,7 +251,7 @@ def main():
                 "--threads", str(args.threads), "--temperature", "1", "--seed", str(seed)] + \
             (["--repack"] if args.llama_repack and resident else [])
 
-    def one(engine, condition, limit, tokens, gen, seed=1):
+    def one(engine, condition, limit, tokens, gen, seed=1, tag=""):
         cgroup.limit(limit)
         # Always a cold page cache (O_DIRECT reads of cached pages ran at a fifth of
         # the disk's speed here, LEARNED.md); llama.cpp's resident run then reads
@@ -269,7 +273,7 @@ def main():
         if m:
             row["hit"] = int(m.group(1)) / 100
         row["read_over_needed"] = read_over_needed(r["stderr"], record_bytes)
-        print(f"  {engine:9} {condition:5} decode {row['decode_tok_s']:.3f} tok/s, prompt "
+        print(f"  {engine:9} {condition:5}{tag} decode {row['decode_tok_s']:.3f} tok/s, prompt "
               f"{row['prompt_tok_s']:.2f} tok/s ({len(tokens)} tokens, first token at "
               f"{st[0]:.1f} s), read/token "
               f"{(row['read_per_token'] or 0) / 2**20:.0f} MiB, peak "
@@ -284,6 +288,10 @@ def main():
             limit = 0 if condition == "none" else int(condition[:-1]) * GIB
             ids = long_prompt if condition == "none" else short_prompt
             print(f"== {condition} cap", flush=True)
+            for run in range(args.warmup):
+                for engine in ("WARP", "llama.cpp"):
+                    one(engine, condition, limit, ids, args.gen, seed=100 + run,
+                        tag=" (warm-up, not counted)")
             for run in range(args.runs):
                 for engine in ("WARP", "llama.cpp"):
                     rows.append(one(engine, condition, limit, ids, args.gen, seed=1 + run))

@@ -5,7 +5,7 @@
 # 13.0 GB, under a temp dir), converts it, and runs tests/bench/vs_llamacpp.py
 # (conditions, table, plot). Needs root (memory cgroups, drop_caches).
 #   tests/bench/vs_llamacpp.sh [BUILD_DIR] [OUT_DIR]     # default build, build/vs_llamacpp
-#   RUNS=3 GEN=8 CONDITIONS=4G,8G,none SHAPE=k2-experts tests/bench/vs_llamacpp.sh
+#   RUNS=3 WARMUP=1 GEN=8 CONDITIONS=4G,8G,none SHAPE=k2-experts tests/bench/vs_llamacpp.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build}
@@ -23,5 +23,5 @@ python3 tests/gguf/make_gguf.py --arch qwen3moe --shape "${SHAPE:-k2-experts}" -
 "$build/bin/computed" convert "$work/model.gguf" "$work/model.warp" | tail -1
 python3 tests/bench/vs_llamacpp.py --computed "$build/bin/computed" \
   --probe "$build/peer/bin/llama_probe" --gguf "$work/model.gguf" --warp "$work/model.warp" \
-  --runs "${RUNS:-3}" --gen "${GEN:-8}" --conditions "${CONDITIONS:-4G,8G,none}" --out "$out"
+  --runs "${RUNS:-3}" --warmup "${WARMUP:-1}" --gen "${GEN:-8}" --conditions "${CONDITIONS:-4G,8G,none}" --out "$out"
 echo "table, runs and plot: $out/vs_llamacpp.{md,json,svg}"

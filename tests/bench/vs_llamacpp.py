@@ -219,6 +219,8 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=".")
     parser.add_argument("--conditions", default="4G,8G,none")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 if a target of issue 14 is missed (the table says which)")
     parser.add_argument("--llama-repack", action="store_true",
                         help="llama.cpp with its default repacked weights (in RAM) instead of "
                         "mmap without repacking, in the uncapped condition (under a cap the "
@@ -341,6 +343,7 @@ def main():
     for r in prefill_rows:
         lines.append(f"| {r['engine']} | {r['prompt_tok_s']:.2f} ({r['first_token_s']:.1f} s) | "
                      f"{(r['peak'] or 0) / GIB:.2f} GiB |")
+    missed = targets(rows, prefill_rows, lines)
     if not cached:
         lines.append("\n(the page cache could not be dropped: runs may have been warm)")
     table = "\n".join(lines) + "\n"
@@ -351,6 +354,42 @@ def main():
               open(os.path.join(args.out, "vs_llamacpp.json"), "w"), indent=1)
     svg_plot(rows, bound_tok_s, os.path.join(args.out, "vs_llamacpp.svg"))
     print(table)
+    if missed and args.strict:
+        sys.exit(f"vs_llamacpp: {missed} target(s) missed")
+
+
+def targets(rows, prefill_rows, lines):
+    """Appends issue 14's targets, each met or missed by this run's medians, to `lines`;
+    returns how many were missed (a condition not run is not judged)."""
+    def median(condition, engine, key="decode_tok_s"):
+        values = [r[key] for r in rows if r["condition"] == condition and r["engine"] == engine
+                  and r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    checks = []
+    for condition, floor, times in (("4G", 4.0, 5.0), ("8G", 5.5, None), ("none", None, 1.0)):
+        warp, llama = median(condition, "WARP"), median(condition, "llama.cpp")
+        if warp is None or llama is None:
+            continue
+        if floor is not None:
+            checks.append((f"{condition}: WARP decode >= {floor} tok/s", f"{warp:.2f}",
+                           warp >= floor))
+        if times is not None:
+            checks.append((f"{condition}: WARP >= {times:g}x llama.cpp", f"{warp / llama:.2f}x",
+                           warp >= times * llama))
+    prefill = {r["engine"]: r["prompt_tok_s"] for r in prefill_rows}
+    if len(prefill) == 2:
+        ratio = prefill["WARP"] / prefill["llama.cpp"]
+        checks.append(("64-token prefill, 4 GiB: WARP >= 2x llama.cpp", f"{ratio:.2f}x",
+                       ratio >= 2))
+    over = [r["read_over_needed"] for r in rows if r["engine"] == "WARP"
+            and r["condition"] != "none" and r.get("read_over_needed") is not None]
+    if over:
+        checks.append(("every capped WARP run reads <= 1.05x what its misses needed",
+                       f"max {max(over):.2f}x", max(over) <= 1.05))
+    lines += ["", "| target (issue 14) | this run | |", "|---|---|---|"]
+    lines += [f"| {name} | {value} | {'met' if ok else 'MISSED'} |" for name, value, ok in checks]
+    return sum(not ok for _, _, ok in checks)
 
 
 if __name__ == "__main__":

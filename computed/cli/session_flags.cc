@@ -105,6 +105,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option("--lookahead-precision", flags.lookahead_precision,
                   "Hint a rank of the lookahead only while its guesses are right this often "
                   "(0 to 1; 0: every rank)");
+  cmd->add_option("--lookahead-depth", flags.lookahead_depth,
+                  "MoE layers the lookahead predicts ahead: 1 (default) or 2 (the layer after "
+                  "next too, with its own precision gate)");
   cmd->add_option("--experts-per-token", flags.experts_per_token,
                   "Override the model's top-k (a quality trade)");
   cmd->add_option("--trace", flags.trace, "Write the routing trace (position layer experts)");
@@ -179,6 +182,11 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
     if (env == nullptr || !absl::SimpleAtoi(env, &lookahead) || lookahead < 0) lookahead = 6;
   }
   options.lookahead = static_cast<uint32_t>(lookahead);
+  if (flags.lookahead_depth < 1 || flags.lookahead_depth > 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lookahead-depth ", flags.lookahead_depth, ": expected 1 or 2"));
+  }
+  options.lookahead_depth = flags.lookahead_depth;
   if (flags.lookahead_precision) {
     const double precision = *flags.lookahead_precision;
     if (!(precision >= 0 && precision <= 1)) {

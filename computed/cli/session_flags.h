@@ -35,6 +35,7 @@ struct SessionFlags {
   bool no_foresight = false;
   int lookahead = -1;                         // -1: WARP_LOOKAHEAD or 6
   std::optional<double> lookahead_precision;  // unset: the default
+  uint32_t lookahead_depth = 1;
   uint32_t experts_per_token = 0;
   std::string trace;
   bool learn = false;

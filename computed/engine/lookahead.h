@@ -11,6 +11,12 @@
 // Every rank up to `width` is still predicted and scored, so a rank that
 // becomes precise (a trained model, a repetitive prompt) is hinted again.
 //
+// With a depth of 2 the same input also predicts the MoE layer after next,
+// hinted after the next layer's (the store reads lookahead hints in order),
+// with a gate and figures of its own: the disk gets work during the next
+// layer's attention, when the next layer's demand cannot be known yet.
+// Its unread hints are dropped when their layer passes (CancelSpeculative).
+//
 // Thread-compatible: called from the forward pass only.
 
 #include <cstdint>
@@ -58,28 +64,47 @@ class Lookahead {
   // `routers` [num_layers]: each MoE layer's router, nullptr for dense
   // layers. `width`: experts per token predicted; 0 turns the lookahead off.
   // `min_precision` in [0, 1]: hint rank r (0-based) only while every rank up
-  // to r has been right at least this often (0: hint all `width`).
+  // to r has been right at least this often (0: hint all `width`). `depth`:
+  // how many MoE layers ahead to predict, 1 or 2.
   Lookahead(std::vector<const Router*> routers, uint32_t width, double min_precision,
-            ExpertSource& experts);
+            ExpertSource& experts, uint32_t depth = 1);
 
-  // Hints the experts the MoE layer after `layer` would pick for x [n][hidden]
-  // of `tokens` (a hash layer's are certain and were read at the chunk's start).
+  // Hints the experts the MoE layers after `layer` (up to `depth` of them)
+  // would pick for x [n][hidden] of `tokens` (a hash layer's are certain and
+  // were read at the chunk's start).
   void Hint(uint32_t layer, std::span<const float> x, std::span<const int32_t> tokens);
 
   // Scores the predictions made for `layer` against its real routing, then
   // forgets them.
   void Score(uint32_t layer, const std::vector<Routing>& routed, uint64_t record_bytes);
 
-  const LookaheadStats& stats() const { return stats_; }
+  uint32_t depth() const { return static_cast<uint32_t>(ahead_.size()); }
+  // The predictions made `depth` MoE layers ahead (1: the next layer).
+  const LookaheadStats& stats(uint32_t depth = 1) const { return ahead_.at(depth - 1).stats; }
 
  private:
+  // The predictions of one depth: its own gate, since a guess two layers
+  // ahead is right less often than one.
+  struct Ahead {
+    PrecisionGate gate;
+    std::vector<std::vector<std::vector<uint32_t>>> predicted;  // [layer][token] -> experts
+    std::vector<uint32_t> hinted_ranks;  // [layer]: ranks of `predicted` that were hinted
+    LookaheadStats stats;
+  };
+
+  // The MoE layer after `layer` that a lookahead can predict (not hashed);
+  // routers_.size() if none.
+  uint32_t NextPredictable(uint32_t layer) const;
+  // Predicts `target`'s routing of x at `ahead`, appending the keys to hint.
+  void Predict(Ahead& ahead, uint32_t target, std::span<const float> x,
+               std::span<const int32_t> tokens, std::vector<ExpertKey>& keys);
+  void ScoreAhead(Ahead& ahead, uint32_t layer, const std::vector<Routing>& routed,
+                  uint64_t record_bytes);
+
   std::vector<const Router*> routers_;
   uint32_t width_;
-  PrecisionGate gate_;
   ExpertSource& experts_;
-  std::vector<std::vector<std::vector<uint32_t>>> predicted_;  // [layer][token] -> experts
-  std::vector<uint32_t> hinted_ranks_;  // [layer]: ranks of predicted_ that were hinted
-  LookaheadStats stats_;
+  std::vector<Ahead> ahead_;  // [depth - 1]
 };
 
 }  // namespace warp::computed

@@ -130,7 +130,8 @@ absl::Status Transformer::BuildLayers() {
     routers.push_back(routers_.back().get());
   }
   lookahead_ = std::make_unique<Lookahead>(std::move(routers), options_.lookahead,
-                                           options_.lookahead_precision, experts_);
+                                           options_.lookahead_precision, experts_,
+                                           options_.lookahead_depth);
   sequences_.resize(options_.sequences);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     const LayerPlan& plan = plan_.layers[layer];

@@ -56,6 +56,7 @@ class Transformer {
     uint32_t lookahead = 6;  // experts per token hinted for the next MoE layer; 0: off
     // Hint only the ranks right at least this often (Lookahead); 0: all of them.
     double lookahead_precision = kDefaultLookaheadPrecision;
+    uint32_t lookahead_depth = 1;  // MoE layers predicted ahead: 1 or 2
     OnRoute on_route;  // each token's routed experts, for --trace and --learn
   };
 
@@ -102,7 +103,10 @@ class Transformer {
   const ModelConfig& config() const { return config_; }
   const ModelPlan& plan() const { return plan_; }
   const ForwardStats& stats() const { return stats_; }
-  const LookaheadStats& lookahead_stats() const { return lookahead_->stats(); }
+  const LookaheadStats& lookahead_stats(uint32_t depth = 1) const {
+    return lookahead_->stats(depth);
+  }
+  uint32_t lookahead_depth() const { return lookahead_->depth(); }
 
  private:
   Transformer(std::shared_ptr<const Container> container, ModelConfig config, ModelPlan plan,

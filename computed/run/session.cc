@@ -147,7 +147,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                               .prefetch = options.prefetch,
                               .certain = options.certain,
                               .lookahead = options.lookahead,
-                              .lookahead_precision = options.lookahead_precision};
+                              .lookahead_precision = options.lookahead_precision,
+                              .lookahead_depth = options.lookahead_depth};
   if (options.learn || !options.trace_path.empty()) {
     engine.on_route = [&s](uint32_t position, uint32_t layer,
                            const std::vector<uint32_t>& experts) {
@@ -331,6 +332,15 @@ std::string Session::StatsLine() const {
       const uint64_t used = all.BytesOf(Served::kLookahead);
       absl::StrAppend(&part, ", read ", FormatBytes(lookahead_read), ", ",
                       FormatBytes(lookahead_read > used ? lookahead_read - used : 0), " unused");
+    }
+    // Each depth's own figures: recall, and the records it hinted that its layer did not use.
+    for (uint32_t depth = 1; depth <= transformer_->lookahead_depth() &&
+                             transformer_->lookahead_depth() > 1;
+         ++depth) {
+      const LookaheadStats& at = transformer_->lookahead_stats(depth);
+      absl::StrAppend(&part, "; depth ", depth, ": recall ",
+                      at.routed ? absl::StrFormat("%.0f%%", 100.0 * at.hits / at.routed) : "-",
+                      ", ", FormatBytes(at.wasted_bytes), " hinted unused");
     }
     parts.push_back(std::move(part));
   }

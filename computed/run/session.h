@@ -53,6 +53,7 @@ struct SessionOptions {
   bool certain = true;                                      // --no-certain: false
   uint32_t lookahead = 6;                                   // --lookahead / WARP_LOOKAHEAD
   double lookahead_precision = kDefaultLookaheadPrecision;  // --lookahead-precision
+  uint32_t lookahead_depth = 1;                             // --lookahead-depth
   uint32_t experts_per_token = 0;                           // 0: the model's
   uint32_t max_positions = 4096;                            // context, of each sequence
   uint32_t sequences = 1;  // serve --parallel: conversations with a KV cache each

@@ -162,6 +162,8 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--lookahead 16 --prefill-chunk 3");
   ExpectIdentical("--lookahead 6 --lookahead-precision 0");  // every rank hinted
   ExpectIdentical("--lookahead 6 --lookahead-precision 1");  // ranks never wrong only
+  ExpectIdentical("--lookahead 6 --lookahead-depth 2 --lookahead-precision 0");
+  ExpectIdentical("--lookahead 16 --lookahead-depth 2 --prefill-chunk 3");
   ExpectIdentical("--no-prefetch --lookahead 6");
   ExpectIdentical("--budget 64M");  // every record stays cached
   ExpectIdentical("--io-engine pread --lookahead 6");
@@ -199,6 +201,7 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
                              "--lookahead 16 --prefill-chunk 3 --lookahead-precision 0",
                              "--threads 2", "", "--cache-policy arc --prefill-chunk 1",
                              "--cache-policy lru", "--cache-policy lfru --no-foresight",
+                             "--lookahead-depth 2 --lookahead-precision 0 --prefill-chunk 2",
                              "--io-engine pread --prefill-chunk 1"}) {
       const std::string flags = mode + budget;
       ExpectIdentical(flags);
@@ -364,7 +367,8 @@ TEST_F(GptOssBitIdentityTest, LogitsDoNotDependOnSchedulingBudgetOrTransport) {
   SetReference("--threads 1 --no-prefetch --lookahead 0");
   for (const char* mode :
        {"--threads 2", "--prefill-chunk 1", "--prefill-chunk 16 --threads 2",
-        "--prefill-chunk 5 --lookahead 16", "--no-prefetch --lookahead 4", "--lookahead 0"}) {
+        "--prefill-chunk 5 --lookahead 16", "--no-prefetch --lookahead 4", "--lookahead 0",
+        "--lookahead 16 --lookahead-depth 2 --lookahead-precision 0"}) {
     ExpectIdentical(mode);
   }
   for (const uint64_t extra_records : {0, 2}) {
@@ -372,6 +376,7 @@ TEST_F(GptOssBitIdentityTest, LogitsDoNotDependOnSchedulingBudgetOrTransport) {
         "--budget " + std::to_string(plan->floor_bytes + extra_records * record_bytes);
     ExpectIdentical(budget + " --prefill-chunk 1");
     ExpectIdentical(budget + " --lookahead 16");
+    ExpectIdentical(budget + " --lookahead 16 --lookahead-depth 2 --lookahead-precision 0");
     const RunStats stats = Stats(budget);
     EXPECT_GT(stats.read_bytes, static_cast<double>(plan->bank_bytes)) << budget;
   }
@@ -395,7 +400,8 @@ class StatefulBitIdentityTest : public BitIdentityTest {
     SetReference("--threads 1 --no-prefetch --lookahead 0 --prefill-chunk 1");
     for (const char* mode :
          {"--prefill-chunk 3", "--prefill-chunk 16 --threads 2", "--threads 2 --lookahead 16",
-          "--no-prefetch --lookahead 4", "--io-engine pread --prefill-chunk 3"}) {
+          "--no-prefetch --lookahead 4", "--io-engine pread --prefill-chunk 3",
+          "--lookahead 16 --lookahead-depth 2 --lookahead-precision 0 --prefill-chunk 3"}) {
       ExpectIdentical(mode);
     }
     ExpectIdentical("--budget " + std::to_string(plan->floor_bytes) + " --prefill-chunk 3");

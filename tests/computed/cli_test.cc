@@ -300,6 +300,27 @@ TEST_F(RunCliTest, PrintsTokensAndTheStatsLine) {
   EXPECT_GE(stats.hits + stats.misses + stats.lookahead_hits + stats.certain_hits, 5u * 2 * 4);
 }
 
+// Two layers ahead: each depth's recall and unused hints on the stats line.
+// The tiny qwen3_moe preset has 4 MoE layers: layer 0's hints reach layer 2.
+TEST_F(RunCliTest, ALookaheadTwoLayersDeepReportsEachDepth) {
+  const std::string model = (dir_ / "q.warp").string();
+  auto synth = RunBinary("computed", "synth --quiet --arch qwen3_moe --preset tiny " + model);
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  auto result = RunBinary("computed", "run " + model +
+                                          " 5,6,7,8 -n 6 --lookahead-depth 2 "
+                                          "--lookahead-precision 0");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output,
+              ::testing::ContainsRegex("depth 1: recall [0-9]+%, [0-9.]+ [KMG]?i?B hinted unused; "
+                                       "depth 2: recall [0-9]+%, [0-9.]+ [KMG]?i?B hinted unused"));
+  for (const char* bad : {"0", "3"}) {
+    auto refused = RunBinary("computed", "run " + Model() + " 5,6 --lookahead-depth " + bad);
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_THAT(refused.output,
+                HasSubstr(std::string("--lookahead-depth ") + bad + ": expected 1 or 2"));
+  }
+}
+
 TEST_F(RunCliTest, BudgetBelowTheFloorIsRefusedWithTheFigure) {
   auto result = RunBinary("computed", "run " + Model() + " 5,6 --budget 1K");
   EXPECT_EQ(result.exit_code, 1);

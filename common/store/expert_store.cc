@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -83,11 +84,23 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
       [this](const ExpertKey& key, Priority) { DropRead(key); });
   if (options.prefault_cache && arena_ != nullptr && !options.shared_arena) {
-    prefaulter_ = std::thread([this] { PrefaultLoop(); });
+    paced_ = options.pace_growth_below_bytes_per_second > 0;
+    prefaulter_ = std::thread(
+        [this, pace_below = options.pace_growth_below_bytes_per_second] { PrefaultLoop(pace_below); });
   }
 }
 
-void ExpertStore::PrefaultLoop() {
+namespace {
+
+double ThreadCpuSeconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+void ExpertStore::PrefaultLoop(uint64_t pace_below) {
   pthread_setname_np(pthread_self(), "warp-prefault");
   const sched_param idle{};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);  // a hint: if refused, it still runs
@@ -95,23 +108,28 @@ void ExpertStore::PrefaultLoop() {
     std::span<std::byte> pages;
     {
       absl::MutexLock lock(&mu_);
-      if (shutting_down_ || arena_->backed_slots() >= cache_.capacity_bytes() / slot_bytes_) {
-        return;
-      }
+      if (shutting_down_ || arena_->backed_slots() >= cache_.capacity_bytes() / slot_bytes_) break;
       std::optional<uint32_t> slot = arena_->ClaimUnbackedSlot();
-      if (!slot) return;
+      if (!slot) break;
       pages = arena_->Slot(*slot);
     }
     // Faults the pages in without writing them: safe beside a read into the
-    // slot if it was allocated meanwhile.
+    // slot if it was allocated meanwhile. Timed in CPU time: an idle-priority
+    // thread's wall time counts the time it waited for a core.
+    const double start = ThreadCpuSeconds();
     if (::madvise(pages.data(), pages.size(), MADV_POPULATE_WRITE) != 0) {
       Logger("expertd.store")
           .debug("not pre-faulting the expert cache: madvise: {}", std::strerror(errno));
-      return;
+      break;
     }
+    const double seconds = std::max(ThreadCpuSeconds() - start, 1e-6);
     absl::MutexLock lock(&mu_);
     ++stats_.prefaulted_slots;
+    stats_.prefault_bytes_per_second = static_cast<uint64_t>(pages.size() / seconds);
+    paced_ = stats_.prefault_bytes_per_second < pace_below;
   }
+  absl::MutexLock lock(&mu_);
+  paced_ = false;  // nothing more will be backed ahead of use
 }
 
 ExpertStore::~ExpertStore() {
@@ -218,7 +236,12 @@ void ExpertStore::CountServed(Priority priority, Served served) {
 
 std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority) {
   if (arena_ == nullptr || banks_->RecordBytes(key) == 0) return std::nullopt;
-  std::optional<std::vector<ExpertKey>> evicted = cache_.Insert(key, slot_bytes_, priority);
+  // Paced: only slots the prefault thread has backed (the arena hands them
+  // out first), so that no read waits for fresh memory.
+  const uint64_t limit = paced_ ? uint64_t{arena_->backed_slots()} * slot_bytes_ : UINT64_MAX;
+  if (limit < cache_.capacity_bytes()) ++stats_.paced_inserts;
+  std::optional<std::vector<ExpertKey>> evicted =
+      cache_.Insert(key, slot_bytes_, priority, limit);
   if (!evicted) return std::nullopt;
   for (const ExpertKey& old : *evicted) {
     arena_->Free(slots_.at(old));  // evicted keys are unpinned: no lease can see the slot
@@ -415,6 +438,9 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"staged_reads", stats_.staged_reads},
       {"staging_full", stats_.staging_full},
       {"cache_rejected_inserts", cache.rejected_inserts},
+      {"cache_paced_inserts", stats_.paced_inserts},
+      {"cache_paced", paced_ ? 1u : 0u},
+      {"cache_prefault_bytes_per_second", stats_.prefault_bytes_per_second},
       {"speculative_evicted_unused", cache.speculative_evicted_unused},
       {"cache_foreseen_evicted", cache.foreseen_evicted},
       {"queue_depth", io_->queue_depth()},

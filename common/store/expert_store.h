@@ -43,6 +43,11 @@ namespace warp {
 
 class ExpertStore : public ExpertSource {
  public:
+  // The fresh-memory rate below which computed paces its caches' growth: under
+  // the disk's record reads here (1.4-4.4 GB/s) and any NVMe's, so a read into
+  // unbacked memory would cost more than the miss an eviction may cause.
+  static constexpr uint64_t kPaceGrowthBelowBytesPerSecond = 2'000'000'000;
+
   struct Options {
     // Budget of the shared-memory cache: it holds cache_bytes / slot_bytes()
     // records. Below one slot (0 included): no cache, every read goes to disk.
@@ -61,6 +66,14 @@ class ExpertStore : public ExpertSource {
     // cache faulted in on an idle core"). Up to the cache's capacity; ends when
     // there is no such slot left. Ignored for a shared arena.
     bool prefault_cache = false;
+    // Paced growth, with prefault_cache: while the prefault thread faults
+    // fresh memory in slower than this (CPU time of its madvise; a VM that
+    // hands free pages back to its host: 0.4-1.3 GB/s here, against 8-23 for
+    // memory just freed), the cache grows only into slots it has backed and
+    // evicts instead of reading into unbacked memory; a read the cache cannot
+    // take then goes to a buffer. Assumed slow until its first slot is
+    // measured. 0: never paced (EFFICIENCY.md "Fresh memory on a VM").
+    uint64_t pace_growth_below_bytes_per_second = 0;
     // Slots of a shared arena, beyond the cache's, that records the cache does
     // not keep are read into: the fast path leases them like cached records
     // instead of copying them through its socket. A staged record holds its
@@ -160,7 +173,7 @@ class ExpertStore : public ExpertSource {
   ExpertRecord LeasedRecord(const ExpertKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Release(const ExpertKey& key);
   // The prefault thread (Options::prefault_cache).
-  void PrefaultLoop();
+  void PrefaultLoop(uint64_t pace_below);
 
   std::unique_ptr<BankSet> banks_;
   std::unique_ptr<RecordArena> arena_;  // null when the budget holds no slot
@@ -183,6 +196,8 @@ class ExpertStore : public ExpertSource {
     uint64_t lookahead_cancelled = 0;
     uint64_t cache_shrinks = 0;           // SetCacheCapacity calls that lowered it
     uint64_t prefaulted_slots = 0;        // slots whose pages PrefaultLoop faulted in
+    uint64_t prefault_bytes_per_second = 0;  // the last slot's fault rate (CPU time)
+    uint64_t paced_inserts = 0;           // admissions capped by the backed slots
     uint64_t staged_reads = 0;            // reads into a staging slot
     uint64_t staging_full = 0;            // uncached reads that found every staging slot taken
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms
@@ -192,6 +207,8 @@ class ExpertStore : public ExpertSource {
     uint32_t disk_reads_running = 0;
     std::chrono::steady_clock::time_point busy_since;
   } stats_ ABSL_GUARDED_BY(mu_);
+  // Paced growth is on: the cache may use only the arena's backed slots.
+  bool paced_ ABSL_GUARDED_BY(mu_) = false;
   std::thread prefaulter_;        // joinable with Options::prefault_cache on a private arena
   std::unique_ptr<IoEngine> io_;  // last: its threads use everything above
 };

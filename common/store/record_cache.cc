@@ -1,5 +1,7 @@
 #include "common/store/record_cache.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 
 namespace warp {
@@ -43,9 +45,10 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
 }
 
 std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, uint64_t bytes,
-                                                          Priority priority) {
+                                                          Priority priority,
+                                                          uint64_t limit_bytes) {
   WARP_CHECK(!Contains(key));
-  const uint64_t capacity = capacity_bytes_;
+  const uint64_t capacity = std::min(capacity_bytes_, limit_bytes);
   // What must go for `bytes` to fit; more than `bytes` after a shrink left the
   // cache over its capacity (its pinned records could not go then).
   const uint64_t over = used_bytes_ + bytes > capacity ? used_bytes_ + bytes - capacity : 0;

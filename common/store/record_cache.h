@@ -89,10 +89,13 @@ class RecordCache {
   // to make room (the caller frees their buffers), in eviction order. Returns
   // nullopt, evicting nothing, if `key` cannot be admitted: bytes > capacity,
   // or not enough evictable bytes (pinned records are never evicted;
-  // kLookahead may only use free bytes or evict cold records).
+  // kLookahead may only use free bytes or evict cold records). `limit_bytes`
+  // caps the capacity for this insert alone: the cache evicts to stay within
+  // it, without shrinking (ExpertStore's paced growth).
   // REQUIRES: `key` is not resident.
   std::optional<std::vector<ExpertKey>> Insert(const ExpertKey& key, uint64_t bytes,
-                                               Priority priority);
+                                               Priority priority,
+                                               uint64_t limit_bytes = UINT64_MAX);
 
   // The lookahead predicts a use of the resident `key`: spare it until that
   // use or ForgetForesight. Returns false if `key` is not resident.

@@ -96,6 +96,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                 "Read a layer's experts, then compute (no overlap); independent of --lookahead");
   cmd->add_flag("--no-prefault", flags.no_prefault,
                 "Do not fault the expert cache's pages in ahead of use on an idle core (for A/B)");
+  cmd->add_flag("--no-paced-growth", flags.no_paced_growth,
+                "Let the expert cache grow into memory the prefault has not backed yet, even "
+                "where fresh memory is slower than the disk (for A/B)");
   cmd->add_flag("--no-foresight", flags.no_foresight,
                 "Let evictions take records the lookahead has just predicted (for A/B)");
   cmd->add_flag("--no-certain", flags.no_certain,
@@ -154,6 +157,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
   options.io_backend = *io_backend;
   options.verify_every_read = flags.verify_every_read;
   options.prefault_cache = !flags.no_prefault;
+  options.paced_growth = !flags.no_paced_growth;
   options.foresight = !flags.no_foresight;
   options.store_tls = flags.store_tls;
   if (flags.store_retry_seconds) {

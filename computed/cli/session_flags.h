@@ -32,6 +32,7 @@ struct SessionFlags {
   bool no_prefetch = false;
   bool no_certain = false;
   bool no_prefault = false;
+  bool no_paced_growth = false;
   bool no_foresight = false;
   int lookahead = -1;                         // -1: WARP_LOOKAHEAD or 6
   std::optional<double> lookahead_precision;  // unset: the default

@@ -85,6 +85,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         "prompts must stay within it; tokens generated past it are beyond its training",
         options.max_positions, plan.max_position_embeddings);
   }
+  // Known before the source opens: a warm set to preload turns paced growth off.
+  const std::vector<ExpertKey> hottest = LearnedHottest(*s.container_);
   WARP_ASSIGN_OR_RETURN(
       OpenedSource opened,
       OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
@@ -95,6 +97,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                       .io_backend = options.io_backend,
                                       .verify_every_read = options.verify_every_read,
                                       .prefault_cache = options.prefault_cache,
+                                      .paced_growth = options.paced_growth && !options.preload &&
+                                                      hottest.empty(),
                                       .foresight = options.foresight,
                                       .tls = options.store_tls,
                                       .store_retry_deadline = options.store_retry_deadline}));
@@ -123,7 +127,6 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         s.budget_.cache_bytes,
         [source](uint64_t bytes) { return source->ResizeCache(bytes).value_or(0); });
   }
-  const std::vector<ExpertKey> hottest = LearnedHottest(*s.container_);
   if (options.preload) {
     const std::vector<ExpertKey> keys = PreloadSet(manifest, s.budget_.cache_bytes, hottest);
     WARP_ASSIGN_OR_RETURN(PreloadFigures preloaded,

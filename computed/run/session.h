@@ -43,6 +43,9 @@ struct SessionOptions {
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
   bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false
+  // --no-paced-growth: false. Off anyway with --preload or a learned warm set,
+  // which fill the cache at once.
+  bool paced_growth = true;
   bool foresight = true;                                // --no-foresight: false
   TlsClientFiles store_tls;                             // of tls: --stores
   // --store-retry-seconds; unset: per address (common/client/retry.h)

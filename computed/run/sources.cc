@@ -13,6 +13,10 @@
 namespace warp::computed {
 namespace {
 
+uint64_t PaceBelow(const SourceOptions& options) {
+  return options.paced_growth ? ExpertStore::kPaceGrowthBelowBytesPerSecond : 0;
+}
+
 std::vector<ExpertKey> HeldKeys(const Container& container) {
   std::vector<ExpertKey> keys;
   for (const BankEntry& bank : container.manifest().banks) {
@@ -40,6 +44,7 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
                                             .cache_policy = options.cache_policy,
                                             .shared_arena = false,
                                             .prefault_cache = options.prefault_cache,
+                                            .pace_growth_below_bytes_per_second = PaceBelow(options),
                                             .foresight = options.foresight,
                                             .banks = {.verify_once = !options.verify_every_read,
                                                       .io_backend = options.io_backend}}));
@@ -141,6 +146,7 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
                                              .cache_policy = options.cache_policy,
                                              .shared_arena = false,
                                              .prefault_cache = options.prefault_cache,
+                                            .pace_growth_below_bytes_per_second = PaceBelow(options),
                                              .foresight = options.foresight,
                                              .banks = {.verify_once = !options.verify_every_read,
                                                        .io_backend = options.io_backend}}));

@@ -36,6 +36,7 @@ struct SourceOptions {
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
   bool verify_every_read = false;  // CRC32C: the embedded stores, fastpath: clients
   bool prefault_cache = true;      // of the embedded stores' caches
+  bool paced_growth = true;        // of the embedded stores' caches (ExpertStore::Options)
   bool foresight = true;           // of the embedded stores' caches
   TlsClientFiles tls;              // what tls: stores are shown
   // How long a store that went away is waited for (--store-retry-seconds);

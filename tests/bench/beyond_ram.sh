@@ -75,6 +75,11 @@ disk_bound() {
 }
 echo
 disk_bound before
+# How fast a process gets fresh memory (slow on a VM that hands free pages back
+# to its host): every run fills its cache from it.
+if [[ -x "$build/bench/fault_bench" ]]; then
+  "$build/bench/fault_bench" 4 2 | sed 's/^/memory faulted in, /'
+fi
 
 prompt=$(seq -s, 11 26)  # 16 prompt tokens
 # The first row is repeated fourth: the first run after synth reads slower (LEARNED.md).

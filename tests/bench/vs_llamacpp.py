@@ -159,6 +159,18 @@ def fio_bound(bank, record_bytes, seconds=10):
     return job["bw_bytes"]
 
 
+def fault_rates(fault_bench, gib=4):
+    """GB/s at which fresh memory, then memory just given back, is faulted in
+    (tests/bench/fault_bench.cc); None without the tool. On a VM that reports
+    free pages to its host the first is 20-50x the slower, and a process filling
+    a large cache pays it (docs/EFFICIENCY.md)."""
+    if not fault_bench or not os.path.exists(fault_bench):
+        return None
+    out = sh([fault_bench, str(gib), "2"])
+    rates = [float(m) for m in re.findall(r"= ([0-9.]+) GB/s", out)]
+    return rates if len(rates) == 2 else None
+
+
 def svg_plot(rows, bound_tok_s, path):
     """Bars: decode tok/s (median) per condition and engine; the disk bound as a line."""
     conditions = list(dict.fromkeys(r["condition"] for r in rows))
@@ -208,6 +220,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--computed", required=True)
     parser.add_argument("--probe", required=True)
+    parser.add_argument("--fault-bench", default=None,
+                        help="build/bench/fault_bench (default: beside --computed's bin/): the "
+                        "rate fresh memory is faulted in at, printed beside the disk's bound")
     parser.add_argument("--gguf", required=True)
     parser.add_argument("--warp", required=True)
     parser.add_argument("--runs", type=int, default=3)
@@ -235,6 +250,8 @@ def main():
         prompt(64, manifest["config"]["vocab_size"])
     bank_file = os.path.join(args.warp, bank["file"])
     need = top_k * moe_layers * record_bytes  # bytes a token reads with no cache hit
+    fault_bench = args.fault_bench or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(args.computed))), "bench", "fault_bench")
     cgroup = Cgroup(f"warp-vs-llamacpp.{os.getpid()}")
     rows, prefill_rows = [], []
     cached = drop_caches()
@@ -242,6 +259,12 @@ def main():
     print(f"fio randread O_DIRECT {record_bytes} B records, qd 4: {fio_before / 1e9:.2f} GB/s "
           f"-> {fio_before / need:.2f} tok/s if every token read its {top_k} x {moe_layers} "
           f"records ({need / GIB:.2f} GiB)", flush=True)
+    faults = fault_rates(fault_bench)
+    fault_line = (f"fresh memory faulted in at {faults[0]:.2f} GB/s, memory just freed at "
+                  f"{faults[1]:.2f} GB/s: a 7.7 GiB cache (the 8 GiB cap's) takes "
+                  f"{7.7 * GIB / (faults[0] * 1e9):.1f} s to fill from fresh memory"
+                  if faults else "fault_bench not found: the fresh-memory rate is not measured")
+    print(fault_line, flush=True)
 
     def engine_cmd(engine, tokens, gen, seed, resident):
         ids = ",".join(map(str, tokens))
@@ -310,6 +333,7 @@ def main():
              f"file, 4 in flight: {fio_before / 1e9:.2f} GB/s before, {fio_after / 1e9:.2f} "
              f"after; a token that reads all its {top_k} x {moe_layers} records "
              f"({need / GIB:.2f} GiB) is bound to {bound_tok_s:.2f} tok/s.",
+             "", fault_line + ".",
              "", "| condition | engine | decode tok/s, median (runs) | WARP / llama.cpp | "
              "/ bound | disk read a token | disk while decoding | peak memory | hit rate | "
              "read / needed |",
@@ -349,7 +373,7 @@ def main():
     table = "\n".join(lines) + "\n"
     os.makedirs(args.out, exist_ok=True)
     open(os.path.join(args.out, "vs_llamacpp.md"), "w").write(table)
-    json.dump(dict(rows=rows, prefill=prefill_rows, fio=[fio_before, fio_after],
+    json.dump(dict(rows=rows, prefill=prefill_rows, fio=[fio_before, fio_after], faults=faults,
                    record_bytes=record_bytes, need=need),
               open(os.path.join(args.out, "vs_llamacpp.json"), "w"), indent=1)
     svg_plot(rows, bound_tok_s, os.path.join(args.out, "vs_llamacpp.svg"))

@@ -13,7 +13,7 @@ out=${2:-$build/vs_llamacpp}
 cd "$root"
 bash deploy/install-deps.sh --bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build "$build" -j"${JOBS:-2}" --target computed
+cmake --build "$build" -j"${JOBS:-2}" --target computed fault_bench
 WARP_PEER_DIR=$(cd "$build" && pwd)/peer bash tests/peer/install.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/warp-vs-llamacpp.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -101,6 +101,7 @@ class ExpertStoreTest : public ::testing::Test {
                                  .io_threads = io_threads,
                                  .shared_arena = shared_arena,
                                  .prefault_cache = prefault,
+                                 .pace_growth_below_bytes_per_second = pace_below_,
                                  .staging_slots = staging_slots_};
     options.banks.verify = verify;
     options.banks.verify_once = verify_once;
@@ -164,6 +165,7 @@ class ExpertStoreTest : public ::testing::Test {
   warp::testing::TempDir dir_;
   fs::path model_ = dir_ / "m.warp";
   uint32_t staging_slots_ = 0;  // ExpertStore::Options::staging_slots of OpenStore
+  uint64_t pace_below_ = 0;     // ExpertStore::Options::pace_growth_below_bytes_per_second
   uint64_t record_bytes_ = 0;
   std::map<std::pair<uint32_t, uint32_t>, std::string> bank_bytes_;
   absl::Notification read_blocked_;
@@ -329,6 +331,31 @@ TEST_F(ExpertStoreTest, APrivateArenaIsFaultedInBeforeAnyReadNeedsIt) {
     EXPECT_EQ(AsString(record->bytes()), BankBytes({1, e}));
   }
   EXPECT_EQ(Counter("cache_prefaulted_slots"), slots);
+}
+
+// Paced growth (a threshold no memory meets: paced until the prefault ends):
+// reads racing the prefault thread return their records whether the cache
+// could take them or not, the cache never outgrows its capacity, and once every
+// slot is backed the pacing ends and every record is cached.
+TEST_F(ExpertStoreTest, APacedCacheGrowsIntoBackedSlotsAndIsUnpacedOnceAllAre) {
+  pace_below_ = UINT64_MAX;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
+                                    /*verify_once=*/false, /*prefault=*/true));
+  for (uint32_t e = 0; e < kExperts; ++e) {
+    absl::StatusOr<ExpertRecord> record = ReadOne({1, e});
+    WARP_ASSERT_OK(record);
+    EXPECT_EQ(AsString(record->bytes()), BankBytes({1, e}));
+    EXPECT_LE(Counter("cache_used_bytes"), Counter("cache_capacity_bytes"));
+  }
+  const uint64_t slots = Counter("cache_capacity_bytes") / store_->slot_bytes();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Counter("cache_paced") != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(Counter("cache_paced"), 0u);
+  EXPECT_GT(Counter("cache_prefault_bytes_per_second"), 0u);
+  for (uint32_t e = 0; e < kExperts; ++e) WARP_ASSERT_OK(ReadOne({1, e}));
+  EXPECT_EQ(Counter("cache_used_bytes"), std::min<uint64_t>(slots, kExperts) * store_->slot_bytes());
 }
 
 // expertd's shared arena is left to fault in as reads fill it: a client maps

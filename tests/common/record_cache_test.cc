@@ -68,6 +68,26 @@ TEST(RecordCacheTest, SetCapacityEvictsWhatNoLongerFitsButNotPins) {
   EXPECT_EQ(cache.used_bytes(), 3 * kRecordBytes);
 }
 
+// ExpertStore's paced growth: an insert's limit below the capacity makes the
+// cache evict to stay within it, and refuses what pins leave no room for,
+// without lowering the capacity for later inserts.
+TEST(RecordCacheTest, AnInsertsLimitEvictsWithinItWithoutShrinking) {
+  RecordCache cache = MakeCache(4);
+  InsertFresh(cache, Key(0));
+  InsertFresh(cache, Key(1));
+  EXPECT_THAT(cache.Insert(Key(2), kRecordBytes, Priority::kDemand, 2 * kRecordBytes),
+              Optional(ElementsAre(Key(0))));
+  EXPECT_EQ(cache.used_bytes(), 2 * kRecordBytes);
+  EXPECT_EQ(cache.capacity_bytes(), 4 * kRecordBytes);
+  cache.Pin(Key(1));
+  cache.Pin(Key(2));
+  EXPECT_EQ(cache.Insert(Key(3), kRecordBytes, Priority::kDemand, 2 * kRecordBytes), std::nullopt);
+  EXPECT_EQ(cache.Insert(Key(3), kRecordBytes, Priority::kDemand, 0), std::nullopt);
+  // Without a limit the capacity is the cache's own again.
+  EXPECT_THAT(cache.Insert(Key(3), kRecordBytes, Priority::kDemand), Optional(IsEmpty()));
+  EXPECT_EQ(cache.used_bytes(), 3 * kRecordBytes);
+}
+
 TEST(RecordCacheTest, FrequentKeySurvivesScanOfColdKeys) {
   RecordCache cache = MakeCache(4);
   InsertFresh(cache, Key(0));

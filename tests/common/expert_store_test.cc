@@ -485,6 +485,11 @@ TEST_F(ExpertStoreTest, ConcurrentReadersOfOneStagedRecordShareItsSlot) {
   a.clear();
   EXPECT_EQ(Counter("staging_in_use"), 1u) << "held by the second reader";
   b.clear();
+  // The reader thread drops its own copy just after it hands the record over.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Counter("staging_in_use") != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(Counter("staging_in_use"), 0u);
 }
 

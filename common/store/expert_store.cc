@@ -85,8 +85,9 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
       [this](const ExpertKey& key, Priority) { DropRead(key); });
   if (options.prefault_cache && arena_ != nullptr && !options.shared_arena) {
     paced_ = options.pace_growth_below_bytes_per_second > 0;
-    prefaulter_ = std::thread(
-        [this, pace_below = options.pace_growth_below_bytes_per_second] { PrefaultLoop(pace_below); });
+    prefaulter_ = std::thread([this, pace_below = options.pace_growth_below_bytes_per_second] {
+      PrefaultLoop(pace_below);
+    });
   }
 }
 
@@ -240,8 +241,7 @@ std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priori
   // out first), so that no read waits for fresh memory.
   const uint64_t limit = paced_ ? uint64_t{arena_->backed_slots()} * slot_bytes_ : UINT64_MAX;
   if (limit < cache_.capacity_bytes()) ++stats_.paced_inserts;
-  std::optional<std::vector<ExpertKey>> evicted =
-      cache_.Insert(key, slot_bytes_, priority, limit);
+  std::optional<std::vector<ExpertKey>> evicted = cache_.Insert(key, slot_bytes_, priority, limit);
   if (!evicted) return std::nullopt;
   for (const ExpertKey& old : *evicted) {
     arena_->Free(slots_.at(old));  // evicted keys are unpinned: no lease can see the slot

@@ -197,7 +197,7 @@ class ExpertStore : public ExpertSource {
     uint64_t cache_shrinks = 0;           // SetCacheCapacity calls that lowered it
     uint64_t prefaulted_slots = 0;        // slots whose pages PrefaultLoop faulted in
     uint64_t prefault_bytes_per_second = 0;  // the last slot's fault rate (CPU time)
-    uint64_t paced_inserts = 0;           // admissions capped by the backed slots
+    uint64_t paced_inserts = 0;              // admissions capped by the backed slots
     uint64_t staged_reads = 0;            // reads into a staging slot
     uint64_t staging_full = 0;            // uncached reads that found every staging slot taken
     uint64_t latency_us_buckets[8] = {};  // <0.1, <0.3, <1, <3, <10, <30, <100, >=100 ms

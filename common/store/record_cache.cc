@@ -45,8 +45,7 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
 }
 
 std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, uint64_t bytes,
-                                                          Priority priority,
-                                                          uint64_t limit_bytes) {
+                                                          Priority priority, uint64_t limit_bytes) {
   WARP_CHECK(!Contains(key));
   const uint64_t capacity = std::min(capacity_bytes_, limit_bytes);
   // What must go for `bytes` to fit; more than `bytes` after a shrink left the

@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   }
   // Known before the source opens: a warm set to preload turns paced growth off.
   const std::vector<ExpertKey> hottest = LearnedHottest(*s.container_);
+  const bool paced_growth = options.paced_growth && !options.preload && hottest.empty();
   WARP_ASSIGN_OR_RETURN(
       OpenedSource opened,
       OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
@@ -97,8 +98,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                       .io_backend = options.io_backend,
                                       .verify_every_read = options.verify_every_read,
                                       .prefault_cache = options.prefault_cache,
-                                      .paced_growth = options.paced_growth && !options.preload &&
-                                                      hottest.empty(),
+                                      .paced_growth = paced_growth,
                                       .foresight = options.foresight,
                                       .tls = options.store_tls,
                                       .store_retry_deadline = options.store_retry_deadline}));

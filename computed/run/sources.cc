@@ -39,15 +39,16 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   std::vector<ExpertKey> held = HeldKeys(*shard);
   // In-process: no client maps the cache, so a governor's shrink can free its memory.
   WARP_ASSIGN_OR_RETURN(
-      auto store, ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
-                                            .io_threads = options.io_threads,
-                                            .cache_policy = options.cache_policy,
-                                            .shared_arena = false,
-                                            .prefault_cache = options.prefault_cache,
-                                            .pace_growth_below_bytes_per_second = PaceBelow(options),
-                                            .foresight = options.foresight,
-                                            .banks = {.verify_once = !options.verify_every_read,
-                                                      .io_backend = options.io_backend}}));
+      auto store,
+      ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
+                                .io_threads = options.io_threads,
+                                .cache_policy = options.cache_policy,
+                                .shared_arena = false,
+                                .prefault_cache = options.prefault_cache,
+                                .pace_growth_below_bytes_per_second = PaceBelow(options),
+                                .foresight = options.foresight,
+                                .banks = {.verify_once = !options.verify_every_read,
+                                          .io_backend = options.io_backend}}));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
@@ -140,16 +141,16 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
   const uint64_t fingerprint = model->manifest().fingerprint;
   if (options.bank_dirs.empty() && options.stores.empty()) {
     WARP_ASSIGN_OR_RETURN(
-        auto store,
-        ExpertStore::Open(std::move(model), {.cache_bytes = options.cache_bytes,
-                                             .io_threads = options.io_threads,
-                                             .cache_policy = options.cache_policy,
-                                             .shared_arena = false,
-                                             .prefault_cache = options.prefault_cache,
-                                            .pace_growth_below_bytes_per_second = PaceBelow(options),
-                                             .foresight = options.foresight,
-                                             .banks = {.verify_once = !options.verify_every_read,
-                                                       .io_backend = options.io_backend}}));
+        auto store, ExpertStore::Open(std::move(model),
+                                      {.cache_bytes = options.cache_bytes,
+                                       .io_threads = options.io_threads,
+                                       .cache_policy = options.cache_policy,
+                                       .shared_arena = false,
+                                       .prefault_cache = options.prefault_cache,
+                                       .pace_growth_below_bytes_per_second = PaceBelow(options),
+                                       .foresight = options.foresight,
+                                       .banks = {.verify_once = !options.verify_every_read,
+                                                 .io_backend = options.io_backend}}));
     return OpenedSource{.source = std::move(store), .embedded_cache_bytes = options.cache_bytes};
   }
   std::vector<FanoutExpertSource::Member> members;

@@ -26,8 +26,7 @@ constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14), absent 
 constexpr size_t kPage = 4096;
 
 double Seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Maps `bytes`, faults every page in and unmaps it; the seconds the faults took,

@@ -355,7 +355,8 @@ TEST_F(ExpertStoreTest, APacedCacheGrowsIntoBackedSlotsAndIsUnpacedOnceAllAre) {
   EXPECT_EQ(Counter("cache_paced"), 0u);
   EXPECT_GT(Counter("cache_prefault_bytes_per_second"), 0u);
   for (uint32_t e = 0; e < kExperts; ++e) WARP_ASSERT_OK(ReadOne({1, e}));
-  EXPECT_EQ(Counter("cache_used_bytes"), std::min<uint64_t>(slots, kExperts) * store_->slot_bytes());
+  EXPECT_EQ(Counter("cache_used_bytes"),
+            std::min<uint64_t>(slots, kExperts) * store_->slot_bytes());
 }
 
 // expertd's shared arena is left to fault in as reads fill it: a client maps

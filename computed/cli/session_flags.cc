@@ -103,6 +103,10 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                 "Let evictions take records the lookahead has just predicted (for A/B)");
   cmd->add_flag("--no-certain", flags.no_certain,
                 "Do not read hash layers' experts at a chunk's start (DeepSeek V4; for A/B)");
+  cmd->add_option("--activations", flags.activations,
+                  "f32 (default) or q8: 4-bit weights dot activations rounded to 8 bits per "
+                  "32, in integers (llama.cpp's Q4_0 x Q8_0; faster in RAM, rounds twice)")
+      ->check(CLI::IsMember({"f32", "q8"}));
   cmd->add_option("--lookahead", flags.lookahead,
                   "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");
   cmd->add_option("--lookahead-precision", flags.lookahead_precision,
@@ -159,6 +163,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
   options.prefault_cache = !flags.no_prefault;
   options.paced_growth = !flags.no_paced_growth;
   options.foresight = !flags.no_foresight;
+  options.q8_activations = flags.activations == "q8";
   options.store_tls = flags.store_tls;
   if (flags.store_retry_seconds) {
     options.store_retry_deadline = std::chrono::milliseconds(

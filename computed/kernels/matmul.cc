@@ -263,15 +263,6 @@ void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n
   }
 }
 
-// Step 3 of the summation order in matmul.h.
-float ReduceLanes(const float* acc) {
-  float s[8];
-  for (int i = 0; i < 8; ++i) s[i] = acc[i] + acc[i + 8];
-  for (int i = 0; i < 4; ++i) s[i] = s[i] + s[i + 4];
-  for (int i = 0; i < 2; ++i) s[i] = s[i] + s[i + 2];
-  return s[0] + s[1];
-}
-
 #if defined(__x86_64__)
 // CPUID leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports does not know "f16c"
 // (the fuzz build, tests/fuzz, compiles this file with clang).
@@ -308,6 +299,14 @@ void DequantizeRow(const MatrixView& w, uint64_t row, std::span<float> out) {
 }
 
 namespace internal {
+
+float ReduceLanes(const float* acc) {
+  float s[8];
+  for (int i = 0; i < 8; ++i) s[i] = acc[i] + acc[i + 8];
+  for (int i = 0; i < 4; ++i) s[i] = s[i] + s[i + 4];
+  for (int i = 0; i < 2; ++i) s[i] = s[i] + s[i + 2];
+  return s[0] + s[1];
+}
 
 // The reference: one 16-column chunk of a row is dequantized once, then
 // accumulated into each token of a tile. Tokens tile by 8 so that the

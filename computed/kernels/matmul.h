@@ -63,6 +63,8 @@ std::string_view IsaName(Isa isa);  // "scalar", "avx2", "avx512"
 // The per-ISA implementations behind MatMulRows, with its contract (arguments
 // already checked), exposed for tests and the benchmark.
 namespace internal {
+// Step 3 of the summation order: the fixed tree over 16 lanes.
+float ReduceLanes(const float* acc);
 void MatMulRowsScalar(const MatrixView& w, const float* x, size_t num_tokens, size_t row_begin,
                       size_t row_end, float* y, size_t y_stride);
 // REQUIRES: IsaSupported(Isa::kAvx2). Defined in matmul_avx2.cc.

@@ -12,6 +12,7 @@
 #include "common/memory/memory_governor.h"
 #include "common/memory/memory_limits.h"
 #include "common/status.h"
+#include "computed/kernels/q8_activations.h"
 #include "computed/run/preload.h"
 #include "computed/run/sources.h"
 
@@ -84,6 +85,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         "a context of {} positions is past the model's max_position_embeddings {}: "
         "prompts must stay within it; tokens generated past it are beyond its training",
         options.max_positions, plan.max_position_embeddings);
+  }
+  kernels::SetQ8Activations(options.q8_activations);
+  if (options.q8_activations) {
+    log.info("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
   }
   // Known before the source opens: a warm set to preload turns paced growth off.
   const std::vector<ExpertKey> hottest = LearnedHottest(*s.container_);

@@ -27,9 +27,9 @@ for round in $(seq "$reps"); do
     line=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" --ids "$ids" -n "${GEN:-16}" \
       --ignore-eos --temperature 1 --seed "$round" $config 2>&1 >/dev/null | grep '^\[')
     decode=$(grep -oE 'decode [0-9]+ tokens [0-9.]+ tok/s' <<< "$line" | awk '{print $4}')
-    per_token=$(grep -oE '[0-9.]+ [KMG]iB a token' <<< "$line")
+    per_token=$(grep -oE '[0-9.]+ ([KMG]i)?B a token' <<< "$line" || true)  # "0 B" resident
     lookahead=$(grep -oE 'lookahead recall [^]|]*' <<< "$line" || true)
-    hits=$(grep -oE 'decode [^|]*miss [0-9]+%' <<< "$line" | grep -oE '[0-9]+%$')
+    hits=$(grep -oE 'decode [^|]*miss [0-9]+%' <<< "$line" | grep -oE '[0-9]+%$' || true)
     printf '%-30s round %d: decode %6s tok/s, %s, hits %s, %s\n' "${config:-(default)}" "$round" \
       "$decode" "$per_token" "$hits" "$lookahead"
   done

@@ -10,6 +10,9 @@
 // Every call reads its weights from DRAM: the matrix is cycled through copies
 // totalling at least size_mib (default 512), more than the last-level cache.
 //
+// 4-bit formats also run MatMulRowsQ8 (q8_activations.h: the activations rounded
+// to 8 bits, integer dots), its quantization of the activations counted in.
+//
 // Usage: matmul_bench [size_mib [format]]   (format: only that one, e.g. ggml_q4_0)
 
 #include <immintrin.h>
@@ -30,6 +33,7 @@
 
 #include "common/format/tensor_format.h"
 #include "computed/kernels/matmul.h"
+#include "computed/kernels/q8_activations.h"
 
 namespace warp::computed::kernels {
 namespace {
@@ -165,26 +169,48 @@ class Weights {
   std::vector<std::byte> bytes_;  // copies_ x (data | scale)
 };
 
+// A kernel of MatMulRowsQ8 (the activations rounded to 8 bits), beside MatMulRows.
+using Q8Kernel = void (*)(const MatrixView&, const Q8Activations&, size_t, size_t, float*, size_t);
+
 struct Contender {
   size_t tokens;
   Isa isa;
   unsigned num_threads = 1;  // rows split evenly across them
+  Q8Kernel q8 = nullptr;     // set: this MatMulRowsQ8 kernel, named q8_name
+  const char* q8_name = "";
   size_t calls_per_round = 0;
   double best_seconds_per_call = std::numeric_limits<double>::infinity();
 };
 
 // `calls` calls, each on the next copy, rows split across the contender's threads.
+// A q8 contender's calls each quantize the activations once, as the engine's
+// Linear does before it splits the rows: that time is measured on its own and
+// added to each call.
 double TimeCalls(const Weights& weights, const Contender& c, const std::vector<float>& x,
                  std::vector<float>& y, size_t calls, size_t& copy) {
   const size_t first = copy;
   copy = (copy + calls) % weights.copies();
-  return TimeOnThreads(c.num_threads, [&](unsigned k) {
-    const size_t begin = kRows * k / c.num_threads, end = kRows * (k + 1) / c.num_threads;
-    for (size_t call = 0; call < calls; ++call) {
-      MatMulRows(weights.View((first + call) % weights.copies()), x, c.tokens, begin, end, y,
-                 kRows);
+  Q8Activations quantized;
+  double quantize_seconds = 0;
+  if (c.q8 != nullptr) {
+    QuantizeActivations(weights.View(0).format, x.data(), c.tokens, kCols, &quantized);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 16; ++i) {
+      QuantizeActivations(weights.View(0).format, x.data(), c.tokens, kCols, &quantized);
     }
-  });
+    quantize_seconds = Seconds(start) / 16 * static_cast<double>(calls);
+  }
+  return quantize_seconds + TimeOnThreads(c.num_threads, [&](unsigned k) {
+           const size_t begin = kRows * k / c.num_threads, end = kRows * (k + 1) / c.num_threads;
+           for (size_t call = 0; call < calls; ++call) {
+             const MatrixView w = weights.View((first + call) % weights.copies());
+             if (c.q8 != nullptr) {
+               c.q8(w, quantized, begin, end, y.data(), kRows);
+             } else {
+               MatMulRows(w, x, c.tokens, begin, end, y, kRows);
+             }
+           }
+         });
 }
 
 // Times every contender once per round, rounds interleaved so that frequency
@@ -216,7 +242,7 @@ void PrintRow(TensorFormat format, const Contender& c, uint64_t bytes, double bo
   const double gflops = 2.0 * kRows * kCols * c.tokens / c.best_seconds_per_call / 1e9;
   std::printf("%-9s %6zu %-7s %7u %10.1f %8.2f %7.0f%% %8.1f\n",
               std::string(TensorFormatName(format)).c_str(), c.tokens,
-              std::string(IsaName(c.isa)).c_str(), c.num_threads, c.best_seconds_per_call * 1e6,
+              c.q8 != nullptr ? c.q8_name : std::string(IsaName(c.isa)).c_str(), c.num_threads, c.best_seconds_per_call * 1e6,
               gbps, 100.0 * gbps / bound_gbps, gflops);
 }
 
@@ -261,6 +287,26 @@ int Run(size_t size_mib, std::string_view only) {
       }
     }
     if (cores > 1) contenders.push_back({.tokens = 1, .isa = DetectIsa(), .num_threads = cores});
+    if (HasQ8Path(format)) {
+      std::vector<std::pair<Q8Kernel, const char*>> q8;
+      if (IsaSupported(Isa::kAvx2)) q8.emplace_back(internal::MatMulRowsQ8Avx2, "q8-avx2");
+      if (internal::CpuHasAvx512Vnni()) {
+        q8.emplace_back(internal::MatMulRowsQ8Avx512Vnni, "q8-vnni");
+      }
+      for (size_t tokens : {size_t{1}, size_t{8}}) {
+        for (const auto& [kernel, name] : q8) {
+          contenders.push_back(
+              {.tokens = tokens, .isa = DetectIsa(), .q8 = kernel, .q8_name = name});
+        }
+      }
+      if (cores > 1 && !q8.empty()) {
+        contenders.push_back({.tokens = 1,
+                              .isa = DetectIsa(),
+                              .num_threads = cores,
+                              .q8 = q8.back().first,
+                              .q8_name = q8.back().second});
+      }
+    }
     RunRounds(weights, x, y, contenders);
     results.emplace_back(format, std::move(contenders));
     for (float v : y) sink += static_cast<uint64_t>(v != 0);

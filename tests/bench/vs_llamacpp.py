@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -257,6 +258,9 @@ def main():
     parser.add_argument("--conditions", default="4G,8G,none")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 if a target of issue 14 is missed (the table says which)")
+    parser.add_argument("--warp-args", default="",
+                        help="extra flags of every WARP run, e.g. '--activations q8' "
+                        "(llama.cpp's own Q4_0 x Q8_0 arithmetic)")
     parser.add_argument("--llama-repack", action="store_true",
                         help="llama.cpp with its default repacked weights (in RAM) instead of "
                         "mmap without repacking, in the uncapped condition (under a cap the "
@@ -286,6 +290,8 @@ def main():
                   f"{7.7 * GIB / (faults[0] * 1e9):.1f} s to fill from fresh memory"
                   if faults else "fault_bench not found: the fresh-memory rate is not measured")
     print(fault_line, flush=True)
+    if args.warp_args:
+        print(f"every WARP run adds: {args.warp_args}", flush=True)
 
     def engine_cmd(engine, tokens, gen, seed, resident):
         ids = ",".join(map(str, tokens))
@@ -293,7 +299,7 @@ def main():
             return [args.computed, "--log-level", "warn", "run", args.warp, "--ids", ids,
                     "-n", str(gen), "--ignore-eos", "--threads", str(args.threads),
                     "--temperature", "1", "--seed", str(seed), "--stages"] + \
-                (["--preload"] if resident else [])
+                (["--preload"] if resident else []) + shlex.split(args.warp_args)
         return [args.probe, "bench", args.gguf, "--tokens", ids, "--gen", str(gen),
                 "--threads", str(args.threads), "--temperature", "1", "--seed", str(seed)] + \
             (["--repack"] if args.llama_repack and resident else [])

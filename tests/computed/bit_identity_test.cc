@@ -68,10 +68,12 @@ class BitIdentityTest : public ::testing::Test {
  protected:
   // The fixture every run converts and runs.
   virtual std::string FixtureName() const { return "deepseek_v3_f32"; }
+  // Flags of its `computed convert`.
+  virtual std::string ConvertFlags() const { return ""; }
 
   void SetUp() override {
-    auto result =
-        RunBinary("computed", "convert --quiet " + Fixture(FixtureName()) + " " + Model());
+    auto result = RunBinary("computed", "convert --quiet " + Fixture(FixtureName()) + " " +
+                                            Model() + " " + ConvertFlags());
     ASSERT_EQ(result.exit_code, 0) << result.output;
     std::ifstream in(Fixture(FixtureName()) + "/tokens.txt");
     std::getline(in, tokens_);
@@ -456,6 +458,25 @@ class Glm5NextBitIdentityTest : public StatefulBitIdentityTest {
 
 TEST_F(Glm5NextBitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrTransport) {
   ExpectIdenticalInEveryMode();
+}
+
+// --activations q8 on q4 experts: integer dots, as independent of the threads,
+// the chunking, the budget and the transport as the float ones.
+class Q8ActivationsBitIdentityTest : public BitIdentityTest {
+ protected:
+  std::string ConvertFlags() const override { return "--experts q4"; }
+};
+
+TEST_F(Q8ActivationsBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
+  SetReference("--activations q8 --threads 1");
+  ExpectIdentical("--activations q8 --threads 2");
+  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 1 --lookahead 16");
+  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 5 --budget 64M");
+  std::vector<std::string> addresses;
+  ASSERT_NO_FATAL_FAILURE(StartHalves("q", "1M", addresses));
+  ExpectIdentical("--activations q8 --stores " + absl::StrJoin(addresses, ","));
+  // And the setting is taken: float activations give other logits.
+  EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
 }
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {

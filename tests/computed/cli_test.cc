@@ -333,6 +333,13 @@ TEST_F(RunCliTest, UnknownCachePolicyIsRefusedNamingTheChoices) {
   EXPECT_THAT(result.output, HasSubstr("cache policy 'fifo': expected lfru, lru, arc or duel"));
 }
 
+TEST_F(RunCliTest, UnknownActivationsAreRefusedNamingTheChoices) {
+  auto result = RunBinary("computed", "run " + Model() + " 5,6 --activations q4");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--activations"));
+  EXPECT_THAT(result.output, HasSubstr("q4 not in {f32,q8}"));
+}
+
 TEST_F(RunCliTest, UnknownIoEngineIsRefusedNamingTheChoices) {
   auto result = RunBinary("computed", "run " + Model() + " 5,6 --io-engine aio");
   EXPECT_EQ(result.exit_code, 1);

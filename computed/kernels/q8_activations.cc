@@ -1,0 +1,171 @@
+#include "computed/kernels/q8_activations.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/check.h"
+#include "common/numeric/half.h"
+#include "computed/kernels/matmul.h"
+
+namespace warp::computed::kernels {
+namespace {
+
+constexpr uint64_t kBlock = 32;
+
+std::atomic<bool>& EnabledSlot() {
+  static std::atomic<bool> enabled{false};
+  return enabled;
+}
+
+// Where column e of a block goes in its group's low (0) or high (1) half: the
+// nibble of byte j that holds it.
+struct NibblePlace {
+  int half;
+  uint64_t byte;
+};
+NibblePlace PlaceOf(TensorFormat format, uint64_t e) {
+  if (format == TensorFormat::kQ4B32) return {static_cast<int>(e % 2), e / 2};  // low first
+  return {e < 16 ? 0 : 1, e % 16};                                               // ggml order
+}
+
+float HalfAt(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return HalfToFloat(h);
+}
+
+enum class Q8Kernel { kScalar, kAvx2, kAvx512Vnni };
+
+Q8Kernel ActiveQ8Kernel() {
+  const Isa isa = ActiveIsa();
+  if (isa == Isa::kAvx512 && internal::CpuHasAvx512Vnni()) return Q8Kernel::kAvx512Vnni;
+  if (isa != Isa::kScalar) return Q8Kernel::kAvx2;
+  return Q8Kernel::kScalar;
+}
+
+}  // namespace
+
+bool HasQ8Path(TensorFormat format) {
+  return format == TensorFormat::kQ4B32 || format == TensorFormat::kGgmlQ4_0;
+}
+
+void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens, uint64_t cols,
+                         Q8Activations* out) {
+  WARP_DCHECK(HasQ8Path(format) && cols % kBlock == 0);
+  const uint64_t blocks = cols / kBlock;
+  const uint64_t groups = (cols + kQ8GroupCols - 1) / kQ8GroupCols;
+  out->format = format;
+  out->cols = cols;
+  out->groups = groups;
+  out->num_tokens = num_tokens;
+  // resize() keeps the capacity, so a kept Q8Activations allocates once; every
+  // element is written below, padding included.
+  out->codes.resize(num_tokens * groups * 2 * 64);
+  out->bias.resize(num_tokens * groups * kQ8GroupLanes);
+  out->lane_scale.resize(num_tokens * groups * kQ8GroupLanes);
+  std::fill(out->codes.begin(), out->codes.end(), int8_t{0});
+  std::fill(out->bias.begin(), out->bias.end(), 0);
+  std::fill(out->lane_scale.begin(), out->lane_scale.end(), 0.0f);
+  for (size_t t = 0; t < num_tokens; ++t) {
+    for (uint64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + t * cols + b * kBlock;
+      float amax = 0.0f;
+      bool finite = true;
+      for (uint64_t e = 0; e < kBlock; ++e) {
+        finite = finite && std::isfinite(xb[e]);
+        amax = std::max(amax, std::fabs(xb[e]));
+      }
+      const uint64_t g = b / 4, slot = b % 4;
+      int8_t* codes = out->codes.data() + (t * groups + g) * 2 * 64;
+      int32_t* bias = out->bias.data() + (t * groups + g) * kQ8GroupLanes;
+      const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+      const float inverse = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
+      for (uint64_t e = 0; e < kBlock; ++e) {
+        const NibblePlace place = PlaceOf(format, e);
+        const uint64_t index = slot * 16 + place.byte;
+        const auto q = static_cast<int8_t>(std::nearbyint(xb[e] * inverse));
+        codes[place.half * 64 + index] = q;
+        bias[index / 4] -= 8 * q;
+      }
+      float* lane_scale = out->lane_scale.data() + (t * groups + g) * kQ8GroupLanes;
+      for (uint64_t l = 0; l < 4; ++l) lane_scale[slot * 4 + l] = d;
+    }
+  }
+}
+
+void MatMulRowsQ8(const MatrixView& w, const Q8Activations& x, size_t row_begin, size_t row_end,
+                  float* y, size_t y_stride) {
+  WARP_DCHECK(HasQ8Path(w.format) && x.format == w.format && x.cols == w.cols &&
+              row_begin <= row_end && row_end <= w.rows);
+  switch (ActiveQ8Kernel()) {
+    case Q8Kernel::kAvx512Vnni:
+      return internal::MatMulRowsQ8Avx512Vnni(w, x, row_begin, row_end, y, y_stride);
+    case Q8Kernel::kAvx2:
+      return internal::MatMulRowsQ8Avx2(w, x, row_begin, row_end, y, y_stride);
+    case Q8Kernel::kScalar:
+      return internal::MatMulRowsQ8Scalar(w, x, row_begin, row_end, y, y_stride);
+  }
+}
+
+void SetQ8Activations(bool enabled) {
+  EnabledSlot().store(enabled, std::memory_order_relaxed);
+}
+bool Q8ActivationsEnabled() { return EnabledSlot().load(std::memory_order_relaxed); }
+
+const char* Q8KernelName() {
+  switch (ActiveQ8Kernel()) {
+    case Q8Kernel::kAvx512Vnni:
+      return "avx512_vnni";
+    case Q8Kernel::kAvx2:
+      return "avx2";
+    case Q8Kernel::kScalar:
+      return "scalar";
+  }
+  return "scalar";
+}
+
+namespace internal {
+
+bool CpuHasAvx512Vnni() {
+#if defined(__x86_64__)
+  static const bool has = IsaSupported(Isa::kAvx512) && __builtin_cpu_supports("avx512vnni");
+  return has;
+#else
+  return false;
+#endif
+}
+
+// The reference: each lane's integer dot taken column by column from the
+// nibbles, in the order of the header.
+void MatMulRowsQ8Scalar(const MatrixView& w, const Q8Activations& x, size_t row_begin,
+                        size_t row_end, float* y, size_t y_stride) {
+  const uint64_t blocks = w.cols / kBlock;
+  for (size_t row = row_begin; row < row_end; ++row) {
+    for (size_t t = 0; t < x.num_tokens; ++t) {
+      float acc[kQ8GroupLanes] = {};
+      for (uint64_t g = 0; g < x.groups; ++g) {
+        const int8_t* codes = x.Codes(t, g);
+        const float* lane_scale = x.LaneScale(t, g);
+        for (uint64_t l = 0; l < kQ8GroupLanes; ++l) {
+          const uint64_t b = 4 * g + l / 4;
+          if (b >= blocks) continue;
+          const std::byte* nibbles = Q4BlockNibbles(w, row, b);
+          int32_t p = 0;
+          for (uint64_t i = 4 * l; i < 4 * l + 4; ++i) {
+            const auto byte = static_cast<uint8_t>(nibbles[i % 16]);
+            p += ((byte & 0xf) - 8) * codes[i] + ((byte >> 4) - 8) * codes[64 + i];
+          }
+          const float scale = HalfAt(Q4BlockHalfScale(w, row, b)) * lane_scale[l];
+          acc[l] = std::fma(scale, static_cast<float>(p), acc[l]);
+        }
+      }
+      y[t * y_stride + row] = ReduceLanes(acc);
+    }
+  }
+}
+
+}  // namespace internal
+}  // namespace warp::computed::kernels

@@ -1,0 +1,119 @@
+#pragma once
+
+// MatMulRowsQ8: y = W x with the activations x quantized to 8-bit integers per
+// 32-column block and each block's dot product done in integers (AVX-512 VNNI
+// vpdpbusd, or AVX2 vpmaddubsw), for 4-bit weights (q4_b32, ggml_q4_0). This is
+// llama.cpp's Q4_0 x Q8_0 arithmetic: it rounds the activations a second time,
+// so it is opt-in (`computed --activations q8`), never the default. What it
+// buys: the f32 kernels of matmul.h decode each nibble to a float, and that
+// decode, not memory, bounds q4 in RAM (~1.7 cycles per 16 columns).
+//
+// Thread-safe: QuantizeActivations writes only its output; MatMulRowsQ8 is pure.
+//
+// Activations (QuantizeActivations), per token and 32-column block b:
+//   amax = max |x|; d[b] = amax / 127; q = nearbyint(x * (127 / amax)) (ties to
+//   even; all 0 when amax is 0), an int8 in [-127, 127]. A block with a NaN or
+//   an infinity has q = 0 and d[b] = NaN, so its outputs are NaN.
+// Weights: code c = nibble - 8 and the block's f16 scale as a float, dw[b].
+//
+// Summation order (every ISA gives the same bits; tests use memcmp). Blocks go
+// in groups of 4 (128 columns); lane l in [0, 16) of group g holds block
+// b = 4g + l / 4 and, of that block's 16 nibble bytes, bytes 4 (l % 4) .. +3,
+// both nibbles of each: 8 columns.
+//   1. 16 float32 accumulators acc[0..15], all +0.0f.
+//   2. For g = 0, 1, ... in increasing order, for each lane l whose block exists:
+//        p = sum of c * q over the lane's 8 columns    (exact, an int32)
+//        acc[l] = fma(dw[b] * d[b], float(p), acc[l])  (dw * d rounded once)
+//      A lane whose block is past the last column is left as it was.
+//   3. The tree of matmul.h: s[i] = acc[i] + acc[i + 8]; s[i] += s[i + 4];
+//      s[i] += s[i + 2]; y = s[0] + s[1].
+// So a batch of n tokens equals n single-token calls, for any row split.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/format/tensor_format.h"
+#include "computed/kernels/matrix_view.h"
+
+namespace warp::computed::kernels {
+
+// The columns of one group of 4 blocks, as the kernels read them.
+inline constexpr uint64_t kQ8GroupCols = 128;
+inline constexpr uint64_t kQ8GroupLanes = 16;
+
+// Whether MatMulRowsQ8 takes weights of `format`.
+bool HasQ8Path(TensorFormat format);
+
+// Activations of num_tokens tokens of `cols` columns, quantized for weights of
+// one format. Per token and group g, `low` and `high` are 64 int8 each: the
+// activation of the column under the low (high) nibble of byte j of the
+// group's block s at index 16 s + j (ggml_q4_0: columns j and 16 + j of the
+// block; q4_b32: 2j and 2j + 1), zero past the last block. `bias` is -8 times
+// the sum of a lane's 8 codes (the weights' nibble offset, folded in so that
+// the integer dot runs on unsigned nibbles), and `lane_scale` the block's d of
+// each lane, 0 past the last block.
+struct Q8Activations {
+  TensorFormat format = TensorFormat::kGgmlQ4_0;
+  uint64_t cols = 0, groups = 0;
+  size_t num_tokens = 0;
+  std::vector<int8_t> codes;       // [token][group][low 64, high 64]
+  std::vector<int32_t> bias;       // [token][group][16]
+  std::vector<float> lane_scale;   // [token][group][16]
+
+  const int8_t* Codes(size_t token, uint64_t group) const {
+    return codes.data() + (token * groups + group) * 2 * 64;
+  }
+  const int32_t* Bias(size_t token, uint64_t group) const {
+    return bias.data() + (token * groups + group) * kQ8GroupLanes;
+  }
+  const float* LaneScale(size_t token, uint64_t group) const {
+    return lane_scale.data() + (token * groups + group) * kQ8GroupLanes;
+  }
+};
+
+// x: [num_tokens][cols]. REQUIRES: HasQ8Path(format), cols % 32 == 0. Reuses
+// out's storage (it only grows), so a caller that keeps one allocates once.
+void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens, uint64_t cols,
+                         Q8Activations* out);
+
+// y[t * y_stride + r] for rows r in [row_begin, row_end) and every token of
+// `x`, in the order above. REQUIRES: HasQ8Path(w.format), x quantized for
+// w.format with x.cols == w.cols, row_begin <= row_end <= w.rows.
+void MatMulRowsQ8(const MatrixView& w, const Q8Activations& x, size_t row_begin, size_t row_end,
+                  float* y, size_t y_stride);
+
+// Process-wide: whether the engine's Linear takes the q8 path for the formats
+// that have one. Set once at start-up, before any thread computes.
+void SetQ8Activations(bool enabled);
+bool Q8ActivationsEnabled();
+
+// Which implementation MatMulRowsQ8 runs: "avx512_vnni", "avx2" or "scalar",
+// from ActiveIsa() and the CPU's VNNI support.
+const char* Q8KernelName();
+
+namespace internal {
+// The per-ISA implementations, with MatMulRowsQ8's contract. The SIMD ones
+// REQUIRE the CPU features their names say.
+void MatMulRowsQ8Scalar(const MatrixView& w, const Q8Activations& x, size_t row_begin,
+                        size_t row_end, float* y, size_t y_stride);
+void MatMulRowsQ8Avx2(const MatrixView& w, const Q8Activations& x, size_t row_begin,
+                      size_t row_end, float* y, size_t y_stride);
+void MatMulRowsQ8Avx512Vnni(const MatrixView& w, const Q8Activations& x, size_t row_begin,
+                            size_t row_end, float* y, size_t y_stride);
+bool CpuHasAvx512Vnni();
+
+// The weights of block b of row `row`: its 16 nibble bytes and its scale.
+inline const std::byte* Q4BlockNibbles(const MatrixView& w, uint64_t row, uint64_t block) {
+  const uint64_t blocks = w.cols / 32;
+  return w.format == TensorFormat::kQ4B32 ? w.data + (row * blocks + block) * 16
+                                          : w.data + (row * blocks + block) * 18 + 2;
+}
+inline const std::byte* Q4BlockHalfScale(const MatrixView& w, uint64_t row, uint64_t block) {
+  const uint64_t blocks = w.cols / 32;
+  return w.format == TensorFormat::kQ4B32 ? w.scale + (row * blocks + block) * 2
+                                          : w.data + (row * blocks + block) * 18;
+}
+}  // namespace internal
+
+}  // namespace warp::computed::kernels

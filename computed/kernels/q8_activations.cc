@@ -28,7 +28,7 @@ struct NibblePlace {
 };
 NibblePlace PlaceOf(TensorFormat format, uint64_t e) {
   if (format == TensorFormat::kQ4B32) return {static_cast<int>(e % 2), e / 2};  // low first
-  return {e < 16 ? 0 : 1, e % 16};                                               // ggml order
+  return {e < 16 ? 0 : 1, e % 16};                                              // ggml order
 }
 
 float HalfAt(const std::byte* p) {
@@ -110,9 +110,7 @@ void MatMulRowsQ8(const MatrixView& w, const Q8Activations& x, size_t row_begin,
   }
 }
 
-void SetQ8Activations(bool enabled) {
-  EnabledSlot().store(enabled, std::memory_order_relaxed);
-}
+void SetQ8Activations(bool enabled) { EnabledSlot().store(enabled, std::memory_order_relaxed); }
 bool Q8ActivationsEnabled() { return EnabledSlot().load(std::memory_order_relaxed); }
 
 const char* Q8KernelName() {

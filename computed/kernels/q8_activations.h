@@ -57,9 +57,9 @@ struct Q8Activations {
   TensorFormat format = TensorFormat::kGgmlQ4_0;
   uint64_t cols = 0, groups = 0;
   size_t num_tokens = 0;
-  std::vector<int8_t> codes;       // [token][group][low 64, high 64]
-  std::vector<int32_t> bias;       // [token][group][16]
-  std::vector<float> lane_scale;   // [token][group][16]
+  std::vector<int8_t> codes;      // [token][group][low 64, high 64]
+  std::vector<int32_t> bias;      // [token][group][16]
+  std::vector<float> lane_scale;  // [token][group][16]
 
   const int8_t* Codes(size_t token, uint64_t group) const {
     return codes.data() + (token * groups + group) * 2 * 64;
@@ -97,8 +97,8 @@ namespace internal {
 // REQUIRE the CPU features their names say.
 void MatMulRowsQ8Scalar(const MatrixView& w, const Q8Activations& x, size_t row_begin,
                         size_t row_end, float* y, size_t y_stride);
-void MatMulRowsQ8Avx2(const MatrixView& w, const Q8Activations& x, size_t row_begin,
-                      size_t row_end, float* y, size_t y_stride);
+void MatMulRowsQ8Avx2(const MatrixView& w, const Q8Activations& x, size_t row_begin, size_t row_end,
+                      float* y, size_t y_stride);
 void MatMulRowsQ8Avx512Vnni(const MatrixView& w, const Q8Activations& x, size_t row_begin,
                             size_t row_end, float* y, size_t y_stride);
 bool CpuHasAvx512Vnni();

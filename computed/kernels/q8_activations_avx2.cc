@@ -15,174 +15,112 @@
 #include <cstring>
 
 #include "computed/kernels/q8_activations.h"
+#include "computed/kernels/q8_activations_tile-inl.h"
 
 namespace warp::computed::kernels::internal {
 namespace {
 
-constexpr uint64_t kBlock = 32;
+struct Avx2Ops {
+  struct Acc {
+    __m256 half[2];  // lanes 0-7, 8-15
+  };
+  // A group's 4 blocks of one row: nibble bytes (block s at 16 s; blocks 0-1 in
+  // bytes[0], 2-3 in bytes[1]) and the f16 scales as floats.
+  struct GroupWeights {
+    __m256i bytes[2];
+    __m128 scales;
+  };
+  static constexpr int kRows = 2, kTokens = 2;  // 8 accumulator pairs
 
-#define WARP_INLINE inline __attribute__((always_inline))
+  static Acc Zero() { return {{_mm256_setzero_ps(), _mm256_setzero_ps()}}; }
 
-// A group's 4 blocks of one row: nibble bytes (block s at 16 s; blocks 0-1 in
-// bytes[0], 2-3 in bytes[1]) and the f16 scales as floats.
-struct GroupWeights {
-  __m256i bytes[2];
-  __m128 scales;
-};
-
-template <bool kGgml>
-WARP_INLINE GroupWeights LoadFullGroup(const std::byte* data, const std::byte* scales,
-                                       uint64_t g) {
-  if constexpr (kGgml) {  // 18-byte blocks: the f16 d, then 16 nibble bytes
-    const std::byte* block = data + 72 * g;
-    const auto at = [&](int s) {
-      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18 * s + 2));
-    };
-    uint16_t h[4];
-    for (int s = 0; s < 4; ++s) std::memcpy(&h[s], block + 18 * s, 2);
-    const __m128i halves = _mm_cvtsi64_si128(static_cast<int64_t>(
-        uint64_t{h[0]} | uint64_t{h[1]} << 16 | uint64_t{h[2]} << 32 | uint64_t{h[3]} << 48));
-    return {{_mm256_set_m128i(at(1), at(0)), _mm256_set_m128i(at(3), at(2))},
-            _mm_cvtph_ps(halves)};
-  } else {
-    const auto* p = reinterpret_cast<const __m256i*>(data + 64 * g);
-    return {{_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)},
-            _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8 * g)))};
+  // Step 3: s[i] = acc[i] + acc[i + 8], then the halving tree of matmul.h.
+  static float Reduce(const Acc& a) {
+    const __m256 s8 = _mm256_add_ps(a.half[0], a.half[1]);
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
   }
-}
 
-// The last group of a row with count < 4 blocks; the missing ones are zero.
-GroupWeights LoadPartialGroup(const MatrixView& w, uint64_t row, uint64_t g, uint64_t count) {
-  alignas(32) uint8_t bytes[64] = {};
-  alignas(16) uint16_t halves[8] = {};
-  for (uint64_t s = 0; s < count; ++s) {
-    std::memcpy(bytes + 16 * s, Q4BlockNibbles(w, row, 4 * g + s), 16);
-    std::memcpy(&halves[s], Q4BlockHalfScale(w, row, 4 * g + s), 2);
+  template <bool kGgml>
+  WARP_Q8_INLINE static GroupWeights LoadFullGroup(const std::byte* data, const std::byte* scales,
+                                                   uint64_t g) {
+    if constexpr (kGgml) {  // 18-byte blocks: the f16 d, then 16 nibble bytes
+      const std::byte* block = data + 72 * g;
+      const auto at = [&](int s) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18 * s + 2));
+      };
+      uint16_t h[4];
+      for (int s = 0; s < 4; ++s) std::memcpy(&h[s], block + 18 * s, 2);
+      const __m128i halves = _mm_cvtsi64_si128(static_cast<int64_t>(
+          uint64_t{h[0]} | uint64_t{h[1]} << 16 | uint64_t{h[2]} << 32 | uint64_t{h[3]} << 48));
+      return {{_mm256_set_m128i(at(1), at(0)), _mm256_set_m128i(at(3), at(2))},
+              _mm_cvtph_ps(halves)};
+    } else {
+      const auto* p = reinterpret_cast<const __m256i*>(data + 64 * g);
+      return {{_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)},
+              _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8 * g)))};
+    }
   }
-  return {{_mm256_load_si256(reinterpret_cast<const __m256i*>(bytes)),
-           _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes + 32))},
-          _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(halves)))};
-}
 
-// The tile's activations: per token, its group 0; a group further is +128
-// codes and +16 lanes.
-template <int T>
-struct TokenGroups {
-  const int8_t* codes[T];
-  const int32_t* bias[T];
-  const float* lane_scale[T];
-};
+  static GroupWeights LoadPartialGroup(const MatrixView& w, uint64_t row, uint64_t g,
+                                       uint64_t count) {
+    alignas(32) uint8_t bytes[64] = {};
+    alignas(16) uint16_t halves[8] = {};
+    for (uint64_t s = 0; s < count; ++s) {
+      std::memcpy(bytes + 16 * s, Q4BlockNibbles(w, row, 4 * g + s), 16);
+      std::memcpy(&halves[s], Q4BlockHalfScale(w, row, 4 * g + s), 2);
+    }
+    return {{_mm256_load_si256(reinterpret_cast<const __m256i*>(bytes)),
+             _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes + 32))},
+            _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(halves)))};
+  }
 
-// One group (`count` of its blocks) of R rows x T tokens into acc.
-template <int R, int T>
-WARP_INLINE void Step(const GroupWeights (&gw)[R], const TokenGroups<T>& x, uint64_t g,
-                      uint64_t count, __m256 (&acc)[R][T][2]) {
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i spread[2] = {_mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
-                             _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)};
+  template <int R, int T>
+  WARP_Q8_INLINE static void Step(const GroupWeights (&gw)[R], const TokenGroups<T>& x, uint64_t g,
+                                  uint64_t count, Acc (&acc)[R][T]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i spread[2] = {_mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
+                               _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3)};
 #pragma GCC unroll 2
-  for (int i = 0; i < R; ++i) {
-    const __m256 scales256 = _mm256_castps128_ps256(gw[i].scales);
+    for (int i = 0; i < R; ++i) {
+      const __m256 scales256 = _mm256_castps128_ps256(gw[i].scales);
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const uint64_t first_of_half = 2 * static_cast<uint64_t>(h);
-      if (count <= first_of_half) continue;
-      const bool whole_half = count >= first_of_half + 2;
-      const __m256i low = _mm256_and_si256(gw[i].bytes[h], low4);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(gw[i].bytes[h], 4), low4);
-      const __m256 dw = _mm256_permutevar8x32_ps(scales256, spread[h]);
+      for (int h = 0; h < 2; ++h) {
+        const uint64_t first_of_half = 2 * static_cast<uint64_t>(h);
+        if (count <= first_of_half) continue;
+        const bool whole_half = count >= first_of_half + 2;
+        const __m256i low = _mm256_and_si256(gw[i].bytes[h], low4);
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(gw[i].bytes[h], 4), low4);
+        const __m256 dw = _mm256_permutevar8x32_ps(scales256, spread[h]);
 #pragma GCC unroll 2
-      for (int j = 0; j < T; ++j) {
-        const int8_t* codes = x.codes[j] + 128 * g + 32 * h;
-        const __m256i pairs = _mm256_add_epi16(
-            _mm256_maddubs_epi16(low, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes))),
-            _mm256_maddubs_epi16(high,
-                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64))));
-        const __m256i p = _mm256_add_epi32(
-            _mm256_madd_epi16(pairs, ones),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias[j] + 16 * g + 8 * h)));
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(x.lane_scale[j] + 16 * g + 8 * h));
-        const __m256 updated = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[i][j][h]);
-        // A half with one block keeps the lanes of the missing one as they were.
-        acc[i][j][h] = whole_half ? updated : _mm256_blend_ps(acc[i][j][h], updated, 0x0f);
+        for (int j = 0; j < T; ++j) {
+          const int8_t* codes = x.codes[j] + 128 * g + 32 * h;
+          const __m256i pairs = _mm256_add_epi16(
+              _mm256_maddubs_epi16(low,
+                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes))),
+              _mm256_maddubs_epi16(
+                  high, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64))));
+          const __m256i p = _mm256_add_epi32(
+              _mm256_madd_epi16(pairs, ones),
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bias[j] + 16 * g + 8 * h)));
+          const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(x.lane_scale[j] + 16 * g + 8 * h));
+          __m256& half = acc[i][j].half[h];
+          const __m256 updated = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), half);
+          // A half with one block keeps the lanes of the missing one as they were.
+          half = whole_half ? updated : _mm256_blend_ps(half, updated, 0x0f);
+        }
       }
     }
   }
-}
-
-template <bool kGgml, int R, int T>
-void Tile(const MatrixView& w, const Q8Activations& x, uint64_t row, size_t t0, float* y,
-          size_t y_stride) {
-  const uint64_t blocks = w.cols / kBlock, full_groups = blocks / 4;
-  const uint64_t row_bytes = blocks * (kGgml ? 18 : 16), group_bytes = kGgml ? 72 : 64;
-  TokenGroups<T> tokens;
-  for (int j = 0; j < T; ++j) {
-    tokens.codes[j] = x.Codes(t0 + j, 0);
-    tokens.bias[j] = x.Bias(t0 + j, 0);
-    tokens.lane_scale[j] = x.LaneScale(t0 + j, 0);
-  }
-  const std::byte* data[R];
-  const std::byte* scales[R];
-  for (int i = 0; i < R; ++i) {
-    data[i] = w.data + (row + i) * row_bytes;
-    scales[i] = kGgml ? nullptr : w.scale + (row + i) * blocks * 2;
-  }
-  __m256 acc[R][T][2];
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) acc[i][j][0] = acc[i][j][1] = _mm256_setzero_ps();
-  }
-  for (uint64_t g = 0; g < full_groups; ++g) {
-    GroupWeights gw[R];
-#pragma GCC unroll 2
-    for (int i = 0; i < R; ++i) {
-      const char* next = reinterpret_cast<const char*>(data[i] + R * row_bytes + g * group_bytes);
-      _mm_prefetch(next, _MM_HINT_T0);
-      if constexpr (kGgml) _mm_prefetch(next + 64, _MM_HINT_T0);
-      gw[i] = LoadFullGroup<kGgml>(data[i], scales[i], g);
-    }
-    Step<R, T>(gw, tokens, g, 4, acc);
-  }
-  if (const uint64_t count = blocks % 4; count != 0) {
-    GroupWeights gw[R];
-    for (int i = 0; i < R; ++i) gw[i] = LoadPartialGroup(w, row + i, full_groups, count);
-    Step<R, T>(gw, tokens, full_groups, count, acc);
-  }
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) {
-      // Step 3: s[i] = acc[i] + acc[i + 8], then the halving tree of matmul.h.
-      const __m256 s8 = _mm256_add_ps(acc[i][j][0], acc[i][j][1]);
-      const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-      const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-      y[(t0 + j) * y_stride + row + i] = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-    }
-  }
-}
-
-template <bool kGgml, int R>
-void Rows(const MatrixView& w, const Q8Activations& x, uint64_t row, float* y, size_t y_stride) {
-  size_t t0 = 0;
-  for (; t0 + 2 <= x.num_tokens; t0 += 2) Tile<kGgml, R, 2>(w, x, row, t0, y, y_stride);
-  if (t0 < x.num_tokens) Tile<kGgml, R, 1>(w, x, row, t0, y, y_stride);
-}
-
-template <bool kGgml>
-void AllRows(const MatrixView& w, const Q8Activations& x, size_t row_begin, size_t row_end,
-             float* y, size_t y_stride) {
-  constexpr uint64_t kRows = 2;  // 8 accumulators at 2 tokens
-  uint64_t row = row_begin;
-  for (; row + kRows <= row_end; row += kRows) Rows<kGgml, kRows>(w, x, row, y, y_stride);
-  for (; row < row_end; ++row) Rows<kGgml, 1>(w, x, row, y, y_stride);
-}
-
-#undef WARP_INLINE
+};
 
 }  // namespace
 
-void MatMulRowsQ8Avx2(const MatrixView& w, const Q8Activations& x, size_t row_begin,
-                      size_t row_end, float* y, size_t y_stride) {
-  if (w.format == TensorFormat::kGgmlQ4_0) return AllRows<true>(w, x, row_begin, row_end, y, y_stride);
-  AllRows<false>(w, x, row_begin, row_end, y, y_stride);
+void MatMulRowsQ8Avx2(const MatrixView& w, const Q8Activations& x, size_t row_begin, size_t row_end,
+                      float* y, size_t y_stride) {
+  MatMulRowsQ8With<Avx2Ops>(w, x, row_begin, row_end, y, y_stride);
 }
 
 }  // namespace warp::computed::kernels::internal

@@ -13,8 +13,18 @@
 namespace warp::computed {
 namespace {
 
-uint64_t PaceBelow(const SourceOptions& options) {
-  return options.paced_growth ? ExpertStore::kPaceGrowthBelowBytesPerSecond : 0;
+// An in-process store: no client maps its cache, so a governor's shrink can
+// free its memory (shared_arena false).
+ExpertStore::Options EmbeddedStoreOptions(const SourceOptions& options, uint64_t cache_bytes) {
+  return {.cache_bytes = cache_bytes,
+          .io_threads = options.io_threads,
+          .cache_policy = options.cache_policy,
+          .shared_arena = false,
+          .prefault_cache = options.prefault_cache,
+          .pace_growth_below_bytes_per_second =
+              options.paced_growth ? ExpertStore::kPaceGrowthBelowBytesPerSecond : 0,
+          .foresight = options.foresight,
+          .banks = {.verify_once = !options.verify_every_read, .io_backend = options.io_backend}};
 }
 
 std::vector<ExpertKey> HeldKeys(const Container& container) {
@@ -37,18 +47,8 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   WARP_ASSIGN_OR_RETURN(std::shared_ptr<const Container> shard, Container::Open(dir));
   WARP_RETURN_IF_ERROR(CheckFingerprint(fingerprint, shard->manifest().fingerprint, dir));
   std::vector<ExpertKey> held = HeldKeys(*shard);
-  // In-process: no client maps the cache, so a governor's shrink can free its memory.
-  WARP_ASSIGN_OR_RETURN(
-      auto store,
-      ExpertStore::Open(shard, {.cache_bytes = cache_bytes,
-                                .io_threads = options.io_threads,
-                                .cache_policy = options.cache_policy,
-                                .shared_arena = false,
-                                .prefault_cache = options.prefault_cache,
-                                .pace_growth_below_bytes_per_second = PaceBelow(options),
-                                .foresight = options.foresight,
-                                .banks = {.verify_once = !options.verify_every_read,
-                                          .io_backend = options.io_backend}}));
+  WARP_ASSIGN_OR_RETURN(auto store,
+                        ExpertStore::Open(shard, EmbeddedStoreOptions(options, cache_bytes)));
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
@@ -141,16 +141,8 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
   const uint64_t fingerprint = model->manifest().fingerprint;
   if (options.bank_dirs.empty() && options.stores.empty()) {
     WARP_ASSIGN_OR_RETURN(
-        auto store, ExpertStore::Open(std::move(model),
-                                      {.cache_bytes = options.cache_bytes,
-                                       .io_threads = options.io_threads,
-                                       .cache_policy = options.cache_policy,
-                                       .shared_arena = false,
-                                       .prefault_cache = options.prefault_cache,
-                                       .pace_growth_below_bytes_per_second = PaceBelow(options),
-                                       .foresight = options.foresight,
-                                       .banks = {.verify_once = !options.verify_every_read,
-                                                 .io_backend = options.io_backend}}));
+        auto store,
+        ExpertStore::Open(std::move(model), EmbeddedStoreOptions(options, options.cache_bytes)));
     return OpenedSource{.source = std::move(store), .embedded_cache_bytes = options.cache_bytes};
   }
   std::vector<FanoutExpertSource::Member> members;

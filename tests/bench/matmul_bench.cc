@@ -242,8 +242,8 @@ void PrintRow(TensorFormat format, const Contender& c, uint64_t bytes, double bo
   const double gflops = 2.0 * kRows * kCols * c.tokens / c.best_seconds_per_call / 1e9;
   std::printf("%-9s %6zu %-7s %7u %10.1f %8.2f %7.0f%% %8.1f\n",
               std::string(TensorFormatName(format)).c_str(), c.tokens,
-              c.q8 != nullptr ? c.q8_name : std::string(IsaName(c.isa)).c_str(), c.num_threads, c.best_seconds_per_call * 1e6,
-              gbps, 100.0 * gbps / bound_gbps, gflops);
+              c.q8 != nullptr ? c.q8_name : std::string(IsaName(c.isa)).c_str(), c.num_threads,
+              c.best_seconds_per_call * 1e6, gbps, 100.0 * gbps / bound_gbps, gflops);
 }
 
 // The read bounds on 1 thread and on all cores, each the best of kRounds

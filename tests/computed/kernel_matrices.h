@@ -84,7 +84,8 @@ inline std::vector<uint64_t> GgmlHalfOffsets(TensorFormat format) {
 
 // Random weights with sane magnitudes; f8 avoids the NaN codes and mxfp4 the
 // NaN scale (NaN payloads are not part of the bit-equality contract).
-inline StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols, std::mt19937_64& rng) {
+inline StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t cols,
+                                 std::mt19937_64& rng) {
   StoredMatrix m(format, rows, cols);
   const uint64_t n = rows * cols;
   switch (format) {

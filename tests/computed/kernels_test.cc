@@ -12,9 +12,9 @@
 #include "common/numeric/half.h"
 #include "computed/kernels/matmul.h"
 #include "computed/kernels/matrix_view.h"
-#include "tests/computed/kernel_matrices.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/computed/kernel_matrices.h"
 
 namespace warp {
 // Readable parameter names in gtest output.

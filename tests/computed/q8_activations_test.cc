@@ -93,7 +93,8 @@ TEST_P(Q8ActivationsTest, EqualsTheIntegerDotOfEveryBlock) {
       double expected = 0;
       for (uint64_t b = 0; b < cols / 32; ++b) {
         float amax = 0;
-        for (uint64_t e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[t * cols + 32 * b + e]));
+        for (uint64_t e = 0; e < 32; ++e)
+          amax = std::max(amax, std::fabs(x[t * cols + 32 * b + e]));
         int64_t dot = 0;
         for (uint64_t e = 0; e < 32; ++e) {
           const auto code =
@@ -192,7 +193,9 @@ TEST_P(Q8ActivationsTest, ANanActivationGivesNanOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, Q8ActivationsTest,
                          ::testing::Values(TensorFormat::kQ4B32, TensorFormat::kGgmlQ4_0),
-                         [](const auto& info) { return std::string(TensorFormatName(info.param)); });
+                         [](const auto& info) {
+                           return std::string(TensorFormatName(info.param));
+                         });
 
 TEST(Q8ActivationsPathTest, OnlyFourBitWeightsHaveOne) {
   EXPECT_TRUE(HasQ8Path(TensorFormat::kQ4B32));

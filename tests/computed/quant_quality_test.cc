@@ -66,16 +66,20 @@ Quality Compare(const std::vector<float>& native, const std::vector<float>& quan
   return q;
 }
 
+// The fixture's prompt, tokens.txt ("12,7,...").
+std::vector<int32_t> ReadTokens(const fs::path& fixture) {
+  std::vector<int32_t> tokens;
+  std::ifstream in(fixture / "tokens.txt");
+  std::string id;
+  while (std::getline(in, id, ',')) tokens.push_back(std::stoi(id));
+  return tokens;
+}
+
 class QuantQualityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QuantQualityTest, QuantizedExpertsStayCloseToNative) {
   const fs::path fixture = warp::testing::FixtureDir(GetParam());
-  std::vector<int32_t> tokens;
-  {
-    std::ifstream in(fixture / "tokens.txt");
-    std::string id;
-    while (std::getline(in, id, ',')) tokens.push_back(std::stoi(id));
-  }
+  const std::vector<int32_t> tokens = ReadTokens(fixture);
   warp::testing::TempDir dir;
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "native.warp", {}));
   const std::vector<float> native = RunPrompt(dir / "native.warp", tokens);
@@ -109,12 +113,7 @@ TEST_P(QuantQualityTest, EightBitActivationsCostLittleOverFourBitWeights) {
   // --activations q8 rounds the activations of every q4 expert matrix to 8 bits
   // a second time: measured against native and against q4 with f32 activations.
   const fs::path fixture = warp::testing::FixtureDir(GetParam());
-  std::vector<int32_t> tokens;
-  {
-    std::ifstream in(fixture / "tokens.txt");
-    std::string id;
-    while (std::getline(in, id, ',')) tokens.push_back(std::stoi(id));
-  }
+  const std::vector<int32_t> tokens = ReadTokens(fixture);
   warp::testing::TempDir dir;
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "native.warp", {}));
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "q4.warp", {.experts = "q4"}));

@@ -2,8 +2,8 @@
 
 // y[t][r] = W[r] . x[t] for a batch of tokens, rows split over the pool.
 // Each output is one kernels::MatMulRows dot product (or, with
-// kernels::Q8ActivationsEnabled() and 4-bit weights, one MatMulRowsQ8 dot
-// product), so the result does not depend on the thread count or the batch size.
+// pool.q8_activations() and 4-bit weights, one MatMulRowsQ8 dot product), so
+// the result does not depend on the thread count or the batch size.
 
 #include <cstddef>
 
@@ -16,7 +16,7 @@ namespace warp::computed {
 // x: [num_tokens][w.cols]; y: [num_tokens][w.rows].
 inline void Linear(ThreadPool& pool, const kernels::MatrixView& w, const float* x,
                    size_t num_tokens, float* y) {
-  if (kernels::Q8ActivationsEnabled() && kernels::HasQ8Path(w.format)) {
+  if (pool.q8_activations() && kernels::HasQ8Path(w.format)) {
     // Quantized once on the calling thread (cols values a token, against rows x
     // cols weights), kept per thread so that it allocates once.
     thread_local kernels::Q8Activations kept;

@@ -1,7 +1,6 @@
 #include "computed/kernels/q8_activations.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,11 +13,6 @@ namespace warp::computed::kernels {
 namespace {
 
 constexpr uint64_t kBlock = 32;
-
-std::atomic<bool>& EnabledSlot() {
-  static std::atomic<bool> enabled{false};
-  return enabled;
-}
 
 // Where column e of a block goes in its group's low (0) or high (1) half: the
 // nibble of byte j that holds it.
@@ -82,8 +76,12 @@ void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens,
       int8_t* codes = out->codes.data() + (t * groups + g) * 2 * 64;
       int32_t* bias = out->bias.data() + (t * groups + g) * kQ8GroupLanes;
       const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
-      const float inverse = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
-      for (uint64_t e = 0; e < kBlock; ++e) {
+      // Codes only where 127 / amax is finite: a non-finite block, an all-zero
+      // one and one below 127 / FLT_MAX (whose products with any weight round
+      // to nothing anyway) keep codes 0, so no cast sees a value out of range.
+      const bool coded = finite && amax >= 127.0f / std::numeric_limits<float>::max();
+      const float inverse = coded ? 127.0f / amax : 0.0f;
+      for (uint64_t e = 0; e < kBlock && coded; ++e) {
         const NibblePlace place = PlaceOf(format, e);
         const uint64_t index = slot * 16 + place.byte;
         const auto q = static_cast<int8_t>(std::nearbyint(xb[e] * inverse));
@@ -109,9 +107,6 @@ void MatMulRowsQ8(const MatrixView& w, const Q8Activations& x, size_t row_begin,
       return internal::MatMulRowsQ8Scalar(w, x, row_begin, row_end, y, y_stride);
   }
 }
-
-void SetQ8Activations(bool enabled) { EnabledSlot().store(enabled, std::memory_order_relaxed); }
-bool Q8ActivationsEnabled() { return EnabledSlot().load(std::memory_order_relaxed); }
 
 const char* Q8KernelName() {
   switch (ActiveQ8Kernel()) {

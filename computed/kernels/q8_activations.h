@@ -1,19 +1,21 @@
 #pragma once
 
 // MatMulRowsQ8: y = W x with the activations x quantized to 8-bit integers per
-// 32-column block and each block's dot product done in integers (AVX-512 VNNI
-// vpdpbusd, or AVX2 vpmaddubsw), for 4-bit weights (q4_b32, ggml_q4_0). This is
-// llama.cpp's Q4_0 x Q8_0 arithmetic: it rounds the activations a second time,
-// so it is opt-in (`computed --activations q8`), never the default. What it
-// buys: the f32 kernels of matmul.h decode each nibble to a float, and that
-// decode, not memory, bounds q4 in RAM (~1.7 cycles per 16 columns).
+// 32-column block and the dot products done in integers, 8 columns at a time
+// (AVX-512 VNNI vpdpbusd, or AVX2 vpmaddubsw), for 4-bit weights (q4_b32,
+// ggml_q4_0). The quantization is llama.cpp's Q8_0 with an f32 scale (llama.cpp
+// then sums a block as one integer; here each 8 columns are one). It rounds the
+// activations a second time, so it is opt-in (`computed --activations q8`),
+// never the default. What it buys: the f32 kernels of matmul.h decode each
+// nibble to a float, and that decode, not memory, bounds q4 in RAM.
 //
 // Thread-safe: QuantizeActivations writes only its output; MatMulRowsQ8 is pure.
 //
 // Activations (QuantizeActivations), per token and 32-column block b:
 //   amax = max |x|; d[b] = amax / 127; q = nearbyint(x * (127 / amax)) (ties to
-//   even; all 0 when amax is 0), an int8 in [-127, 127]. A block with a NaN or
-//   an infinity has q = 0 and d[b] = NaN, so its outputs are NaN.
+//   even), an int8 in [-127, 127]; all q are 0 when amax < 127 / FLT_MAX (so
+//   when amax is 0). A block with a NaN or an infinity has q = 0 and d[b] =
+//   NaN, so its outputs are NaN.
 // Weights: code c = nibble - 8 and the block's f16 scale as a float, dw[b].
 //
 // Summation order (every ISA gives the same bits; tests use memcmp). Blocks go
@@ -82,11 +84,6 @@ void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens,
 // w.format with x.cols == w.cols, row_begin <= row_end <= w.rows.
 void MatMulRowsQ8(const MatrixView& w, const Q8Activations& x, size_t row_begin, size_t row_end,
                   float* y, size_t y_stride);
-
-// Process-wide: whether the engine's Linear takes the q8 path for the formats
-// that have one. Set once at start-up, before any thread computes.
-void SetQ8Activations(bool enabled);
-bool Q8ActivationsEnabled();
 
 // Which implementation MatMulRowsQ8 runs: "avx512_vnni", "avx2" or "scalar",
 // from ActiveIsa() and the CPU's VNNI support.

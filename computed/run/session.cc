@@ -86,10 +86,6 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         "prompts must stay within it; tokens generated past it are beyond its training",
         options.max_positions, plan.max_position_embeddings);
   }
-  kernels::SetQ8Activations(options.q8_activations);
-  if (options.q8_activations) {
-    log.info("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
-  }
   // Known before the source opens: a warm set to preload turns paced growth off.
   const std::vector<ExpertKey> hottest = LearnedHottest(*s.container_);
   const bool paced_growth = options.paced_growth && !options.preload && hottest.empty();
@@ -149,6 +145,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   const uint32_t threads =
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   s.pool_ = std::make_unique<ThreadPool>(threads, options.cpus);
+  s.pool_->set_q8_activations(options.q8_activations);
+  if (options.q8_activations) {
+    log.info("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
+  }
   Transformer::Options engine{.max_positions = options.max_positions,
                               .sequences = options.sequences,
                               .experts_per_token = options.experts_per_token,

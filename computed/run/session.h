@@ -48,7 +48,6 @@ struct SessionOptions {
   bool paced_growth = true;
   bool foresight = true;                                // --no-foresight: false
   // --activations q8: 4-bit weights dot 8-bit activations (kernels/q8_activations.h).
-  // Process-wide: the last session opened sets it.
   bool q8_activations = false;
   TlsClientFiles store_tls;                             // of tls: --stores
   // --store-retry-seconds; unset: per address (common/client/retry.h)

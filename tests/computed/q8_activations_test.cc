@@ -134,7 +134,8 @@ TEST_P(Q8ActivationsTest, StaysNearTheFloatKernel) {
 TEST_P(Q8ActivationsTest, EverySimdKernelEqualsTheScalarBitForBit) {
   const TensorFormat format = GetParam();
   std::mt19937_64 rng(3);
-  for (uint64_t cols : {32, 64, 96, 128, 160, 416, 2048}) {
+  ASSERT_FALSE(SimdKernels().empty()) << "no SIMD kernel on this CPU: nothing to compare";
+  for (uint64_t cols : {32, 64, 96, 128, 160, 192, 224, 416, 2048}) {
     for (uint64_t rows : {1, 3, 6, 9}) {
       for (size_t tokens : {1, 2, 3, 5, 9}) {
         const StoredMatrix m = RandomMatrix(format, rows, cols, rng);
@@ -154,6 +155,35 @@ TEST_P(Q8ActivationsTest, EverySimdKernelEqualsTheScalarBitForBit) {
         }
       }
     }
+  }
+}
+
+TEST_P(Q8ActivationsTest, TinySubnormalAndNegativeValuesAgreeAcrossKernels) {
+  // Activations below 127 / FLT_MAX (coded as 0), subnormal ones, and weight
+  // scales that are f16 subnormals or negative: still the scalar's bits.
+  const TensorFormat format = GetParam();
+  std::mt19937_64 rng(13);
+  const uint64_t rows = 5, cols = 160;
+  StoredMatrix m = RandomMatrix(format, rows, cols, rng);
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (uint64_t b = 0; b < cols / 32; ++b) {
+      const uint16_t half = b % 3 == 0 ? 0x0001 : b % 3 == 1 ? 0x8000 | 0x1c00 : 0x03ff;
+      auto* at = const_cast<std::byte*>(internal::Q4BlockHalfScale(m.View(), r, b));
+      std::memcpy(at, &half, 2);
+    }
+  }
+  std::vector<float> x = RandomVector(2 * cols, rng);
+  for (int e = 0; e < 32; ++e) x[e] = 1e-38f * static_cast<float>(e % 5 - 2);  // below the bound
+  for (int e = 32; e < 64; ++e) x[e] = 0x1p-140f * static_cast<float>(e % 7 - 3);  // subnormal
+  x[cols + 70] = -0.0f;
+  Q8Activations q;
+  QuantizeActivations(format, x.data(), 2, cols, &q);
+  std::vector<float> want(2 * rows);
+  internal::MatMulRowsQ8Scalar(m.View(), q, 0, rows, want.data(), rows);
+  for (const auto& [name, kernel] : SimdKernels()) {
+    std::vector<float> got(2 * rows, -1.0f);
+    kernel(m.View(), q, 0, rows, got.data(), rows);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << name;
   }
 }
 

@@ -11,7 +11,6 @@
 #include "computed/convert/converter.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
-#include "computed/kernels/q8_activations.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -22,7 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<float> RunPrompt(const fs::path& model, const std::vector<int32_t>& tokens) {
+std::vector<float> RunPrompt(const fs::path& model, const std::vector<int32_t>& tokens,
+                             bool q8_activations = false) {
   auto container = Container::Open(model);
   EXPECT_TRUE(container.ok()) << container.status();
   std::shared_ptr<const Container> shared = std::move(*container);
@@ -30,6 +30,7 @@ std::vector<float> RunPrompt(const fs::path& model, const std::vector<int32_t>& 
   EXPECT_TRUE(store.ok()) << store.status();
   ExpertSource& source = **store;
   ThreadPool pool(2);
+  pool.set_q8_activations(q8_activations);
   auto transformer = Transformer::Create(shared, source, pool, {.max_positions = 64});
   EXPECT_TRUE(transformer.ok()) << transformer.status();
   auto logits = (*transformer)->Forward(tokens);
@@ -97,18 +98,6 @@ TEST_P(QuantQualityTest, QuantizedExpertsStayCloseToNative) {
   }
 }
 
-// Restores the process-wide activation setting at the end of a scope.
-class ScopedQ8Activations {
- public:
-  explicit ScopedQ8Activations(bool enabled) : saved_(kernels::Q8ActivationsEnabled()) {
-    kernels::SetQ8Activations(enabled);
-  }
-  ~ScopedQ8Activations() { kernels::SetQ8Activations(saved_); }
-
- private:
-  bool saved_;
-};
-
 TEST_P(QuantQualityTest, EightBitActivationsCostLittleOverFourBitWeights) {
   // --activations q8 rounds the activations of every q4 expert matrix to 8 bits
   // a second time: measured against native and against q4 with f32 activations.
@@ -119,11 +108,7 @@ TEST_P(QuantQualityTest, EightBitActivationsCostLittleOverFourBitWeights) {
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "q4.warp", {.experts = "q4"}));
   const std::vector<float> native = RunPrompt(dir / "native.warp", tokens);
   const std::vector<float> q4 = RunPrompt(dir / "q4.warp", tokens);
-  std::vector<float> q4_q8;
-  {
-    const ScopedQ8Activations q8(true);
-    q4_q8 = RunPrompt(dir / "q4.warp", tokens);
-  }
+  const std::vector<float> q4_q8 = RunPrompt(dir / "q4.warp", tokens, /*q8_activations=*/true);
   const size_t vocab = native.size() / tokens.size();
   const Quality q4_against_native = Compare(native, q4, vocab);
   const Quality against_native = Compare(native, q4_q8, vocab);

@@ -36,26 +36,17 @@ struct Avx2Ops {
 
   // Step 3: s[i] = acc[i] + acc[i + 8], then the halving tree of matmul.h.
   static float Reduce(const Acc& a) {
-    const __m256 s8 = _mm256_add_ps(a.half[0], a.half[1]);
-    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+    return ReduceEightLanes(_mm256_add_ps(a.half[0], a.half[1]));
   }
 
   template <bool kGgml>
   WARP_Q8_INLINE static GroupWeights LoadFullGroup(const std::byte* data, const std::byte* scales,
                                                    uint64_t g) {
-    if constexpr (kGgml) {  // 18-byte blocks: the f16 d, then 16 nibble bytes
+    if constexpr (kGgml) {
       const std::byte* block = data + 72 * g;
-      const auto at = [&](int s) {
-        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18 * s + 2));
-      };
-      uint16_t h[4];
-      for (int s = 0; s < 4; ++s) std::memcpy(&h[s], block + 18 * s, 2);
-      const __m128i halves = _mm_cvtsi64_si128(static_cast<int64_t>(
-          uint64_t{h[0]} | uint64_t{h[1]} << 16 | uint64_t{h[2]} << 32 | uint64_t{h[3]} << 48));
+      const auto at = [&](int s) { return GgmlBlockNibbles(block, s); };
       return {{_mm256_set_m128i(at(1), at(0)), _mm256_set_m128i(at(3), at(2))},
-              _mm_cvtph_ps(halves)};
+              _mm_cvtph_ps(GgmlGroupHalfScales(block))};
     } else {
       const auto* p = reinterpret_cast<const __m256i*>(data + 64 * g);
       return {{_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)},
@@ -63,17 +54,10 @@ struct Avx2Ops {
     }
   }
 
-  static GroupWeights LoadPartialGroup(const MatrixView& w, uint64_t row, uint64_t g,
-                                       uint64_t count) {
-    alignas(32) uint8_t bytes[64] = {};
-    alignas(16) uint16_t halves[8] = {};
-    for (uint64_t s = 0; s < count; ++s) {
-      std::memcpy(bytes + 16 * s, Q4BlockNibbles(w, row, 4 * g + s), 16);
-      std::memcpy(&halves[s], Q4BlockHalfScale(w, row, 4 * g + s), 2);
-    }
-    return {{_mm256_load_si256(reinterpret_cast<const __m256i*>(bytes)),
-             _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes + 32))},
-            _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(halves)))};
+  static GroupWeights LoadPartialGroup(const PartialGroup& group) {
+    return {{_mm256_load_si256(reinterpret_cast<const __m256i*>(group.bytes)),
+             _mm256_load_si256(reinterpret_cast<const __m256i*>(group.bytes + 32))},
+            _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(group.halves)))};
   }
 
   template <int R, int T>

@@ -10,8 +10,7 @@
 //   row as loaded; Acc Zero(); float Reduce(const Acc&), step 3 of the order;
 //   GroupWeights LoadFullGroup<kGgml>(const std::byte* row_data, const std::byte*
 //   row_scales, uint64_t g) (row_scales: q4_b32's f16 scales, nullptr for ggml);
-//   GroupWeights LoadPartialGroup(const MatrixView&, uint64_t row, uint64_t g,
-//   uint64_t count), zero past count blocks;
+//   GroupWeights LoadPartialGroup(const PartialGroup&);
 //   void Step<R, T>(const GroupWeights (&)[R], const TokenGroups<T>&, uint64_t g,
 //   uint64_t count, Acc (&)[R][T]), the group's blocks [0, count) into acc, the
 //   lanes of the others left as they were;
@@ -23,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "computed/kernels/q8_activations.h"
 
@@ -30,6 +30,42 @@ namespace warp::computed::kernels::internal {
 namespace {
 
 #define WARP_Q8_INLINE inline __attribute__((always_inline))
+
+// Step 3 of the order from s[i] = acc[i] + acc[i + 8]: the halving tree of matmul.h.
+WARP_Q8_INLINE float ReduceEightLanes(__m256 s8) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// ggml_q4_0: the 16 nibble bytes of block s of a group (18-byte blocks: the f16
+// d, then the nibbles).
+WARP_Q8_INLINE __m128i GgmlBlockNibbles(const std::byte* group, int s) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 18 * s + 2));
+}
+
+// ggml_q4_0: the f16 d of a group's 4 blocks (18 bytes apart), in the low 64
+// bits.
+WARP_Q8_INLINE __m128i GgmlGroupHalfScales(const std::byte* group) {
+  uint16_t h[4];
+  for (int s = 0; s < 4; ++s) std::memcpy(&h[s], group + 18 * s, 2);
+  return _mm_cvtsi64_si128(static_cast<int64_t>(uint64_t{h[0]} | uint64_t{h[1]} << 16 |
+                                                uint64_t{h[2]} << 32 | uint64_t{h[3]} << 48));
+}
+
+// The last group of a row when it has count < 4 blocks: their nibble bytes
+// (block s at 16 s) and f16 scales, zero past count.
+struct PartialGroup {
+  alignas(64) uint8_t bytes[64] = {};
+  alignas(16) uint16_t halves[8] = {};
+
+  PartialGroup(const MatrixView& w, uint64_t row, uint64_t g, uint64_t count) {
+    for (uint64_t s = 0; s < count; ++s) {
+      std::memcpy(bytes + 16 * s, Q4BlockNibbles(w, row, 4 * g + s), 16);
+      std::memcpy(&halves[s], Q4BlockHalfScale(w, row, 4 * g + s), 2);
+    }
+  }
+};
 
 // The tile's activations: per token, its group 0; a group further is +128
 // codes and +16 lanes.
@@ -77,7 +113,9 @@ void Q8Tile(const MatrixView& w, const Q8Activations& x, uint64_t row, size_t t0
   }
   if (const uint64_t count = blocks % 4; count != 0) {
     typename Ops::GroupWeights gw[R];
-    for (int i = 0; i < R; ++i) gw[i] = Ops::LoadPartialGroup(w, row + i, full_groups, count);
+    for (int i = 0; i < R; ++i) {
+      gw[i] = Ops::LoadPartialGroup(PartialGroup(w, row + i, full_groups, count));
+    }
     Ops::template Step<R, T>(gw, tokens, full_groups, count, acc);
   }
   for (int i = 0; i < R; ++i) {

@@ -44,8 +44,8 @@ namespace warp {
 class ExpertStore : public ExpertSource {
  public:
   // The fresh-memory rate below which computed paces its caches' growth: under
-  // the disk's record reads here (1.4-4.4 GB/s) and any NVMe's, so a read into
-  // unbacked memory would cost more than the miss an eviction may cause.
+  // the disk's record reads here (1.4-4.4 GB/s), so a read into unbacked memory
+  // would cost more than the miss an eviction may cause.
   static constexpr uint64_t kPaceGrowthBelowBytesPerSecond = 2'000'000'000;
 
   struct Options {

@@ -62,6 +62,7 @@ struct Q8Activations {
   std::vector<int8_t> codes;      // [token][group][low 64, high 64]
   std::vector<int32_t> bias;      // [token][group][16]
   std::vector<float> lane_scale;  // [token][group][16]
+  std::vector<float> source;      // the x these were quantized from
 
   const int8_t* Codes(size_t token, uint64_t group) const {
     return codes.data() + (token * groups + group) * 2 * 64;
@@ -75,7 +76,10 @@ struct Q8Activations {
 };
 
 // x: [num_tokens][cols]. REQUIRES: HasQ8Path(format), cols % 32 == 0. Reuses
-// out's storage (it only grows), so a caller that keeps one allocates once.
+// out's storage (it only grows), so a caller that keeps one allocates once, and
+// returns at once when out already holds these bytes of x for this format: an
+// MoE layer's gate and up projections, and every expert of a decode token, take
+// the same x (a compare of 28 KiB instead of ~22 us to quantize 7168 columns).
 void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens, uint64_t cols,
                          Q8Activations* out);
 

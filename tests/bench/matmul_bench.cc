@@ -182,8 +182,25 @@ struct Contender {
   double best_seconds_per_call = std::numeric_limits<double>::infinity();
 };
 
+// Microseconds QuantizeActivations takes for `tokens` tokens of kCols: of inputs
+// that differ from the last call (`fresh`), or of the same bytes again (the
+// call returns after comparing them).
+double QuantizeMicros(TensorFormat format, const std::vector<float>& x, size_t tokens, bool fresh) {
+  std::vector<float> other(x.begin(), x.begin() + tokens * kCols);
+  other[0] = -other[0] - 1.0f;  // differs from x in one value
+  Q8Activations quantized;
+  QuantizeActivations(format, x.data(), tokens, kCols, &quantized);
+  constexpr int kRepeats = 64;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRepeats; ++i) {
+    const float* input = fresh && i % 2 == 0 ? other.data() : x.data();
+    QuantizeActivations(format, input, tokens, kCols, &quantized);
+  }
+  return Seconds(start) / kRepeats * 1e6;
+}
+
 // `calls` calls, each on the next copy, rows split across the contender's threads.
-// A q8 contender's calls each quantize the activations once, as the engine's
+// A q8 contender's calls each quantize fresh activations once, as the engine's
 // Linear does before it splits the rows: that time is measured on its own and
 // added to each call.
 double TimeCalls(const Weights& weights, const Contender& c, const std::vector<float>& x,
@@ -193,12 +210,10 @@ double TimeCalls(const Weights& weights, const Contender& c, const std::vector<f
   Q8Activations quantized;
   double quantize_seconds = 0;
   if (c.q8 != nullptr) {
-    QuantizeActivations(weights.View(0).format, x.data(), c.tokens, kCols, &quantized);
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 16; ++i) {
-      QuantizeActivations(weights.View(0).format, x.data(), c.tokens, kCols, &quantized);
-    }
-    quantize_seconds = Seconds(start) / 16 * static_cast<double>(calls);
+    const TensorFormat format = weights.View(0).format;
+    quantize_seconds =
+        QuantizeMicros(format, x, c.tokens, /*fresh=*/true) * 1e-6 * static_cast<double>(calls);
+    QuantizeActivations(format, x.data(), c.tokens, kCols, &quantized);
   }
   return quantize_seconds + TimeOnThreads(c.num_threads, [&](unsigned k) {
            const size_t begin = kRows * k / c.num_threads, end = kRows * (k + 1) / c.num_threads;
@@ -333,6 +348,15 @@ int Run(size_t size_mib, std::string_view only) {
     }
   }
   SetIsaForTesting(saved);
+  for (TensorFormat format : {TensorFormat::kQ4B32, TensorFormat::kGgmlQ4_0}) {
+    if (!only.empty() && only != TensorFormatName(format)) continue;
+    std::printf(
+        "%s activations quantized (q8 rows): 1 token %.1f us, 8 tokens %.1f us; the same "
+        "bytes again %.1f us\n",
+        std::string(TensorFormatName(format)).c_str(), QuantizeMicros(format, x, 1, /*fresh=*/true),
+        QuantizeMicros(format, x, 8, /*fresh=*/true),
+        QuantizeMicros(format, x, 1, /*fresh=*/false));
+  }
   std::printf(
       "(\"of bound\": of the 1-thread bound, or of the %u-thread one on %u threads; "
       "sink %llu)\n",

@@ -187,6 +187,32 @@ TEST_P(Q8ActivationsTest, TinySubnormalAndNegativeValuesAgreeAcrossKernels) {
   }
 }
 
+TEST_P(Q8ActivationsTest, AKeptQuantizationIsRedoneWhenTheInputChangesInPlace) {
+  // QuantizeActivations returns early for the same bytes: a change at the same
+  // address, another format or another token count must be quantized anew.
+  const TensorFormat format = GetParam();
+  std::mt19937_64 rng(17);
+  std::vector<float> x = RandomVector(2 * 64, rng);
+  Q8Activations kept;
+  QuantizeActivations(format, x.data(), 1, 64, &kept);
+  x[3] = 100.0f;  // block 0's amax changes, and so its scale
+  QuantizeActivations(format, x.data(), 1, 64, &kept);
+  Q8Activations fresh;
+  QuantizeActivations(format, x.data(), 1, 64, &fresh);
+  EXPECT_EQ(kept.codes, fresh.codes);
+  EXPECT_EQ(kept.lane_scale, fresh.lane_scale);
+  QuantizeActivations(format, x.data(), 2, 64, &kept);
+  EXPECT_EQ(kept.num_tokens, 2u);
+  EXPECT_EQ(kept.lane_scale.size(), 2 * kQ8GroupLanes);
+  const TensorFormat other =
+      format == TensorFormat::kQ4B32 ? TensorFormat::kGgmlQ4_0 : TensorFormat::kQ4B32;
+  QuantizeActivations(other, x.data(), 2, 64, &kept);
+  Q8Activations other_fresh;
+  QuantizeActivations(other, x.data(), 2, 64, &other_fresh);
+  EXPECT_EQ(kept.format, other);
+  EXPECT_EQ(kept.codes, other_fresh.codes);
+}
+
 TEST_P(Q8ActivationsTest, ABatchEqualsItsTokensOneByOne) {
   const TensorFormat format = GetParam();
   std::mt19937_64 rng(5);

@@ -84,7 +84,23 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
                       absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
   }
 
+  Codebooks codebooks;
+  if (manifest.codebooks_file) {
+    WARP_ASSIGN_OR_RETURN(codebooks, Codebooks::Load(dir / *manifest.codebooks_file, manifest));
+  } else {
+    for (const BankEntry& bank : manifest.banks) {
+      for (const TensorEntry& matrix : bank.matrices) {
+        if (NeedsCodebook(matrix.format)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              manifest_path.string(), ": bank of layer ", bank.layer, " matrix ", matrix.name,
+              " is ", std::string(TensorFormatName(matrix.format)), " but the manifest names no codebooks"));
+        }
+      }
+    }
+  }
+
   auto container = std::unique_ptr<Container>(new Container(dir, std::move(manifest)));
+  container->codebooks_ = std::move(codebooks);
   const Manifest& m = container->manifest_;
   for (size_t i = 0; i < m.banks.size(); ++i) {
     const BankEntry& bank = m.banks[i];

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/bank_format.h"
+#include "common/format/codebooks.h"
 #include "common/format/manifest.h"
 
 namespace warp {
@@ -38,6 +39,8 @@ class Container {
   }
 
   const Manifest& manifest() const { return manifest_; }
+  // The codebooks of the vq3r_b32 matrices; empty when the banks use none.
+  const Codebooks& codebooks() const { return codebooks_; }
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path ManifestPath() const { return dir_ / kManifestFile; }
   std::filesystem::path TrunkPath() const { return dir_ / kTrunkFile; }
@@ -72,6 +75,7 @@ class Container {
 
   std::filesystem::path dir_;
   Manifest manifest_;
+  Codebooks codebooks_;
   // Indexed like manifest_.banks: held experts in file order, and for each
   // expert its slot in the file (-1 if not held).
   std::vector<std::vector<uint32_t>> held_experts_;

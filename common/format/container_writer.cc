@@ -93,6 +93,7 @@ ContainerWriter::~ContainerWriter() {
   fs::remove(dir_ / kTrunkFile, error);
   fs::remove(dir_ / (std::string(kManifestFile) + ".tmp"), error);
   for (const BankEntry& bank : manifest_.banks) fs::remove(dir_ / bank.file, error);
+  if (manifest_.codebooks_file) fs::remove(dir_ / *manifest_.codebooks_file, error);
   if (manifest_.tokenizer) {
     for (const std::string& file : manifest_.tokenizer->files) fs::remove(dir_ / file, error);
     if (!manifest_.tokenizer->chat_template.empty()) {
@@ -177,6 +178,11 @@ absl::Status ContainerWriter::EndBank() {
   if (::fdatasync(bank_.fd.get()) != 0) return ErrnoToStatus(errno, bank_path_.string());
   bank_ = OpenedFile{};
   return absl::OkStatus();
+}
+
+absl::Status ContainerWriter::SetCodebooks(const Codebooks& codebooks) {
+  manifest_.codebooks_file = std::string(kCodebooksFile);
+  return WriteFileAtomically(dir_ / kCodebooksFile, codebooks.Serialize());
 }
 
 absl::Status ContainerWriter::Finish() {

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/bank_format.h"
+#include "common/format/codebooks.h"
 #include "common/format/manifest.h"
 #include "common/io/aligned_buffer.h"
 #include "common/io/background_writer.h"
@@ -79,6 +80,9 @@ class ContainerWriter {
   void SetTokenizer(std::optional<TokenizerRef> tokenizer) {
     manifest_.tokenizer = std::move(tokenizer);
   }
+
+  // Writes codebooks.bin and names it in the manifest (before Finish()).
+  absl::Status SetCodebooks(const Codebooks& codebooks);
 
   // Writes manifest.json. The container can be opened afterwards.
   absl::Status Finish();

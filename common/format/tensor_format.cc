@@ -20,6 +20,7 @@ constexpr FormatInfo kFormats[] = {
     {TensorFormat::kGgmlQ5_1, "ggml_q5_1"},  {TensorFormat::kGgmlQ2_K, "ggml_q2_k"},
     {TensorFormat::kGgmlQ3_K, "ggml_q3_k"},  {TensorFormat::kGgmlQ4_K, "ggml_q4_k"},
     {TensorFormat::kGgmlQ5_K, "ggml_q5_k"},  {TensorFormat::kGgmlQ6_K, "ggml_q6_k"},
+    {TensorFormat::kVq3rB32, "vq3r_b32"},
 };
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 56;
@@ -73,8 +74,11 @@ std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format) {
 
 bool HasScale(TensorFormat format) {
   return format == TensorFormat::kF8E4M3B128 || format == TensorFormat::kQ8B32 ||
-         format == TensorFormat::kQ4B32 || format == TensorFormat::kMxfp4B32;
+         format == TensorFormat::kQ4B32 || format == TensorFormat::kMxfp4B32 ||
+         format == TensorFormat::kVq3rB32;
 }
+
+bool NeedsCodebook(TensorFormat format) { return format == TensorFormat::kVq3rB32; }
 
 uint64_t NumElements(const std::vector<uint64_t>& shape) {
   uint64_t n = 1;
@@ -131,6 +135,8 @@ uint64_t DataBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
     case TensorFormat::kQ4B32:
     case TensorFormat::kMxfp4B32:
       return n / 2;
+    case TensorFormat::kVq3rB32:
+      return n / 8 * 3;  // 12 bits per 4 elements
     case TensorFormat::kGgmlQ8_0:
     case TensorFormat::kGgmlQ4_0:
     case TensorFormat::kGgmlMxfp4:
@@ -155,6 +161,7 @@ uint64_t ScaleBytes(TensorFormat format, const std::vector<uint64_t>& shape) {
       return CeilDiv(shape[0], kFp8Block) * CeilDiv(shape[1], kFp8Block) * 4;
     case TensorFormat::kQ8B32:
     case TensorFormat::kQ4B32:
+    case TensorFormat::kVq3rB32:
       return shape[0] * (shape[1] / kRowBlock) * 2;
     case TensorFormat::kMxfp4B32:
       return shape[0] * (shape[1] / kRowBlock);

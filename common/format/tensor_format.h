@@ -44,9 +44,12 @@ enum class TensorFormat {
               // nibbles (176 bytes)
   kGgmlQ6_K,  // block_q6_K: 128 bytes of low nibbles, 64 bytes of 2-bit highs,
               // 16 int8 scales, f16 d (210 bytes)
+  kVq3rB32,   // 3-bit residual vector quantization: each 4 consecutive elements of a
+              // row one 12-bit code (two 64-entry stages of its layer's codebook,
+              // codebooks.bin), two codes per 3 bytes, + f16 scale per 32 elements
 };
 
-// Elements per scale block along a row for kQ8B32 / kQ4B32 / kMxfp4B32.
+// Elements per scale block along a row for kQ8B32 / kQ4B32 / kMxfp4B32 / kVq3rB32.
 inline constexpr uint64_t kRowBlock = 32;
 // Square block edge of kF8E4M3B128 scales, as the DeepSeek V3 / Kimi K2 releases ship.
 inline constexpr uint64_t kFp8Block = 128;
@@ -62,6 +65,8 @@ std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format);
 
 // True if the format carries a separate scale sub-tensor.
 bool HasScale(TensorFormat format);
+// True if the format's values need a codebook (codebooks.bin) besides its bytes.
+bool NeedsCodebook(TensorFormat format);
 
 // Why `shape` cannot be stored as `format`, or "" if it can. Block formats need
 // a 2-D shape; row-block formats need columns divisible by 32, the ggml formats

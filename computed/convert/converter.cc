@@ -17,6 +17,7 @@
 #include "computed/convert/encode.h"
 #include "computed/convert/gguf_import.h"
 #include "computed/convert/safetensors.h"
+#include "computed/convert/vq3r_encoder.h"
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/family.h"
 #include "computed/model/model_config.h"
@@ -309,6 +310,7 @@ class Converter {
   absl::StatusOr<std::vector<TensorSpec>> ExpertSpecs(uint32_t layer) const {
     if (options_.experts == "q8") return ExpertMatrixSpecs(model_, TensorFormat::kQ8B32);
     if (options_.experts == "q4") return ExpertMatrixSpecs(model_, TensorFormat::kQ4B32);
+    if (options_.experts == "vq3r") return ExpertMatrixSpecs(model_, TensorFormat::kVq3rB32);
     const TensorSpec first = ExpertMatrixSpecs(model_, TensorFormat::kF32).front();
     WARP_ASSIGN_OR_RETURN(TensorFormat layer_format, NativeMatrixFormat(layer, first));
     std::vector<TensorSpec> specs = ExpertMatrixSpecs(model_, layer_format);
@@ -329,6 +331,15 @@ class Converter {
   // the values re-encoded (transposed first where the release stores [in, out]).
   absl::Status FillExpertMatrix(uint32_t layer, uint32_t expert, const TensorEntry& matrix,
                                 std::span<std::byte> record) const {
+    if (NeedsCodebook(matrix.format)) {
+      const Vq3rCodebook* codebook = codebooks_.Find(layer, matrix.name);
+      WARP_CHECK(codebook != nullptr);  // TrainCodebooks ran for the bank
+      WARP_ASSIGN_OR_RETURN(std::vector<float> values, ExpertMatrixValues(layer, expert, matrix));
+      EncodeVq3rRows(*codebook, values, matrix.shape[1],
+                     record.subspan(matrix.data.offset, matrix.data.bytes),
+                     record.subspan(matrix.scale->offset, matrix.scale->bytes));
+      return absl::OkStatus();
+    }
     const CheckpointSlice slice = ExpertSlice(layer, expert, matrix.name);
     const TensorSpec spec{.name = slice.tensor, .format = matrix.format, .shape = matrix.shape};
     WARP_ASSIGN_OR_RETURN(std::optional<Mxfp4Source> mxfp4, Mxfp4SliceSource(slice, spec));
@@ -375,11 +386,58 @@ class Converter {
     return absl::OkStatus();
   }
 
-  absl::Status WriteBanks(ContainerWriter& writer) const {
+  // One expert matrix as float32 values, row-major, as the release holds it
+  // (decoded from its format, transposed where it is stored [in, out]). The
+  // bytes read count in this converter's progress.
+  absl::StatusOr<std::vector<float>> ExpertMatrixValues(uint32_t layer, uint32_t expert,
+                                                        const TensorEntry& matrix) const {
+    const uint64_t elements = NumElements(matrix.shape);
+    const TensorEntry as_f32{.name = matrix.name,
+                             .format = TensorFormat::kF32,
+                             .shape = matrix.shape,
+                             .data = {.offset = 0, .bytes = elements * sizeof(float)}};
+    std::vector<float> values(elements);
+    WARP_RETURN_IF_ERROR(FillExpertMatrix(
+        layer, expert, as_f32, std::as_writable_bytes(std::span<float>(values))));
+    return values;
+  }
+
+  // Fits the codebook of each vector-quantized matrix of `bank` to a sample
+  // of its vectors from up to kCodebookExperts experts, evenly spaced.
+  absl::Status TrainCodebooks(const BankEntry& bank) {
+    constexpr uint32_t kCodebookExperts = 8;
+    constexpr uint64_t kSampleVectors = uint64_t{1} << 17;  // 2 MiB of floats
+    ProgressBar uncounted("", 0, /*enabled=*/false);  // the encoding pass counts the bytes
+    const Converter sampler(checkpoint_, model_, options_, uncounted);
+    for (const TensorEntry& matrix : bank.matrices) {
+      if (!NeedsCodebook(matrix.format)) continue;
+      Vq3rSample sample(kSampleVectors, Fnv1a64(absl::StrCat(bank.layer, ".", matrix.name)));
+      const uint32_t experts = std::min(kCodebookExperts, bank.num_experts);
+      for (uint32_t n = 0; n < experts; ++n) {
+        const uint32_t expert = static_cast<uint32_t>(uint64_t{n} * bank.num_experts / experts);
+        WARP_ASSIGN_OR_RETURN(std::vector<float> values,
+                              sampler.ExpertMatrixValues(bank.layer, expert, matrix));
+        sample.AddRows(values, matrix.shape[1]);
+      }
+      if (sample.seen() == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("layer ", bank.layer, " ", matrix.name,
+                         ": every sampled expert's matrix is zero or not finite; "
+                         "no codebook can be trained"));
+      }
+      codebooks_.Add(bank.layer, matrix.name, sample.Train());
+    }
+    return absl::OkStatus();
+  }
+
+  const Codebooks& codebooks() const { return codebooks_; }
+
+  absl::Status WriteBanks(ContainerWriter& writer) {
     for (uint32_t layer = 0; layer < model_.num_layers; ++layer) {
       if (!model_.IsMoeLayer(layer)) continue;
       WARP_ASSIGN_OR_RETURN(std::vector<TensorSpec> specs, ExpertSpecs(layer));
       const BankEntry bank = LayoutBank(layer, model_.num_experts, specs);
+      WARP_RETURN_IF_ERROR(TrainCodebooks(bank));
       WARP_RETURN_IF_ERROR(writer.BeginBank(bank));
       for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
         std::span<std::byte> record = writer.NextRecord();
@@ -399,12 +457,14 @@ class Converter {
   const ModelFamily& family_;
   const ConvertOptions& options_;
   ProgressBar& progress_;
+  Codebooks codebooks_;  // of the vq3r_b32 matrices, filled bank by bank
 };
 
 absl::Status CheckOptions(const ConvertOptions& options) {
-  if (options.experts != "native" && options.experts != "q8" && options.experts != "q4") {
+  if (options.experts != "native" && options.experts != "q8" && options.experts != "q4" &&
+      options.experts != "vq3r") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--experts ", options.experts, ": expected native, q8 or q4"));
+        absl::StrCat("--experts ", options.experts, ": expected native, q8, q4 or vq3r"));
   }
   if (options.trunk != "native" && options.trunk != "bf16" && options.trunk != "q8") {
     return absl::InvalidArgumentError(
@@ -580,6 +640,9 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
   Converter converter(checkpoint, *model, options, progress);
   absl::Status status = converter.WriteTrunk(*writer);
   if (status.ok()) status = converter.WriteBanks(*writer);
+  if (status.ok() && !converter.codebooks().empty()) {
+    status = writer->SetCodebooks(converter.codebooks());
+  }
   if (!status.ok()) return Annotate(status, from.string());
   // DeepSeek V4 (mtp.*) and GLM-5.3 (layers.<num_hidden_layers>.*) ship a
   // multi-token-prediction layer; WARP decodes one token a step.

@@ -68,6 +68,8 @@ void EncodeRows(TensorFormat format, std::span<const float> rows, uint64_t cols,
       WARP_CHECK(false && "FP8 is only copied from releases, never encoded");
     case TensorFormat::kMxfp4B32:
       WARP_CHECK(false && "MXFP4 is only copied from releases, never encoded");
+    case TensorFormat::kVq3rB32:
+      WARP_CHECK(false && "vq3r_b32 needs its codebook: EncodeVq3rRows (vq3r_encoder.h)");
     case TensorFormat::kGgmlQ8_0:
     case TensorFormat::kGgmlQ4_0:
     case TensorFormat::kGgmlMxfp4:

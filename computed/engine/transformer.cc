@@ -146,7 +146,7 @@ absl::Status Transformer::BuildLayers() {
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
     WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertMath> math,
-                          ExpertMath::Create(plan.ffn, bank, pool_));
+                          ExpertMath::Create(plan.ffn, bank, container_->codebooks(), pool_));
     std::optional<DenseMlp> shared;
     if (!plan.ffn.shared_prefix.empty()) {
       shared.emplace(*weights_, plan.ffn.shared_prefix, plan.ffn.mlp, plan.ffn.glu, pool_,

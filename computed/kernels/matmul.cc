@@ -13,6 +13,7 @@
 
 #include "common/check.h"
 #include "common/numeric/half.h"
+#include "computed/kernels/vq3r_matmul.h"
 
 namespace warp::computed::kernels {
 namespace {
@@ -219,6 +220,18 @@ void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n
       for (uint64_t i = 0; i < n; ++i) out[i] = kFp4Value[Nibble(w.data, first + i)] * scale;
       return;
     }
+    case TensorFormat::kVq3rB32: {
+      const float scale = HalfToFloat(Load16(w.scale + 2 * (first / kRowBlock)));
+      const std::byte* codes = w.data + row * (w.cols / 8 * 3);
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t element = col + i;
+        const uint32_t code = Vq3rCode(codes, element / kVq3rDim);
+        const uint32_t k = element % kVq3rDim;
+        out[i] = (w.codebook->Centroid(0, code & 63, k) + w.codebook->Centroid(1, code >> 6, k)) *
+                 scale;
+      }
+      return;
+    }
     case TensorFormat::kGgmlQ8_0:
     case TensorFormat::kGgmlQ4_0:
     case TensorFormat::kGgmlMxfp4: {
@@ -313,6 +326,9 @@ float ReduceLanes(const float* acc) {
 // accumulators stay on the stack.
 void MatMulRowsScalar(const MatrixView& w, const float* x, size_t num_tokens, size_t row_begin,
                       size_t row_end, float* y, size_t y_stride) {
+  if (w.format == TensorFormat::kVq3rB32) {
+    return Vq3rMatMulRowsScalar(w, x, num_tokens, row_begin, row_end, y, y_stride);
+  }
   const uint64_t cols = w.cols;
   for (size_t row = row_begin; row < row_end; ++row) {
     for (size_t t0 = 0; t0 < num_tokens; t0 += kTileTokens) {

@@ -44,6 +44,7 @@
 #include <cstring>
 
 #include "computed/kernels/matmul.h"
+#include "computed/kernels/vq3r_matmul.h"
 
 namespace warp::computed::kernels::internal {
 namespace {
@@ -601,6 +602,8 @@ void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size
       return run.template operator()<GgmlQ5_K>();
     case TensorFormat::kGgmlQ6_K:
       return run.template operator()<GgmlQ6_K>();
+    case TensorFormat::kVq3rB32:  // table lookups, not decoded weights
+      return Vq3rMatMulRowsAvx2(w, x, num_tokens, row_begin, row_end, y, y_stride);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 
+#include "common/format/codebooks.h"
 #include "common/format/tensor_format.h"
 
 namespace warp::computed::kernels {
@@ -24,6 +25,7 @@ struct MatrixView {
   uint64_t rows = 0, cols = 0;
   const std::byte* data = nullptr;   // DataBytes(format, {rows, cols}) bytes
   const std::byte* scale = nullptr;  // ScaleBytes(...) bytes, or nullptr for f32/f16/bf16
+  const Vq3rCodebook* codebook = nullptr;  // vq3r_b32 only: its layer's codebook
 };
 
 // Row `row` of `w` as float32, `w.cols` values, exactly:
@@ -37,6 +39,9 @@ struct MatrixView {
 //   ggml_q4_0: float(nibble - 8) * float(f16 d of its block) (one multiply);
 //   ggml_mxfp4: kGgmlMxfp4Value[nibble] * kE8M0HalfScale[e] (one multiply), as
 //     ggml's dequantize_row_mxfp4: e = 255 is 2^127, not NaN.
+//   vq3r_b32: element 4v + k of a row is (C0[i][k] + C1[j][k]) * float(f16 scale of
+//     its 32-block) (one add, one multiply), where code v of the row (12 bits,
+//     Vq3rCode) is i | j << 6 and C0, C1 are the two stages of w.codebook.
 // The other ggml formats as ggml-quants.c's dequantize_row_* compute them, each
 // operation rounded on its own (never an fma; d, m, dmin are the block's f16
 // values as floats, codes and 6-bit scales exact small integers as floats):
@@ -62,6 +67,13 @@ struct MatrixView {
 // The SIMD kernels dequantize to these same bits. REQUIRES: row < w.rows,
 // out.size() >= w.cols.
 void DequantizeRow(const MatrixView& w, uint64_t row, std::span<float> out);
+
+// Code `index` of a vq3r_b32 row whose codes start at `row`: two codes per 3
+// bytes, little-endian, the even code in the low 12 bits.
+inline uint32_t Vq3rCode(const std::byte* row, uint64_t index) {
+  const auto* b = reinterpret_cast<const uint8_t*>(row) + index / 2 * 3;
+  return index % 2 == 0 ? (b[0] | (b[1] & 0xfu) << 8) : (b[1] >> 4 | uint32_t{b[2]} << 4);
+}
 
 // The OCP MX FP4 (E2M1) value of a nibble: bit 3 the sign, then 2 exponent bits
 // (bias 1) and 1 mantissa bit; nibble 8 is -0.

@@ -216,6 +216,8 @@ void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<
     case TensorFormat::kGgmlQ5_K:
     case TensorFormat::kGgmlQ6_K:
       WARP_CHECK(false && "synthetic ggml blocks are not supported: write a GGUF file");
+    case TensorFormat::kVq3rB32:
+      WARP_CHECK(false && "synthetic vq3r_b32 is not supported: computed convert --experts vq3r");
   }
 }
 

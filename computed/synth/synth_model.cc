@@ -143,6 +143,14 @@ absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOpti
     return absl::InvalidArgumentError(
         "synth does not write f8_e4m3_b128; FP8 comes from converted releases");
   }
+  for (TensorFormat format : {expert_format, trunk_format}) {
+    if (NeedsCodebook(format) || GgmlBlockLayoutOf(format)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "synth does not write ", std::string(TensorFormatName(format)),
+          NeedsCodebook(format) ? "; its codebooks are trained by computed convert --experts vq3r"
+                                : "; ggml blocks come from GGUF files (tests/gguf/make_gguf.py)"));
+    }
+  }
   nlohmann::ordered_json config = preset.config;
   if (options.target_bytes) {
     WARP_ASSIGN_OR_RETURN(config, ScaleToSize(options.arch, config, expert_format, trunk_format,

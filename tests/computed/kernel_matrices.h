@@ -21,6 +21,7 @@ struct StoredMatrix {
   TensorFormat format = TensorFormat::kF32;
   uint64_t rows = 0, cols = 0;
   std::vector<std::byte> data, scale;
+  Vq3rCodebook codebook;  // vq3r_b32 only
 
   StoredMatrix(TensorFormat f, uint64_t r, uint64_t c)
       : format(f), rows(r), cols(c), data(DataBytes(f, {r, c})), scale(ScaleBytes(f, {r, c})) {}
@@ -30,7 +31,8 @@ struct StoredMatrix {
             .rows = rows,
             .cols = cols,
             .data = data.data(),
-            .scale = scale.empty() ? nullptr : scale.data()};
+            .scale = scale.empty() ? nullptr : scale.data(),
+            .codebook = NeedsCodebook(format) ? &codebook : nullptr};
   }
   template <typename T>
   void Set(std::vector<std::byte>& bytes, uint64_t index, T value) {
@@ -106,6 +108,10 @@ inline StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t co
       }
       for (uint64_t i = 0; i < m.scale.size() / 4; ++i) m.Set(m.scale, i, Uniform(rng, 1e-3, 1e-2));
       break;
+    case TensorFormat::kVq3rB32:  // any codes; centroids as a trained codebook's
+      for (float& c : m.codebook.centroids) c = Uniform(rng, -2, 2);
+      m.codebook.Transpose();
+      [[fallthrough]];
     case TensorFormat::kQ8B32:
     case TensorFormat::kQ4B32:
       for (std::byte& b : m.data) b = std::byte{static_cast<uint8_t>(rng())};

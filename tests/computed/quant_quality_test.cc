@@ -1,4 +1,4 @@
-// q8/q4 expert formats against the native conversion of the same checkpoint:
+// q8/q4/vq3r expert formats against the native conversion of the same checkpoint:
 // measured (KL divergence of the next-token distributions, top-1 agreement)
 // and printed for docs/EFFICIENCY.md; asserted only within sane bounds.
 
@@ -85,7 +85,7 @@ TEST_P(QuantQualityTest, QuantizedExpertsStayCloseToNative) {
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "native.warp", {}));
   const std::vector<float> native = RunPrompt(dir / "native.warp", tokens);
   const size_t vocab = native.size() / tokens.size();
-  for (const char* format : {"q8", "q4"}) {
+  for (const char* format : {"q8", "q4", "vq3r"}) {
     const fs::path path = dir / (std::string(format) + ".warp");
     WARP_ASSERT_OK(ConvertCheckpoint(fixture, path, {.experts = format}));
     const Quality q = Compare(native, RunPrompt(path, tokens), vocab);
@@ -93,8 +93,9 @@ TEST_P(QuantQualityTest, QuantizedExpertsStayCloseToNative) {
                 GetParam().c_str(), format, q.mean_kl, 100 * q.top1_agreement);
     // Sane bounds only: tiny random-weight models are harder on quantization
     // than trained ones; the figures themselves go to docs/EFFICIENCY.md.
-    EXPECT_LT(q.mean_kl, std::string(format) == "q8" ? 0.01 : 0.5);
-    EXPECT_GE(q.top1_agreement, std::string(format) == "q8" ? 0.9 : 0.5);
+    const bool eight_bit = std::string(format) == "q8";
+    EXPECT_LT(q.mean_kl, eight_bit ? 0.01 : 0.5);
+    EXPECT_GE(q.top1_agreement, eight_bit ? 0.9 : 0.5);
   }
 }
 

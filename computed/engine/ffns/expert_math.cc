@@ -12,11 +12,46 @@
 namespace warp::computed {
 namespace {
 
-absl::StatusOr<const TensorEntry*> Matrix(const BankEntry& bank, std::string_view name,
-                                          bool vector = false) {
+// One matrix of a bank's records, and its codebook when its format has one.
+struct BankMatrix {
+  const TensorEntry* entry = nullptr;
+  const Vq3rCodebook* codebook = nullptr;
+
+  kernels::MatrixView View(const ExpertRecord& record) const {
+    const std::byte* base = record.bytes().data();
+    return kernels::MatrixView{.format = entry->format,
+                               .rows = entry->shape[0],
+                               .cols = entry->shape[1],
+                               .data = base + entry->data.offset,
+                               .scale = entry->scale ? base + entry->scale->offset : nullptr,
+                               .codebook = codebook};
+  }
+};
+
+absl::StatusOr<BankMatrix> Matrix(const BankEntry& bank, const Codebooks& codebooks,
+                                  std::string_view name) {
   for (const TensorEntry& m : bank.matrices) {
     if (m.name != name) continue;
-    if (vector && (m.shape.size() != 1 || m.format != TensorFormat::kF32)) {
+    BankMatrix matrix{.entry = &m};
+    if (NeedsCodebook(m.format)) {
+      matrix.codebook = codebooks.Find(bank.layer, m.name);
+      if (matrix.codebook == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat("bank of layer ", bank.layer, ": ",
+                                                          std::string(name), " is ",
+                                                          std::string(TensorFormatName(m.format)),
+                                                          " but has no codebook"));
+      }
+    }
+    return matrix;
+  }
+  return absl::FailedPreconditionError(absl::StrCat("bank of layer ", bank.layer,
+                                                    ": records hold no ", std::string(name)));
+}
+
+absl::StatusOr<const TensorEntry*> Vector(const BankEntry& bank, std::string_view name) {
+  for (const TensorEntry& m : bank.matrices) {
+    if (m.name != name) continue;
+    if (m.shape.size() != 1 || m.format != TensorFormat::kF32) {
       return absl::FailedPreconditionError(absl::StrCat(
           "bank of layer ", bank.layer, ": record tensor ", std::string(name), " must be f32 1-D"));
     }
@@ -26,15 +61,6 @@ absl::StatusOr<const TensorEntry*> Matrix(const BankEntry& bank, std::string_vie
                                                     ": records hold no ", std::string(name)));
 }
 
-kernels::MatrixView RecordMatrix(const ExpertRecord& record, const TensorEntry& matrix) {
-  const std::byte* base = record.bytes().data();
-  return kernels::MatrixView{.format = matrix.format,
-                             .rows = matrix.shape[0],
-                             .cols = matrix.shape[1],
-                             .data = base + matrix.data.offset,
-                             .scale = matrix.scale ? base + matrix.scale->offset : nullptr};
-}
-
 const float* RecordVector(const ExpertRecord& record, const TensorEntry& vector) {
   return reinterpret_cast<const float*>(record.bytes().data() + vector.data.offset);
 }
@@ -42,22 +68,22 @@ const float* RecordVector(const ExpertRecord& record, const TensorEntry& vector)
 // down(act(gate x, up x)), act SiLU or SiTU.
 class SwiGluExpert : public ExpertMath {
  public:
-  SwiGluExpert(const TensorEntry& gate, const TensorEntry& up, const TensorEntry& down,
-               const GluActivation& act, ThreadPool& pool)
+  SwiGluExpert(BankMatrix gate, BankMatrix up, BankMatrix down, const GluActivation& act,
+               ThreadPool& pool)
       : gate_(gate), up_(up), down_(down), act_(act), pool_(pool) {}
 
   void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
            std::span<float> out) const override {
-    const uint64_t inter = gate_.shape[0];
+    const uint64_t inter = gate_.entry->shape[0];
     std::vector<float> gate(m * inter), up(m * inter);
-    Linear(pool_, RecordMatrix(record, gate_), xs.data(), m, gate.data());
-    Linear(pool_, RecordMatrix(record, up_), xs.data(), m, up.data());
+    Linear(pool_, gate_.View(record), xs.data(), m, gate.data());
+    Linear(pool_, up_.View(record), xs.data(), m, up.data());
     GluMul(act_, gate, up);
-    Linear(pool_, RecordMatrix(record, down_), gate.data(), m, out.data());
+    Linear(pool_, down_.View(record), gate.data(), m, out.data());
   }
 
  private:
-  const TensorEntry &gate_, &up_, &down_;
+  BankMatrix gate_, up_, down_;
   GluActivation act_;
   ThreadPool& pool_;
 };
@@ -68,9 +94,8 @@ class ClampedSwiGluExpert : public ExpertMath {
  public:
   static constexpr float kAlpha = 1.702f;
 
-  ClampedSwiGluExpert(const TensorEntry& gate_up, const TensorEntry& gate_up_bias,
-                      const TensorEntry& down, const TensorEntry& down_bias, float limit,
-                      ThreadPool& pool)
+  ClampedSwiGluExpert(BankMatrix gate_up, const TensorEntry& gate_up_bias, BankMatrix down,
+                      const TensorEntry& down_bias, float limit, ThreadPool& pool)
       : gate_up_(gate_up),
         gate_up_bias_(gate_up_bias),
         down_(down),
@@ -80,9 +105,9 @@ class ClampedSwiGluExpert : public ExpertMath {
 
   void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
            std::span<float> out) const override {
-    const uint64_t inter = down_.shape[1], hidden = down_.shape[0];
+    const uint64_t inter = down_.entry->shape[1], hidden = down_.entry->shape[0];
     std::vector<float> gate_up(m * 2 * inter), act(m * inter);
-    Linear(pool_, RecordMatrix(record, gate_up_), xs.data(), m, gate_up.data());
+    Linear(pool_, gate_up_.View(record), xs.data(), m, gate_up.data());
     const float* gate_up_bias = RecordVector(record, gate_up_bias_);
     for (uint32_t t = 0; t < m; ++t) {
       const float* row = &gate_up[t * 2 * inter];
@@ -93,7 +118,7 @@ class ClampedSwiGluExpert : public ExpertMath {
         act[t * inter + j] = (up + 1.0f) * glu;
       }
     }
-    Linear(pool_, RecordMatrix(record, down_), act.data(), m, out.data());
+    Linear(pool_, down_.View(record), act.data(), m, out.data());
     const float* down_bias = RecordVector(record, down_bias_);
     for (uint32_t t = 0; t < m; ++t) {
       for (uint64_t i = 0; i < hidden; ++i) out[t * hidden + i] += down_bias[i];
@@ -101,7 +126,10 @@ class ClampedSwiGluExpert : public ExpertMath {
   }
 
  private:
-  const TensorEntry &gate_up_, &gate_up_bias_, &down_, &down_bias_;
+  BankMatrix gate_up_;
+  const TensorEntry& gate_up_bias_;
+  BankMatrix down_;
+  const TensorEntry& down_bias_;
   float limit_;
   ThreadPool& pool_;
 };
@@ -110,22 +138,21 @@ class ClampedSwiGluExpert : public ExpertMath {
 
 absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const FfnPlan& plan,
                                                                const BankEntry& bank,
+                                                               const Codebooks& codebooks,
                                                                ThreadPool& pool) {
   switch (plan.activation) {
     case ExpertActivation::kSwiGlu: {
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate, Matrix(bank, "gate_proj"));
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* up, Matrix(bank, "up_proj"));
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* down, Matrix(bank, "down_proj"));
-      return std::make_unique<SwiGluExpert>(*gate, *up, *down, plan.glu, pool);
+      WARP_ASSIGN_OR_RETURN(BankMatrix gate, Matrix(bank, codebooks, "gate_proj"));
+      WARP_ASSIGN_OR_RETURN(BankMatrix up, Matrix(bank, codebooks, "up_proj"));
+      WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, "down_proj"));
+      return std::make_unique<SwiGluExpert>(gate, up, down, plan.glu, pool);
     }
     case ExpertActivation::kClampedSwiGlu: {
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up, Matrix(bank, "gate_up_proj"));
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up_bias,
-                            Matrix(bank, "gate_up_proj_bias", /*vector=*/true));
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* down, Matrix(bank, "down_proj"));
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* down_bias,
-                            Matrix(bank, "down_proj_bias", /*vector=*/true));
-      return std::make_unique<ClampedSwiGluExpert>(*gate_up, *gate_up_bias, *down, *down_bias,
+      WARP_ASSIGN_OR_RETURN(BankMatrix gate_up, Matrix(bank, codebooks, "gate_up_proj"));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up_bias, Vector(bank, "gate_up_proj_bias"));
+      WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, "down_proj"));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* down_bias, Vector(bank, "down_proj_bias"));
+      return std::make_unique<ClampedSwiGluExpert>(gate_up, *gate_up_bias, down, *down_bias,
                                                    plan.swiglu_limit, pool);
     }
   }

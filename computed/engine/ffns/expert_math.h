@@ -11,6 +11,7 @@
 #include <span>
 
 #include "absl/status/statusor.h"
+#include "common/format/codebooks.h"
 #include "common/format/manifest.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/thread_pool.h"
@@ -26,10 +27,12 @@ class ExpertMath {
   virtual void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
                    std::span<float> out) const = 0;
 
-  // The math of `plan`'s experts over the records of `bank`; FailedPrecondition
-  // naming the layer and matrix when the bank lacks one.
+  // The math of `plan`'s experts over the records of `bank`, whose
+  // vector-quantized matrices decode with `codebooks` (which must outlive it);
+  // FailedPrecondition naming the layer and matrix when the bank lacks one.
   static absl::StatusOr<std::unique_ptr<ExpertMath>> Create(const FfnPlan& plan,
                                                             const BankEntry& bank,
+                                                            const Codebooks& codebooks,
                                                             ThreadPool& pool);
 };
 

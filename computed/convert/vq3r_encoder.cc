@@ -16,8 +16,9 @@ namespace {
 
 constexpr uint32_t kK = kVq3rEntries, kD = kVq3rDim;
 constexpr uint64_t kVectorsPerBlock = kRowBlock / kVq3rDim;
-// Stage-0 centroids tried with a full stage-1 search each: 4 lowers the error
-// of greedy residual search (1) by a measured 6% at 2.5x the encoding time.
+// Stage-0 centroids tried with a full stage-1 search each. On Gaussian rows
+// (vq3r_encoder_test) 4 has 11% less squared error than greedy search (1),
+// and 8 only 1.5% less again.
 constexpr uint32_t kStage0Candidates = 4;
 // Rows per thread below which encoding stays on the caller's thread.
 constexpr uint64_t kRowsPerThread = 64;

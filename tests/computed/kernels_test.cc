@@ -76,6 +76,7 @@ std::vector<Shape> TestShapes(TensorFormat format, std::mt19937_64& rng) {
     case TensorFormat::kQ8B32:
     case TensorFormat::kQ4B32:
     case TensorFormat::kMxfp4B32:
+    case TensorFormat::kVq3rB32:
     case TensorFormat::kGgmlQ8_0:
     case TensorFormat::kGgmlQ4_0:
     case TensorFormat::kGgmlMxfp4:
@@ -704,7 +705,8 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, MatMulTest,
                                            TensorFormat::kGgmlQ4_1, TensorFormat::kGgmlQ5_0,
                                            TensorFormat::kGgmlQ5_1, TensorFormat::kGgmlQ2_K,
                                            TensorFormat::kGgmlQ3_K, TensorFormat::kGgmlQ4_K,
-                                           TensorFormat::kGgmlQ5_K, TensorFormat::kGgmlQ6_K),
+                                           TensorFormat::kGgmlQ5_K, TensorFormat::kGgmlQ6_K,
+                                           TensorFormat::kVq3rB32),
                          [](const ::testing::TestParamInfo<TensorFormat>& info) {
                            return std::string(TensorFormatName(info.param));
                          });

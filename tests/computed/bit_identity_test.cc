@@ -482,6 +482,23 @@ TEST_F(Q8ActivationsBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrT
   EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
 }
 
+// vq3r experts: table-lookup kernels over codebooks the engine holds, records
+// from daemons that know nothing of codebooks.
+class Vq3rBitIdentityTest : public BitIdentityTest {
+ protected:
+  std::string ConvertFlags() const override { return "--experts vq3r"; }
+};
+
+TEST_F(Vq3rBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
+  SetReference("--threads 1");
+  ExpectIdentical("--threads 2");
+  ExpectIdentical("--threads 2 --prefill-chunk 1 --lookahead 16");
+  ExpectIdentical("--threads 2 --prefill-chunk 5 --budget 64M");
+  std::vector<std::string> addresses;
+  ASSERT_NO_FATAL_FAILURE(StartHalves("v", "1M", addresses));
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ","));
+}
+
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
   SetReference("");
   std::vector<std::string> addresses;

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
+
 #include "common/format/container.h"
 #include "computed/convert/converter.h"
 #include "computed/convert/safetensors.h"
@@ -208,6 +210,83 @@ TEST_F(ConvertTest, QuantizedFormatsConvert) {
   WARP_ASSERT_OK(ConvertCheckpoint(hf_, dir_ / "q4.warp", {.experts = "q4", .trunk = "bf16"}));
 }
 
+// --experts vq3r: one codebook per bank matrix in codebooks.bin, which the
+// manifest names and Container::Open checks against the banks.
+TEST_F(ConvertTest, Vq3rWritesTheCodebooksOfEveryBankMatrix) {
+  WARP_ASSERT_OK(Convert({.experts = "vq3r"}));
+  const fs::path out = dir_ / "out.warp";
+  auto container = Container::Open(out);
+  WARP_ASSERT_OK(container);
+  const Manifest& manifest = (*container)->manifest();
+  EXPECT_EQ(manifest.codebooks_file, "codebooks.bin");
+  size_t matrices = 0;
+  for (const BankEntry& bank : manifest.banks) {
+    for (const TensorEntry& matrix : bank.matrices) {
+      EXPECT_EQ(matrix.format, TensorFormat::kVq3rB32) << matrix.name;
+      EXPECT_NE((*container)->codebooks().Find(bank.layer, matrix.name), nullptr)
+          << "layer " << bank.layer << " " << matrix.name;
+      ++matrices;
+    }
+  }
+  EXPECT_EQ((*container)->codebooks().size(), matrices);
+}
+
+TEST_F(ConvertTest, Vq3rCodebooksThatAreMissingDamagedOrMismatchedAreRefused) {
+  WARP_ASSERT_OK(Convert({.experts = "vq3r"}));
+  const fs::path out = dir_ / "out.warp", file = out / "codebooks.bin";
+  auto container = Container::Open(out);
+  WARP_ASSERT_OK(container);
+  const std::vector<BankEntry> banks = (*container)->manifest().banks;
+  const Codebooks books = (*container)->codebooks();
+  container->reset();
+  const auto write = [](const fs::path& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  };
+  const std::string original = books.Serialize();
+
+  fs::remove(file);
+  EXPECT_THAT(Container::Open(out),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("codebooks.bin")));
+
+  std::string flipped = original;
+  flipped[100] ^= 0x40;
+  write(file, flipped);
+  EXPECT_THAT(Container::Open(out), StatusIs(absl::StatusCode::kDataLoss,
+                                             AllOf(HasSubstr("codebooks.bin"), HasSubstr("CRC32C"))));
+
+  // The last bank's down_proj left out; then a codebook for a layer with no bank.
+  Codebooks fewer, more = books;
+  for (const BankEntry& bank : banks) {
+    for (const TensorEntry& matrix : bank.matrices) {
+      if (&bank == &banks.back() && matrix.name == "down_proj") continue;
+      fewer.Add(bank.layer, matrix.name, *books.Find(bank.layer, matrix.name));
+    }
+  }
+  write(file, fewer.Serialize());
+  EXPECT_THAT(Container::Open(out),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(absl::StrCat("no codebook for layer ", banks.back().layer,
+                                              " down_proj (vq3r_b32)"))));
+  more.Add(99, "gate_proj", *books.Find(banks[0].layer, "gate_proj"));
+  write(file, more.Serialize());
+  EXPECT_THAT(Container::Open(out),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(absl::StrCat(books.size() + 1, " codebooks for the manifest's ",
+                                              books.size()))));
+
+  // A manifest that names no codebooks for vq3r_b32 matrices.
+  write(file, original);
+  WARP_ASSERT_OK(Container::Open(out).status());
+  std::ifstream in(out / "manifest.json");
+  json manifest = json::parse(in);
+  manifest["codebooks"] = nullptr;
+  write(out / "manifest.json", manifest.dump(1));
+  EXPECT_THAT(Container::Open(out),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("manifest.json"), HasSubstr("vq3r_b32"),
+                             HasSubstr("names no codebooks"))));
+}
+
 // gpt-oss as released: MXFP4 expert blocks and E8M0 scales in U8 tensors.
 class GptOssConvertTest : public ConvertTest {
  protected:
@@ -245,13 +324,15 @@ TEST_F(GptOssConvertTest, NativeKeepsTheReleaseBlocksBitForBit) {
       std::equal(want_scale.begin(), want_scale.end(), record.begin() + matrix.scale->offset));
 }
 
-TEST_F(GptOssConvertTest, Q8AndQ4AreEncodedFromTheMxfp4Values) {
-  for (const char* experts : {"q8", "q4"}) {
+TEST_F(GptOssConvertTest, Q8Q4AndVq3rAreEncodedFromTheMxfp4Values) {
+  for (const char* experts : {"q8", "q4", "vq3r"}) {
     WARP_ASSERT_OK(ConvertCheckpoint(hf_, dir_ / experts, {.experts = experts}));
     auto container = Container::Open(dir_ / experts);
     WARP_ASSERT_OK(container);
-    EXPECT_EQ((*container)->manifest().banks[0].matrices[0].format,
-              std::string(experts) == "q8" ? TensorFormat::kQ8B32 : TensorFormat::kQ4B32);
+    const std::vector<TensorEntry>& matrices = (*container)->manifest().banks[0].matrices;
+    EXPECT_EQ(std::string(TensorFormatName(matrices[0].format)),
+              std::string(experts) == "vq3r" ? "vq3r_b32" : absl::StrCat(experts, "_b32"));
+    EXPECT_EQ(matrices[1].format, TensorFormat::kF32);  // gate_up_proj_bias stays a vector
   }
 }
 

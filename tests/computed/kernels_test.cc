@@ -480,6 +480,60 @@ TEST(DequantizeRowTest, GgmlQ6_KLowNibblesHighPairsInt8Scales) {
   EXPECT_EQ(row[1], -32.0f);   // 0.5 * 2 * (0 - 32)
 }
 
+// vq3r_b32, packed by hand: code p of the row is i | j << 6 with i = p, j = 63 - p,
+// two codes per 3 bytes, the even one in the low 12 bits; element 4p + k is
+// (C0[i][k] + C1[j][k]) * scale of its 32-block.
+StoredMatrix HandVq3rRow() {
+  StoredMatrix w(TensorFormat::kVq3rB32, 1, 64);
+  for (uint32_t e = 0; e < 64; ++e) {
+    for (uint32_t k = 0; k < 4; ++k) {
+      w.codebook.centroids[e * 4 + k] = static_cast<float>(e) + 0.25f * static_cast<float>(k);
+      w.codebook.centroids[(64 + e) * 4 + k] = -0.5f * static_cast<float>(e);
+    }
+  }
+  w.codebook.Transpose();
+  for (uint32_t pair = 0; pair < 8; ++pair) {
+    const uint32_t a = (2 * pair) | (63 - 2 * pair) << 6, b = (2 * pair + 1) | (62 - 2 * pair) << 6;
+    w.data[3 * pair] = std::byte{static_cast<uint8_t>(a & 0xff)};
+    w.data[3 * pair + 1] = std::byte{static_cast<uint8_t>(a >> 8 | (b & 0xf) << 4)};
+    w.data[3 * pair + 2] = std::byte{static_cast<uint8_t>(b >> 4)};
+  }
+  w.Set(w.scale, 0, uint16_t{0x3800});  // 0.5
+  w.Set(w.scale, 1, uint16_t{0x4000});  // 2
+  return w;
+}
+
+TEST(DequantizeRowTest, Vq3rSumsTheTwoStagesTimesTheBlockScale) {
+  const StoredMatrix w = HandVq3rRow();
+  std::vector<float> row(64);
+  DequantizeRow(w.View(), 0, row);
+  for (uint32_t c = 0; c < 64; ++c) {
+    const uint32_t p = c / 4, k = c % 4;
+    const float want = (static_cast<float>(p) + 0.25f * static_cast<float>(k) -
+                        0.5f * static_cast<float>(63 - p)) *
+                       (c < 32 ? 0.5f : 2.0f);
+    EXPECT_EQ(row[c], want) << "column " << c;
+  }
+}
+
+// The vq3r order of vq3r_matmul.h, step by step: x = 1 everywhere makes every
+// table entry the sum of a centroid's elements, exactly.
+TEST(MatMulHandTest, Vq3rDot) {
+  const StoredMatrix w = HandVq3rRow();
+  const std::vector<float> x(64, 1.0f);
+  float acc[16] = {};
+  for (uint32_t p = 0; p < 16; ++p) {
+    const float i = static_cast<float>(p), j = static_cast<float>(63 - p);
+    const float first = 4 * i + 1.5f, second = 4 * (-0.5f * j);
+    float& lane = acc[(p / 8) * 8 + p % 8];
+    lane = std::fma(p < 8 ? 0.5f : 2.0f, first + second, lane);
+  }
+  const float want = internal::ReduceLanes(acc);
+  for (Isa isa : SupportedIsas()) {
+    EXPECT_EQ(RunMatMul(isa, w.View(), x, 1, 0, 1, 1)[0], want) << IsaName(isa);
+  }
+}
+
 TEST(IsaTest, DetectionAndNames) {
   EXPECT_EQ(IsaName(Isa::kScalar), "scalar");
   EXPECT_EQ(IsaName(Isa::kAvx2), "avx2");

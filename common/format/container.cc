@@ -84,6 +84,13 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
                       absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
   }
 
+  for (const TensorEntry& tensor : manifest.trunk) {
+    if (NeedsCodebook(tensor.format)) {  // codebooks are per bank matrix
+      return absl::InvalidArgumentError(absl::StrCat(
+          manifest_path.string(), ": trunk tensor ", tensor.name, " is ",
+          std::string(TensorFormatName(tensor.format)), ", which only bank matrices may be"));
+    }
+  }
   Codebooks codebooks;
   if (manifest.codebooks_file) {
     WARP_ASSIGN_OR_RETURN(codebooks, Codebooks::Load(dir / *manifest.codebooks_file, manifest));

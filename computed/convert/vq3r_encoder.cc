@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <thread>
 
 #include "common/check.h"
@@ -39,20 +38,95 @@ struct Stage {
     }
   }
 
-  // |u - c_e|^2 - |u|^2 for every entry e.
-  void Scores(const float* u, float* score) const {
+  // dot[e] = u . c_e for every entry e.
+  void Dots(const float* u, float* dot) const {
     for (uint32_t e = 0; e < kK; ++e) {
-      const float dot = u[0] * planar[e] + u[1] * planar[kK + e] + u[2] * planar[2 * kK + e] +
-                        u[3] * planar[3 * kK + e];
-      score[e] = norm[e] - 2.0f * dot;
+      dot[e] = u[0] * planar[e] + u[1] * planar[kK + e] + u[2] * planar[2 * kK + e] +
+               u[3] * planar[3 * kK + e];
     }
   }
 
   uint32_t Nearest(const float* u) const {
     float score[kK];
-    Scores(u, score);
+    Dots(u, score);
+    for (uint32_t e = 0; e < kK; ++e) score[e] = norm[e] - 2.0f * score[e];
     return static_cast<uint32_t>(std::min_element(score, score + kK) - score);
   }
+};
+
+// Eight lanes in GCC's vector extension: ymm registers in the AVX2 clone of
+// CodeSearch::Code, pairs of xmm in the baseline one.
+using F8 = float __attribute__((vector_size(32)));
+using I8 = int32_t __attribute__((vector_size(32)));
+
+// The index of the lowest of 64 scores, the first of equals (as std::min_element).
+inline uint32_t ArgMin64(const float* score) {
+  F8 low, next;
+  std::memcpy(&low, score, sizeof(low));
+  I8 at = {0, 1, 2, 3, 4, 5, 6, 7}, index = at;
+  for (uint32_t j = 8; j < kK; j += 8) {
+    std::memcpy(&next, score + j, sizeof(next));
+    index += 8;
+    const I8 lower = next < low;
+    low = lower ? next : low;
+    at = lower ? index : at;
+  }
+  uint32_t best = 0;
+  for (uint32_t l = 1; l < 8; ++l) {
+    if (low[l] < low[best] || (low[l] == low[best] && at[l] < at[best])) best = l;
+  }
+  return static_cast<uint32_t>(at[best]);
+}
+
+// The code of one normalized vector u: |u - c0_i - c1_j|^2 is |u|^2 + s0[i] +
+// pair[i][j] - 2 u.c1_j with s0[i] = |c0_i|^2 - 2 u.c0_i and pair[i][j] =
+// 2 c0_i.c1_j + |c1_j|^2, so each stage-0 candidate costs 64 adds, not 64 dots.
+class CodeSearch {
+ public:
+  explicit CodeSearch(const Vq3rCodebook& codebook)
+      : first_(codebook.centroids.data()), second_(codebook.centroids.data() + kK * kD) {
+    for (uint32_t i = 0; i < kK; ++i) {
+      for (uint32_t j = 0; j < kK; ++j) {
+        float dot = 0.0f;
+        for (uint32_t k = 0; k < kD; ++k) dot += codebook.Centroid(0, i, k) * codebook.Centroid(1, j, k);
+        pair_[i * kK + j] = 2.0f * dot + second_.norm[j];
+      }
+    }
+  }
+
+  // Cloned for AVX2 where the CPU has it; -ffp-contract=off keeps every clone's bits equal.
+  [[gnu::target_clones("avx2", "default")]] uint32_t Code(const float* u) const {
+    float s0[kK], d1[kK];
+    first_.Dots(u, s0);
+    for (uint32_t e = 0; e < kK; ++e) s0[e] = first_.norm[e] - 2.0f * s0[e];
+    second_.Dots(u, d1);
+    for (uint32_t e = 0; e < kK; ++e) d1[e] *= 2.0f;
+    // The kStage0Candidates lowest s0, lowest first (ties: lower index first).
+    uint32_t top[kStage0Candidates];
+    float top_score[kStage0Candidates];
+    for (uint32_t n = 0; n < kStage0Candidates; ++n) {
+      top[n] = ArgMin64(s0);
+      top_score[n] = s0[top[n]];
+      s0[top[n]] = std::numeric_limits<float>::infinity();
+    }
+    uint32_t best = 0;
+    float best_score = std::numeric_limits<float>::infinity();
+    for (uint32_t n = 0; n < kStage0Candidates; ++n) {
+      const float* pair = &pair_[top[n] * kK];
+      float score[kK];
+      for (uint32_t j = 0; j < kK; ++j) score[j] = pair[j] - d1[j];
+      const uint32_t j = ArgMin64(score);
+      if (top_score[n] + score[j] < best_score) {
+        best_score = top_score[n] + score[j];
+        best = top[n] | j << 6;
+      }
+    }
+    return best;
+  }
+
+ private:
+  Stage first_, second_;
+  std::array<float, kK * kK> pair_;
 };
 
 // Lloyd's k-means of `n` 4-d points into 64 centroids, k-means++ seeded.
@@ -133,9 +207,9 @@ void Put12(std::byte* row_codes, uint64_t index, uint32_t code) {
   }
 }
 
-void EncodeRange(const Vq3rCodebook& codebook, const Stage& first, const Stage& second,
-                 const float* rows, uint64_t cols, uint64_t row_begin, uint64_t row_end,
-                 std::byte* data, std::byte* scale) {
+void EncodeRange(const Vq3rCodebook& codebook, const CodeSearch& search, const float* rows,
+                 uint64_t cols, uint64_t row_begin, uint64_t row_end, std::byte* data,
+                 std::byte* scale) {
   const uint64_t blocks = cols / kRowBlock, row_bytes = cols / 8 * 3;
   for (uint64_t row = row_begin; row < row_end; ++row) {
     std::byte* codes = data + row * row_bytes;
@@ -147,31 +221,10 @@ void EncodeRange(const Vq3rCodebook& codebook, const Stage& first, const Stage& 
       for (uint64_t v = 0; v < kVectorsPerBlock && rms > 0.0f; ++v) {
         float u[kD];
         for (uint32_t k = 0; k < kD; ++k) u[k] = x[v * kD + k] / rms;
-        float score[kK];
-        first.Scores(u, score);
-        // The kStage0Candidates entries of lowest score.
-        std::array<uint32_t, kK> order;
-        std::iota(order.begin(), order.end(), 0u);
-        std::partial_sort(order.begin(), order.begin() + kStage0Candidates, order.end(),
-                          [&](uint32_t a, uint32_t c) { return score[a] < score[c]; });
-        uint32_t best_code = 0;
-        float best_error = std::numeric_limits<float>::infinity();
-        for (uint32_t n = 0; n < kStage0Candidates; ++n) {
-          const uint32_t i = order[n];
-          float r[kD];
-          for (uint32_t k = 0; k < kD; ++k) r[k] = u[k] - codebook.Centroid(0, i, k);
-          const uint32_t j = second.Nearest(r);
-          float error = 0.0f;
-          for (uint32_t k = 0; k < kD; ++k) {
-            const float e = r[k] - codebook.Centroid(1, j, k);
-            error += e * e;
-          }
-          if (error < best_error) best_error = error, best_code = i | j << 6;
-        }
-        Put12(codes, b * kVectorsPerBlock + v, best_code);
+        const uint32_t code = search.Code(u);
+        Put12(codes, b * kVectorsPerBlock + v, code);
         for (uint32_t k = 0; k < kD; ++k) {
-          const double q = codebook.Centroid(0, best_code & 63, k) +
-                           codebook.Centroid(1, best_code >> 6, k);
+          const double q = codebook.Centroid(0, code & 63, k) + codebook.Centroid(1, code >> 6, k);
           xq += q * x[v * kD + k];
           qq += q * q;
         }
@@ -231,17 +284,17 @@ void EncodeVq3rRows(const Vq3rCodebook& codebook, std::span<const float> rows, u
   WARP_CHECK(cols % kRowBlock == 0 && rows.size() % cols == 0);
   const uint64_t num_rows = rows.size() / cols;
   WARP_CHECK(data.size() >= num_rows * cols / 8 * 3 && scale.size() >= num_rows * cols / 16);
-  const Stage first(codebook.centroids.data()), second(codebook.centroids.data() + kK * kD);
+  const CodeSearch search(codebook);
   const uint64_t threads = std::clamp<uint64_t>(num_rows / kRowsPerThread, 1,
                                                 std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> workers;
   for (uint64_t t = 1; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      EncodeRange(codebook, first, second, rows.data(), cols, num_rows * t / threads,
+      EncodeRange(codebook, search, rows.data(), cols, num_rows * t / threads,
                   num_rows * (t + 1) / threads, data.data(), scale.data());
     });
   }
-  EncodeRange(codebook, first, second, rows.data(), cols, 0, num_rows / threads, data.data(),
+  EncodeRange(codebook, search, rows.data(), cols, 0, num_rows / threads, data.data(),
               scale.data());
   for (std::thread& worker : workers) worker.join();
 }

@@ -128,6 +128,10 @@ class Weights {
         copies_(std::max<size_t>(2, (min_total_bytes + CopyBytes() - 1) / CopyBytes())),
         bytes_(copies_ * CopyBytes()) {
     uint64_t state = 42;
+    for (float& c : codebook_.centroids) {  // centroids in [-1, 1)
+      c = static_cast<float>(SplitMix(state) >> 40) * 0x1p-23f - 1.0f;
+    }
+    codebook_.Transpose();
     for (size_t copy = 0; copy < copies_; ++copy) {
       std::byte* base = bytes_.data() + copy * CopyBytes();
       Fill({base, data_bytes_}, /*is_scale=*/false, state);
@@ -143,7 +147,8 @@ class Weights {
             .rows = kRows,
             .cols = kCols,
             .data = base,
-            .scale = scale_bytes_ != 0 ? base + data_bytes_ : nullptr};
+            .scale = scale_bytes_ != 0 ? base + data_bytes_ : nullptr,
+            .codebook = NeedsCodebook(format_) ? &codebook_ : nullptr};
   }
 
  private:
@@ -164,6 +169,7 @@ class Weights {
   }
 
   TensorFormat format_;
+  Vq3rCodebook codebook_;  // vq3r_b32 only
   uint64_t data_bytes_, scale_bytes_;
   size_t copies_;
   std::vector<std::byte> bytes_;  // copies_ x (data | scale)
@@ -292,7 +298,8 @@ int Run(size_t size_mib, std::string_view only) {
         TensorFormat::kF32, TensorFormat::kGgmlQ4_K, TensorFormat::kGgmlQ6_K,
         TensorFormat::kGgmlQ5_K, TensorFormat::kGgmlQ5_0, TensorFormat::kGgmlQ5_1,
         TensorFormat::kGgmlQ4_1, TensorFormat::kGgmlQ3_K, TensorFormat::kGgmlQ2_K,
-        TensorFormat::kGgmlQ4_0, TensorFormat::kGgmlQ8_0, TensorFormat::kGgmlMxfp4}) {
+        TensorFormat::kGgmlQ4_0, TensorFormat::kGgmlQ8_0, TensorFormat::kGgmlMxfp4,
+        TensorFormat::kVq3rB32}) {
     if (!only.empty() && only != TensorFormatName(format)) continue;
     const Weights weights(format, size_mib << 20);
     std::vector<Contender> contenders;

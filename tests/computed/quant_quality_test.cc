@@ -67,10 +67,10 @@ Quality Compare(const std::vector<float>& native, const std::vector<float>& quan
   return q;
 }
 
-// The fixture's prompt, tokens.txt ("12,7,...").
-std::vector<int32_t> ReadTokens(const fs::path& fixture) {
+// Comma-separated token ids ("12,7,..."), as a fixture's tokens.txt.
+std::vector<int32_t> ReadTokens(const fs::path& file) {
   std::vector<int32_t> tokens;
-  std::ifstream in(fixture / "tokens.txt");
+  std::ifstream in(file);
   std::string id;
   while (std::getline(in, id, ',')) tokens.push_back(std::stoi(id));
   return tokens;
@@ -80,7 +80,7 @@ class QuantQualityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QuantQualityTest, QuantizedExpertsStayCloseToNative) {
   const fs::path fixture = warp::testing::FixtureDir(GetParam());
-  const std::vector<int32_t> tokens = ReadTokens(fixture);
+  const std::vector<int32_t> tokens = ReadTokens(fixture / "tokens.txt");
   warp::testing::TempDir dir;
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "native.warp", {}));
   const std::vector<float> native = RunPrompt(dir / "native.warp", tokens);
@@ -103,7 +103,7 @@ TEST_P(QuantQualityTest, EightBitActivationsCostLittleOverFourBitWeights) {
   // --activations q8 rounds the activations of every q4 expert matrix to 8 bits
   // a second time: measured against native and against q4 with f32 activations.
   const fs::path fixture = warp::testing::FixtureDir(GetParam());
-  const std::vector<int32_t> tokens = ReadTokens(fixture);
+  const std::vector<int32_t> tokens = ReadTokens(fixture / "tokens.txt");
   warp::testing::TempDir dir;
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "native.warp", {}));
   WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "q4.warp", {.experts = "q4"}));
@@ -124,6 +124,31 @@ TEST_P(QuantQualityTest, EightBitActivationsCostLittleOverFourBitWeights) {
   // no further from native than q4 is, but for a margin.
   EXPECT_LT(against_q4.mean_kl, 0.05);
   EXPECT_LT(against_native.mean_kl, 1.1 * q4_against_native.mean_kl + 0.002);
+}
+
+// The trained demo model (tests/demo_model) on its prompt and its own greedy
+// continuation: trained weights, where quantization error is what a user sees.
+TEST(DemoModelQuantQualityTest, QuantizedExpertsStayCloseToNative) {
+  const fs::path model = warp::testing::SourceDir() / "tests" / "demo_model" / "kjv-moe";
+  std::vector<int32_t> tokens;
+  for (const char* file : {"prompt_ids.txt", "greedy_ids.txt"}) {
+    const std::vector<int32_t> part = ReadTokens(model / "reference" / file);
+    tokens.insert(tokens.end(), part.begin(), part.end());
+  }
+  ASSERT_GT(tokens.size(), 30u);
+  warp::testing::TempDir dir;
+  WARP_ASSERT_OK(ConvertCheckpoint(model, dir / "native.warp", {}));
+  const std::vector<float> native = RunPrompt(dir / "native.warp", tokens);
+  const size_t vocab = native.size() / tokens.size();
+  for (const char* format : {"q8", "q4", "vq3r"}) {
+    const fs::path path = dir / (std::string(format) + ".warp");
+    WARP_ASSERT_OK(ConvertCheckpoint(model, path, {.experts = format}));
+    const Quality q = Compare(native, RunPrompt(path, tokens), vocab);
+    std::printf("[quality] demo model experts=%s: mean KL %.5f nats, top-1 agreement %.1f%%\n",
+                format, q.mean_kl, 100 * q.top1_agreement);
+    EXPECT_LT(q.mean_kl, std::string(format) == "q8" ? 0.01 : 0.2);
+    EXPECT_GE(q.top1_agreement, std::string(format) == "q8" ? 0.95 : 0.7);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantQualityTest,

@@ -42,10 +42,10 @@ class FieldReader {
 
 }  // namespace
 
-void Vq3rCodebook::Transpose() {
-  for (uint32_t e = 0; e < kVq3rStages * kVq3rEntries; ++e) {
+void Vq3rCodebook::ComputeSums() {
+  for (uint32_t code = 0; code < kVq3rEntries * kVq3rEntries; ++code) {
     for (uint32_t k = 0; k < kVq3rDim; ++k) {
-      planar[k * kVq3rStages * kVq3rEntries + e] = centroids[e * kVq3rDim + k];
+      sums[code * kVq3rDim + k] = Centroid(0, code & 63, k) + Centroid(1, code >> 6, k);
     }
   }
 }
@@ -58,7 +58,7 @@ const Vq3rCodebook* Codebooks::Find(uint32_t layer, std::string_view matrix) con
 void Codebooks::Add(uint32_t layer, std::string matrix, const Vq3rCodebook& codebook) {
   Vq3rCodebook& slot = codebooks_[{layer, std::move(matrix)}];
   slot = codebook;
-  slot.Transpose();
+  slot.ComputeSums();
 }
 
 // Layout: magic "WARPVQ3R", u32 version, u32 count; per codebook u32 layer,

@@ -31,15 +31,16 @@ inline constexpr std::string_view kCodebooksFile = "codebooks.bin";
 struct Vq3rCodebook {
   // centroids[(stage * 64 + entry) * 4 + k]: element k of a stage's centroid.
   std::array<float, kVq3rValues> centroids{};
-  // The same values by element: planar[k * 128 + stage * 64 + entry], so that
-  // a kernel multiplies one input element into 128 entries at a time.
-  std::array<float, kVq3rValues> planar{};
+  // Every code's four values before its block scale: sums[code * 4 + k] =
+  // C0[code & 63][k] + C1[code >> 6][k], so that a kernel decodes a code with
+  // one 16-byte load (64 KiB, the same floats DequantizeRow computes).
+  std::array<float, kVq3rEntries * kVq3rEntries * kVq3rDim> sums{};
 
   float Centroid(uint32_t stage, uint32_t entry, uint32_t k) const {
     return centroids[(stage * kVq3rEntries + entry) * kVq3rDim + k];
   }
-  // Fills `planar` from `centroids`.
-  void Transpose();
+  // Fills `sums` from `centroids`.
+  void ComputeSums();
 };
 
 class Codebooks {

@@ -277,7 +277,7 @@ Vq3rCodebook Vq3rSample::Train(int iterations) const {
   const std::array<float, kK * kD> second = KMeans(residual, iterations, rng);
   std::copy(first.begin(), first.end(), codebook.centroids.begin());
   std::copy(second.begin(), second.end(), codebook.centroids.begin() + kK * kD);
-  codebook.Transpose();
+  codebook.ComputeSums();
   // Joint refinement: code the sample as the encoder will (both stages chosen
   // together), then move each centroid to the mean of what its vectors need
   // from it given the other stage's choice.
@@ -305,7 +305,7 @@ Vq3rCodebook Vq3rSample::Train(int iterations) const {
         }
       }
     }
-    codebook.Transpose();
+    codebook.ComputeSums();
   }
   return codebook;
 }

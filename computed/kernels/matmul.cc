@@ -13,7 +13,6 @@
 
 #include "common/check.h"
 #include "common/numeric/half.h"
-#include "computed/kernels/vq3r_matmul.h"
 
 namespace warp::computed::kernels {
 namespace {
@@ -326,9 +325,6 @@ float ReduceLanes(const float* acc) {
 // accumulators stay on the stack.
 void MatMulRowsScalar(const MatrixView& w, const float* x, size_t num_tokens, size_t row_begin,
                       size_t row_end, float* y, size_t y_stride) {
-  if (w.format == TensorFormat::kVq3rB32) {
-    return Vq3rMatMulRowsScalar(w, x, num_tokens, row_begin, row_end, y, y_stride);
-  }
   const uint64_t cols = w.cols;
   for (size_t row = row_begin; row < row_end; ++row) {
     for (size_t t0 = 0; t0 < num_tokens; t0 += kTileTokens) {

@@ -154,6 +154,17 @@ struct Avx512Ops {
     }
   };
 
+  // vq3r_b32: a code's four values are sums[4 * code .. 4 * code + 3], then times the scale.
+  static void Vq3r(const uint32_t* codes, float scale, const float* sums, Vec* out) {
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int half = 0; half < 2; ++half) {
+      const uint32_t* c = codes + 4 * half;
+      const __m256 lo = _mm256_loadu2_m128(sums + 4 * c[1], sums + 4 * c[0]);
+      const __m256 hi = _mm256_loadu2_m128(sums + 4 * c[3], sums + 4 * c[2]);
+      out[half] = _mm512_mul_ps(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1), s);
+    }
+  }
+
   // ggml's order: the 16 bytes widened to 16 lanes are elements 0-15 in their
   // low nibbles (vpermps reads only the low 4 bits of an index) and 16-31 in
   // their high nibbles once shifted down; the table is value(nibble) * scale.

@@ -30,7 +30,9 @@
 //   float scale) and the structs F32, F16, Bf16 with Vec Decode(const Code*); for
 //   one 32-column block the structs Q8, Q4, Mxfp4, and Q4Split, Mxfp4Split
 //   (ggml's nibble order: elements 0-15 low nibbles, 16-31 high) with
-//   void Decode(const std::byte*, float scale, Vec out[2]). (Structs, not
+//   void Decode(const std::byte*, float scale, Vec out[2]); and for vq3r_b32
+//   void Vq3r(const uint32_t codes[8], float scale, const float* sums, Vec out[2])
+//   (Vq3rCodebook::sums). (Structs, not
 //   function pointers as template arguments: those would drop the vector types'
 //   attributes.)
 
@@ -44,7 +46,6 @@
 #include <cstring>
 
 #include "computed/kernels/matmul.h"
-#include "computed/kernels/vq3r_matmul.h"
 
 namespace warp::computed::kernels::internal {
 namespace {
@@ -164,6 +165,43 @@ struct BlockRow {
   void Prepare(uint64_t col, uint64_t end, uint64_t ahead) { scale.Prepare(col, end, ahead); }
   void Load(uint64_t col, Vec* out) const {
     Decoder::Decode(p + DataBytes(col), scale.Get(col), out);
+  }
+};
+
+// vq3r_b32: a 32-column block is 8 codes of 12 bits (a little-endian bit
+// stream, 12 bytes), each the sum of two centroids of the matrix's codebook.
+template <class Ops>
+struct Vq3rRow {
+  using Vec = typename Ops::Vec;
+  static constexpr uint64_t DataBytes(uint64_t cols) { return cols / 8 * 3; }
+  static constexpr uint64_t kStep = kRowBlock, kGroup = HalfScales<Ops>::kGroup;
+  static constexpr int kVecs = 2;
+  static constexpr bool kHasTail = false;  // ShapeProblem: whole blocks only
+  const std::byte* p;
+  const float* sums;  // the codebook's, code * 4 + k
+  HalfScales<Ops> scale;
+
+  void Init(const MatrixView& w, uint64_t row) {
+    p = w.data + row * DataBytes(w.cols);
+    sums = w.codebook->sums.data();
+    scale.Init(w, row);
+  }
+  void Prepare(uint64_t col, uint64_t end, uint64_t ahead) { scale.Prepare(col, end, ahead); }
+  void Load(uint64_t col, Vec* out) const {
+    const std::byte* block = p + DataBytes(col);
+    uint64_t low;
+    uint32_t high;
+    std::memcpy(&low, block, 8);
+    std::memcpy(&high, block + 8, 4);
+    const uint32_t codes[8] = {static_cast<uint32_t>(low & 0xfff),
+                               static_cast<uint32_t>(low >> 12 & 0xfff),
+                               static_cast<uint32_t>(low >> 24 & 0xfff),
+                               static_cast<uint32_t>(low >> 36 & 0xfff),
+                               static_cast<uint32_t>(low >> 48 & 0xfff),
+                               static_cast<uint32_t>((low >> 60 | uint64_t{high} << 4) & 0xfff),
+                               high >> 8 & 0xfff,
+                               high >> 20};
+    Ops::Vq3r(codes, scale.Get(col), sums, out);
   }
 };
 
@@ -602,8 +640,8 @@ void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size
       return run.template operator()<GgmlQ5_K>();
     case TensorFormat::kGgmlQ6_K:
       return run.template operator()<GgmlQ6_K>();
-    case TensorFormat::kVq3rB32:  // table lookups, not decoded weights
-      return Vq3rMatMulRowsAvx2(w, x, num_tokens, row_begin, row_end, y, y_stride);
+    case TensorFormat::kVq3rB32:
+      return run.template operator()<Vq3rRow<Ops>>();
   }
 }
 

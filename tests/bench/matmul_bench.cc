@@ -131,7 +131,7 @@ class Weights {
     for (float& c : codebook_.centroids) {  // centroids in [-1, 1)
       c = static_cast<float>(SplitMix(state) >> 40) * 0x1p-23f - 1.0f;
     }
-    codebook_.Transpose();
+    codebook_.ComputeSums();
     for (size_t copy = 0; copy < copies_; ++copy) {
       std::byte* base = bytes_.data() + copy * CopyBytes();
       Fill({base, data_bytes_}, /*is_scale=*/false, state);

@@ -53,9 +53,9 @@ TEST(CodebooksTest, RoundTripKeepsEveryValueAndTheKernelsLayout) {
   EXPECT_EQ(parsed->Find(5, "down_proj")->centroids, Numbered(1000).centroids);
   EXPECT_EQ(parsed->Find(3, "down_proj"), nullptr);
   EXPECT_EQ(parsed->Find(4, "gate_proj"), nullptr);
-  // planar[k * 128 + stage * 64 + entry] == centroids[(stage * 64 + entry) * 4 + k]
-  EXPECT_EQ(gate->planar[2 * 128 + 64 + 7], gate->Centroid(1, 7, 2));
+  // sums[code * 4 + k] == C0[code & 63][k] + C1[code >> 6][k]
   EXPECT_EQ(gate->Centroid(1, 7, 2), static_cast<float>((64 + 7) * 4 + 2));
+  EXPECT_EQ(gate->sums[(5 | 7 << 6) * 4 + 2], gate->Centroid(0, 5, 2) + gate->Centroid(1, 7, 2));
 }
 
 TEST(CodebooksTest, AFlippedByteIsACrcMismatch) {

@@ -110,7 +110,7 @@ inline StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t co
       break;
     case TensorFormat::kVq3rB32:  // any codes; centroids as a trained codebook's
       for (float& c : m.codebook.centroids) c = Uniform(rng, -2, 2);
-      m.codebook.Transpose();
+      m.codebook.ComputeSums();
       [[fallthrough]];
     case TensorFormat::kQ8B32:
     case TensorFormat::kQ4B32:

@@ -491,7 +491,7 @@ StoredMatrix HandVq3rRow() {
       w.codebook.centroids[(64 + e) * 4 + k] = -0.5f * static_cast<float>(e);
     }
   }
-  w.codebook.Transpose();
+  w.codebook.ComputeSums();
   for (uint32_t pair = 0; pair < 8; ++pair) {
     const uint32_t a = (2 * pair) | (63 - 2 * pair) << 6, b = (2 * pair + 1) | (62 - 2 * pair) << 6;
     w.data[3 * pair] = std::byte{static_cast<uint8_t>(a & 0xff)};
@@ -516,18 +516,14 @@ TEST(DequantizeRowTest, Vq3rSumsTheTwoStagesTimesTheBlockScale) {
   }
 }
 
-// The vq3r order of vq3r_matmul.h, step by step: x = 1 everywhere makes every
-// table entry the sum of a centroid's elements, exactly.
+// vq3r_b32 follows the one summation order of matmul.h over DequantizeRow's weights.
 TEST(MatMulHandTest, Vq3rDot) {
   const StoredMatrix w = HandVq3rRow();
-  const std::vector<float> x(64, 1.0f);
+  std::vector<float> x(64), row(64);
+  for (int c = 0; c < 64; ++c) x[c] = 0.5f + static_cast<float>(c % 5);
+  DequantizeRow(w.View(), 0, row);
   float acc[16] = {};
-  for (uint32_t p = 0; p < 16; ++p) {
-    const float i = static_cast<float>(p), j = static_cast<float>(63 - p);
-    const float first = 4 * i + 1.5f, second = 4 * (-0.5f * j);
-    float& lane = acc[(p / 8) * 8 + p % 8];
-    lane = std::fma(p < 8 ? 0.5f : 2.0f, first + second, lane);
-  }
+  for (int c = 0; c < 64; ++c) acc[c % 16] = std::fma(row[c], x[c], acc[c % 16]);
   const float want = internal::ReduceLanes(acc);
   for (Isa isa : SupportedIsas()) {
     EXPECT_EQ(RunMatMul(isa, w.View(), x, 1, 0, 1, 1)[0], want) << IsaName(isa);

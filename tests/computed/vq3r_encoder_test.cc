@@ -115,7 +115,7 @@ TEST(Vq3rSampleTest, TrainingIsDeterministicAndTheStagesDiffer) {
   }
   EXPECT_LT(stage1, 0.6 * stage0);
   for (uint32_t k = 0; k < kVq3rDim; ++k) {
-    EXPECT_EQ(first.planar[k * 128 + 64 + 5], first.Centroid(1, 5, k));
+    EXPECT_EQ(first.sums[(3 | 5 << 6) * 4 + k], first.Centroid(0, 3, k) + first.Centroid(1, 5, k));
   }
 }
 
@@ -160,7 +160,7 @@ TEST(Vq3rEncodeTest, CodebookDirectionsEncodeExactly) {
             (e >> (k % 4)) & 1 ? -magnitude : magnitude;
       }
     }
-    book.Transpose();
+    book.ComputeSums();
     std::mt19937_64 rng(5 + stage);
     const uint64_t rows = 3, cols = 96;
     std::vector<float> values(rows * cols);

@@ -23,6 +23,7 @@
 namespace warp::computed {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::warp::testing::StatusIs;
 
@@ -187,6 +188,18 @@ TEST(SynthTest, SizeBelowTheSmallestModelIsRefusedWithTheMinimum) {
   EXPECT_THAT(SynthesizeModel(dir / "m.warp", {.preset = "tiny", .target_bytes = 1000}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("is below the smallest deepseek_v3 model of this preset")));
+}
+
+TEST(SynthTest, FormatsThatComeFromAConverterAreRefusedByName) {
+  warp::testing::TempDir dir;
+  EXPECT_THAT(SynthesizeModel(dir / "a.warp",
+                              {.preset = "tiny", .expert_format = TensorFormat::kVq3rB32}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("vq3r_b32"), HasSubstr("--experts vq3r"))));
+  EXPECT_THAT(SynthesizeModel(dir / "b.warp",
+                              {.preset = "tiny", .trunk_format = TensorFormat::kGgmlQ4_0}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("ggml_q4_0"), HasSubstr("GGUF"))));
 }
 
 TEST(SynthTest, UnknownPresetNamesTheKnownOnes) {

@@ -98,9 +98,10 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
     for (const BankEntry& bank : manifest.banks) {
       for (const TensorEntry& matrix : bank.matrices) {
         if (NeedsCodebook(matrix.format)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              manifest_path.string(), ": bank of layer ", bank.layer, " matrix ", matrix.name,
-              " is ", std::string(TensorFormatName(matrix.format)), " but the manifest names no codebooks"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(manifest_path.string(), ": bank of layer ", bank.layer, " matrix ",
+                           matrix.name, " is ", std::string(TensorFormatName(matrix.format)),
+                           " but the manifest names no codebooks"));
         }
       }
     }

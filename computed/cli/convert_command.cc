@@ -39,7 +39,9 @@ CommandRunner AddConvertCommand(CLI::App& app) {
   cmd->add_option("hf_dir", flags->hf_dir, "Directory with config.json and *.safetensors")
       ->required();
   cmd->add_option("out", flags->out, "Output directory, e.g. model.warp")->required();
-  cmd->add_option("--experts", flags->options.experts, "native (default), q8, q4 or vq3r (3-bit residual VQ, codebooks trained per layer)");
+  cmd->add_option(
+      "--experts", flags->options.experts,
+      "native (default), q8, q4 or vq3r (3-bit residual VQ, codebooks trained per layer)");
   cmd->add_option("--trunk", flags->options.trunk, "native (default), bf16 or q8");
   cmd->add_flag("--no-direct", flags->no_direct, "Write through the page cache, not O_DIRECT");
   cmd->add_flag("--quiet", flags->quiet, "No progress bar");

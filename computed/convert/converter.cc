@@ -397,8 +397,8 @@ class Converter {
                              .shape = matrix.shape,
                              .data = {.offset = 0, .bytes = elements * sizeof(float)}};
     std::vector<float> values(elements);
-    WARP_RETURN_IF_ERROR(FillExpertMatrix(
-        layer, expert, as_f32, std::as_writable_bytes(std::span<float>(values))));
+    WARP_RETURN_IF_ERROR(
+        FillExpertMatrix(layer, expert, as_f32, std::as_writable_bytes(std::span<float>(values))));
     return values;
   }
 
@@ -407,7 +407,7 @@ class Converter {
   absl::Status TrainCodebooks(const BankEntry& bank) {
     constexpr uint32_t kCodebookExperts = 8;
     constexpr uint64_t kSampleVectors = uint64_t{1} << 17;  // 2 MiB of floats
-    ProgressBar uncounted("", 0, /*enabled=*/false);  // the encoding pass counts the bytes
+    ProgressBar uncounted("", 0, /*enabled=*/false);        // the encoding pass counts the bytes
     const Converter sampler(checkpoint_, model_, options_, uncounted);
     for (const TensorEntry& matrix : bank.matrices) {
       if (!NeedsCodebook(matrix.format)) continue;

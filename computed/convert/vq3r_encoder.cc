@@ -90,7 +90,8 @@ class CodeSearch {
     for (uint32_t i = 0; i < kK; ++i) {
       for (uint32_t j = 0; j < kK; ++j) {
         float dot = 0.0f;
-        for (uint32_t k = 0; k < kD; ++k) dot += codebook.Centroid(0, i, k) * codebook.Centroid(1, j, k);
+        for (uint32_t k = 0; k < kD; ++k)
+          dot += codebook.Centroid(0, i, k) * codebook.Centroid(1, j, k);
         pair_[i * kK + j] = 2.0f * dot + second_.norm[j];
       }
     }
@@ -267,14 +268,15 @@ Vq3rCodebook Vq3rSample::Train(int iterations) const {
   WARP_CHECK(!vectors_.empty());
   std::mt19937_64 rng(seen_);
   Vq3rCodebook codebook;
-  const std::array<float, kK * kD> first = KMeans(vectors_, iterations, rng);
+  const std::array<float, kK* kD> first = KMeans(vectors_, iterations, rng);
   const Stage stage(first.data());
   std::vector<float> residual(vectors_.size());
   for (uint64_t i = 0; i < vectors_.size() / kD; ++i) {
     const uint32_t c = stage.Nearest(&vectors_[i * kD]);
-    for (uint32_t k = 0; k < kD; ++k) residual[i * kD + k] = vectors_[i * kD + k] - first[c * kD + k];
+    for (uint32_t k = 0; k < kD; ++k)
+      residual[i * kD + k] = vectors_[i * kD + k] - first[c * kD + k];
   }
-  const std::array<float, kK * kD> second = KMeans(residual, iterations, rng);
+  const std::array<float, kK* kD> second = KMeans(residual, iterations, rng);
   std::copy(first.begin(), first.end(), codebook.centroids.begin());
   std::copy(second.begin(), second.end(), codebook.centroids.begin() + kK * kD);
   codebook.ComputeSums();

@@ -226,8 +226,8 @@ void DequantizeChunk(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n
         const uint64_t element = col + i;
         const uint32_t code = Vq3rCode(codes, element / kVq3rDim);
         const uint32_t k = element % kVq3rDim;
-        out[i] = (w.codebook->Centroid(0, code & 63, k) + w.codebook->Centroid(1, code >> 6, k)) *
-                 scale;
+        out[i] =
+            (w.codebook->Centroid(0, code & 63, k) + w.codebook->Centroid(1, code >> 6, k)) * scale;
       }
       return;
     }

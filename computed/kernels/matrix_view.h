@@ -23,8 +23,8 @@ namespace warp::computed::kernels {
 struct MatrixView {
   TensorFormat format = TensorFormat::kF32;
   uint64_t rows = 0, cols = 0;
-  const std::byte* data = nullptr;   // DataBytes(format, {rows, cols}) bytes
-  const std::byte* scale = nullptr;  // ScaleBytes(...) bytes, or nullptr for f32/f16/bf16
+  const std::byte* data = nullptr;         // DataBytes(format, {rows, cols}) bytes
+  const std::byte* scale = nullptr;        // ScaleBytes(...) bytes, or nullptr for f32/f16/bf16
   const Vq3rCodebook* codebook = nullptr;  // vq3r_b32 only: its layer's codebook
 };
 

@@ -3,7 +3,6 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-
 #include "common/format/container.h"
 #include "computed/convert/converter.h"
 #include "computed/convert/safetensors.h"
@@ -251,8 +250,9 @@ TEST_F(ConvertTest, Vq3rCodebooksThatAreMissingDamagedOrMismatchedAreRefused) {
   std::string flipped = original;
   flipped[100] ^= 0x40;
   write(file, flipped);
-  EXPECT_THAT(Container::Open(out), StatusIs(absl::StatusCode::kDataLoss,
-                                             AllOf(HasSubstr("codebooks.bin"), HasSubstr("CRC32C"))));
+  EXPECT_THAT(Container::Open(out),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("codebooks.bin"), HasSubstr("CRC32C"))));
 
   // The last bank's down_proj left out; then a codebook for a layer with no bank.
   Codebooks fewer, more = books;

@@ -192,14 +192,14 @@ TEST(SynthTest, SizeBelowTheSmallestModelIsRefusedWithTheMinimum) {
 
 TEST(SynthTest, FormatsThatComeFromAConverterAreRefusedByName) {
   warp::testing::TempDir dir;
-  EXPECT_THAT(SynthesizeModel(dir / "a.warp",
-                              {.preset = "tiny", .expert_format = TensorFormat::kVq3rB32}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("vq3r_b32"), HasSubstr("--experts vq3r"))));
-  EXPECT_THAT(SynthesizeModel(dir / "b.warp",
-                              {.preset = "tiny", .trunk_format = TensorFormat::kGgmlQ4_0}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("ggml_q4_0"), HasSubstr("GGUF"))));
+  EXPECT_THAT(
+      SynthesizeModel(dir / "a.warp", {.preset = "tiny", .expert_format = TensorFormat::kVq3rB32}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("vq3r_b32"), HasSubstr("--experts vq3r"))));
+  EXPECT_THAT(
+      SynthesizeModel(dir / "b.warp", {.preset = "tiny", .trunk_format = TensorFormat::kGgmlQ4_0}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("ggml_q4_0"), HasSubstr("GGUF"))));
 }
 
 TEST(SynthTest, UnknownPresetNamesTheKnownOnes) {

@@ -139,8 +139,9 @@ TEST(Vq3rEncodeTest, GaussianRowsDecodeCloseToTheInput) {
     kernels::DequantizeRow(q4, r, std::span(q4_values).subspan(r * cols, cols));
   }
   const double q4_error = RelativeError(values, q4_values);
-  std::printf("[vq3r] Gaussian rows: relative squared error vq3r %.4f (%.1f dB), q4 %.4f (%.1f dB)\n",
-              vq_error, -10 * std::log10(vq_error), q4_error, -10 * std::log10(q4_error));
+  std::printf(
+      "[vq3r] Gaussian rows: relative squared error vq3r %.4f (%.1f dB), q4 %.4f (%.1f dB)\n",
+      vq_error, -10 * std::log10(vq_error), q4_error, -10 * std::log10(q4_error));
   EXPECT_LT(vq_error, 0.05);
   EXPECT_GT(vq_error, q4_error);  // fewer bits, more error: the test can tell them apart
 }
@@ -196,9 +197,11 @@ TEST(Vq3rEncodeTest, ThreadedRowsEqualRowByRow) {
   for (uint64_t r = 0; r < rows; r += 37) {
     const std::vector<float> row(values.begin() + r * cols, values.begin() + (r + 1) * cols);
     const Vq3rMatrix one(book, row, cols);
-    ASSERT_EQ(0, std::memcmp(one.data.data(), whole.data.data() + r * cols / 8 * 3, one.data.size()))
+    ASSERT_EQ(0,
+              std::memcmp(one.data.data(), whole.data.data() + r * cols / 8 * 3, one.data.size()))
         << "row " << r;
-    ASSERT_EQ(0, std::memcmp(one.scale.data(), whole.scale.data() + r * cols / 16, one.scale.size()))
+    ASSERT_EQ(0,
+              std::memcmp(one.scale.data(), whole.scale.data() + r * cols / 16, one.scale.size()))
         << "row " << r;
   }
 }

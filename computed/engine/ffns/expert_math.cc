@@ -12,6 +12,11 @@
 namespace warp::computed {
 namespace {
 
+absl::Status NotInRecords(const BankEntry& bank, std::string_view name) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("bank of layer ", bank.layer, ": records hold no ", std::string(name)));
+}
+
 // One matrix of a bank's records, and its codebook when its format has one.
 struct BankMatrix {
   const TensorEntry* entry = nullptr;
@@ -36,16 +41,14 @@ absl::StatusOr<BankMatrix> Matrix(const BankEntry& bank, const Codebooks& codebo
     if (NeedsCodebook(m.format)) {
       matrix.codebook = codebooks.Find(bank.layer, m.name);
       if (matrix.codebook == nullptr) {
-        return absl::FailedPreconditionError(absl::StrCat("bank of layer ", bank.layer, ": ",
-                                                          std::string(name), " is ",
-                                                          std::string(TensorFormatName(m.format)),
-                                                          " but has no codebook"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("bank of layer ", bank.layer, ": ", std::string(name), " is ",
+                         std::string(TensorFormatName(m.format)), " but has no codebook"));
       }
     }
     return matrix;
   }
-  return absl::FailedPreconditionError(absl::StrCat("bank of layer ", bank.layer,
-                                                    ": records hold no ", std::string(name)));
+  return NotInRecords(bank, name);
 }
 
 absl::StatusOr<const TensorEntry*> Vector(const BankEntry& bank, std::string_view name) {
@@ -57,8 +60,7 @@ absl::StatusOr<const TensorEntry*> Vector(const BankEntry& bank, std::string_vie
     }
     return &m;
   }
-  return absl::FailedPreconditionError(absl::StrCat("bank of layer ", bank.layer,
-                                                    ": records hold no ", std::string(name)));
+  return NotInRecords(bank, name);
 }
 
 const float* RecordVector(const ExpertRecord& record, const TensorEntry& vector) {

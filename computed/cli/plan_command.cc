@@ -90,8 +90,11 @@ absl::StatusOr<TensorFormat> FlagFormat(std::string_view flag, const std::string
   if (name == "bf16" || name == "q8" || name == "q4") {
     return *ParseTensorFormat(name == "bf16" ? "bf16" : name == "q8" ? "q8_b32" : "q4_b32");
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", std::string(flag), " ", name, ": expected native, bf16, q8 or q4"));
+  const bool experts = flag == "experts";  // vq3r codebooks are per bank matrix
+  if (experts && name == "vq3r") return TensorFormat::kVq3rB32;
+  return absl::InvalidArgumentError(absl::StrCat("--", std::string(flag), " ", name,
+                                                 ": expected native, bf16, q8",
+                                                 experts ? ", q4 or vq3r" : " or q4"));
 }
 
 absl::StatusOr<Manifest> PlannedFromConfig(const PlanFlags& flags) {
@@ -168,7 +171,7 @@ CommandRunner AddPlanCommand(CLI::App& app) {
   cmd->add_option("--config", flags->config,
                   "Plan a release from its config.json instead, experts as convert keeps them");
   cmd->add_option("--ram", flags->ram, "Plan for a machine with this much memory, e.g. 64G");
-  cmd->add_option("--experts", flags->experts, "With --config: native|bf16|q8|q4, as convert")
+  cmd->add_option("--experts", flags->experts, "With --config: native|bf16|q8|q4|vq3r, as convert")
       ->capture_default_str();
   cmd->add_option("--trunk", flags->trunk, "With --config: bf16|q8|q4, as convert")
       ->capture_default_str();

@@ -56,7 +56,7 @@ class ConvertTest : public ::testing::Test {
   }
 
   // model.safetensors' JSON header, and the stream after it.
-  static std::string ReadHeader(std::ifstream& in) {
+  static std::string ReadHeader(std::istream& in) {
     uint64_t n = 0;
     in.read(reinterpret_cast<char*>(&n), 8);
     std::string header(n, '\0');
@@ -285,6 +285,29 @@ TEST_F(ConvertTest, Vq3rCodebooksThatAreMissingDamagedOrMismatchedAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("manifest.json"), HasSubstr("vq3r_b32"),
                              HasSubstr("names no codebooks"))));
+}
+
+// A vq3r codebook needs vectors to fit: a matrix that is zero in every
+// expert sampled is refused naming the layer and matrix.
+TEST_F(ConvertTest, Vq3rOfAnAllZeroMatrixIsRefusedNamingIt) {
+  const fs::path path = hf_ / "model.safetensors";
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  const std::string header = ReadHeader(file);
+  const json tensors = json::parse(header);
+  for (const auto& [name, tensor] : tensors.items()) {
+    if (name.find("layers.1.mlp.experts.") == std::string::npos ||
+        name.find(".gate_proj.") == std::string::npos) {
+      continue;
+    }
+    const uint64_t begin = tensor["data_offsets"][0], end = tensor["data_offsets"][1];
+    file.seekp(static_cast<std::streamoff>(8 + header.size() + begin));
+    const std::string zeros(end - begin, '\0');
+    file.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  file.close();
+  EXPECT_THAT(Convert({.experts = "vq3r"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("layer 1 gate_proj"), HasSubstr("zero or not finite"))));
 }
 
 // gpt-oss as released: MXFP4 expert blocks and E8M0 scales in U8 tensors.

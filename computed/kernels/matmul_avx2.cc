@@ -166,7 +166,8 @@ struct Avx2Ops {
   };
 
   // vq3r_b32: a code's four values are sums[4 * code .. 4 * code + 3], then times the scale.
-  static void Vq3r(const uint32_t* codes, float scale, const float* sums, Vec* out) {
+  [[gnu::always_inline]] static void Vq3r(const uint32_t* codes, float scale, const float* sums,
+                                          Vec* out) {
     const __m256 s = _mm256_set1_ps(scale);
     const auto pair = [&](int v) {
       return _mm256_mul_ps(_mm256_loadu2_m128(sums + 4 * codes[v + 1], sums + 4 * codes[v]), s);

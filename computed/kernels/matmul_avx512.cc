@@ -155,7 +155,8 @@ struct Avx512Ops {
   };
 
   // vq3r_b32: a code's four values are sums[4 * code .. 4 * code + 3], then times the scale.
-  static void Vq3r(const uint32_t* codes, float scale, const float* sums, Vec* out) {
+  [[gnu::always_inline]] static void Vq3r(const uint32_t* codes, float scale, const float* sums,
+                                          Vec* out) {
     const __m512 s = _mm512_set1_ps(scale);
     for (int half = 0; half < 2; ++half) {
       const uint32_t* c = codes + 4 * half;

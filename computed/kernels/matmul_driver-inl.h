@@ -187,7 +187,8 @@ struct Vq3rRow {
     scale.Init(w, row);
   }
   void Prepare(uint64_t col, uint64_t end, uint64_t ahead) { scale.Prepare(col, end, ahead); }
-  void Load(uint64_t col, Vec* out) const {
+  // Inlined by force: out of line, the codes and the Vecs went through the stack.
+  [[gnu::always_inline]] void Load(uint64_t col, Vec* out) const {
     const std::byte* block = p + DataBytes(col);
     uint64_t low;
     uint32_t high;

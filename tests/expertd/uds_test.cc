@@ -150,8 +150,10 @@ TEST_F(UdsTest, LeasedSlotIsNotEvictedWhileTheClientHoldsTheRecord) {
       EXPECT_EQ(AsString(other->bytes()), BankBytes(key));
     }
   }
-  // The fourteen others took turns in the one unleased slot; ours stayed put.
-  EXPECT_GE(Counter("cache_evictions"), 13u);
+  // The others took turns in the one unleased slot, ours stayed put. A read
+  // that comes before the previous record's lease is back finds no free slot
+  // and is staged instead (a CI run saw 11 evictions): the two count together.
+  EXPECT_GE(Counter("cache_evictions") + Counter("staged_reads"), 13u);
   EXPECT_EQ(AsString(held->bytes()), before);
   absl::StatusOr<ExpertRecord> again = ReadOne(*client, held_key);
   WARP_ASSERT_OK(again);

@@ -556,6 +556,20 @@ TEST_F(ContainerOpenErrorTest, ExtentBytesNotMatchingFormatIsRejected) {
                              HasSubstr("128 bytes, but its format and shape need 64"))));
 }
 
+TEST_F(ContainerOpenErrorTest, VectorQuantizedTrunkTensorIsRejected) {
+  // Codebooks belong to bank matrices: a vq3r trunk tensor has none to decode
+  // with. lm_head [4, 32] as vq3r_b32: 8 codes of 12 bits a row, f16 scales.
+  EditManifest([](json& root) {
+    json& tensor = root["trunk"]["tensors"][1];
+    tensor["format"] = "vq3r_b32";
+    tensor["data"]["bytes"] = 4 * 8 * 3 / 2;
+  });
+  EXPECT_THAT(OpenStatus(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("manifest.json"), HasSubstr("trunk tensor lm_head.weight"),
+                             HasSubstr("vq3r_b32, which only bank matrices may be"))));
+}
+
 TEST_F(ContainerOpenErrorTest, MatrixRunningPastPayloadIsRejected) {
   EditManifest([](json& root) { root["banks"][1]["matrices"][2]["data"]["offset"] = 2048 + 64; });
   EXPECT_THAT(OpenStatus(),

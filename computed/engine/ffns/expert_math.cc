@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/status.h"
 #include "computed/engine/linear.h"
 #include "computed/engine/ops.h"
@@ -39,12 +40,9 @@ absl::StatusOr<BankMatrix> Matrix(const BankEntry& bank, const Codebooks& codebo
     if (m.name != name) continue;
     BankMatrix matrix{.entry = &m};
     if (NeedsCodebook(m.format)) {
+      // Container::Open refuses a container whose vq3r matrix has no codebook.
       matrix.codebook = codebooks.Find(bank.layer, m.name);
-      if (matrix.codebook == nullptr) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("bank of layer ", bank.layer, ": ", std::string(name), " is ",
-                         std::string(TensorFormatName(m.format)), " but has no codebook"));
-      }
+      WARP_CHECK(matrix.codebook != nullptr);
     }
     return matrix;
   }

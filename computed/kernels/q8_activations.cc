@@ -21,14 +21,8 @@ struct NibblePlace {
   uint64_t byte;
 };
 NibblePlace PlaceOf(TensorFormat format, uint64_t e) {
-  if (format == TensorFormat::kQ4B32) return {static_cast<int>(e % 2), e / 2};  // low first
-  return {e < 16 ? 0 : 1, e % 16};                                              // ggml order
-}
-
-float HalfAt(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return HalfToFloat(h);
+  if (!internal::ScaleInBlock(format)) return {static_cast<int>(e % 2), e / 2};  // low first
+  return {e < 16 ? 0 : 1, e % 16};                                               // ggml order
 }
 
 enum class Q8Kernel { kScalar, kAvx2, kAvx512Vnni };
@@ -43,7 +37,8 @@ Q8Kernel ActiveQ8Kernel() {
 }  // namespace
 
 bool HasQ8Path(TensorFormat format) {
-  return format == TensorFormat::kQ4B32 || format == TensorFormat::kGgmlQ4_0;
+  return format == TensorFormat::kQ4B32 || format == TensorFormat::kGgmlQ4_0 ||
+         format == TensorFormat::kMxfp4B32 || format == TensorFormat::kGgmlMxfp4;
 }
 
 void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens, uint64_t cols,
@@ -88,12 +83,13 @@ void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens,
       // to nothing anyway) keep codes 0, so no cast sees a value out of range.
       const bool coded = finite && amax >= 127.0f / std::numeric_limits<float>::max();
       const float inverse = coded ? 127.0f / amax : 0.0f;
+      const int32_t offset = CodeOffset(format);
       for (uint64_t e = 0; e < kBlock && coded; ++e) {
         const NibblePlace place = PlaceOf(format, e);
         const uint64_t index = slot * 16 + place.byte;
         const auto q = static_cast<int8_t>(std::nearbyint(xb[e] * inverse));
         codes[place.half * 64 + index] = q;
-        bias[index / 4] -= 8 * q;
+        bias[index / 4] -= offset * q;
       }
       float* lane_scale = out->lane_scale.data() + (t * groups + g) * kQ8GroupLanes;
       for (uint64_t l = 0; l < 4; ++l) lane_scale[slot * 4 + l] = d;
@@ -129,6 +125,21 @@ const char* Q8KernelName() {
 
 namespace internal {
 
+float BlockScale(TensorFormat format, const std::byte* scale) {
+  const auto e = static_cast<uint8_t>(scale[0]);
+  switch (format) {
+    case TensorFormat::kMxfp4B32:
+      return kE8M0Scale[e] * 0.5f;  // exact: a power of two, or NaN
+    case TensorFormat::kGgmlMxfp4:
+      return kE8M0HalfScale[e];
+    default: {
+      uint16_t h;
+      std::memcpy(&h, scale, sizeof(h));
+      return HalfToFloat(h);
+    }
+  }
+}
+
 bool CpuHasAvx512Vnni() {
 #if defined(__x86_64__)
   static const bool has = IsaSupported(Isa::kAvx512) && __builtin_cpu_supports("avx512vnni");
@@ -152,13 +163,14 @@ void MatMulRowsQ8Scalar(const MatrixView& w, const Q8Activations& x, size_t row_
         for (uint64_t l = 0; l < kQ8GroupLanes; ++l) {
           const uint64_t b = 4 * g + l / 4;
           if (b >= blocks) continue;
-          const std::byte* nibbles = Q4BlockNibbles(w, row, b);
+          const std::byte* nibbles = BlockNibbles(w, row, b);
           int32_t p = 0;
           for (uint64_t i = 4 * l; i < 4 * l + 4; ++i) {
             const auto byte = static_cast<uint8_t>(nibbles[i % 16]);
-            p += ((byte & 0xf) - 8) * codes[i] + ((byte >> 4) - 8) * codes[64 + i];
+            p += NibbleCode(w.format, byte & 0xf) * codes[i] +
+                 NibbleCode(w.format, byte >> 4) * codes[64 + i];
           }
-          const float scale = HalfAt(Q4BlockHalfScale(w, row, b)) * lane_scale[l];
+          const float scale = BlockScale(w.format, BlockScaleBytes(w, row, b)) * lane_scale[l];
           acc[l] = std::fma(scale, static_cast<float>(p), acc[l]);
         }
       }

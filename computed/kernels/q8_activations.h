@@ -3,11 +3,12 @@
 // MatMulRowsQ8: y = W x with the activations x quantized to 8-bit integers per
 // 32-column block and the dot products done in integers, 8 columns at a time
 // (AVX-512 VNNI vpdpbusd, or AVX2 vpmaddubsw), for 4-bit weights (q4_b32,
-// ggml_q4_0). The quantization is llama.cpp's Q8_0 with an f32 scale (llama.cpp
-// then sums a block as one integer; here each 8 columns are one). It rounds the
-// activations a second time, so it is opt-in (`computed --activations q8`),
-// never the default. What it buys: the f32 kernels of matmul.h decode each
-// nibble to a float, and that decode, not memory, bounds q4 in RAM.
+// ggml_q4_0, mxfp4_b32, ggml_mxfp4). The quantization is llama.cpp's Q8_0 with
+// an f32 scale (llama.cpp then sums a block as one integer; here each 8 columns
+// are one). It rounds the activations a second time, so it is opt-in (`computed
+// --activations q8`), never the default. What it buys: the f32 kernels of
+// matmul.h decode each nibble to a float, and that decode, not memory, bounds
+// 4-bit weights in RAM.
 //
 // Thread-safe: QuantizeActivations writes only its output; MatMulRowsQ8 is pure.
 //
@@ -16,7 +17,13 @@
 //   even), an int8 in [-127, 127]; all q are 0 when amax < 127 / FLT_MAX (so
 //   when amax is 0). A block with a NaN or an infinity has q = 0 and d[b] =
 //   NaN, so its outputs are NaN.
-// Weights: code c = nibble - 8 and the block's f16 scale as a float, dw[b].
+// Weights: each nibble an integer code c and each block a float scale dw[b]
+// (NibbleCode, BlockScale below):
+//   q4_b32, ggml_q4_0: c = nibble - 8, dw = the block's f16 scale;
+//   mxfp4_b32, ggml_mxfp4: c = twice the nibble's E2M1 value (ggml's
+//     kvalues_mxfp4, in [-12, 12]) and dw = half the E8M0 scale, 2^(e - 128),
+//     exact down to e = 0; e = 255 is NaN in mxfp4_b32 and 2^127 in ggml_mxfp4,
+//     as their f32 decodes (matrix_view.h) have it.
 //
 // Summation order (every ISA gives the same bits; tests use memcmp). Blocks go
 // in groups of 4 (128 columns); lane l in [0, 16) of group g holds block
@@ -47,14 +54,21 @@ inline constexpr uint64_t kQ8GroupLanes = 16;
 // Whether MatMulRowsQ8 takes weights of `format`.
 bool HasQ8Path(TensorFormat format);
 
+// The offset that makes every code c of `format` an unsigned byte, c + offset
+// (8 for the q4 formats, 12 for the mxfp4 ones): the SIMD kernels multiply
+// unsigned weights by signed activations. REQUIRES: HasQ8Path(format).
+inline int32_t CodeOffset(TensorFormat format) {
+  return format == TensorFormat::kMxfp4B32 || format == TensorFormat::kGgmlMxfp4 ? 12 : 8;
+}
+
 // Activations of num_tokens tokens of `cols` columns, quantized for weights of
 // one format. Per token and group g, `low` and `high` are 64 int8 each: the
 // activation of the column under the low (high) nibble of byte j of the
-// group's block s at index 16 s + j (ggml_q4_0: columns j and 16 + j of the
-// block; q4_b32: 2j and 2j + 1), zero past the last block. `bias` is -8 times
-// the sum of a lane's 8 codes (the weights' nibble offset, folded in so that
-// the integer dot runs on unsigned nibbles), and `lane_scale` the block's d of
-// each lane, 0 past the last block.
+// group's block s at index 16 s + j (ggml_q4_0, ggml_mxfp4: columns j and
+// 16 + j of the block; q4_b32, mxfp4_b32: 2j and 2j + 1), zero past the last
+// block. `bias` is -CodeOffset(format) times the sum of a lane's 8 codes (the
+// weights' offset, folded in so that the integer dot runs on unsigned bytes),
+// and `lane_scale` the block's d of each lane, 0 past the last block.
 struct Q8Activations {
   TensorFormat format = TensorFormat::kGgmlQ4_0;
   uint64_t cols = 0, groups = 0;
@@ -104,16 +118,36 @@ void MatMulRowsQ8Avx512Vnni(const MatrixView& w, const Q8Activations& x, size_t 
                             size_t row_end, float* y, size_t y_stride);
 bool CpuHasAvx512Vnni();
 
-// The weights of block b of row `row`: its 16 nibble bytes and its scale.
-inline const std::byte* Q4BlockNibbles(const MatrixView& w, uint64_t row, uint64_t block) {
-  const uint64_t blocks = w.cols / 32;
-  return w.format == TensorFormat::kQ4B32 ? w.data + (row * blocks + block) * 16
-                                          : w.data + (row * blocks + block) * 18 + 2;
+// Where the weights of `format` keep a block's nibbles and scale: a ggml block
+// is its scale, then its 16 nibble bytes; the others keep the nibbles in data
+// and the scales in their own sub-tensor.
+inline bool ScaleInBlock(TensorFormat format) {
+  return format == TensorFormat::kGgmlQ4_0 || format == TensorFormat::kGgmlMxfp4;
 }
-inline const std::byte* Q4BlockHalfScale(const MatrixView& w, uint64_t row, uint64_t block) {
-  const uint64_t blocks = w.cols / 32;
-  return w.format == TensorFormat::kQ4B32 ? w.scale + (row * blocks + block) * 2
-                                          : w.data + (row * blocks + block) * 18;
+inline uint64_t ScaleBytesOf(TensorFormat format) {
+  return format == TensorFormat::kQ4B32 || format == TensorFormat::kGgmlQ4_0 ? 2 : 1;
+}
+inline uint64_t BlockBytesInData(TensorFormat format) {
+  return ScaleInBlock(format) ? 16 + ScaleBytesOf(format) : 16;
+}
+
+// The weights of block b of row `row`: its 16 nibble bytes, and the bytes of its scale.
+inline const std::byte* BlockNibbles(const MatrixView& w, uint64_t row, uint64_t block) {
+  const uint64_t index = row * (w.cols / 32) + block, bytes = BlockBytesInData(w.format);
+  return w.data + index * bytes + (bytes - 16);
+}
+inline const std::byte* BlockScaleBytes(const MatrixView& w, uint64_t row, uint64_t block) {
+  const uint64_t index = row * (w.cols / 32) + block;
+  return ScaleInBlock(w.format) ? w.data + index * BlockBytesInData(w.format)
+                                : w.scale + index * ScaleBytesOf(w.format);
+}
+
+// dw of the header's order from a block's scale bytes.
+float BlockScale(TensorFormat format, const std::byte* scale);
+// The header's c of a nibble.
+inline int32_t NibbleCode(TensorFormat format, uint8_t nibble) {
+  if (CodeOffset(format) == 8) return nibble - 8;
+  return static_cast<int32_t>(kGgmlMxfp4Value[nibble]);
 }
 }  // namespace internal
 

@@ -2,10 +2,11 @@
 // compiled with -mavx2 -mfma -mf16c.
 //
 // A group's 16 lanes are two ymm halves: blocks 0-1 (lanes 0-7) and 2-3 (lanes
-// 8-15). vpmaddubsw multiplies unsigned nibbles by signed codes into pairs
-// (|pair| <= 2 * 15 * 127, so it never saturates, nor does the sum of the low
-// and high nibbles' pairs), vpmaddwd by ones sums them into the lane's int32,
-// and the lane's bias makes it the header's exact p.
+// 8-15). vpmaddubsw multiplies unsigned weights (q4: the nibble; mxfp4: its
+// code + 12, by vpshufb) by signed codes into pairs (|pair| <= 2 * 24 * 127, so
+// it never saturates, nor does the sum of the low and high nibbles' pairs),
+// vpmaddwd by ones sums them into the lane's int32, and the lane's bias makes
+// it the header's exact p.
 
 #include <immintrin.h>
 
@@ -25,7 +26,7 @@ struct Avx2Ops {
     __m256 half[2];  // lanes 0-7, 8-15
   };
   // A group's 4 blocks of one row: nibble bytes (block s at 16 s; blocks 0-1 in
-  // bytes[0], 2-3 in bytes[1]) and the f16 scales as floats.
+  // bytes[0], 2-3 in bytes[1]) and dw of each block.
   struct GroupWeights {
     __m256i bytes[2];
     __m128 scales;
@@ -39,28 +40,27 @@ struct Avx2Ops {
     return ReduceEightLanes(_mm256_add_ps(a.half[0], a.half[1]));
   }
 
-  template <bool kGgml>
+  template <TensorFormat F>
   WARP_Q8_INLINE static GroupWeights LoadFullGroup(const std::byte* data, const std::byte* scales,
                                                    uint64_t g) {
-    if constexpr (kGgml) {
-      const std::byte* block = data + 72 * g;
-      const auto at = [&](int s) { return GgmlBlockNibbles(block, s); };
-      return {{_mm256_set_m128i(at(1), at(0)), _mm256_set_m128i(at(3), at(2))},
-              _mm_cvtph_ps(GgmlGroupHalfScales(block))};
+    const __m128 dw = GroupScales<F>(data, scales, g);
+    if constexpr (Layout<F>::kScaleInBlock) {
+      const std::byte* group = data + Layout<F>::kGroupBytes * g;
+      const auto at = [&](int s) { return GroupNibbleBytes<F>(group, s); };
+      return {{_mm256_set_m128i(at(1), at(0)), _mm256_set_m128i(at(3), at(2))}, dw};
     } else {
       const auto* p = reinterpret_cast<const __m256i*>(data + 64 * g);
-      return {{_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)},
-              _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8 * g)))};
+      return {{_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)}, dw};
     }
   }
 
   static GroupWeights LoadPartialGroup(const PartialGroup& group) {
     return {{_mm256_load_si256(reinterpret_cast<const __m256i*>(group.bytes)),
              _mm256_load_si256(reinterpret_cast<const __m256i*>(group.bytes + 32))},
-            _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(group.halves)))};
+            _mm_load_ps(group.scales)};
   }
 
-  template <int R, int T>
+  template <bool kFp4, int R, int T>
   WARP_Q8_INLINE static void Step(const GroupWeights (&gw)[R], const TokenGroups<T>& x, uint64_t g,
                                   uint64_t count, Acc (&acc)[R][T]) {
     const __m256i low4 = _mm256_set1_epi8(0x0f);
@@ -75,8 +75,13 @@ struct Avx2Ops {
         const uint64_t first_of_half = 2 * static_cast<uint64_t>(h);
         if (count <= first_of_half) continue;
         const bool whole_half = count >= first_of_half + 2;
-        const __m256i low = _mm256_and_si256(gw[i].bytes[h], low4);
-        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(gw[i].bytes[h], 4), low4);
+        __m256i low = _mm256_and_si256(gw[i].bytes[h], low4);
+        __m256i high = _mm256_and_si256(_mm256_srli_epi16(gw[i].bytes[h], 4), low4);
+        if constexpr (kFp4) {
+          const __m256i table = _mm256_broadcastsi128_si256(Fp4Unsigned());
+          low = _mm256_shuffle_epi8(table, low);
+          high = _mm256_shuffle_epi8(table, high);
+        }
         const __m256 dw = _mm256_permutevar8x32_ps(scales256, spread[h]);
 #pragma GCC unroll 2
         for (int j = 0; j < T; ++j) {

@@ -3,9 +3,10 @@
 // -mf16c; q8_activations.cc calls it only when the CPU has all of them.
 //
 // One zmm holds the 16 lanes of a group of 4 blocks: its low nibbles in one
-// register, its high nibbles in another, and two vpdpbusd (unsigned nibble x
-// signed code, 4 products a lane each) on top of the lane's bias give the exact
-// integer dot of the header's lane. Then one fma a lane with dw * d.
+// register, its high nibbles in another (mxfp4: each through vpshufb to its
+// unsigned code), and two vpdpbusd (unsigned weight x signed code, 4 products a
+// lane each) on top of the lane's bias give the exact integer dot of the
+// header's lane. Then one fma a lane with dw * d.
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
 // -W(maybe-)uninitialized reports at every inlined use.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -27,10 +28,10 @@ namespace {
 struct Avx512VnniOps {
   using Acc = __m512;
   // A group's 4 blocks of one row: the nibble bytes as 64 unsigned bytes (block
-  // s at 16 s), the 4 f16 scales in the low 64 bits.
+  // s at 16 s), and dw of each block.
   struct GroupWeights {
     __m512i bytes;
-    __m128i half_scales;
+    __m128 scales;
   };
   static constexpr int kRows = 4, kTokens = 4;  // 16 accumulators
 
@@ -41,29 +42,28 @@ struct Avx512VnniOps {
     return ReduceEightLanes(_mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1)));
   }
 
-  template <bool kGgml>
+  template <TensorFormat F>
   WARP_Q8_INLINE static GroupWeights LoadFullGroup(const std::byte* data, const std::byte* scales,
                                                    uint64_t g) {
-    if constexpr (kGgml) {
-      const std::byte* block = data + 72 * g;
-      const auto at = [&](int s) { return GgmlBlockNibbles(block, s); };
+    const __m128 dw = GroupScales<F>(data, scales, g);
+    if constexpr (Layout<F>::kScaleInBlock) {
+      const std::byte* group = data + Layout<F>::kGroupBytes * g;
+      const auto at = [&](int s) { return GroupNibbleBytes<F>(group, s); };
       __m512i bytes = _mm512_castsi128_si512(at(0));
       bytes = _mm512_inserti32x4(bytes, at(1), 1);
       bytes = _mm512_inserti32x4(bytes, at(2), 2);
       bytes = _mm512_inserti32x4(bytes, at(3), 3);
-      return {bytes, GgmlGroupHalfScales(block)};
+      return {bytes, dw};
     } else {
-      return {_mm512_loadu_si512(data + 64 * g),
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 8 * g))};
+      return {_mm512_loadu_si512(data + 64 * g), dw};
     }
   }
 
   static GroupWeights LoadPartialGroup(const PartialGroup& group) {
-    return {_mm512_load_si512(group.bytes),
-            _mm_load_si128(reinterpret_cast<const __m128i*>(group.halves))};
+    return {_mm512_load_si512(group.bytes), _mm_load_ps(group.scales)};
   }
 
-  template <int R, int T>
+  template <bool kFp4, int R, int T>
   WARP_Q8_INLINE static void Step(const GroupWeights (&gw)[R], const TokenGroups<T>& x, uint64_t g,
                                   uint64_t count, Acc (&acc)[R][T]) {
     const __mmask16 lanes = static_cast<__mmask16>((1u << (4 * count)) - 1);
@@ -71,10 +71,14 @@ struct Avx512VnniOps {
     const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
-      const __m512i low = _mm512_and_si512(gw[i].bytes, low4);
-      const __m512i high = _mm512_and_si512(_mm512_srli_epi16(gw[i].bytes, 4), low4);
-      const __m512 dw =
-          _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_cvtph_ps(gw[i].half_scales)));
+      __m512i low = _mm512_and_si512(gw[i].bytes, low4);
+      __m512i high = _mm512_and_si512(_mm512_srli_epi16(gw[i].bytes, 4), low4);
+      if constexpr (kFp4) {
+        const __m512i table = _mm512_broadcast_i32x4(Fp4Unsigned());
+        low = _mm512_shuffle_epi8(table, low);
+        high = _mm512_shuffle_epi8(table, high);
+      }
+      const __m512 dw = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(gw[i].scales));
 #pragma GCC unroll 4
       for (int j = 0; j < T; ++j) {
         const int8_t* codes = x.codes[j] + 128 * g;

@@ -482,6 +482,24 @@ TEST_F(Q8ActivationsBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrT
   EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
 }
 
+// --activations q8 on MXFP4 experts kept native (gpt-oss): the E2M1 codes
+// through a byte table into the same integer dots.
+class Q8ActivationsMxfp4BitIdentityTest : public BitIdentityTest {
+ protected:
+  std::string FixtureName() const override { return "gpt_oss_mxfp4"; }
+};
+
+TEST_F(Q8ActivationsMxfp4BitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
+  SetReference("--activations q8 --threads 1");
+  ExpectIdentical("--activations q8 --threads 2");
+  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 1 --lookahead 16");
+  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 5 --budget 64M");
+  std::vector<std::string> addresses;
+  ASSERT_NO_FATAL_FAILURE(StartHalves("q", "1M", addresses));
+  ExpectIdentical("--activations q8 --stores " + absl::StrJoin(addresses, ","));
+  EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
+}
+
 // vq3r experts: table-lookup kernels over codebooks the engine holds, records
 // from daemons that know nothing of codebooks.
 class Vq3rBitIdentityTest : public BitIdentityTest {

@@ -32,19 +32,34 @@ std::vector<std::pair<std::string, KernelFn>> SimdKernels() {
   return kernels;
 }
 
-// Column e of a block as the weight stores it: its nibble - 8.
-int WeightCode(const MatrixView& w, uint64_t row, uint64_t col) {
-  const auto* nibbles =
-      reinterpret_cast<const uint8_t*>(internal::Q4BlockNibbles(w, row, col / 32));
-  const uint64_t e = col % 32;
-  const uint8_t byte = w.format == TensorFormat::kQ4B32 ? nibbles[e / 2] : nibbles[e % 16];
-  const bool high = w.format == TensorFormat::kQ4B32 ? e % 2 == 1 : e >= 16;
-  return (high ? byte >> 4 : byte & 0xf) - 8;
+bool LowNibbleFirst(TensorFormat format) {
+  return format == TensorFormat::kQ4B32 || format == TensorFormat::kMxfp4B32;
+}
+bool IsMxfp4(TensorFormat format) {
+  return format == TensorFormat::kMxfp4B32 || format == TensorFormat::kGgmlMxfp4;
 }
 
+// Column e of a block as the weight stores it, as an integer: q4, its nibble -
+// 8; mxfp4, twice its E2M1 value (the f32 kernels' value divided by the scale
+// below).
+int WeightCode(const MatrixView& w, uint64_t row, uint64_t col) {
+  const auto* nibbles = reinterpret_cast<const uint8_t*>(internal::BlockNibbles(w, row, col / 32));
+  const uint64_t e = col % 32;
+  const uint8_t byte = LowNibbleFirst(w.format) ? nibbles[e / 2] : nibbles[e % 16];
+  const bool high = LowNibbleFirst(w.format) ? e % 2 == 1 : e >= 16;
+  const int nibble = high ? byte >> 4 : byte & 0xf;
+  if (!IsMxfp4(w.format)) return nibble - 8;
+  static constexpr int kTwiceE2M1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  return kTwiceE2M1[nibble];
+}
+
+// The block's scale, as the f32 kernels apply it: f16, or 2^(e - 127) halved
+// (for the doubled code above).
 float WeightScale(const MatrixView& w, uint64_t row, uint64_t block) {
+  const std::byte* at = internal::BlockScaleBytes(w, row, block);
+  if (IsMxfp4(w.format)) return std::ldexp(1.0f, static_cast<int>(static_cast<uint8_t>(*at)) - 128);
   uint16_t h;
-  std::memcpy(&h, internal::Q4BlockHalfScale(w, row, block), 2);
+  std::memcpy(&h, at, 2);
   return HalfToFloat(h);
 }
 
@@ -66,13 +81,13 @@ TEST_P(Q8ActivationsTest, QuantizesEachBlockToItsMaximumOver127) {
   int32_t lane0 = 0;
   for (int e = 0; e < 32; ++e) {
     const int expected = static_cast<int>(std::nearbyint(x[e] * (127.0f / 4.0f)));
-    const bool high = format == TensorFormat::kQ4B32 ? e % 2 == 1 : e >= 16;
-    const int byte = format == TensorFormat::kQ4B32 ? e / 2 : e % 16;
+    const bool high = LowNibbleFirst(format) ? e % 2 == 1 : e >= 16;
+    const int byte = LowNibbleFirst(format) ? e / 2 : e % 16;
     EXPECT_EQ(codes[(high ? 64 : 0) + byte], expected) << "column " << e;
     if (byte < 4) lane0 += expected;
   }
   EXPECT_EQ(codes[0], -127);  // column 0, x = -4, in both orders
-  EXPECT_EQ(q.Bias(0, 0)[0], -8 * lane0);
+  EXPECT_EQ(q.Bias(0, 0)[0], (IsMxfp4(format) ? -12 : -8) * lane0);
   for (int i = 16; i < 32; ++i) EXPECT_EQ(codes[i], 0) << "the NaN block is all zero codes";
 }
 
@@ -160,16 +175,27 @@ TEST_P(Q8ActivationsTest, EverySimdKernelEqualsTheScalarBitForBit) {
 
 TEST_P(Q8ActivationsTest, TinySubnormalAndNegativeValuesAgreeAcrossKernels) {
   // Activations below 127 / FLT_MAX (coded as 0), subnormal ones, and weight
-  // scales that are f16 subnormals or negative: still the scalar's bits.
+  // scales that are f16 subnormals or negative (q4), or E8M0 at its ends
+  // (mxfp4: 2^-128, a float subnormal; 2^126, whose products overflow; 255):
+  // still the scalar's bits.
   const TensorFormat format = GetParam();
   std::mt19937_64 rng(13);
   const uint64_t rows = 5, cols = 160;
   StoredMatrix m = RandomMatrix(format, rows, cols, rng);
   for (uint64_t r = 0; r < rows; ++r) {
     for (uint64_t b = 0; b < cols / 32; ++b) {
-      const uint16_t half = b % 3 == 0 ? 0x0001 : b % 3 == 1 ? 0x8000 | 0x1c00 : 0x03ff;
-      auto* at = const_cast<std::byte*>(internal::Q4BlockHalfScale(m.View(), r, b));
-      std::memcpy(at, &half, 2);
+      auto* at = const_cast<std::byte*>(internal::BlockScaleBytes(m.View(), r, b));
+      if (IsMxfp4(format)) {
+        const uint8_t e = r == 4 && b == 2 ? 255
+                          : b % 4 == 0     ? 0
+                          : b % 4 == 1     ? 1
+                          : b % 4 == 2     ? 127
+                                           : 254;
+        std::memcpy(at, &e, 1);
+      } else {
+        const uint16_t half = b % 3 == 0 ? 0x0001 : b % 3 == 1 ? 0x8000 | 0x1c00 : 0x03ff;
+        std::memcpy(at, &half, 2);
+      }
     }
   }
   std::vector<float> x = RandomVector(2 * cols, rng);
@@ -211,6 +237,7 @@ TEST_P(Q8ActivationsTest, AKeptQuantizationIsRedoneWhenTheInputChangesInPlace) {
   QuantizeActivations(other, x.data(), 2, 64, &other_fresh);
   EXPECT_EQ(kept.format, other);
   EXPECT_EQ(kept.codes, other_fresh.codes);
+  EXPECT_EQ(kept.bias, other_fresh.bias);  // mxfp4_b32 and q4_b32: same places, other offsets
 }
 
 TEST_P(Q8ActivationsTest, ABatchEqualsItsTokensOneByOne) {
@@ -248,7 +275,8 @@ TEST_P(Q8ActivationsTest, ANanActivationGivesNanOutputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Q8ActivationsTest,
-                         ::testing::Values(TensorFormat::kQ4B32, TensorFormat::kGgmlQ4_0),
+                         ::testing::Values(TensorFormat::kQ4B32, TensorFormat::kGgmlQ4_0,
+                                           TensorFormat::kMxfp4B32, TensorFormat::kGgmlMxfp4),
                          [](const auto& info) {
                            return std::string(TensorFormatName(info.param));
                          });
@@ -256,6 +284,9 @@ INSTANTIATE_TEST_SUITE_P(Formats, Q8ActivationsTest,
 TEST(Q8ActivationsPathTest, OnlyFourBitWeightsHaveOne) {
   EXPECT_TRUE(HasQ8Path(TensorFormat::kQ4B32));
   EXPECT_TRUE(HasQ8Path(TensorFormat::kGgmlQ4_0));
+  EXPECT_TRUE(HasQ8Path(TensorFormat::kMxfp4B32));
+  EXPECT_TRUE(HasQ8Path(TensorFormat::kGgmlMxfp4));
+  EXPECT_FALSE(HasQ8Path(TensorFormat::kVq3rB32));
   EXPECT_FALSE(HasQ8Path(TensorFormat::kQ8B32));
   EXPECT_FALSE(HasQ8Path(TensorFormat::kBF16));
   EXPECT_FALSE(HasQ8Path(TensorFormat::kGgmlQ4_K));

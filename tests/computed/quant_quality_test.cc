@@ -132,6 +132,31 @@ TEST_P(QuantQualityTest, EightBitActivationsCostLittleOverFourBitWeights) {
   EXPECT_LT(against_native.mean_kl, 1.1 * q4_against_native.mean_kl + 0.002);
 }
 
+// --activations q8 over MXFP4 experts kept as released (gpt-oss, Kimi K3): the
+// only rounding is the activations', measured against the same container with
+// f32 activations.
+class Mxfp4ActivationsQualityTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Mxfp4ActivationsQualityTest, EightBitActivationsCostLittleOverNativeMxfp4Experts) {
+  const fs::path fixture = warp::testing::FixtureDir(GetParam());
+  const std::vector<int32_t> tokens = ReadTokens(fixture / "tokens.txt");
+  warp::testing::TempDir dir;
+  WARP_ASSERT_OK(ConvertCheckpoint(fixture, dir / "native.warp", {}));
+  const std::vector<float> f32 = RunPrompt(dir / "native.warp", tokens);
+  const std::vector<float> q8 = RunPrompt(dir / "native.warp", tokens, /*q8_activations=*/true);
+  const Quality quality = Compare(f32, q8, f32.size() / tokens.size());
+  std::printf(
+      "[quality] %s experts=native mxfp4 activations=q8: against f32 activations mean KL %.6f "
+      "nats, top-1 %.1f%%\n",
+      GetParam().c_str(), quality.mean_kl, 100 * quality.top1_agreement);
+  EXPECT_GT(quality.mean_kl, 0.0) << "the q8 path did not run";
+  EXPECT_LT(quality.mean_kl, 0.01);
+  EXPECT_GE(quality.top1_agreement, 0.9);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Mxfp4ActivationsQualityTest,
+                         ::testing::Values("gpt_oss_mxfp4", "kimi_k3_mxfp4"));
+
 // The trained demo model (tests/demo_model) on its prompt and its own greedy
 // continuation: trained weights, where quantization error is what a user sees.
 TEST(DemoModelQuantQualityTest, QuantizedExpertsStayCloseToNative) {

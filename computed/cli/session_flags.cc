@@ -104,8 +104,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_flag("--no-certain", flags.no_certain,
                 "Do not read hash layers' experts at a chunk's start (DeepSeek V4; for A/B)");
   cmd->add_option("--activations", flags.activations,
-                  "f32 (default) or q8: 4-bit weights dot activations rounded to 8 bits per "
-                  "32, in integers (llama.cpp's Q4_0 x Q8_0; faster in RAM, rounds twice)")
+                  "f32 (default) or q8: 4-bit weights (q4, MXFP4) dot activations rounded to "
+                  "8 bits per 32, in integers (llama.cpp's Q4_0 x Q8_0; faster in RAM, rounds "
+                  "twice)")
       ->check(CLI::IsMember({"f32", "q8"}));
   cmd->add_option("--lookahead", flags.lookahead,
                   "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -118,7 +119,7 @@ double MeasureReadBound(std::span<const uint64_t> words, unsigned num_threads, u
 
 // Copies of one matrix with realistic magnitudes (no NaN, no subnormals):
 // f32/bf16 values in +-[1, 2), any q4/q8/mxfp4 code, f16 scales in [2^-8, 2^-7),
-// E8M0 scales 2^-7 .. 2^-4.
+// E8M0 scales 2^-7 .. 2^-4, in their own sub-tensor or inside ggml blocks.
 class Weights {
  public:
   Weights(TensorFormat format, size_t min_total_bytes)
@@ -136,6 +137,7 @@ class Weights {
       std::byte* base = bytes_.data() + copy * CopyBytes();
       Fill({base, data_bytes_}, /*is_scale=*/false, state);
       Fill({base + data_bytes_, scale_bytes_}, /*is_scale=*/true, state);
+      SetGgmlBlockScales({base, data_bytes_}, state);
     }
   }
 
@@ -165,6 +167,45 @@ class Weights {
         word = (word & 0x807f807f807f807fu) | 0x3f803f803f803f80u;
       }
       std::memcpy(out.data() + i, &word, sizeof(word));
+    }
+  }
+
+  // The ggml formats keep their scales inside each block, which Fill left
+  // random: any f16 (NaN, 65504) or E8M0 (2^-127, whose products are float
+  // subnormals, each a microcode assist). Sets them as Fill sets the others.
+  void SetGgmlBlockScales(std::span<std::byte> data, uint64_t& state) const {
+    const std::optional<GgmlBlockLayout> layout = GgmlBlockLayoutOf(format_);
+    if (!layout) return;
+    std::vector<uint64_t> halves;  // offsets in a block of its f16 scales
+    switch (format_) {
+      case TensorFormat::kGgmlMxfp4:
+        for (size_t b = 0; b < data.size(); b += layout->bytes) {
+          data[b] = static_cast<std::byte>((SplitMix(state) & 3) | 0x78);
+        }
+        return;
+      case TensorFormat::kGgmlQ4_1:
+      case TensorFormat::kGgmlQ5_1:
+      case TensorFormat::kGgmlQ4_K:
+      case TensorFormat::kGgmlQ5_K:
+        halves = {0, 2};
+        break;
+      case TensorFormat::kGgmlQ2_K:
+        halves = {80, 82};
+        break;
+      case TensorFormat::kGgmlQ3_K:
+        halves = {108};
+        break;
+      case TensorFormat::kGgmlQ6_K:
+        halves = {208};
+        break;
+      default:  // q4_0, q5_0, q8_0: d first
+        halves = {0};
+    }
+    for (size_t b = 0; b < data.size(); b += layout->bytes) {
+      for (uint64_t at : halves) {
+        const auto half = static_cast<uint16_t>((SplitMix(state) & 0x03ff) | 0x1c00);
+        std::memcpy(data.data() + b + at, &half, sizeof(half));
+      }
     }
   }
 

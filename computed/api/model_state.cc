@@ -44,6 +44,15 @@ absl::Status CheckCounts(const warp_model_options& options) {
   return absl::OkStatus();
 }
 
+// options.activations: NULL or "f32" is false, "q8" true.
+absl::StatusOr<bool> WantsQ8Activations(const warp_model_options& options) {
+  const std::string activations = OrEmpty(options.activations);
+  if (activations.empty() || activations == "f32") return false;
+  if (activations == "q8") return true;
+  return absl::InvalidArgumentError(
+      absl::StrCat("options.activations: \"", activations, "\" is not f32 or q8"));
+}
+
 // A path that is missing or not a container directory, said plainly before
 // Container::Open reports the manifest it could not find.
 absl::Status CheckModelPath(const std::string& path) {
@@ -65,7 +74,8 @@ absl::Status CheckModelPath(const std::string& path) {
   return absl::OkStatus();
 }
 
-SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t context) {
+SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t context,
+                                bool q8_activations) {
   SessionOptions session{.model = options.path,
                          .bank_dirs = computed::SplitList(OrEmpty(options.bank_dirs)),
                          .stores = computed::SplitList(OrEmpty(options.stores)),
@@ -73,6 +83,7 @@ SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t cont
                          .io_threads = options.io_threads ? options.io_threads : 4,
                          .prefill_chunk = options.prefill_chunk,
                          .max_positions = context};
+  session.q8_activations = q8_activations;
   if (options.budget_bytes != 0) session.budget_bytes = options.budget_bytes;
   session.store_tls = {.ca = OrEmpty(options.tls_ca),
                        .cert = OrEmpty(options.tls_cert),
@@ -86,6 +97,7 @@ SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t cont
 absl::StatusOr<std::shared_ptr<const ModelState>> ModelState::Open(
     const warp_model_options& options) {
   WARP_RETURN_IF_ERROR(CheckCounts(options));
+  WARP_ASSIGN_OR_RETURN(const bool q8_activations, WantsQ8Activations(options));
   const std::string path = OrEmpty(options.path);
   WARP_RETURN_IF_ERROR(CheckModelPath(path));
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> container, Container::Open(path));
@@ -103,7 +115,7 @@ absl::StatusOr<std::shared_ptr<const ModelState>> ModelState::Open(
     const uint32_t trained = config.max_position_embeddings;
     context = trained ? std::min(trained, kDefaultContext) : kDefaultContext;
   }
-  state->session_options_ = ToSessionOptions(options, context);
+  state->session_options_ = ToSessionOptions(options, context, q8_activations);
   return state;
 }
 

@@ -87,6 +87,49 @@ TEST(ApiGenerateTest, GreedyIdsEqualComputedRun) {
   warp_free(line);
 }
 
+// options.activations = "q8" is `computed run --activations q8`: on the demo
+// model with q4 experts, a sampled continuation on a seed where the CLI's q8
+// and f32 runs part (found here, not fixed: the search is deterministic) is
+// the CLI's q8 one.
+TEST(ApiGenerateTest, EightBitActivationsAreTheCliFlag) {
+  const std::string q4 = (ScratchDir() / "kjv-q4.warp").string();
+  auto convert =
+      RunBinary("computed", "--log-level warn convert --quiet " +
+                                (warp::testing::SourceDir() / "tests/demo_model/kjv-moe").string() +
+                                " " + q4 + " --experts q4");
+  ASSERT_EQ(convert.exit_code, 0) << convert.output;
+  warp_model_options options = DemoOptions();
+  options.path = q4.c_str();
+  ModelPtr model = OpenModel(options);
+  const std::vector<int32_t> prompt = Tokenize(model.get(), kPrompt, /*add_special_tokens=*/true);
+  const auto cli = [&](uint64_t seed, const std::string& extra) {
+    auto result = RunBinary("computed", "--log-level warn run " + q4 + " --ids " +
+                                            absl::StrJoin(prompt, ",") +
+                                            " -n 40 --ignore-eos --temperature 1.5 --seed " +
+                                            std::to_string(seed) + " " + extra);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return Printed(result.output);
+  };
+  uint64_t seed = 1;
+  std::string q8_ids;
+  for (; seed <= 8; ++seed) {
+    q8_ids = cli(seed, "--activations q8");
+    if (q8_ids != cli(seed, "")) break;
+  }
+  ASSERT_LE(seed, 8u) << "no seed of 8 tells q8 from f32 activations apart";
+  options.activations = "q8";
+  ModelPtr q8_model = OpenModel(options);
+  SessionPtr session = OpenSession(q8_model.get());
+  ASSERT_EQ(warp_session_prefill(session.get(), prompt.data(), prompt.size()), WARP_OK)
+      << warp_last_error();
+  warp_generate_options sampled = Greedy(40, /*ignore_eos=*/true);
+  sampled.temperature = 1.5f;
+  sampled.seed = seed;
+  Collected collected;
+  ASSERT_EQ(Generate(session.get(), sampled, collected).status, WARP_OK) << warp_last_error();
+  EXPECT_EQ(absl::StrJoin(collected.ids, ","), q8_ids) << "seed " << seed;
+}
+
 TEST(ApiGenerateTest, ChatTextEqualsComputedRun) {
   ModelPtr model = OpenModel(DemoOptions());
   char* prompt = nullptr;

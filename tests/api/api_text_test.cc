@@ -135,6 +135,10 @@ TEST(ApiTextTest, BadOptionsAreRefusedNamingTheField) {
   EXPECT_EQ(warp_model_open(&options, &model), WARP_INVALID_ARGUMENT);
   EXPECT_THAT(warp_last_error(), HasSubstr("options.io_threads: 100000"));
   options = DemoOptions();
+  options.activations = "int4";
+  EXPECT_EQ(warp_model_open(&options, &model), WARP_INVALID_ARGUMENT);
+  EXPECT_THAT(warp_last_error(), HasSubstr("options.activations: \"int4\" is not f32 or q8"));
+  options = DemoOptions();
   options.struct_size = 0;
   EXPECT_EQ(warp_model_open(&options, &model), WARP_INVALID_ARGUMENT);
   EXPECT_THAT(warp_last_error(), HasSubstr("struct_size"));

@@ -57,6 +57,12 @@ void ArcOrder::Erase(const ExpertKey& key) {
   TrimGhosts();
 }
 
+void ArcOrder::SetCapacity(uint64_t keys) {
+  capacity_ = keys;
+  p_ = std::min(p_, capacity_);
+  TrimGhosts();
+}
+
 void ArcOrder::TrimGhosts() {
   // |T1| + |B1| <= c and |B1| + |B2| <= c, dropping the oldest ghosts.
   auto drop_oldest = [&](ListId id) {

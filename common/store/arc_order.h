@@ -11,8 +11,8 @@
 //
 // DEMAND and CERTAIN accesses count as use (promote to T2); LOOKAHEAD inserts
 // enter T1 and LOOKAHEAD touches change nothing, so an unused prediction is
-// never promoted. The cache's capacity is not told to the order: it takes the
-// most keys ever held at once as c (ghost lists are bounded by it).
+// never promoted. c (which bounds the ghost lists) is the most keys held at
+// once, or the capacity SetCapacity last gave, whichever came later.
 //
 // Thread-compatible.
 
@@ -31,8 +31,10 @@ class ArcOrder final : public EvictionOrder {
   void Erase(const ExpertKey& key) override;
   void ForEachCandidate(absl::FunctionRef<bool(const ExpertKey&)> visit) const override;
   size_t size() const override { return resident_.size(); }
+  void SetCapacity(uint64_t keys) override;
 
-  uint64_t target_t1() const { return p_; }  // for tests
+  uint64_t target_t1() const { return p_; }         // for tests
+  size_t ghosts() const { return ghosts_.size(); }  // for tests
 
  private:
   enum ListId { kT1, kT2, kB1, kB2 };
@@ -50,7 +52,7 @@ class ArcOrder final : public EvictionOrder {
   absl::flat_hash_map<ExpertKey, Where> resident_;  // in T1 or T2
   absl::flat_hash_map<ExpertKey, Where> ghosts_;    // in B1 or B2
   uint64_t p_ = 0;                                  // target size of T1, in keys
-  uint64_t capacity_ = 0;                           // c: the most keys held at once
+  uint64_t capacity_ = 0;                           // c, in keys
 };
 
 }  // namespace warp

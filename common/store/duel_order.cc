@@ -35,15 +35,7 @@ void DuelOrder::Use(const ExpertKey& key, Priority priority) {
       shadow.order->Touch(key, priority);
       continue;
     }
-    if (shadow.keys.size() >= capacity_) {
-      ExpertKey victim;
-      shadow.order->ForEachCandidate([&](const ExpertKey& first) {
-        victim = first;
-        return false;
-      });
-      shadow.order->Erase(victim);
-      shadow.keys.erase(victim);
-    }
+    if (!shadow.keys.empty() && shadow.keys.size() >= capacity_) EvictOne(shadow);
     shadow.order->Insert(key, priority);
     shadow.keys.insert(key);
   }
@@ -54,6 +46,31 @@ void DuelOrder::Use(const ExpertKey& key, Priority priority) {
   if (shadows_[best].score > shadows_[leader_].score * (1 + kTakeOverShare) + kTakeOverHits) {
     leader_ = best;
   }
+}
+
+void DuelOrder::EvictOne(Shadow& shadow) {
+  ExpertKey victim;
+  shadow.order->ForEachCandidate([&](const ExpertKey& first) {
+    victim = first;
+    return false;
+  });
+  shadow.order->Erase(victim);
+  shadow.keys.erase(victim);
+}
+
+void DuelOrder::SetCapacity(uint64_t keys) {
+  capacity_ = keys;
+  for (auto& order : real_) order->SetCapacity(keys);
+  for (Shadow& shadow : shadows_) {
+    while (shadow.keys.size() > keys) EvictOne(shadow);
+    shadow.order->SetCapacity(keys);
+  }
+}
+
+size_t DuelOrder::largest_shadow() const {
+  size_t largest = 0;
+  for (const Shadow& shadow : shadows_) largest = std::max(largest, shadow.keys.size());
+  return largest;
 }
 
 void DuelOrder::Insert(const ExpertKey& key, Priority priority) {

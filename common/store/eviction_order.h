@@ -36,6 +36,10 @@ class EvictionOrder {
   // returns false. `visit` must not change the order.
   virtual void ForEachCandidate(absl::FunctionRef<bool(const ExpertKey&)> visit) const = 0;
   virtual size_t size() const = 0;
+  // The cache now holds at most `keys` records (a memory governor's shrink or
+  // regrowth). Orders that size themselves by the most keys held at once
+  // (ARC's c, the duel's shadow caches) take it instead; the others ignore it.
+  virtual void SetCapacity(uint64_t /*keys*/) {}
 };
 
 // Which EvictionOrder a store's cache uses (ExpertdConfig.cache_policy).

@@ -87,6 +87,7 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
   by_last_demand_.insert(ColdKey{entry.last_demand, entry.last_use, key});
   order_->Insert(key, priority);
   used_bytes_ += bytes;
+  largest_entry_bytes_ = std::max(largest_entry_bytes_, bytes);
   ++stats_.inserts;
   return victims;
 }
@@ -103,11 +104,16 @@ void RecordCache::ForgetForesight(uint32_t through_layer) {
 
 std::vector<ExpertKey> RecordCache::SetCapacity(uint64_t bytes) {
   capacity_bytes_ = bytes;
-  if (used_bytes_ <= bytes) return {};
-  // Pinned records stay; the order's first unpinned ones go until the rest fit.
-  const uint64_t need = std::min(used_bytes_ - bytes, used_bytes_ - pinned_bytes_);
-  std::vector<ExpertKey> victims = need > 0 ? PickVictims(need) : std::vector<ExpertKey>{};
-  for (const ExpertKey& victim : victims) Evict(victim);
+  std::vector<ExpertKey> victims;
+  if (used_bytes_ > bytes) {
+    // Pinned records stay; the order's first unpinned ones go until the rest fit.
+    const uint64_t need = std::min(used_bytes_ - bytes, used_bytes_ - pinned_bytes_);
+    if (need > 0) victims = PickVictims(need);
+    for (const ExpertKey& victim : victims) Evict(victim);
+  }
+  // The order's shadows and ghosts size themselves in keys: as many records
+  // as the new capacity holds (the store charges every record one slot).
+  if (largest_entry_bytes_ > 0) order_->SetCapacity(bytes / largest_entry_bytes_);
   return victims;
 }
 

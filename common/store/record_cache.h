@@ -108,7 +108,8 @@ class RecordCache {
   // Changes the capacity (a memory governor's shrink or regrowth). Returns the
   // keys evicted to fit under it, in eviction order (the caller frees their
   // buffers); pinned records stay, so used_bytes() may exceed the capacity
-  // until they are unpinned and later inserts evict them.
+  // until they are unpinned and later inserts evict them. The order is told
+  // the capacity in records of the largest size admitted so far.
   std::vector<ExpertKey> SetCapacity(uint64_t bytes);
 
   // Pins nest: pinning twice needs two Unpins.
@@ -167,12 +168,13 @@ class RecordCache {
   const std::unique_ptr<EvictionOrder> order_;  // every resident key, pinned ones included
   uint64_t capacity_bytes_;                     // options_.capacity_bytes until SetCapacity
   EntryMap entries_;
-  std::set<ColdKey> by_last_demand_;  // unpinned entries only
+  std::set<ColdKey> by_last_demand_;         // unpinned entries only
   absl::flat_hash_set<ExpertKey> foreseen_;  // resident, predicted, not used yet
-  uint64_t access_clock_ = 0;         // every access
-  uint64_t demand_clock_ = 0;         // demand/certain accesses only
+  uint64_t access_clock_ = 0;                // every access
+  uint64_t demand_clock_ = 0;                // demand/certain accesses only
   uint64_t used_bytes_ = 0;
   uint64_t pinned_bytes_ = 0;
+  uint64_t largest_entry_bytes_ = 0;  // to tell the order its capacity in keys
   Stats stats_;
 };
 

@@ -80,5 +80,23 @@ TEST(ArcOrderTest, EraseForgetsAKeyAndGhostsStayBounded) {
   EXPECT_THAT(CandidateExperts(order), ElementsAre(996, 997, 998, 999));
 }
 
+TEST(ArcOrderTest, AShrinkBoundsTheTargetAndTheGhostsByTheNewCapacity) {
+  ArcOrder order;
+  for (uint32_t expert = 0; expert < 16; ++expert) order.Insert(Key(expert), Priority::kDemand);
+  for (uint32_t expert = 0; expert < 16; ++expert) order.Erase(Key(expert));  // 16 ghosts in B1
+  for (uint32_t expert = 0; expert < 6; ++expert) order.Insert(Key(expert), Priority::kDemand);
+  ASSERT_EQ(order.target_t1(), 6u);  // six B1 ghost hits
+  ASSERT_EQ(order.ghosts(), 10u);
+  // A governor's shrink: the cache evicts down to 2 records, then says so.
+  for (uint32_t expert = 0; expert < 4; ++expert) order.Erase(Key(expert));
+  order.SetCapacity(2);
+  EXPECT_EQ(order.size(), 2u);
+  EXPECT_LE(order.ghosts(), 2u);
+  EXPECT_LE(order.target_t1(), 2u);
+  // Regrowth: c follows the keys held again.
+  for (uint32_t expert = 100; expert < 104; ++expert) order.Insert(Key(expert), Priority::kDemand);
+  EXPECT_EQ(order.size(), 6u);
+}
+
 }  // namespace
 }  // namespace warp

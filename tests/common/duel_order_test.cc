@@ -139,6 +139,35 @@ TEST(DuelOrderTest, LookaheadAccessesAreHeldButNotScored) {
   EXPECT_THAT(CandidateExperts(duel), ElementsAre(0));
 }
 
+TEST(DuelOrderTest, AShrinkEmptiesTheShadowsDownToTheNewCapacity) {
+  DuelOrder order;
+  absl::flat_hash_set<uint32_t> resident;
+  std::vector<uint32_t> experts(100);
+  for (uint32_t i = 0; i < 100; ++i) experts[i] = i;
+  Replay(order, resident, experts, 100);
+  ASSERT_EQ(order.largest_shadow(), 100u);
+  // A governor's shrink: the cache evicts 90 records, then says so. Shadows
+  // still of 100 would score hits no cache of 10 can have.
+  for (int i = 0; i < 90; ++i) {
+    uint32_t victim = 0;
+    order.ForEachCandidate([&](const ExpertKey& first) {
+      victim = first.expert;
+      return false;
+    });
+    order.Erase(Key(victim));
+    resident.erase(victim);
+  }
+  order.SetCapacity(10);
+  EXPECT_EQ(order.largest_shadow(), 10u);
+  Replay(order, resident, experts, 10);
+  EXPECT_EQ(order.largest_shadow(), 10u);
+  // Regrowth: the shadows follow the keys held again.
+  for (uint32_t expert = 1000; expert < 1010; ++expert) {
+    order.Insert(Key(expert), Priority::kDemand);
+  }
+  EXPECT_EQ(order.largest_shadow(), 20u);
+}
+
 TEST(DuelOrderTest, EraseForgetsTheKeyInEveryOrder) {
   DuelOrder duel;
   absl::flat_hash_set<uint32_t> resident;

@@ -109,7 +109,7 @@ grpc::Status ExpertServiceImpl::Prefetch(grpc::ServerContext*, const v1::Prefetc
                                          v1::PrefetchReply* reply) {
   const InFlight call(*this);
   if (!call.admitted()) return ShuttingDown();
-  reply->set_accepted(handler_.Prefetch(request->keys(), request->priority()));
+  reply->set_accepted(handler_.Prefetch(request->keys(), request->priority(), request->client()));
   return grpc::Status::OK;
 }
 
@@ -118,7 +118,7 @@ grpc::Status ExpertServiceImpl::CancelSpeculative(grpc::ServerContext*,
                                                   v1::CancelSpeculativeReply* reply) {
   const InFlight call(*this);
   if (!call.admitted()) return ShuttingDown();
-  reply->set_cancelled(handler_.CancelSpeculative(request->through_layer()));
+  reply->set_cancelled(handler_.CancelSpeculative(request->through_layer(), request->client()));
   return grpc::Status::OK;
 }
 

@@ -44,7 +44,8 @@ absl::StatusOr<std::shared_ptr<ReadBatch>> RequestHandler::Read(const ProtoKeys&
   return store_.Read(converted, FromProto(priority));
 }
 
-uint32_t RequestHandler::Prefetch(const ProtoKeys& keys, v1::Priority priority) const {
+uint32_t RequestHandler::Prefetch(const ProtoKeys& keys, v1::Priority priority,
+                                  ClientId client) const {
   std::vector<ExpertKey> held;
   for (const v1::ExpertKey& key : keys) {
     if (held.size() == max_keys_) break;  // a hint: the excess is dropped
@@ -52,13 +53,13 @@ uint32_t RequestHandler::Prefetch(const ProtoKeys& keys, v1::Priority priority) 
       held.push_back({key.layer(), key.expert()});
     }
   }
-  store_.Prefetch(held,
-                  priority == v1::PRIORITY_CERTAIN ? Priority::kCertain : Priority::kLookahead);
+  store_.PrefetchFor(
+      held, priority == v1::PRIORITY_CERTAIN ? Priority::kCertain : Priority::kLookahead, client);
   return static_cast<uint32_t>(held.size());
 }
 
-uint32_t RequestHandler::CancelSpeculative(uint32_t through_layer) const {
-  return static_cast<uint32_t>(store_.CancelLookahead(through_layer));
+uint32_t RequestHandler::CancelSpeculative(uint32_t through_layer, ClientId client) const {
+  return static_cast<uint32_t>(store_.CancelLookahead(through_layer, client));
 }
 
 void RequestHandler::Describe(v1::DescribeReply* reply) const {

@@ -42,11 +42,13 @@ class RequestHandler {
   // Hints: queues reads of the first max_keys_per_request held keys and drops
   // the rest (keys past the limit and keys this daemon does not hold) — a
   // hint is never refused as a whole. Priority CERTAIN stays CERTAIN, any
-  // other is LOOKAHEAD. Returns how many keys it passed to the store.
-  uint32_t Prefetch(const ProtoKeys& keys, v1::Priority priority) const;
+  // other is LOOKAHEAD. Returns how many keys it passed to the store. The
+  // hints are `client`'s.
+  uint32_t Prefetch(const ProtoKeys& keys, v1::Priority priority, ClientId client) const;
 
-  // Drops queued lookahead reads of layers <= through_layer; returns how many.
-  uint32_t CancelSpeculative(uint32_t through_layer) const;
+  // Withdraws `client`'s lookahead hints of layers <= through_layer, dropping
+  // the queued reads no client hints any more; returns how many.
+  uint32_t CancelSpeculative(uint32_t through_layer, ClientId client) const;
 
   // A record's failure as a client sees it: the layer and expert, with the
   // daemon's directories taken out of it (bank files by their names in the

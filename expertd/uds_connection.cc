@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <atomic>
 #include <cerrno>
 #include <vector>
 
@@ -15,9 +16,22 @@
 #include "common/wire/proto_convert.h"
 
 namespace warp::expertd {
+namespace {
+
+// The connection's client id for its hints: a counter with the top bit set,
+// apart from gRPC clients' random ids but for a 2^-63 chance per pair.
+ClientId NextConnectionClient() {
+  static std::atomic<uint64_t> next{1};
+  return (uint64_t{1} << 63) | next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 UdsConnection::UdsConnection(ScopedFd socket, const RequestHandler& handler, const Limits& limits)
-    : socket_(std::move(socket)), handler_(handler), limits_(limits) {
+    : socket_(std::move(socket)),
+      handler_(handler),
+      limits_(limits),
+      client_(NextConnectionClient()) {
   // Once a frame has begun, each receive waits at most this long.
   const auto stall = std::chrono::duration_cast<std::chrono::microseconds>(limits_.stall_timeout);
   const timeval timeout{.tv_sec = static_cast<time_t>(stall.count() / 1'000'000),
@@ -89,10 +103,10 @@ absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
       for (uint64_t id : request.release().lease_ids()) leases_.erase(id);
       return absl::OkStatus();
     case v1::FastPathRequest::kPrefetch:
-      handler_.Prefetch(request.prefetch().keys(), request.prefetch().priority());
+      handler_.Prefetch(request.prefetch().keys(), request.prefetch().priority(), client_);
       return absl::OkStatus();
     case v1::FastPathRequest::kCancelSpeculative:
-      handler_.CancelSpeculative(request.cancel_speculative().through_layer());
+      handler_.CancelSpeculative(request.cancel_speculative().through_layer(), client_);
       return absl::OkStatus();
     case v1::FastPathRequest::KIND_NOT_SET:
       break;

@@ -1,6 +1,7 @@
 #include "common/client/grpc_source.h"
 
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -91,8 +92,22 @@ absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
                                              " is unreachable: ", status.error_message(), hint));
 }
 
+namespace {
+
+// A client id of this source's own for its hints (PrefetchRequest.client):
+// random, non-zero (0 is the anonymous client every id-less client shares).
+ClientId RandomClientId() {
+  std::random_device device;
+  ClientId id = 0;
+  while (id == kLocalClient) id = (uint64_t{device()} << 32) | device();
+  return id;
+}
+
+}  // namespace
+
 GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel)
     : options_(options),
+      client_(RandomClientId()),
       channel_(std::move(channel)),
       stub_(v1::ExpertStore::NewStub(channel_)),
       retry_({.address = options.address,
@@ -145,6 +160,7 @@ void GrpcExpertSource::CancelLoop() {
     }
     v1::CancelSpeculativeRequest request;
     request.set_through_layer(through_layer);
+    request.set_client(client_);
     grpc::ClientContext context;
     context.set_wait_for_ready(false);  // a hint: never waits for a daemon that is down
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
@@ -156,6 +172,7 @@ void GrpcExpertSource::CancelLoop() {
 void GrpcExpertSource::SendPrefetch(const Job& job) {
   v1::PrefetchRequest request;
   request.set_priority(ToProto(job.priority));
+  request.set_client(client_);
   for (const ExpertKey& key : job.keys) {
     v1::ExpertKey* proto = request.add_keys();
     proto->set_layer(key.layer);

@@ -60,6 +60,8 @@ class GrpcExpertSource : public ExpertSource {
   void CancelSpeculative(uint32_t through_layer) override;
 
   const v1::DescribeReply& description() const { return description_; }
+  // The id its hints and cancels carry: a cancel withdraws only this client's hints.
+  ClientId client_id() const { return client_; }
   absl::StatusOr<v1::StatsReply> Stats() const;
   // The daemon's counters (a Stats RPC); empty if it cannot be reached.
   std::map<std::string, uint64_t> Counters() const override;
@@ -79,6 +81,7 @@ class GrpcExpertSource : public ExpertSource {
   absl::Status Attempt(const Job& job, std::vector<bool>& done);
 
   Options options_;
+  const ClientId client_;  // sent with its hints and cancels (PrefetchRequest.client)
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ExpertStore::Stub> stub_;
   v1::DescribeReply description_;

@@ -39,6 +39,12 @@ struct ExpertKey {
 // Order in which queued reads are served; mirrors warp.v1.Priority.
 enum class Priority { kDemand, kCertain, kLookahead };
 
+// Who hinted a speculative read: a daemon's clients each say theirs, so that
+// one's cancel drops only its own hints. kLocalClient is a store's own engine,
+// and every client that does not say.
+using ClientId = uint64_t;
+inline constexpr ClientId kLocalClient = 0;
+
 // How the store answered a request, as the requester sees it; mirrors
 // warp.v1.Served. A demand record found in the cache was a hit only if a
 // demand had used it before: one that a lookahead (or certain) read brought in

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/format/bank_format.h"
@@ -22,6 +23,11 @@
 
 namespace warp {
 namespace {
+
+// Adds `client` to a read's predictors, once.
+void AddClient(absl::InlinedVector<ClientId, 2>& clients, ClientId client) {
+  if (std::find(clients.begin(), clients.end(), client) == clients.end()) clients.push_back(client);
+}
 
 size_t LatencyBucket(double ms) {
   constexpr double kBounds[] = {0.1, 0.3, 1, 3, 10, 30, 100};
@@ -217,6 +223,7 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
   }
   CountServed(priority, served);
   flight.waiters.push_back({std::move(done), served});
+  if (priority != Priority::kDemand) AddClient(flight.predicted_by, kLocalClient);
   if (inserted) {
     flight.priority = priority;
     io_->Submit(key, priority);
@@ -235,13 +242,15 @@ void ExpertStore::CountServed(Priority priority, Served served) {
   if (priority == Priority::kDemand) ++stats_.demand_served[static_cast<size_t>(served)];
 }
 
-std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority) {
+std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority,
+                                           std::span<const ClientId> predicted_by) {
   if (arena_ == nullptr || banks_->RecordBytes(key) == 0) return std::nullopt;
   // Paced: only slots the prefault thread has backed (the arena hands them
   // out first), so that no read waits for fresh memory.
   const uint64_t limit = paced_ ? uint64_t{arena_->backed_slots()} * slot_bytes_ : UINT64_MAX;
   if (limit < cache_.capacity_bytes()) ++stats_.paced_inserts;
-  std::optional<std::vector<ExpertKey>> evicted = cache_.Insert(key, slot_bytes_, priority, limit);
+  std::optional<std::vector<ExpertKey>> evicted =
+      cache_.Insert(key, slot_bytes_, priority, limit, predicted_by);
   if (!evicted) return std::nullopt;
   for (const ExpertKey& old : *evicted) {
     arena_->Free(slots_.at(old));  // evicted keys are unpinned: no lease can see the slot
@@ -273,7 +282,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     if (it == in_flight_.end() || it->second.started) return;  // a duplicate job
     it->second.started = true;
     priority = it->second.priority;
-    slot = Admit(key, priority);
+    slot = Admit(key, priority, it->second.predicted_by);
     if (!slot) staged = Stage(key);
     if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
   }
@@ -362,25 +371,51 @@ std::shared_ptr<ReadBatch> ExpertStore::Read(std::span<const ExpertKey> keys, Pr
   return batch;
 }
 
-void ExpertStore::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+void ExpertStore::PrefetchFor(std::span<const ExpertKey> keys, Priority priority,
+                              ClientId client) {
   absl::MutexLock lock(&mu_);
   for (const ExpertKey& key : keys) {
-    if (in_flight_.contains(key)) continue;  // its insert will say it was predicted
-    if (cache_.Foresee(key)) continue;       // resident: spared until its layer passes
-    in_flight_[key].priority = priority;
+    if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+      // Queued: its insert will say who predicted it. Started: admitted
+      // already (unless staged), so foreseen now.
+      if (it->second.started) {
+        cache_.Foresee(key, client);
+      } else {
+        AddClient(it->second.predicted_by, client);
+      }
+      continue;
+    }
+    if (cache_.Foresee(key, client)) continue;  // resident: spared until its layer passes
+    InFlight& flight = in_flight_[key];
+    flight.priority = priority;
+    flight.predicted_by = {client};
     io_->Submit(key, priority);
   }
 }
 
-size_t ExpertStore::CancelLookahead(uint32_t through_layer) {
+size_t ExpertStore::CancelLookahead(uint32_t through_layer, ClientId client) {
   uint64_t before;
+  absl::flat_hash_set<ExpertKey> unwanted;  // queued guesses no client hints any more
   {
     absl::MutexLock lock(&mu_);
     before = stats_.lookahead_cancelled;
+    for (auto& [key, flight] : in_flight_) {
+      if (flight.started || flight.priority != Priority::kLookahead || key.layer > through_layer) {
+        continue;
+      }
+      auto& clients = flight.predicted_by;
+      clients.erase(std::remove(clients.begin(), clients.end(), client), clients.end());
+      if (clients.empty()) unwanted.insert(key);
+    }
+    cache_.ForgetForesight(through_layer, client);
   }
-  io_->DropQueued(Priority::kLookahead, through_layer);
+  // Unlocked: DropRead takes mu_. A hint of another client that arrives
+  // meanwhile for an unwanted key is dropped with it (a hint, not a read).
+  if (!unwanted.empty()) {
+    io_->DropQueued(Priority::kLookahead,
+                    [&](const ExpertKey& key) { return unwanted.contains(key); });
+  }
   absl::MutexLock lock(&mu_);
-  cache_.ForgetForesight(through_layer);
   return stats_.lookahead_cancelled - before;  // queue entries a demand took over don't count
 }
 

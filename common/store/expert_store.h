@@ -25,12 +25,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/store/bank_set.h"
@@ -99,12 +101,19 @@ class ExpertStore : public ExpertSource {
 
   // ExpertSource.
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
-  void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
+  void Prefetch(std::span<const ExpertKey> keys, Priority priority) override {
+    PrefetchFor(keys, priority, kLocalClient);
+  }
+  // Prefetch on behalf of `client` (a daemon's client): its hints, which only
+  // its own CancelLookahead withdraws.
+  void PrefetchFor(std::span<const ExpertKey> keys, Priority priority, ClientId client);
 
-  // Drops queued, not yet started LOOKAHEAD reads of layers <= through_layer
-  // (all layers by default); returns how many it cancelled (counted as
-  // lookahead_cancelled). Queue entries a demand took over are not cancelled.
-  size_t CancelLookahead(uint32_t through_layer = UINT32_MAX);
+  // `client` has passed the layers <= through_layer (all layers by default):
+  // withdraws its LOOKAHEAD hints of them and its foresight. A queued, not
+  // yet started read no other client still hints is dropped; returns how many
+  // were (counted as lookahead_cancelled). Queue entries a demand took over
+  // are not cancelled.
+  size_t CancelLookahead(uint32_t through_layer = UINT32_MAX, ClientId client = kLocalClient);
   void CancelSpeculative(uint32_t through_layer) override { CancelLookahead(through_layer); }
 
   // Sets the record cache's capacity (whole slots, at most the arena): a memory
@@ -147,6 +156,9 @@ class ExpertStore : public ExpertSource {
     std::vector<Waiter> waiters;
     Priority priority = Priority::kLookahead;
     bool started = false;
+    // The clients whose hints (or speculative reads) asked for it: its
+    // foresight's owners, and a LOOKAHEAD read stays queued while any is left.
+    absl::InlinedVector<ClientId, 2> predicted_by;
   };
 
   ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordArena> arena,
@@ -159,7 +171,8 @@ class ExpertStore : public ExpertSource {
   absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, std::optional<uint32_t> slot);
   // Admits `key` to the cache and gives it a slot, pinned for the read; frees
   // the slots of the records evicted for it. nullopt: read it uncached.
-  std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority)
+  std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority,
+                                std::span<const ClientId> predicted_by)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A free staging slot for a read the cache refused, or nullopt.
   std::optional<uint32_t> Stage(const ExpertKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

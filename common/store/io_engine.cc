@@ -34,13 +34,13 @@ void IoEngine::Submit(const ExpertKey& key, Priority priority) {
   queues_[static_cast<size_t>(priority)].push_back({key, priority});
 }
 
-size_t IoEngine::DropQueued(Priority priority, uint32_t through_layer) {
+size_t IoEngine::DropQueued(Priority priority, absl::FunctionRef<bool(const ExpertKey&)> drop) {
   std::deque<Job> dropped;
   {
     absl::MutexLock lock(&mu_);
     std::deque<Job>& queue = queues_[static_cast<size_t>(priority)];
     std::deque<Job> kept;
-    for (Job& job : queue) (job.key.layer <= through_layer ? dropped : kept).push_back(job);
+    for (Job& job : queue) (drop(job.key) ? dropped : kept).push_back(job);
     queue.swap(kept);
   }
   for (const Job& job : dropped) drop_(job.key, job.priority);

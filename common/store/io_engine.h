@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "common/store/expert_source.h"
 
@@ -34,10 +35,10 @@ class IoEngine {
 
   void Submit(const ExpertKey& key, Priority priority);
 
-  // Removes every queued, not yet started read of `priority` whose layer is
-  // <= `through_layer` (all of them by default); returns how many. The others
-  // keep their order.
-  size_t DropQueued(Priority priority, uint32_t through_layer = UINT32_MAX);
+  // Removes every queued, not yet started read of `priority` for which `drop`
+  // is true (called under the queue's lock: it must not call back); returns
+  // how many. The others keep their order.
+  size_t DropQueued(Priority priority, absl::FunctionRef<bool(const ExpertKey&)> drop);
 
   size_t queue_depth() const;
   size_t num_threads() const { return threads_.size(); }

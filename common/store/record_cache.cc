@@ -45,7 +45,8 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
 }
 
 std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, uint64_t bytes,
-                                                          Priority priority, uint64_t limit_bytes) {
+                                                          Priority priority, uint64_t limit_bytes,
+                                                          std::span<const ClientId> predicted_by) {
   WARP_CHECK(!Contains(key));
   const uint64_t capacity = std::min(capacity_bytes_, limit_bytes);
   // What must go for `bytes` to fit; more than `bytes` after a shrink left the
@@ -83,7 +84,13 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
     ++stats_.speculative_inserts;
   }
   entries_.emplace(key, entry);
-  if (options_.foresight && priority != Priority::kDemand) foreseen_.insert(key);  // predicted
+  if (options_.foresight && priority != Priority::kDemand) {  // predicted
+    if (predicted_by.empty()) {
+      foreseen_[key] = {kLocalClient};
+    } else {
+      foreseen_[key].assign(predicted_by.begin(), predicted_by.end());
+    }
+  }
   by_last_demand_.insert(ColdKey{entry.last_demand, entry.last_use, key});
   order_->Insert(key, priority);
   used_bytes_ += bytes;
@@ -92,14 +99,24 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
   return victims;
 }
 
-bool RecordCache::Foresee(const ExpertKey& key) {
+bool RecordCache::Foresee(const ExpertKey& key, ClientId client) {
   if (!entries_.contains(key)) return false;
-  if (options_.foresight) foreseen_.insert(key);
+  if (options_.foresight) {
+    absl::InlinedVector<ClientId, 2>& clients = foreseen_[key];
+    if (std::find(clients.begin(), clients.end(), client) == clients.end()) {
+      clients.push_back(client);
+    }
+  }
   return true;
 }
 
-void RecordCache::ForgetForesight(uint32_t through_layer) {
-  absl::erase_if(foreseen_, [&](const ExpertKey& key) { return key.layer <= through_layer; });
+void RecordCache::ForgetForesight(uint32_t through_layer, ClientId client) {
+  absl::erase_if(foreseen_, [&](auto& foreseen) {
+    auto& [key, clients] = foreseen;
+    if (key.layer > through_layer) return false;
+    clients.erase(std::remove(clients.begin(), clients.end(), client), clients.end());
+    return clients.empty();
+  });
 }
 
 std::vector<ExpertKey> RecordCache::SetCapacity(uint64_t bytes) {

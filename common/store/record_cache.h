@@ -18,9 +18,10 @@
 //   speculative records before all others.
 // - Foresight: a record the router lookahead has just predicted (a speculative
 //   or certain insert, or a prediction of a resident record) is spared by
-//   every eviction until its demand uses it or its layer has passed
-//   (ForgetForesight); it goes only when nothing else can. Belady's MIN owes
-//   its edge to knowing the next uses; the lookahead knows the next layer's.
+//   every eviction until its demand uses it or its layer has passed for every
+//   client that predicted it (ForgetForesight); it goes only when nothing else
+//   can. Belady's MIN owes its edge to knowing the next uses; the lookahead
+//   knows the next layer's.
 // - A corrupt record never enters: the store admits and pins a key for its
 //   read and Erases it if the read fails, so no failed record is ever found.
 //
@@ -31,11 +32,13 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 
@@ -91,18 +94,21 @@ class RecordCache {
   // or not enough evictable bytes (pinned records are never evicted;
   // kLookahead may only use free bytes or evict cold records). `limit_bytes`
   // caps the capacity for this insert alone: the cache evicts to stay within
-  // it, without shrinking (ExpertStore's paced growth).
+  // it, without shrinking (ExpertStore's paced growth). A speculative or
+  // certain insert is foreseen for the clients in `predicted_by` (none:
+  // kLocalClient).
   // REQUIRES: `key` is not resident.
   std::optional<std::vector<ExpertKey>> Insert(const ExpertKey& key, uint64_t bytes,
                                                Priority priority,
-                                               uint64_t limit_bytes = UINT64_MAX);
+                                               uint64_t limit_bytes = UINT64_MAX,
+                                               std::span<const ClientId> predicted_by = {});
 
-  // The lookahead predicts a use of the resident `key`: spare it until that
-  // use or ForgetForesight. Returns false if `key` is not resident.
-  bool Foresee(const ExpertKey& key);
-  // The layers up to `through_layer` have passed: their predictions no
-  // longer spare anything.
-  void ForgetForesight(uint32_t through_layer);
+  // `client`'s lookahead predicts a use of the resident `key`: spare it until
+  // that use or `client`'s ForgetForesight. Returns false if `key` is not resident.
+  bool Foresee(const ExpertKey& key, ClientId client = kLocalClient);
+  // The layers up to `through_layer` have passed for `client`: its
+  // predictions of them no longer spare anything (another client's still do).
+  void ForgetForesight(uint32_t through_layer, ClientId client = kLocalClient);
   bool IsForeseen(const ExpertKey& key) const { return foreseen_.contains(key); }
 
   // Changes the capacity (a memory governor's shrink or regrowth). Returns the
@@ -169,7 +175,8 @@ class RecordCache {
   uint64_t capacity_bytes_;                     // options_.capacity_bytes until SetCapacity
   EntryMap entries_;
   std::set<ColdKey> by_last_demand_;         // unpinned entries only
-  absl::flat_hash_set<ExpertKey> foreseen_;  // resident, predicted, not used yet
+  // Resident, predicted, not used yet: the clients whose predictions spare it.
+  absl::flat_hash_map<ExpertKey, absl::InlinedVector<ClientId, 2>> foreseen_;
   uint64_t access_clock_ = 0;                // every access
   uint64_t demand_clock_ = 0;                // demand/certain accesses only
   uint64_t used_bytes_ = 0;

@@ -717,6 +717,29 @@ TEST_F(ExpertStoreTest, CancelSpeculativeDropsOnlyLookaheadReadsOfPassedLayers) 
   EXPECT_FALSE(store_->IsCached({1, 2}));
 }
 
+// A daemon's clients hint for themselves: one's cancel withdraws its own hints,
+// and a queued guess is dropped only when no client hints it any more.
+TEST_F(ExpertStoreTest, AQueuedGuessStaysWhileAnyClientStillHintsIt) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  const std::vector<ExpertKey> first = {{1, 0}};
+  auto first_batch = Issue(first, Priority::kDemand);
+  read_blocked_.WaitForNotification();
+
+  store_->PrefetchFor(std::vector<ExpertKey>{{2, 0}, {2, 1}}, Priority::kLookahead, 7);
+  store_->PrefetchFor(std::vector<ExpertKey>{{2, 1}}, Priority::kLookahead, 9);
+  EXPECT_EQ(store_->CancelLookahead(2, 8), 0u);  // hinted nothing: drops nothing
+  EXPECT_EQ(store_->CancelLookahead(2, 7), 1u);  // {2, 0}; {2, 1} is still 9's
+  EXPECT_EQ(store_->CancelLookahead(), 0u);      // the local client hinted neither
+  release_read_.Notify();
+  ExpectBankBytes(first, *first_batch);
+  const std::vector<ExpertKey> sentinel = {{2, 6}};
+  auto sentinel_batch = Issue(sentinel, Priority::kLookahead);  // queued last: runs last
+  ExpectBankBytes(sentinel, *sentinel_batch);
+  EXPECT_THAT(reads(), ElementsAre(ExpertKey{1, 0}, ExpertKey{2, 1}, ExpertKey{2, 6}));
+  EXPECT_EQ(Counter("lookahead_cancelled"), 1u);
+}
+
 TEST_F(ExpertStoreTest, CancelSpeculativeNeverCancelsDemandOrCertainReads) {
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
   BlockNextRead();

@@ -473,6 +473,29 @@ TEST(RecordCacheTest, ForesightEndsWithItsUseOrItsLayer) {
   EXPECT_FALSE(cache.IsForeseen(Key(5, 3)));
 }
 
+// A daemon's clients each foresee for themselves: a record stays spared until
+// every client that predicted it has passed its layer.
+TEST(RecordCacheTest, ForesightLastsUntilEveryClientThatForesawItHasPassed) {
+  RecordCache cache = MakeCache(4);
+  InsertFresh(cache, Key(0, 1));
+  ASSERT_TRUE(cache.Foresee(Key(0, 1), /*client=*/7));
+  ASSERT_TRUE(cache.Foresee(Key(0, 1), /*client=*/9));
+  ASSERT_TRUE(cache.Foresee(Key(0, 1), /*client=*/9));  // twice is once
+  cache.ForgetForesight(1, /*client=*/7);
+  EXPECT_TRUE(cache.IsForeseen(Key(0, 1))) << "client 9 has not passed layer 1";
+  cache.ForgetForesight(1, kLocalClient);
+  EXPECT_TRUE(cache.IsForeseen(Key(0, 1)));
+  cache.ForgetForesight(1, /*client=*/9);
+  EXPECT_FALSE(cache.IsForeseen(Key(0, 1)));
+  // A speculative insert is foreseen for the clients that hinted it.
+  const std::vector<ClientId> hinted = {3, 4};
+  ASSERT_TRUE(cache.Insert(Key(1, 2), kRecordBytes, Priority::kLookahead, UINT64_MAX, hinted));
+  cache.ForgetForesight(2, 3);
+  EXPECT_TRUE(cache.IsForeseen(Key(1, 2)));
+  cache.ForgetForesight(2, 4);
+  EXPECT_FALSE(cache.IsForeseen(Key(1, 2)));
+}
+
 // A speculative read is a prediction: no other guess may evict it (even when
 // cold), and a demand takes it only when nothing else can go.
 TEST(RecordCacheTest, AGuessNeverEvictsAnotherGuess) {

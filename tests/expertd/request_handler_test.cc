@@ -123,6 +123,28 @@ class RequestHandlerTest : public ::testing::Test {
     return connection.ok() ? *connection : nullptr;
   }
 
+  // LOOKAHEAD hints of `experts` of `layer` in `client`'s name (a synchronous RPC).
+  void GrpcHint(ClientId client, uint32_t layer, const std::vector<uint32_t>& experts) {
+    v1::PrefetchRequest request;
+    for (uint32_t expert : experts) *request.add_keys() = ProtoKey(layer, expert);
+    request.set_priority(v1::PRIORITY_LOOKAHEAD);
+    request.set_client(client);
+    grpc::ClientContext context;
+    v1::PrefetchReply reply;
+    ASSERT_TRUE(stub_->Prefetch(&context, request, &reply).ok());
+  }
+
+  // `client` cancels its hints of layers <= through_layer: how many reads it dropped.
+  uint32_t GrpcCancel(ClientId client, uint32_t through_layer) {
+    v1::CancelSpeculativeRequest request;
+    request.set_through_layer(through_layer);
+    request.set_client(client);
+    grpc::ClientContext context;
+    v1::CancelSpeculativeReply reply;
+    EXPECT_TRUE(stub_->CancelSpeculative(&context, request, &reply).ok());
+    return reply.cancelled();
+  }
+
   // A LOOKAHEAD read over gRPC: served after every lookahead read queued before it.
   void GrpcLookaheadRead(uint32_t layer, uint32_t expert) {
     v1::ReadRequest request;
@@ -202,7 +224,7 @@ TEST_F(RequestHandlerTest, HintsOfKeysNotHeldAreDroppedNotCounted) {
   *keys.Add() = ProtoKey(1, 99);
   *keys.Add() = ProtoKey(7, 0);
   *keys.Add() = ProtoKey(2, 3);
-  EXPECT_EQ(handler_->Prefetch(keys, v1::PRIORITY_CERTAIN), 1u);
+  EXPECT_EQ(handler_->Prefetch(keys, v1::PRIORITY_CERTAIN, kLocalClient), 1u);
 }
 
 TEST_F(RequestHandlerTest, TooManyKeysFailTheReadAsAWholeOnBothTransports) {
@@ -235,16 +257,11 @@ TEST_F(RequestHandlerTest, CancelSpeculativeReachesTheStoreOverBothTransports) {
       store_->Read(std::vector<ExpertKey>{{1, 0}}, Priority::kDemand);
   read_blocked_.WaitForNotification();
 
-  // gRPC: hints queued by the synchronous Prefetch RPC, cancelled by the client.
-  v1::PrefetchRequest request;
-  *request.add_keys() = ProtoKey(1, 2);
-  *request.add_keys() = ProtoKey(1, 3);
-  request.set_priority(v1::PRIORITY_LOOKAHEAD);
-  grpc::ClientContext context;
-  v1::PrefetchReply reply;
-  ASSERT_TRUE(stub_->Prefetch(&context, request, &reply).ok());
+  // gRPC: the client's hints queued by the synchronous Prefetch RPC in its
+  // name, cancelled by the client.
   auto grpc_client = GrpcExpertSource::Connect({.address = grpc_address()});
   WARP_ASSERT_OK(grpc_client);
+  ASSERT_NO_FATAL_FAILURE(GrpcHint((*grpc_client)->client_id(), 1, {2, 3}));
   (*grpc_client)->CancelSpeculative(1);
   ASSERT_TRUE(AwaitCounter("lookahead_cancelled", 2));
 
@@ -259,6 +276,41 @@ TEST_F(RequestHandlerTest, CancelSpeculativeReachesTheStoreOverBothTransports) {
   WARP_ASSERT_OK(first->WaitAll().at(0));
   ASSERT_NO_FATAL_FAILURE(GrpcLookaheadRead(2, 7));  // everything queued before it is done
   EXPECT_THAT(reads(), ElementsAre(ExpertKey{1, 0}, ExpertKey{2, 7}));
+}
+
+// A daemon shared by several clients: one's cancel withdraws its own hints,
+// and a queued read goes only when no client hints it any more.
+TEST_F(RequestHandlerTest, ACancelWithdrawsOnlyItsOwnClientsHints) {
+  BlockNextRead();
+  std::shared_ptr<ReadBatch> first =
+      store_->Read(std::vector<ExpertKey>{{1, 0}}, Priority::kDemand);
+  read_blocked_.WaitForNotification();
+
+  // gRPC: the client ids the requests carry.
+  ASSERT_NO_FATAL_FAILURE(GrpcHint(111, 1, {2, 3}));
+  ASSERT_NO_FATAL_FAILURE(GrpcHint(222, 1, {3, 4}));
+  EXPECT_EQ(GrpcCancel(111, 1), 1u);  // {1, 2}; {1, 3} is still 222's
+  EXPECT_EQ(GrpcCancel(333, 1), 0u);  // a client that hinted nothing drops nothing
+  EXPECT_EQ(GrpcCancel(222, 1), 2u);
+
+  // Fast path: each connection is a client.
+  auto x = UdsExpertSource::Connect({.address = "fastpath:" + fastpath_path()});
+  auto y = UdsExpertSource::Connect({.address = "fastpath:" + fastpath_path()});
+  WARP_ASSERT_OK(x);
+  WARP_ASSERT_OK(y);
+  (*x)->Prefetch(std::vector<ExpertKey>{{2, 2}, {2, 3}}, Priority::kLookahead);
+  ASSERT_TRUE(AwaitCounter("queue_depth", 2));
+  (*y)->Prefetch(std::vector<ExpertKey>{{2, 3}, {2, 4}}, Priority::kLookahead);
+  ASSERT_TRUE(AwaitCounter("queue_depth", 3));
+  (*x)->CancelSpeculative(2);
+  ASSERT_TRUE(AwaitCounter("lookahead_cancelled", 4));  // {2, 2}: y still hints {2, 3}
+
+  release_read_.Notify();
+  WARP_ASSERT_OK(first->WaitAll().at(0));
+  ASSERT_NO_FATAL_FAILURE(GrpcLookaheadRead(2, 7));  // everything queued before it is done
+  EXPECT_THAT(reads(),
+              ElementsAre(ExpertKey{1, 0}, ExpertKey{2, 3}, ExpertKey{2, 4}, ExpertKey{2, 7}));
+  EXPECT_EQ(Counter("lookahead_cancelled"), 4u);
 }
 
 }  // namespace

@@ -18,6 +18,17 @@ using ::warp::testing::CandidateExperts;
 
 ExpertKey Key(uint32_t expert) { return {.layer = 0, .expert = expert}; }
 
+// Evicts `order`'s first candidate, as a cache does.
+void EvictFirst(EvictionOrder& order, absl::flat_hash_set<uint32_t>& resident) {
+  uint32_t victim = 0;
+  order.ForEachCandidate([&](const ExpertKey& first) {
+    victim = first.expert;
+    return false;
+  });
+  order.Erase(Key(victim));
+  resident.erase(victim);
+}
+
 // Replays demand accesses to `experts` through `order` as a cache of
 // `capacity` keys does (every miss admitted, the first candidate evicted).
 // Returns the hits.
@@ -30,15 +41,7 @@ uint64_t Replay(EvictionOrder& order, absl::flat_hash_set<uint32_t>& resident,
       order.Touch(Key(expert), Priority::kDemand);
       continue;
     }
-    if (resident.size() == capacity) {
-      uint32_t victim = 0;
-      order.ForEachCandidate([&](const ExpertKey& first) {
-        victim = first.expert;
-        return false;
-      });
-      order.Erase(Key(victim));
-      resident.erase(victim);
-    }
+    if (resident.size() == capacity) EvictFirst(order, resident);
     order.Insert(Key(expert), Priority::kDemand);
     resident.insert(expert);
   }
@@ -148,15 +151,7 @@ TEST(DuelOrderTest, AShrinkEmptiesTheShadowsDownToTheNewCapacity) {
   ASSERT_EQ(order.largest_shadow(), 100u);
   // A governor's shrink: the cache evicts 90 records, then says so. Shadows
   // still of 100 would score hits no cache of 10 can have.
-  for (int i = 0; i < 90; ++i) {
-    uint32_t victim = 0;
-    order.ForEachCandidate([&](const ExpertKey& first) {
-      victim = first.expert;
-      return false;
-    });
-    order.Erase(Key(victim));
-    resident.erase(victim);
-  }
+  for (int i = 0; i < 90; ++i) EvictFirst(order, resident);
   order.SetCapacity(10);
   EXPECT_EQ(order.largest_shadow(), 10u);
   Replay(order, resident, experts, 10);

@@ -140,6 +140,19 @@ class BitIdentityTest : public ::testing::Test {
     }
   }
 
+  // The reference with `flags` on one thread, then the same bits on two
+  // threads, in prefill chunks of 1 (with lookahead) and 5 (within a budget),
+  // and from two daemons holding half the banks each.
+  void ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons(const std::string& flags) {
+    SetReference(flags + " --threads 1");
+    ExpectIdentical(flags + " --threads 2");
+    ExpectIdentical(flags + " --threads 2 --prefill-chunk 1 --lookahead 16");
+    ExpectIdentical(flags + " --threads 2 --prefill-chunk 5 --budget 64M");
+    std::vector<std::string> addresses;
+    ASSERT_NO_FATAL_FAILURE(StartHalves("half", "1M", addresses));
+    ExpectIdentical(flags + " --stores " + absl::StrJoin(addresses, ","));
+  }
+
   warp::testing::TempDir dir_;
   std::vector<std::unique_ptr<warp::testing::Daemon>> daemons_;
   std::string tokens_;
@@ -471,13 +484,7 @@ class Q8ActivationsBitIdentityTest : public BitIdentityTest {
 };
 
 TEST_F(Q8ActivationsBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
-  SetReference("--activations q8 --threads 1");
-  ExpectIdentical("--activations q8 --threads 2");
-  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 1 --lookahead 16");
-  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 5 --budget 64M");
-  std::vector<std::string> addresses;
-  ASSERT_NO_FATAL_FAILURE(StartHalves("q", "1M", addresses));
-  ExpectIdentical("--activations q8 --stores " + absl::StrJoin(addresses, ","));
+  ASSERT_NO_FATAL_FAILURE(ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("--activations q8"));
   // And the setting is taken: float activations give other logits.
   EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
 }
@@ -490,13 +497,7 @@ class Q8ActivationsMxfp4BitIdentityTest : public BitIdentityTest {
 };
 
 TEST_F(Q8ActivationsMxfp4BitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
-  SetReference("--activations q8 --threads 1");
-  ExpectIdentical("--activations q8 --threads 2");
-  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 1 --lookahead 16");
-  ExpectIdentical("--activations q8 --threads 2 --prefill-chunk 5 --budget 64M");
-  std::vector<std::string> addresses;
-  ASSERT_NO_FATAL_FAILURE(StartHalves("q", "1M", addresses));
-  ExpectIdentical("--activations q8 --stores " + absl::StrJoin(addresses, ","));
+  ASSERT_NO_FATAL_FAILURE(ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("--activations q8"));
   EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
 }
 
@@ -508,13 +509,7 @@ class Vq3rBitIdentityTest : public BitIdentityTest {
 };
 
 TEST_F(Vq3rBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
-  SetReference("--threads 1");
-  ExpectIdentical("--threads 2");
-  ExpectIdentical("--threads 2 --prefill-chunk 1 --lookahead 16");
-  ExpectIdentical("--threads 2 --prefill-chunk 5 --budget 64M");
-  std::vector<std::string> addresses;
-  ASSERT_NO_FATAL_FAILURE(StartHalves("v", "1M", addresses));
-  ExpectIdentical("--stores " + absl::StrJoin(addresses, ","));
+  ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("");
 }
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {

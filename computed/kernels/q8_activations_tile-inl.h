@@ -15,7 +15,7 @@
 //   void Step<kFp4, R, T>(const GroupWeights (&)[R], const TokenGroups<T>&,
 //   uint64_t g, uint64_t count, Acc (&)[R][T]), the group's blocks [0, count)
 //   into acc, the lanes of the others left as they were; each nibble becomes
-//   the unsigned c + CodeOffset: itself for q4, kFp4Unsigned's byte for mxfp4;
+//   the unsigned c + CodeOffset: itself for q4, Fp4Unsigned()'s byte for mxfp4;
 //   kRows and kTokens, the largest tile whose accumulators fit the registers.
 
 #pragma once

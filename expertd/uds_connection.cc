@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include <atomic>
 #include <cerrno>
 #include <vector>
 
@@ -16,22 +15,9 @@
 #include "common/wire/proto_convert.h"
 
 namespace warp::expertd {
-namespace {
-
-// The connection's client id for its hints: a counter with the top bit set,
-// apart from gRPC clients' random ids but for a 2^-63 chance per pair.
-ClientId NextConnectionClient() {
-  static std::atomic<uint64_t> next{1};
-  return (uint64_t{1} << 63) | next.fetch_add(1, std::memory_order_relaxed);
-}
-
-}  // namespace
 
 UdsConnection::UdsConnection(ScopedFd socket, const RequestHandler& handler, const Limits& limits)
-    : socket_(std::move(socket)),
-      handler_(handler),
-      limits_(limits),
-      client_(NextConnectionClient()) {
+    : socket_(std::move(socket)), handler_(handler), limits_(limits) {
   // Once a frame has begun, each receive waits at most this long.
   const auto stall = std::chrono::duration_cast<std::chrono::microseconds>(limits_.stall_timeout);
   const timeval timeout{.tv_sec = static_cast<time_t>(stall.count() / 1'000'000),
@@ -103,10 +89,12 @@ absl::Status UdsConnection::Handle(const v1::FastPathRequest& request) {
       for (uint64_t id : request.release().lease_ids()) leases_.erase(id);
       return absl::OkStatus();
     case v1::FastPathRequest::kPrefetch:
-      handler_.Prefetch(request.prefetch().keys(), request.prefetch().priority(), client_);
+      handler_.Prefetch(request.prefetch().keys(), request.prefetch().priority(),
+                        request.prefetch().client());
       return absl::OkStatus();
     case v1::FastPathRequest::kCancelSpeculative:
-      handler_.CancelSpeculative(request.cancel_speculative().through_layer(), client_);
+      handler_.CancelSpeculative(request.cancel_speculative().through_layer(),
+                                 request.cancel_speculative().client());
       return absl::OkStatus();
     case v1::FastPathRequest::KIND_NOT_SET:
       break;

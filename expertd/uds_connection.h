@@ -68,7 +68,6 @@ class UdsConnection {
   ScopedFd socket_;
   const RequestHandler& handler_;
   const Limits limits_;
-  const ClientId client_;  // whose hints its Prefetch and CancelSpeculative are
   bool said_hello_ = false;
   bool stream_records_ = false;  // one reply per record (the client asked for it)
   uint64_t next_lease_id_ = 1;

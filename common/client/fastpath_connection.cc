@@ -233,17 +233,20 @@ void FastPathConnection::Release(uint64_t lease_id) {
   }
 }
 
-void FastPathConnection::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
+void FastPathConnection::Prefetch(std::span<const ExpertKey> keys, Priority priority,
+                                  ClientId client) {
   v1::FastPathRequest request;
   request.mutable_prefetch()->set_priority(ToProto(priority));
+  request.mutable_prefetch()->set_client(client);
   SetKeys(keys, request.mutable_prefetch()->mutable_keys());
   Send(request).IgnoreError();
 }
 
-void FastPathConnection::CancelSpeculative(uint32_t through_layer) {
+void FastPathConnection::CancelSpeculative(uint32_t through_layer, ClientId client) {
   if (!hello_.cancel_speculative()) return;  // an older daemon would close the connection
   v1::FastPathRequest request;
   request.mutable_cancel_speculative()->set_through_layer(through_layer);
+  request.mutable_cancel_speculative()->set_client(client);
   Send(request).IgnoreError();
 }
 

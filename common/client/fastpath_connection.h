@@ -90,11 +90,13 @@ class FastPathConnection {
   // Releases from concurrent threads are sent together.
   void Release(uint64_t lease_id);
 
-  // A hint, best effort.
-  void Prefetch(std::span<const ExpertKey> keys, Priority priority);
+  // A hint of `client`'s (client_id.h), best effort.
+  void Prefetch(std::span<const ExpertKey> keys, Priority priority,
+                ClientId client = kLocalClient);
 
-  // A hint, best effort; not sent unless hello().cancel_speculative().
-  void CancelSpeculative(uint32_t through_layer);
+  // Withdraws `client`'s hints, best effort; not sent unless
+  // hello().cancel_speculative().
+  void CancelSpeculative(uint32_t through_layer, ClientId client = kLocalClient);
 
   const v1::FastPathHelloReply& hello() const { return hello_; }
   // The daemon's cache; null if it has none (every record comes in payloads).

@@ -1,11 +1,11 @@
 #include "common/client/grpc_source.h"
 
 #include <cstring>
-#include <random>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/client/client_id.h"
 #include "common/client/received_record.h"
 #include "common/client/retry.h"
 #include "common/crc32c.h"
@@ -91,19 +91,6 @@ absl::StatusOr<std::unique_ptr<GrpcExpertSource>> GrpcExpertSource::Connect(
   return absl::UnavailableError(absl::StrCat("expertd at ", options.address,
                                              " is unreachable: ", status.error_message(), hint));
 }
-
-namespace {
-
-// A client id of this source's own for its hints (PrefetchRequest.client):
-// random, non-zero (0 is the anonymous client every id-less client shares).
-ClientId RandomClientId() {
-  std::random_device device;
-  ClientId id = 0;
-  while (id == kLocalClient) id = (uint64_t{device()} << 32) | device();
-  return id;
-}
-
-}  // namespace
 
 GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc::Channel> channel)
     : options_(options),

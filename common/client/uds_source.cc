@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/client/client_id.h"
 #include "common/client/received_record.h"
 #include "common/client/retry.h"
 #include "common/format/bank_format.h"
@@ -39,6 +40,7 @@ absl::StatusOr<std::unique_ptr<UdsExpertSource>> UdsExpertSource::Connect(const 
 
 UdsExpertSource::UdsExpertSource(const Options& options)
     : options_(options),
+      client_(RandomClientId()),
       retry_({.address = options.address,
               .deadline = options.retry_deadline.value_or(DefaultRetryDeadline(options.address))}),
       jobs_(std::make_unique<ReadJobQueue>(options.reader_threads,
@@ -61,7 +63,7 @@ void UdsExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priorit
     absl::MutexLock lock(&mu_);
     connection = last_used_.lock();
   }
-  if (connection != nullptr && !connection->broken()) connection->Prefetch(keys, priority);
+  if (connection != nullptr && !connection->broken()) connection->Prefetch(keys, priority, client_);
 }
 
 void UdsExpertSource::CancelSpeculative(uint32_t through_layer) {
@@ -70,7 +72,9 @@ void UdsExpertSource::CancelSpeculative(uint32_t through_layer) {
     absl::MutexLock lock(&mu_);
     connection = last_used_.lock();
   }
-  if (connection != nullptr && !connection->broken()) connection->CancelSpeculative(through_layer);
+  if (connection != nullptr && !connection->broken()) {
+    connection->CancelSpeculative(through_layer, client_);
+  }
 }
 
 absl::StatusOr<std::shared_ptr<FastPathConnection>> UdsExpertSource::TakeConnection() {

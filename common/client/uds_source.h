@@ -67,8 +67,10 @@ class UdsExpertSource : public ExpertSource {
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
-  // Sent on the connection Prefetch hints go to (FastPathCancelSpeculative);
-  // a no-op with a daemon that does not understand it.
+  // Sent on the connection last used (FastPathCancelSpeculative), in this
+  // source's client id, as its hints: whichever connection carried them, the
+  // daemon withdraws this client's. A no-op with a daemon that does not
+  // understand it.
   void CancelSpeculative(uint32_t through_layer) override;
 
   // What the daemon holds, from its Hello reply (as gRPC Describe says).
@@ -91,6 +93,7 @@ class UdsExpertSource : public ExpertSource {
   std::string path() const;
 
   Options options_;
+  const ClientId client_;     // sent with its hints and cancels (client_id.h)
   uint64_t fingerprint_ = 0;  // set by Connect, then constant
   v1::DescribeReply description_;
   RetryWindow retry_;

@@ -293,17 +293,18 @@ TEST_F(RequestHandlerTest, ACancelWithdrawsOnlyItsOwnClientsHints) {
   EXPECT_EQ(GrpcCancel(333, 1), 0u);  // a client that hinted nothing drops nothing
   EXPECT_EQ(GrpcCancel(222, 1), 2u);
 
-  // Fast path: each connection is a client.
-  auto x = UdsExpertSource::Connect({.address = "fastpath:" + fastpath_path()});
-  auto y = UdsExpertSource::Connect({.address = "fastpath:" + fastpath_path()});
-  WARP_ASSERT_OK(x);
-  WARP_ASSERT_OK(y);
-  (*x)->Prefetch(std::vector<ExpertKey>{{2, 2}, {2, 3}}, Priority::kLookahead);
+  // Fast path: the client id travels with the hint, not the connection. Client
+  // 5 hints on one connection and cancels on another (a source's pool of
+  // connections); client 6 hints on a third.
+  std::shared_ptr<FastPathConnection> hints = OpenFastPath(), cancels = OpenFastPath(),
+                                      other = OpenFastPath();
+  ASSERT_TRUE(hints && cancels && other);
+  hints->Prefetch(std::vector<ExpertKey>{{2, 2}, {2, 3}}, Priority::kLookahead, 5);
   ASSERT_TRUE(AwaitCounter("queue_depth", 2));
-  (*y)->Prefetch(std::vector<ExpertKey>{{2, 3}, {2, 4}}, Priority::kLookahead);
+  other->Prefetch(std::vector<ExpertKey>{{2, 3}, {2, 4}}, Priority::kLookahead, 6);
   ASSERT_TRUE(AwaitCounter("queue_depth", 3));
-  (*x)->CancelSpeculative(2);
-  ASSERT_TRUE(AwaitCounter("lookahead_cancelled", 4));  // {2, 2}: y still hints {2, 3}
+  cancels->CancelSpeculative(2, 5);
+  ASSERT_TRUE(AwaitCounter("lookahead_cancelled", 4));  // {2, 2}: client 6 still hints {2, 3}
 
   release_read_.Notify();
   WARP_ASSERT_OK(first->WaitAll().at(0));

@@ -67,10 +67,10 @@ class UdsExpertSource : public ExpertSource {
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
-  // Sent on the connection last used (FastPathCancelSpeculative), in this
-  // source's client id, as its hints: whichever connection carried them, the
-  // daemon withdraws this client's. A no-op with a daemon that does not
-  // understand it.
+  // Sent on the connection last used (FastPathCancelSpeculative) with this
+  // source's client id, as its hints are: the daemon withdraws this client's
+  // hints whichever connection carried them. A no-op with a daemon that does
+  // not understand it.
   void CancelSpeculative(uint32_t through_layer) override;
 
   // What the daemon holds, from its Hello reply (as gRPC Describe says).

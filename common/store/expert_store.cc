@@ -24,11 +24,6 @@
 namespace warp {
 namespace {
 
-// Adds `client` to a read's predictors, once.
-void AddClient(absl::InlinedVector<ClientId, 2>& clients, ClientId client) {
-  if (std::find(clients.begin(), clients.end(), client) == clients.end()) clients.push_back(client);
-}
-
 size_t LatencyBucket(double ms) {
   constexpr double kBounds[] = {0.1, 0.3, 1, 3, 10, 30, 100};
   size_t bucket = 0;
@@ -223,7 +218,7 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
   }
   CountServed(priority, served);
   flight.waiters.push_back({std::move(done), served});
-  if (priority != Priority::kDemand) AddClient(flight.predicted_by, kLocalClient);
+  if (priority != Priority::kDemand) flight.predicted_by.Add(kLocalClient);
   if (inserted) {
     flight.priority = priority;
     io_->Submit(key, priority);
@@ -243,7 +238,7 @@ void ExpertStore::CountServed(Priority priority, Served served) {
 }
 
 std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priority,
-                                           std::span<const ClientId> predicted_by) {
+                                           const ClientSet& predicted_by) {
   if (arena_ == nullptr || banks_->RecordBytes(key) == 0) return std::nullopt;
   // Paced: only slots the prefault thread has backed (the arena hands them
   // out first), so that no read waits for fresh memory.
@@ -381,14 +376,14 @@ void ExpertStore::PrefetchFor(std::span<const ExpertKey> keys, Priority priority
       if (it->second.started) {
         cache_.Foresee(key, client);
       } else {
-        AddClient(it->second.predicted_by, client);
+        it->second.predicted_by.Add(client);
       }
       continue;
     }
     if (cache_.Foresee(key, client)) continue;  // resident: spared until its layer passes
     InFlight& flight = in_flight_[key];
     flight.priority = priority;
-    flight.predicted_by = {client};
+    flight.predicted_by = ClientSet(client);
     io_->Submit(key, priority);
   }
 }
@@ -403,9 +398,8 @@ size_t ExpertStore::CancelLookahead(uint32_t through_layer, ClientId client) {
       if (flight.started || flight.priority != Priority::kLookahead || key.layer > through_layer) {
         continue;
       }
-      auto& clients = flight.predicted_by;
-      clients.erase(std::remove(clients.begin(), clients.end(), client), clients.end());
-      if (clients.empty()) unwanted.insert(key);
+      flight.predicted_by.Remove(client);
+      if (flight.predicted_by.empty()) unwanted.insert(key);
     }
     cache_.ForgetForesight(through_layer, client);
   }

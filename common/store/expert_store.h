@@ -32,10 +32,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/store/bank_set.h"
+#include "common/store/client_set.h"
 #include "common/store/expert_source.h"
 #include "common/store/io_engine.h"
 #include "common/store/record_arena.h"
@@ -158,7 +158,7 @@ class ExpertStore : public ExpertSource {
     bool started = false;
     // The clients whose hints (or speculative reads) asked for it: its
     // foresight's owners, and a LOOKAHEAD read stays queued while any is left.
-    absl::InlinedVector<ClientId, 2> predicted_by;
+    ClientSet predicted_by;
   };
 
   ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordArena> arena,
@@ -172,7 +172,7 @@ class ExpertStore : public ExpertSource {
   // Admits `key` to the cache and gives it a slot, pinned for the read; frees
   // the slots of the records evicted for it. nullopt: read it uncached.
   std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority,
-                                std::span<const ClientId> predicted_by)
+                                const ClientSet& predicted_by)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A free staging slot for a read the cache refused, or nullopt.
   std::optional<uint32_t> Stage(const ExpertKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -46,7 +46,7 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
 
 std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, uint64_t bytes,
                                                           Priority priority, uint64_t limit_bytes,
-                                                          std::span<const ClientId> predicted_by) {
+                                                          const ClientSet& predicted_by) {
   WARP_CHECK(!Contains(key));
   const uint64_t capacity = std::min(capacity_bytes_, limit_bytes);
   // What must go for `bytes` to fit; more than `bytes` after a shrink left the
@@ -85,11 +85,7 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
   }
   entries_.emplace(key, entry);
   if (options_.foresight && priority != Priority::kDemand) {  // predicted
-    if (predicted_by.empty()) {
-      foreseen_[key] = {kLocalClient};
-    } else {
-      foreseen_[key].assign(predicted_by.begin(), predicted_by.end());
-    }
+    foreseen_[key] = predicted_by.empty() ? ClientSet(kLocalClient) : predicted_by;
   }
   by_last_demand_.insert(ColdKey{entry.last_demand, entry.last_use, key});
   order_->Insert(key, priority);
@@ -101,12 +97,7 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
 
 bool RecordCache::Foresee(const ExpertKey& key, ClientId client) {
   if (!entries_.contains(key)) return false;
-  if (options_.foresight) {
-    absl::InlinedVector<ClientId, 2>& clients = foreseen_[key];
-    if (std::find(clients.begin(), clients.end(), client) == clients.end()) {
-      clients.push_back(client);
-    }
-  }
+  if (options_.foresight) foreseen_[key].Add(client);
   return true;
 }
 
@@ -114,7 +105,7 @@ void RecordCache::ForgetForesight(uint32_t through_layer, ClientId client) {
   absl::erase_if(foreseen_, [&](auto& foreseen) {
     auto& [key, clients] = foreseen;
     if (key.layer > through_layer) return false;
-    clients.erase(std::remove(clients.begin(), clients.end(), client), clients.end());
+    clients.Remove(client);
     return clients.empty();
   });
 }

@@ -32,13 +32,12 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <span>
 #include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/container/inlined_vector.h"
+#include "common/store/client_set.h"
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 
@@ -95,13 +94,13 @@ class RecordCache {
   // kLookahead may only use free bytes or evict cold records). `limit_bytes`
   // caps the capacity for this insert alone: the cache evicts to stay within
   // it, without shrinking (ExpertStore's paced growth). A speculative or
-  // certain insert is foreseen for the clients in `predicted_by` (none:
+  // certain insert is foreseen for the clients in `predicted_by` (empty:
   // kLocalClient).
   // REQUIRES: `key` is not resident.
   std::optional<std::vector<ExpertKey>> Insert(const ExpertKey& key, uint64_t bytes,
                                                Priority priority,
                                                uint64_t limit_bytes = UINT64_MAX,
-                                               std::span<const ClientId> predicted_by = {});
+                                               const ClientSet& predicted_by = {});
 
   // `client`'s lookahead predicts a use of the resident `key`: spare it until
   // that use or `client`'s ForgetForesight. Returns false if `key` is not resident.
@@ -176,7 +175,7 @@ class RecordCache {
   EntryMap entries_;
   std::set<ColdKey> by_last_demand_;         // unpinned entries only
   // Resident, predicted, not used yet: the clients whose predictions spare it.
-  absl::flat_hash_map<ExpertKey, absl::InlinedVector<ClientId, 2>> foreseen_;
+  absl::flat_hash_map<ExpertKey, ClientSet> foreseen_;
   uint64_t access_clock_ = 0;                // every access
   uint64_t demand_clock_ = 0;                // demand/certain accesses only
   uint64_t used_bytes_ = 0;

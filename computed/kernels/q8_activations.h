@@ -54,12 +54,16 @@ inline constexpr uint64_t kQ8GroupLanes = 16;
 // Whether MatMulRowsQ8 takes weights of `format`.
 bool HasQ8Path(TensorFormat format);
 
+// Whether the 4-bit codes of `format` are E2M1 (mxfp4_b32, ggml_mxfp4), not
+// integers (q4_b32, ggml_q4_0).
+constexpr bool IsFp4(TensorFormat format) {
+  return format == TensorFormat::kMxfp4B32 || format == TensorFormat::kGgmlMxfp4;
+}
+
 // The offset that makes every code c of `format` an unsigned byte, c + offset
 // (8 for the q4 formats, 12 for the mxfp4 ones): the SIMD kernels multiply
 // unsigned weights by signed activations. REQUIRES: HasQ8Path(format).
-inline int32_t CodeOffset(TensorFormat format) {
-  return format == TensorFormat::kMxfp4B32 || format == TensorFormat::kGgmlMxfp4 ? 12 : 8;
-}
+constexpr int32_t CodeOffset(TensorFormat format) { return IsFp4(format) ? 12 : 8; }
 
 // Activations of num_tokens tokens of `cols` columns, quantized for weights of
 // one format. Per token and group g, `low` and `high` are 64 int8 each: the
@@ -120,14 +124,13 @@ bool CpuHasAvx512Vnni();
 
 // Where the weights of `format` keep a block's nibbles and scale: a ggml block
 // is its scale, then its 16 nibble bytes; the others keep the nibbles in data
-// and the scales in their own sub-tensor.
-inline bool ScaleInBlock(TensorFormat format) {
+// and the scales in their own sub-tensor. (constexpr: the SIMD tiles take them
+// as compile-time constants.)
+constexpr bool ScaleInBlock(TensorFormat format) {
   return format == TensorFormat::kGgmlQ4_0 || format == TensorFormat::kGgmlMxfp4;
 }
-inline uint64_t ScaleBytesOf(TensorFormat format) {
-  return format == TensorFormat::kQ4B32 || format == TensorFormat::kGgmlQ4_0 ? 2 : 1;
-}
-inline uint64_t BlockBytesInData(TensorFormat format) {
+constexpr uint64_t ScaleBytesOf(TensorFormat format) { return IsFp4(format) ? 1 : 2; }
+constexpr uint64_t BlockBytesInData(TensorFormat format) {
   return ScaleInBlock(format) ? 16 + ScaleBytesOf(format) : 16;
 }
 
@@ -146,7 +149,7 @@ inline const std::byte* BlockScaleBytes(const MatrixView& w, uint64_t row, uint6
 float BlockScale(TensorFormat format, const std::byte* scale);
 // The header's c of a nibble.
 inline int32_t NibbleCode(TensorFormat format, uint8_t nibble) {
-  if (CodeOffset(format) == 8) return nibble - 8;
+  if (!IsFp4(format)) return nibble - 8;
   return static_cast<int32_t>(kGgmlMxfp4Value[nibble]);
 }
 }  // namespace internal

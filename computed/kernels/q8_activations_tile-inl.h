@@ -40,15 +40,13 @@ WARP_Q8_INLINE float ReduceEightLanes(__m256 s8) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-// The weights' layout, at compile time: bytes of a block in the data sub-tensor
-// (ggml: the scale, then the nibbles) and of its scale.
+// The weights' layout (q8_activations.h), as compile-time constants.
 template <TensorFormat F>
 struct Layout {
-  static constexpr bool kScaleInBlock =
-      F == TensorFormat::kGgmlQ4_0 || F == TensorFormat::kGgmlMxfp4;
-  static constexpr bool kFp4 = F == TensorFormat::kMxfp4B32 || F == TensorFormat::kGgmlMxfp4;
-  static constexpr uint64_t kScaleBytes = kFp4 ? 1 : 2;
-  static constexpr uint64_t kBlockBytes = kScaleInBlock ? 16 + kScaleBytes : 16;
+  static constexpr bool kScaleInBlock = ScaleInBlock(F);
+  static constexpr bool kFp4 = IsFp4(F);
+  static constexpr uint64_t kScaleBytes = ScaleBytesOf(F);
+  static constexpr uint64_t kBlockBytes = BlockBytesInData(F);
   static constexpr uint64_t kGroupBytes = 4 * kBlockBytes;
 };
 

@@ -35,6 +35,7 @@
 #include "common/format/tensor_format.h"
 #include "computed/kernels/matmul.h"
 #include "computed/kernels/q8_activations.h"
+#include "tests/computed/kernel_matrices.h"
 
 namespace warp::computed::kernels {
 namespace {
@@ -176,31 +177,13 @@ class Weights {
   void SetGgmlBlockScales(std::span<std::byte> data, uint64_t& state) const {
     const std::optional<GgmlBlockLayout> layout = GgmlBlockLayoutOf(format_);
     if (!layout) return;
-    std::vector<uint64_t> halves;  // offsets in a block of its f16 scales
-    switch (format_) {
-      case TensorFormat::kGgmlMxfp4:
-        for (size_t b = 0; b < data.size(); b += layout->bytes) {
-          data[b] = static_cast<std::byte>((SplitMix(state) & 3) | 0x78);
-        }
-        return;
-      case TensorFormat::kGgmlQ4_1:
-      case TensorFormat::kGgmlQ5_1:
-      case TensorFormat::kGgmlQ4_K:
-      case TensorFormat::kGgmlQ5_K:
-        halves = {0, 2};
-        break;
-      case TensorFormat::kGgmlQ2_K:
-        halves = {80, 82};
-        break;
-      case TensorFormat::kGgmlQ3_K:
-        halves = {108};
-        break;
-      case TensorFormat::kGgmlQ6_K:
-        halves = {208};
-        break;
-      default:  // q4_0, q5_0, q8_0: d first
-        halves = {0};
+    if (format_ == TensorFormat::kGgmlMxfp4) {
+      for (size_t b = 0; b < data.size(); b += layout->bytes) {
+        data[b] = static_cast<std::byte>((SplitMix(state) & 3) | 0x78);
+      }
+      return;
     }
+    const std::vector<uint64_t> halves = kernel_test::GgmlHalfOffsets(format_);
     for (size_t b = 0; b < data.size(); b += layout->bytes) {
       for (uint64_t at : halves) {
         const auto half = static_cast<uint16_t>((SplitMix(state) & 0x03ff) | 0x1c00);

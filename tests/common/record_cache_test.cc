@@ -488,7 +488,8 @@ TEST(RecordCacheTest, ForesightLastsUntilEveryClientThatForesawItHasPassed) {
   cache.ForgetForesight(1, /*client=*/9);
   EXPECT_FALSE(cache.IsForeseen(Key(0, 1)));
   // A speculative insert is foreseen for the clients that hinted it.
-  const std::vector<ClientId> hinted = {3, 4};
+  ClientSet hinted(3);
+  hinted.Add(4);
   ASSERT_TRUE(cache.Insert(Key(1, 2), kRecordBytes, Priority::kLookahead, UINT64_MAX, hinted));
   cache.ForgetForesight(2, 3);
   EXPECT_TRUE(cache.IsForeseen(Key(1, 2)));

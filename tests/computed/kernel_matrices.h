@@ -71,6 +71,8 @@ inline float Uniform(std::mt19937_64& rng, float lo, float hi) {
 // Where a ggml block keeps its f16 d (and m or dmin), ggml-common.h.
 inline std::vector<uint64_t> GgmlHalfOffsets(TensorFormat format) {
   switch (format) {
+    case TensorFormat::kGgmlQ8_0:
+    case TensorFormat::kGgmlQ4_0:
     case TensorFormat::kGgmlQ5_0:
       return {0};
     case TensorFormat::kGgmlQ2_K:

@@ -27,10 +27,12 @@ struct SessionFreer {
 using ModelPtr = std::unique_ptr<warp_model, ModelCloser>;
 using SessionPtr = std::unique_ptr<warp_session, SessionFreer>;
 
-// The suite's scratch directory, removed at exit.
+// The suite's scratch directory, removed at exit: a static object, not a
+// leaked pointer, so that its destructor runs (ctest runs each test in a
+// process of its own, and each would otherwise leave a converted model behind).
 inline const warp::testing::TempDir& ScratchDir() {
-  static const warp::testing::TempDir* dir = new warp::testing::TempDir();
-  return *dir;
+  static const warp::testing::TempDir dir;
+  return dir;
 }
 
 // The demo model as a .warp container (converted on first use).

@@ -108,7 +108,7 @@ uint64_t UringReader::FixedPieceBytes(int fd) {
 }
 
 absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t offset,
-                                   std::string_view path) {
+                                   std::string_view path, uint32_t rank) {
   const std::optional<int> fixed = FixedIndex(out);
   // Registered memory is expertd's staging slots, 4 KiB pages of shared
   // memory: a piece the device would split costs a request for its last few
@@ -123,12 +123,22 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
   absl::Status failed;              // the first errno error
   std::optional<uint64_t> ends_at;  // the lowest hole where the file ended
   uint32_t in_flight = 0;
+  std::optional<PieceGate::Read> gated;
+  if (options_.gate != nullptr) gated.emplace(options_.gate.get(), rank, pieces.size());
   auto stopped = [&] { return !failed.ok() || ends_at.has_value(); };
   while (in_flight > 0 || (!stopped() && !to_submit.empty())) {
     // After a failure nothing new goes out; what is in flight is drained.
     while (!stopped() && !to_submit.empty() && in_flight < options_.depth) {
+      // With nothing in flight, wait for the gate: no completion will ask again.
+      if (gated && !gated->Take(/*wait=*/in_flight == 0)) break;
       io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
-      if (sqe == nullptr) break;
+      if (sqe == nullptr) {
+        if (gated) {  // not sent: the grant goes back, the piece still wants one
+          gated->Landed();
+          gated->Again();
+        }
+        break;
+      }
       const size_t index = to_submit.front();
       to_submit.pop_front();
       const Piece& piece = pieces[index];
@@ -156,11 +166,13 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
     io_uring_for_each_cqe(ring_.get(), head, cqe) {
       ++seen;
       --in_flight;
+      if (gated) gated->Landed();
       const size_t index = io_uring_cqe_get_data64(cqe);
       Piece& piece = pieces[index];
       const int res = cqe->res;
       if (res == -EINTR || res == -EAGAIN) {
         to_submit.push_front(index);
+        if (gated) gated->Again();
       } else if (res < 0) {
         if (failed.ok())
           failed = ErrnoToStatus(
@@ -169,7 +181,10 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
         ends_at = std::min(ends_at.value_or(UINT64_MAX), piece.offset + piece.done);
       } else {
         piece.done += static_cast<uint64_t>(res);
-        if (piece.done < piece.bytes) to_submit.push_front(index);  // a short piece: the rest
+        if (piece.done < piece.bytes) {  // a short piece: the rest
+          to_submit.push_front(index);
+          if (gated) gated->Again();
+        }
       }
     }
     io_uring_cq_advance(ring_.get(), seen);
@@ -183,11 +198,15 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
 }
 
 absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
-                            uint64_t offset, std::string_view path) {
+                            uint64_t offset, std::string_view path, uint32_t rank) {
   thread_local std::unique_ptr<UringReader> reader;
   thread_local bool refused = false;
-  // A ring registered with other buffers must never read into these.
-  if (reader != nullptr && reader->options().fixed != options.fixed) reader.reset();
+  // A ring registered with other buffers must never read into these, nor
+  // one of another disk's gate through this one.
+  if (reader != nullptr &&
+      (reader->options().fixed != options.fixed || reader->options().gate != options.gate)) {
+    reader.reset();
+  }
   if (reader == nullptr && !refused) {
     absl::StatusOr<std::unique_ptr<UringReader>> created = UringReader::Create(options);
     if (created.ok()) {
@@ -202,7 +221,7 @@ absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::sp
     }
   }
   if (reader == nullptr) return PreadFull(fd, out, offset, path);
-  return reader->ReadFull(fd, out, offset, path);
+  return reader->ReadFull(fd, out, offset, path, rank);
 }
 
 }  // namespace warp

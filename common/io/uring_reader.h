@@ -21,6 +21,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/io/piece_gate.h"
 
 struct io_uring;
 
@@ -39,13 +40,18 @@ struct FixedBuffers {
 class UringReader {
  public:
   struct Options {
-    uint32_t depth = 16;             // pieces in flight per read
+    // Pieces in flight per read; with a gate, the ring's size (a read takes
+    // at most this many of the gate's).
+    uint32_t depth = 32;
     uint64_t piece_bytes = 1 << 20;  // a multiple of 4096
     // Registered with the ring at Create. A reader is tied to this object:
     // UringPreadFull makes a thread a new reader for another one. Where the
     // kernel refuses it (RLIMIT_MEMLOCK without CAP_IPC_LOCK), reads into
     // them go unregistered, said once.
     std::shared_ptr<const FixedBuffers> fixed;
+    // Shared by every reader of one disk: pieces go out only as it grants
+    // them. Null: each read sends up to `depth` pieces on its own.
+    std::shared_ptr<PieceGate> gate;
   };
 
   // Unavailable (with the kernel's reason) where io_uring is missing or
@@ -60,7 +66,9 @@ class UringReader {
   // `offset`, DataLoss "PATH: short read at OFFSET: got N of M bytes" where
   // the file ends first, errno errors naming "PATH @OFFSET". Every piece has
   // landed or failed before it returns, so `out` is the caller's again.
-  absl::Status ReadFull(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path);
+  // `rank` orders the read at the gate (lower first; PieceGate).
+  absl::Status ReadFull(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
+                        uint32_t rank = 0);
 
   const Options& options() const { return options_; }
   bool registered() const { return registered_; }  // options().fixed is registered
@@ -88,6 +96,6 @@ uint64_t DeviceRequestBytesOn4KiBPages(int fd);
 // thread's first call with `options`; later calls on the thread reuse it).
 // Where a thread cannot get a ring, it reads with PreadFull and says so once.
 absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
-                            uint64_t offset, std::string_view path);
+                            uint64_t offset, std::string_view path, uint32_t rank = 0);
 
 }  // namespace warp

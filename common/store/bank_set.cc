@@ -29,9 +29,12 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
     absl::StatusOr<std::unique_ptr<UringReader>> probe = UringReader::Create(unregistered);
     if (absl::IsInvalidArgument(probe.status())) return probe.status();  // bad depth or piece
     if (probe.ok()) {
+      if (options.ordered_pieces && options.uring.gate == nullptr) {
+        options.uring.gate = std::make_shared<PieceGate>(options.uring.depth);
+      }
       options.pread = [uring = options.uring](int fd, std::span<std::byte> out, uint64_t offset,
-                                              std::string_view path) {
-        return UringPreadFull(uring, fd, out, offset, path);
+                                              std::string_view path, uint32_t rank) {
+        return UringPreadFull(uring, fd, out, offset, path, rank);
       };
     } else {
       static std::atomic<bool> warned{false};  // one line per process, not per shard
@@ -43,7 +46,10 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
       options.io_backend = IoBackend::kPread;
     }
   }
-  if (!options.pread) options.pread = PreadFull;
+  if (!options.pread) {
+    options.pread = [](int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
+                       uint32_t /*rank*/) { return PreadFull(fd, out, offset, path); };
+  }
   auto banks = std::unique_ptr<BankSet>(new BankSet(std::move(container), std::move(options)));
   bool warned = false;
   for (const BankEntry& bank : banks->container_->manifest().banks) {
@@ -61,11 +67,11 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
   return banks;
 }
 
-absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key) const {
+absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key, Priority priority) const {
   const uint64_t record_bytes = RecordBytes(key);
   if (record_bytes == 0) return NotHeld(key);
   std::shared_ptr<AlignedBuffer> buffer = buffers_->Get(record_bytes);
-  WARP_RETURN_IF_ERROR(ReadRecordInto(key, buffer->span()));
+  WARP_RETURN_IF_ERROR(ReadRecordInto(key, buffer->span(), priority));
   std::span<const std::byte> data = buffer->span().first(record_bytes);
   return ExpertRecord{
       .key = key, .owner = std::move(buffer), .data = data, .record_bytes = record_bytes};
@@ -76,7 +82,8 @@ uint64_t BankSet::RecordBytes(const ExpertKey& key) const {
   return container_->manifest().FindBank(key.layer)->record_bytes;
 }
 
-absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> out) const {
+absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> out,
+                                     Priority priority) const {
   const Manifest& manifest = container_->manifest();
   const std::optional<uint64_t> offset = container_->RecordOffset(key.layer, key.expert);
   if (!offset) return NotHeld(key);
@@ -85,7 +92,8 @@ absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> 
   const size_t index = static_cast<size_t>(bank - manifest.banks.data());
   const std::string path = container_->BankPath(*bank).string();
   std::span<std::byte> bytes = out.first(bank->record_bytes);
-  absl::Status status = options_.pread(files_[index].fd.get(), bytes, *offset, path);
+  absl::Status status =
+      options_.pread(files_[index].fd.get(), bytes, *offset, path, static_cast<uint32_t>(priority));
   if (!status.ok()) {
     return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
   }

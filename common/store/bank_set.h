@@ -25,9 +25,10 @@
 
 namespace warp {
 
-// Same contract as PreadFull (common/io/file.h).
+// Same contract as PreadFull (common/io/file.h); `rank` orders the read among
+// the disk's others (UringReader::ReadFull).
 using PreadFn = std::function<absl::Status(int fd, std::span<std::byte> out, uint64_t offset,
-                                           std::string_view path)>;
+                                           std::string_view path, uint32_t rank)>;
 
 // How a record comes off the disk (`--io-engine`).
 enum class IoBackend {
@@ -52,6 +53,10 @@ class BankSet {
     bool verify_once = true;
     IoBackend io_backend = kDefaultIoBackend;
     UringReader::Options uring;  // pieces and depth of kUring
+    // kUring: one PieceGate of uring.depth pieces for all the set's reads,
+    // granted by priority, then start (unless uring.gate is given). false:
+    // each read sends its own uring.depth pieces (--no-ordered-pieces).
+    bool ordered_pieces = true;
     PreadFn pread;               // null: the backend's; set: replaces it (tests)
     // ReadRecord's buffers kept for reuse when they come back (ExpertStore:
     // one per I/O thread, the reserve the budget counts).
@@ -67,12 +72,16 @@ class BankSet {
   // one when one has come back). NotFound if this
   // directory does not hold it; DataLoss "expert E of layer L: checksum
   // mismatch (FILE @ OFFSET)" for a corrupt record.
-  absl::StatusOr<ExpertRecord> ReadRecord(const ExpertKey& key) const;
+  // `priority` orders the read's pieces among the disk's others
+  // (UringReader::Options::gate).
+  absl::StatusOr<ExpertRecord> ReadRecord(const ExpertKey& key,
+                                          Priority priority = Priority::kDemand) const;
 
   // The same, into `out` (e.g. a cache slot): reads and verifies the first
   // RecordBytes(key) bytes of `out`, which must be 4096-aligned.
   // REQUIRES: out.size() >= RecordBytes(key).
-  absl::Status ReadRecordInto(const ExpertKey& key, std::span<std::byte> out) const;
+  absl::Status ReadRecordInto(const ExpertKey& key, std::span<std::byte> out,
+                              Priority priority = Priority::kDemand) const;
 
   // record_bytes of the bank of `key`, or 0 if this directory does not hold `key`.
   uint64_t RecordBytes(const ExpertKey& key) const;

@@ -260,10 +260,10 @@ std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priori
   return slot;
 }
 
-absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key,
+absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key, Priority priority,
                                                        std::optional<uint32_t> slot) {
-  if (!slot) return banks_->ReadRecord(key);
-  WARP_RETURN_IF_ERROR(banks_->ReadRecordInto(key, arena_->Slot(*slot)));
+  if (!slot) return banks_->ReadRecord(key, priority);
+  WARP_RETURN_IF_ERROR(banks_->ReadRecordInto(key, arena_->Slot(*slot), priority));
   return ExpertRecord{.key = key, .record_bytes = banks_->RecordBytes(key)};  // data: LeasedRecord
 }
 
@@ -282,7 +282,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
   }
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ExpertRecord> record = ReadFromDisk(key, slot ? slot : staged);
+  absl::StatusOr<ExpertRecord> record = ReadFromDisk(key, priority, slot ? slot : staged);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 

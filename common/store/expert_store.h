@@ -167,8 +167,10 @@ class ExpertStore : public ExpertSource {
   void RunRead(const ExpertKey& key);
   // Reads `key` into arena slot `slot` (a cache slot admitted and pinned by
   // Admit, or a staging slot) or, without a slot, into a heap buffer; a slot
-  // read returns no data (LeasedRecord, StagedRecord). Called without mu_.
-  absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, std::optional<uint32_t> slot);
+  // read returns no data (LeasedRecord, StagedRecord); `priority` orders its
+  // pieces at the disk's gate. Called without mu_.
+  absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, Priority priority,
+                                            std::optional<uint32_t> slot);
   // Admits `key` to the cache and gives it a slot, pinned for the read; frees
   // the slots of the records evicted for it. nullopt: read it uncached.
   std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority,

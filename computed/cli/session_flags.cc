@@ -85,6 +85,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_option(
       "--io-engine", flags.io_engine,
       "How the embedded store reads records: uring (default: pieces in flight) or pread");
+  cmd->add_flag("--no-ordered-pieces", flags.no_ordered_pieces,
+                "uring: each read sends its own pieces, instead of the disk's pieces granted by "
+                "priority, then by the read's start (A/B only)");
   cmd->add_flag("--verify-every-read", flags.verify_every_read,
                 "Check a record's CRC32C at every read of the embedded store or from a fastpath: "
                 "daemon (default: until it first passes)");
@@ -160,6 +163,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
   absl::StatusOr<IoBackend> io_backend = ParseIoBackend(flags.io_engine);
   if (!io_backend.ok()) return io_backend.status();
   options.io_backend = *io_backend;
+  options.ordered_pieces = !flags.no_ordered_pieces;
   options.verify_every_read = flags.verify_every_read;
   options.prefault_cache = !flags.no_prefault;
   options.paced_growth = !flags.no_paced_growth;

@@ -27,6 +27,7 @@ struct SessionFlags {
   uint32_t io_threads = 4;
   std::string cache_policy;  // "": kDefaultEvictionPolicy (duel)
   std::string io_engine;     // "": kDefaultIoBackend
+  bool no_ordered_pieces = false;
   bool verify_every_read = false;
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;

@@ -97,6 +97,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                       .io_threads = options.io_threads,
                                       .cache_policy = options.cache_policy,
                                       .io_backend = options.io_backend,
+                                      .ordered_pieces = options.ordered_pieces,
                                       .verify_every_read = options.verify_every_read,
                                       .prefault_cache = options.prefault_cache,
                                       .paced_growth = paced_growth,

@@ -41,6 +41,7 @@ struct SessionOptions {
   uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
   EvictionPolicy cache_policy = kDefaultEvictionPolicy;  // --cache-policy, embedded stores
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
+  bool ordered_pieces = true;                           // --no-ordered-pieces: false
   bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false
   // --no-paced-growth: false. Off anyway with --preload or a learned warm set,

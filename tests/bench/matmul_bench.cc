@@ -339,7 +339,7 @@ int Run(size_t size_mib, std::string_view only) {
       if (internal::CpuHasAvx512Vnni()) {
         q8.emplace_back(internal::MatMulRowsQ8Avx512Vnni, "q8-vnni");
       }
-      for (size_t tokens : {size_t{1}, size_t{8}}) {
+      for (size_t tokens : {size_t{1}, size_t{2}, size_t{4}, size_t{8}}) {
         for (const auto& [kernel, name] : q8) {
           contenders.push_back(
               {.tokens = tokens, .isa = DetectIsa(), .q8 = kernel, .q8_name = name});

@@ -14,15 +14,51 @@ namespace {
 
 constexpr uint64_t kBlock = 32;
 
-// Where column e of a block goes in its group's low (0) or high (1) half: the
-// nibble of byte j that holds it.
-struct NibblePlace {
-  int half;
-  uint64_t byte;
-};
-NibblePlace PlaceOf(TensorFormat format, uint64_t e) {
-  if (!internal::ScaleInBlock(format)) return {static_cast<int>(e % 2), e / 2};  // low first
-  return {e < 16 ? 0 : 1, e % 16};                                               // ggml order
+// nearbyint(v) in the default rounding mode, for |v| <= 2^22, without a libm
+// call per column (nearbyintf is one on the baseline ISA): the sum has no
+// fraction bits left, so the addition rounds v to an integer, ties to even.
+inline float RoundToNearestEven(float v) {
+  constexpr float kShift = 0x1.8p23f;
+  return (v + kShift) - kShift;
+}
+
+// One block of one token: its 32 codes into the group's low and high halves
+// (byte j of block `slot` at 16 slot + j), the weights' offset times each
+// lane's code sum into `bias`, and d into its 4 lanes. kGgmlOrder: columns j
+// and 16 + j under byte j (ggml's blocks), else 2j and 2j + 1.
+template <bool kGgmlOrder>
+void QuantizeBlock(const float* xb, int32_t offset, uint64_t slot, int8_t* codes, int32_t* bias,
+                   float* lane_scale) {
+  float amax = 0.0f;
+  bool nan = false;  // std::max passes over a NaN; an infinity makes amax one
+  for (uint64_t e = 0; e < kBlock; ++e) {
+    const float a = std::fabs(xb[e]);
+    nan |= a != a;
+    amax = std::max(amax, a);
+  }
+  const bool finite = !nan && std::isfinite(amax);
+  const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+  for (uint64_t l = 0; l < 4; ++l) lane_scale[slot * 4 + l] = d;
+  // Codes only where 127 / amax is finite: a non-finite block, an all-zero
+  // one and one below 127 / FLT_MAX (whose products with any weight round
+  // to nothing anyway) keep codes 0, so no cast sees a value out of range.
+  if (!finite || amax < 127.0f / std::numeric_limits<float>::max()) return;
+  const float inverse = 127.0f / amax;
+  int8_t* low = codes + slot * 16;
+  int8_t* high = codes + 64 + slot * 16;
+  int32_t q[kBlock];  // first in column order: a loop the compiler vectorizes
+  for (uint64_t e = 0; e < kBlock; ++e) {
+    q[e] = static_cast<int32_t>(RoundToNearestEven(xb[e] * inverse));
+  }
+  for (uint64_t j = 0; j < 16; ++j) {
+    low[j] = static_cast<int8_t>(q[kGgmlOrder ? j : 2 * j]);
+    high[j] = static_cast<int8_t>(q[kGgmlOrder ? 16 + j : 2 * j + 1]);
+  }
+  for (uint64_t k = 0; k < 4; ++k) {
+    int32_t sum = 0;
+    for (uint64_t j = 4 * k; j < 4 * k + 4; ++j) sum += low[j] + high[j];
+    bias[slot * 4 + k] = -offset * sum;
+  }
 }
 
 enum class Q8Kernel { kScalar, kAvx2, kAvx512Vnni };
@@ -65,34 +101,20 @@ void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens,
   std::fill(out->codes.begin(), out->codes.end(), int8_t{0});
   std::fill(out->bias.begin(), out->bias.end(), 0);
   std::fill(out->lane_scale.begin(), out->lane_scale.end(), 0.0f);
+  const int32_t offset = CodeOffset(format);
+  const bool ggml_order = internal::ScaleInBlock(format);
   for (size_t t = 0; t < num_tokens; ++t) {
     for (uint64_t b = 0; b < blocks; ++b) {
-      const float* xb = x + t * cols + b * kBlock;
-      float amax = 0.0f;
-      bool finite = true;
-      for (uint64_t e = 0; e < kBlock; ++e) {
-        finite = finite && std::isfinite(xb[e]);
-        amax = std::max(amax, std::fabs(xb[e]));
-      }
       const uint64_t g = b / 4, slot = b % 4;
+      const float* xb = x + t * cols + b * kBlock;
       int8_t* codes = out->codes.data() + (t * groups + g) * 2 * 64;
       int32_t* bias = out->bias.data() + (t * groups + g) * kQ8GroupLanes;
-      const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
-      // Codes only where 127 / amax is finite: a non-finite block, an all-zero
-      // one and one below 127 / FLT_MAX (whose products with any weight round
-      // to nothing anyway) keep codes 0, so no cast sees a value out of range.
-      const bool coded = finite && amax >= 127.0f / std::numeric_limits<float>::max();
-      const float inverse = coded ? 127.0f / amax : 0.0f;
-      const int32_t offset = CodeOffset(format);
-      for (uint64_t e = 0; e < kBlock && coded; ++e) {
-        const NibblePlace place = PlaceOf(format, e);
-        const uint64_t index = slot * 16 + place.byte;
-        const auto q = static_cast<int8_t>(std::nearbyint(xb[e] * inverse));
-        codes[place.half * 64 + index] = q;
-        bias[index / 4] -= offset * q;
-      }
       float* lane_scale = out->lane_scale.data() + (t * groups + g) * kQ8GroupLanes;
-      for (uint64_t l = 0; l < 4; ++l) lane_scale[slot * 4 + l] = d;
+      if (ggml_order) {
+        QuantizeBlock<true>(xb, offset, slot, codes, bias, lane_scale);
+      } else {
+        QuantizeBlock<false>(xb, offset, slot, codes, bias, lane_scale);
+      }
     }
   }
 }

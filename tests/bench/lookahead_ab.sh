@@ -2,8 +2,10 @@
 # Lookahead settings A/B at equal memory: each configuration decodes the same
 # sampled tokens inside one memory cgroup (the planner's default budget there),
 # rounds alternating, so the disk's drift falls on every configuration alike.
-# Prints each run's decode tok/s, disk bytes a token and lookahead figures; the
-# decision goes to docs/LEARNED.md. MODEL is any container, e.g. the K2-shaped
+# Prints each run's decode tok/s, disk bytes a token, lookahead figures, the
+# decode's overlap max(I/O, compute) / wall (`--stages`) and the prompt's tok/s;
+# the decision goes to docs/LEARNED.md. Any flags of `computed run` can be A/B'd
+# (e.g. "" "--no-ordered-pieces"). MODEL is any container, e.g. the K2-shaped
 # model of vs_llamacpp.sh (`computed convert` of tests/gguf/make_gguf.py's file).
 #   [GEN=16] tests/bench/lookahead_ab.sh BUILD_DIR MODEL LIMIT [REPS] [CONFIG ...]
 #   tests/bench/lookahead_ab.sh build /tmp/k2.warp 4G 3 "" "--lookahead-precision 0.5" \
@@ -24,13 +26,16 @@ vocab=$(python3 -c "import json; print(json.load(open('$model/manifest.json'))['
 ids=$(python3 -c "import random; random.seed(8); print(','.join(str(random.randrange($vocab)) for _ in range(8)))")
 for round in $(seq "$reps"); do
   for config in "${configs[@]}"; do
-    line=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" --ids "$ids" -n "${GEN:-16}" \
-      --ignore-eos --temperature 1 --seed "$round" $config 2>&1 >/dev/null | grep '^\[')
+    out=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" --ids "$ids" -n "${GEN:-16}" \
+      --ignore-eos --temperature 1 --seed "$round" --stages $config 2>&1 >/dev/null)
+    line=$(grep '^\[' <<< "$out")
+    prefill=$(grep -oE 'prefill [0-9]+ tokens [0-9.]+ tok/s' <<< "$line" | awk '{print $4}')
+    overlap=$(grep -oE 'overlap .* = [0-9.]+' <<< "$out" | tail -1 | awk '{print $NF}')
     decode=$(grep -oE 'decode [0-9]+ tokens [0-9.]+ tok/s' <<< "$line" | awk '{print $4}')
     per_token=$(grep -oE '[0-9.]+ ([KMG]i)?B a token' <<< "$line" || true)  # "0 B" resident
     lookahead=$(grep -oE 'lookahead recall [^]|]*' <<< "$line" || true)
     hits=$(grep -oE 'decode [^|]*miss [0-9]+%' <<< "$line" | grep -oE '[0-9]+%$' || true)
-    printf '%-30s round %d: decode %6s tok/s, %s, hits %s, %s\n' "${config:-(default)}" "$round" \
-      "$decode" "$per_token" "$hits" "$lookahead"
+    printf '%-30s round %d: decode %6s tok/s, %s, hits %s, overlap %s, prompt %s tok/s, %s\n' \
+      "${config:-(default)}" "$round" "$decode" "$per_token" "$hits" "$overlap" "$prefill" "$lookahead"
   done
 done

@@ -91,6 +91,37 @@ TEST_P(Q8ActivationsTest, QuantizesEachBlockToItsMaximumOver127) {
   for (int i = 16; i < 32; ++i) EXPECT_EQ(codes[i], 0) << "the NaN block is all zero codes";
 }
 
+// Codes round to nearest with ties to even, as nearbyint does: a block whose
+// amax is 127 scales by exactly 1, so its halves are ties; the other blocks
+// are random.
+TEST_P(Q8ActivationsTest, CodesAreNearbyintOfTheScaledColumns) {
+  const TensorFormat format = GetParam();
+  std::mt19937_64 rng(11);
+  std::vector<float> x = RandomVector(3 * 256, rng);
+  for (int e = 0; e < 32; ++e) x[e] = 0.5f * static_cast<float>(e - 16) + 0.25f * (e % 2);
+  x[31] = 127.0f;
+  for (int e = 0; e < 31; e += 2) x[e] = static_cast<float>(e - 15) + 0.5f;  // ties
+  Q8Activations q;
+  QuantizeActivations(format, x.data(), 3, 256, &q);
+  for (size_t t = 0; t < 3; ++t) {
+    for (uint64_t b = 0; b < 8; ++b) {
+      const float* xb = x.data() + t * 256 + 32 * b;
+      float amax = 0;
+      for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(xb[e]));
+      const int8_t* codes = q.Codes(t, b / 4);
+      for (int e = 0; e < 32; ++e) {
+        const bool high = LowNibbleFirst(format) ? e % 2 == 1 : e >= 16;
+        const int byte = 16 * static_cast<int>(b % 4) + (LowNibbleFirst(format) ? e / 2 : e % 16);
+        EXPECT_EQ(codes[(high ? 64 : 0) + byte],
+                  static_cast<int>(std::nearbyint(xb[e] * (127.0f / amax))))
+            << "token " << t << ", block " << b << ", column " << e << ": " << xb[e];
+      }
+    }
+  }
+  EXPECT_EQ(q.Codes(0, 0)[0], -14) << "-14.5 rounds to the even -14";
+  EXPECT_EQ(q.Codes(0, 0)[LowNibbleFirst(format) ? 1 : 2], -12) << "-12.5 rounds to -12";
+}
+
 TEST_P(Q8ActivationsTest, EqualsTheIntegerDotOfEveryBlock) {
   // y = sum over blocks of dw * d * sum(c * q), computed here in double from the
   // weights' nibbles and the quantized codes read back column by column.

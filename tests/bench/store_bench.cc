@@ -5,6 +5,7 @@
 //   store_bench MODEL.warp [--qd N] [--seconds S] [--store ADDRESS ...]
 //               [--io-engine pread|uring] [--io-threads N] [--io-depth N] [--io-piece BYTES]
 //               [--miss-only] [--no-hits] [--no-verify] [--miss-cache BYTES]
+//               [--no-ordered-pieces]
 // ADDRESS: unix:PATH or tcp:HOST:PORT (gRPC), fastpath:PATH (zero-copy).
 // --qd records are asked for at once; the embedded store reads them with
 // --io-threads threads (default: qd), each through the --io-engine.
@@ -42,6 +43,7 @@ struct Args {
   bool miss_only = false;
   bool hits = true;  // --no-hits: no embedded hit row, no hit row per fastpath: store
   bool verify = true;
+  bool ordered_pieces = true;  // --no-ordered-pieces: each uring read its own --io-depth
   uint64_t miss_cache = 0;  // --miss-cache: the miss row's cache (misses land in its slots)
 };
 
@@ -133,6 +135,8 @@ int main(int argc, char** argv) {
       args.uring.piece_bytes = std::stoull(argv[++i]);
     } else if (arg == "--miss-cache" && i + 1 < argc) {
       args.miss_cache = std::stoull(argv[++i]);
+    } else if (arg == "--no-ordered-pieces") {
+      args.ordered_pieces = false;
     } else if (arg == "--no-verify") {
       args.verify = false;
     } else if (arg == "--miss-only") {
@@ -160,7 +164,10 @@ int main(int argc, char** argv) {
         {.cache_bytes = args.miss_cache,
          .io_threads = io_threads,
          .shared_arena = false,  // as computed's embedded stores: private, on huge pages
-         .banks = {.verify = args.verify, .io_backend = args.io_backend, .uring = args.uring}});
+         .banks = {.verify = args.verify,
+                   .io_backend = args.io_backend,
+                   .uring = args.uring,
+                   .ordered_pieces = args.ordered_pieces}});
     if (!store.ok()) {
       std::fprintf(stderr, "%s\n", std::string(store.status().message()).c_str());
       return 1;
@@ -170,7 +177,8 @@ int main(int argc, char** argv) {
                                     " x", io_threads);
     if ((*store)->io_backend() == warp::IoBackend::kUring) {
       absl::StrAppend(&path, " (", args.uring.depth, " x ",
-                      warp::FormatBytes(args.uring.piece_bytes), ")");
+                      warp::FormatBytes(args.uring.piece_bytes),
+                      args.ordered_pieces ? " a store, in order)" : " a read)");
     }
     Report(path, Measure(**store, keys, args.qd, args.seconds, &errors), errors);
     if (std::getenv("WARP_BENCH_COUNTERS")) {

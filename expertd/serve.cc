@@ -293,6 +293,7 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
       ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
                                     .io_threads = config.io_threads(),
                                     .cache_policy = policy,
+                                    .prefault_cache = !config.skip_prefault(),
                                     .staging_slots = config.staging_slots(),
                                     .banks = {.verify = !config.skip_crc(),
                                               .verify_once = !config.verify_every_read(),

@@ -31,6 +31,7 @@ struct ServeFlags {
   std::optional<uint32_t> staging_slots;
   bool no_verify = false;
   bool verify_every_read = false;
+  bool no_prefault = false;
   uint32_t max_keys = 0;
   std::string cache_policy;
   std::string io_engine;
@@ -60,6 +61,7 @@ absl::Status Run(const ServeFlags& flags) {
   if (flags.staging_slots) config.set_staging_slots(*flags.staging_slots);
   if (flags.no_verify) config.set_skip_crc(true);
   if (flags.verify_every_read) config.set_verify_every_read(true);
+  if (flags.no_prefault) config.set_skip_prefault(true);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
   if (!flags.cache_policy.empty()) config.set_cache_policy(flags.cache_policy);
   if (!flags.io_engine.empty()) config.set_io_engine(flags.io_engine);
@@ -104,6 +106,8 @@ std::function<int()> AddServeCommand(CLI::App& app) {
                 "Skip the CRC32C of records read (footers are still checked)");
   cmd->add_flag("--verify-every-read", flags->verify_every_read,
                 "Check a record's CRC32C at every read (default: until it first passes)");
+  cmd->add_flag("--no-prefault", flags->no_prefault,
+                "Fault the cache's memory in at first use instead of ahead of it, at idle priority");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
   cmd->add_option("--io-engine", flags->io_engine,
                   "How records come off the disk: uring (default: pieces in flight) or pread");

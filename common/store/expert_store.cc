@@ -84,7 +84,7 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
   io_ = std::make_unique<IoEngine>(
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
       [this](const ExpertKey& key, Priority) { DropRead(key); });
-  if (options.prefault_cache && arena_ != nullptr && !options.shared_arena) {
+  if (options.prefault_cache && arena_ != nullptr) {
     paced_ = options.pace_growth_below_bytes_per_second > 0;
     prefaulter_ = std::thread([this, pace_below = options.pace_growth_below_bytes_per_second] {
       PrefaultLoop(pace_below);
@@ -110,7 +110,11 @@ void ExpertStore::PrefaultLoop(uint64_t pace_below) {
     std::span<std::byte> pages;
     {
       absl::MutexLock lock(&mu_);
-      if (shutting_down_ || arena_->backed_slots() >= cache_.capacity_bytes() / slot_bytes_) break;
+      // Staging slots count as backed from the start (allocated for good).
+      if (shutting_down_ ||
+          arena_->backed_slots() >= cache_.capacity_bytes() / slot_bytes_ + staging_slots_) {
+        break;
+      }
       std::optional<uint32_t> slot = arena_->ClaimUnbackedSlot();
       if (!slot) break;
       pages = arena_->Slot(*slot);

@@ -61,12 +61,13 @@ class ExpertStore : public ExpertSource {
     // writable mappings, so a shrink cannot give its memory back. An embedded
     // store's arena is private and can.
     bool shared_arena = true;
-    // A private arena's never-written slots get their pages faulted in ahead of
+    // The arena's never-written cache slots get their pages faulted in ahead of
     // use, in the order they will be handed out, by a thread that runs only on
     // an otherwise idle core (SCHED_IDLE): the kernel zeroes fresh pages while
     // the engine waits for the disk, not inside the reads (EFFICIENCY.md "The
-    // cache faulted in on an idle core"). Up to the cache's capacity; ends when
-    // there is no such slot left. Ignored for a shared arena.
+    // cache faulted in on an idle core"; a shared arena's 4 KiB pages of
+    // shared memory the same, "A daemon's cache faulted in ahead"). Up to the
+    // cache's capacity; ends when there is no such slot left.
     bool prefault_cache = false;
     // Paced growth, with prefault_cache: while the prefault thread faults
     // fresh memory in slower than this (CPU time of its madvise; a VM that
@@ -224,7 +225,7 @@ class ExpertStore : public ExpertSource {
   } stats_ ABSL_GUARDED_BY(mu_);
   // Paced growth is on: the cache may use only the arena's backed slots.
   bool paced_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread prefaulter_;        // joinable with Options::prefault_cache on a private arena
+  std::thread prefaulter_;        // joinable with Options::prefault_cache and an arena
   std::unique_ptr<IoEngine> io_;  // last: its threads use everything above
 };
 

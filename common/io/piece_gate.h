@@ -28,6 +28,7 @@ class PieceGate {
   PieceGate& operator=(const PieceGate&) = delete;
 
   // One read through the gate, from its start to its last piece's landing.
+  // Used by the one thread that runs the read.
   class Read {
    public:
     Read(PieceGate* gate, uint32_t rank, uint64_t pieces);

@@ -336,6 +336,11 @@ void ExpertStore::RunRead(const ExpertKey& key) {
   if (!record.ok() && record.status().code() == absl::StatusCode::kDataLoss) {
     Logger("expertd.store").warn("{}", std::string(record.status().message()));
   }
+  // The waiters' copies are a staged record's last owners: its slot goes back
+  // as soon as they drop them, not when this thread gets round to returning.
+  if (record.ok()) {
+    const ExpertRecord released = *std::move(record);
+  }
   for (size_t i = 0; i < waiters.size(); ++i) waiters[i].done(std::move(results[i]));
 }
 

@@ -182,6 +182,7 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--no-prefetch --lookahead 6");
   ExpectIdentical("--budget 64M");  // every record stays cached
   ExpectIdentical("--io-engine pread --lookahead 6");
+  ExpectIdentical("--no-ordered-pieces --lookahead 6 --lookahead-precision 0");
 }
 
 // From the floor (the cache holds one token's working set, a quarter of the
@@ -217,7 +218,8 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
                              "--threads 2", "", "--cache-policy arc --prefill-chunk 1",
                              "--cache-policy lru", "--cache-policy lfru --no-foresight",
                              "--lookahead-depth 2 --lookahead-precision 0 --prefill-chunk 2",
-                             "--io-engine pread --prefill-chunk 1"}) {
+                             "--io-engine pread --prefill-chunk 1",
+                             "--no-ordered-pieces --lookahead-precision 0"}) {
       const std::string flags = mode + budget;
       ExpectIdentical(flags);
       // The same run through `computed run`: more misses than records, and more bytes

@@ -98,6 +98,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                       .cache_policy = options.cache_policy,
                                       .io_backend = options.io_backend,
                                       .ordered_pieces = options.ordered_pieces,
+                                      .io_depth = options.io_depth,
                                       .verify_every_read = options.verify_every_read,
                                       .prefault_cache = options.prefault_cache,
                                       .paced_growth = paced_growth,

@@ -42,6 +42,7 @@ struct SessionOptions {
   EvictionPolicy cache_policy = kDefaultEvictionPolicy;  // --cache-policy, embedded stores
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
   bool ordered_pieces = true;                           // --no-ordered-pieces: false
+  uint32_t io_depth = UringReader::Options{}.depth;     // --io-depth
   bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false
   // --no-paced-growth: false. Off anyway with --preload or a learned warm set,

@@ -24,7 +24,9 @@ ExpertStore::Options EmbeddedStoreOptions(const SourceOptions& options, uint64_t
           .pace_growth_below_bytes_per_second =
               options.paced_growth ? ExpertStore::kPaceGrowthBelowBytesPerSecond : 0,
           .foresight = options.foresight,
-          .banks = {.verify_once = !options.verify_every_read, .io_backend = options.io_backend,
+          .banks = {.verify_once = !options.verify_every_read,
+                    .io_backend = options.io_backend,
+                    .uring = {.depth = options.io_depth},
                     .ordered_pieces = options.ordered_pieces}};
 }
 

@@ -183,6 +183,7 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--budget 64M");  // every record stays cached
   ExpectIdentical("--io-engine pread --lookahead 6");
   ExpectIdentical("--no-ordered-pieces --lookahead 6 --lookahead-precision 0");
+  ExpectIdentical("--io-depth 1 --lookahead 6 --lookahead-precision 0");  // one piece at a time
 }
 
 // From the floor (the cache holds one token's working set, a quarter of the

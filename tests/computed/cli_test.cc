@@ -453,6 +453,8 @@ TEST_F(ComputedCliTest, OutOfRangeSamplingAndThreadFlagsAreRefused) {
       {"--top-p 1.5", "--top-p: 1.5 is not a number in (0, 1]"},
       {"--threads 100000", "--threads: Value 100000 not in range 0 to 1024"},
       {"--io-threads 100000", "--io-threads: Value 100000 not in range 1 to 256"},
+      {"--io-depth 0", "--io-depth: Value 0 not in range 1 to 4096"},
+      {"--io-depth 5000", "--io-depth: Value 5000 not in range 1 to 4096"},
   };
   for (const auto& [flag, says] : cases) {
     auto result = RunBinary("computed", absl::StrCat("run ", Model(), " --ids 1 -n 1 ", flag));
@@ -461,7 +463,7 @@ TEST_F(ComputedCliTest, OutOfRangeSamplingAndThreadFlagsAreRefused) {
   }
   auto sampled = RunBinary("computed", absl::StrCat("run ", Model(),
                                                     " --ids 1 -n 2 --temperature 0.7 "
-                                                    "--top-p 0.9 --threads 2"));
+                                                    "--top-p 0.9 --threads 2 --io-depth 1"));
   EXPECT_EQ(sampled.exit_code, 0) << sampled.output;
 }
 

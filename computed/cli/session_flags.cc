@@ -87,8 +87,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
       "--io-engine", flags.io_engine,
       "How the embedded store reads records: uring (default: pieces in flight) or pread");
   cmd->add_option("--io-depth", flags.io_depth,
-                  "uring: the disk's pieces in flight over all reads of the embedded store "
-                  "(default 32; measured in docs/EFFICIENCY.md)")
+                  absl::StrCat("uring: the disk's pieces in flight over all reads of the "
+                               "embedded store (default ",
+                               UringReader::Options{}.depth, "; measured in docs/EFFICIENCY.md)"))
       ->check(CLI::Range(uint32_t{1}, kMaxIoDepth));
   cmd->add_flag("--no-ordered-pieces", flags.no_ordered_pieces,
                 "uring: each read sends its own pieces, instead of the disk's pieces granted by "

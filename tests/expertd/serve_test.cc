@@ -12,11 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -427,6 +429,30 @@ TEST_F(ServeTest, ConfigFieldsApplyWithoutFlags) {
   WARP_ASSERT_OK(daemon);
   EXPECT_EQ(StatsCounter((*daemon)->addresses().at(0), "expertd.store.cache_capacity_bytes"),
             16384u);
+}
+
+// The cache's slots are faulted in ahead by default; --no-prefault leaves them
+// to the reads (no read is made here, so none is faulted in).
+TEST_F(ServeTest, TheCacheIsFaultedInAheadUnlessNoPrefault) {
+  for (const bool prefault : {true, false}) {
+    std::vector<std::string> args = {"--model",  model_.string(), "--budget", "32K",
+                                     "--listen", "tcp:127.0.0.1:0", "--insecure"};
+    if (!prefault) args.push_back("--no-prefault");
+    auto daemon = Daemon::Start(args);
+    WARP_ASSERT_OK(daemon);
+    const std::string address = (*daemon)->addresses().at(0);
+    const uint64_t slots = StatsCounter(address, "expertd.store.cache_capacity_bytes") /
+                           StatsCounter(address, "expertd.store.cache_slot_bytes");
+    ASSERT_GT(slots, 0u);
+    uint64_t prefaulted = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    do {
+      prefaulted = StatsCounter(address, "expertd.store.cache_prefaulted_slots");
+      if (!prefault || prefaulted == slots) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(prefaulted, prefault ? slots : 0u) << (prefault ? "default" : "--no-prefault");
+  }
 }
 
 TEST_F(ServeTest, FlagsOverrideConfigFields) {

@@ -1,5 +1,6 @@
 #include "common/format/bank_format.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -30,6 +31,24 @@ RecordFooter DecodeFooter(std::span<const std::byte> record) {
 
 absl::Status CheckRecord(std::span<const std::byte> record, const RecordExpectation& expected,
                          bool check_crc) {
+  std::optional<uint32_t> crc;
+  if (check_crc) {
+    WARP_CHECK(record.size() >= expected.payload_bytes + kRecordFooterBytes);
+    crc = Crc32c(record.first(expected.payload_bytes));
+  }
+  return CheckRecordAgainstCrc(record, expected, crc);
+}
+
+void PayloadDigest::Landed(uint64_t landed) {
+  const uint64_t end = std::min<uint64_t>(landed, payload_.size());
+  if (end <= digested_) return;
+  crc_ = Crc32cExtend(crc_, payload_.subspan(digested_, end - digested_));
+  digested_ = end;
+}
+
+absl::Status CheckRecordAgainstCrc(std::span<const std::byte> record,
+                                   const RecordExpectation& expected,
+                                   std::optional<uint32_t> payload_crc) {
   const std::string where = absl::StrCat("expert ", expected.expert, " of layer ", expected.layer);
   const RecordFooter footer = DecodeFooter(record);
   if (footer.magic != kRecordMagic) {
@@ -50,10 +69,8 @@ absl::Status CheckRecord(std::span<const std::byte> record, const RecordExpectat
                                             " differs from the manifest's ",
                                             expected.payload_bytes));
   }
-  if (check_crc) {
-    WARP_CHECK(record.size() >= expected.payload_bytes + kRecordFooterBytes);
-    const uint32_t crc = Crc32c(record.first(expected.payload_bytes));
-    if (crc != footer.payload_crc32c) {
+  if (payload_crc) {
+    if (*payload_crc != footer.payload_crc32c) {
       return absl::DataLossError(absl::StrCat(where, ": checksum mismatch"));
     }
   }

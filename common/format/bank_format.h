@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "absl/status/status.h"
@@ -86,5 +87,35 @@ struct RecordExpectation {
 // checksum mismatch". REQUIRES: record.size() >= payload_bytes + 32.
 absl::Status CheckRecord(std::span<const std::byte> record, const RecordExpectation& expected,
                          bool check_crc);
+
+// The same checks against the payload's CRC32C computed by the caller (as
+// its bytes landed: PayloadDigest); nullopt checks the footer only.
+absl::Status CheckRecordAgainstCrc(std::span<const std::byte> record,
+                                   const RecordExpectation& expected,
+                                   std::optional<uint32_t> payload_crc);
+
+// The CRC32C of a payload taken a landed prefix at a time (UringReader's
+// OnLanded), so that it is ready when the last byte is.
+//
+// Thread-compatible.
+class PayloadDigest {
+ public:
+  explicit PayloadDigest(std::span<const std::byte> payload) : payload_(payload) {}
+
+  // Digests the payload's bytes before `landed` (clamped to the payload) not
+  // digested yet.
+  void Landed(uint64_t landed);
+
+  // The whole payload's CRC, digesting first whatever has not been.
+  uint32_t Crc() {
+    Landed(payload_.size());
+    return crc_;
+  }
+
+ private:
+  std::span<const std::byte> payload_;
+  uint64_t digested_ = 0;
+  uint32_t crc_ = 0;  // of payload_.first(digested_)
+};
 
 }  // namespace warp

@@ -108,7 +108,8 @@ uint64_t UringReader::FixedPieceBytes(int fd) {
 }
 
 absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t offset,
-                                   std::string_view path, uint32_t rank) {
+                                   std::string_view path, uint32_t rank,
+                                   const OnLanded& on_landed) {
   const std::optional<int> fixed = FixedIndex(out);
   // Registered memory is expertd's staging slots, 4 KiB pages of shared
   // memory: a piece the device would split costs a request for its last few
@@ -126,7 +127,8 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
   std::optional<PieceGate::Read> gated;
   if (options_.gate != nullptr) gated.emplace(options_.gate.get(), rank, pieces.size());
   auto stopped = [&] { return !failed.ok() || ends_at.has_value(); };
-  while (in_flight > 0 || (!stopped() && !to_submit.empty())) {
+  // Queues pieces while the gate and the ring take them.
+  auto queue_pieces = [&] {
     // After a failure nothing new goes out; what is in flight is drained.
     while (!stopped() && !to_submit.empty() && in_flight < options_.depth) {
       // With nothing in flight, wait for the gate: no completion will ask again.
@@ -152,6 +154,10 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
       io_uring_sqe_set_data64(sqe, index);
       ++in_flight;
     }
+  };
+  size_t whole = 0;  // pieces [0, whole) have landed
+  while (in_flight > 0 || (!stopped() && !to_submit.empty())) {
+    queue_pieces();
     const int submitted = io_uring_submit_and_wait(ring_.get(), 1);
     if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN) {
       // The ring itself failed: the pieces in flight cannot be waited for,
@@ -188,6 +194,14 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
       }
     }
     io_uring_cq_advance(ring_.get(), seen);
+    const size_t was_whole = whole;
+    while (whole < pieces.size() && pieces[whole].done == pieces[whole].bytes) ++whole;
+    if (on_landed && whole > was_whole && !stopped()) {
+      // The next pieces go out before the caller digests these.
+      queue_pieces();
+      io_uring_submit(ring_.get());
+      on_landed(whole < pieces.size() ? pieces[whole].offset : out.size());
+    }
   }
   if (ends_at && failed.ok()) {
     // The bytes before the first hole count as read, as PreadFull counts them.
@@ -198,7 +212,8 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
 }
 
 absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
-                            uint64_t offset, std::string_view path, uint32_t rank) {
+                            uint64_t offset, std::string_view path, uint32_t rank,
+                            const OnLanded& on_landed) {
   thread_local std::unique_ptr<UringReader> reader;
   thread_local bool refused = false;
   // A ring registered with other buffers must never read into these, nor
@@ -220,8 +235,12 @@ absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::sp
       }
     }
   }
-  if (reader == nullptr) return PreadFull(fd, out, offset, path);
-  return reader->ReadFull(fd, out, offset, path, rank);
+  if (reader == nullptr) {
+    absl::Status status = PreadFull(fd, out, offset, path);
+    if (status.ok() && on_landed) on_landed(out.size());
+    return status;
+  }
+  return reader->ReadFull(fd, out, offset, path, rank, on_landed);
 }
 
 }  // namespace warp

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,6 +37,11 @@ namespace warp {
 struct FixedBuffers {
   std::vector<std::span<std::byte>> buffers;  // each at most 1 GiB
 };
+
+// Told, on the reading thread, how long the read's landed prefix is each time
+// it grows (pieces land in any order): its bytes are final, so a caller can
+// digest them while the rest is in flight.
+using OnLanded = std::function<void(uint64_t landed_bytes)>;
 
 class UringReader {
  public:
@@ -66,9 +72,10 @@ class UringReader {
   // `offset`, DataLoss "PATH: short read at OFFSET: got N of M bytes" where
   // the file ends first, errno errors naming "PATH @OFFSET". Every piece has
   // landed or failed before it returns, so `out` is the caller's again.
-  // `rank` orders the read at the gate (lower first; PieceGate).
+  // `rank` orders the read at the gate (lower first; PieceGate). `on_landed`,
+  // if set, is told each longer landed prefix, the last one out.size().
   absl::Status ReadFull(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
-                        uint32_t rank = 0);
+                        uint32_t rank = 0, const OnLanded& on_landed = nullptr);
 
   const Options& options() const { return options_; }
   bool registered() const { return registered_; }  // options().fixed is registered
@@ -95,7 +102,9 @@ uint64_t DeviceRequestBytesOn4KiBPages(int fd);
 // PreadFull's contract through this thread's UringReader (created on the
 // thread's first call with `options`; later calls on the thread reuse it).
 // Where a thread cannot get a ring, it reads with PreadFull and says so once.
+// Without a ring, `on_landed` hears of the whole read once it is in.
 absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
-                            uint64_t offset, std::string_view path, uint32_t rank = 0);
+                            uint64_t offset, std::string_view path, uint32_t rank = 0,
+                            const OnLanded& on_landed = nullptr);
 
 }  // namespace warp

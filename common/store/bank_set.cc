@@ -1,6 +1,7 @@
 #include "common/store/bank_set.h"
 
 #include <atomic>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
@@ -33,8 +34,9 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
         options.uring.gate = std::make_shared<PieceGate>(options.uring.depth);
       }
       options.pread = [uring = options.uring](int fd, std::span<std::byte> out, uint64_t offset,
-                                              std::string_view path, uint32_t rank) {
-        return UringPreadFull(uring, fd, out, offset, path, rank);
+                                              std::string_view path, uint32_t rank,
+                                              const OnLanded& on_landed) {
+        return UringPreadFull(uring, fd, out, offset, path, rank, on_landed);
       };
     } else {
       static std::atomic<bool> warned{false};  // one line per process, not per shard
@@ -48,7 +50,9 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
   }
   if (!options.pread) {
     options.pread = [](int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
-                       uint32_t /*rank*/) { return PreadFull(fd, out, offset, path); };
+                       uint32_t /*rank*/, const OnLanded& /*on_landed*/) {
+      return PreadFull(fd, out, offset, path);
+    };
   }
   auto banks = std::unique_ptr<BankSet>(new BankSet(std::move(container), std::move(options)));
   bool warned = false;
@@ -92,15 +96,22 @@ absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> 
   const size_t index = static_cast<size_t>(bank - manifest.banks.data());
   const std::string path = container_->BankPath(*bank).string();
   std::span<std::byte> bytes = out.first(bank->record_bytes);
-  absl::Status status =
-      options_.pread(files_[index].fd.get(), bytes, *offset, path, static_cast<uint32_t>(priority));
-  if (!status.ok()) {
-    return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
-  }
   std::atomic<bool>& verified = verified_[index][key.expert];
   const bool check_crc =
       options_.verify && !(options_.verify_once && verified.load(std::memory_order_relaxed));
-  status = CheckRecord(bytes, container_->Expectation(key.layer, key.expert), check_crc);
+  const RecordExpectation expected = container_->Expectation(key.layer, key.expert);
+  // The payload's CRC is taken as its pieces land, on this thread while the
+  // rest are read, not after: a record is ready as soon as its last piece is.
+  PayloadDigest digest(bytes.first(expected.payload_bytes));
+  absl::Status status = options_.pread(
+      files_[index].fd.get(), bytes, *offset, path, static_cast<uint32_t>(priority),
+      check_crc ? OnLanded([&digest](uint64_t landed) { digest.Landed(landed); }) : nullptr);
+  if (!status.ok()) {
+    return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
+  }
+  std::optional<uint32_t> crc;
+  if (check_crc) crc = digest.Crc();
+  status = CheckRecordAgainstCrc(bytes, expected, crc);
   if (!status.ok()) {
     return absl::Status(status.code(),
                         absl::StrCat(status.message(), " (", path, " @", *offset, ")"));

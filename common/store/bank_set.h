@@ -26,9 +26,12 @@
 namespace warp {
 
 // Same contract as PreadFull (common/io/file.h); `rank` orders the read among
-// the disk's others (UringReader::ReadFull).
-using PreadFn = std::function<absl::Status(int fd, std::span<std::byte> out, uint64_t offset,
-                                           std::string_view path, uint32_t rank)>;
+// the disk's others, and `on_landed` (may be null) hears of its landed prefix
+// as it grows (UringReader::ReadFull). One that never calls it is correct, but
+// its record's CRC is computed only once it is all in.
+using PreadFn =
+    std::function<absl::Status(int fd, std::span<std::byte> out, uint64_t offset,
+                               std::string_view path, uint32_t rank, const OnLanded& on_landed)>;
 
 // How a record comes off the disk (`--io-engine`).
 enum class IoBackend {

@@ -7,6 +7,8 @@
 # the decision goes to docs/LEARNED.md. Any flags of `computed run` can be A/B'd
 # (e.g. "" "--no-ordered-pieces"). MODEL is any container, e.g. the K2-shaped
 # model of vs_llamacpp.sh (`computed convert` of tests/gguf/make_gguf.py's file).
+# A config that begins "@DIR" runs DIR/bin/computed instead of BUILD_DIR's: two
+# builds A/B'd (e.g. "@/tmp/before" "").
 #   [GEN=16] tests/bench/lookahead_ab.sh BUILD_DIR MODEL LIMIT [REPS] [CONFIG ...]
 #   tests/bench/lookahead_ab.sh build /tmp/k2.warp 4G 3 "" "--lookahead-precision 0.5" \
 #     "--lookahead 0"
@@ -26,8 +28,14 @@ vocab=$(python3 -c "import json; print(json.load(open('$model/manifest.json'))['
 ids=$(python3 -c "import random; random.seed(8); print(','.join(str(random.randrange($vocab)) for _ in range(8)))")
 for round in $(seq "$reps"); do
   for config in "${configs[@]}"; do
-    out=$(cgroup_run "$build/bin/computed" --log-level warn run "$model" --ids "$ids" -n "${GEN:-16}" \
-      --ignore-eos --temperature 1 --seed "$round" --stages $config 2>&1 >/dev/null)
+    binary=$build/bin/computed
+    flags=$config
+    if [[ $config == @* ]]; then
+      read -r dir flags <<< "${config#@}"
+      binary=$dir/bin/computed
+    fi
+    out=$(cgroup_run "$binary" --log-level warn run "$model" --ids "$ids" -n "${GEN:-16}" \
+      --ignore-eos --temperature 1 --seed "$round" --stages $flags 2>&1 >/dev/null)
     line=$(grep '^\[' <<< "$out")
     prefill=$(grep -oE 'prefill [0-9]+ tokens [0-9.]+ tok/s' <<< "$line" | awk '{print $4}')
     overlap=$(grep -oE 'overlap .* = [0-9.]+' <<< "$out" | tail -1 | awk '{print $NF}')

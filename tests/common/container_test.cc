@@ -257,6 +257,30 @@ TEST_F(ContainerTest, CheckRecordRejectsFlippedPayloadByteAsChecksumMismatch) {
   WARP_EXPECT_OK(CheckRecord(record, expected, /*check_crc=*/false));
 }
 
+// A payload digested a landed prefix at a time, in steps of any size (and
+// prefixes told again or past the payload), is the CRC the footer holds.
+TEST_F(ContainerTest, APayloadDigestedAsItLandsIsTheFootersCrc) {
+  absl::StatusOr<std::unique_ptr<Container>> container = Container::Open(dir_.path());
+  WARP_ASSERT_OK(container);
+  const BankEntry& bank = (*container)->manifest().banks[0];
+  std::string file = ReadAll((*container)->BankPath(bank));
+  std::span<const std::byte> record = AsBytes(file).first(bank.record_bytes);
+  const RecordExpectation expected = (*container)->Expectation(bank.layer, 0);
+  for (uint64_t step : {uint64_t{1}, uint64_t{4096}, uint64_t{7000}, bank.record_bytes}) {
+    PayloadDigest digest(record.first(expected.payload_bytes));
+    for (uint64_t landed = 0; landed <= bank.record_bytes; landed += step) {
+      digest.Landed(landed);
+      digest.Landed(landed / 2);  // an older prefix changes nothing
+    }
+    const uint32_t crc = digest.Crc();
+    EXPECT_EQ(crc, Crc32c(record.first(expected.payload_bytes))) << "steps of " << step;
+    WARP_EXPECT_OK(CheckRecordAgainstCrc(record, expected, crc));
+  }
+  EXPECT_THAT(CheckRecordAgainstCrc(record, expected, 0x12345678u),
+              StatusIs(absl::StatusCode::kDataLoss, "expert 0 of layer 1: checksum mismatch"));
+  WARP_EXPECT_OK(CheckRecordAgainstCrc(record, expected, std::nullopt));  // the footer only
+}
+
 TEST_F(ContainerTest, CheckRecordRejectsRecordOfAnotherExpert) {
   absl::StatusOr<std::unique_ptr<Container>> container = Container::Open(dir_.path());
   WARP_ASSERT_OK(container);

@@ -106,8 +106,10 @@ class ExpertStoreTest : public ::testing::Test {
     options.banks.verify = verify;
     options.banks.verify_once = verify_once;
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
-                                 std::string_view path,
-                                 uint32_t /*rank*/) { return Pread(fd, out, offset, path); };
+                                 std::string_view path, uint32_t /*rank*/,
+                                 const OnLanded& /*on_landed*/) {
+      return Pread(fd, out, offset, path);
+    };
     auto store = ExpertStore::Open(std::move(*container), std::move(options));
     WARP_ASSERT_OK(store);
     store_ = std::move(*store);

@@ -6,8 +6,9 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
-#include <cstring>
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -220,6 +221,50 @@ TEST_F(UringReaderTest, AnErrnoErrorNamesTheFileAndOffset) {
   const absl::Status status = (*reader)->ReadFull(/*fd=*/-1, buffer.span(), 8192, path_);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(status.message(), HasSubstr(path_ + " @8192"));
+}
+
+// The landed prefix grows to the whole read, and whenever it is told, its
+// bytes are the file's: a caller may digest them while the rest fly.
+TEST_F(UringReaderTest, EachLandedPrefixHoldsTheFileBytes) {
+  for (const UringReader::Options& options :
+       {UringReader::Options{.depth = 1, .piece_bytes = 4096},
+        UringReader::Options{.depth = 3, .piece_bytes = 8192},
+        UringReader::Options{.depth = 16, .piece_bytes = 1 << 16},
+        UringReader::Options{.depth = 4, .piece_bytes = 1 << 16,
+                             .gate = std::make_shared<PieceGate>(2)}}) {
+    auto reader = UringReader::Create(options);
+    WARP_ASSERT_OK(reader);
+    AlignedBuffer buffer(kFileBytes);
+    std::vector<uint64_t> told;
+    int wrong = 0;
+    WARP_ASSERT_OK((*reader)->ReadFull(
+        file_.fd.get(), buffer.span(), 0, path_, /*rank=*/0, [&](uint64_t landed) {
+          told.push_back(landed);
+          if (std::memcmp(buffer.span().data(), contents_.data(), landed) != 0) ++wrong;
+        }));
+    SCOPED_TRACE(::testing::Message() << "depth " << options.depth << ", pieces of "
+                                      << options.piece_bytes);
+    ASSERT_FALSE(told.empty());
+    EXPECT_EQ(told.back(), kFileBytes);
+    EXPECT_TRUE(std::is_sorted(told.begin(), told.end()) &&
+                std::adjacent_find(told.begin(), told.end()) == told.end());
+    EXPECT_EQ(wrong, 0);
+    if (options.depth == 1) {
+      EXPECT_EQ(told.size(), (kFileBytes + 4095) / 4096);  // one by one
+    }
+  }
+}
+
+// A read that fails tells no landed prefix past the failure.
+TEST_F(UringReaderTest, AReadPastTheEndTellsOnlyWhatLanded) {
+  auto reader = UringReader::Create({.depth = 2, .piece_bytes = 1 << 20});
+  WARP_ASSERT_OK(reader);
+  AlignedBuffer buffer(4 << 20);
+  uint64_t last = 0;
+  const absl::Status status = (*reader)->ReadFull(file_.fd.get(), buffer.span(), 0, path_, 0,
+                                                  [&](uint64_t landed) { last = landed; });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_LT(last, kFileBytes);
 }
 
 TEST_F(UringReaderTest, RefusesPiecesThatAreNotPages) {

@@ -61,8 +61,10 @@ class RequestHandlerTest : public ::testing::Test {
     WARP_ASSERT_OK(container);
     ExpertStore::Options options{.cache_bytes = 16 * record_bytes_, .io_threads = 1};
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
-                                 std::string_view path,
-                                 uint32_t /*rank*/) { return Pread(fd, out, offset, path); };
+                                 std::string_view path, uint32_t /*rank*/,
+                                 const OnLanded& /*on_landed*/) {
+      return Pread(fd, out, offset, path);
+    };
     auto store = ExpertStore::Open(std::move(*container), std::move(options));
     WARP_ASSERT_OK(store);
     store_ = std::move(*store);

@@ -87,7 +87,7 @@ uint64_t BankSet::RecordBytes(const ExpertKey& key) const {
 }
 
 absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> out,
-                                     Priority priority) const {
+                                     Priority priority, const OnLanded& on_landed) const {
   const Manifest& manifest = container_->manifest();
   const std::optional<uint64_t> offset = container_->RecordOffset(key.layer, key.expert);
   if (!offset) return NotHeld(key);
@@ -103,9 +103,15 @@ absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> 
   // The payload's CRC is taken as its pieces land, on this thread while the
   // rest are read, not after: a record is ready as soon as its last piece is.
   PayloadDigest digest(bytes.first(expected.payload_bytes));
-  absl::Status status = options_.pread(
-      files_[index].fd.get(), bytes, *offset, path, static_cast<uint32_t>(priority),
-      check_crc ? OnLanded([&digest](uint64_t landed) { digest.Landed(landed); }) : nullptr);
+  OnLanded landed_hook;
+  if (check_crc || on_landed) {
+    landed_hook = [&](uint64_t landed) {
+      if (on_landed) on_landed(landed);  // the engine first: its compute waits
+      if (check_crc) digest.Landed(landed);
+    };
+  }
+  absl::Status status = options_.pread(files_[index].fd.get(), bytes, *offset, path,
+                                       static_cast<uint32_t>(priority), landed_hook);
   if (!status.ok()) {
     return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
   }

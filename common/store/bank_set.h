@@ -81,10 +81,12 @@ class BankSet {
                                           Priority priority = Priority::kDemand) const;
 
   // The same, into `out` (e.g. a cache slot): reads and verifies the first
-  // RecordBytes(key) bytes of `out`, which must be 4096-aligned.
+  // RecordBytes(key) bytes of `out`, which must be 4096-aligned. `on_landed`
+  // (may be null) hears of the landed prefix as it grows, unverified.
   // REQUIRES: out.size() >= RecordBytes(key).
   absl::Status ReadRecordInto(const ExpertKey& key, std::span<std::byte> out,
-                              Priority priority = Priority::kDemand) const;
+                              Priority priority = Priority::kDemand,
+                              const OnLanded& on_landed = nullptr) const;
 
   // record_bytes of the bank of `key`, or 0 if this directory does not hold `key`.
   uint64_t RecordBytes(const ExpertKey& key) const;

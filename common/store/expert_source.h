@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/io/aligned_buffer.h"
+#include "common/store/landing_record.h"
 
 namespace warp {
 
@@ -81,7 +82,7 @@ struct ExpertRecord {
 // Thread-safe.
 class ReadBatch {
  public:
-  explicit ReadBatch(size_t size) : size_(size) {}
+  explicit ReadBatch(size_t size) : size_(size), completed_(size, false) {}
 
   size_t size() const { return size_; }
 
@@ -94,6 +95,22 @@ class ReadBatch {
   // Waits for all and returns them in key order.
   std::vector<absl::StatusOr<ExpertRecord>> WaitAll();
 
+  // A producer: record `index` has started landing (at most once, before its
+  // completion). Ignored by Next() and forwarded batches.
+  void Landing(size_t index, std::shared_ptr<const LandingRecord> landing);
+
+  // What NextArrival returns: a completion (`done`), or a record still
+  // landing (`landing`), whose completion comes later.
+  struct Arrival {
+    size_t index = 0;
+    std::optional<absl::StatusOr<ExpertRecord>> done;
+    std::shared_ptr<const LandingRecord> landing;
+  };
+  // Like Next(), but while no completion is queued, returns a record that
+  // has started landing and not completed (the first to start first);
+  // nullopt once every completion has been returned.
+  std::optional<Arrival> NextArrival();
+
   // Hands every completion, past and future, to `forward` instead of queueing
   // it for Next() (which then must not be used). For sources built on others.
   using Forward = std::function<void(size_t, absl::StatusOr<ExpertRecord>)>;
@@ -103,6 +120,9 @@ class ReadBatch {
   const size_t size_;
   absl::Mutex mu_;
   std::deque<std::pair<size_t, absl::StatusOr<ExpertRecord>>> done_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<size_t, std::shared_ptr<const LandingRecord>>> landing_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<bool> completed_ ABSL_GUARDED_BY(mu_);  // [index]: Complete() was called
   size_t returned_ ABSL_GUARDED_BY(mu_) = 0;
   Forward forward_ ABSL_GUARDED_BY(mu_);
 };

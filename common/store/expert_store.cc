@@ -195,7 +195,8 @@ std::optional<uint64_t> ExpertStore::ArenaOffset(const ExpertRecord& record) con
   return arena_->OffsetOf(record.bytes());
 }
 
-void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) {
+void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done,
+                        OnLanding landing) {
   absl::ReleasableMutexLock lock(&mu_);
   // A key being read into its slot is resident already, but not readable: join its read.
   if (!in_flight_.contains(key) && cache_.Contains(key)) {
@@ -221,7 +222,7 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done) 
     served = Served::kCertain;
   }
   CountServed(priority, served);
-  flight.waiters.push_back({std::move(done), served});
+  flight.waiters.push_back({std::move(done), served, flight.started ? nullptr : std::move(landing)});
   if (priority != Priority::kDemand) flight.predicted_by.Add(kLocalClient);
   if (inserted) {
     flight.priority = priority;
@@ -265,9 +266,12 @@ std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priori
 }
 
 absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key, Priority priority,
-                                                       std::optional<uint32_t> slot) {
+                                                       std::optional<uint32_t> slot,
+                                                       LandingRecord* landing) {
   if (!slot) return banks_->ReadRecord(key, priority);
-  WARP_RETURN_IF_ERROR(banks_->ReadRecordInto(key, arena_->Slot(*slot), priority));
+  OnLanded on_landed;
+  if (landing != nullptr) on_landed = [landing](uint64_t bytes) { landing->Landed(bytes); };
+  WARP_RETURN_IF_ERROR(banks_->ReadRecordInto(key, arena_->Slot(*slot), priority, on_landed));
   return ExpertRecord{.key = key, .record_bytes = banks_->RecordBytes(key)};  // data: LeasedRecord
 }
 
@@ -275,6 +279,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
   Priority priority;
   std::optional<uint32_t> slot;
   std::optional<uint32_t> staged;
+  std::vector<OnLanding> told;
   {
     absl::MutexLock lock(&mu_);
     auto it = in_flight_.find(key);
@@ -284,9 +289,27 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     slot = Admit(key, priority, it->second.predicted_by);
     if (!slot) staged = Stage(key);
     if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
+    // Only pieces land in order; a pread's record lands whole at its end.
+    if ((slot || staged) && banks_->io_backend() == IoBackend::kUring) {
+      for (Waiter& waiter : it->second.waiters) {
+        if (waiter.landing) told.push_back(std::move(waiter.landing));
+      }
+    }
+  }
+  // Whoever asks may compute on the record's first rows while the rest land.
+  std::shared_ptr<LandingRecord> landing;
+  if (!told.empty()) {
+    landing = std::make_shared<LandingRecord>(
+        arena_->Slot(slot ? *slot : *staged).first(banks_->RecordBytes(key)));
+    for (const OnLanding& tell : told) tell(landing);
   }
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ExpertRecord> record = ReadFromDisk(key, priority, slot ? slot : staged);
+  absl::StatusOr<ExpertRecord> record =
+      ReadFromDisk(key, priority, slot ? slot : staged, landing.get());
+  if (landing != nullptr) {
+    if (record.ok()) landing->Landed(record->record_bytes);  // a backend that did not say
+    landing->End();
+  }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -368,9 +391,12 @@ void ExpertStore::DropRead(const ExpertKey& key) {
 std::shared_ptr<ReadBatch> ExpertStore::Read(std::span<const ExpertKey> keys, Priority priority) {
   auto batch = std::make_shared<ReadBatch>(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    Fetch(keys[i], priority, [batch, i](absl::StatusOr<ExpertRecord> record) {
-      batch->Complete(i, std::move(record));
-    });
+    Fetch(
+        keys[i], priority,
+        [batch, i](absl::StatusOr<ExpertRecord> record) { batch->Complete(i, std::move(record)); },
+        [batch, i](std::shared_ptr<const LandingRecord> landing) {
+          batch->Landing(i, std::move(landing));
+        });
   }
   return batch;
 }

@@ -97,8 +97,11 @@ class ExpertStore : public ExpertSource {
   ~ExpertStore() override;
 
   // Fetches `key` and calls `done` exactly once: inline on a cache hit,
-  // else on an I/O thread.
-  void Fetch(const ExpertKey& key, Priority priority, Callback done);
+  // else on an I/O thread. `landing`, if set, is called (on the I/O thread,
+  // before `done`) when a read into an arena slot that this request started
+  // or joined before it began, begins.
+  using OnLanding = std::function<void(std::shared_ptr<const LandingRecord>)>;
+  void Fetch(const ExpertKey& key, Priority priority, Callback done, OnLanding landing = nullptr);
 
   // ExpertSource.
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
@@ -152,6 +155,7 @@ class ExpertStore : public ExpertSource {
   struct Waiter {
     Callback done;
     Served served;  // what this request is told (and counted as)
+    OnLanding landing;
   };
   struct InFlight {
     std::vector<Waiter> waiters;
@@ -171,7 +175,8 @@ class ExpertStore : public ExpertSource {
   // read returns no data (LeasedRecord, StagedRecord); `priority` orders its
   // pieces at the disk's gate. Called without mu_.
   absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, Priority priority,
-                                            std::optional<uint32_t> slot);
+                                            std::optional<uint32_t> slot,
+                                            LandingRecord* landing);
   // Admits `key` to the cache and gives it a slot, pinned for the read; frees
   // the slots of the records evicted for it. nullopt: read it uncached.
   std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority,

@@ -12,6 +12,7 @@ void ReadBatch::Complete(size_t index, absl::StatusOr<ExpertRecord> record) {
   Forward forward;
   {
     absl::MutexLock lock(&mu_);
+    completed_[index] = true;
     if (!forward_) {
       done_.emplace_back(index, std::move(record));
       return;
@@ -43,6 +44,33 @@ std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> ReadBatch::Next()
   done_.pop_front();
   ++returned_;
   return next;
+}
+
+void ReadBatch::Landing(size_t index, std::shared_ptr<const LandingRecord> landing) {
+  WARP_CHECK(index < size_);
+  absl::MutexLock lock(&mu_);
+  if (!forward_ && !completed_[index]) landing_.emplace_back(index, std::move(landing));
+}
+
+std::optional<ReadBatch::Arrival> ReadBatch::NextArrival() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    if (returned_ == size_) return std::nullopt;
+    mu_.Await(absl::Condition(
+        +[](ReadBatch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(batch->mu_) {
+          return !batch->done_.empty() || !batch->landing_.empty();
+        },
+        this));
+    if (!done_.empty()) {
+      Arrival arrival{.index = done_.front().first, .done = std::move(done_.front().second)};
+      done_.pop_front();
+      ++returned_;
+      return arrival;
+    }
+    auto [index, landing] = std::move(landing_.front());
+    landing_.pop_front();
+    if (!completed_[index]) return Arrival{.index = index, .landing = std::move(landing)};
+  }
 }
 
 std::vector<absl::StatusOr<ExpertRecord>> ReadBatch::WaitAll() {

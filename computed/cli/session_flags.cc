@@ -20,6 +20,7 @@ namespace {
 constexpr uint32_t kMaxThreads = 1024;          // compute threads: far above any core count
 constexpr uint32_t kMaxIoThreads = 256;         // reads in flight: far above any disk's queue
 constexpr uint32_t kMaxIoDepth = 4096;          // io_uring's own limit on a ring
+constexpr uint32_t kMaxIoPieceKib = 1 << 20;    // UringReader's: 1 GiB
 constexpr double kMaxStoreRetrySeconds = 3600;  // an hour: past it, a store is not coming back
 
 // A number in [low, high] (`low_open`: above low); NaN and infinities are not.
@@ -91,6 +92,10 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                                "embedded store (default ",
                                UringReader::Options{}.depth, "; measured in docs/EFFICIENCY.md)"))
       ->check(CLI::Range(uint32_t{1}, kMaxIoDepth));
+  cmd->add_option("--io-piece-kib", flags.io_piece_kib,
+                  absl::StrCat("uring: KiB a piece of a record's read, a multiple of 4 (default ",
+                               UringReader::Options{}.piece_bytes / 1024, ")"))
+      ->check(CLI::Range(uint32_t{4}, kMaxIoPieceKib));
   cmd->add_flag("--no-ordered-pieces", flags.no_ordered_pieces,
                 "uring: each read sends its own pieces, instead of the disk's pieces granted by "
                 "priority, then by the read's start (A/B only)");
@@ -171,6 +176,11 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
   options.io_backend = *io_backend;
   options.ordered_pieces = !flags.no_ordered_pieces;
   if (flags.io_depth != 0) options.io_depth = flags.io_depth;
+  if (flags.io_piece_kib % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--io-piece-kib ", flags.io_piece_kib, ": not a multiple of 4 (a page)"));
+  }
+  if (flags.io_piece_kib != 0) options.io_piece_bytes = uint64_t{flags.io_piece_kib} * 1024;
   options.verify_every_read = flags.verify_every_read;
   options.prefault_cache = !flags.no_prefault;
   options.paced_growth = !flags.no_paced_growth;

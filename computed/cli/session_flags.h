@@ -28,7 +28,8 @@ struct SessionFlags {
   std::string cache_policy;  // "": kDefaultEvictionPolicy (duel)
   std::string io_engine;     // "": kDefaultIoBackend
   bool no_ordered_pieces = false;
-  uint32_t io_depth = 0;  // 0: UringReader::Options' default
+  uint32_t io_depth = 0;      // 0: UringReader::Options' default
+  uint32_t io_piece_kib = 0;  // 0: UringReader::Options' default
   bool verify_every_read = false;
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;

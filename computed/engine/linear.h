@@ -36,4 +36,45 @@ inline void Linear(ThreadPool& pool, const kernels::MatrixView& w, const float* 
   });
 }
 
+// Linear a block of rows at a time, e.g. as a record's rows land: each row
+// is the same dot product as Linear's, so the bits are the same whatever the
+// blocks. The activations are quantized once, at construction.
+//
+// Thread-compatible: one thread calls Rows at a time; x and y outlive it.
+class RowLinear {
+ public:
+  RowLinear(ThreadPool& pool, const kernels::MatrixView& w, const float* x, size_t num_tokens,
+            float* y)
+      : pool_(pool),
+        w_(w),
+        x_(x),
+        num_tokens_(num_tokens),
+        y_(y),
+        q8_(pool.q8_activations() && kernels::HasQ8Path(w.format)) {
+    if (q8_) kernels::QuantizeActivations(w.format, x, num_tokens, w.cols, &quantized_);
+  }
+
+  // y's rows [begin, end).
+  void Rows(size_t begin, size_t end) {
+    if (end <= begin) return;
+    pool_.ParallelFor(end - begin, 16, [&](size_t from, size_t to) {
+      if (q8_) {
+        kernels::MatMulRowsQ8(w_, quantized_, begin + from, begin + to, y_, w_.rows);
+      } else {
+        kernels::MatMulRows(w_, {x_, num_tokens_ * w_.cols}, num_tokens_, begin + from,
+                            begin + to, {y_, num_tokens_ * w_.rows}, w_.rows);
+      }
+    });
+  }
+
+ private:
+  ThreadPool& pool_;
+  const kernels::MatrixView w_;
+  const float* const x_;
+  const size_t num_tokens_;
+  float* const y_;
+  const bool q8_;
+  kernels::Q8Activations quantized_;
+};
+
 }  // namespace warp::computed

@@ -99,6 +99,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                                       .io_backend = options.io_backend,
                                       .ordered_pieces = options.ordered_pieces,
                                       .io_depth = options.io_depth,
+                                      .io_piece_bytes = options.io_piece_bytes,
                                       .verify_every_read = options.verify_every_read,
                                       .prefault_cache = options.prefault_cache,
                                       .paced_growth = paced_growth,
@@ -394,6 +395,10 @@ std::string Session::StageReport() const {
     row("route", st.seconds_route);
     row("fetch_wait", st.seconds_fetch_wait);
     row("expert", st.seconds_expert);
+    if (st.computed_as_landed > 0) {
+      absl::StrAppendFormat(&report, "  %-13s %d of %d misses\n", "as landed",
+                            st.computed_as_landed, st.CountOf(Served::kDisk));
+    }
     // What the disk read, predictions included; without the source's counters
     // (the fast path), what the misses read.
     const uint64_t read = ReadBytes(f.source_counters).value_or(st.BytesOf(Served::kDisk));

@@ -43,6 +43,7 @@ struct SessionOptions {
   IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
   bool ordered_pieces = true;                           // --no-ordered-pieces: false
   uint32_t io_depth = UringReader::Options{}.depth;     // --io-depth
+  uint64_t io_piece_bytes = UringReader::Options{}.piece_bytes;  // --io-piece-kib
   bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false
   // --no-paced-growth: false. Off anyway with --preload or a learned warm set,

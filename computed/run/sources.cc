@@ -26,7 +26,7 @@ ExpertStore::Options EmbeddedStoreOptions(const SourceOptions& options, uint64_t
           .foresight = options.foresight,
           .banks = {.verify_once = !options.verify_every_read,
                     .io_backend = options.io_backend,
-                    .uring = {.depth = options.io_depth},
+                    .uring = {.depth = options.io_depth, .piece_bytes = options.io_piece_bytes},
                     .ordered_pieces = options.ordered_pieces}};
 }
 

@@ -36,6 +36,7 @@ struct SourceOptions {
   IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
   bool ordered_pieces = true;  // of the embedded stores (BankSet::Options)
   uint32_t io_depth = UringReader::Options{}.depth;  // of the embedded stores: pieces in flight
+  uint64_t io_piece_bytes = UringReader::Options{}.piece_bytes;  // and each piece's size
   bool verify_every_read = false;  // CRC32C: the embedded stores, fastpath: clients
   bool prefault_cache = true;      // of the embedded stores' caches
   bool paced_growth = true;        // of the embedded stores' caches (ExpertStore::Options)

@@ -29,8 +29,10 @@
 #include "absl/time/time.h"
 #include "common/format/bank_format.h"
 #include "common/format/container.h"
+#include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
 #include "common/status.h"
+#include "common/store/landing_record.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -283,6 +285,73 @@ TEST_F(ExpertStoreTest, ADemandJoiningAStartedLookaheadReadIsALookaheadHit) {
   EXPECT_EQ(records[1]->served, Served::kDisk);
   EXPECT_EQ(Counter("demand_lookahead_hits"), 1u);
   EXPECT_EQ(Counter("demand_misses"), 1u);
+}
+
+// A miss read into a cache slot is told to its batch as soon as it starts
+// landing, before it completes, and the landing's bytes become the record's.
+// A request that joins the read under way, and a hit, get only completions.
+TEST_F(ExpertStoreTest, AMissIsToldAsLandingBeforeItCompletes) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  const ExpertKey key{1, 3};
+  BlockNextRead();
+  std::shared_ptr<ReadBatch> batch = store_->Read(std::vector<ExpertKey>{key}, Priority::kDemand);
+  read_blocked_.WaitForNotification();
+  std::shared_ptr<ReadBatch> joined = store_->Read(std::vector<ExpertKey>{key}, Priority::kDemand);
+  std::optional<ReadBatch::Arrival> first = batch->NextArrival();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_NE(first->landing, nullptr);
+  EXPECT_FALSE(first->done.has_value());
+  release_read_.Notify();
+  EXPECT_EQ(first->landing->WaitFor(record_bytes_), record_bytes_);
+  std::optional<ReadBatch::Arrival> second = batch->NextArrival();
+  ASSERT_TRUE(second.has_value() && second->done.has_value());
+  WARP_ASSERT_OK(*second->done);
+  EXPECT_EQ(AsString(first->landing->data()), BankBytes(key));
+  EXPECT_FALSE(batch->NextArrival().has_value());
+
+  std::optional<ReadBatch::Arrival> only = joined->NextArrival();
+  ASSERT_TRUE(only.has_value() && only->done.has_value());
+  EXPECT_EQ(only->landing, nullptr);
+  std::shared_ptr<ReadBatch> hit = store_->Read(std::vector<ExpertKey>{key}, Priority::kDemand);
+  std::optional<ReadBatch::Arrival> cached = hit->NextArrival();
+  ASSERT_TRUE(cached.has_value() && cached->done.has_value());
+  WARP_ASSERT_OK(*cached->done);
+  EXPECT_EQ((*cached->done)->served, Served::kCache);
+}
+
+// Next() knows nothing of landings; a landing told after its completion is
+// dropped; NextArrival returns completions first.
+TEST(ReadBatchTest, LandingsComeOnlyThroughNextArrivalAndOnlyBeforeTheirCompletion) {
+  AlignedBuffer bytes(4096);
+  auto landing = std::make_shared<LandingRecord>(bytes.span());
+  ReadBatch plain(2);
+  plain.Landing(0, landing);
+  plain.Complete(1, ExpertRecord{.key = {1, 1}});
+  plain.Complete(0, ExpertRecord{.key = {1, 0}});
+  EXPECT_EQ(plain.Next()->first, 1u);
+  EXPECT_EQ(plain.Next()->first, 0u);
+  EXPECT_FALSE(plain.Next().has_value());
+
+  ReadBatch batch(3);
+  batch.Landing(0, landing);
+  batch.Landing(1, landing);
+  batch.Complete(2, ExpertRecord{.key = {1, 2}});
+  batch.Complete(1, ExpertRecord{.key = {1, 1}});
+  batch.Landing(2, landing);  // after its completion: dropped
+  std::optional<ReadBatch::Arrival> a = batch.NextArrival();
+  ASSERT_TRUE(a.has_value() && a->done.has_value());
+  EXPECT_EQ(a->index, 2u);
+  a = batch.NextArrival();
+  ASSERT_TRUE(a.has_value() && a->done.has_value());
+  EXPECT_EQ(a->index, 1u);
+  a = batch.NextArrival();  // 1 has completed: only 0 is still landing
+  ASSERT_TRUE(a.has_value() && a->landing != nullptr);
+  EXPECT_EQ(a->index, 0u);
+  batch.Complete(0, absl::DataLossError("expert 0 of layer 1: checksum mismatch"));
+  a = batch.NextArrival();
+  ASSERT_TRUE(a.has_value() && a->done.has_value());
+  EXPECT_EQ(a->done->status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_FALSE(batch.NextArrival().has_value());
 }
 
 // A governor's shrink: what no longer fits is evicted (a leased record stays

@@ -184,6 +184,8 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--io-engine pread --lookahead 6");
   ExpectIdentical("--no-ordered-pieces --lookahead 6 --lookahead-precision 0");
   ExpectIdentical("--io-depth 1 --lookahead 6 --lookahead-precision 0");  // one piece at a time
+  // Records landing a page at a time: misses computed row block by row block.
+  ExpectIdentical("--io-depth 2 --io-piece-kib 4 --lookahead 0");
 }
 
 // From the floor (the cache holds one token's working set, a quarter of the

@@ -455,6 +455,8 @@ TEST_F(ComputedCliTest, OutOfRangeSamplingAndThreadFlagsAreRefused) {
       {"--io-threads 100000", "--io-threads: Value 100000 not in range 1 to 256"},
       {"--io-depth 0", "--io-depth: Value 0 not in range 1 to 4096"},
       {"--io-depth 5000", "--io-depth: Value 5000 not in range 1 to 4096"},
+      {"--io-piece-kib 2", "--io-piece-kib: Value 2 not in range 4 to 1048576"},
+      {"--io-piece-kib 6", "--io-piece-kib 6: not a multiple of 4 (a page)"},
   };
   for (const auto& [flag, says] : cases) {
     auto result = RunBinary("computed", absl::StrCat("run ", Model(), " --ids 1 -n 1 ", flag));

@@ -61,6 +61,48 @@ absl::StatusOr<const TensorEntry*> Vector(const BankEntry& bank, std::string_vie
   return NotInRecords(bank, name);
 }
 
+// The record bytes that must be in before rows [0, rows) of `m` can be
+// computed: its data's rows are row-major, and its scales (if apart) whole.
+uint64_t BytesForRows(const BankMatrix& m, uint64_t rows) {
+  const TensorEntry& entry = *m.entry;
+  const uint64_t row_bytes = entry.data.bytes / entry.shape[0];
+  const uint64_t data_end = entry.data.offset + rows * row_bytes;
+  return entry.scale ? std::max(data_end, entry.scale->offset + entry.scale->bytes) : data_end;
+}
+
+// The rows of `m` that `landed` bytes hold whole.
+uint64_t RowsIn(const BankMatrix& m, uint64_t landed) {
+  const TensorEntry& entry = *m.entry;
+  if (entry.scale && landed < entry.scale->offset + entry.scale->bytes) return 0;
+  if (landed <= entry.data.offset) return 0;
+  return std::min(entry.shape[0], (landed - entry.data.offset) / (entry.data.bytes / entry.shape[0]));
+}
+
+// Computes every row of `m` through `linear`, a block as soon as it has
+// landed; false if the read ended first.
+bool RowsAsTheyLand(const BankMatrix& m, RowLinear& linear, ExpertMath::WaitForBytes wait) {
+  const uint64_t rows = m.entry->shape[0];
+  // About a read's piece (1 MiB) a block: fewer waits, each on a piece in flight.
+  const uint64_t block = std::max<uint64_t>(16, (1 << 20) / (m.entry->data.bytes / rows));
+  uint64_t done = 0;
+  while (done < rows) {
+    const uint64_t want = BytesForRows(m, std::min(rows, done + block));
+    const uint64_t landed = wait(want);
+    if (landed < want) return false;
+    const uint64_t ready = RowsIn(m, landed);
+    linear.Rows(done, ready);
+    done = ready;
+  }
+  return true;
+}
+
+// A record's rows are row-major with whole bytes a row: true of every format
+// (docs/FORMAT.md); checked, so that a new one that is not is computed whole.
+bool RowMajor(const BankMatrix& m) {
+  const TensorEntry& entry = *m.entry;
+  return entry.shape.size() == 2 && entry.shape[0] > 0 && entry.data.bytes % entry.shape[0] == 0;
+}
+
 const float* RecordVector(const ExpertRecord& record, const TensorEntry& vector) {
   return reinterpret_cast<const float*>(record.bytes().data() + vector.data.offset);
 }
@@ -80,6 +122,26 @@ class SwiGluExpert : public ExpertMath {
     Linear(pool_, up_.View(record), xs.data(), m, up.data());
     GluMul(act_, gate, up);
     Linear(pool_, down_.View(record), gate.data(), m, out.data());
+  }
+
+  bool RunLanding(const LandingRecord& landing, std::span<const float> xs, uint32_t m,
+                  std::span<float> out, WaitForBytes wait) const override {
+    if (!RowMajor(gate_) || !RowMajor(up_) || !RowMajor(down_)) {
+      return ExpertMath::RunLanding(landing, xs, m, out, wait);
+    }
+    const ExpertRecord record{.data = landing.data(), .record_bytes = landing.data().size()};
+    const uint64_t inter = gate_.entry->shape[0];
+    std::vector<float> gate(m * inter), up(m * inter);
+    // gate and up in the order they lie in the record.
+    const bool up_first = up_.entry->data.offset < gate_.entry->data.offset;
+    for (const bool is_up : {up_first, !up_first}) {
+      const BankMatrix& matrix = is_up ? up_ : gate_;
+      RowLinear linear(pool_, matrix.View(record), xs.data(), m, (is_up ? up : gate).data());
+      if (!RowsAsTheyLand(matrix, linear, wait)) return false;
+    }
+    GluMul(act_, gate, up);
+    RowLinear down(pool_, down_.View(record), gate.data(), m, out.data());
+    return RowsAsTheyLand(down_, down, wait);
   }
 
  private:
@@ -135,6 +197,13 @@ class ClampedSwiGluExpert : public ExpertMath {
 };
 
 }  // namespace
+
+bool ExpertMath::RunLanding(const LandingRecord& landing, std::span<const float> xs, uint32_t m,
+                            std::span<float> out, WaitForBytes wait) const {
+  if (wait(landing.data().size()) < landing.data().size()) return false;
+  Run(ExpertRecord{.data = landing.data(), .record_bytes = landing.data().size()}, xs, m, out);
+  return true;
+}
 
 absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const FfnPlan& plan,
                                                                const BankEntry& bank,

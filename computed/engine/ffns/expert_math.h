@@ -10,10 +10,12 @@
 #include <memory>
 #include <span>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/format/codebooks.h"
 #include "common/format/manifest.h"
 #include "common/store/expert_source.h"
+#include "common/store/landing_record.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/model/layer_plan.h"
 
@@ -26,6 +28,17 @@ class ExpertMath {
   // xs [m][hidden] -> out [m][hidden] through the expert in `record`.
   virtual void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
                    std::span<float> out) const = 0;
+
+  // Blocks until at least the given bytes of a landing record are in (or its
+  // read has ended); returns the bytes in (LandingRecord::WaitFor).
+  using WaitForBytes = absl::FunctionRef<uint64_t(uint64_t bytes)>;
+
+  // Run's bits from a record still landing, each block of rows computed as
+  // it lands (by default: once all has). False, with `out` undefined, if the
+  // read ended first. The caller uses `out` only once the read's verified
+  // record has come.
+  virtual bool RunLanding(const LandingRecord& landing, std::span<const float> xs, uint32_t m,
+                          std::span<float> out, WaitForBytes wait) const;
 
   // The math of `plan`'s experts over the records of `bank`, whose
   // vector-quantized matrices decode with `codebooks` (which must outlive it);

@@ -1,6 +1,7 @@
 #include "computed/engine/ffns/moe_ffn.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "common/status.h"
@@ -56,19 +57,45 @@ MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, const P
   return chunk;
 }
 
+std::vector<float> MoeFfn::TokenRows(std::span<const float> in,
+                                     const std::vector<uint32_t>& tokens) {
+  std::vector<float> xs(tokens.size() * width_);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    std::copy_n(&in[tokens[i] * width_], width_, &xs[i * width_]);
+  }
+  return xs;
+}
+
+void MoeFfn::CountUse(const ExpertRecord& record, size_t tokens) {
+  stats_.expert_uses += tokens;
+  stats_.served[static_cast<size_t>(record.served)] += 1;
+  stats_.served_bytes[static_cast<size_t>(record.served)] += record.record_bytes;
+}
+
 void MoeFfn::RunExpert(const ExpertRecord& record, std::span<const float> in,
                        const std::vector<uint32_t>& tokens, std::vector<float>& output) {
   StageTimer timer(stats_.seconds_expert);
   const uint32_t m = static_cast<uint32_t>(tokens.size());
-  std::vector<float> xs(m * width_);
-  for (uint32_t i = 0; i < m; ++i) {
-    std::copy_n(&in[tokens[i] * width_], width_, &xs[i * width_]);
-  }
   output.resize(m * width_);
-  math_->Run(record, xs, m, output);
-  stats_.expert_uses += m;
-  stats_.served[static_cast<size_t>(record.served)] += 1;
-  stats_.served_bytes[static_cast<size_t>(record.served)] += record.record_bytes;
+  math_->Run(record, TokenRows(in, tokens), m, output);
+  CountUse(record, m);
+}
+
+bool MoeFfn::RunLandingExpert(const LandingRecord& landing, std::span<const float> in,
+                              const std::vector<uint32_t>& tokens, std::vector<float>& output) {
+  const auto start = std::chrono::steady_clock::now();
+  double waited = 0;  // the waits are the disk's time, not the expert's
+  const uint32_t m = static_cast<uint32_t>(tokens.size());
+  output.resize(m * width_);
+  const bool whole = math_->RunLanding(landing, TokenRows(in, tokens), m, output,
+                                       [&](uint64_t bytes) {
+                                         StageTimer timer(waited);
+                                         return landing.WaitFor(bytes);
+                                       });
+  stats_.seconds_fetch_wait += waited;
+  stats_.seconds_expert +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - waited;
+  return whole;
 }
 
 void MoeFfn::RunShared(std::span<const float> x, std::span<const int32_t> tokens,
@@ -86,15 +113,28 @@ absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<co
   std::shared_ptr<ReadBatch> batch = experts_.Read(chunk.keys, Priority::kDemand);
   RunShared(x, tokens, shared);
   lookahead_.Hint(layer_, x, tokens);
+  // Experts computed from their records as they landed, kept once verified.
+  std::vector<bool> computed_landing(chunk.keys.size(), false);
   while (true) {
-    std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> next;
+    std::optional<ReadBatch::Arrival> next;
     {
       StageTimer timer(stats_.seconds_fetch_wait);
-      next = batch->Next();
+      next = batch->NextArrival();
     }
     if (!next) return absl::OkStatus();
-    if (!next->second.ok()) return next->second.status();
-    RunExpert(*next->second, in, chunk.tokens[next->first], outputs[next->first]);
+    const size_t u = next->index;
+    if (next->landing) {
+      computed_landing[u] = RunLandingExpert(*next->landing, in, chunk.tokens[u], outputs[u]);
+      continue;
+    }
+    const absl::StatusOr<ExpertRecord>& record = *next->done;
+    if (!record.ok()) return record.status();
+    if (computed_landing[u]) {
+      CountUse(*record, chunk.tokens[u].size());
+      ++stats_.computed_as_landed;
+    } else {
+      RunExpert(*record, in, chunk.tokens[u], outputs[u]);
+    }
   }
 }
 

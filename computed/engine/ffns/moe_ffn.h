@@ -4,7 +4,8 @@
 // steps of DESIGN.md#the-engine-per-decode-step-and-layer:
 //   route -> the chunk's union of experts -> demand reads issued at once ->
 //   shared experts and lookahead while they fly -> each expert computed as
-//   its record arrives -> outputs combined in routing-rank order.
+//   its record arrives (a miss row block by row block as its pieces land,
+//   while nothing else has arrived) -> outputs combined in routing-rank order.
 // With prefetch off, the reads are waited for first (the synchronous path);
 // the sums are the same either way.
 //
@@ -67,6 +68,13 @@ class MoeFfn : public Ffn {
   // Runs the expert of keys[u] over its tokens' rows of `in` into outputs[u].
   void RunExpert(const ExpertRecord& record, std::span<const float> in,
                  const std::vector<uint32_t>& tokens, std::vector<float>& output);
+  // The same on a record still landing, rows as they land; false if its read
+  // ended first. `output` counts only once the verified record has come.
+  bool RunLandingExpert(const LandingRecord& landing, std::span<const float> in,
+                        const std::vector<uint32_t>& tokens, std::vector<float>& output);
+  // The rows of `in` the expert runs on: its tokens', in order.
+  std::vector<float> TokenRows(std::span<const float> in, const std::vector<uint32_t>& tokens);
+  void CountUse(const ExpertRecord& record, size_t tokens);
   // x: the layer input (router, shared experts, lookahead); in: the experts'.
   absl::Status ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
                                     std::span<const int32_t> tokens, const ChunkExperts& chunk,

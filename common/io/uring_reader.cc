@@ -197,9 +197,12 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
     const size_t was_whole = whole;
     while (whole < pieces.size() && pieces[whole].done == pieces[whole].bytes) ++whole;
     if (on_landed && whole > was_whole && !stopped()) {
-      // The next pieces go out before the caller digests these.
-      queue_pieces();
-      io_uring_submit(ring_.get());
+      // The next pieces go out before the caller digests these, unless that
+      // means waiting at the gate (nothing in flight): the caller first then.
+      if (in_flight > 0) {
+        queue_pieces();
+        io_uring_submit(ring_.get());
+      }
       on_landed(whole < pieces.size() ? pieces[whole].offset : out.size());
     }
   }

@@ -1,10 +1,12 @@
 // ExpertMath on a record still landing: the rows computed block by block as
-// the bytes come are the bits of the whole record's Run, in every format,
-// with and without 8-bit activations, on one thread and two; a read that
-// ends early is refused, not computed from bytes that never came.
+// the bytes come are the bits of the whole record's Run, for SwiGLU and
+// gpt-oss's clamped SwiGLU, in several formats, with and without 8-bit
+// activations, on one thread and two; a read that ends early is refused, not
+// computed from bytes that never came.
 
 #include "computed/engine/ffns/expert_math.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -35,7 +37,9 @@ struct TestRecord {
   std::vector<std::byte> bytes;
 };
 
-TestRecord MakeRecord(TensorFormat format, std::mt19937_64& rng) {
+// SwiGLU's gate_proj, up_proj, down_proj, or gpt-oss's gate_up_proj and
+// down_proj with their f32 biases after each.
+TestRecord MakeRecord(TensorFormat format, ExpertActivation activation, std::mt19937_64& rng) {
   TestRecord record;
   record.bank.layer = 1;
   uint64_t at = 0;
@@ -52,9 +56,26 @@ TestRecord MakeRecord(TensorFormat format, std::mt19937_64& rng) {
     }
     record.bank.matrices.push_back(entry);
   };
-  add("gate_proj", kInter, kHidden);
-  add("up_proj", kInter, kHidden);
-  add("down_proj", kHidden, kInter);
+  auto add_bias = [&](const char* name, uint64_t n) {
+    const std::vector<float> bias = RandomVector(n, rng);
+    const auto* bytes = reinterpret_cast<const std::byte*>(bias.data());
+    record.bytes.insert(record.bytes.end(), bytes, bytes + n * sizeof(float));
+    record.bank.matrices.push_back({.name = name,
+                                    .format = TensorFormat::kF32,
+                                    .shape = {n},
+                                    .data = {.offset = at, .bytes = n * sizeof(float)}});
+    at += n * sizeof(float);
+  };
+  if (activation == ExpertActivation::kSwiGlu) {
+    add("gate_proj", kInter, kHidden);
+    add("up_proj", kInter, kHidden);
+    add("down_proj", kHidden, kInter);
+  } else {
+    add("gate_up_proj", 2 * kInter, kHidden);
+    add_bias("gate_up_proj_bias", 2 * kInter);
+    add("down_proj", kHidden, kInter);
+    add_bias("down_proj_bias", kHidden);
+  }
   record.bank.payload_bytes = at;
   record.bank.record_bytes = RecordBytesFor(at);
   record.bytes.resize(record.bank.record_bytes);
@@ -78,32 +99,43 @@ std::thread Feed(const std::vector<std::byte>& record, std::span<std::byte> into
 }
 
 class ExpertMathLandingTest
-    : public ::testing::TestWithParam<std::tuple<TensorFormat, bool, size_t>> {};
+    : public ::testing::TestWithParam<std::tuple<TensorFormat, bool, size_t, ExpertActivation>> {
+ protected:
+  // The math of `record` under this case's activation, q8 setting and threads.
+  std::unique_ptr<ExpertMath> Math(const TestRecord& record) {
+    const auto [format, q8, threads, activation] = GetParam();
+    pool_ = std::make_unique<ThreadPool>(threads);
+    pool_->set_q8_activations(q8);
+    FfnPlan plan;
+    plan.activation = activation;
+    plan.swiglu_limit = 7.0f;
+    absl::StatusOr<std::unique_ptr<ExpertMath>> math =
+        ExpertMath::Create(plan, record.bank, codebooks_, *pool_);
+    EXPECT_TRUE(math.ok()) << math.status();
+    return math.ok() ? *std::move(math) : nullptr;
+  }
+
+  const Codebooks codebooks_;
+  std::unique_ptr<ThreadPool> pool_;
+};
 
 TEST_P(ExpertMathLandingTest, RowsComputedAsTheyLandAreTheWholeRecordsBits) {
-  const auto [format, q8, threads] = GetParam();
   std::mt19937_64 rng(11);
-  const TestRecord record = MakeRecord(format, rng);
-  ThreadPool pool(threads);
-  pool.set_q8_activations(q8);
-  FfnPlan plan;
-  plan.activation = ExpertActivation::kSwiGlu;
-  const Codebooks codebooks;
-  absl::StatusOr<std::unique_ptr<ExpertMath>> math =
-      ExpertMath::Create(plan, record.bank, codebooks, pool);
-  WARP_ASSERT_OK(math);
+  const TestRecord record = MakeRecord(std::get<0>(GetParam()), std::get<3>(GetParam()), rng);
+  std::unique_ptr<ExpertMath> math = Math(record);
+  ASSERT_NE(math, nullptr);
 
   constexpr uint32_t kTokens = 3;
   const std::vector<float> xs = RandomVector(kTokens * kHidden, rng);
   std::vector<float> whole(kTokens * kHidden), landed(kTokens * kHidden, -1.0f);
-  (*math)->Run(ExpertRecord{.data = record.bytes, .record_bytes = record.bytes.size()}, xs,
+  math->Run(ExpertRecord{.data = record.bytes, .record_bytes = record.bytes.size()}, xs,
                kTokens, whole);
 
   AlignedBuffer slot(record.bytes.size());
   LandingRecord landing(slot.span().first(record.bytes.size()));
   std::atomic<int> waits{0};
   std::thread feeder = Feed(record.bytes, slot.span(), landing, record.bytes.size());
-  const bool done = (*math)->RunLanding(landing, xs, kTokens, landed, [&](uint64_t bytes) {
+  const bool done = math->RunLanding(landing, xs, kTokens, landed, [&](uint64_t bytes) {
     ++waits;
     return landing.WaitFor(bytes);
   });
@@ -114,25 +146,20 @@ TEST_P(ExpertMathLandingTest, RowsComputedAsTheyLandAreTheWholeRecordsBits) {
 }
 
 TEST_P(ExpertMathLandingTest, AReadThatEndsEarlyIsRefused) {
-  const auto [format, q8, threads] = GetParam();
   std::mt19937_64 rng(12);
-  const TestRecord record = MakeRecord(format, rng);
-  ThreadPool pool(threads);
-  pool.set_q8_activations(q8);
-  FfnPlan plan;
-  const Codebooks codebooks;
-  absl::StatusOr<std::unique_ptr<ExpertMath>> math =
-      ExpertMath::Create(plan, record.bank, codebooks, pool);
-  WARP_ASSERT_OK(math);
+  const TestRecord record = MakeRecord(std::get<0>(GetParam()), std::get<3>(GetParam()), rng);
+  std::unique_ptr<ExpertMath> math = Math(record);
+  ASSERT_NE(math, nullptr);
   const std::vector<float> xs = RandomVector(kHidden, rng);
   std::vector<float> out(kHidden);
   AlignedBuffer slot(record.bytes.size());
   LandingRecord landing(slot.span().first(record.bytes.size()));
   // The read fails with down_proj half in.
-  const TensorEntry& down = record.bank.matrices[2];
+  const TensorEntry& down = *std::find_if(record.bank.matrices.begin(), record.bank.matrices.end(),
+                                          [](const TensorEntry& m) { return m.name == "down_proj"; });
   std::thread feeder =
       Feed(record.bytes, slot.span(), landing, down.data.offset + down.data.bytes / 2);
-  const bool done = (*math)->RunLanding(landing, xs, 1, out,
+  const bool done = math->RunLanding(landing, xs, 1, out,
                                         [&](uint64_t bytes) { return landing.WaitFor(bytes); });
   feeder.join();
   EXPECT_FALSE(done);
@@ -143,7 +170,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(TensorFormat::kF32, TensorFormat::kQ4B32,
                                          TensorFormat::kGgmlQ4_0, TensorFormat::kGgmlQ8_0,
                                          TensorFormat::kF8E4M3B128),
-                       ::testing::Bool(), ::testing::Values(size_t{1}, size_t{2})));
+                       ::testing::Bool(), ::testing::Values(size_t{1}, size_t{2}),
+                       ::testing::Values(ExpertActivation::kSwiGlu,
+                                         ExpertActivation::kClampedSwiGlu)));
 
 TEST(LandingRecordTest, AWaiterIsWokenByEachPrefixAndByTheEnd) {
   AlignedBuffer buffer(8 * 4096);

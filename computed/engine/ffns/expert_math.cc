@@ -75,7 +75,8 @@ uint64_t RowsIn(const BankMatrix& m, uint64_t landed) {
   const TensorEntry& entry = *m.entry;
   if (entry.scale && landed < entry.scale->offset + entry.scale->bytes) return 0;
   if (landed <= entry.data.offset) return 0;
-  return std::min(entry.shape[0], (landed - entry.data.offset) / (entry.data.bytes / entry.shape[0]));
+  const uint64_t row_bytes = entry.data.bytes / entry.shape[0];
+  return std::min(entry.shape[0], (landed - entry.data.offset) / row_bytes);
 }
 
 // Computes every row of `m` through `linear`, a block as soon as it has
@@ -167,9 +168,40 @@ class ClampedSwiGluExpert : public ExpertMath {
 
   void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
            std::span<float> out) const override {
-    const uint64_t inter = down_.entry->shape[1], hidden = down_.entry->shape[0];
-    std::vector<float> gate_up(m * 2 * inter), act(m * inter);
+    std::vector<float> gate_up(m * 2 * inter()), act(m * inter());
     Linear(pool_, gate_up_.View(record), xs.data(), m, gate_up.data());
+    Activate(record, gate_up, m, act);
+    Linear(pool_, down_.View(record), act.data(), m, out.data());
+    AddDownBias(record, m, out);
+  }
+
+  bool RunLanding(const LandingRecord& landing, std::span<const float> xs, uint32_t m,
+                  std::span<float> out, WaitForBytes wait) const override {
+    if (!RowMajor(gate_up_) || !RowMajor(down_)) {
+      return ExpertMath::RunLanding(landing, xs, m, out, wait);
+    }
+    const ExpertRecord record{.data = landing.data(), .record_bytes = landing.data().size()};
+    auto landed = [&](const TensorEntry& vector) {
+      const uint64_t end = vector.data.offset + vector.data.bytes;
+      return wait(end) >= end;
+    };
+    std::vector<float> gate_up(m * 2 * inter()), act(m * inter());
+    RowLinear gate_up_rows(pool_, gate_up_.View(record), xs.data(), m, gate_up.data());
+    if (!RowsAsTheyLand(gate_up_, gate_up_rows, wait) || !landed(gate_up_bias_)) return false;
+    Activate(record, gate_up, m, act);
+    RowLinear down_rows(pool_, down_.View(record), act.data(), m, out.data());
+    if (!RowsAsTheyLand(down_, down_rows, wait) || !landed(down_bias_)) return false;
+    AddDownBias(record, m, out);
+    return true;
+  }
+
+ private:
+  uint64_t inter() const { return down_.entry->shape[1]; }
+
+  // act = (up + 1) * glu(gate) of the biased, clamped gate_up rows.
+  void Activate(const ExpertRecord& record, std::span<const float> gate_up, uint32_t m,
+                std::span<float> act) const {
+    const uint64_t inter = this->inter();
     const float* gate_up_bias = RecordVector(record, gate_up_bias_);
     for (uint32_t t = 0; t < m; ++t) {
       const float* row = &gate_up[t * 2 * inter];
@@ -180,14 +212,16 @@ class ClampedSwiGluExpert : public ExpertMath {
         act[t * inter + j] = (up + 1.0f) * glu;
       }
     }
-    Linear(pool_, down_.View(record), act.data(), m, out.data());
+  }
+
+  void AddDownBias(const ExpertRecord& record, uint32_t m, std::span<float> out) const {
+    const uint64_t hidden = down_.entry->shape[0];
     const float* down_bias = RecordVector(record, down_bias_);
     for (uint32_t t = 0; t < m; ++t) {
       for (uint64_t i = 0; i < hidden; ++i) out[t * hidden + i] += down_bias[i];
     }
   }
 
- private:
   BankMatrix gate_up_;
   const TensorEntry& gate_up_bias_;
   BankMatrix down_;

@@ -50,9 +50,8 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
   }
   if (!options.pread) {
     options.pread = [](int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
-                       uint32_t /*rank*/, const OnLanded& /*on_landed*/) {
-      return PreadFull(fd, out, offset, path);
-    };
+                       uint32_t /*rank*/,
+                       const OnLanded& /*on_landed*/) { return PreadFull(fd, out, offset, path); };
   }
   auto banks = std::unique_ptr<BankSet>(new BankSet(std::move(container), std::move(options)));
   bool warned = false;

@@ -120,8 +120,7 @@ class ReadBatch {
   const size_t size_;
   absl::Mutex mu_;
   std::deque<std::pair<size_t, absl::StatusOr<ExpertRecord>>> done_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::pair<size_t, std::shared_ptr<const LandingRecord>>> landing_
-      ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<size_t, std::shared_ptr<const LandingRecord>>> landing_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> completed_ ABSL_GUARDED_BY(mu_);  // [index]: Complete() was called
   size_t returned_ ABSL_GUARDED_BY(mu_) = 0;
   Forward forward_ ABSL_GUARDED_BY(mu_);

@@ -195,8 +195,7 @@ std::optional<uint64_t> ExpertStore::ArenaOffset(const ExpertRecord& record) con
   return arena_->OffsetOf(record.bytes());
 }
 
-void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done,
-                        OnLanding landing) {
+void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done, OnLanding landing) {
   absl::ReleasableMutexLock lock(&mu_);
   // A key being read into its slot is resident already, but not readable: join its read.
   if (!in_flight_.contains(key) && cache_.Contains(key)) {
@@ -222,7 +221,11 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done,
     served = Served::kCertain;
   }
   CountServed(priority, served);
-  flight.waiters.push_back({std::move(done), served, flight.started ? nullptr : std::move(landing)});
+  // A read under way hands its landing record over at once (the completion,
+  // told after, is still what may be trusted).
+  std::shared_ptr<LandingRecord> landing_now = landing ? flight.landing : nullptr;
+  flight.waiters.push_back(
+      {std::move(done), served, flight.started ? nullptr : std::move(landing)});
   if (priority != Priority::kDemand) flight.predicted_by.Add(kLocalClient);
   if (inserted) {
     flight.priority = priority;
@@ -230,12 +233,15 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done,
     return;
   }
   ++stats_.joined;
-  if (priority >= flight.priority) return;
   // A demand joining a queued speculative read must not wait behind the
   // speculation: queue it again at the higher priority (the first to run
   // wins). Joining a started read raises the priority it is admitted with.
-  flight.priority = priority;
-  if (!flight.started) io_->Submit(key, priority);
+  if (priority < flight.priority) {
+    flight.priority = priority;
+    if (!flight.started) io_->Submit(key, priority);
+  }
+  lock.Release();
+  if (landing_now != nullptr) landing(std::move(landing_now));
 }
 
 void ExpertStore::CountServed(Priority priority, Served served) {
@@ -279,6 +285,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
   Priority priority;
   std::optional<uint32_t> slot;
   std::optional<uint32_t> staged;
+  std::shared_ptr<LandingRecord> landing;
   std::vector<OnLanding> told;
   {
     absl::MutexLock lock(&mu_);
@@ -289,20 +296,18 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     slot = Admit(key, priority, it->second.predicted_by);
     if (!slot) staged = Stage(key);
     if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
-    // Only pieces land in order; a pread's record lands whole at its end.
+    // Whoever asks may compute on the record's first rows while the rest
+    // land. Only pieces land in order; a pread's record lands whole at its end.
     if ((slot || staged) && banks_->io_backend() == IoBackend::kUring) {
+      landing = std::make_shared<LandingRecord>(
+          arena_->Slot(slot ? *slot : *staged).first(banks_->RecordBytes(key)));
+      it->second.landing = landing;
       for (Waiter& waiter : it->second.waiters) {
         if (waiter.landing) told.push_back(std::move(waiter.landing));
       }
     }
   }
-  // Whoever asks may compute on the record's first rows while the rest land.
-  std::shared_ptr<LandingRecord> landing;
-  if (!told.empty()) {
-    landing = std::make_shared<LandingRecord>(
-        arena_->Slot(slot ? *slot : *staged).first(banks_->RecordBytes(key)));
-    for (const OnLanding& tell : told) tell(landing);
-  }
+  for (const OnLanding& tell : told) tell(landing);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ExpertRecord> record =
       ReadFromDisk(key, priority, slot ? slot : staged, landing.get());

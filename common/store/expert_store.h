@@ -97,9 +97,10 @@ class ExpertStore : public ExpertSource {
   ~ExpertStore() override;
 
   // Fetches `key` and calls `done` exactly once: inline on a cache hit,
-  // else on an I/O thread. `landing`, if set, is called (on the I/O thread,
-  // before `done`) when a read into an arena slot that this request started
-  // or joined before it began, begins.
+  // else on an I/O thread. `landing`, if set, is called (before `done`) with
+  // the record as it lands when this request reads it, or joins its read,
+  // into an arena slot through uring: on the I/O thread as the read starts,
+  // or inline when the read was under way.
   using OnLanding = std::function<void(std::shared_ptr<const LandingRecord>)>;
   void Fetch(const ExpertKey& key, Priority priority, Callback done, OnLanding landing = nullptr);
 
@@ -161,6 +162,9 @@ class ExpertStore : public ExpertSource {
     std::vector<Waiter> waiters;
     Priority priority = Priority::kLookahead;
     bool started = false;
+    // Once started into an arena slot through uring: the record as it lands,
+    // for the waiters that want it, those who join later included.
+    std::shared_ptr<LandingRecord> landing;
     // The clients whose hints (or speculative reads) asked for it: its
     // foresight's owners, and a LOOKAHEAD read stays queued while any is left.
     ClientSet predicted_by;
@@ -175,8 +179,7 @@ class ExpertStore : public ExpertSource {
   // read returns no data (LeasedRecord, StagedRecord); `priority` orders its
   // pieces at the disk's gate. Called without mu_.
   absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, Priority priority,
-                                            std::optional<uint32_t> slot,
-                                            LandingRecord* landing);
+                                            std::optional<uint32_t> slot, LandingRecord* landing);
   // Admits `key` to the cache and gives it a slot, pinned for the read; frees
   // the slots of the records evicted for it. nullopt: read it uncached.
   std::optional<uint32_t> Admit(const ExpertKey& key, Priority priority,

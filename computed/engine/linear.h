@@ -61,8 +61,8 @@ class RowLinear {
       if (q8_) {
         kernels::MatMulRowsQ8(w_, quantized_, begin + from, begin + to, y_, w_.rows);
       } else {
-        kernels::MatMulRows(w_, {x_, num_tokens_ * w_.cols}, num_tokens_, begin + from,
-                            begin + to, {y_, num_tokens_ * w_.rows}, w_.rows);
+        kernels::MatMulRows(w_, {x_, num_tokens_ * w_.cols}, num_tokens_, begin + from, begin + to,
+                            {y_, num_tokens_ * w_.rows}, w_.rows);
       }
     });
   }

@@ -289,7 +289,8 @@ TEST_F(ExpertStoreTest, ADemandJoiningAStartedLookaheadReadIsALookaheadHit) {
 
 // A miss read into a cache slot is told to its batch as soon as it starts
 // landing, before it completes, and the landing's bytes become the record's.
-// A request that joins the read under way, and a hit, get only completions.
+// A request that joins the read under way gets the same landing record; a
+// hit gets only its completion.
 TEST_F(ExpertStoreTest, AMissIsToldAsLandingBeforeItCompletes) {
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
   const ExpertKey key{1, 3};
@@ -301,6 +302,9 @@ TEST_F(ExpertStoreTest, AMissIsToldAsLandingBeforeItCompletes) {
   ASSERT_TRUE(first.has_value());
   ASSERT_NE(first->landing, nullptr);
   EXPECT_FALSE(first->done.has_value());
+  std::optional<ReadBatch::Arrival> joined_first = joined->NextArrival();
+  ASSERT_TRUE(joined_first.has_value());
+  EXPECT_EQ(joined_first->landing, first->landing);  // told on joining, before the completion
   release_read_.Notify();
   EXPECT_EQ(first->landing->WaitFor(record_bytes_), record_bytes_);
   std::optional<ReadBatch::Arrival> second = batch->NextArrival();
@@ -309,9 +313,9 @@ TEST_F(ExpertStoreTest, AMissIsToldAsLandingBeforeItCompletes) {
   EXPECT_EQ(AsString(first->landing->data()), BankBytes(key));
   EXPECT_FALSE(batch->NextArrival().has_value());
 
-  std::optional<ReadBatch::Arrival> only = joined->NextArrival();
-  ASSERT_TRUE(only.has_value() && only->done.has_value());
-  EXPECT_EQ(only->landing, nullptr);
+  std::optional<ReadBatch::Arrival> joined_done = joined->NextArrival();
+  ASSERT_TRUE(joined_done.has_value() && joined_done->done.has_value());
+  WARP_ASSERT_OK(*joined_done->done);
   std::shared_ptr<ReadBatch> hit = store_->Read(std::vector<ExpertKey>{key}, Priority::kDemand);
   std::optional<ReadBatch::Arrival> cached = hit->NextArrival();
   ASSERT_TRUE(cached.has_value() && cached->done.has_value());

@@ -230,8 +230,8 @@ TEST_F(UringReaderTest, EachLandedPrefixHoldsTheFileBytes) {
        {UringReader::Options{.depth = 1, .piece_bytes = 4096},
         UringReader::Options{.depth = 3, .piece_bytes = 8192},
         UringReader::Options{.depth = 16, .piece_bytes = 1 << 16},
-        UringReader::Options{.depth = 4, .piece_bytes = 1 << 16,
-                             .gate = std::make_shared<PieceGate>(2)}}) {
+        UringReader::Options{
+            .depth = 4, .piece_bytes = 1 << 16, .gate = std::make_shared<PieceGate>(2)}}) {
     auto reader = UringReader::Create(options);
     WARP_ASSERT_OK(reader);
     AlignedBuffer buffer(kFileBytes);
@@ -242,8 +242,8 @@ TEST_F(UringReaderTest, EachLandedPrefixHoldsTheFileBytes) {
           told.push_back(landed);
           if (std::memcmp(buffer.span().data(), contents_.data(), landed) != 0) ++wrong;
         }));
-    SCOPED_TRACE(::testing::Message() << "depth " << options.depth << ", pieces of "
-                                      << options.piece_bytes);
+    SCOPED_TRACE(::testing::Message()
+                 << "depth " << options.depth << ", pieces of " << options.piece_bytes);
     ASSERT_FALSE(told.empty());
     EXPECT_EQ(told.back(), kFileBytes);
     EXPECT_TRUE(std::is_sorted(told.begin(), told.end()) &&

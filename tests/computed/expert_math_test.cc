@@ -128,8 +128,8 @@ TEST_P(ExpertMathLandingTest, RowsComputedAsTheyLandAreTheWholeRecordsBits) {
   constexpr uint32_t kTokens = 3;
   const std::vector<float> xs = RandomVector(kTokens * kHidden, rng);
   std::vector<float> whole(kTokens * kHidden), landed(kTokens * kHidden, -1.0f);
-  math->Run(ExpertRecord{.data = record.bytes, .record_bytes = record.bytes.size()}, xs,
-               kTokens, whole);
+  math->Run(ExpertRecord{.data = record.bytes, .record_bytes = record.bytes.size()}, xs, kTokens,
+            whole);
 
   AlignedBuffer slot(record.bytes.size());
   LandingRecord landing(slot.span().first(record.bytes.size()));
@@ -155,24 +155,24 @@ TEST_P(ExpertMathLandingTest, AReadThatEndsEarlyIsRefused) {
   AlignedBuffer slot(record.bytes.size());
   LandingRecord landing(slot.span().first(record.bytes.size()));
   // The read fails with down_proj half in.
-  const TensorEntry& down = *std::find_if(record.bank.matrices.begin(), record.bank.matrices.end(),
-                                          [](const TensorEntry& m) { return m.name == "down_proj"; });
+  const TensorEntry& down =
+      *std::find_if(record.bank.matrices.begin(), record.bank.matrices.end(),
+                    [](const TensorEntry& m) { return m.name == "down_proj"; });
   std::thread feeder =
       Feed(record.bytes, slot.span(), landing, down.data.offset + down.data.bytes / 2);
-  const bool done = math->RunLanding(landing, xs, 1, out,
-                                        [&](uint64_t bytes) { return landing.WaitFor(bytes); });
+  const bool done =
+      math->RunLanding(landing, xs, 1, out, [&](uint64_t bytes) { return landing.WaitFor(bytes); });
   feeder.join();
   EXPECT_FALSE(done);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Formats, ExpertMathLandingTest,
-    ::testing::Combine(::testing::Values(TensorFormat::kF32, TensorFormat::kQ4B32,
-                                         TensorFormat::kGgmlQ4_0, TensorFormat::kGgmlQ8_0,
-                                         TensorFormat::kF8E4M3B128),
-                       ::testing::Bool(), ::testing::Values(size_t{1}, size_t{2}),
-                       ::testing::Values(ExpertActivation::kSwiGlu,
-                                         ExpertActivation::kClampedSwiGlu)));
+    ::testing::Combine(
+        ::testing::Values(TensorFormat::kF32, TensorFormat::kQ4B32, TensorFormat::kGgmlQ4_0,
+                          TensorFormat::kGgmlQ8_0, TensorFormat::kF8E4M3B128),
+        ::testing::Bool(), ::testing::Values(size_t{1}, size_t{2}),
+        ::testing::Values(ExpertActivation::kSwiGlu, ExpertActivation::kClampedSwiGlu)));
 
 TEST(LandingRecordTest, AWaiterIsWokenByEachPrefixAndByTheEnd) {
   AlignedBuffer buffer(8 * 4096);

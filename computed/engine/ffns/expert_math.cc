@@ -79,15 +79,15 @@ uint64_t RowsIn(const BankMatrix& m, uint64_t landed) {
   return std::min(entry.shape[0], (landed - entry.data.offset) / row_bytes);
 }
 
-// Computes every row of `m` through `linear`, a block as soon as it has
-// landed; false if the read ended first.
+// Computes every row of `m` through `linear`: each time, every row landed
+// (a read's piece of rows, as pieces land), once at least a pool grain more
+// has; false if the read ended first.
 bool RowsAsTheyLand(const BankMatrix& m, RowLinear& linear, ExpertMath::WaitForBytes wait) {
+  constexpr uint64_t kMinRows = 16;
   const uint64_t rows = m.entry->shape[0];
-  // About a read's piece (1 MiB) a block: fewer waits, each on a piece in flight.
-  const uint64_t block = std::max<uint64_t>(16, (1 << 20) / (m.entry->data.bytes / rows));
   uint64_t done = 0;
   while (done < rows) {
-    const uint64_t want = BytesForRows(m, std::min(rows, done + block));
+    const uint64_t want = BytesForRows(m, std::min(rows, done + kMinRows));
     const uint64_t landed = wait(want);
     if (landed < want) return false;
     const uint64_t ready = RowsIn(m, landed);

@@ -87,11 +87,11 @@ bool MoeFfn::RunLandingExpert(const LandingRecord& landing, std::span<const floa
   double waited = 0;  // the waits are the disk's time, not the expert's
   const uint32_t m = static_cast<uint32_t>(tokens.size());
   output.resize(m * width_);
-  const bool whole = math_->RunLanding(landing, TokenRows(in, tokens), m, output,
-                                       [&](uint64_t bytes) {
-                                         StageTimer timer(waited);
-                                         return landing.WaitFor(bytes);
-                                       });
+  const bool whole =
+      math_->RunLanding(landing, TokenRows(in, tokens), m, output, [&](uint64_t bytes) {
+        StageTimer timer(waited);
+        return landing.WaitFor(bytes);
+      });
   stats_.seconds_fetch_wait += waited;
   stats_.seconds_expert +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - waited;

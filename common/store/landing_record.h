@@ -1,8 +1,8 @@
 #pragma once
 
 // LandingRecord: a record still coming off the disk, for an engine that
-// computes on its first rows while the rest are read. The bytes before
-// landed() are final but not yet verified: only the record the read then
+// computes on its first rows while the rest are read. The bytes WaitFor says
+// have landed are final but not yet verified: only the record the read then
 // completes with (footer and CRC checked) may be trusted, and what was
 // computed from a landing record is thrown away if the read fails.
 //

@@ -6,21 +6,22 @@ namespace warp {
 
 PieceGate::PieceGate(uint32_t pieces) : capacity_(std::max(1u, pieces)), free_(capacity_) {}
 
-bool PieceGate::Grantable(std::pair<uint32_t, uint64_t> order) const {
+bool PieceGate::Grantable(Order wanted) const {
   if (free_ == 0) return false;
   // A read earlier in the order that still has pieces to send goes first. It
   // asks again as soon as one of its pieces lands (or now, if it has none in
   // flight and waits), so a free piece idles at most that long.
   for (const auto& [earlier, wants] : wanting_) {
-    if (earlier == order) return true;
+    if (!(earlier < wanted)) return true;
     if (wants > 0) return false;
   }
   return true;
 }
 
-PieceGate::Read::Read(PieceGate* gate, uint32_t rank, uint64_t pieces) : gate_(gate) {
+PieceGate::Read::Read(PieceGate* gate, const ReadRank& rank, uint64_t pieces)
+    : gate_(gate), rank_(&rank) {
   absl::MutexLock lock(&gate_->mu_);
-  order_ = {rank, gate_->started_++};
+  order_ = {rank.get(), gate_->started_++};
   gate_->wanting_[order_] = pieces;
 }
 
@@ -29,13 +30,26 @@ PieceGate::Read::~Read() {
   gate_->wanting_.erase(order_);
 }
 
+void PieceGate::Read::Follow() {
+  const Order wanted = Wanted();
+  if (wanted == order_) return;
+  const uint64_t wants = gate_->wanting_[order_];
+  gate_->wanting_.erase(order_);
+  order_ = wanted;
+  gate_->wanting_[order_] = wants;
+}
+
 bool PieceGate::Read::Take(bool wait) {
   absl::MutexLock lock(&gate_->mu_);
+  Follow();
+  // Raised while it waits: it is granted at the new rank, and filed there
+  // once it holds the lock again.
   const auto grantable = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gate_->mu_) {
-    return gate_->Grantable(order_);
+    return gate_->Grantable(Wanted());
   };
   if (wait) gate_->mu_.Await(absl::Condition(&grantable));
   if (!grantable()) return false;
+  Follow();
   --gate_->free_;
   uint64_t& wants = gate_->wanting_[order_];
   if (wants > 0) --wants;

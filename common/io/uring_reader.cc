@@ -108,7 +108,7 @@ uint64_t UringReader::FixedPieceBytes(int fd) {
 }
 
 absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t offset,
-                                   std::string_view path, uint32_t rank,
+                                   std::string_view path, const ReadRank* rank,
                                    const OnLanded& on_landed) {
   const std::optional<int> fixed = FixedIndex(out);
   // Registered memory is expertd's staging slots, 4 KiB pages of shared
@@ -124,8 +124,11 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
   absl::Status failed;              // the first errno error
   std::optional<uint64_t> ends_at;  // the lowest hole where the file ended
   uint32_t in_flight = 0;
+  const ReadRank first(0);
   std::optional<PieceGate::Read> gated;
-  if (options_.gate != nullptr) gated.emplace(options_.gate.get(), rank, pieces.size());
+  if (options_.gate != nullptr) {
+    gated.emplace(options_.gate.get(), rank != nullptr ? *rank : first, pieces.size());
+  }
   auto stopped = [&] { return !failed.ok() || ends_at.has_value(); };
   // Queues pieces while the gate and the ring take them.
   auto queue_pieces = [&] {
@@ -214,9 +217,11 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
   return failed;
 }
 
-absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
-                            uint64_t offset, std::string_view path, uint32_t rank,
-                            const OnLanded& on_landed) {
+namespace {
+
+// This thread's reader for `options`, created at its first use; null where
+// the kernel refused a ring (said once per process).
+UringReader* ThreadReader(const UringReader::Options& options) {
   thread_local std::unique_ptr<UringReader> reader;
   thread_local bool refused = false;
   // A ring registered with other buffers must never read into these, nor
@@ -238,6 +243,17 @@ absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::sp
       }
     }
   }
+  return reader.get();
+}
+
+}  // namespace
+
+void UringPrepareThread(const UringReader::Options& options) { ThreadReader(options); }
+
+absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
+                            uint64_t offset, std::string_view path, const ReadRank* rank,
+                            const OnLanded& on_landed) {
+  UringReader* reader = ThreadReader(options);
   if (reader == nullptr) {
     absl::Status status = PreadFull(fd, out, offset, path);
     if (status.ok() && on_landed) on_landed(out.size());

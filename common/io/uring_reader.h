@@ -72,10 +72,11 @@ class UringReader {
   // `offset`, DataLoss "PATH: short read at OFFSET: got N of M bytes" where
   // the file ends first, errno errors naming "PATH @OFFSET". Every piece has
   // landed or failed before it returns, so `out` is the caller's again.
-  // `rank` orders the read at the gate (lower first; PieceGate). `on_landed`,
-  // if set, is told each longer landed prefix, the last one out.size().
+  // `rank` orders the read at the gate (lower first, followed if raised while
+  // the read is under way; null: 0; PieceGate). `on_landed`, if set, is told
+  // each longer landed prefix, the last one out.size().
   absl::Status ReadFull(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
-                        uint32_t rank = 0, const OnLanded& on_landed = nullptr);
+                        const ReadRank* rank = nullptr, const OnLanded& on_landed = nullptr);
 
   const Options& options() const { return options_; }
   bool registered() const { return registered_; }  // options().fixed is registered
@@ -104,7 +105,13 @@ uint64_t DeviceRequestBytesOn4KiBPages(int fd);
 // Where a thread cannot get a ring, it reads with PreadFull and says so once.
 // Without a ring, `on_landed` hears of the whole read once it is in.
 absl::Status UringPreadFull(const UringReader::Options& options, int fd, std::span<std::byte> out,
-                            uint64_t offset, std::string_view path, uint32_t rank = 0,
+                            uint64_t offset, std::string_view path, const ReadRank* rank = nullptr,
                             const OnLanded& on_landed = nullptr);
+
+// Creates this thread's UringReader for `options` now, as UringPreadFull's
+// first call would: a ring that registers buffers pins (and first faults in)
+// them, 0.6 s for expertd's staging slots on a VM, which its first read would
+// otherwise wait for.
+void UringPrepareThread(const UringReader::Options& options);
 
 }  // namespace warp

@@ -24,6 +24,7 @@ const char* IoBackendName(IoBackend backend) {
 
 absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Container> container,
                                                        Options options) {
+  std::function<void()> prepare_reader_thread;
   if (!options.pread && options.io_backend == IoBackend::kUring) {
     UringReader::Options unregistered = options.uring;  // a probe need not pin anything
     unregistered.fixed = nullptr;
@@ -34,10 +35,11 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
         options.uring.gate = std::make_shared<PieceGate>(options.uring.depth);
       }
       options.pread = [uring = options.uring](int fd, std::span<std::byte> out, uint64_t offset,
-                                              std::string_view path, uint32_t rank,
+                                              std::string_view path, const ReadRank& rank,
                                               const OnLanded& on_landed) {
-        return UringPreadFull(uring, fd, out, offset, path, rank, on_landed);
+        return UringPreadFull(uring, fd, out, offset, path, &rank, on_landed);
       };
+      prepare_reader_thread = [uring = options.uring] { UringPrepareThread(uring); };
     } else {
       static std::atomic<bool> warned{false};  // one line per process, not per shard
       if (!warned.exchange(true)) {
@@ -50,10 +52,11 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
   }
   if (!options.pread) {
     options.pread = [](int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
-                       uint32_t /*rank*/,
+                       const ReadRank& /*rank*/,
                        const OnLanded& /*on_landed*/) { return PreadFull(fd, out, offset, path); };
   }
   auto banks = std::unique_ptr<BankSet>(new BankSet(std::move(container), std::move(options)));
+  banks->prepare_reader_thread_ = std::move(prepare_reader_thread);
   bool warned = false;
   for (const BankEntry& bank : banks->container_->manifest().banks) {
     WARP_ASSIGN_OR_RETURN(OpenedFile file,
@@ -70,11 +73,11 @@ absl::StatusOr<std::unique_ptr<BankSet>> BankSet::Open(std::shared_ptr<const Con
   return banks;
 }
 
-absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key, Priority priority) const {
+absl::StatusOr<ExpertRecord> BankSet::ReadRecord(const ExpertKey& key, const ReadRank& rank) const {
   const uint64_t record_bytes = RecordBytes(key);
   if (record_bytes == 0) return NotHeld(key);
   std::shared_ptr<AlignedBuffer> buffer = buffers_->Get(record_bytes);
-  WARP_RETURN_IF_ERROR(ReadRecordInto(key, buffer->span(), priority));
+  WARP_RETURN_IF_ERROR(ReadRecordInto(key, buffer->span(), rank));
   std::span<const std::byte> data = buffer->span().first(record_bytes);
   return ExpertRecord{
       .key = key, .owner = std::move(buffer), .data = data, .record_bytes = record_bytes};
@@ -86,7 +89,7 @@ uint64_t BankSet::RecordBytes(const ExpertKey& key) const {
 }
 
 absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> out,
-                                     Priority priority, const OnLanded& on_landed) const {
+                                     const ReadRank& rank, const OnLanded& on_landed) const {
   const Manifest& manifest = container_->manifest();
   const std::optional<uint64_t> offset = container_->RecordOffset(key.layer, key.expert);
   if (!offset) return NotHeld(key);
@@ -109,8 +112,8 @@ absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> 
       if (check_crc) digest.Landed(landed);
     };
   }
-  absl::Status status = options_.pread(files_[index].fd.get(), bytes, *offset, path,
-                                       static_cast<uint32_t>(priority), landed_hook);
+  absl::Status status =
+      options_.pread(files_[index].fd.get(), bytes, *offset, path, rank, landed_hook);
   if (!status.ok()) {
     return Annotate(status, absl::StrCat("expert ", key.expert, " of layer ", key.layer));
   }

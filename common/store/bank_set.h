@@ -26,12 +26,13 @@
 namespace warp {
 
 // Same contract as PreadFull (common/io/file.h); `rank` orders the read among
-// the disk's others, and `on_landed` (may be null) hears of its landed prefix
-// as it grows (UringReader::ReadFull). One that never calls it is correct, but
-// its record's CRC is computed only once it is all in.
-using PreadFn =
-    std::function<absl::Status(int fd, std::span<std::byte> out, uint64_t offset,
-                               std::string_view path, uint32_t rank, const OnLanded& on_landed)>;
+// the disk's others (it may be raised while the read runs), and `on_landed`
+// (may be null) hears of its landed prefix as it grows (UringReader::ReadFull).
+// One that never calls it is correct, but its record's CRC is computed only
+// once it is all in.
+using PreadFn = std::function<absl::Status(int fd, std::span<std::byte> out, uint64_t offset,
+                                           std::string_view path, const ReadRank& rank,
+                                           const OnLanded& on_landed)>;
 
 // How a record comes off the disk (`--io-engine`).
 enum class IoBackend {
@@ -75,18 +76,23 @@ class BankSet {
   // one when one has come back). NotFound if this
   // directory does not hold it; DataLoss "expert E of layer L: checksum
   // mismatch (FILE @ OFFSET)" for a corrupt record.
-  // `priority` orders the read's pieces among the disk's others
+  // `rank` (a Priority's value, which may be raised while the read runs)
+  // orders the read's pieces among the disk's others
   // (UringReader::Options::gate).
-  absl::StatusOr<ExpertRecord> ReadRecord(const ExpertKey& key,
-                                          Priority priority = Priority::kDemand) const;
+  absl::StatusOr<ExpertRecord> ReadRecord(const ExpertKey& key, const ReadRank& rank) const;
 
   // The same, into `out` (e.g. a cache slot): reads and verifies the first
   // RecordBytes(key) bytes of `out`, which must be 4096-aligned. `on_landed`
   // (may be null) hears of the landed prefix as it grows, unverified.
   // REQUIRES: out.size() >= RecordBytes(key).
-  absl::Status ReadRecordInto(const ExpertKey& key, std::span<std::byte> out,
-                              Priority priority = Priority::kDemand,
+  absl::Status ReadRecordInto(const ExpertKey& key, std::span<std::byte> out, const ReadRank& rank,
                               const OnLanded& on_landed = nullptr) const;
+
+  // Readies the calling thread's reader (its io_uring and registered buffers),
+  // which its first read would otherwise set up. For I/O threads at start.
+  void PrepareReaderThread() const {
+    if (prepare_reader_thread_) prepare_reader_thread_();
+  }
 
   // record_bytes of the bank of `key`, or 0 if this directory does not hold `key`.
   uint64_t RecordBytes(const ExpertKey& key) const;
@@ -106,7 +112,8 @@ class BankSet {
   std::shared_ptr<const Container> container_;
   Options options_;
   std::shared_ptr<BufferPool> buffers_;
-  std::vector<OpenedFile> files_;  // indexed like manifest().banks
+  std::function<void()> prepare_reader_thread_;  // set with kUring's own reads
+  std::vector<OpenedFile> files_;                // indexed like manifest().banks
   // [bank][expert]: its CRC32C passed once (verify_once).
   std::vector<std::unique_ptr<std::atomic<bool>[]>> verified_;
 };

@@ -83,7 +83,8 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
       staging_free_(std::move(staging)) {
   io_ = std::make_unique<IoEngine>(
       options.io_threads, [this](const ExpertKey& key, Priority) { RunRead(key); },
-      [this](const ExpertKey& key, Priority) { DropRead(key); });
+      [this](const ExpertKey& key, Priority) { DropRead(key); },
+      [this] { banks_->PrepareReaderThread(); });
   if (options.prefault_cache && arena_ != nullptr) {
     paced_ = options.pace_growth_below_bytes_per_second > 0;
     prefaulter_ = std::thread([this, pace_below = options.pace_growth_below_bytes_per_second] {
@@ -233,15 +234,19 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done, 
     return;
   }
   ++stats_.joined;
-  // A demand joining a queued speculative read must not wait behind the
-  // speculation: queue it again at the higher priority (the first to run
-  // wins). Joining a started read raises the priority it is admitted with.
-  if (priority < flight.priority) {
-    flight.priority = priority;
-    if (!flight.started) io_->Submit(key, priority);
-  }
+  Raise(key, flight, priority);
   lock.Release();
   if (landing_now != nullptr) landing(std::move(landing_now));
+}
+
+void ExpertStore::Raise(const ExpertKey& key, InFlight& flight, Priority priority) {
+  if (priority >= flight.priority) return;
+  flight.priority = priority;
+  // Queued: queued again at the higher priority (the first to run wins), so
+  // that it does not wait behind the speculation. Started: admitted at the
+  // higher priority, and its remaining pieces go out at that rank.
+  if (!flight.started) io_->Submit(key, priority);
+  if (flight.rank != nullptr) flight.rank->Raise(static_cast<uint32_t>(priority));
 }
 
 void ExpertStore::CountServed(Priority priority, Served served) {
@@ -271,13 +276,13 @@ std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priori
   return slot;
 }
 
-absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key, Priority priority,
+absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key, const ReadRank& rank,
                                                        std::optional<uint32_t> slot,
                                                        LandingRecord* landing) {
-  if (!slot) return banks_->ReadRecord(key, priority);
+  if (!slot) return banks_->ReadRecord(key, rank);
   OnLanded on_landed;
   if (landing != nullptr) on_landed = [landing](uint64_t bytes) { landing->Landed(bytes); };
-  WARP_RETURN_IF_ERROR(banks_->ReadRecordInto(key, arena_->Slot(*slot), priority, on_landed));
+  WARP_RETURN_IF_ERROR(banks_->ReadRecordInto(key, arena_->Slot(*slot), rank, on_landed));
   return ExpertRecord{.key = key, .record_bytes = banks_->RecordBytes(key)};  // data: LeasedRecord
 }
 
@@ -286,6 +291,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
   std::optional<uint32_t> slot;
   std::optional<uint32_t> staged;
   std::shared_ptr<LandingRecord> landing;
+  std::shared_ptr<const ReadRank> rank;
   std::vector<OnLanding> told;
   {
     absl::MutexLock lock(&mu_);
@@ -293,6 +299,8 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     if (it == in_flight_.end() || it->second.started) return;  // a duplicate job
     it->second.started = true;
     priority = it->second.priority;
+    it->second.rank = std::make_shared<ReadRank>(static_cast<uint32_t>(priority));
+    rank = it->second.rank;
     slot = Admit(key, priority, it->second.predicted_by);
     if (!slot) staged = Stage(key);
     if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
@@ -310,7 +318,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
   for (const OnLanding& tell : told) tell(landing);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ExpertRecord> record =
-      ReadFromDisk(key, priority, slot ? slot : staged, landing.get());
+      ReadFromDisk(key, *rank, slot ? slot : staged, landing.get());
   if (landing != nullptr) {
     if (record.ok()) landing->Landed(record->record_bytes);  // a backend that did not say
     landing->End();
@@ -418,6 +426,7 @@ void ExpertStore::PrefetchFor(std::span<const ExpertKey> keys, Priority priority
       } else {
         it->second.predicted_by.Add(client);
       }
+      Raise(key, it->second, priority);  // a certain prefetch of a guess
       continue;
     }
     if (cache_.Foresee(key, client)) continue;  // resident: spared until its layer passes

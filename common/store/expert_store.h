@@ -165,6 +165,9 @@ class ExpertStore : public ExpertSource {
     // Once started into an arena slot through uring: the record as it lands,
     // for the waiters that want it, those who join later included.
     std::shared_ptr<LandingRecord> landing;
+    // Once started: its rank at the disk's gate, raised when a more urgent
+    // request joins it, so that its remaining pieces go out at that rank.
+    std::shared_ptr<ReadRank> rank;
     // The clients whose hints (or speculative reads) asked for it: its
     // foresight's owners, and a LOOKAHEAD read stays queued while any is left.
     ClientSet predicted_by;
@@ -174,11 +177,15 @@ class ExpertStore : public ExpertSource {
               uint64_t slot_bytes, uint64_t cache_slots, std::vector<uint32_t> staging,
               const Options& options);
   void RunRead(const ExpertKey& key);
+  // A request of `priority` joins the read of `key`: a more urgent one
+  // raises it, queued or started.
+  void Raise(const ExpertKey& key, InFlight& flight, Priority priority)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads `key` into arena slot `slot` (a cache slot admitted and pinned by
   // Admit, or a staging slot) or, without a slot, into a heap buffer; a slot
-  // read returns no data (LeasedRecord, StagedRecord); `priority` orders its
+  // read returns no data (LeasedRecord, StagedRecord); `rank` orders its
   // pieces at the disk's gate. Called without mu_.
-  absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, Priority priority,
+  absl::StatusOr<ExpertRecord> ReadFromDisk(const ExpertKey& key, const ReadRank& rank,
                                             std::optional<uint32_t> slot, LandingRecord* landing);
   // Admits `key` to the cache and gives it a slot, pinned for the read; frees
   // the slots of the records evicted for it. nullopt: read it uncached.

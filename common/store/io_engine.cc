@@ -6,10 +6,13 @@
 
 namespace warp {
 
-IoEngine::IoEngine(size_t num_threads, Handler run, Handler drop)
+IoEngine::IoEngine(size_t num_threads, Handler run, Handler drop, std::function<void()> start)
     : run_(std::move(run)), drop_(std::move(drop)) {
   for (size_t i = 0; i < std::max<size_t>(1, num_threads); ++i) {
-    threads_.emplace_back([this] { Loop(); });
+    threads_.emplace_back([this, start] {
+      if (start) start();
+      Loop();
+    });
     const std::string name = "warp-io-" + std::to_string(i);
     pthread_setname_np(threads_.back().native_handle(), name.c_str());
   }

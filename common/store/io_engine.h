@@ -27,8 +27,9 @@ class IoEngine {
   using Handler = std::function<void(const ExpertKey&, Priority)>;
 
   // `run` performs a read on an I/O thread; `drop` is told of a read removed
-  // from the queue without running (DropQueued, destruction).
-  IoEngine(size_t num_threads, Handler run, Handler drop);
+  // from the queue without running (DropQueued, destruction); `start` (may be
+  // null) runs on each thread before its first read.
+  IoEngine(size_t num_threads, Handler run, Handler drop, std::function<void()> start = nullptr);
   ~IoEngine();
   IoEngine(const IoEngine&) = delete;
   IoEngine& operator=(const IoEngine&) = delete;

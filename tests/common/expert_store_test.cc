@@ -108,9 +108,9 @@ class ExpertStoreTest : public ::testing::Test {
     options.banks.verify = verify;
     options.banks.verify_once = verify_once;
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
-                                 std::string_view path, uint32_t /*rank*/,
+                                 std::string_view path, const ReadRank& rank,
                                  const OnLanded& /*on_landed*/) {
-      return Pread(fd, out, offset, path);
+      return Pread(fd, out, offset, path, rank);
     };
     auto store = ExpertStore::Open(std::move(*container), std::move(options));
     WARP_ASSERT_OK(store);
@@ -175,9 +175,11 @@ class ExpertStoreTest : public ::testing::Test {
   std::map<std::pair<uint32_t, uint32_t>, std::string> bank_bytes_;
   absl::Notification read_blocked_;
   absl::Notification release_read_;
+  const ReadRank* blocked_rank_ = nullptr;  // the blocked read's, set before read_blocked_
 
  private:
-  absl::Status Pread(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path) {
+  absl::Status Pread(int fd, std::span<std::byte> out, uint64_t offset, std::string_view path,
+                     const ReadRank& rank) {
     // The tiny container is not sharded: expert e is the record at e * record_bytes.
     const size_t name_at = path.rfind("experts-L");
     const ExpertKey key{static_cast<uint32_t>(std::stoul(std::string(path.substr(name_at + 9)))),
@@ -189,6 +191,7 @@ class ExpertStoreTest : public ::testing::Test {
       reads_.push_back(key);
       fault = fault_;
       block = std::exchange(block_next_read_, false);
+      if (block) blocked_rank_ = &rank;
     }
     if (block) {
       read_blocked_.Notify();
@@ -686,6 +689,26 @@ TEST_F(ExpertStoreTest, DemandJoiningAStartedLookaheadReadMakesTheRecordWarm) {
   EXPECT_TRUE(store_->IsCached(a)) << "a speculative read evicted a record a demand just used";
   EXPECT_TRUE(store_->IsCached(b));
   EXPECT_EQ(Counter("speculative_evicted_unused"), 0u);
+}
+
+// A demand that joins a guess already on the disk raises the rank the rest of
+// its pieces go out at: they no longer wait behind other demand reads.
+TEST_F(ExpertStoreTest, ADemandJoiningAStartedGuessRaisesItsRankAtTheGate) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(4 * record_bytes_, 1));
+  const ExpertKey guess{1, 3};
+  BlockNextRead();
+  store_->Prefetch(std::vector<ExpertKey>{guess}, Priority::kLookahead);
+  read_blocked_.WaitForNotification();
+  EXPECT_EQ(blocked_rank_->get(), static_cast<uint32_t>(Priority::kLookahead));
+  store_->Prefetch(std::vector<ExpertKey>{guess}, Priority::kCertain);
+  EXPECT_EQ(blocked_rank_->get(), static_cast<uint32_t>(Priority::kCertain));
+  auto batch = Issue({guess}, Priority::kDemand);
+  EXPECT_EQ(blocked_rank_->get(), static_cast<uint32_t>(Priority::kDemand));
+  store_->Prefetch(std::vector<ExpertKey>{guess}, Priority::kLookahead);
+  EXPECT_EQ(blocked_rank_->get(), static_cast<uint32_t>(Priority::kDemand)) << "never lowered";
+  release_read_.Notify();
+  ExpectBankBytes({guess}, *batch);
+  EXPECT_EQ(ReadsOf(guess), 1);
 }
 
 // A hint for a record already cached spares it from the next demand

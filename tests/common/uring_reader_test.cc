@@ -110,8 +110,9 @@ TEST_F(UringReaderTest, ReadsSharingAGateAreTheFileBytes) {
       std::mt19937_64 rng(t);
       for (int i = 0; i < 20; ++i) {
         const uint64_t offset = (rng() % (kFileBytes / 4096 - 256)) * 4096;
+        const ReadRank rank(t % 3);
         const absl::Status status =
-            (*reader)->ReadFull(file_.fd.get(), buffer.span(), offset, path_, /*rank=*/t % 3);
+            (*reader)->ReadFull(file_.fd.get(), buffer.span(), offset, path_, &rank);
         if (!status.ok() ||
             std::memcmp(buffer.span().data(), contents_.data() + offset, 1 << 20) != 0) {
           ++wrong;
@@ -122,7 +123,8 @@ TEST_F(UringReaderTest, ReadsSharingAGateAreTheFileBytes) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(wrong, 0);
   // Every piece went back: a new read gets the whole gate.
-  PieceGate::Read after(gate.get(), 0, 3);
+  const ReadRank demand(0);
+  PieceGate::Read after(gate.get(), demand, 3);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(after.Take(false)) << i;
 }
 
@@ -238,7 +240,7 @@ TEST_F(UringReaderTest, EachLandedPrefixHoldsTheFileBytes) {
     std::vector<uint64_t> told;
     int wrong = 0;
     WARP_ASSERT_OK((*reader)->ReadFull(
-        file_.fd.get(), buffer.span(), 0, path_, /*rank=*/0, [&](uint64_t landed) {
+        file_.fd.get(), buffer.span(), 0, path_, /*rank=*/nullptr, [&](uint64_t landed) {
           told.push_back(landed);
           if (std::memcmp(buffer.span().data(), contents_.data(), landed) != 0) ++wrong;
         }));
@@ -261,8 +263,9 @@ TEST_F(UringReaderTest, AReadPastTheEndTellsOnlyWhatLanded) {
   WARP_ASSERT_OK(reader);
   AlignedBuffer buffer(4 << 20);
   uint64_t last = 0;
-  const absl::Status status = (*reader)->ReadFull(file_.fd.get(), buffer.span(), 0, path_, 0,
-                                                  [&](uint64_t landed) { last = landed; });
+  const absl::Status status =
+      (*reader)->ReadFull(file_.fd.get(), buffer.span(), 0, path_, /*rank=*/nullptr,
+                          [&](uint64_t landed) { last = landed; });
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_LT(last, kFileBytes);
 }

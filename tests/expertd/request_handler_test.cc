@@ -61,7 +61,7 @@ class RequestHandlerTest : public ::testing::Test {
     WARP_ASSERT_OK(container);
     ExpertStore::Options options{.cache_bytes = 16 * record_bytes_, .io_threads = 1};
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
-                                 std::string_view path, uint32_t /*rank*/,
+                                 std::string_view path, const ReadRank& /*rank*/,
                                  const OnLanded& /*on_landed*/) {
       return Pread(fd, out, offset, path);
     };

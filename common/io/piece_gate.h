@@ -23,8 +23,8 @@
 
 namespace warp {
 
-// A read's rank at the gate (lower: sooner), which whoever started the read
-// may raise while it is under way: a demand joins a guess being read.
+// A read's rank at the gate (lower: sooner), which may be raised while the
+// read is under way: a demand joins a guess being read.
 // Thread-safe.
 class ReadRank {
  public:

@@ -13,27 +13,40 @@
 
 namespace warp::computed {
 
+namespace internal {
+
+// y's rows [begin, end) split over the pool: with `quantized` (x's q8
+// activations), the q8 dot products, else the f32 ones. 16 rows a grain:
+// enough work per thread to cover the dispatch.
+inline void ParallelRows(ThreadPool& pool, const kernels::MatrixView& w, const float* x,
+                         const kernels::Q8Activations* quantized, size_t num_tokens, size_t begin,
+                         size_t end, float* y) {
+  if (end <= begin) return;
+  pool.ParallelFor(end - begin, 16, [&](size_t from, size_t to) {
+    if (quantized != nullptr) {
+      kernels::MatMulRowsQ8(w, *quantized, begin + from, begin + to, y, w.rows);
+    } else {
+      kernels::MatMulRows(w, {x, num_tokens * w.cols}, num_tokens, begin + from, begin + to,
+                          {y, num_tokens * w.rows}, w.rows);
+    }
+  });
+}
+
+}  // namespace internal
+
 // x: [num_tokens][w.cols]; y: [num_tokens][w.rows].
 inline void Linear(ThreadPool& pool, const kernels::MatrixView& w, const float* x,
                    size_t num_tokens, float* y) {
+  const kernels::Q8Activations* quantized = nullptr;
   if (pool.q8_activations() && kernels::HasQ8Path(w.format)) {
     // Quantized once on the calling thread (cols values a token, against rows x
-    // cols weights), kept per thread so that it allocates once.
+    // cols weights), kept per thread so that it allocates once. The workers
+    // read the caller's through `quantized` (each has a thread_local of its own).
     thread_local kernels::Q8Activations kept;
-    // A lambda names a thread_local without capturing it (each worker would see
-    // its own): the workers read the caller's through this reference.
-    const kernels::Q8Activations& quantized = kept;
     kernels::QuantizeActivations(w.format, x, num_tokens, w.cols, &kept);
-    pool.ParallelFor(w.rows, 16, [&](size_t begin, size_t end) {
-      kernels::MatMulRowsQ8(w, quantized, begin, end, y, w.rows);
-    });
-    return;
+    quantized = &kept;
   }
-  // 16 rows a grain: enough work per thread to cover the dispatch.
-  pool.ParallelFor(w.rows, 16, [&](size_t begin, size_t end) {
-    kernels::MatMulRows(w, {x, num_tokens * w.cols}, num_tokens, begin, end,
-                        {y, num_tokens * w.rows}, w.rows);
-  });
+  internal::ParallelRows(pool, w, x, quantized, num_tokens, 0, w.rows, y);
 }
 
 // Linear a block of rows at a time, e.g. as a record's rows land: each row
@@ -56,15 +69,7 @@ class RowLinear {
 
   // y's rows [begin, end).
   void Rows(size_t begin, size_t end) {
-    if (end <= begin) return;
-    pool_.ParallelFor(end - begin, 16, [&](size_t from, size_t to) {
-      if (q8_) {
-        kernels::MatMulRowsQ8(w_, quantized_, begin + from, begin + to, y_, w_.rows);
-      } else {
-        kernels::MatMulRows(w_, {x_, num_tokens_ * w_.cols}, num_tokens_, begin + from, begin + to,
-                            {y_, num_tokens_ * w_.rows}, w_.rows);
-      }
-    });
+    internal::ParallelRows(pool_, w_, x_, q8_ ? &quantized_ : nullptr, num_tokens_, begin, end, y_);
   }
 
  private:

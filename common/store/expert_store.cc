@@ -16,6 +16,7 @@
 #include "common/format/bank_format.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/store/engine_activity.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels refuse it with EINVAL
@@ -87,9 +88,9 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
       [this] { banks_->PrepareReaderThread(); });
   if (options.prefault_cache && arena_ != nullptr) {
     paced_ = options.pace_growth_below_bytes_per_second > 0;
-    prefaulter_ = std::thread([this, pace_below = options.pace_growth_below_bytes_per_second] {
-      PrefaultLoop(pace_below);
-    });
+    prefaulter_ = std::thread(
+        [this, pace_below = options.pace_growth_below_bytes_per_second,
+         yield = options.prefault_yields_to_prefill] { PrefaultLoop(pace_below, yield); });
   }
 }
 
@@ -103,7 +104,7 @@ double ThreadCpuSeconds() {
 
 }  // namespace
 
-void ExpertStore::PrefaultLoop(uint64_t pace_below) {
+void ExpertStore::PrefaultLoop(uint64_t pace_below, bool yield_to_prefill) {
   pthread_setname_np(pthread_self(), "warp-prefault");
   const sched_param idle{};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);  // a hint: if refused, it still runs
@@ -119,24 +120,45 @@ void ExpertStore::PrefaultLoop(uint64_t pace_below) {
       std::optional<uint32_t> slot = arena_->ClaimUnbackedSlot();
       if (!slot) break;
       pages = arena_->Slot(*slot);
+      faulting_slot_ = true;
     }
-    // Faults the pages in without writing them: safe beside a read into the
-    // slot if it was allocated meanwhile. Timed in CPU time: an idle-priority
-    // thread's wall time counts the time it waited for a core.
-    const double start = ThreadCpuSeconds();
-    if (::madvise(pages.data(), pages.size(), MADV_POPULATE_WRITE) != 0) {
-      Logger("expertd.store")
-          .debug("not pre-faulting the expert cache: madvise: {}", std::strerror(errno));
-      break;
-    }
-    const double seconds = std::max(ThreadCpuSeconds() - start, 1e-6);
+    const std::optional<double> seconds = FaultIn(pages, yield_to_prefill);
     absl::MutexLock lock(&mu_);
+    faulting_slot_ = false;
+    if (!seconds) break;
     ++stats_.prefaulted_slots;
-    stats_.prefault_bytes_per_second = static_cast<uint64_t>(pages.size() / seconds);
+    stats_.prefault_bytes_per_second = static_cast<uint64_t>(pages.size() / *seconds);
     paced_ = stats_.prefault_bytes_per_second < pace_below;
   }
   absl::MutexLock lock(&mu_);
   paced_ = false;  // nothing more will be backed ahead of use
+}
+
+std::optional<double> ExpertStore::FaultIn(std::span<std::byte> pages, bool yield_to_prefill) {
+  // One huge page at a time: a step outlasts the moment it was allowed in by
+  // a few milliseconds at most.
+  constexpr uint64_t kStep = uint64_t{2} << 20;
+  const uint64_t step = yield_to_prefill ? kStep : pages.size();
+  double seconds = 1e-6;
+  for (uint64_t offset = 0; offset < pages.size(); offset += step) {
+    while (yield_to_prefill &&
+           !EngineActivity::Process().AwaitPrefaultAllowed(absl::Milliseconds(50))) {
+      absl::MutexLock lock(&mu_);
+      if (shutting_down_) return std::nullopt;
+    }
+    // Faults the pages in without writing them: safe beside a read into the
+    // slot if it was allocated meanwhile. Timed in CPU time: an idle-priority
+    // thread's wall time counts the time it waited for a core.
+    const std::span<std::byte> part = pages.subspan(offset, std::min(step, pages.size() - offset));
+    const double start = ThreadCpuSeconds();
+    if (::madvise(part.data(), part.size(), MADV_POPULATE_WRITE) != 0) {
+      Logger("expertd.store")
+          .debug("not pre-faulting the expert cache: madvise: {}", std::strerror(errno));
+      return std::nullopt;
+    }
+    seconds += ThreadCpuSeconds() - start;
+  }
+  return seconds;
 }
 
 ExpertStore::~ExpertStore() {
@@ -258,7 +280,9 @@ std::optional<uint32_t> ExpertStore::Admit(const ExpertKey& key, Priority priori
   if (arena_ == nullptr || banks_->RecordBytes(key) == 0) return std::nullopt;
   // Paced: only slots the prefault thread has backed (the arena hands them
   // out first), so that no read waits for fresh memory.
-  const uint64_t limit = paced_ ? uint64_t{arena_->backed_slots()} * slot_bytes_ : UINT64_MAX;
+  const uint64_t limit =
+      paced_ ? uint64_t{arena_->backed_slots() - (faulting_slot_ ? 1u : 0u)} * slot_bytes_
+             : UINT64_MAX;
   if (limit < cache_.capacity_bytes()) ++stats_.paced_inserts;
   std::optional<std::vector<ExpertKey>> evicted =
       cache_.Insert(key, slot_bytes_, priority, limit, predicted_by);

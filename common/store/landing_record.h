@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <span>
 
+#include "common/store/engine_activity.h"
+
 namespace warp {
 
 class LandingRecord {
@@ -31,9 +33,12 @@ class LandingRecord {
   uint64_t WaitFor(uint64_t bytes) const {
     const uint64_t want = bytes < data_.size() ? bytes : data_.size();
     uint64_t landed = landed_.load(std::memory_order_acquire);
-    while (landed < want && landed != kEnded) {
-      landed_.wait(landed, std::memory_order_acquire);
-      landed = landed_.load(std::memory_order_acquire);
+    if (landed < want && landed != kEnded) {
+      EngineActivity::Waiting waiting;
+      while (landed < want && landed != kEnded) {
+        landed_.wait(landed, std::memory_order_acquire);
+        landed = landed_.load(std::memory_order_acquire);
+      }
     }
     return landed == kEnded ? ended_at_.load(std::memory_order_acquire) : landed;
   }

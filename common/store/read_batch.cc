@@ -1,4 +1,5 @@
 #include "common/check.h"
+#include "common/store/engine_activity.h"
 #include "common/store/expert_source.h"
 
 // GCC 12 reports a false maybe-uninitialized on moving an
@@ -35,11 +36,14 @@ void ReadBatch::ForwardTo(Forward forward) {
 std::optional<std::pair<size_t, absl::StatusOr<ExpertRecord>>> ReadBatch::Next() {
   absl::MutexLock lock(&mu_);
   if (returned_ == size_) return std::nullopt;
-  mu_.Await(absl::Condition(
-      +[](std::deque<std::pair<size_t, absl::StatusOr<ExpertRecord>>>* done) {
-        return !done->empty();
-      },
-      &done_));
+  if (done_.empty()) {
+    EngineActivity::Waiting waiting;
+    mu_.Await(absl::Condition(
+        +[](std::deque<std::pair<size_t, absl::StatusOr<ExpertRecord>>>* done) {
+          return !done->empty();
+        },
+        &done_));
+  }
   auto next = std::move(done_.front());
   done_.pop_front();
   ++returned_;
@@ -56,11 +60,14 @@ std::optional<ReadBatch::Arrival> ReadBatch::NextArrival() {
   absl::MutexLock lock(&mu_);
   while (true) {
     if (returned_ == size_) return std::nullopt;
-    mu_.Await(absl::Condition(
-        +[](ReadBatch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(batch->mu_) {
-          return !batch->done_.empty() || !batch->landing_.empty();
-        },
-        this));
+    if (done_.empty() && landing_.empty()) {
+      EngineActivity::Waiting waiting;
+      mu_.Await(absl::Condition(
+          +[](ReadBatch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(batch->mu_) {
+            return !batch->done_.empty() || !batch->landing_.empty();
+          },
+          this));
+    }
     if (!done_.empty()) {
       Arrival arrival{.index = done_.front().first, .done = std::move(done_.front().second)};
       done_.pop_front();

@@ -110,6 +110,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                 "Read a layer's experts, then compute (no overlap); independent of --lookahead");
   cmd->add_flag("--no-prefault", flags.no_prefault,
                 "Do not fault the expert cache's pages in ahead of use on an idle core (for A/B)");
+  cmd->add_flag("--prefault-anytime", flags.prefault_anytime,
+                "Fault the expert cache in whenever a core is idle, also while a prefill "
+                "computes (for A/B)");
   cmd->add_flag("--no-paced-growth", flags.no_paced_growth,
                 "Let the expert cache grow into memory the prefault has not backed yet, even "
                 "where fresh memory is slower than the disk (for A/B)");
@@ -183,6 +186,7 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
   if (flags.io_piece_kib != 0) options.io_piece_bytes = uint64_t{flags.io_piece_kib} * 1024;
   options.verify_every_read = flags.verify_every_read;
   options.prefault_cache = !flags.no_prefault;
+  options.prefault_yields_to_prefill = !flags.prefault_anytime;
   options.paced_growth = !flags.no_paced_growth;
   options.foresight = !flags.no_foresight;
   options.q8_activations = flags.activations == "q8";

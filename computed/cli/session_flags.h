@@ -35,6 +35,7 @@ struct SessionFlags {
   bool no_prefetch = false;
   bool no_certain = false;
   bool no_prefault = false;
+  bool prefault_anytime = false;
   bool no_paced_growth = false;
   bool no_foresight = false;
   std::string activations = "f32";            // --activations f32 | q8

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "common/store/engine_activity.h"
 #include "computed/engine/ffns/dense_mlp.h"
 #include "computed/engine/ffns/expert_math.h"
 #include "computed/engine/linear.h"
@@ -282,6 +284,12 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
   }
   const uint32_t n = static_cast<uint32_t>(ids.size());
   const PassTokens pass{.ids = ids, .positions = positions, .sequences = sequence_of};
+  // A prefill pass: the embedded stores' prefault pauses while it computes.
+  std::optional<EngineActivity::Prefill> prefill;
+  if (std::any_of(chunks.begin(), chunks.end(),
+                  [](const SequenceChunk& chunk) { return chunk.tokens.size() > 1; })) {
+    prefill.emplace();
+  }
   if (options_.certain) IssueCertainReads(ids);
   std::vector<float> embeddings(n * hidden), x(n * hidden), delta(n * hidden);
   for (uint32_t t = 0; t < n; ++t) {

@@ -91,21 +91,23 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   const bool paced_growth = options.paced_growth && !options.preload && hottest.empty();
   WARP_ASSIGN_OR_RETURN(
       OpenedSource opened,
-      OpenExpertSource(s.container_, {.bank_dirs = options.bank_dirs,
-                                      .stores = options.stores,
-                                      .cache_bytes = s.budget_.cache_bytes,
-                                      .io_threads = options.io_threads,
-                                      .cache_policy = options.cache_policy,
-                                      .io_backend = options.io_backend,
-                                      .ordered_pieces = options.ordered_pieces,
-                                      .io_depth = options.io_depth,
-                                      .io_piece_bytes = options.io_piece_bytes,
-                                      .verify_every_read = options.verify_every_read,
-                                      .prefault_cache = options.prefault_cache,
-                                      .paced_growth = paced_growth,
-                                      .foresight = options.foresight,
-                                      .tls = options.store_tls,
-                                      .store_retry_deadline = options.store_retry_deadline}));
+      OpenExpertSource(s.container_,
+                       {.bank_dirs = options.bank_dirs,
+                        .stores = options.stores,
+                        .cache_bytes = s.budget_.cache_bytes,
+                        .io_threads = options.io_threads,
+                        .cache_policy = options.cache_policy,
+                        .io_backend = options.io_backend,
+                        .ordered_pieces = options.ordered_pieces,
+                        .io_depth = options.io_depth,
+                        .io_piece_bytes = options.io_piece_bytes,
+                        .verify_every_read = options.verify_every_read,
+                        .prefault_cache = options.prefault_cache,
+                        .prefault_yields_to_prefill = options.prefault_yields_to_prefill,
+                        .paced_growth = paced_growth,
+                        .foresight = options.foresight,
+                        .tls = options.store_tls,
+                        .store_retry_deadline = options.store_retry_deadline}));
   s.source_ = std::move(opened.source);
   if (!opened.local_daemons.empty()) {
     if (options.budget_bytes || !options.bank_dirs.empty()) {

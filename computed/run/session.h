@@ -46,6 +46,7 @@ struct SessionOptions {
   uint64_t io_piece_bytes = UringReader::Options{}.piece_bytes;  // --io-piece-kib
   bool verify_every_read = false;                       // --verify-every-read
   bool prefault_cache = true;                           // --no-prefault: false
+  bool prefault_yields_to_prefill = true;               // --prefault-anytime: false
   // --no-paced-growth: false. Off anyway with --preload or a learned warm set,
   // which fill the cache at once.
   bool paced_growth = true;

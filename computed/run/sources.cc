@@ -21,6 +21,7 @@ ExpertStore::Options EmbeddedStoreOptions(const SourceOptions& options, uint64_t
           .cache_policy = options.cache_policy,
           .shared_arena = false,
           .prefault_cache = options.prefault_cache,
+          .prefault_yields_to_prefill = options.prefault_yields_to_prefill,
           .pace_growth_below_bytes_per_second =
               options.paced_growth ? ExpertStore::kPaceGrowthBelowBytesPerSecond : 0,
           .foresight = options.foresight,

@@ -39,6 +39,7 @@ struct SourceOptions {
   uint64_t io_piece_bytes = UringReader::Options{}.piece_bytes;  // and each piece's size
   bool verify_every_read = false;  // CRC32C: the embedded stores, fastpath: clients
   bool prefault_cache = true;      // of the embedded stores' caches
+  bool prefault_yields_to_prefill = true;  // (ExpertStore::Options)
   bool paced_growth = true;        // of the embedded stores' caches (ExpertStore::Options)
   bool foresight = true;           // of the embedded stores' caches
   TlsClientFiles tls;              // what tls: stores are shown

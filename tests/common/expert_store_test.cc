@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -32,6 +33,7 @@
 #include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
 #include "common/status.h"
+#include "common/store/engine_activity.h"
 #include "common/store/landing_record.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -103,6 +105,7 @@ class ExpertStoreTest : public ::testing::Test {
                                  .io_threads = io_threads,
                                  .shared_arena = shared_arena,
                                  .prefault_cache = prefault,
+                                 .prefault_yields_to_prefill = yield_to_prefill_,
                                  .pace_growth_below_bytes_per_second = pace_below_,
                                  .staging_slots = staging_slots_};
     options.banks.verify = verify;
@@ -171,6 +174,7 @@ class ExpertStoreTest : public ::testing::Test {
   fs::path model_ = dir_ / "m.warp";
   uint32_t staging_slots_ = 0;  // ExpertStore::Options::staging_slots of OpenStore
   uint64_t pace_below_ = 0;     // ExpertStore::Options::pace_growth_below_bytes_per_second
+  bool yield_to_prefill_ = false;  // ExpertStore::Options::prefault_yields_to_prefill
   uint64_t record_bytes_ = 0;
   std::map<std::pair<uint32_t, uint32_t>, std::string> bank_bytes_;
   absl::Notification read_blocked_;
@@ -410,6 +414,28 @@ TEST_F(ExpertStoreTest, APrivateArenaIsFaultedInBeforeAnyReadNeedsIt) {
     EXPECT_EQ(AsString(record->bytes()), BankBytes({1, e}));
   }
   EXPECT_EQ(Counter("cache_prefaulted_slots"), slots);
+}
+
+// Options::prefault_yields_to_prefill (an embedded store's): no page is faulted
+// in while a prefill pass computes and no thread waits for reads; once the pass
+// is over, every slot is.
+TEST_F(ExpertStoreTest, ThePrefaultPausesWhileAPrefillComputes) {
+  yield_to_prefill_ = true;
+  std::optional<EngineActivity::Prefill> prefill(std::in_place);
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
+                                    /*verify_once=*/false, /*prefault=*/true));
+  const uint64_t slots = Counter("cache_capacity_bytes") / store_->slot_bytes();
+  ASSERT_GT(slots, 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Counter("cache_prefaulted_slots"), 0u);
+  EXPECT_EQ(store_->arena_resident_bytes(), 0u);
+  prefill.reset();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Counter("cache_prefaulted_slots") < slots && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(Counter("cache_prefaulted_slots"), slots);
+  EXPECT_EQ(store_->arena_resident_bytes(), slots * store_->slot_bytes());
 }
 
 // Paced growth (a threshold no memory meets: paced until the prefault ends):

@@ -1,0 +1,63 @@
+#pragma once
+
+// EngineActivity: what this process's engine is doing, as far as an embedded
+// store's prefault thread cares (ExpertStore::Options::prefault_cache). The
+// prefault faults fresh memory in while the engine decodes or waits for
+// reads, and pauses while a prefill pass computes: on a VM that backs guest
+// memory lazily, faulting it in beside a prefill's expert compute slowed that
+// compute 2-2.5x, even from an idle-priority thread, while pausing it through
+// decode as well cost the cache its growth (a third of the hits). See
+// docs/EFFICIENCY.md, "Fresh memory faulted in beside a prefill".
+//
+// Thread-safe.
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace warp {
+
+class EngineActivity {
+ public:
+  // The process's one instance.
+  static EngineActivity& Process();
+
+  // While it lives: the calling thread is blocked waiting for expert reads.
+  class Waiting {
+   public:
+    explicit Waiting(EngineActivity& activity = Process());
+    ~Waiting();
+    Waiting(const Waiting&) = delete;
+    Waiting& operator=(const Waiting&) = delete;
+
+   private:
+    EngineActivity& activity_;
+  };
+
+  // While it lives: a prefill pass (a chunk of two tokens or more) computes.
+  class Prefill {
+   public:
+    explicit Prefill(EngineActivity& activity = Process());
+    ~Prefill();
+    Prefill(const Prefill&) = delete;
+    Prefill& operator=(const Prefill&) = delete;
+
+   private:
+    EngineActivity& activity_;
+  };
+
+  // Blocks until fresh memory may be faulted in (no prefill pass computes, or
+  // a thread waits for reads) or `timeout` has passed; true if it may.
+  bool AwaitPrefaultAllowed(absl::Duration timeout);
+
+ private:
+  bool PrefaultAllowed() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return prefills_ == 0 || waiting_ > 0;
+  }
+
+  absl::Mutex mu_;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  int prefills_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace warp

@@ -6,10 +6,13 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/format/container.h"
+#include "common/store/engine_activity.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
 #include "computed/engine/thread_pool.h"
@@ -296,6 +299,59 @@ TEST_P(ReferenceTest, ABatchNamesItsBadChunk) {
     EXPECT_THAT(refused.status().message(),
                 ::testing::HasSubstr(std::to_string(sequences) + " is outside 1..64"));
   }
+}
+
+// An ExpertSource that notes, at each demand read, whether the embedded
+// stores' prefault may run then (EngineActivity).
+class ActivityProbe : public ExpertSource {
+ public:
+  explicit ActivityProbe(ExpertSource& inner) : inner_(inner) {}
+
+  std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override {
+    prefault_allowed_.push_back(
+        EngineActivity::Process().AwaitPrefaultAllowed(absl::ZeroDuration()));
+    return inner_.Read(keys, priority);
+  }
+  void Prefetch(std::span<const ExpertKey> keys, Priority priority) override {
+    inner_.Prefetch(keys, priority);
+  }
+  void CancelSpeculative(uint32_t through_layer) override {
+    inner_.CancelSpeculative(through_layer);
+  }
+
+  // One entry per Read since the last call.
+  std::vector<bool> TakeAllowed() { return std::exchange(prefault_allowed_, {}); }
+
+ private:
+  ExpertSource& inner_;
+  std::vector<bool> prefault_allowed_;
+};
+
+// A prefill pass (a chunk of 2+ tokens) pauses the prefault while it computes;
+// a decode step does not, and nothing is left paused after either.
+TEST(PrefaultPauseTest, PrefillPassesPauseThePrefaultAndDecodeStepsDoNot) {
+  warp::testing::TempDir dir;
+  WARP_ASSERT_OK(ConvertCheckpoint(FixtureDir("qwen3_moe_f32"), dir / "m.warp", {}));
+  auto opened = Container::Open(dir / "m.warp");
+  WARP_ASSERT_OK(opened);
+  const std::shared_ptr<const Container> container = std::move(*opened);
+  auto store = ExpertStore::Open(container, {});
+  WARP_ASSERT_OK(store);
+  ActivityProbe probe(**store);
+  ThreadPool pool(2);
+  auto transformer = Transformer::Create(container, probe, pool, {.max_positions = 64});
+  WARP_ASSERT_OK(transformer);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+  WARP_ASSERT_OK((*transformer)->Forward(prompt));
+  std::vector<bool> allowed = probe.TakeAllowed();
+  ASSERT_FALSE(allowed.empty());
+  EXPECT_THAT(allowed, ::testing::Each(false));
+  EXPECT_TRUE(EngineActivity::Process().AwaitPrefaultAllowed(absl::ZeroDuration()));
+  const int32_t next = 9;
+  WARP_ASSERT_OK((*transformer)->Forward({&next, 1}));
+  allowed = probe.TakeAllowed();
+  ASSERT_FALSE(allowed.empty());
+  EXPECT_THAT(allowed, ::testing::Each(true));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,

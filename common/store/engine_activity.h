@@ -8,6 +8,8 @@
 // compute 2-2.5x, even from an idle-priority thread, while pausing it through
 // decode as well cost the cache its growth (a third of the hits). See
 // docs/EFFICIENCY.md, "Fresh memory faulted in beside a prefill".
+// Process-wide on purpose: the cores are the process's, and two sessions of
+// the C API share them.
 //
 // Thread-safe.
 

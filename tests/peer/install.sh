@@ -24,7 +24,10 @@ if has avx512f && has avx512bw && has avx512vl && has avx512dq; then
   has avx512vbmi && isa_flags+=(-DGGML_AVX512_VBMI=ON)
 fi
 stamp_text="node-llama-cpp $version ${isa_flags[*]} $(sha256sum "$here/llama_probe.cc" "$here/CMakeLists.txt" | cut -c1-16 | tr '\n' ' ')"
-if [[ -f "$peer/stamp" && "$(cat "$peer/stamp")" == "$stamp_text" ]]; then
+# The tools are checked too: a stamp beside broken links (a build dir copied
+# from elsewhere) is no build.
+if [[ -f "$peer/stamp" && "$(cat "$peer/stamp")" == "$stamp_text" &&
+      -x "$peer/bin/llama_probe" && -x "$peer/bin/llama-quantize" ]]; then
   exit 0
 fi
 
@@ -51,7 +54,7 @@ mkdir -p "$peer/bin"
 for tool in llama_probe llama-quantize; do
   found=$(find "$peer/build" -type f -name "$tool" -perm -u+x | head -1)
   [[ -n "$found" ]] || { echo "tests/peer: $tool was not built (see $peer/build.log)" >&2; exit 1; }
-  ln -sf "$found" "$peer/bin/$tool"
+  ln -sfr "$found" "$peer/bin/$tool"  # relative: the peer dir may be moved whole
 done
 echo "$stamp_text" > "$peer/stamp"
 echo "tests/peer: llama.cpp peer ready in $peer/bin"

@@ -5,7 +5,7 @@
 // prefault faults fresh memory in while the engine decodes or waits for
 // reads, and pauses while a prefill pass computes: on a VM that backs guest
 // memory lazily, faulting it in beside a prefill's expert compute slowed that
-// compute 2-2.5x, even from an idle-priority thread, while pausing it through
+// compute 1.9-2.8x, even from an idle-priority thread, while pausing it through
 // decode as well cost the cache its growth (hits 3-11% against 24-28%). See
 // docs/EFFICIENCY.md, "Fresh memory faulted in beside a prefill".
 // Process-wide on purpose: the cores are the process's, and two sessions of

@@ -72,7 +72,7 @@ class ExpertStore : public ExpertSource {
     // With prefault_cache: pause while this process's engine computes a
     // prefill pass and waits for no read (EngineActivity), checked every
     // 2 MiB. For an embedded store: on a VM, faulting fresh memory in beside a
-    // prefill's compute slowed that compute 2-2.5x. Not for a daemon, whose
+    // prefill's compute slowed that compute 1.9-2.8x. Not for a daemon, whose
     // clients compute in other processes.
     bool prefault_yields_to_prefill = false;
     // Paced growth, with prefault_cache: while the prefault thread faults

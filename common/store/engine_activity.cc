@@ -8,25 +8,20 @@ EngineActivity& EngineActivity::Process() {
   return *activity;
 }
 
-EngineActivity::Waiting::Waiting(EngineActivity& activity) : activity_(activity) {
+template <int EngineActivity::*kCount>
+EngineActivity::Mark<kCount>::Mark(EngineActivity& activity) : activity_(activity) {
   absl::MutexLock lock(&activity_.mu_);
-  ++activity_.waiting_;
+  ++(activity_.*kCount);
 }
 
-EngineActivity::Waiting::~Waiting() {
+template <int EngineActivity::*kCount>
+EngineActivity::Mark<kCount>::~Mark() {
   absl::MutexLock lock(&activity_.mu_);
-  --activity_.waiting_;
+  --(activity_.*kCount);
 }
 
-EngineActivity::Prefill::Prefill(EngineActivity& activity) : activity_(activity) {
-  absl::MutexLock lock(&activity_.mu_);
-  ++activity_.prefills_;
-}
-
-EngineActivity::Prefill::~Prefill() {
-  absl::MutexLock lock(&activity_.mu_);
-  --activity_.prefills_;
-}
+template class EngineActivity::Mark<&EngineActivity::waiting_>;
+template class EngineActivity::Mark<&EngineActivity::prefills_>;
 
 bool EngineActivity::AwaitPrefaultAllowed(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);

@@ -20,33 +20,33 @@
 namespace warp {
 
 class EngineActivity {
+ private:  // first: the public scope types below name these counters
+  // While it lives, `activity`'s `*kCount` is one higher.
+  template <int EngineActivity::*kCount>
+  class Mark {
+   public:
+    explicit Mark(EngineActivity& activity = Process());
+    ~Mark();
+    Mark(const Mark&) = delete;
+    Mark& operator=(const Mark&) = delete;
+
+   private:
+    EngineActivity& activity_;
+  };
+
+  absl::Mutex mu_;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  int prefills_ ABSL_GUARDED_BY(mu_) = 0;
+
  public:
   // The process's one instance.
   static EngineActivity& Process();
 
   // While it lives: the calling thread is blocked waiting for expert reads.
-  class Waiting {
-   public:
-    explicit Waiting(EngineActivity& activity = Process());
-    ~Waiting();
-    Waiting(const Waiting&) = delete;
-    Waiting& operator=(const Waiting&) = delete;
-
-   private:
-    EngineActivity& activity_;
-  };
+  using Waiting = Mark<&EngineActivity::waiting_>;
 
   // While it lives: a prefill pass (a chunk of two tokens or more) computes.
-  class Prefill {
-   public:
-    explicit Prefill(EngineActivity& activity = Process());
-    ~Prefill();
-    Prefill(const Prefill&) = delete;
-    Prefill& operator=(const Prefill&) = delete;
-
-   private:
-    EngineActivity& activity_;
-  };
+  using Prefill = Mark<&EngineActivity::prefills_>;
 
   // Blocks until fresh memory may be faulted in (no prefill pass computes, or
   // a thread waits for reads) or `timeout` has passed; true if it may.
@@ -56,10 +56,9 @@ class EngineActivity {
   bool PrefaultAllowed() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return prefills_ == 0 || waiting_ > 0;
   }
-
-  absl::Mutex mu_;
-  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
-  int prefills_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+extern template class EngineActivity::Mark<&EngineActivity::waiting_>;
+extern template class EngineActivity::Mark<&EngineActivity::prefills_>;
 
 }  // namespace warp

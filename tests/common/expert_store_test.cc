@@ -438,6 +438,20 @@ TEST_F(ExpertStoreTest, ThePrefaultPausesWhileAPrefillComputes) {
   EXPECT_EQ(store_->arena_resident_bytes(), slots * store_->slot_bytes());
 }
 
+// A store destroyed while a prefill holds its prefault back ends at once: the
+// prefault thread, waiting for the pass to end, sees the shutdown between waits.
+TEST_F(ExpertStoreTest, AStoreWhosePrefaultIsPausedIsDestroyedPromptly) {
+  yield_to_prefill_ = true;
+  EngineActivity::Prefill prefill;
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
+                                    /*verify_once=*/false, /*prefault=*/true));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(Counter("cache_prefaulted_slots"), 0u);
+  const auto start = std::chrono::steady_clock::now();
+  store_.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
 // Paced growth (a threshold no memory meets: paced until the prefault ends):
 // reads racing the prefault thread return their records whether the cache
 // could take them or not, the cache never outgrows its capacity, and once every

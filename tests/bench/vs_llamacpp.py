@@ -8,11 +8,13 @@ condition runs the engines alternately (W, L, W, L, ...) in a fresh memory
 cgroup after dropping the page cache:
   4 GiB cap, 8 GiB cap: a short prompt, then decode sampled at temperature 1
     (greedy decoding of random weights repeats one token and flatters caches);
-  no cap, weights resident: a 64-token prompt first, then decode; both engines
-    hold every weight before the first token: llama.cpp's page cache is pre-read
+  no cap, weights resident: a 64-token prompt first, then decode; every engine
+    holds every weight before the first token: llama.cpp's page cache is pre-read
     (dd, not timed), WARP runs with --preload (its expert cache filled before
-    the prompt, timed within the first token);
-and one 64-token prefill per engine under the 4 GiB cap.
+    the prompt, timed within the first token); llama.cpp runs twice here, mmap
+    as under the caps and "llama.cpp repacked" (its default: the weights copied
+    into its interleaved CPU layout, which needs them in RAM; issue 14's target);
+and a 64-token prefill under the 4 GiB cap, --runs times per engine, alternating.
 Per run: decode tok/s and prompt tok/s (from the engine's output stream, the
 same clock for both: the prompt's figure counts loading, and in the resident
 condition WARP's --preload, which llama.cpp's untimed dd stands for), the
@@ -44,6 +46,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1 << 30
+REPACKED = "llama.cpp repacked"  # resident only: its repacked copy is the weights' size
 
 
 def prompt(length, vocab):
@@ -210,16 +213,17 @@ def fault_rates(fault_bench, gib=4):
 def svg_plot(rows, bound_tok_s, path):
     """Bars: decode tok/s (median) per condition and engine; the disk bound as a line."""
     conditions = list(dict.fromkeys(r["condition"] for r in rows))
-    engines = ["WARP", "llama.cpp"]
-    colors = {"WARP": "#2b6cb0", "llama.cpp": "#c05621"}
-    med = {(c, e): statistics.median([r["decode_tok_s"] for r in rows
-                                      if r["condition"] == c and r["engine"] == e])
-           for c in conditions for e in engines}
+    engines = [e for e in ("WARP", "llama.cpp", REPACKED) if any(r["engine"] == e for r in rows)]
+    colors = {"WARP": "#2b6cb0", "llama.cpp": "#c05621", REPACKED: "#d69e2e"}
+    med = {(c, e): statistics.median(values)
+           for c in conditions for e in engines
+           if (values := [r["decode_tok_s"] for r in rows
+                          if r["condition"] == c and r["engine"] == e])}
     top = max(list(med.values()) + [bound_tok_s]) * 1.15
     width, height, left, bottom = 640, 360, 60, 50
     plot_h = height - bottom - 30
     group = (width - left - 20) / len(conditions)
-    bar = group / 3
+    bar = group / (len(engines) + 1)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="12">',
            f'<text x="{width / 2}" y="18" text-anchor="middle">decode tok/s, same Q4_0 weights '
@@ -232,6 +236,8 @@ def svg_plot(rows, bound_tok_s, path):
                    f'text-anchor="end">{v:.2f}</text>')
     for i, c in enumerate(conditions):
         for j, e in enumerate(engines):
+            if (c, e) not in med:
+                continue
             v = med[(c, e)]
             h = plot_h * v / top
             x = left + i * group + bar * (j + 0.5)
@@ -246,8 +252,8 @@ def svg_plot(rows, bound_tok_s, path):
                f'text-anchor="end" fill="#2f855a">disk bound, every expert read '
                f'({bound_tok_s:.2f})</text>')
     for j, e in enumerate(engines):
-        out.append(f'<rect x="{left + 10 + 110 * j}" y="{height - 18}" width="12" height="12" '
-                   f'fill="{colors[e]}"/><text x="{left + 26 + 110 * j}" y="{height - 8}">{e}</text>')
+        out.append(f'<rect x="{left + 10 + 150 * j}" y="{height - 18}" width="12" height="12" '
+                   f'fill="{colors[e]}"/><text x="{left + 26 + 150 * j}" y="{height - 8}">{e}</text>')
     out.append("</svg>")
     open(path, "w").write("\n".join(out) + "\n")
 
@@ -279,10 +285,8 @@ def main():
                         help="seconds of fio after every capped run, on the file that engine "
                         "read (0: none); each WARP run's reads in flight are judged against "
                         "the one after it")
-    parser.add_argument("--llama-repack", action="store_true",
-                        help="llama.cpp with its default repacked weights (in RAM) instead of "
-                        "mmap without repacking, in the uncapped condition (under a cap the "
-                        "repacked copy does not fit)")
+    parser.add_argument("--no-llama-repack", action="store_true",
+                        help="skip llama.cpp's repacked runs in the uncapped condition")
     args = parser.parse_args()
 
     manifest = json.load(open(os.path.join(args.warp, "manifest.json")))
@@ -320,7 +324,7 @@ def main():
                 (["--preload"] if resident else []) + shlex.split(args.warp_args)
         return [args.probe, "bench", args.gguf, "--tokens", ids, "--gen", str(gen),
                 "--threads", str(args.threads), "--temperature", "1", "--seed", str(seed)] + \
-            (["--repack"] if args.llama_repack and resident else [])
+            (["--repack"] if engine == REPACKED else [])
 
     def one(engine, condition, limit, tokens, gen, seed=1, tag=""):
         cgroup.limit(limit)
@@ -328,7 +332,7 @@ def main():
         # the disk's speed here, LEARNED.md); llama.cpp's resident run then reads
         # its file into the page cache first.
         drop_caches()
-        if not limit and engine == "llama.cpp":
+        if not limit and engine != "WARP":
             sh(["dd", f"if={args.gguf}", "of=/dev/null", "bs=16M"])
         r = run_engine(engine_cmd(engine, tokens, gen, seed, resident=not limit), cgroup, gen)
         st = r["stamps"]
@@ -355,7 +359,7 @@ def main():
         row["fio_after"] = (fio_bound(bank_file if engine == "WARP" else args.gguf,
                                       record_bytes, args.fio_each)
                             if limit and args.fio_each > 0 else None)
-        print(f"  {engine:9} {condition:5}{tag} decode {row['decode_tok_s']:.3f} tok/s, prompt "
+        print(f"  {engine:18} {condition:5}{tag} decode {row['decode_tok_s']:.3f} tok/s, prompt "
               f"{row['prompt_tok_s']:.2f} tok/s ({len(tokens)} tokens, first token at "
               f"{st[0]:.1f} s"
               + (f"; prefill {row['own_prefill_tok_s']:.2f} tok/s by its own clock"
@@ -376,13 +380,15 @@ def main():
         for condition in args.conditions.split(","):
             limit = 0 if condition == "none" else int(condition[:-1]) * GIB
             ids = long_prompt if condition == "none" else short_prompt
+            engines = ("WARP", "llama.cpp") + \
+                ((REPACKED,) if condition == "none" and not args.no_llama_repack else ())
             print(f"== {condition} cap", flush=True)
             for run in range(args.warmup):
-                for engine in ("WARP", "llama.cpp"):
+                for engine in engines:
                     one(engine, condition, limit, ids, args.gen, seed=100 + run,
                         tag=" (warm-up, not counted)")
             for run in range(args.runs):
-                for engine in ("WARP", "llama.cpp"):
+                for engine in engines:
                     rows.append(one(engine, condition, limit, ids, args.gen, seed=1 + run))
         print("== 64-token prefill under the 4 GiB cap", flush=True)
         # Its cap follows another condition's: warmed up like one. The first run on
@@ -392,8 +398,10 @@ def main():
             for engine in ("WARP", "llama.cpp"):
                 one(engine, "4G", 4 * GIB, long_prompt, 2, seed=100 + run,
                     tag=" (warm-up, not counted)")
-        for engine in ("WARP", "llama.cpp"):
-            prefill_rows.append(one(engine, "4G", 4 * GIB, long_prompt, 2))
+        # As many runs as each condition (one run each swung the ratio 1.9-2.8x).
+        for run in range(args.runs):
+            for engine in ("WARP", "llama.cpp"):
+                prefill_rows.append(one(engine, "4G", 4 * GIB, long_prompt, 2))
     finally:
         cgroup.remove()
     fio_after = fio_bound(bank_file, record_bytes)
@@ -414,12 +422,15 @@ def main():
 
     for condition in dict.fromkeys(r["condition"] for r in rows):
         sel = {e: [r for r in rows if r["condition"] == condition and r["engine"] == e]
-               for e in ("WARP", "llama.cpp")}
+               for e in ("WARP", "llama.cpp", REPACKED)}
+        sel = {e: runs for e, runs in sel.items() if runs}
         med = {e: statistics.median([r["decode_tok_s"] for r in sel[e]]) for e in sel}
-        for e in ("WARP", "llama.cpp"):
+        for e in sel:
             runs = ", ".join(f"{r['decode_tok_s']:.3f}" for r in sel[e])
             ratios = (f"{med['WARP'] / med['llama.cpp']:.2f}x | {med['WARP'] / bound_tok_s:.2f}"
-                      if e == "WARP" else f" | {med[e] / bound_tok_s:.2f}")
+                      if e == "WARP" else
+                      f"(WARP {med['WARP'] / med[e]:.2f}x) | {med[e] / bound_tok_s:.2f}"
+                      if e == REPACKED else f" | {med[e] / bound_tok_s:.2f}")
             reads = cell([r["read_per_token"] for r in sel[e] if r["read_per_token"] is not None],
                          lambda v: f"{v / 2**20:.0f} MiB")
             peaks = [r["peak"] for r in sel[e] if r["peak"]]
@@ -438,22 +449,28 @@ def main():
     resident = [r for r in rows if r["condition"] == "none" and r["own_prefill_tok_s"]]
     if resident:
         own = {e: [r["own_prefill_tok_s"] for r in resident if r["engine"] == e]
-               for e in ("WARP", "llama.cpp")}
+               for e in ("WARP", "llama.cpp", REPACKED)}
         lines += ["", "| 64-token prompt, resident | prefill tok/s by the engine's own clock, "
-                  "median (runs) | WARP / llama.cpp |", "|---|---|---|"]
-        for e in ("WARP", "llama.cpp"):
+                  "median (runs) | WARP / this engine |", "|---|---|---|"]
+        for e in own:
             if not own[e]:
                 continue
-            ratio = (f"{statistics.median(own['WARP']) / statistics.median(own['llama.cpp']):.2f}x"
-                     if e == "WARP" and own["llama.cpp"] else "")
+            ratio = (f"{statistics.median(own['WARP']) / statistics.median(own[e]):.2f}x"
+                     if e != "WARP" and own["WARP"] else "")
             runs = ", ".join(f"{v:.2f}" for v in own[e])
             lines.append(f"| {e} | {statistics.median(own[e]):.2f} ({runs}) | {ratio} |")
-    lines += ["", "| 64-token prompt, 4 GiB cap | prompt tok/s (first token at) | by its own "
-              "clock | peak memory |", "|---|---|---|---|"]
-    for r in prefill_rows:
-        own_rate = f"{r['own_prefill_tok_s']:.2f}" if r["own_prefill_tok_s"] else "n/a"
-        lines.append(f"| {r['engine']} | {r['prompt_tok_s']:.2f} ({r['first_token_s']:.1f} s) | "
-                     f"{own_rate} | {(r['peak'] or 0) / GIB:.2f} GiB |")
+    lines += ["", "| 64-token prompt, 4 GiB cap | prompt tok/s, median (runs; first token "
+              "at) | by its own clock, median | peak memory |", "|---|---|---|---|"]
+    for e in ("WARP", "llama.cpp"):
+        runs = [r for r in prefill_rows if r["engine"] == e]
+        if not runs:
+            continue
+        each = ", ".join(f"{r['prompt_tok_s']:.2f} at {r['first_token_s']:.1f} s" for r in runs)
+        own_rate = cell([r["own_prefill_tok_s"] for r in runs if r["own_prefill_tok_s"]],
+                        lambda v: f"{v:.2f}")
+        peak = max((r["peak"] or 0) for r in runs) / GIB
+        lines.append(f"| {e} | {statistics.median(r['prompt_tok_s'] for r in runs):.2f} "
+                     f"({each}) | {own_rate} | {peak:.2f} GiB |")
     missed = targets(rows, prefill_rows, lines, bound)
     if not cached:
         lines.append("\n(the page cache could not be dropped: runs may have been warm)")
@@ -490,7 +507,12 @@ def targets(rows, prefill_rows, lines, fio_bytes_per_s):
         if times is not None:
             checks.append((f"{condition}: WARP >= {times:g}x llama.cpp", f"{warp / llama:.2f}x",
                            warp >= times * llama))
-    prefill = {r["engine"]: r["prompt_tok_s"] for r in prefill_rows}
+    warp, repacked = median("none", "WARP"), median("none", REPACKED)
+    if warp is not None and repacked is not None:
+        checks.append(("none: WARP >= llama.cpp's repacked default", f"{warp / repacked:.2f}x",
+                       warp >= repacked))
+    prefill = {e: statistics.median(values) for e in ("WARP", "llama.cpp")
+               if (values := [r["prompt_tok_s"] for r in prefill_rows if r["engine"] == e])}
     if len(prefill) == 2:
         ratio = prefill["WARP"] / prefill["llama.cpp"]
         checks.append(("64-token prefill, 4 GiB: WARP >= 2x llama.cpp", f"{ratio:.2f}x",

@@ -47,6 +47,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1 << 30
 REPACKED = "llama.cpp repacked"  # resident only: its repacked copy is the weights' size
+ENGINES = ("WARP", "llama.cpp", REPACKED)
 
 
 def prompt(length, vocab):
@@ -213,7 +214,7 @@ def fault_rates(fault_bench, gib=4):
 def svg_plot(rows, bound_tok_s, path):
     """Bars: decode tok/s (median) per condition and engine; the disk bound as a line."""
     conditions = list(dict.fromkeys(r["condition"] for r in rows))
-    engines = [e for e in ("WARP", "llama.cpp", REPACKED) if any(r["engine"] == e for r in rows)]
+    engines = [e for e in ENGINES if any(r["engine"] == e for r in rows)]
     colors = {"WARP": "#2b6cb0", "llama.cpp": "#c05621", REPACKED: "#d69e2e"}
     med = {(c, e): statistics.median(values)
            for c in conditions for e in engines
@@ -421,16 +422,17 @@ def main():
         return fmt(statistics.median(values)) if values else "n/a"
 
     for condition in dict.fromkeys(r["condition"] for r in rows):
-        sel = {e: [r for r in rows if r["condition"] == condition and r["engine"] == e]
-               for e in ("WARP", "llama.cpp", REPACKED)}
-        sel = {e: runs for e, runs in sel.items() if runs}
+        sel = {e: runs for e in ENGINES
+               if (runs := [r for r in rows if r["condition"] == condition and r["engine"] == e])}
         med = {e: statistics.median([r["decode_tok_s"] for r in sel[e]]) for e in sel}
         for e in sel:
             runs = ", ".join(f"{r['decode_tok_s']:.3f}" for r in sel[e])
-            ratios = (f"{med['WARP'] / med['llama.cpp']:.2f}x | {med['WARP'] / bound_tok_s:.2f}"
-                      if e == "WARP" else
-                      f"(WARP {med['WARP'] / med[e]:.2f}x) | {med[e] / bound_tok_s:.2f}"
-                      if e == REPACKED else f" | {med[e] / bound_tok_s:.2f}")
+            if e == "WARP":
+                ratios = f"{med['WARP'] / med['llama.cpp']:.2f}x | {med['WARP'] / bound_tok_s:.2f}"
+            elif e == REPACKED:
+                ratios = f"(WARP {med['WARP'] / med[e]:.2f}x) | {med[e] / bound_tok_s:.2f}"
+            else:
+                ratios = f" | {med[e] / bound_tok_s:.2f}"
             reads = cell([r["read_per_token"] for r in sel[e] if r["read_per_token"] is not None],
                          lambda v: f"{v / 2**20:.0f} MiB")
             peaks = [r["peak"] for r in sel[e] if r["peak"]]
@@ -448,8 +450,7 @@ def main():
                          f"{disk} | {fio_each} | {peak} | {hits} | {needed} |")
     resident = [r for r in rows if r["condition"] == "none" and r["own_prefill_tok_s"]]
     if resident:
-        own = {e: [r["own_prefill_tok_s"] for r in resident if r["engine"] == e]
-               for e in ("WARP", "llama.cpp", REPACKED)}
+        own = {e: [r["own_prefill_tok_s"] for r in resident if r["engine"] == e] for e in ENGINES}
         lines += ["", "| 64-token prompt, resident | prefill tok/s by the engine's own clock, "
                   "median (runs) | WARP / this engine |", "|---|---|---|"]
         for e in own:

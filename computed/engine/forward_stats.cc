@@ -13,6 +13,8 @@ void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
   op(a.token_by_token_bytes, b.token_by_token_bytes);
   op(a.sequence_union_bytes, b.sequence_union_bytes);
   op(a.certain_reads, b.certain_reads);
+  op(a.early_routed, b.early_routed);
+  op(a.early_unused, b.early_unused);
   op(a.computed_as_landed, b.computed_as_landed);
   for (size_t i = 0; i < kServedKinds; ++i) {
     op(a.served[i], b.served[i]);

@@ -20,6 +20,10 @@ struct ForwardStats {
   // union): the baseline of the batch dedup. Equals expert_read_bytes unbatched.
   uint64_t sequence_union_bytes = 0;
   uint64_t certain_reads = 0;  // hash layers' records issued CERTAIN at a chunk's start
+  // Records the early routes issued CERTAIN before their layer's router ran
+  // (EarlyRoute), and of them those the layer then did not use.
+  uint64_t early_routed = 0;
+  uint64_t early_unused = 0;
   // Demand records computed row block by row block as their pieces landed.
   uint64_t computed_as_landed = 0;
   // The demand records computed, by how the source served them (Served), and

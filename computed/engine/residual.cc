@@ -32,6 +32,7 @@ class PreNormResidual : public ResidualScheme {
   }
 
   void FinalInput(std::span<float> x) override { Normalize(final_norm_, x); }
+  std::span<const float> stream() const override { return h_; }
 
  private:
   void Normalize(std::span<const float> weight, std::span<float> x) const {

@@ -32,6 +32,10 @@ class ResidualScheme {
   virtual void AddSublayerOutput(uint32_t layer, Sublayer sublayer, std::span<const float> y) = 0;
   // What the head reads after the last layer, [n][hidden], into x.
   virtual void FinalInput(std::span<float> x) = 0;
+  // Pre-norm only: the stream h [n][hidden] that each sublayer reads as
+  // RmsNorm(h) and adds its output to (EarlyRoute); empty for the other
+  // schemes, whose inputs are no such function of the outputs before them.
+  virtual std::span<const float> stream() const { return {}; }
 
   // The scheme `plan` names, its norms bound.
   static std::unique_ptr<ResidualScheme> Create(const ModelConfig& config, const ModelPlan& plan,

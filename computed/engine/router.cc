@@ -149,4 +149,15 @@ std::vector<Routing> Router::Route(std::span<const float> x, std::span<const int
   return routings;
 }
 
+Routing Router::RouteLogits(std::span<float> logits, uint32_t top_k) const {
+  for (size_t e = 0; e < logit_bias_.size(); ++e) logits[e] += logit_bias_[e];
+  return computed::Route(config_, logits, selection_bias_, top_k);
+}
+
+bool Router::ScaleFree() const {
+  const bool by_order =
+      config_.router == RouterKind::kSoftmaxTopK || config_.router == RouterKind::kTopKSoftmax;
+  return by_order && logit_bias_.empty() && selection_bias_.empty() && !hashed();
+}
+
 }  // namespace warp::computed

@@ -44,6 +44,13 @@ class Router {
   // takes its experts from the table by `tokens` (one per row of x).
   std::vector<Routing> Route(std::span<const float> x, std::span<const int32_t> tokens,
                              uint32_t top_k) const;
+  // The top-k routing of one token from its raw logits (x . W_gate^T), which
+  // it adds the router's bias to. REQUIRES: !hashed().
+  Routing RouteLogits(std::span<float> logits, uint32_t top_k) const;
+  // Whether the experts picked depend only on the order of the raw logits,
+  // not on their scale (softmax or top-k of the logits, no bias of either kind).
+  bool ScaleFree() const;
+  const kernels::MatrixView& weight() const { return weight_; }
   uint32_t num_experts() const { return config_.num_experts; }
   // A hash layer's experts are known from the token alone (DeepSeek V4's tid2eid).
   bool hashed() const { return !hash_table_.empty(); }

@@ -8,12 +8,15 @@
 // Thread-compatible: one Forward at a time.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "computed/engine/layer_state.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/trunk_weights.h"
+#include "computed/kernels/matrix_view.h"
 #include "computed/model/layer_plan.h"
 
 namespace warp::computed {
@@ -29,6 +32,27 @@ class TokenMixer {
                        std::span<float> out) = 0;
 
   virtual LayerState& state() = 0;
+
+  // The mixer's last step, out = weight a + bias, on which what the layer
+  // computes next depends linearly (EarlyRoute); nullopt where it ends otherwise.
+  struct OutputProjection {
+    kernels::MatrixView weight;
+    std::span<const float> bias;  // [weight.rows], or empty
+  };
+  virtual std::optional<OutputProjection> output_projection() const { return std::nullopt; }
+
+  // Told a [n][weight.cols], the output projection's input, just before the
+  // projection runs (on the calling thread); nullptr: nobody is told.
+  using BeforeOutput = std::function<void(std::span<const float> a, uint32_t n)>;
+  void set_before_output(BeforeOutput hook) { before_output_ = std::move(hook); }
+
+ protected:
+  void TellBeforeOutput(std::span<const float> a, uint32_t n) const {
+    if (before_output_) before_output_(a, n);
+  }
+
+ private:
+  BeforeOutput before_output_;
 };
 
 // The mixer `plan` names. REQUIRES: the trunk holds its tensors (checked at

@@ -1,11 +1,13 @@
 #include "computed/engine/transformer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "common/store/engine_activity.h"
 #include "computed/engine/ffns/dense_mlp.h"
@@ -136,11 +138,14 @@ absl::Status Transformer::BuildLayers() {
                                            options_.lookahead_depth);
   sequences_.resize(options_.sequences);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
-    const LayerPlan& plan = plan_.layers[layer];
     for (Sequence& sequence : sequences_) {
-      sequence.mixers.push_back(
-          CreateMixer(config_, plan.mixer, *weights_, options_.max_positions, pool_));
+      sequence.mixers.push_back(CreateMixer(config_, plan_.layers[layer].mixer, *weights_,
+                                            options_.max_positions, pool_));
     }
+  }
+  BuildEarlyRoutes();
+  for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
+    const LayerPlan& plan = plan_.layers[layer];
     if (plan.ffn.kind == FfnKind::kDenseMlp) {
       ffns_.push_back(std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.mlp,
                                                  plan.ffn.glu, pool_, stats_.seconds_dense));
@@ -161,11 +166,37 @@ absl::Status Transformer::BuildLayers() {
                          .eps = config_.rms_norm_eps};
       if (!plan.ffn.latent_norm.empty()) latent->norm = weights_->Vector(plan.ffn.latent_norm);
     }
-    ffns_.push_back(std::make_unique<MoeFfn>(
-        layer, config_.hidden_size, *routers_[layer], std::move(math), bank, std::move(shared),
-        std::move(latent), experts_, *lookahead_, pool_, moe_options_, stats_));
+    ffns_.push_back(
+        std::make_unique<MoeFfn>(layer, config_.hidden_size, *routers_[layer], std::move(math),
+                                 bank, std::move(shared), std::move(latent), experts_, *lookahead_,
+                                 early_routes_[layer].get(), pool_, moe_options_, stats_));
   }
   return absl::OkStatus();
+}
+
+void Transformer::BuildEarlyRoutes() {
+  early_routes_.resize(config_.num_layers);
+  if (!options_.early_route || !options_.prefetch || plan_.residual != ResidualKind::kPreNorm) {
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  uint32_t built = 0;
+  for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
+    const Router* router = routers_[layer].get();
+    if (router == nullptr || router->hashed()) continue;
+    const std::optional<TokenMixer::OutputProjection> output =
+        sequences_[0].mixers[layer]->output_projection();
+    if (!output) continue;
+    early_routes_[layer] = std::make_unique<EarlyRoute>(
+        layer, config_.rms_norm_eps, *router, *output,
+        weights_->Vector(plan_.layers[layer].post_norm), options_.experts_per_token, pool_);
+    ++built;
+  }
+  if (built > 0) {
+    Logger("computed")
+        .debug("early routes of {} layers folded in {:.2f} s", built,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
 }
 
 uint32_t Transformer::Rewind(uint32_t position, uint32_t sequence) {
@@ -266,6 +297,26 @@ absl::Status Transformer::CheckChunks(std::span<const SequenceChunk> chunks) con
   return absl::OkStatus();
 }
 
+void Transformer::RunMixers(uint32_t layer, std::span<const SequenceChunk> chunks,
+                            std::span<const uint32_t> begins, std::span<const uint32_t> positions,
+                            std::span<const float> x, std::span<float> delta, EarlyRoute* early) {
+  StageTimer timer(stats_.seconds_attention);
+  const uint64_t hidden = config_.hidden_size;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    TokenMixer& mixer = *sequences_[chunks[c].sequence].mixers[layer];
+    if (early != nullptr) {
+      mixer.set_before_output([&, first = begins[c]](std::span<const float> a, uint32_t m) {
+        const std::vector<ExpertKey> keys = early->Predict(a, first, m);
+        experts_.Prefetch(keys, Priority::kCertain);
+      });
+    }
+    const uint64_t rows = chunks[c].tokens.size(), begin = begins[c] * hidden;
+    mixer.Forward(x.subspan(begin, rows * hidden), static_cast<uint32_t>(rows),
+                  positions[begins[c]], delta.subspan(begin, rows * hidden));
+    if (early != nullptr) mixer.set_before_output(nullptr);
+  }
+}
+
 absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
     std::span<const SequenceChunk> chunks) {
   WARP_RETURN_IF_ERROR(CheckChunks(chunks));
@@ -298,17 +349,14 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
   residual_->Begin(std::move(embeddings), n);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     residual_->SublayerInput(layer, Sublayer::kMixer, x);
-    {
-      StageTimer timer(stats_.seconds_attention);
-      for (size_t c = 0; c < chunks.size(); ++c) {  // each sequence against its own state
-        const uint64_t rows = chunks[c].tokens.size(), begin = begins[c] * hidden;
-        sequences_[chunks[c].sequence].mixers[layer]->Forward(
-            std::span<const float>(x).subspan(begin, rows * hidden), static_cast<uint32_t>(rows),
-            positions[begins[c]], std::span<float>(delta).subspan(begin, rows * hidden));
-      }
-    }
+    EarlyRoute* early = early_routes_[layer] != nullptr && early_routes_[layer]->Wanted()
+                            ? early_routes_[layer].get()
+                            : nullptr;
+    if (early != nullptr) early->Begin(residual_->stream(), n);
+    RunMixers(layer, chunks, begins, positions, x, delta, early);
     WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "attention", positions));
     residual_->AddSublayerOutput(layer, Sublayer::kMixer, delta);
+    if (early != nullptr) early->End(residual_->stream());
     residual_->SublayerInput(layer, Sublayer::kFfn, x);
     WARP_RETURN_IF_ERROR(ffns_[layer]->Forward(x, pass, delta));
     WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "MLP", positions));

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
 #include "common/store/expert_source.h"
+#include "computed/engine/early_route.h"
 #include "computed/engine/ffn.h"
 #include "computed/engine/ffns/moe_ffn.h"
 #include "computed/engine/forward_stats.h"
@@ -57,6 +58,9 @@ class Transformer {
     // Hint only the ranks right at least this often (Lookahead); 0: all of them.
     double lookahead_precision = kDefaultLookaheadPrecision;
     uint32_t lookahead_depth = 1;  // MoE layers predicted ahead: 1 or 2
+    // With prefetch, route pre-norm MoE layers before their mixer's output
+    // projection and read those records then (EarlyRoute); false for A/B.
+    bool early_route = true;
     OnRoute on_route;  // each token's routed experts, for --trace and --learn
   };
 
@@ -124,6 +128,14 @@ class Transformer {
   // Hash layers route by token: their records are known before the embedding
   // and read at once, CERTAIN (DeepSeek V4).
   void IssueCertainReads(std::span<const int32_t> tokens);
+  // Folds each pre-norm MoE layer's router through its output projection.
+  void BuildEarlyRoutes();
+  // Runs layer's mixer over every chunk (each sequence against its own
+  // state) into delta; with `early`, its records are read as soon as each
+  // chunk's output projection input is known.
+  void RunMixers(uint32_t layer, std::span<const SequenceChunk> chunks,
+                 std::span<const uint32_t> begins, std::span<const uint32_t> positions,
+                 std::span<const float> x, std::span<float> delta, EarlyRoute* early);
   absl::Status BuildLayers();
 
   std::shared_ptr<const Container> container_;
@@ -139,6 +151,7 @@ class Transformer {
   std::unique_ptr<ResidualScheme> residual_;
   std::vector<std::unique_ptr<Router>> routers_;  // [num_layers], null for dense layers
   std::unique_ptr<Lookahead> lookahead_;
+  std::vector<std::unique_ptr<EarlyRoute>> early_routes_;  // [num_layers], null where none
   // One conversation: its own mixer per layer (the mixers hold the state),
   // and how far it has run.
   struct Sequence {

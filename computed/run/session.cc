@@ -161,7 +161,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                               .certain = options.certain,
                               .lookahead = options.lookahead,
                               .lookahead_precision = options.lookahead_precision,
-                              .lookahead_depth = options.lookahead_depth};
+                              .lookahead_depth = options.lookahead_depth,
+                              .early_route = options.early_route};
   if (options.learn || !options.trace_path.empty()) {
     engine.on_route = [&s](uint32_t position, uint32_t layer,
                            const std::vector<uint32_t>& experts) {
@@ -360,6 +361,10 @@ std::string Session::StatsLine() const {
   if (all.certain_reads > 0) {
     parts.push_back(
         absl::StrFormat("certain %d (%s)", all.certain_reads, FormatBytes(certain_read)));
+  }
+  if (all.early_routed > 0) {  // their reads are the "certain hits" above
+    parts.push_back(
+        absl::StrFormat("routed early %d, %d unused", all.early_routed, all.early_unused));
   }
   if (all.expert_read_bytes > 0 && all.sequence_union_bytes > all.expert_read_bytes) {
     parts.push_back(

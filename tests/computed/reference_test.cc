@@ -4,8 +4,10 @@
 // reference's logits and greedy continuation.
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -58,7 +60,7 @@ size_t Argmax(const float* row, size_t n) { return std::max_element(row, row + n
 class Model {
  public:
   Model(const fs::path& container_dir, size_t threads, uint32_t max_positions = 128,
-        uint32_t sequences = 1)
+        uint32_t sequences = 1, bool early_route = true)
       : pool_(threads) {
     auto container = Container::Open(container_dir);
     EXPECT_TRUE(container.ok()) << container.status();
@@ -67,7 +69,8 @@ class Model {
     EXPECT_TRUE(store.ok()) << store.status();
     source_ = std::move(*store);
     auto transformer = Transformer::Create(
-        container_, *source_, pool_, {.max_positions = max_positions, .sequences = sequences});
+        container_, *source_, pool_,
+        {.max_positions = max_positions, .sequences = sequences, .early_route = early_route});
     EXPECT_TRUE(transformer.ok()) << transformer.status();
     transformer_ = std::move(*transformer);
   }
@@ -162,6 +165,34 @@ TEST_P(ReferenceTest, IncrementalDecodeEqualsBatchedPrefillBitForBit) {
 // the bits of the first run. Attention caches continue where asked; a
 // recurrent (KDA) layer from its checkpoint, or from 0 before it; a
 // compressor (DeepSeek V4) within its open window, else as a recurrent layer.
+// A pre-norm layer routed before its mixer's output projection (EarlyRoute)
+// reads its records sooner and changes no bit. Where the routing rule is
+// scale-free the early route names exactly the experts the layer then routes
+// to; where it is not (a selection or router bias) it is an estimate.
+TEST_P(ReferenceTest, EarlyRoutesChangeNoBitAndNameTheRoutedExperts) {
+  for (const size_t chunk : {size_t{1}, tokens_.size()}) {
+    SCOPED_TRACE(chunk);
+    Model early(model_dir_, 2), plain(model_dir_, 2, 128, 1, /*early_route=*/false);
+    const std::vector<float> with = early.Prefill(tokens_, chunk);
+    const std::vector<float> without = plain.Prefill(tokens_, chunk);
+    ASSERT_EQ(with.size(), without.size());
+    EXPECT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0);
+    EXPECT_EQ(plain->stats().early_routed, 0u);
+    const ForwardStats& stats = early->stats();
+    const std::string family = GetParam();
+    if (early->plan().residual != ResidualKind::kPreNorm) {
+      EXPECT_EQ(stats.early_routed, 0u);  // mHC, attention residuals: no such fold
+      continue;
+    }
+    EXPECT_GT(stats.early_routed, 0u);
+    if (family.starts_with("qwen3") || family.starts_with("mixtral")) {
+      EXPECT_EQ(stats.early_unused, 0u) << stats.early_routed;
+    } else {
+      EXPECT_LE(stats.early_unused * 10, stats.early_routed);
+    }
+  }
+}
+
 TEST_P(ReferenceTest, RewindAndRecomputeGivesTheSameBits) {
   Model model(model_dir_, 2);
   const size_t vocab = model->config().vocab_size;

@@ -14,7 +14,7 @@ namespace warp::computed {
 MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router,
                std::unique_ptr<ExpertMath> math, const BankEntry& bank,
                std::optional<DenseMlp> shared, std::optional<LatentMoe> latent,
-               ExpertSource& experts, Lookahead& lookahead, ThreadPool& pool,
+               ExpertSource& experts, Lookahead& lookahead, EarlyRoute* early, ThreadPool& pool,
                const MoeOptions& options, ForwardStats& stats)
     : layer_(layer),
       router_(router),
@@ -24,6 +24,7 @@ MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router,
       latent_(std::move(latent)),
       experts_(experts),
       lookahead_(lookahead),
+      early_(early),
       pool_(pool),
       options_(options),
       stats_(stats),
@@ -160,6 +161,8 @@ absl::Status MoeFfn::Forward(std::span<const float> x, const PassTokens& pass,
                              std::span<float> out) {
   const uint32_t n = pass.size();
   const std::span<const int32_t> tokens = pass.ids;
+  const uint64_t used_before = stats_.demand_records(),
+                 hits_before = stats_.CountOf(Served::kCache);
   std::vector<Routing> routings;
   ChunkExperts chunk;
   {
@@ -181,6 +184,10 @@ absl::Status MoeFfn::Forward(std::span<const float> x, const PassTokens& pass,
                            : ComputeAfterReads(x, in, tokens, chunk, outputs, shared));
   // The layer has passed: speculative reads still queued for it are stale.
   experts_.CancelSpeculative(layer_);
+  if (early_ != nullptr) {
+    const uint64_t used = stats_.demand_records() - used_before;
+    early_->Score(chunk.keys, used - (stats_.CountOf(Served::kCache) - hits_before), stats_);
+  }
   // Combine in routing-rank order, whatever order the records arrived in,
   // then add the shared experts: the same sums on every path.
   std::vector<float> sum_in_latent;

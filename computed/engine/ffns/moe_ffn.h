@@ -19,6 +19,7 @@
 
 #include "common/format/manifest.h"
 #include "common/store/expert_source.h"
+#include "computed/engine/early_route.h"
 #include "computed/engine/ffn.h"
 #include "computed/engine/ffns/dense_mlp.h"
 #include "computed/engine/ffns/expert_math.h"
@@ -50,8 +51,8 @@ class MoeFfn : public Ffn {
  public:
   MoeFfn(uint32_t layer, uint64_t hidden, const Router& router, std::unique_ptr<ExpertMath> math,
          const BankEntry& bank, std::optional<DenseMlp> shared, std::optional<LatentMoe> latent,
-         ExpertSource& experts, Lookahead& lookahead, ThreadPool& pool, const MoeOptions& options,
-         ForwardStats& stats);
+         ExpertSource& experts, Lookahead& lookahead, EarlyRoute* early, ThreadPool& pool,
+         const MoeOptions& options, ForwardStats& stats);
 
   absl::Status Forward(std::span<const float> x, const PassTokens& tokens,
                        std::span<float> out) override;
@@ -95,6 +96,7 @@ class MoeFfn : public Ffn {
   std::optional<LatentMoe> latent_;
   ExpertSource& experts_;
   Lookahead& lookahead_;
+  EarlyRoute* early_;  // the layer's, told what it routed; or nullptr
   ThreadPool& pool_;
   const MoeOptions& options_;
   ForwardStats& stats_;

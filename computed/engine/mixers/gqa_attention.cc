@@ -96,6 +96,7 @@ void GqaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     cache_.Written(pos);
     Attend(qt, pos, &attn[t * q_dim]);
   }
+  TellBeforeOutput(attn, n);
   Linear(pool_, o_, attn.data(), n, out.data());
   for (uint32_t t = 0; t < n; ++t) AddBias(&out[uint64_t{t} * c_.hidden_size], o_bias_);
 }

@@ -21,6 +21,9 @@ class GqaAttention : public TokenMixer {
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;
   LayerState& state() override { return cache_; }
+  std::optional<OutputProjection> output_projection() const override {
+    return OutputProjection{.weight = o_, .bias = o_bias_};
+  }
 
  private:
   // Per-head RMSNorm (when the model has one), then rope on the rotary part.

@@ -149,6 +149,7 @@ void KdaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     });
     state_.Advanced(first_pos + t);
   }
+  TellBeforeOutput(o, n);
   Linear(pool_, o_, o.data(), n, out.data());
 }
 

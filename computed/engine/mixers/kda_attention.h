@@ -26,6 +26,9 @@ class KdaAttention : public TokenMixer {
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;
   LayerState& state() override { return state_; }
+  std::optional<OutputProjection> output_projection() const override {
+    return OutputProjection{.weight = o_, .bias = {}};
+  }
 
  private:
   // The causal convolution of token row `in` ([3][width]: q, k, v inputs)

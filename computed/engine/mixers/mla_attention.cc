@@ -135,6 +135,7 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     Linear(pool_, gate_, x.data(), n, gate.data());
     for (size_t i = 0; i < attn.size(); ++i) attn[i] /= 1.0f + std::exp(-gate[i]);
   }
+  TellBeforeOutput(attn, n);
   Linear(pool_, o_, attn.data(), n, out.data());
 }
 

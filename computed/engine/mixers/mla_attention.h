@@ -24,6 +24,9 @@ class MlaAttention : public TokenMixer {
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;
   LayerState& state() override { return cache_; }
+  std::optional<OutputProjection> output_projection() const override {
+    return OutputProjection{.weight = o_, .bias = {}};
+  }
 
  private:
   const ModelConfig& c_;

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "common/check.h"
 #include "computed/engine/linear.h"
+#include "computed/model/tensor_specs.h"
 
 namespace warp::computed {
 namespace {
@@ -23,6 +26,27 @@ float Rms(std::span<const float> x, float eps) {
 }
 
 }  // namespace
+
+bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer) {
+  const MixerKind mixer = layer.mixer.kind;
+  return plan.residual == ResidualKind::kPreNorm && layer.ffn.kind == FfnKind::kMoe &&
+         layer.ffn.hash_table.empty() &&
+         (mixer == MixerKind::kGqa || mixer == MixerKind::kMla || mixer == MixerKind::kKda);
+}
+
+uint64_t EarlyRouteBytes(const ModelConfig& config, const ModelPlan& plan) {
+  std::map<std::string, std::vector<uint64_t>> shapes;
+  for (const TensorSpec& spec : TrunkTensorSpecs(config, TensorFormat::kF32)) {
+    shapes[spec.name] = spec.shape;
+  }
+  uint64_t bytes = 0;
+  for (const LayerPlan& layer : plan.layers) {
+    if (!HasEarlyRoute(plan, layer)) continue;
+    const std::vector<uint64_t>& output = shapes.at(layer.mixer.prefix + "o_proj.weight");
+    bytes += uint64_t{config.num_experts} * output.at(1) * sizeof(float);
+  }
+  return bytes;
+}
 
 EarlyRoute::EarlyRoute(uint32_t layer, float eps, const Router& router,
                        const TokenMixer::OutputProjection& output, std::span<const float> ffn_norm,

@@ -26,8 +26,18 @@
 #include "computed/engine/router.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/token_mixer.h"
+#include "computed/model/layer_plan.h"
+#include "computed/model/model_config.h"
 
 namespace warp::computed {
+
+// Whether `layer` of `plan` gets an early route: a routed (not hashed) MoE
+// layer of a pre-norm model whose mixer ends in an output projection
+// (TokenMixer::output_projection: GQA, MLA, KDA).
+bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer);
+// The bytes of every early route's folded matrix (f32), which the planner
+// counts beside the trunk.
+uint64_t EarlyRouteBytes(const ModelConfig& config, const ModelPlan& plan);
 
 class EarlyRoute {
  public:

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/check.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/store/engine_activity.h"
@@ -176,19 +177,16 @@ absl::Status Transformer::BuildLayers() {
 
 void Transformer::BuildEarlyRoutes() {
   early_routes_.resize(config_.num_layers);
-  if (!options_.early_route || !options_.prefetch || plan_.residual != ResidualKind::kPreNorm) {
-    return;
-  }
+  if (!options_.early_route || !options_.prefetch) return;
   const auto start = std::chrono::steady_clock::now();
   uint32_t built = 0;
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
-    const Router* router = routers_[layer].get();
-    if (router == nullptr || router->hashed()) continue;
+    if (!HasEarlyRoute(plan_, plan_.layers[layer])) continue;
     const std::optional<TokenMixer::OutputProjection> output =
         sequences_[0].mixers[layer]->output_projection();
-    if (!output) continue;
+    WARP_CHECK(output.has_value());  // HasEarlyRoute names the mixers that have one
     early_routes_[layer] = std::make_unique<EarlyRoute>(
-        layer, config_.rms_norm_eps, *router, *output,
+        layer, config_.rms_norm_eps, *routers_[layer], *output,
         weights_->Vector(plan_.layers[layer].post_norm), options_.experts_per_token, pool_);
     ++built;
   }

@@ -6,6 +6,7 @@
 #include "common/byte_size.h"
 #include "common/checked_math.h"
 #include "common/status.h"
+#include "computed/engine/early_route.h"
 #include "computed/engine/transformer.h"
 #include "computed/model/manifest_fit.h"
 #include "computed/model/model_config.h"
@@ -85,11 +86,13 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
     plan.max_record_bytes = std::max(plan.max_record_bytes, bank.record_bytes);
     sum.AddProduct(plan.bank_bytes, bank.num_experts, bank.record_bytes, "banks");
   }
-  plan.floor_bytes = plan.trunk_bytes;
-  sum.Add(plan.floor_bytes, plan.kv_bytes, "floor");
+  plan.fold_bytes = EarlyRouteBytes(model, PlanOf(model));
+  uint64_t fixed = plan.trunk_bytes;
+  sum.Add(fixed, plan.fold_bytes, "floor");
+  sum.Add(fixed, plan.kv_bytes, "floor");
+  plan.floor_bytes = fixed;
   sum.Add(plan.floor_bytes, plan.working_set_bytes, "floor");
-  plan.resident_bytes = plan.trunk_bytes;
-  sum.Add(plan.resident_bytes, plan.kv_bytes, "resident");
+  plan.resident_bytes = fixed;
   sum.Add(plan.resident_bytes, plan.bank_bytes, "resident");
   uint64_t recommended = plan.floor_bytes;
   sum.AddProduct(recommended, kRecommendedWorkingSets, plan.working_set_bytes, "recommended");
@@ -101,9 +104,8 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
 namespace {
 
 BudgetDecision Decide(const PlanFigures& plan, uint64_t budget, std::string rule) {
-  return BudgetDecision{.budget_bytes = budget,
-                        .cache_bytes = budget - plan.trunk_bytes - plan.kv_bytes,
-                        .rule = std::move(rule)};
+  return BudgetDecision{
+      .budget_bytes = budget, .cache_bytes = budget - plan.fixed_bytes(), .rule = std::move(rule)};
 }
 
 }  // namespace
@@ -112,7 +114,9 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
                                              std::optional<uint64_t> requested,
                                              const MemoryLimits& limits, uint32_t reads_in_flight) {
   const std::string floor_parts = absl::StrCat(
-      "trunk ", FormatBytes(plan.trunk_bytes), " + KV ", FormatBytes(plan.kv_bytes), " for ",
+      "trunk ", FormatBytes(plan.trunk_bytes),
+      plan.fold_bytes ? absl::StrCat(" + early routes ", FormatBytes(plan.fold_bytes)) : "",
+      " + KV ", FormatBytes(plan.kv_bytes), " for ",
       plan.sequences > 1 ? absl::StrCat(plan.sequences, " sequences of ") : "", plan.context_tokens,
       " tokens + one working set ", FormatBytes(plan.working_set_bytes));
   if (requested) {

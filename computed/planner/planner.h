@@ -35,6 +35,9 @@ inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;
 
 struct PlanFigures {
   uint64_t trunk_bytes = 0;
+  // The early routes' folded routers (EarlyRouteBytes), derived from the trunk
+  // at load and resident beside it.
+  uint64_t fold_bytes = 0;
   uint64_t context_tokens = 0;
   uint32_t sequences = 1;  // conversations, each with a state of its own (serve --parallel)
   uint32_t max_position_embeddings = 0;  // the config's; 0 when it does not say
@@ -47,9 +50,12 @@ struct PlanFigures {
   uint64_t working_set_bytes = 0;  // experts_per_token x record_bytes, summed over MoE layers
   uint64_t max_record_bytes = 0;   // the largest record: one read's buffer
   uint64_t bank_bytes = 0;         // every record of every bank
-  uint64_t floor_bytes = 0;        // trunk + kv + one working set
-  uint64_t resident_bytes = 0;     // trunk + kv + bank_bytes: nothing streams
+  uint64_t floor_bytes = 0;        // fixed + one working set
+  uint64_t resident_bytes = 0;     // fixed + bank_bytes: nothing streams
   uint64_t recommended_bytes = 0;  // min(resident, floor + 4 working sets)
+
+  // What stays in memory besides the expert cache: trunk + folds + KV.
+  uint64_t fixed_bytes() const { return trunk_bytes + fold_bytes + kv_bytes; }
 };
 
 // Errors name `source`, the manifest's path (or a release's config.json).

@@ -77,8 +77,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   WARP_ASSIGN_OR_RETURN(s.budget_,
                         ResolveBudget(plan, options.budget_bytes, limits, options.io_threads));
   auto& log = Logger("computed");
-  log.info("budget {} ({}): trunk {}, KV {}, expert cache {}", FormatBytes(s.budget_.budget_bytes),
-           s.budget_.rule, FormatBytes(plan.trunk_bytes), FormatBytes(plan.kv_bytes),
+  log.info("budget {} ({}): trunk {}, early routes {}, KV {}, expert cache {}",
+           FormatBytes(s.budget_.budget_bytes), s.budget_.rule, FormatBytes(plan.trunk_bytes),
+           FormatBytes(plan.fold_bytes), FormatBytes(plan.kv_bytes),
            FormatBytes(s.budget_.cache_bytes));
   if (plan.max_position_embeddings > 0 && options.max_positions > plan.max_position_embeddings) {
     log.warn(
@@ -403,8 +404,12 @@ std::string Session::StageReport() const {
     row("fetch_wait", st.seconds_fetch_wait);
     row("expert", st.seconds_expert);
     if (st.computed_as_landed > 0) {
-      absl::StrAppendFormat(&report, "  %-13s %d of %d misses\n", "as landed",
-                            st.computed_as_landed, st.CountOf(Served::kDisk));
+      // Of the records read for this pass: misses, and those a prediction or an
+      // early route brought in (a demand that joins their read computes them as they land).
+      absl::StrAppendFormat(&report, "  %-13s %d of %d records read\n", "as landed",
+                            st.computed_as_landed,
+                            st.CountOf(Served::kDisk) + st.CountOf(Served::kLookahead) +
+                                st.CountOf(Served::kCertain));
     }
     // What the disk read, predictions included; without the source's counters
     // (the fast path), what the misses read.

@@ -105,7 +105,7 @@ BudgetDecision BudgetOverLocalDaemons(const PlanFigures& plan, const LocalDaemon
   uint64_t daemons = 0;
   for (const auto& [address, bytes] : local) daemons += bytes;
   return BudgetDecision{
-      .budget_bytes = plan.trunk_bytes + plan.kv_bytes + daemons,
+      .budget_bytes = plan.fixed_bytes() + daemons,
       .cache_bytes = daemons,
       .rule = absl::StrCat("trunk + KV + the ", local.size(), " local expertd caches (",
                            FormatBytes(daemons), "), counted once: the daemons hold them")};

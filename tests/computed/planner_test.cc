@@ -43,6 +43,8 @@ constexpr uint64_t kTinyRecord = 16384;
 constexpr uint64_t kTinyKvPerToken = 640;
 constexpr uint64_t kTinyWorkingSet = 4 * 3 * kTinyRecord;  // top-4 x 3 MoE layers
 constexpr uint64_t kTinyBanks = 16 * 3 * kTinyRecord;      // 16 experts x 3 layers
+// Early routes: 16 experts x o_proj's 4 heads x v_head_dim 16 x 4 B, per MoE layer.
+constexpr uint64_t kTinyFolds = 3 * 16 * 4 * 16 * 4;
 
 class PlannerTest : public ::testing::Test {
  protected:
@@ -67,8 +69,9 @@ TEST_F(PlannerTest, TinyFiguresMatchHandArithmetic) {
   EXPECT_EQ(plan->num_records, 48u);
   EXPECT_EQ(plan->working_set_bytes, kTinyWorkingSet);
   EXPECT_EQ(plan->bank_bytes, kTinyBanks);
-  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 640000 + kTinyWorkingSet);
-  EXPECT_EQ(plan->resident_bytes, kTinyTrunk + 640000 + kTinyBanks);
+  EXPECT_EQ(plan->fold_bytes, kTinyFolds);
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->resident_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyBanks);
   // floor + 4 working sets (2 MiB + 768 KiB) is above resident, so resident.
   EXPECT_EQ(plan->recommended_bytes, plan->resident_bytes);
 }
@@ -81,7 +84,7 @@ TEST_F(PlannerTest, ParallelSequencesEachHoldTheirState) {
   EXPECT_EQ(plan->sequences, 4u);
   EXPECT_EQ(plan->kv_bytes_per_token, kTinyKvPerToken);
   EXPECT_EQ(plan->kv_bytes, 4 * 1000 * kTinyKvPerToken);
-  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 4 * 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + kTinyFolds + 4 * 640000 + kTinyWorkingSet);
   EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 sequences")));
   EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 65),

@@ -34,7 +34,7 @@ struct SessionFlags {
   uint32_t prefill_chunk = 0;
   bool no_prefetch = false;
   bool no_certain = false;
-  bool no_early_route = false;
+  bool early_route = false;
   bool no_prefault = false;
   bool prefault_anytime = false;
   bool no_paced_growth = false;

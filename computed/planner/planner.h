@@ -36,7 +36,7 @@ inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;
 struct PlanFigures {
   uint64_t trunk_bytes = 0;
   // The early routes' folded routers (EarlyRouteBytes), derived from the trunk
-  // at load and resident beside it.
+  // at load and resident beside it; 0 unless planned with early routes.
   uint64_t fold_bytes = 0;
   uint64_t context_tokens = 0;
   uint32_t sequences = 1;  // conversations, each with a state of its own (serve --parallel)
@@ -60,10 +60,11 @@ struct PlanFigures {
 
 // Errors name `source`, the manifest's path (or a release's config.json).
 // `context_tokens` must be in [1, kMaxContextTokens], `sequences` in
-// [1, kMaxSequences] (computed/engine/transformer.h).
+// [1, kMaxSequences] (computed/engine/transformer.h). `early_routes`: the
+// engine will fold its routers (Transformer::Options::early_route).
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
                                         std::string_view source = "manifest.json",
-                                        uint32_t sequences = 1);
+                                        uint32_t sequences = 1, bool early_routes = false);
 
 struct BudgetDecision {
   uint64_t budget_bytes = 0;  // trunk + kv + cache

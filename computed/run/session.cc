@@ -70,17 +70,18 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   s.options_ = options;
   WARP_ASSIGN_OR_RETURN(s.container_, Container::Open(options.model));
   const Manifest& manifest = s.container_->manifest();
-  WARP_ASSIGN_OR_RETURN(PlanFigures plan,
-                        ComputePlan(manifest, options.max_positions,
-                                    s.container_->ManifestPath().string(), options.sequences));
+  WARP_ASSIGN_OR_RETURN(
+      PlanFigures plan,
+      ComputePlan(manifest, options.max_positions, s.container_->ManifestPath().string(),
+                  options.sequences, options.early_route && options.prefetch));
   WARP_ASSIGN_OR_RETURN(MemoryLimits limits, ReadMemoryLimits());
   WARP_ASSIGN_OR_RETURN(s.budget_,
                         ResolveBudget(plan, options.budget_bytes, limits, options.io_threads));
   auto& log = Logger("computed");
-  log.info("budget {} ({}): trunk {}, early routes {}, KV {}, expert cache {}",
+  log.info("budget {} ({}): trunk {}{}, KV {}, expert cache {}",
            FormatBytes(s.budget_.budget_bytes), s.budget_.rule, FormatBytes(plan.trunk_bytes),
-           FormatBytes(plan.fold_bytes), FormatBytes(plan.kv_bytes),
-           FormatBytes(s.budget_.cache_bytes));
+           plan.fold_bytes ? ", early routes " + FormatBytes(plan.fold_bytes) : "",
+           FormatBytes(plan.kv_bytes), FormatBytes(s.budget_.cache_bytes));
   if (plan.max_position_embeddings > 0 && options.max_positions > plan.max_position_embeddings) {
     log.warn(
         "a context of {} positions is past the model's max_position_embeddings {}: "

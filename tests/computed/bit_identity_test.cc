@@ -180,6 +180,8 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--lookahead 6 --lookahead-depth 2 --lookahead-precision 0");
   ExpectIdentical("--lookahead 16 --lookahead-depth 2 --prefill-chunk 3");
   ExpectIdentical("--no-prefetch --lookahead 6");
+  ExpectIdentical("--early-route --lookahead 6");
+  ExpectIdentical("--early-route --prefill-chunk 3 --threads 2");
   ExpectIdentical("--budget 64M");  // every record stays cached
   ExpectIdentical("--io-engine pread --lookahead 6");
   ExpectIdentical("--no-ordered-pieces --lookahead 6 --lookahead-precision 0");
@@ -232,6 +234,19 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
       EXPECT_GT(stats.misses + stats.lookahead_hits + stats.certain_hits, 32u) << flags;
       EXPECT_GT(stats.read_bytes, static_cast<double>(plan->bank_bytes)) << flags;
     }
+  }
+  // Early routes read each layer's records before its router: the same bits at and
+  // above their floor, which holds their folded routers too.
+  auto early = ComputePlan(manifest, num_tokens_ + kGreedy + 1, "manifest.json", 1,
+                           /*early_routes=*/true);
+  WARP_ASSERT_OK(early);
+  EXPECT_GT(early->floor_bytes, plan->floor_bytes);
+  for (const uint64_t extra_records : {0, 4}) {
+    const std::string flags = "--early-route --prefill-chunk 2 --budget " +
+                              std::to_string(early->floor_bytes + extra_records * record_bytes);
+    ExpectIdentical(flags);
+    const RunStats stats = Stats(flags);
+    EXPECT_GT(stats.misses + stats.lookahead_hits + stats.certain_hits, 32u) << flags;
   }
   // With every record cached, each is read once: the comparison above is not vacuous.
   // (Unpaced: paced growth may hold the cache to the slots the prefault has backed.)

@@ -69,11 +69,23 @@ TEST_F(PlannerTest, TinyFiguresMatchHandArithmetic) {
   EXPECT_EQ(plan->num_records, 48u);
   EXPECT_EQ(plan->working_set_bytes, kTinyWorkingSet);
   EXPECT_EQ(plan->bank_bytes, kTinyBanks);
+  EXPECT_EQ(plan->fold_bytes, 0u);  // planned without early routes
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->resident_bytes, kTinyTrunk + 640000 + kTinyBanks);
+  // floor + 4 working sets (2 MiB + 768 KiB) is above resident, so resident.
+  EXPECT_EQ(plan->recommended_bytes, plan->resident_bytes);
+}
+
+// With early routes (--early-route) the folded routers stay beside the trunk:
+// the floor, resident and budget figures count them, and the cache gets less.
+TEST_F(PlannerTest, EarlyRoutesFoldsCountBesideTheTrunk) {
+  auto plan = ComputePlan(manifest_, 1000, "manifest.json", 1, /*early_routes=*/true);
+  WARP_ASSERT_OK(plan);
+  EXPECT_EQ(plan->trunk_bytes, kTinyTrunk);
   EXPECT_EQ(plan->fold_bytes, kTinyFolds);
   EXPECT_EQ(plan->floor_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyWorkingSet);
   EXPECT_EQ(plan->resident_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyBanks);
-  // floor + 4 working sets (2 MiB + 768 KiB) is above resident, so resident.
-  EXPECT_EQ(plan->recommended_bytes, plan->resident_bytes);
+  EXPECT_EQ(plan->fixed_bytes(), kTinyTrunk + kTinyFolds + 640000);
 }
 
 // serve --parallel N: each sequence holds a whole context's state; the
@@ -84,7 +96,7 @@ TEST_F(PlannerTest, ParallelSequencesEachHoldTheirState) {
   EXPECT_EQ(plan->sequences, 4u);
   EXPECT_EQ(plan->kv_bytes_per_token, kTinyKvPerToken);
   EXPECT_EQ(plan->kv_bytes, 4 * 1000 * kTinyKvPerToken);
-  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + kTinyFolds + 4 * 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 4 * 640000 + kTinyWorkingSet);
   EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 sequences")));
   EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 65),

@@ -3,7 +3,7 @@
 // EarlyRoute: a pre-norm MoE layer's routing, known before its mixer's output
 // projection has run, so that the layer's reads start while the projection
 // computes. A layer's reads cannot start before its router, and without this
-// the disk idles through the whole mixer (EFFICIENCY.md "Reads routed before
+// the disk idles through the whole mixer (EFFICIENCY.md "Layers routed before
 // the output projection"). The FFN reads g * x / rms(x) with
 // x = h + W_o a + b, so the router's logits are
 //   (W_r (g * h) + M a + W_r (g * b)) / rms(x),   M = W_r diag(g) W_o,
@@ -12,12 +12,12 @@
 // rounding; elsewhere rms(x) is estimated as rms(h) times the ratio the
 // layer's last pass had. The records go out CERTAIN; a wrong guess is one
 // record read for nothing, counted (ForwardStats::early_unused). Never changes
-// what is computed, only when bytes move.
+// what is computed, only when bytes move. Opt-in (`--early-route`): the fold
+// is 7.5 G multiply-adds a layer on a K2-sized attention, ~0.4 s at load.
 //
 // Thread-compatible: called from the forward pass only.
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -66,9 +66,6 @@ class EarlyRoute {
 
   static constexpr uint32_t kQuietPasses = 4;  // all-hit passes before it rests
   static constexpr uint32_t kProbeEvery = 16;
-
-  // The folded matrix, for tests: [experts][W_o.cols].
-  const std::vector<float>& folded() const { return folded_; }
 
  private:
   const uint32_t layer_;

@@ -47,9 +47,6 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
                   plan.num_moe_layers ? plan.num_records / plan.num_moe_layers : 0),
               plan.experts_per_token, FingerprintHex(manifest.fingerprint).c_str());
   PrintRow("trunk", plan.trunk_bytes, "dense weights, resident");
-  if (plan.fold_bytes > 0) {
-    PrintRow("early routes", plan.fold_bytes, "routers folded through attention outputs, f32");
-  }
   const uint64_t growing = plan.kv_bytes / plan.sequences - plan.fixed_state_bytes;
   const bool linear = growing == plan.context_tokens * plan.kv_bytes_per_token;
   std::string state =
@@ -66,9 +63,7 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
            absl::StrCat(plan.experts_per_token, " experts x ", plan.num_moe_layers,
                         " MoE layers x ", record_bytes, " B records, per token"));
   PrintRow("banks", plan.bank_bytes, absl::StrCat(plan.num_records, " records on disk"));
-  PrintRow("floor", plan.floor_bytes,
-           plan.fold_bytes ? "trunk + early routes + kv + one working set"
-                           : "trunk + kv + one working set");
+  PrintRow("floor", plan.floor_bytes, "trunk + kv + one working set");
   PrintRow("recommended", plan.recommended_bytes,
            absl::StrCat("floor + ", kRecommendedWorkingSets, " working sets, at most resident (",
                         FormatBytes(plan.resident_bytes), ")"));

@@ -210,6 +210,22 @@ TEST(ResolveBudgetTest, RequestedBelowFloorIsRefusedWithTheFigureNeeded) {
                                  HasSubstr("budget 1.00 GiB is below the floor")));
 }
 
+// With early routes their folds are named in a refused budget's floor and taken
+// from the cache of an accepted one.
+TEST(ResolveBudgetTest, EarlyRoutesFoldsAreNamedInTheFloorAndLeaveTheCache) {
+  PlanFigures plan = FakePlan();
+  plan.fold_bytes = 16 * kMiB;
+  plan.floor_bytes += plan.fold_bytes;
+  EXPECT_THAT(
+      ResolveBudget(plan, 1 * kGiB, Available(32 * kGiB)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("+ early routes 16.00 MiB")));
+  auto decision = ResolveBudget(plan, 2 * kGiB, Available(32 * kGiB));
+  WARP_ASSERT_OK(decision);
+  EXPECT_EQ(decision->cache_bytes, 2 * kGiB - plan.fixed_bytes());
+  EXPECT_EQ(decision->cache_bytes,
+            ResolveBudget(FakePlan(), 2 * kGiB, Available(32 * kGiB))->cache_bytes - 16 * kMiB);
+}
+
 // --budget 1000T on a 64 GiB machine, or above the cgroup's limit, cannot be kept.
 TEST(ResolveBudgetTest, RequestedAboveTheMemoryThatBindsIsRefused) {
   EXPECT_THAT(ResolveBudget(FakePlan(), 1000 * 1024 * kGiB, Available(32 * kGiB)),

@@ -44,11 +44,11 @@ absl::Status CheckCounts(const warp_model_options& options) {
   return absl::OkStatus();
 }
 
-// options.activations: NULL or "f32" is false, "q8" true.
+// options.activations: NULL or "q8" is true, "f32" false.
 absl::StatusOr<bool> WantsQ8Activations(const warp_model_options& options) {
   const std::string activations = OrEmpty(options.activations);
-  if (activations.empty() || activations == "f32") return false;
-  if (activations == "q8") return true;
+  if (activations.empty() || activations == "q8") return true;
+  if (activations == "f32") return false;
   return absl::InvalidArgumentError(
       absl::StrCat("options.activations: \"", activations, "\" is not f32 or q8"));
 }

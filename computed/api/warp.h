@@ -86,8 +86,9 @@ typedef struct warp_model_options {
   uint32_t io_threads;        /* reads in flight of the embedded store; 0: 4 */
   uint32_t context_positions; /* KV positions per session; 0: the model's, at most 4096 */
   uint32_t prefill_chunk;     /* prompt tokens per forward pass; 0: all at once */
-  const char* activations;    /* "f32" (NULL: the default) or "q8": 4-bit weights (q4, MXFP4)
-                               * dot activations rounded to int8, as `computed --activations q8` */
+  const char* activations;    /* "q8" (NULL: the default) or "f32": 4-bit weights (q4, MXFP4)
+                               * dot activations rounded to int8, as `computed --activations q8`;
+                               * "f32" dots them unrounded */
 } warp_model_options;
 
 /* Fills the defaults and struct_size. */

@@ -125,9 +125,9 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                 "its experts while the projection computes (folds every router at load, ~0.4 s "
                 "a layer on a K2-sized attention)");
   cmd->add_option("--activations", flags.activations,
-                  "f32 (default) or q8: 4-bit weights (q4, MXFP4) dot activations rounded to "
-                  "8 bits per 32, in integers (llama.cpp's Q4_0 x Q8_0; faster in RAM, rounds "
-                  "twice)")
+                  "q8 (default) or f32: 4-bit weights (q4, MXFP4) dot activations rounded to "
+                  "8 bits per 32, in integers, as llama.cpp does (Q4_0 x Q8_0); f32 dots the "
+                  "dequantized weights with unrounded activations (exact, ~1.4x slower in RAM)")
       ->check(CLI::IsMember({"f32", "q8"}));
   cmd->add_option("--lookahead", flags.lookahead,
                   "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");

@@ -39,7 +39,7 @@ struct SessionFlags {
   bool prefault_anytime = false;
   bool no_paced_growth = false;
   bool no_foresight = false;
-  std::string activations = "f32";            // --activations f32 | q8
+  std::string activations = "q8";             // --activations q8 | f32
   int lookahead = -1;                         // -1: WARP_LOOKAHEAD or 6
   std::optional<double> lookahead_precision;  // unset: the default
   uint32_t lookahead_depth = 1;

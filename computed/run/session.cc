@@ -154,7 +154,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   s.pool_ = std::make_unique<ThreadPool>(threads, options.cpus);
   s.pool_->set_q8_activations(options.q8_activations);
   if (options.q8_activations) {
-    log.info("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
+    log.debug("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
   }
   Transformer::Options engine{.max_positions = options.max_positions,
                               .sequences = options.sequences,

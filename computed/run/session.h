@@ -51,8 +51,9 @@ struct SessionOptions {
   // which fill the cache at once.
   bool paced_growth = true;
   bool foresight = true;                                // --no-foresight: false
-  // --activations q8: 4-bit weights dot 8-bit activations (kernels/q8_activations.h).
-  bool q8_activations = false;
+  // --activations q8 (the default): 4-bit weights dot 8-bit activations
+  // (kernels/q8_activations.h); false computes them in f32 (--activations f32).
+  bool q8_activations = true;
   TlsClientFiles store_tls;                             // of tls: --stores
   // --store-retry-seconds; unset: per address (common/client/retry.h)
   std::optional<std::chrono::milliseconds> store_retry_deadline;

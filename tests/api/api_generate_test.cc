@@ -87,11 +87,11 @@ TEST(ApiGenerateTest, GreedyIdsEqualComputedRun) {
   warp_free(line);
 }
 
-// options.activations = "q8" is `computed run --activations q8`: on the demo
-// model with q4 experts, a sampled continuation on a seed where the CLI's q8
-// and f32 runs part (found here, not fixed: the search is deterministic) is
-// the CLI's q8 one.
-TEST(ApiGenerateTest, EightBitActivationsAreTheCliFlag) {
+// options.activations is `computed run --activations`, and both default to q8:
+// on the demo model with q4 experts, on a seed where the CLI's q8 and f32
+// runs part (found here, not fixed: the search is deterministic), the API's
+// default continuation is the CLI's default one and "f32" the CLI's f32 one.
+TEST(ApiGenerateTest, ActivationsAreTheCliFlagAndDefaultToEightBits) {
   const std::string q4 = (ScratchDir() / "kjv-q4.warp").string();
   auto convert =
       RunBinary("computed", "--log-level warn convert --quiet " +
@@ -111,23 +111,30 @@ TEST(ApiGenerateTest, EightBitActivationsAreTheCliFlag) {
     return Printed(result.output);
   };
   uint64_t seed = 1;
-  std::string q8_ids;
+  std::string default_ids, f32_ids;
   for (; seed <= 8; ++seed) {
-    q8_ids = cli(seed, "--activations q8");
-    if (q8_ids != cli(seed, "")) break;
+    default_ids = cli(seed, "");
+    ASSERT_EQ(default_ids, cli(seed, "--activations q8")) << "seed " << seed;
+    f32_ids = cli(seed, "--activations f32");
+    if (default_ids != f32_ids) break;
   }
   ASSERT_LE(seed, 8u) << "no seed of 8 tells q8 from f32 activations apart";
-  options.activations = "q8";
-  ModelPtr q8_model = OpenModel(options);
-  SessionPtr session = OpenSession(q8_model.get());
-  ASSERT_EQ(warp_session_prefill(session.get(), prompt.data(), prompt.size()), WARP_OK)
-      << warp_last_error();
-  warp_generate_options sampled = Greedy(40, /*ignore_eos=*/true);
-  sampled.temperature = 1.5f;
-  sampled.seed = seed;
-  Collected collected;
-  ASSERT_EQ(Generate(session.get(), sampled, collected).status, WARP_OK) << warp_last_error();
-  EXPECT_EQ(absl::StrJoin(collected.ids, ","), q8_ids) << "seed " << seed;
+  const auto api = [&](const char* activations) {
+    warp_model_options chosen = options;
+    chosen.activations = activations;
+    ModelPtr chosen_model = OpenModel(chosen);
+    SessionPtr session = OpenSession(chosen_model.get());
+    EXPECT_EQ(warp_session_prefill(session.get(), prompt.data(), prompt.size()), WARP_OK)
+        << warp_last_error();
+    warp_generate_options sampled = Greedy(40, /*ignore_eos=*/true);
+    sampled.temperature = 1.5f;
+    sampled.seed = seed;
+    Collected collected;
+    EXPECT_EQ(Generate(session.get(), sampled, collected).status, WARP_OK) << warp_last_error();
+    return absl::StrJoin(collected.ids, ",");
+  };
+  EXPECT_EQ(api(nullptr), default_ids) << "seed " << seed;
+  EXPECT_EQ(api("f32"), f32_ids) << "seed " << seed;
 }
 
 TEST(ApiGenerateTest, ChatTextEqualsComputedRun) {

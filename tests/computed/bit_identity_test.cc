@@ -497,28 +497,35 @@ TEST_F(Glm5NextBitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrTra
   ExpectIdenticalInEveryMode();
 }
 
-// --activations q8 on q4 experts: integer dots, as independent of the threads,
-// the chunking, the budget and the transport as the float ones.
-class Q8ActivationsBitIdentityTest : public BitIdentityTest {
+// q4 experts under both arithmetics: 8-bit activations (the default) in
+// integer dots, and --activations f32 in float ones, each as independent of the
+// threads, the chunking, the budget and the transport.
+class Q4ActivationsBitIdentityTest : public BitIdentityTest {
  protected:
   std::string ConvertFlags() const override { return "--experts q4"; }
 };
 
-TEST_F(Q8ActivationsBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
+TEST_F(Q4ActivationsBitIdentityTest, EightBitLogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
   ASSERT_NO_FATAL_FAILURE(ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("--activations q8"));
-  // And the setting is taken: float activations give other logits.
-  EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
+  // The default is q8, and the setting is taken: float activations give other logits.
+  EXPECT_EQ(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
+  EXPECT_NE(FirstDifference(Logits("--threads 1 --activations f32").prefill, reference_.prefill),
+            "");
 }
 
-// --activations q8 on MXFP4 experts kept native (gpt-oss): the E2M1 codes
-// through a byte table into the same integer dots.
-class Q8ActivationsMxfp4BitIdentityTest : public BitIdentityTest {
+TEST_F(Q4ActivationsBitIdentityTest, FloatLogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
+  ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("--activations f32");
+}
+
+// MXFP4 experts kept native (gpt-oss): the default's E2M1 codes through a byte
+// table into the same integer dots (GptOssBitIdentityTest), and the float ones.
+class Mxfp4ActivationsBitIdentityTest : public BitIdentityTest {
  protected:
   std::string FixtureName() const override { return "gpt_oss_mxfp4"; }
 };
 
-TEST_F(Q8ActivationsMxfp4BitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
-  ASSERT_NO_FATAL_FAILURE(ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("--activations q8"));
+TEST_F(Mxfp4ActivationsBitIdentityTest, FloatLogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
+  ASSERT_NO_FATAL_FAILURE(ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("--activations f32"));
   EXPECT_NE(FirstDifference(Logits("--threads 1").prefill, reference_.prefill), "");
 }
 

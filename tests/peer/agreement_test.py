@@ -4,8 +4,9 @@
 For each architecture: a tiny random model written as F32 GGUF by
 tests/gguf/make_gguf.py, and copies of it that llama.cpp's own llama-quantize
 makes at each quantized type (--pure: every matrix in that type). WARP
-converts each file as it is and computes in f32 from the dequantized blocks,
-so its target is llama.cpp run on an F32 copy of the dequantized weights
+converts each file as it is and, with `--activations f32` (its default rounds
+activations to 8 bits for 4-bit weights, as llama.cpp does), computes in f32
+from the dequantized blocks, so its target is llama.cpp run on an F32 copy of the dequantized weights
 (llama_probe dequantize: ggml's own dequantizer), not llama.cpp on the
 quantized file, which rounds activations to Q8 before its dot products:
 
@@ -35,6 +36,9 @@ PROMPT = [5, 77, 260, 13, 300, 42, 8, 191, 64, 250, 3, 120]
 GREEDY = 8
 # The quantized copies: llama-quantize's type name, and whether every matrix
 # is that type (--pure) or only the experts (MXFP4_MOE).
+# The types whose dots WARP's default rounds activations to 8 bits for
+# (--activations q8): 4-bit blocks.
+EIGHT_BIT_DOTS = {"Q4_0", "MXFP4_MOE"}
 QUANTS = [("Q8_0", True), ("Q4_0", True), ("MXFP4_MOE", False), ("Q4_K", True), ("Q6_K", True),
           ("Q5_K", True), ("Q5_0", True), ("Q5_1", True), ("Q4_1", True), ("Q3_K", True),
           ("Q2_K", True), ("Q4_K_S", False), ("Q5_K_S", False), ("Q4_K_M", False)]
@@ -85,13 +89,14 @@ class Tools:
             if not os.access(tool, os.X_OK):
                 sys.exit(f"FAILED: {tool} is missing: run tests/peer/install.sh (make check does)")
 
-    def warp_logits(self, gguf, work):
+    def warp_logits(self, gguf, activations="f32"):
         warp = gguf[:-5] + ".warp"
-        run([self.computed, "convert", gguf, warp])
-        out = warp + ".logits"
+        if not os.path.isdir(warp):
+            run([self.computed, "convert", gguf, warp])
+        out = f"{warp}.{activations}.logits"
         ids = ",".join(map(str, PROMPT))
         greedy = run([self.computed, "logits", warp, "--tokens", ids, "--out", out,
-                      "--greedy", str(GREEDY)]).strip()
+                      "--greedy", str(GREEDY), "--activations", activations]).strip()
         return read_logits(out, len(PROMPT)), greedy
 
     def llama_logits(self, gguf):
@@ -131,7 +136,7 @@ def check_architecture(tools, arch, work):
         files.append((quant, quantized, dequantized))
     for quant, path, target_path in files:
         name = f"{arch} {quant}"
-        warp, warp_greedy = tools.warp_logits(path, work)
+        warp, warp_greedy = tools.warp_logits(path)
         target, target_greedy = tools.llama_logits(target_path)
         problem = compare(name, warp, target)
         if problem is None and warp_greedy != target_greedy:
@@ -146,6 +151,11 @@ def check_architecture(tools, arch, work):
             top1 = sum(argmax(a) == argmax(b) for a, b in zip(warp, native))
             print(f"  {name} vs llama.cpp on the quantized file (Q8 activations): mean KL "
                   f"{mean_kl(native, warp):.3g}, top-1 {top1}/{len(warp)}")
+            if quant in EIGHT_BIT_DOTS:  # WARP's default arithmetic is llama.cpp's there
+                q8, _ = tools.warp_logits(path, "q8")
+                top1 = sum(argmax(a) == argmax(b) for a, b in zip(q8, native))
+                print(f"  {name} with WARP's default 8-bit activations vs the same: mean KL "
+                      f"{mean_kl(native, q8):.3g}, top-1 {top1}/{len(q8)}")
     return failures
 
 

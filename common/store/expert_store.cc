@@ -152,8 +152,12 @@ std::optional<double> ExpertStore::FaultIn(std::span<std::byte> pages, bool yiel
     const std::span<std::byte> part = pages.subspan(offset, std::min(step, pages.size() - offset));
     const double start = ThreadCpuSeconds();
     if (::madvise(part.data(), part.size(), MADV_POPULATE_WRITE) != 0) {
+      // Said once: the loop ends here. Linux before 5.14 has no such advice.
       Logger("expertd.store")
-          .debug("not pre-faulting the expert cache: madvise: {}", std::strerror(errno));
+          .info(
+              "not faulting the expert cache in ahead (madvise MADV_POPULATE_WRITE: {}); its "
+              "pages fault in as records land",
+              std::strerror(errno));
       return std::nullopt;
     }
     seconds += ThreadCpuSeconds() - start;

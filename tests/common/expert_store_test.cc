@@ -6,13 +6,24 @@
 
 #include "common/store/expert_store.h"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -73,6 +84,32 @@ std::vector<ExpertKey> AllKeys() {
     for (uint32_t expert = 0; expert < kExperts; ++expert) keys.push_back({layer, expert});
   }
   return keys;
+}
+
+// Makes this process's madvise(..., advice) fail with `error` from now on, as a
+// kernel without that advice does (a seccomp filter; for death-test children).
+void RefuseMadvise(int advice, int error) {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(advice), 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | static_cast<uint32_t>(error)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{.len = static_cast<unsigned short>(std::size(filter)), .filter = filter};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+    std::fprintf(stderr, "seccomp: %s\n", std::strerror(errno));
+    std::exit(2);
+  }
+}
+
+// In a death-test child: exits 1 saying `problem` unless it is empty.
+void ExitWith(const std::string& problem) {
+  if (problem.empty()) return;
+  std::fprintf(stderr, "%s\n", problem.c_str());
+  std::exit(1);
 }
 
 class ExpertStoreTest : public ::testing::Test {
@@ -476,6 +513,40 @@ TEST_F(ExpertStoreTest, APacedCacheGrowsIntoBackedSlotsAndIsUnpacedOnceAllAre) {
   for (uint32_t e = 0; e < kExperts; ++e) WARP_ASSERT_OK(ReadOne({1, e}));
   EXPECT_EQ(Counter("cache_used_bytes"),
             std::min<uint64_t>(slots, kExperts) * store_->slot_bytes());
+}
+
+// A kernel that refuses MADV_POPULATE_WRITE (Linux before 5.14, or a sandbox):
+// made real with a seccomp filter in a death-test child, so the refusal is the
+// kernel's. The prefault stops at its first slot and ends the pacing; the store
+// serves every record, and its cache grows by faults as records land.
+TEST_F(ExpertStoreTest, AKernelRefusingThePrefaultLeavesTheStoreServingAndUnpaced) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  pace_below_ = UINT64_MAX;  // paced until the prefault ends
+  EXPECT_EXIT(
+      {
+        RefuseMadvise(MADV_POPULATE_WRITE, EINVAL);
+        OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
+                  /*verify_once=*/false, /*prefault=*/true);
+        ExitWith(store_ == nullptr ? "the store did not open" : "");
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (Counter("cache_paced") != 0 && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        ExitWith(Counter("cache_paced") != 0 ? "still paced after 10 s" : "");
+        ExitWith(Counter("cache_prefaulted_slots") != 0 ? "a slot was prefaulted" : "");
+        for (uint32_t e = 0; e < kExperts; ++e) {
+          absl::StatusOr<ExpertRecord> record = ReadOne({1, e});
+          ExitWith(!record.ok() ? record.status().ToString() : "");
+          ExitWith(AsString(record->bytes()) != BankBytes({1, e}) ? "a record's bytes differ" : "");
+        }
+        const uint64_t slots = Counter("cache_capacity_bytes") / store_->slot_bytes();
+        ExitWith(Counter("cache_used_bytes") !=
+                         std::min<uint64_t>(slots, kExperts) * store_->slot_bytes()
+                     ? "the cache did not take every record it has room for"
+                     : "");
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // expertd's shared arena is faulted in ahead too (a fresh daemon's first

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "computed/api/convert_call.h"
 #include "computed/api/model_state.h"
 #include "computed/api/session_state.h"
 
@@ -196,6 +197,25 @@ warp_status warp_model_open(const warp_model_options* options, warp_model** mode
     if (!state.ok()) return state.status();
     *model_out = new warp_model{*std::move(state)};
     return absl::OkStatus();
+  });
+}
+
+void warp_convert_options_init(warp_convert_options* options) {
+  if (options == nullptr) return;
+  *options = warp_convert_options{};
+  options->struct_size = sizeof(warp_convert_options);
+  options->direct_io = 1;
+}
+
+warp_status warp_convert(const warp_convert_options* options) {
+  return Call([&]() -> absl::Status {
+    if (options == nullptr) return Null("options");
+    EnsureLogging();
+    warp_convert_options wide;
+    if (absl::Status s = Widen(options, warp_convert_options_init, "options", wide); !s.ok()) {
+      return s;
+    }
+    return warp::api::Convert(wide);
   });
 }
 

@@ -103,6 +103,27 @@ WARP_EXPORT void warp_model_close(warp_model* model);
 /* The model's vocabulary size (the largest valid token id + 1). */
 WARP_EXPORT warp_status warp_model_vocab_size(const warp_model* model, uint32_t* vocab_size_out);
 
+/* ---- Conversion ---------------------------------------------------------- */
+
+typedef struct warp_convert_options {
+  size_t struct_size;  /* sizeof(warp_convert_options); set by _init */
+  const char* source;  /* a Hugging Face checkpoint directory (config.json, *.safetensors)
+                        * or a .gguf file */
+  const char* out;     /* the MODEL.warp directory to write; refused if it holds a model */
+  const char* experts; /* "native" (NULL), "q8", "q4" or "vq3r": the routed experts' format */
+  const char* trunk;   /* "native" (NULL), "bf16" or "q8": the dense tensors' format */
+  int direct_io;       /* nonzero (the default): write with O_DIRECT, past the page cache */
+} warp_convert_options;
+
+/* Fills the defaults and struct_size. */
+WARP_EXPORT void warp_convert_options_init(warp_convert_options* options);
+
+/* `computed convert`: writes options->out from options->source tensor by
+ * tensor in bounded memory, on the calling thread, printing nothing. A
+ * conversion that fails leaves no manifest.json, so no half-written model
+ * opens. */
+WARP_EXPORT warp_status warp_convert(const warp_convert_options* options);
+
 /* ---- Text ---------------------------------------------------------------- */
 
 /* Token ids of `text` (UTF-8, text_len bytes). add_special_tokens applies

@@ -1,4 +1,5 @@
 // computed convert HF_DIR OUT.warp [--experts native|q8|q4|vq3r] [--trunk native|bf16|q8]
+//   [--no-early-route-folds]
 
 #include <cstdio>
 #include <memory>
@@ -16,11 +17,13 @@ struct ConvertFlags {
   std::string out;
   ConvertOptions options;
   bool no_direct = false;
+  bool no_early_route_folds = false;
   bool quiet = false;
 };
 
 absl::Status Run(ConvertFlags& flags) {
   flags.options.direct_io = !flags.no_direct;
+  flags.options.early_route_folds = !flags.no_early_route_folds;
   flags.options.show_progress = !flags.quiet;
   auto result = ConvertCheckpoint(flags.hf_dir, flags.out, flags.options);
   if (!result.ok()) return result.status();
@@ -44,6 +47,10 @@ CommandRunner AddConvertCommand(CLI::App& app) {
       "native (default), q8, q4 or vq3r (3-bit residual VQ, codebooks trained per layer)");
   cmd->add_option("--trunk", flags->options.trunk, "native (default), bf16 or q8");
   cmd->add_flag("--no-direct", flags->no_direct, "Write through the page cache, not O_DIRECT");
+  cmd->add_flag("--no-early-route-folds", flags->no_early_route_folds,
+                "Do not fold each router through its attention's output projection into the "
+                "trunk (f32 [experts][heads x head_dim] a layer; without it, layers route after "
+                "their attention unless `computed run --early-route` folds at load)");
   cmd->add_flag("--quiet", flags->quiet, "No progress bar");
   return MakeRunner(cmd, [flags] { return Run(*flags); });
 }

@@ -120,10 +120,15 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                 "Let evictions take records the lookahead has just predicted (for A/B)");
   cmd->add_flag("--no-certain", flags.no_certain,
                 "Do not read hash layers' experts at a chunk's start (DeepSeek V4; for A/B)");
-  cmd->add_flag("--early-route", flags.early_route,
-                "Route each pre-norm MoE layer before its attention's output projection and read "
-                "its experts while the projection computes (folds every router at load, ~0.4 s "
-                "a layer on a K2-sized attention)");
+  CLI::Option* early = cmd->add_flag(
+      "--early-route", flags.early_route,
+      "Route every pre-norm MoE layer before its attention's output projection, folding at "
+      "load the routers whose fold the container lacks (~0.4 s a layer on a K2-sized "
+      "attention; `computed convert` writes the folds, and then they are on by default)");
+  cmd->add_flag("--no-early-route", flags.no_early_route,
+                "Route every layer after its attention, even where the container holds the "
+                "fold (for A/B)")
+      ->excludes(early);
   cmd->add_option("--activations", flags.activations,
                   "q8 (default) or f32: 4-bit weights (q4, MXFP4) dot activations rounded to "
                   "8 bits per 32, in integers, as llama.cpp does (Q4_0 x Q8_0); f32 dots the "
@@ -170,7 +175,9 @@ absl::StatusOr<SessionOptions> ToSessionOptions(const SessionFlags& flags, uint6
                          .prefill_chunk = flags.prefill_chunk,
                          .prefetch = !flags.no_prefetch,
                          .certain = !flags.no_certain,
-                         .early_route = flags.early_route,
+                         .early_routes = flags.no_early_route ? EarlyRoutes::kOff
+                                         : flags.early_route  ? EarlyRoutes::kFolded
+                                                              : EarlyRoutes::kStored,
                          .experts_per_token = flags.experts_per_token,
                          .max_positions = max_positions,
                          .trace_path = flags.trace,

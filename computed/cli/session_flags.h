@@ -35,6 +35,7 @@ struct SessionFlags {
   bool no_prefetch = false;
   bool no_certain = false;
   bool early_route = false;
+  bool no_early_route = false;
   bool no_prefault = false;
   bool prefault_anytime = false;
   bool no_paced_growth = false;

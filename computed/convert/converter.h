@@ -17,6 +17,9 @@ namespace warp::computed {
 struct ConvertOptions {
   std::string experts = "native";  // native | q8 | q4
   std::string trunk = "native";    // native | bf16 | q8
+  // Write each layer's early-route fold into the trunk (EarlyRouteFoldSpecs);
+  // false (`--no-early-route-folds`) leaves them to `computed run --early-route`.
+  bool early_route_folds = true;
   bool direct_io = true;
   bool show_progress = false;
 };

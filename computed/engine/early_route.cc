@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string>
+#include <unordered_set>
 
 #include "common/check.h"
+#include "common/format/tensor_format.h"
 #include "computed/engine/linear.h"
 #include "computed/model/tensor_specs.h"
 
@@ -27,30 +28,58 @@ float Rms(std::span<const float> x, float eps) {
 
 }  // namespace
 
-bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer) {
-  const MixerKind mixer = layer.mixer.kind;
-  return plan.residual == ResidualKind::kPreNorm && layer.ffn.kind == FfnKind::kMoe &&
-         layer.ffn.hash_table.empty() &&
-         (mixer == MixerKind::kGqa || mixer == MixerKind::kMla || mixer == MixerKind::kKda);
-}
-
-uint64_t EarlyRouteBytes(const ModelConfig& config, const ModelPlan& plan) {
-  std::map<std::string, std::vector<uint64_t>> shapes;
-  for (const TensorSpec& spec : TrunkTensorSpecs(config, TensorFormat::kF32)) {
-    shapes[spec.name] = spec.shape;
-  }
+uint64_t EarlyRouteBytes(const ModelConfig& config, const Manifest& manifest) {
+  std::unordered_set<std::string> stored;
+  for (const TensorEntry& tensor : manifest.trunk) stored.insert(tensor.name);
   uint64_t bytes = 0;
-  for (const LayerPlan& layer : plan.layers) {
-    if (!HasEarlyRoute(plan, layer)) continue;
-    const std::vector<uint64_t>& output = shapes.at(layer.mixer.prefix + "o_proj.weight");
-    bytes += uint64_t{config.num_experts} * output.at(1) * sizeof(float);
+  for (const TensorSpec& spec : EarlyRouteFoldSpecs(config)) {
+    if (!stored.contains(spec.name)) bytes += DataBytes(spec.format, spec.shape);
   }
   return bytes;
 }
 
+std::vector<float> FoldRouterThroughOutput(const kernels::MatrixView& router,
+                                           std::span<const float> gain,
+                                           const kernels::MatrixView& output, ThreadPool& pool) {
+  const uint64_t experts = router.rows, hidden = router.cols, cols = output.cols;
+  WARP_CHECK(gain.size() == hidden && output.rows == hidden);
+  // W_r diag(g), [experts][hidden].
+  std::vector<float> gained(experts * hidden);
+  for (uint64_t e = 0; e < experts; ++e) {
+    std::span<float> row(&gained[e * hidden], hidden);
+    kernels::DequantizeRow(router, e, row);
+    for (uint64_t i = 0; i < hidden; ++i) row[i] *= gain[i];
+  }
+  std::vector<float> folded(experts * cols, 0.0f);
+  std::vector<float> rows(kBand * cols), band(cols * kBand), tokens(experts * kBand),
+      partial(folded.size());
+  for (uint64_t first = 0; first < hidden; first += kBand) {
+    const uint64_t b = std::min(kBand, hidden - first);
+    for (uint64_t i = 0; i < b; ++i) {
+      kernels::DequantizeRow(output, first + i, {&rows[i * cols], cols});
+    }
+    for (uint64_t j0 = 0; j0 < cols; j0 += kTransposeBlock) {
+      const uint64_t j1 = std::min(cols, j0 + kTransposeBlock);
+      for (uint64_t i = 0; i < b; ++i) {
+        for (uint64_t j = j0; j < j1; ++j) band[j * b + i] = rows[i * cols + j];
+      }
+    }
+    for (uint64_t e = 0; e < experts; ++e) {
+      std::copy_n(&gained[e * hidden + first], b, &tokens[e * b]);
+    }
+    const kernels::MatrixView band_view{.format = TensorFormat::kF32,
+                                        .rows = cols,
+                                        .cols = b,
+                                        .data = reinterpret_cast<const std::byte*>(band.data())};
+    Linear(pool, band_view, tokens.data(), experts, partial.data());
+    for (size_t k = 0; k < folded.size(); ++k) folded[k] += partial[k];
+  }
+  return folded;
+}
+
 EarlyRoute::EarlyRoute(uint32_t layer, float eps, const Router& router,
                        const TokenMixer::OutputProjection& output, std::span<const float> ffn_norm,
-                       uint32_t top_k, ThreadPool& pool)
+                       uint32_t top_k, ThreadPool& pool, const kernels::MatrixView* stored)
     : layer_(layer),
       eps_(eps),
       router_(router),
@@ -61,46 +90,25 @@ EarlyRoute::EarlyRoute(uint32_t layer, float eps, const Router& router,
       scale_free_(router.ScaleFree()),
       gain_(ffn_norm.begin(), ffn_norm.end()) {
   WARP_CHECK(!router.hashed() && gain_.size() == hidden_ && router.weight().cols == hidden_);
-  const kernels::MatrixView& wo = output.weight;
-  const uint64_t cols = wo.cols;
-  // W_r diag(g), [experts][hidden].
-  std::vector<float> gained(uint64_t{experts_} * hidden_);
-  for (uint32_t e = 0; e < experts_; ++e) {
-    std::span<float> row(&gained[e * hidden_], hidden_);
-    kernels::DequantizeRow(router.weight(), e, row);
-    for (uint64_t i = 0; i < hidden_; ++i) row[i] *= gain_[i];
+  const uint64_t cols = output.weight.cols;
+  if (stored != nullptr) {
+    WARP_CHECK(stored->format == TensorFormat::kF32 && stored->rows == experts_ &&
+               stored->cols == cols);  // EarlyRouteFoldSpecs, checked at open
+    folded_view_ = *stored;
+  } else {
+    folded_ = FoldRouterThroughOutput(router.weight(), gain_, output.weight, pool_);
+    folded_view_ = {.format = TensorFormat::kF32,
+                    .rows = experts_,
+                    .cols = cols,
+                    .data = reinterpret_cast<const std::byte*>(folded_.data())};
   }
-  // M, band of W_o rows by band, in a fixed order (the same bits on any pool).
-  folded_.assign(uint64_t{experts_} * cols, 0.0f);
-  std::vector<float> rows(kBand * cols), band(cols * kBand), tokens(uint64_t{experts_} * kBand),
-      partial(folded_.size());
-  for (uint64_t first = 0; first < hidden_; first += kBand) {
-    const uint64_t b = std::min(kBand, hidden_ - first);
-    for (uint64_t i = 0; i < b; ++i) kernels::DequantizeRow(wo, first + i, {&rows[i * cols], cols});
-    for (uint64_t j0 = 0; j0 < cols; j0 += kTransposeBlock) {
-      const uint64_t j1 = std::min(cols, j0 + kTransposeBlock);
-      for (uint64_t i = 0; i < b; ++i) {
-        for (uint64_t j = j0; j < j1; ++j) band[j * b + i] = rows[i * cols + j];
-      }
-    }
-    for (uint32_t e = 0; e < experts_; ++e) {
-      std::copy_n(&gained[e * hidden_ + first], b, &tokens[e * b]);
-    }
-    const kernels::MatrixView band_view{.format = TensorFormat::kF32,
-                                        .rows = cols,
-                                        .cols = b,
-                                        .data = reinterpret_cast<const std::byte*>(band.data())};
-    Linear(pool_, band_view, tokens.data(), experts_, partial.data());
-    for (size_t k = 0; k < folded_.size(); ++k) folded_[k] += partial[k];
-  }
+  // W_r (g * b), [experts].
   constant_.assign(experts_, 0.0f);
+  std::vector<float> row(hidden_);
   for (uint32_t e = 0; !output.bias.empty() && e < experts_; ++e) {
-    for (uint64_t i = 0; i < hidden_; ++i) constant_[e] += gained[e * hidden_ + i] * output.bias[i];
+    kernels::DequantizeRow(router.weight(), e, row);
+    for (uint64_t i = 0; i < hidden_; ++i) constant_[e] += row[i] * gain_[i] * output.bias[i];
   }
-  folded_view_ = {.format = TensorFormat::kF32,
-                  .rows = experts_,
-                  .cols = cols,
-                  .data = reinterpret_cast<const std::byte*>(folded_.data())};
 }
 
 bool EarlyRoute::Wanted() {

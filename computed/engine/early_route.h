@@ -7,13 +7,15 @@
 // the output projection"). The FFN reads g * x / rms(x) with
 // x = h + W_o a + b, so the router's logits are
 //   (W_r (g * h) + M a + W_r (g * b)) / rms(x),   M = W_r diag(g) W_o,
-// with M [experts][W_o.cols] folded once at load. Where the routing rule is
+// with M [experts][W_o.cols] folded by the converter (a trunk tensor,
+// EarlyRouteFoldSpecs) or, with `--early-route`, at load. Where the routing rule is
 // scale-free (Router::ScaleFree) these are the real experts but for
 // rounding; elsewhere rms(x) is estimated as rms(h) times the ratio the
 // layer's last pass had. The records go out CERTAIN; a wrong guess is one
 // record read for nothing, counted (ForwardStats::early_unused). Never changes
-// what is computed, only when bytes move. Opt-in (`--early-route`): the fold
-// is 7.5 G multiply-adds a layer on a K2-sized attention, ~0.4 s at load.
+// what is computed, only when bytes move. On wherever the container holds the
+// folds; folding at load (`--early-route`) is 7.5 G multiply-adds a layer on
+// a K2-sized attention, ~0.4 s.
 //
 // Thread-compatible: called from the forward pass only.
 
@@ -21,32 +23,43 @@
 #include <span>
 #include <vector>
 
+#include "common/format/manifest.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/forward_stats.h"
 #include "computed/engine/router.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/token_mixer.h"
-#include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"
 
 namespace warp::computed {
 
-// Whether `layer` of `plan` gets an early route: a routed (not hashed) MoE
-// layer of a pre-norm model whose mixer ends in an output projection
-// (TokenMixer::output_projection: GQA, MLA, KDA).
-bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer);
-// The bytes of every early route's folded matrix (f32), which the planner
-// counts beside the trunk.
-uint64_t EarlyRouteBytes(const ModelConfig& config, const ModelPlan& plan);
+// The bytes of the folds (f32) that `manifest`'s trunk lacks: what folding at
+// load adds beside the trunk, which the planner counts.
+uint64_t EarlyRouteBytes(const ModelConfig& config, const Manifest& manifest);
+
+// M = W_r diag(g) W_o, [router.rows][output.cols] in f32, band of W_o rows by
+// band in a fixed order: the same bits on any pool, in the converter or at load.
+// REQUIRES: router.cols == gain.size() == output.rows.
+std::vector<float> FoldRouterThroughOutput(const kernels::MatrixView& router,
+                                           std::span<const float> gain,
+                                           const kernels::MatrixView& output, ThreadPool& pool);
+
+// Which layers route early (Transformer::Options::early_routes).
+enum class EarlyRoutes {
+  kOff,     // none (`--no-early-route`)
+  kStored,  // those whose fold the container holds (the default; `computed convert` writes them)
+  kFolded,  // every layer that can, folding at load the ones the container lacks (`--early-route`)
+};
 
 class EarlyRoute {
  public:
-  // Folds the layer's router through its mixer's output projection.
-  // `ffn_norm`: g, the RMSNorm weight of the FFN's input. REQUIRES:
-  // !router.hashed(); output.weight.rows == ffn_norm.size().
+  // The layer's router through its mixer's output projection: `stored`, the
+  // container's fold (f32 [experts][output.weight.cols], outliving this), or
+  // if null folded here. `ffn_norm`: g, the RMSNorm weight of the FFN's
+  // input. REQUIRES: !router.hashed(); output.weight.rows == ffn_norm.size().
   EarlyRoute(uint32_t layer, float eps, const Router& router,
              const TokenMixer::OutputProjection& output, std::span<const float> ffn_norm,
-             uint32_t top_k, ThreadPool& pool);
+             uint32_t top_k, ThreadPool& pool, const kernels::MatrixView* stored = nullptr);
 
   // Whether to predict this pass: not while the layer's last passes were all
   // served from the cache (weights resident: the products would be pure
@@ -77,9 +90,9 @@ class EarlyRoute {
   const uint32_t experts_;
   const bool scale_free_;
   std::vector<float> gain_;      // g
-  std::vector<float> folded_;    // M = W_r diag(g) W_o
+  std::vector<float> folded_;    // M = W_r diag(g) W_o, when folded here
   std::vector<float> constant_;  // W_r (g * b), or zeros
-  kernels::MatrixView folded_view_;
+  kernels::MatrixView folded_view_;  // M: folded_ or the container's
 
   // This pass.
   bool predicting_ = false;

@@ -177,22 +177,30 @@ absl::Status Transformer::BuildLayers() {
 
 void Transformer::BuildEarlyRoutes() {
   early_routes_.resize(config_.num_layers);
-  if (!options_.early_route || !options_.prefetch) return;
+  if (options_.early_routes == EarlyRoutes::kOff || !options_.prefetch) return;
   const auto start = std::chrono::steady_clock::now();
-  uint32_t built = 0;
+  uint32_t stored = 0, folded = 0;
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
-    if (!HasEarlyRoute(plan_, plan_.layers[layer])) continue;
+    const LayerPlan& plan = plan_.layers[layer];
+    if (!HasEarlyRoute(plan_, plan)) continue;
     const std::optional<TokenMixer::OutputProjection> output =
         sequences_[0].mixers[layer]->output_projection();
     WARP_CHECK(output.has_value());  // HasEarlyRoute names the mixers that have one
+    std::optional<kernels::MatrixView> fold;
+    if (weights_->Find(EarlyRouteFoldName(plan)) != nullptr) {
+      fold = weights_->Matrix(EarlyRouteFoldName(plan));
+    } else if (options_.early_routes != EarlyRoutes::kFolded) {
+      continue;
+    }
     early_routes_[layer] = std::make_unique<EarlyRoute>(
-        layer, config_.rms_norm_eps, *routers_[layer], *output,
-        weights_->Vector(plan_.layers[layer].post_norm), options_.experts_per_token, pool_);
-    ++built;
+        layer, config_.rms_norm_eps, *routers_[layer], *output, weights_->Vector(plan.post_norm),
+        options_.experts_per_token, pool_, fold ? &*fold : nullptr);
+    ++(fold ? stored : folded);
   }
-  if (built > 0) {
+  if (stored + folded > 0) {
     Logger("computed")
-        .debug("early routes of {} layers folded in {:.2f} s", built,
+        .debug("early routes of {} layers, {} of them folded here in {:.2f} s", stored + folded,
+               folded,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 }

@@ -59,9 +59,10 @@ class Transformer {
     double lookahead_precision = kDefaultLookaheadPrecision;
     uint32_t lookahead_depth = 1;  // MoE layers predicted ahead: 1 or 2
     // With prefetch, route pre-norm MoE layers before their mixer's output
-    // projection and read those records then (EarlyRoute). Opt-in: its fold
-    // costs ~0.4 s a layer at load (docs/LEARNED.md).
-    bool early_route = false;
+    // projection and read those records then (EarlyRoute): where the
+    // container holds the fold, or everywhere, folding at load (~0.4 s a layer
+    // on a K2-sized attention, docs/LEARNED.md).
+    EarlyRoutes early_routes = EarlyRoutes::kStored;
     OnRoute on_route;  // each token's routed experts, for --trace and --learn
   };
 

@@ -1,6 +1,8 @@
 #include "computed/model/tensor_specs.h"
 
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -236,6 +238,41 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
 
 std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorFormat format) {
   return FamilyOf(config.arch).ExpertMatrices(config, format);
+}
+
+}  // namespace warp::computed
+
+namespace warp::computed {
+
+bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer) {
+  const MixerKind mixer = layer.mixer.kind;
+  return plan.residual == ResidualKind::kPreNorm && layer.ffn.kind == FfnKind::kMoe &&
+         layer.ffn.hash_table.empty() &&
+         (mixer == MixerKind::kGqa || mixer == MixerKind::kMla || mixer == MixerKind::kKda);
+}
+
+std::string EarlyRouteFoldName(const LayerPlan& layer) {
+  std::string router = layer.ffn.router_weight;
+  if (absl::EndsWith(router, ".weight")) router.resize(router.size() - 7);
+  return router + ".o_proj_fold";
+}
+
+std::vector<TensorSpec> EarlyRouteFoldSpecs(const ModelConfig& config) {
+  const ModelPlan plan = PlanOf(config);
+  std::vector<TensorSpec> specs;
+  std::unordered_map<std::string, Shape> shapes;
+  for (const TensorSpec& spec : TrunkTensorSpecs(config, TensorFormat::kF32)) {
+    shapes[spec.name] = spec.shape;
+  }
+  for (const LayerPlan& layer : plan.layers) {
+    if (!HasEarlyRoute(plan, layer)) continue;
+    const auto output = shapes.find(layer.mixer.prefix + "o_proj.weight");
+    if (output == shapes.end() || output->second.size() != 2) continue;
+    specs.push_back({.name = EarlyRouteFoldName(layer),
+                     .format = TensorFormat::kF32,
+                     .shape = {config.num_experts, output->second[1]}});
+  }
+  return specs;
 }
 
 }  // namespace warp::computed

@@ -25,6 +25,18 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& config, TensorFormat
 // The matrices of one routed-expert record, in record order (the family's).
 std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorFormat format);
 
+// Whether `layer` of `plan` can be routed before its mixer's output projection
+// (engine/early_route.h): a routed (not hashed) MoE layer of a pre-norm model
+// whose mixer ends in one (GQA, MLA, KDA).
+bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer);
+// The name of such a layer's fold, the router folded through the output
+// projection: ROUTER.o_proj_fold beside ROUTER.weight.
+std::string EarlyRouteFoldName(const LayerPlan& layer);
+// The folds a converter writes into the trunk after the tensors above, one per
+// layer with an early route, in layer order: f32 [num_experts][o_proj
+// in_features]. Optional: a container without them is whole.
+std::vector<TensorSpec> EarlyRouteFoldSpecs(const ModelConfig& config);
+
 // True for tensors stored f32 whatever the trunk format: everything that is not
 // a matrix (norms, biases, conv taps, decay rates) and the routers.
 bool IsPrecisionCritical(const TensorSpec& spec);

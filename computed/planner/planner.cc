@@ -47,7 +47,7 @@ class SizeSum {
 
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
                                         std::string_view source, uint32_t sequences,
-                                        bool early_routes) {
+                                        bool fold_early_routes) {
   WARP_ASSIGN_OR_RETURN(ModelConfig model,
                         ParseModelConfig(manifest.architecture, manifest.config, source));
   WARP_RETURN_IF_ERROR(CheckManifestFitsConfig(manifest, model, source));
@@ -87,7 +87,7 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
     plan.max_record_bytes = std::max(plan.max_record_bytes, bank.record_bytes);
     sum.AddProduct(plan.bank_bytes, bank.num_experts, bank.record_bytes, "banks");
   }
-  if (early_routes) plan.fold_bytes = EarlyRouteBytes(model, PlanOf(model));
+  if (fold_early_routes) plan.fold_bytes = EarlyRouteBytes(model, manifest);
   uint64_t fixed = plan.trunk_bytes;
   sum.Add(fixed, plan.fold_bytes, "floor");
   sum.Add(fixed, plan.kv_bytes, "floor");

@@ -35,8 +35,9 @@ inline constexpr uint64_t kMaxContextTokens = uint64_t{1} << 24;
 
 struct PlanFigures {
   uint64_t trunk_bytes = 0;
-  // The early routes' folded routers (EarlyRouteBytes), derived from the trunk
-  // at load and resident beside it; 0 unless planned with early routes.
+  // The early routes' folded routers that the trunk lacks (EarlyRouteBytes),
+  // derived at load and resident beside it; 0 unless planned folding them.
+  // (Those the converter wrote are trunk bytes.)
   uint64_t fold_bytes = 0;
   uint64_t context_tokens = 0;
   uint32_t sequences = 1;  // conversations, each with a state of its own (serve --parallel)
@@ -60,11 +61,12 @@ struct PlanFigures {
 
 // Errors name `source`, the manifest's path (or a release's config.json).
 // `context_tokens` must be in [1, kMaxContextTokens], `sequences` in
-// [1, kMaxSequences] (computed/engine/transformer.h). `early_routes`: the
-// engine will fold its routers (Transformer::Options::early_route).
+// [1, kMaxSequences] (computed/engine/transformer.h). `fold_early_routes`:
+// the engine will fold the routers the trunk holds no fold of
+// (EarlyRoutes::kFolded).
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
                                         std::string_view source = "manifest.json",
-                                        uint32_t sequences = 1, bool early_routes = false);
+                                        uint32_t sequences = 1, bool fold_early_routes = false);
 
 struct BudgetDecision {
   uint64_t budget_bytes = 0;  // trunk + kv + cache

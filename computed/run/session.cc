@@ -73,7 +73,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   WARP_ASSIGN_OR_RETURN(
       PlanFigures plan,
       ComputePlan(manifest, options.max_positions, s.container_->ManifestPath().string(),
-                  options.sequences, options.early_route && options.prefetch));
+                  options.sequences,
+                  options.early_routes == EarlyRoutes::kFolded && options.prefetch));
   WARP_ASSIGN_OR_RETURN(MemoryLimits limits, ReadMemoryLimits());
   WARP_ASSIGN_OR_RETURN(s.budget_,
                         ResolveBudget(plan, options.budget_bytes, limits, options.io_threads));
@@ -164,7 +165,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                               .lookahead = options.lookahead,
                               .lookahead_precision = options.lookahead_precision,
                               .lookahead_depth = options.lookahead_depth,
-                              .early_route = options.early_route};
+                              .early_routes = options.early_routes};
   if (options.learn || !options.trace_path.empty()) {
     engine.on_route = [&s](uint32_t position, uint32_t layer,
                            const std::vector<uint32_t>& experts) {

@@ -61,7 +61,7 @@ struct SessionOptions {
   uint32_t prefill_chunk = 0;                               // 0: the whole prompt at once
   bool prefetch = true;                                     // --no-prefetch: false
   bool certain = true;                                      // --no-certain: false
-  bool early_route = false;                                 // --early-route: true
+  EarlyRoutes early_routes = EarlyRoutes::kStored;          // --early-route, --no-early-route
   uint32_t lookahead = 6;                                   // --lookahead / WARP_LOOKAHEAD
   double lookahead_precision = kDefaultLookaheadPrecision;  // --lookahead-precision
   uint32_t lookahead_depth = 1;                             // --lookahead-depth

@@ -235,18 +235,23 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
       EXPECT_GT(stats.read_bytes, static_cast<double>(plan->bank_bytes)) << flags;
     }
   }
-  // Early routes read each layer's records before its router: the same bits at and
-  // above their floor, which holds their folded routers too.
+  // Early routes (on above: the converter wrote the folds into the trunk) read
+  // each layer's records before its router; off, or with `--early-route`, the
+  // same bits. The folds are trunk bytes, so `--early-route` folds nothing
+  // more and plans the same floor.
   auto early = ComputePlan(manifest, num_tokens_ + kGreedy + 1, "manifest.json", 1,
-                           /*early_routes=*/true);
+                           /*fold_early_routes=*/true);
   WARP_ASSERT_OK(early);
-  EXPECT_GT(early->floor_bytes, plan->floor_bytes);
+  EXPECT_EQ(early->floor_bytes, plan->floor_bytes);
+  EXPECT_EQ(early->fold_bytes, 0u);
   for (const uint64_t extra_records : {0, 4}) {
-    const std::string flags = "--early-route --prefill-chunk 2 --budget " +
-                              std::to_string(early->floor_bytes + extra_records * record_bytes);
-    ExpectIdentical(flags);
-    const RunStats stats = Stats(flags);
-    EXPECT_GT(stats.misses + stats.lookahead_hits + stats.certain_hits, 32u) << flags;
+    for (const char* mode : {"--no-early-route", "--early-route"}) {
+      const std::string flags = std::string(mode) + " --prefill-chunk 2 --budget " +
+                                std::to_string(plan->floor_bytes + extra_records * record_bytes);
+      ExpectIdentical(flags);
+      const RunStats stats = Stats(flags);
+      EXPECT_GT(stats.misses + stats.lookahead_hits + stats.certain_hits, 32u) << flags;
+    }
   }
   // With every record cached, each is read once: the comparison above is not vacuous.
   // (Unpaced: paced growth may hold the cache to the slots the prefault has backed.)

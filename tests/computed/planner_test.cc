@@ -3,6 +3,8 @@
 #include <fstream>
 
 #include "common/format/container.h"
+#include "computed/model/model_config.h"
+#include "computed/model/tensor_specs.h"
 #include "computed/synth/presets.h"
 #include "computed/synth/synth_model.h"
 #include "gmock/gmock.h"
@@ -79,13 +81,30 @@ TEST_F(PlannerTest, TinyFiguresMatchHandArithmetic) {
 // With early routes (--early-route) the folded routers stay beside the trunk:
 // the floor, resident and budget figures count them, and the cache gets less.
 TEST_F(PlannerTest, EarlyRoutesFoldsCountBesideTheTrunk) {
-  auto plan = ComputePlan(manifest_, 1000, "manifest.json", 1, /*early_routes=*/true);
+  auto plan = ComputePlan(manifest_, 1000, "manifest.json", 1, /*fold_early_routes=*/true);
   WARP_ASSERT_OK(plan);
   EXPECT_EQ(plan->trunk_bytes, kTinyTrunk);
   EXPECT_EQ(plan->fold_bytes, kTinyFolds);
   EXPECT_EQ(plan->floor_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyWorkingSet);
   EXPECT_EQ(plan->resident_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyBanks);
   EXPECT_EQ(plan->fixed_bytes(), kTinyTrunk + kTinyFolds + 640000);
+
+  // A fold the converter wrote is trunk, folded no more; one of another shape
+  // is refused, named.
+  auto config = ParseModelConfig(manifest_.architecture, manifest_.config);
+  WARP_ASSERT_OK(config);
+  const std::vector<TensorSpec> folds = EarlyRouteFoldSpecs(*config);
+  ASSERT_FALSE(folds.empty());
+  Manifest with_fold = manifest_;
+  with_fold.trunk.push_back(
+      {.name = folds[0].name, .format = TensorFormat::kF32, .shape = folds[0].shape});
+  auto folded = ComputePlan(with_fold, 1000, "manifest.json", 1, /*fold_early_routes=*/true);
+  WARP_ASSERT_OK(folded);
+  EXPECT_EQ(folded->fold_bytes, kTinyFolds - DataBytes(TensorFormat::kF32, folds[0].shape));
+  with_fold.trunk.back().shape[1] += 1;
+  EXPECT_THAT(ComputePlan(with_fold, 1000, "manifest.json"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("trunk tensor " + folds[0].name + " is f32")));
 }
 
 // serve --parallel N: each sequence holds a whole context's state; the

@@ -60,7 +60,7 @@ size_t Argmax(const float* row, size_t n) { return std::max_element(row, row + n
 class Model {
  public:
   Model(const fs::path& container_dir, size_t threads, uint32_t max_positions = 128,
-        uint32_t sequences = 1, bool early_route = false)
+        uint32_t sequences = 1, EarlyRoutes early_routes = EarlyRoutes::kStored)
       : pool_(threads) {
     auto container = Container::Open(container_dir);
     EXPECT_TRUE(container.ok()) << container.status();
@@ -70,7 +70,7 @@ class Model {
     source_ = std::move(*store);
     auto transformer = Transformer::Create(
         container_, *source_, pool_,
-        {.max_positions = max_positions, .sequences = sequences, .early_route = early_route});
+        {.max_positions = max_positions, .sequences = sequences, .early_routes = early_routes});
     EXPECT_TRUE(transformer.ok()) << transformer.status();
     transformer_ = std::move(*transformer);
   }
@@ -166,21 +166,33 @@ TEST_P(ReferenceTest, IncrementalDecodeEqualsBatchedPrefillBitForBit) {
 // recurrent (KDA) layer from its checkpoint, or from 0 before it; a
 // compressor (DeepSeek V4) within its open window, else as a recurrent layer.
 // A pre-norm layer routed before its mixer's output projection (EarlyRoute)
-// reads its records sooner and changes no bit. Where the routing rule is
-// scale-free the early route names exactly the experts the layer then routes
-// to; where it is not (a selection or router bias) it is an estimate.
+// reads its records sooner and changes no bit, whether its fold is the one
+// the converter wrote (the default) or one folded at load (`--early-route` on
+// a container converted without them): the same bits, so the same guesses.
+// Where the routing rule is scale-free the early route names exactly the
+// experts the layer then routes to; where it is not (a selection or router
+// bias) it is an estimate.
 TEST_P(ReferenceTest, EarlyRoutesChangeNoBitAndNameTheRoutedExperts) {
+  const fs::path unfolded = dir_ / "unfolded.warp";
+  WARP_ASSERT_OK(
+      ConvertCheckpoint(FixtureDir(GetParam()), unfolded, {.early_route_folds = false}).status());
   for (const size_t chunk : {size_t{1}, tokens_.size()}) {
     SCOPED_TRACE(chunk);
-    Model early(model_dir_, 2, 128, 1, /*early_route=*/true), plain(model_dir_, 2);
-    const std::vector<float> with = early.Prefill(tokens_, chunk);
+    Model stored(model_dir_, 2), at_load(unfolded, 2, 128, 1, EarlyRoutes::kFolded),
+        plain(model_dir_, 2, 128, 1, EarlyRoutes::kOff), none(unfolded, 2);
     const std::vector<float> without = plain.Prefill(tokens_, chunk);
-    ASSERT_EQ(with.size(), without.size());
-    EXPECT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0);
+    for (Model* early : {&stored, &at_load, &none}) {
+      const std::vector<float> with = early->Prefill(tokens_, chunk);
+      ASSERT_EQ(with.size(), without.size());
+      EXPECT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0);
+    }
     EXPECT_EQ(plain->stats().early_routed, 0u);
-    const ForwardStats& stats = early->stats();
+    EXPECT_EQ(none->stats().early_routed, 0u);  // no fold stored, none made
+    const ForwardStats& stats = stored->stats();
+    EXPECT_EQ(at_load->stats().early_routed, stats.early_routed);
+    EXPECT_EQ(at_load->stats().early_unused, stats.early_unused);
     const std::string family = GetParam();
-    if (early->plan().residual != ResidualKind::kPreNorm) {
+    if (stored->plan().residual != ResidualKind::kPreNorm) {
       EXPECT_EQ(stats.early_routed, 0u);  // mHC, attention residuals: no such fold
       continue;
     }

@@ -35,7 +35,9 @@ absl::Status Required(const char* field, const char* value) {
 absl::Status Convert(const warp_convert_options& options) {
   WARP_RETURN_IF_ERROR(Required("source", options.source));
   WARP_RETURN_IF_ERROR(Required("out", options.out));
-  computed::ConvertOptions convert{.direct_io = options.direct_io != 0, .show_progress = false};
+  computed::ConvertOptions convert{.early_route_folds = options.early_route_folds != 0,
+                                   .direct_io = options.direct_io != 0,
+                                   .show_progress = false};
   WARP_RETURN_IF_ERROR(
       Choose("experts", options.experts, {"native", "q8", "q4", "vq3r"}, convert.experts));
   WARP_RETURN_IF_ERROR(Choose("trunk", options.trunk, {"native", "bf16", "q8"}, convert.trunk));

@@ -205,6 +205,7 @@ void warp_convert_options_init(warp_convert_options* options) {
   *options = warp_convert_options{};
   options->struct_size = sizeof(warp_convert_options);
   options->direct_io = 1;
+  options->early_route_folds = 1;
 }
 
 warp_status warp_convert(const warp_convert_options* options) {

@@ -44,15 +44,18 @@ warp_convert_options Options(const std::string& source, const std::string& out) 
   return options;
 }
 
+// (Without folds here; the default's are in AnExistingModelIsRefusedAndStillOpens.)
 TEST(ApiConvertTest, WritesTheBytesTheCliWritesAndTheModelOpens) {
   const std::string cli_out = (ScratchDir() / "cli-q4.warp").string();
-  auto cli = RunBinary("computed", "--log-level warn convert --quiet " + kCheckpoint.string() +
-                                       " " + cli_out + " --experts q4 --trunk bf16");
+  auto cli =
+      RunBinary("computed", "--log-level warn convert --quiet " + kCheckpoint.string() + " " +
+                                cli_out + " --experts q4 --trunk bf16 --no-early-route-folds");
   ASSERT_EQ(cli.exit_code, 0) << cli.output;
   const std::string api_out = (ScratchDir() / "api-q4.warp").string();
   warp_convert_options options = Options(kCheckpoint.string(), api_out);
   options.experts = "q4";
   options.trunk = "bf16";
+  options.early_route_folds = 0;
   ASSERT_EQ(warp_convert(&options), WARP_OK) << warp_last_error();
   const std::map<std::string, std::string> expected = Files(cli_out), written = Files(api_out);
   ASSERT_EQ(written.size(), expected.size());
@@ -60,6 +63,7 @@ TEST(ApiConvertTest, WritesTheBytesTheCliWritesAndTheModelOpens) {
     ASSERT_TRUE(written.contains(name)) << name;
     EXPECT_TRUE(written.at(name) == bytes) << name << " differs";
   }
+  EXPECT_THAT(written.at("manifest.json"), ::testing::Not(HasSubstr("o_proj_fold")));
   warp_model_options model_options = DemoOptions();
   model_options.path = api_out.c_str();
   ModelPtr model = OpenModel(model_options);
@@ -122,6 +126,7 @@ TEST(ApiConvertTest, AnExistingModelIsRefusedAndStillOpens) {
   warp_convert_options options = Options(kCheckpoint.string(), out);
   ASSERT_EQ(warp_convert(&options), WARP_OK) << warp_last_error();
   const std::map<std::string, std::string> before = Files(out);
+  EXPECT_THAT(before.at("manifest.json"), HasSubstr("o_proj_fold"));  // the default folds
   EXPECT_NE(warp_convert(&options), WARP_OK);
   EXPECT_THAT(warp_last_error(), AllOf(HasSubstr(out), HasSubstr("already holds a container")));
   EXPECT_TRUE(Files(out) == before);

@@ -180,16 +180,22 @@ class Converter {
     return absl::OkStatus();
   }
 
-  // `spec` (a trunk tensor, f32 as TrunkTensorSpecs lists it) in the format
-  // WriteTrunk gives it, filled a few MiB at a time.
-  absl::StatusOr<StoredTensor> Stored(const TensorSpec& spec) const {
+  // A trunk tensor (`spec` f32 as TrunkTensorSpecs lists it) in the format
+  // the --trunk choice gives it, with its checkpoint source.
+  absl::StatusOr<SourcedTensor> TrunkSource(const TensorSpec& spec) const {
     const SourceTensor* source = checkpoint_.Find(spec.name);
     if (source == nullptr) {
       return absl::NotFoundError(
           absl::StrCat("tensor ", spec.name, " is missing from the checkpoint"));
     }
     WARP_ASSIGN_OR_RETURN(TensorFormat format, TrunkFormat(spec, *source));
-    WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(spec.name, spec.shape, format));
+    return Source(spec.name, spec.shape, format);
+  }
+
+  // A trunk tensor's bytes as WriteTrunk stores them, filled a few MiB at a time.
+  absl::StatusOr<StoredTensor> Stored(const TensorSpec& spec) const {
+    WARP_ASSIGN_OR_RETURN(SourcedTensor t, TrunkSource(spec));
+    const TensorFormat format = t.spec.format;
     StoredTensor stored{.spec = t.spec};
     stored.data.resize(DataBytes(format, spec.shape));
     stored.scale.resize(ScaleBytes(format, spec.shape));
@@ -206,13 +212,7 @@ class Converter {
 
   absl::Status WriteTrunk(ContainerWriter& writer) const {
     for (const TensorSpec& spec : TrunkTensorSpecs(model_, TensorFormat::kF32)) {
-      const SourceTensor* source = checkpoint_.Find(spec.name);
-      if (source == nullptr) {
-        return absl::NotFoundError(
-            absl::StrCat("tensor ", spec.name, " is missing from the checkpoint"));
-      }
-      WARP_ASSIGN_OR_RETURN(TensorFormat format, TrunkFormat(spec, *source));
-      WARP_ASSIGN_OR_RETURN(SourcedTensor t, Source(spec.name, spec.shape, format));
+      WARP_ASSIGN_OR_RETURN(SourcedTensor t, TrunkSource(spec));
       absl::Status status;
       auto filler = [&](bool scale) {
         return [&, scale](uint64_t offset, std::span<std::byte> out) {
@@ -221,7 +221,7 @@ class Converter {
       };
       WARP_RETURN_IF_ERROR(writer.AddTrunkTensor(t.spec, filler(false), filler(true)));
       WARP_RETURN_IF_ERROR(status);
-      progress_.Advance(source->bytes + (t.scale_inv ? t.scale_inv->bytes : 0));
+      progress_.Advance(t.source->bytes + (t.scale_inv ? t.scale_inv->bytes : 0));
     }
     return absl::OkStatus();
   }

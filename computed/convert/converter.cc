@@ -192,7 +192,8 @@ class Converter {
     return Source(spec.name, spec.shape, format);
   }
 
-  // A trunk tensor's bytes as WriteTrunk stores them, filled a few MiB at a time.
+  // A trunk tensor's bytes as WriteTrunk stores them, filled a few MiB at a time
+  // (read from the checkpoint again: WriteTrunk streams and keeps nothing).
   absl::StatusOr<StoredTensor> Stored(const TensorSpec& spec) const {
     WARP_ASSIGN_OR_RETURN(SourcedTensor t, TrunkSource(spec));
     const TensorFormat format = t.spec.format;

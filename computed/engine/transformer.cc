@@ -186,9 +186,10 @@ void Transformer::BuildEarlyRoutes() {
     const std::optional<TokenMixer::OutputProjection> output =
         sequences_[0].mixers[layer]->output_projection();
     WARP_CHECK(output.has_value());  // HasEarlyRoute names the mixers that have one
+    const std::string fold_name = EarlyRouteFoldName(plan);
     std::optional<kernels::MatrixView> fold;
-    if (weights_->Find(EarlyRouteFoldName(plan)) != nullptr) {
-      fold = weights_->Matrix(EarlyRouteFoldName(plan));
+    if (weights_->Find(fold_name) != nullptr) {
+      fold = weights_->Matrix(fold_name);
     } else if (options_.early_routes != EarlyRoutes::kFolded) {
       continue;
     }

@@ -1,7 +1,6 @@
 #include "computed/model/tensor_specs.h"
 
 #include <string>
-#include <string_view>
 #include <unordered_map>
 
 #include "absl/strings/match.h"
@@ -239,10 +238,6 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
 std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorFormat format) {
   return FamilyOf(config.arch).ExpertMatrices(config, format);
 }
-
-}  // namespace warp::computed
-
-namespace warp::computed {
 
 bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer) {
   const MixerKind mixer = layer.mixer.kind;

@@ -345,6 +345,12 @@ TEST_F(RunCliTest, UnknownActivationsAreRefusedNamingTheChoices) {
   EXPECT_THAT(result.output, HasSubstr("q4 not in {f32,q8}"));
 }
 
+TEST_F(RunCliTest, EarlyRoutesOnAndOffTogetherAreRefused) {
+  auto result = RunBinary("computed", "run " + Model() + " 5,6 --early-route --no-early-route");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("--early-route excludes --no-early-route"));
+}
+
 TEST_F(RunCliTest, UnknownIoEngineIsRefusedNamingTheChoices) {
   auto result = RunBinary("computed", "run " + Model() + " 5,6 --io-engine aio");
   EXPECT_EQ(result.exit_code, 1);

@@ -135,13 +135,14 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
                   "dequantized weights with unrounded activations (exact, ~1.4x slower in RAM)")
       ->check(CLI::IsMember({"f32", "q8"}));
   cmd->add_option("--lookahead", flags.lookahead,
-                  "Experts per token hinted for the next layer (default 6, env WARP_LOOKAHEAD)");
+                  "Experts per token predicted for each MoE layer as it starts, read while its "
+                  "attention computes (default 6, env WARP_LOOKAHEAD)");
   cmd->add_option("--lookahead-precision", flags.lookahead_precision,
                   "Hint a rank of the lookahead only while its guesses are right this often "
-                  "(0 to 1; 0: every rank)");
+                  "(0 to 1, default 0.8; 0: every rank)");
   cmd->add_option("--lookahead-depth", flags.lookahead_depth,
-                  "MoE layers the lookahead predicts ahead: 1 (default) or 2 (the layer after "
-                  "next too, with its own precision gate)");
+                  "MoE layers the lookahead predicts from one layer's start: 1 (default) or 2 "
+                  "(the next MoE layer too, with its own precision gate)");
   cmd->add_option("--experts-per-token", flags.experts_per_token,
                   "Override the model's top-k (a quality trade)");
   cmd->add_option("--trace", flags.trace, "Write the routing trace (position layer experts)");

@@ -30,21 +30,26 @@ uint32_t PrecisionGate::HintedRanks() const {
   return hinted;
 }
 
+bool Lookahead::Predictable(uint32_t layer) const {
+  return layer < routers_.size() && routers_[layer] != nullptr && !routers_[layer]->hashed();
+}
+
+bool Lookahead::Predicts(uint32_t layer) const { return width_ > 0 && Predictable(layer); }
+
 uint32_t Lookahead::NextPredictable(uint32_t layer) const {
   uint32_t next = layer + 1;
   while (next < routers_.size() && routers_[next] == nullptr) ++next;
-  if (next >= routers_.size() || routers_[next]->hashed()) return static_cast<uint32_t>(routers_.size());
-  return next;
+  return Predictable(next) ? next : static_cast<uint32_t>(routers_.size());
 }
 
 void Lookahead::Hint(uint32_t layer, std::span<const float> x, std::span<const int32_t> tokens) {
-  if (width_ == 0) return;
-  std::vector<ExpertKey> keys;  // the next layer's first: the store reads hints in order
+  WARP_CHECK(Predicts(layer));
+  std::vector<ExpertKey> keys;  // this layer's first: the store reads hints in order
   uint32_t target = layer;
   for (Ahead& ahead : ahead_) {
+    Predict(ahead, target, x, tokens, keys);
     target = NextPredictable(target);
     if (target >= routers_.size()) break;
-    Predict(ahead, target, x, tokens, keys);
   }
   if (!keys.empty()) experts_.Prefetch(keys, Priority::kLookahead);
 }

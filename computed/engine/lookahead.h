@@ -1,9 +1,16 @@
 #pragma once
 
-// Lookahead: while a layer's demand reads fly, applies the NEXT MoE layer's
-// router to this layer's input and hints its top experts as LOOKAHEAD reads.
-// Owns its predictions and scores them when the next layer routes for real.
-// Never changes what is computed, only when bytes move.
+// Lookahead: when a MoE layer starts, before its attention, applies the
+// layer's own router to an estimate of its router input (the input it would
+// get if the attention added nothing, ResidualScheme::EstimateFfnInput) and
+// hints the top experts as LOOKAHEAD reads. Demand reads cannot start before
+// the router, so these fill the disk's idle time through the attention; the
+// residual stream carries most of the router's input, so the guesses are
+// right far more often than the next layer's router applied to this layer's
+// input (the lookahead until 2026-12-05: recall 27-35% against 9-14% on
+// random routing, docs/LEARNED.md). Owns its predictions and scores them when
+// the layer routes for real. Never changes what is computed, only when bytes
+// move.
 //
 // With a minimum precision, only the leading ranks whose predictions have
 // been right often enough are hinted: the router's top-1 guess is right far
@@ -11,11 +18,10 @@
 // Every rank up to `width` is still predicted and scored, so a rank that
 // becomes precise (a trained model, a repetitive prompt) is hinted again.
 //
-// With a depth of 2 the same input also predicts the MoE layer after next,
-// hinted after the next layer's (the store reads lookahead hints in order),
-// with a gate and figures of its own: the disk gets work during the next
-// layer's attention, when the next layer's demand cannot be known yet.
-// Its unread hints are dropped when their layer passes (CancelSpeculative).
+// With a depth of 2 the same estimate also predicts the next MoE layer,
+// hinted after this layer's (the store reads lookahead hints in order), with
+// a gate and figures of its own. Its unread hints are dropped when their
+// layer passes (CancelSpeculative).
 //
 // Thread-compatible: called from the forward pass only.
 
@@ -30,8 +36,8 @@
 namespace warp::computed {
 
 // The default minimum precision (`--lookahead-precision`); chosen by the A/B
-// in docs/LEARNED.md.
-inline constexpr double kDefaultLookaheadPrecision = 0.9;
+// in docs/LEARNED.md (0.8: reads <= 1.04x what the demand needed, overlap >= 0.93).
+inline constexpr double kDefaultLookaheadPrecision = 0.8;
 
 // How often each rank of the predictions was right, and so how many leading
 // ranks to hint. A rank is trusted until kWarmUp of its predictions have been
@@ -65,13 +71,17 @@ class Lookahead {
   // layers. `width`: experts per token predicted; 0 turns the lookahead off.
   // `min_precision` in [0, 1]: hint rank r (0-based) only while every rank up
   // to r has been right at least this often (0: hint all `width`). `depth`:
-  // how many MoE layers ahead to predict, 1 or 2.
+  // how many MoE layers to predict from one estimate, 1 or 2.
   Lookahead(std::vector<const Router*> routers, uint32_t width, double min_precision,
             ExpertSource& experts, uint32_t depth = 1);
 
-  // Hints the experts the MoE layers after `layer` (up to `depth` of them)
-  // would pick for x [n][hidden] of `tokens` (a hash layer's are certain and
-  // were read at the chunk's start).
+  // Whether Hint(layer) predicts anything: `layer` is a MoE layer routed by
+  // its input (a hash layer's experts are certain and were read at the
+  // chunk's start) and the lookahead is on.
+  bool Predicts(uint32_t layer) const;
+  // Hints the experts MoE layer `layer` (and with a depth of 2 the next MoE
+  // layer) would pick for x [n][hidden] of `tokens`: the estimate of the
+  // layer's router input taken before its attention. REQUIRES: Predicts(layer).
   void Hint(uint32_t layer, std::span<const float> x, std::span<const int32_t> tokens);
 
   // Scores the predictions made for `layer` against its real routing, then
@@ -79,7 +89,8 @@ class Lookahead {
   void Score(uint32_t layer, const std::vector<Routing>& routed, uint64_t record_bytes);
 
   uint32_t depth() const { return static_cast<uint32_t>(ahead_.size()); }
-  // The predictions made `depth` MoE layers ahead (1: the next layer).
+  // The predictions of the `depth`-th MoE layer from one estimate (1: the
+  // layer itself, 2: the next).
   const LookaheadStats& stats(uint32_t depth = 1) const { return ahead_.at(depth - 1).stats; }
 
  private:
@@ -92,8 +103,9 @@ class Lookahead {
     LookaheadStats stats;
   };
 
-  // The MoE layer after `layer` that a lookahead can predict (not hashed);
-  // routers_.size() if none.
+  // Whether `layer`'s routing can be predicted: a MoE layer, not hashed.
+  bool Predictable(uint32_t layer) const;
+  // The MoE layer after `layer` that a lookahead can predict; routers_.size() if none.
   uint32_t NextPredictable(uint32_t layer) const;
   // Predicts `target`'s routing of x at `ahead`, appending the keys to hint.
   void Predict(Ahead& ahead, uint32_t target, std::span<const float> x,

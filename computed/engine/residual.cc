@@ -27,6 +27,10 @@ class PreNormResidual : public ResidualScheme {
     Normalize(norms_[layer][static_cast<int>(sublayer)], x);
   }
 
+  void EstimateFfnInput(uint32_t layer, std::span<float> x) const override {
+    Normalize(norms_[layer][static_cast<int>(Sublayer::kFfn)], x);
+  }
+
   void AddSublayerOutput(uint32_t, Sublayer, std::span<const float> y) override {
     for (uint64_t i = 0; i < uint64_t{n_} * hidden_; ++i) h_[i] += y[i];
   }
@@ -76,12 +80,16 @@ class AttnResResidual : public ResidualScheme {
   }
 
   void SublayerInput(uint32_t layer, Sublayer sublayer, std::span<float> x) override {
-    std::vector<float> mixed = Mix(mixes_[layer][static_cast<int>(sublayer)]);
+    const auto s = static_cast<int>(sublayer);
+    MixNormalized(mixes_[layer][s], norms_[layer][s], x);
     if (sublayer == Sublayer::kMixer && layer % block_ == 0) bank_.push_back(sum_);
-    for (uint32_t t = 0; t < n_; ++t) {
-      RmsNorm({&mixed[t * hidden_], hidden_}, norms_[layer][static_cast<int>(sublayer)], eps_,
-              {&x[t * hidden_], hidden_});
-    }
+  }
+
+  // The FFN's mix over the bank and the sum as they stand (at a block start
+  // the mixer would bank the sum and restart it: an estimate).
+  void EstimateFfnInput(uint32_t layer, std::span<float> x) const override {
+    const auto s = static_cast<int>(Sublayer::kFfn);
+    MixNormalized(mixes_[layer][s], norms_[layer][s], x);
   }
 
   void AddSublayerOutput(uint32_t layer, Sublayer sublayer, std::span<const float> y) override {
@@ -92,12 +100,7 @@ class AttnResResidual : public ResidualScheme {
     for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += y[i];
   }
 
-  void FinalInput(std::span<float> x) override {
-    std::vector<float> mixed = Mix(final_mix_);
-    for (uint32_t t = 0; t < n_; ++t) {
-      RmsNorm({&mixed[t * hidden_], hidden_}, final_norm_, eps_, {&x[t * hidden_], hidden_});
-    }
-  }
+  void FinalInput(std::span<float> x) override { MixNormalized(final_mix_, final_norm_, x); }
 
  private:
   struct Query {
@@ -105,6 +108,14 @@ class AttnResResidual : public ResidualScheme {
   };
   static Query Bind(const TrunkWeights& w, const ResidualMix& mix) {
     return {w.Vector(mix.norm), w.Vector(mix.proj)};
+  }
+
+  // Mix(q), each row RMSNorm'ed with `norm`, into x.
+  void MixNormalized(const Query& q, std::span<const float> norm, std::span<float> x) const {
+    const std::vector<float> mixed = Mix(q);
+    for (uint32_t t = 0; t < n_; ++t) {
+      RmsNorm({&mixed[t * hidden_], hidden_}, norm, eps_, {&x[t * hidden_], hidden_});
+    }
   }
 
   // Per token: sum_j softmax_j(proj . RMSNorm(V_j; norm)) V_j over V = bank, sum.
@@ -172,36 +183,12 @@ class HyperConnectionResidual : public ResidualScheme {
   }
 
   void SublayerInput(uint32_t layer, Sublayer sublayer, std::span<float> x) override {
-    const Site& site = sites_[layer][static_cast<int>(sublayer)];
-    const uint32_t m = hc_.mult;
-    post_.resize(uint64_t{n_} * m);
-    comb_.resize(uint64_t{n_} * m * m);
-    std::vector<float> mixes, collapsed(hidden_);
-    for (uint32_t t = 0; t < n_; ++t) {
-      mixes = Mixes(site, t);
-      const float* pre_w = mixes.data();
-      const float* post_w = pre_w + m;
-      const float* comb_w = post_w + m;
-      std::fill(collapsed.begin(), collapsed.end(), 0.0f);
-      for (uint32_t j = 0; j < m; ++j) {
-        const float pre = Sigmoid(pre_w[j] * site.scale[0] + site.base[j]) + hc_.eps;
-        const float* s = Stream(t, j);
-        for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre * s[i];
-        post_[uint64_t{t} * m + j] = 2.0f * Sigmoid(post_w[j] * site.scale[1] + site.base[m + j]);
-      }
-      float* comb = &comb_[uint64_t{t} * m * m];
-      for (uint32_t j = 0; j < m; ++j) {  // row j: softmax over k, + eps
-        std::span<float> row(comb + uint64_t{j} * m, m);
-        for (uint32_t k = 0; k < m; ++k) {
-          row[k] = comb_w[j * m + k] * site.scale[2] + site.base[2 * m + j * m + k];
-        }
-        Softmax(row);
-        for (float& v : row) v += hc_.eps;
-      }
-      Sinkhorn(comb);
-      RmsNorm(collapsed, norms_[layer][static_cast<int>(sublayer)], eps_,
-              {&x[uint64_t{t} * hidden_], hidden_});
-    }
+    Collapse(layer, sublayer, x, post_, comb_);
+  }
+
+  void EstimateFfnInput(uint32_t layer, std::span<float> x) const override {
+    std::vector<float> post, comb;
+    Collapse(layer, Sublayer::kFfn, x, post, comb);
   }
 
   void AddSublayerOutput(uint32_t, Sublayer, std::span<const float> y) override {
@@ -255,9 +242,47 @@ class HyperConnectionResidual : public ResidualScheme {
   float* Stream(uint32_t t, uint32_t k) {
     return &streams_[(uint64_t{t} * hc_.mult + k) * hidden_];
   }
+  const float* Stream(uint32_t t, uint32_t k) const {
+    return &streams_[(uint64_t{t} * hc_.mult + k) * hidden_];
+  }
+  // The sublayer's input into x, and its post and comb weights [n][m],
+  // [n][m][m] for AddSublayerOutput.
+  void Collapse(uint32_t layer, Sublayer sublayer, std::span<float> x, std::vector<float>& post,
+                std::vector<float>& comb) const {
+    const Site& site = sites_[layer][static_cast<int>(sublayer)];
+    const uint32_t m = hc_.mult;
+    post.resize(uint64_t{n_} * m);
+    comb.resize(uint64_t{n_} * m * m);
+    std::vector<float> mixes, collapsed(hidden_);
+    for (uint32_t t = 0; t < n_; ++t) {
+      mixes = Mixes(site, t);
+      const float* pre_w = mixes.data();
+      const float* post_w = pre_w + m;
+      const float* comb_w = post_w + m;
+      std::fill(collapsed.begin(), collapsed.end(), 0.0f);
+      for (uint32_t j = 0; j < m; ++j) {
+        const float pre = Sigmoid(pre_w[j] * site.scale[0] + site.base[j]) + hc_.eps;
+        const float* s = Stream(t, j);
+        for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre * s[i];
+        post[uint64_t{t} * m + j] = 2.0f * Sigmoid(post_w[j] * site.scale[1] + site.base[m + j]);
+      }
+      float* comb_t = &comb[uint64_t{t} * m * m];
+      for (uint32_t j = 0; j < m; ++j) {  // row j: softmax over k, + eps
+        std::span<float> row(comb_t + uint64_t{j} * m, m);
+        for (uint32_t k = 0; k < m; ++k) {
+          row[k] = comb_w[j * m + k] * site.scale[2] + site.base[2 * m + j * m + k];
+        }
+        Softmax(row);
+        for (float& v : row) v += hc_.eps;
+      }
+      Sinkhorn(comb_t);
+      RmsNorm(collapsed, norms_[layer][static_cast<int>(sublayer)], eps_,
+              {&x[uint64_t{t} * hidden_], hidden_});
+    }
+  }
 
   // fn . RMSNorm(the token's streams, flattened, no weight).
-  std::vector<float> Mixes(const Site& site, uint32_t t) {
+  std::vector<float> Mixes(const Site& site, uint32_t t) const {
     const uint64_t flat = uint64_t{hc_.mult} * hidden_;
     std::vector<float> normed(flat), mixes(site.fn.rows);
     RmsNormUnweighted({Stream(t, 0), flat}, eps_, normed);

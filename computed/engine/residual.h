@@ -28,6 +28,10 @@ class ResidualScheme {
   virtual void Begin(std::vector<float> embeddings, uint32_t n) = 0;
   // The input of `sublayer` of `layer`, [n][hidden], into x.
   virtual void SublayerInput(uint32_t layer, Sublayer sublayer, std::span<float> x) = 0;
+  // An estimate of `layer`'s FFN input [n][hidden] before its mixer has run,
+  // into x: the input it would get if the mixer added nothing. Changes no
+  // state (the lookahead guesses the layer's routing from it).
+  virtual void EstimateFfnInput(uint32_t layer, std::span<float> x) const = 0;
   // Adds what the sublayer computed, y [n][hidden].
   virtual void AddSublayerOutput(uint32_t layer, Sublayer sublayer, std::span<const float> y) = 0;
   // What the head reads after the last layer, [n][hidden], into x.

@@ -355,6 +355,11 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
   }
   residual_->Begin(std::move(embeddings), n);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
+    if (lookahead_->Predicts(layer)) {  // the disk reads guesses while the attention computes
+      StageTimer timer(stats_.seconds_route);
+      residual_->EstimateFfnInput(layer, x);
+      lookahead_->Hint(layer, x, ids);
+    }
     residual_->SublayerInput(layer, Sublayer::kMixer, x);
     EarlyRoute* early = early_routes_[layer] != nullptr && early_routes_[layer]->Wanted()
                             ? early_routes_[layer].get()

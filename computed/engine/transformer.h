@@ -47,17 +47,17 @@ class Transformer {
     uint32_t max_positions = 4096;   // context capacity, of each sequence
     uint32_t sequences = 1;          // conversations with a state of their own (serve --parallel)
     uint32_t experts_per_token = 0;  // 0: the model's top-k
-    // Issue a layer's expert reads, then compute the shared expert and the
-    // lookahead while they fly, computing each expert as it lands. false: the
+    // Issue a layer's expert reads, then compute the shared expert while
+    // they fly, computing each expert as it lands. false: the
     // plain synchronous path (read everything, then compute), for comparison.
     bool prefetch = true;
     // Read hash layers' experts CERTAIN before the embedding (their routing
     // is the token's); false only to measure what that saves.
     bool certain = true;
-    uint32_t lookahead = 6;  // experts per token hinted for the next MoE layer; 0: off
+    uint32_t lookahead = 6;  // experts per token predicted as each MoE layer starts; 0: off
     // Hint only the ranks right at least this often (Lookahead); 0: all of them.
     double lookahead_precision = kDefaultLookaheadPrecision;
-    uint32_t lookahead_depth = 1;  // MoE layers predicted ahead: 1 or 2
+    uint32_t lookahead_depth = 1;  // MoE layers predicted at a layer's start: 1 or 2
     // With prefetch, route pre-norm MoE layers before their mixer's output
     // projection and read those records then (EarlyRoute): where the
     // container holds the fold, or everywhere, folding at load (~0.4 s a layer

@@ -25,6 +25,8 @@ source "$(dirname "$0")/memory_cgroup.sh"
 trap cgroup_remove EXIT
 cgroup_create "$(numfmt --from=iec "$limit")"
 vocab=$(python3 -c "import json; print(json.load(open('$model/manifest.json'))['config']['vocab_size'])")
+record_bytes=$(python3 -c "import json; print(json.load(open('$model/manifest.json'))['banks'][0]['record_bytes'])")
+bench_dir=$(cd "$(dirname "$0")" && pwd)
 ids=$(python3 -c "import random; random.seed(8); print(','.join(str(random.randrange($vocab)) for _ in range(8)))")
 for round in $(seq "$reps"); do
   for config in "${configs[@]}"; do
@@ -43,7 +45,12 @@ for round in $(seq "$reps"); do
     per_token=$(grep -oE '[0-9.]+ ([KMG]i)?B a token' <<< "$line" || true)  # "0 B" resident
     lookahead=$(grep -oE 'lookahead recall [^]|]*' <<< "$line" || true)
     hits=$(grep -oE 'decode [^|]*miss [0-9]+%' <<< "$line" | grep -oE '[0-9]+%$' || true)
-    printf '%-30s round %d: decode %6s tok/s, %s, hits %s, overlap %s, prompt %s tok/s, %s\n' \
-      "${config:-(default)}" "$round" "$decode" "$per_token" "$hits" "$overlap" "$prefill" "$lookahead"
+    # Issue 14's bytes rule: disk bytes over what the demand needed (vs_llamacpp.py's figure).
+    needed=$(python3 -c "import sys; sys.path.insert(0, '$bench_dir'); from vs_llamacpp import \
+read_over_needed as r; v = r(sys.stdin.read(), $record_bytes); print(f'{v:.3f}' if v else 'n/a')" \
+      <<< "$line")
+    printf '%-30s round %d: decode %6s tok/s, %s, read %sx needed, hits %s, overlap %s, prompt %s tok/s, %s\n' \
+      "${config:-(default)}" "$round" "$decode" "$per_token" "$needed" "$hits" "$overlap" "$prefill" \
+      "$lookahead"
   done
 done

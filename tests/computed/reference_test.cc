@@ -236,6 +236,58 @@ TEST_P(ReferenceTest, EarlyRoutesChangeNoBitAndNameTheRoutedExperts) {
   }
 }
 
+// A token-by-token run of a converted fixture with a lookahead of `width`
+// experts, every rank hinted, counting the experts routed by each token's
+// input (not by a hash table).
+struct LookaheadRun {
+  LookaheadRun(const fs::path& model, const std::vector<int32_t>& tokens, uint32_t width)
+      : pool(2) {
+    auto container = Container::Open(model);
+    EXPECT_TRUE(container.ok()) << container.status();
+    const std::shared_ptr<const Container> shared = std::move(*container);
+    auto opened = ExpertStore::Open(shared, {});
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    store = std::move(*opened);
+    Transformer::Options options{.lookahead = width, .lookahead_precision = 0};
+    options.on_route = [this](uint32_t, uint32_t layer, const std::vector<uint32_t>& experts) {
+      if (!hashed.at(layer)) routed_by_input += experts.size();
+    };
+    auto created = Transformer::Create(shared, *store, pool, options);
+    EXPECT_TRUE(created.ok()) << created.status();
+    transformer = std::move(*created);
+    for (const LayerPlan& layer : transformer->plan().layers) {
+      hashed.push_back(!layer.ffn.hash_table.empty());
+    }
+    for (int32_t token : tokens) {
+      auto step = transformer->Forward({&token, 1});
+      EXPECT_TRUE(step.ok()) << step.status();
+      if (step.ok()) logits.insert(logits.end(), step->begin(), step->end());
+    }
+  }
+
+  ThreadPool pool;
+  std::unique_ptr<ExpertStore> store;
+  std::unique_ptr<Transformer> transformer;
+  std::vector<bool> hashed;  // [layer]
+  uint64_t routed_by_input = 0;
+  std::vector<float> logits;
+};
+
+// The lookahead predicts every MoE layer routed by its input, the first
+// included, as the layer starts (before its attention: Lookahead), and scores
+// each prediction against the routing that follows; its estimate of the
+// router's input leaves the residual stream as it was (the bits of no
+// lookahead, for every residual scheme).
+TEST_P(ReferenceTest, TheLookaheadPredictsEveryMoeLayerAsItStartsAndChangesNoBit) {
+  const LookaheadRun on(model_dir_, tokens_, 4), off(model_dir_, tokens_, 0);
+  ASSERT_EQ(on.logits.size(), off.logits.size());
+  EXPECT_EQ(std::memcmp(on.logits.data(), off.logits.data(), on.logits.size() * sizeof(float)), 0);
+  EXPECT_GT(on.routed_by_input, 0u);
+  EXPECT_EQ(on.transformer->lookahead_stats().routed, on.routed_by_input);
+  EXPECT_GT(on.transformer->lookahead_stats().predicted, 0u);
+  EXPECT_EQ(off.transformer->lookahead_stats().routed, 0u);
+}
+
 TEST_P(ReferenceTest, RewindAndRecomputeGivesTheSameBits) {
   Model model(model_dir_, 2);
   const size_t vocab = model->config().vocab_size;

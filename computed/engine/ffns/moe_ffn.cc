@@ -113,7 +113,6 @@ absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<co
                                           std::vector<float>& shared) {
   std::shared_ptr<ReadBatch> batch = experts_.Read(chunk.keys, Priority::kDemand);
   RunShared(x, tokens, shared);
-  lookahead_.Hint(layer_, x, tokens);
   // Experts computed from their records as they landed, kept once verified.
   std::vector<bool> computed_landing(chunk.keys.size(), false);
   while (true) {
@@ -153,7 +152,6 @@ absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const
     RunExpert(*records[u], in, chunk.tokens[u], outputs[u]);
   }
   RunShared(x, tokens, shared);
-  lookahead_.Hint(layer_, x, tokens);
   return absl::OkStatus();
 }
 

@@ -3,7 +3,7 @@
 // MoeFfn: one layer of routed experts, read through the ExpertSource, in the
 // steps of DESIGN.md#the-engine-per-decode-step-and-layer:
 //   route -> the chunk's union of experts -> demand reads issued at once ->
-//   shared experts and lookahead while they fly -> each expert computed as
+//   shared experts while they fly -> each expert computed as
 //   its record arrives (a miss row block by row block as its pieces land,
 //   while nothing else has arrived) -> outputs combined in routing-rank order.
 // With prefetch off, the reads are waited for first (the synchronous path);
@@ -76,7 +76,7 @@ class MoeFfn : public Ffn {
   // The rows of `in` the expert runs on: its tokens', in order.
   std::vector<float> TokenRows(std::span<const float> in, const std::vector<uint32_t>& tokens);
   void CountUse(const ExpertRecord& record, size_t tokens);
-  // x: the layer input (router, shared experts, lookahead); in: the experts'.
+  // x: the layer input (router, shared experts); in: the experts'.
   absl::Status ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
                                     std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                     std::vector<std::vector<float>>& outputs,

@@ -242,9 +242,9 @@ void ExpertStore::Fetch(const ExpertKey& key, Priority priority, Callback done, 
   // Joining a started speculative read is that prediction's hit; a queued one
   // this request takes over is its own read.
   Served served = Served::kDisk;
-  if (!inserted && flight.started && flight.priority == Priority::kLookahead) {
+  if (!inserted && flight.started && flight.started_as == Priority::kLookahead) {
     served = Served::kLookahead;
-  } else if (!inserted && flight.started && flight.priority == Priority::kCertain) {
+  } else if (!inserted && flight.started && flight.started_as == Priority::kCertain) {
     served = Served::kCertain;
   }
   CountServed(priority, served);
@@ -327,6 +327,7 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     if (it == in_flight_.end() || it->second.started) return;  // a duplicate job
     it->second.started = true;
     priority = it->second.priority;
+    it->second.started_as = priority;
     it->second.rank = std::make_shared<ReadRank>(static_cast<uint32_t>(priority));
     rank = it->second.rank;
     slot = Admit(key, priority, it->second.predicted_by);
@@ -368,8 +369,11 @@ void ExpertStore::RunRead(const ExpertKey& key) {
                                  std::chrono::steady_clock::now() - stats_.busy_since)
                                  .count();
     }
-    if (slot && record.ok() && joined < priority) {
-      cache_.Touch(key, joined);  // a used prediction is warm, not wasted
+    // A prediction a demand used while it read is warm, not wasted. One a
+    // certain prefetch raised stays its own prediction's, foreseen, until
+    // the demand comes (RecordCache::Origin).
+    if (slot && record.ok() && joined == Priority::kDemand && joined < priority) {
+      cache_.Touch(key, joined);
     }
     if (slot) {
       cache_.Unpin(key);   // the read's pin

@@ -168,6 +168,11 @@ class ExpertStore : public ExpertSource {
     std::vector<Waiter> waiters;
     Priority priority = Priority::kLookahead;
     bool started = false;
+    // Once started: the priority it started at, whose bytes it counts. A
+    // demand that uses it (joining or after) is that prediction's hit, even
+    // where a certain prefetch raised it meanwhile (an early route naming a
+    // guess the lookahead had on the disk).
+    Priority started_as = Priority::kLookahead;
     // Once started into an arena slot through uring: the record as it lands,
     // for the waiters that want it, those who join later included.
     std::shared_ptr<LandingRecord> landing;

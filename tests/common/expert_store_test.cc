@@ -331,6 +331,45 @@ TEST_F(ExpertStoreTest, ADemandJoiningAStartedLookaheadReadIsALookaheadHit) {
   EXPECT_EQ(Counter("demand_misses"), 1u);
 }
 
+// A guess on the disk that a certain prefetch then names (an early route)
+// stays that guess's: the demand joining its read counts a lookahead hit.
+TEST_F(ExpertStoreTest, ADemandJoiningAGuessACertainReadRaisedIsALookaheadHit) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  const ExpertKey guess{1, 4};
+  store_->Prefetch(std::vector<ExpertKey>{guess}, Priority::kLookahead);
+  read_blocked_.WaitForNotification();
+  store_->Prefetch(std::vector<ExpertKey>{guess}, Priority::kCertain);
+  std::shared_ptr<ReadBatch> batch = store_->Read(std::vector<ExpertKey>{guess}, Priority::kDemand);
+  release_read_.Notify();
+  std::vector<absl::StatusOr<ExpertRecord>> records = batch->WaitAll();
+  WARP_ASSERT_OK(records[0]);
+  EXPECT_EQ(records[0]->served, Served::kLookahead);
+  EXPECT_EQ(Counter("demand_lookahead_hits"), 1u);
+  EXPECT_EQ(Counter("demand_certain_hits"), 0u);
+  EXPECT_EQ(Counter("read_bytes_lookahead"), record_bytes_);
+}
+
+// And once it has landed, the demand's first use is still the guess's hit,
+// not a demand hit: the certain prefetch is a prediction, not a use.
+TEST_F(ExpertStoreTest, AGuessACertainReadRaisedIsTheGuesssHitAfterItLands) {
+  ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * kLayers * record_bytes_, 1));
+  BlockNextRead();
+  const ExpertKey guess{1, 4}, other{1, 5};
+  store_->Prefetch(std::vector<ExpertKey>{guess}, Priority::kLookahead);
+  read_blocked_.WaitForNotification();
+  store_->Prefetch(std::vector<ExpertKey>{guess}, Priority::kCertain);
+  release_read_.Notify();
+  // The one reader runs this miss after the guess's read has completed.
+  WARP_ASSERT_OK(ReadOne(other, Priority::kDemand));
+  absl::StatusOr<ExpertRecord> record = ReadOne(guess, Priority::kDemand);
+  WARP_ASSERT_OK(record);
+  EXPECT_EQ(record->served, Served::kLookahead);
+  EXPECT_EQ(Counter("demand_hits"), 0u);
+  EXPECT_EQ(Counter("demand_lookahead_hits"), 1u);
+  EXPECT_EQ(ReadsOf(guess), 1);
+}
+
 // A miss read into a cache slot is told to its batch as soon as it starts
 // landing, before it completes, and the landing's bytes become the record's.
 // A request that joins the read under way gets the same landing record; a

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <span>
-#include <thread>
-#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -18,12 +16,11 @@
 #include "common/logging.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "computed/convert/early_route_folds.h"
 #include "computed/convert/encode.h"
 #include "computed/convert/gguf_import.h"
 #include "computed/convert/safetensors.h"
 #include "computed/convert/vq3r_encoder.h"
-#include "computed/engine/early_route.h"
-#include "computed/engine/thread_pool.h"
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/family.h"
 #include "computed/model/model_config.h"
@@ -81,21 +78,6 @@ struct SourcedTensor {
   TensorSpec spec;
   const SourceTensor* source = nullptr;
   const SourceTensor* scale_inv = nullptr;  // FP8 only
-};
-
-// A trunk tensor's bytes as the container stores them, whole.
-struct StoredTensor {
-  TensorSpec spec;
-  std::vector<std::byte> data, scale;
-
-  // REQUIRES: a matrix.
-  kernels::MatrixView view() const {
-    return {.format = spec.format,
-            .rows = spec.shape.at(0),
-            .cols = spec.shape.at(1),
-            .data = data.data(),
-            .scale = scale.empty() ? nullptr : scale.data()};
-  }
 };
 
 class Converter {
@@ -223,43 +205,6 @@ class Converter {
       WARP_RETURN_IF_ERROR(writer.AddTrunkTensor(t.spec, filler(false), filler(true)));
       WARP_RETURN_IF_ERROR(status);
       progress_.Advance(t.source->bytes + (t.scale_inv ? t.scale_inv->bytes : 0));
-    }
-    return absl::OkStatus();
-  }
-
-  // The early routes' folds (EarlyRouteFoldSpecs), after the other trunk
-  // tensors: each layer's router through its output projection, from the
-  // bytes WriteTrunk stored, so that they are the fold the engine would make
-  // at load, bit for bit.
-  absl::Status WriteEarlyRouteFolds(ContainerWriter& writer) const {
-    const std::vector<TensorSpec> folds = EarlyRouteFoldSpecs(model_);
-    if (folds.empty() || !options_.early_route_folds) return absl::OkStatus();
-    std::unordered_map<std::string, TensorSpec> trunk;
-    for (TensorSpec& spec : TrunkTensorSpecs(model_, TensorFormat::kF32)) {
-      trunk[spec.name] = std::move(spec);
-    }
-    ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
-    const ModelPlan plan = PlanOf(model_);
-    for (const LayerPlan& layer : plan.layers) {
-      if (!HasEarlyRoute(plan, layer)) continue;
-      const auto spec = std::find_if(folds.begin(), folds.end(), [&](const TensorSpec& fold) {
-        return fold.name == EarlyRouteFoldName(layer);
-      });
-      if (spec == folds.end()) continue;
-      WARP_ASSIGN_OR_RETURN(StoredTensor router, Stored(trunk.at(layer.ffn.router_weight)));
-      WARP_ASSIGN_OR_RETURN(StoredTensor gain, Stored(trunk.at(layer.post_norm)));
-      WARP_ASSIGN_OR_RETURN(StoredTensor output,
-                            Stored(trunk.at(layer.mixer.prefix + "o_proj.weight")));
-      const std::vector<float> folded = FoldRouterThroughOutput(
-          router.view(), {reinterpret_cast<const float*>(gain.data.data()), gain.data.size() / 4},
-          output.view(), pool);
-      const auto bytes = std::as_bytes(std::span(folded));
-      WARP_RETURN_IF_ERROR(writer.AddTrunkTensor(
-          *spec,
-          [&](uint64_t offset, std::span<std::byte> out) {
-            std::memcpy(out.data(), bytes.data() + offset, out.size());
-          },
-          [](uint64_t, std::span<std::byte>) {}));
     }
     return absl::OkStatus();
   }
@@ -722,7 +667,10 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
   ProgressBar progress("convert", checkpoint.total_bytes(), options.show_progress);
   Converter converter(checkpoint, *model, options, progress);
   absl::Status status = converter.WriteTrunk(*writer);
-  if (status.ok()) status = converter.WriteEarlyRouteFolds(*writer);
+  if (status.ok() && options.early_route_folds) {
+    status = WriteEarlyRouteFolds(*writer, *model, TensorFormat::kF32,
+                                  [&](const TensorSpec& spec) { return converter.Stored(spec); });
+  }
   if (status.ok()) status = converter.WriteBanks(*writer);
   if (status.ok() && !converter.codebooks().empty()) {
     status = writer->SetCodebooks(converter.codebooks());

@@ -443,9 +443,13 @@ json Glm5NextTiny() {
               {"text_config", std::move(text)}};
 }
 
+// The trunk's tensors and the early routes' folds that convert and synth
+// write after them.
 uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
   uint64_t bytes = 0;
-  for (const TensorSpec& spec : TrunkTensorSpecs(config, format)) {
+  std::vector<TensorSpec> specs = TrunkTensorSpecs(config, format);
+  for (TensorSpec& fold : EarlyRouteFoldSpecs(config)) specs.push_back(std::move(fold));
+  for (const TensorSpec& spec : specs) {
     bytes += AlignUp(DataBytes(spec.format, spec.shape), kBankAlignment);
     bytes += AlignUp(ScaleBytes(spec.format, spec.shape), kBankAlignment);
   }

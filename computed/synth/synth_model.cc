@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "computed/convert/early_route_folds.h"
 #include "computed/model/model_config.h"
 #include "computed/model/tensor_specs.h"
 #include "computed/synth/presets.h"
@@ -104,6 +105,21 @@ absl::Status WriteTrunk(ContainerWriter& writer, const ModelConfig& model, Tenso
   return absl::OkStatus();
 }
 
+// A trunk tensor's bytes as WriteTrunk wrote them, for the early routes' folds.
+absl::StatusOr<StoredTensor> StoredTrunk(const TensorSpec& spec, const ModelConfig& model,
+                                         uint64_t seed) {
+  const FillSpec fill = TrunkFill(spec, model);
+  const uint64_t stream = StreamKey(seed, spec.name);
+  StoredTensor stored{.spec = spec};
+  stored.data.resize(DataBytes(spec.format, spec.shape));
+  stored.scale.resize(ScaleBytes(spec.format, spec.shape));
+  FillInParallel(0, stored.data, [&](uint64_t offset, std::span<std::byte> part) {
+    FillData(fill, stream, offset, part);
+  });
+  if (!stored.scale.empty()) FillScale(fill, stream, 0, stored.scale);
+  return stored;
+}
+
 absl::Status WriteBanks(ContainerWriter& writer, const ModelConfig& model, TensorFormat format,
                         uint64_t seed, ProgressBar& progress) {
   const std::vector<TensorSpec> specs = ExpertMatrixSpecs(model, format);
@@ -176,6 +192,12 @@ absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOpti
                                                              {.direct_io = options.direct_io}));
   ProgressBar progress("synth", total_bytes, options.show_progress);
   WARP_RETURN_IF_ERROR(WriteTrunk(*writer, model, trunk_format, options.seed, progress));
+  // As `computed convert` writes them by default (`computed run --no-early-route` to compare).
+  const uint64_t unfolded_trunk = writer->manifest().trunk_bytes;
+  WARP_RETURN_IF_ERROR(WriteEarlyRouteFolds(
+      *writer, model, trunk_format,
+      [&](const TensorSpec& spec) { return StoredTrunk(spec, model, options.seed); }));
+  progress.Advance(writer->manifest().trunk_bytes - unfolded_trunk);
   WARP_RETURN_IF_ERROR(WriteBanks(*writer, model, expert_format, options.seed, progress));
   WARP_RETURN_IF_ERROR(writer->Finish());
   progress.Finish();

@@ -36,16 +36,17 @@ constexpr uint64_t kGiB = 1024 * kMiB;
 //   layers 1-3 (MoE): attention 81920 + router [16, 64] 4096 + bias [16] 4096
 //     + shared expert gate/up [32, 64], down [64, 32]: 3 x 8192 = 114688 each
 //   norm 4096 + lm_head [256, 64] 65536
-//   trunk = 65536 + 180224 + 3 * 114688 + 4096 + 65536  = 659456
+//   early routes' folds [16, 64] f32 = 4096 per MoE layer = 12288
+//   trunk = 65536 + 180224 + 3 * 114688 + 4096 + 65536 + 12288 = 671744
 // One record: gate, up [32, 64] and down [64, 32] bf16, 4096 bytes each,
 // payload 12288 + 32-byte footer -> 16384 bytes.
 // KV per token: (kv_lora_rank 32 + qk_rope_head_dim 8) x 4 B x 4 layers = 640.
-constexpr uint64_t kTinyTrunk = 659456;
+constexpr uint64_t kTinyTrunk = 671744;
 constexpr uint64_t kTinyRecord = 16384;
 constexpr uint64_t kTinyKvPerToken = 640;
 constexpr uint64_t kTinyWorkingSet = 4 * 3 * kTinyRecord;  // top-4 x 3 MoE layers
 constexpr uint64_t kTinyBanks = 16 * 3 * kTinyRecord;      // 16 experts x 3 layers
-// Early routes: 16 experts x o_proj's 4 heads x v_head_dim 16 x 4 B, per MoE layer.
+// Early routes' folds: 16 experts x o_proj's 4 heads x v_head_dim 16 x 4 B, per MoE layer.
 constexpr uint64_t kTinyFolds = 3 * 16 * 4 * 16 * 4;
 
 class PlannerTest : public ::testing::Test {
@@ -71,23 +72,34 @@ TEST_F(PlannerTest, TinyFiguresMatchHandArithmetic) {
   EXPECT_EQ(plan->num_records, 48u);
   EXPECT_EQ(plan->working_set_bytes, kTinyWorkingSet);
   EXPECT_EQ(plan->bank_bytes, kTinyBanks);
-  EXPECT_EQ(plan->fold_bytes, 0u);  // planned without early routes
+  EXPECT_EQ(plan->fold_bytes, 0u);  // synth wrote the folds into the trunk
   EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 640000 + kTinyWorkingSet);
   EXPECT_EQ(plan->resident_bytes, kTinyTrunk + 640000 + kTinyBanks);
   // floor + 4 working sets (2 MiB + 768 KiB) is above resident, so resident.
   EXPECT_EQ(plan->recommended_bytes, plan->resident_bytes);
 }
 
-// With early routes (--early-route) the folded routers stay beside the trunk:
-// the floor, resident and budget figures count them, and the cache gets less.
+// With early routes folded at load (--early-route on a container without
+// folds) the folded routers stay beside the trunk: the floor, resident and
+// budget figures count them, and the cache gets less.
 TEST_F(PlannerTest, EarlyRoutesFoldsCountBesideTheTrunk) {
-  auto plan = ComputePlan(manifest_, 1000, "manifest.json", 1, /*fold_early_routes=*/true);
+  Manifest unfolded = manifest_;
+  std::erase_if(unfolded.trunk,
+                [](const TensorEntry& tensor) { return tensor.name.ends_with(".o_proj_fold"); });
+  ASSERT_EQ(unfolded.trunk.size() + 3, manifest_.trunk.size());
+  unfolded.trunk_bytes -= kTinyFolds;
+  auto plan = ComputePlan(unfolded, 1000, "manifest.json", 1, /*fold_early_routes=*/true);
   WARP_ASSERT_OK(plan);
-  EXPECT_EQ(plan->trunk_bytes, kTinyTrunk);
+  const uint64_t trunk = kTinyTrunk - kTinyFolds;
+  EXPECT_EQ(plan->trunk_bytes, trunk);
   EXPECT_EQ(plan->fold_bytes, kTinyFolds);
-  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyWorkingSet);
-  EXPECT_EQ(plan->resident_bytes, kTinyTrunk + kTinyFolds + 640000 + kTinyBanks);
-  EXPECT_EQ(plan->fixed_bytes(), kTinyTrunk + kTinyFolds + 640000);
+  EXPECT_EQ(plan->floor_bytes, trunk + kTinyFolds + 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->resident_bytes, trunk + kTinyFolds + 640000 + kTinyBanks);
+  EXPECT_EQ(plan->fixed_bytes(), trunk + kTinyFolds + 640000);
+  // The folds synth wrote are trunk: none to make.
+  auto stored = ComputePlan(manifest_, 1000, "manifest.json", 1, /*fold_early_routes=*/true);
+  WARP_ASSERT_OK(stored);
+  EXPECT_EQ(stored->fold_bytes, 0u);
 
   // A fold the converter wrote is trunk, folded no more; one of another shape
   // is refused, named.
@@ -95,7 +107,7 @@ TEST_F(PlannerTest, EarlyRoutesFoldsCountBesideTheTrunk) {
   WARP_ASSERT_OK(config);
   const std::vector<TensorSpec> folds = EarlyRouteFoldSpecs(*config);
   ASSERT_FALSE(folds.empty());
-  Manifest with_fold = manifest_;
+  Manifest with_fold = unfolded;
   with_fold.trunk.push_back(
       {.name = folds[0].name, .format = TensorFormat::kF32, .shape = folds[0].shape});
   auto folded = ComputePlan(with_fold, 1000, "manifest.json", 1, /*fold_early_routes=*/true);

@@ -24,6 +24,7 @@
 #include "computed/planner/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/computed/stored_folds.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -166,30 +167,7 @@ TEST_P(ReferenceTest, IncrementalDecodeEqualsBatchedPrefillBitForBit) {
 // The converter's folds (ROUTER.o_proj_fold) are, bit for bit, the folds
 // the engine makes at load from the trunk's own bytes, on any pool.
 TEST_P(ReferenceTest, ConvertedFoldsAreTheFoldsMadeAtLoad) {
-  auto container = Container::Open(model_dir_);
-  WARP_ASSERT_OK(container);
-  auto weights = TrunkWeights::Load(**container);
-  WARP_ASSERT_OK(weights);
-  auto config =
-      ParseModelConfig((*container)->manifest().architecture, (*container)->manifest().config);
-  WARP_ASSERT_OK(config);
-  const ModelPlan plan = PlanOf(*config);
-  ThreadPool pool(3);
-  uint32_t folds = 0;
-  for (const LayerPlan& layer : plan.layers) {
-    const TensorEntry* stored = (*weights)->Find(EarlyRouteFoldName(layer));
-    ASSERT_EQ(stored != nullptr, HasEarlyRoute(plan, layer)) << layer.ffn.router_weight;
-    if (stored == nullptr) continue;
-    const std::vector<float> folded = FoldRouterThroughOutput(
-        (*weights)->Matrix(layer.ffn.router_weight), (*weights)->Vector(layer.post_norm),
-        (*weights)->Matrix(layer.mixer.prefix + "o_proj.weight"), pool);
-    const kernels::MatrixView view = (*weights)->Matrix(EarlyRouteFoldName(layer));
-    ASSERT_EQ(folded.size(), view.rows * view.cols);
-    EXPECT_EQ(std::memcmp(folded.data(), view.data, folded.size() * sizeof(float)), 0)
-        << EarlyRouteFoldName(layer);
-    ++folds;
-  }
-  EXPECT_EQ(folds, EarlyRouteFoldSpecs(*config).size());
+  ExpectStoredFoldsAreTheFoldsMadeAtLoad(model_dir_);
 }
 
 // Chat's Rewind: forgetting the last positions and running them again gives

@@ -16,6 +16,7 @@
 #include "expertd/verify.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/computed/stored_folds.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -92,6 +93,8 @@ TEST_P(SynthPresetTest, WritesAContainerThatOpensAndVerifies) {
       {.arch = c.arch, .preset = c.preset, .target_bytes = c.size, .trunk_format = c.trunk_format});
   WARP_ASSERT_OK(result);
   ExpectOpensAndVerifies(dir / "m.warp");
+  // Early routes' folds where the family has them, as convert writes them.
+  ExpectStoredFoldsAreTheFoldsMadeAtLoad(dir / "m.warp");
   // The manifest the container holds is the one the writer returned.
   auto container = Container::Open(dir / "m.warp");
   WARP_ASSERT_OK(container);

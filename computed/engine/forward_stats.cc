@@ -25,6 +25,7 @@ void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
   op(a.seconds_expert, b.seconds_expert);
   op(a.seconds_attention, b.seconds_attention);
   op(a.seconds_dense, b.seconds_dense);
+  op(a.seconds_head, b.seconds_head);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ struct ForwardStats {
   uint64_t served_bytes[kServedKinds] = {};
   double seconds_route = 0, seconds_fetch_wait = 0, seconds_expert = 0, seconds_attention = 0,
          seconds_dense = 0;  // per stage, summed over layers
+  double seconds_head = 0;   // the embedding, the final norm and the head
 
   uint64_t CountOf(Served kind) const { return served[static_cast<size_t>(kind)]; }
   uint64_t BytesOf(Served kind) const { return served_bytes[static_cast<size_t>(kind)]; }

@@ -7,8 +7,8 @@
 // the router, so these fill the disk's idle time through the attention; the
 // residual stream carries most of the router's input, so the guesses are
 // right far more often than the next layer's router applied to this layer's
-// input (the lookahead until 2026-12-05: recall 27-35% against 9-14% on
-// random routing, docs/LEARNED.md). Owns its predictions and scores them when
+// input (the lookahead until 2026-12-05: recall at the gate 20-35% against
+// 6-14% on random routing, docs/LEARNED.md). Owns its predictions and scores them when
 // the layer routes for real. Never changes what is computed, only when bytes
 // move.
 //
@@ -36,7 +36,8 @@
 namespace warp::computed {
 
 // The default minimum precision (`--lookahead-precision`); chosen by the A/B
-// in docs/LEARNED.md (0.8: reads <= 1.04x what the demand needed, overlap >= 0.93).
+// in docs/LEARNED.md (0.8: reads <= 1.044x what the demand needed, overlap
+// 0.92-0.97 at 4 GiB; 0.7 read 1.057x).
 inline constexpr double kDefaultLookaheadPrecision = 0.8;
 
 // How often each rank of the predictions was right, and so how many leading

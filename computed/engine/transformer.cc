@@ -350,8 +350,11 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
   }
   if (options_.certain) IssueCertainReads(ids);
   std::vector<float> embeddings(n * hidden), x(n * hidden), delta(n * hidden);
-  for (uint32_t t = 0; t < n; ++t) {
-    kernels::DequantizeRow(embed_, ids[t], {&embeddings[t * hidden], hidden});
+  {
+    StageTimer timer(stats_.seconds_head);
+    for (uint32_t t = 0; t < n; ++t) {
+      kernels::DequantizeRow(embed_, ids[t], {&embeddings[t * hidden], hidden});
+    }
   }
   residual_->Begin(std::move(embeddings), n);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
@@ -374,6 +377,7 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
     WARP_RETURN_IF_ERROR(CheckFinite(delta, hidden, layer, "MLP", positions));
     residual_->AddSublayerOutput(layer, Sublayer::kFfn, delta);
   }
+  StageTimer head_timer(stats_.seconds_head);  // to the end of the pass
   residual_->FinalInput(x);
   // The head over every row asked for, in one pass (its weights read once
   // for the batch): its rows are independent and the kernels give the same

@@ -392,8 +392,8 @@ std::string Session::StageReport() const {
     const ForwardStats& st = f.forward;
     if (st.tokens == 0) continue;
     const double total = f.seconds;
-    const double compute =
-        st.seconds_attention + st.seconds_dense + st.seconds_route + st.seconds_expert;
+    const double compute = st.seconds_attention + st.seconds_dense + st.seconds_route +
+                           st.seconds_expert + st.seconds_head;
     absl::StrAppendFormat(&report, "  %s, %d tokens:\n", phase == kPrefill ? "prefill" : "decode",
                           st.tokens);
     auto row = [&](const char* name, double seconds) {
@@ -405,6 +405,7 @@ std::string Session::StageReport() const {
     row("route", st.seconds_route);
     row("fetch_wait", st.seconds_fetch_wait);
     row("expert", st.seconds_expert);
+    row("head", st.seconds_head);
     if (st.computed_as_landed > 0) {
       // Of the records read for this pass: misses, and those a prediction or an
       // early route brought in (a demand that joins their read computes them as they land).

@@ -2,7 +2,8 @@
 # Lookahead settings A/B at equal memory: each configuration decodes the same
 # sampled tokens inside one memory cgroup (the planner's default budget there),
 # rounds alternating, so the disk's drift falls on every configuration alike.
-# Prints each run's decode tok/s, disk bytes a token, lookahead figures, the
+# Prints each run's decode tok/s, disk bytes a token and over what the demand
+# needed (issue 14's <= 1.05 rule, as vs_llamacpp.py reckons it), lookahead figures, the
 # decode's overlap max(I/O, compute) / wall (`--stages`) and the prompt's tok/s;
 # the decision goes to docs/LEARNED.md. Any flags of `computed run` can be A/B'd
 # (e.g. "" "--no-ordered-pieces"). MODEL is any container, e.g. the K2-shaped

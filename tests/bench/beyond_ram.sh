@@ -50,6 +50,13 @@ per_token() {
              bytes / 2^20, bytes / ws, ws / 2^20
     }'
 }
+# The decode segment's disk bytes over what its demand needed (issue 14's <= 1.05 rule,
+# reckoned as vs_llamacpp.py does).
+read_over_needed() {
+  python3 -c "import sys; sys.path.insert(0, '$(dirname "$0")'); from vs_llamacpp import \
+read_over_needed as r; v = r(sys.stdin.read(), $record_bytes); \
+print(f'  read {v:.3f}x what the demand needed' if v else '  read / needed: n/a')"
+}
 # decode ARGS...: one run inside the cgroup; its stats line (and stages), then per_token.
 # Sampled at temperature 1 with a fixed seed, never greedy: greedy decoding of random
 # weights repeats a token and flatters every cache figure. The same logits give the
@@ -61,6 +68,7 @@ decode() {
     2>&1 >/dev/null)
   echo "$out"
   per_token <<< "$out"
+  grep '^\[' <<< "$out" | read_over_needed
 }
 
 # fio on the first bank, as the store reads it; skipped without fio.

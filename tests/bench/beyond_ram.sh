@@ -50,12 +50,15 @@ per_token() {
              bytes / 2^20, bytes / ws, ws / 2^20
     }'
 }
-# The decode segment's disk bytes over what its demand needed (issue 14's <= 1.05 rule,
-# reckoned as vs_llamacpp.py does).
-read_over_needed() {
-  python3 -c "import sys; sys.path.insert(0, '$(dirname "$0")'); from vs_llamacpp import \
-read_over_needed as r; v = r(sys.stdin.read(), $record_bytes); \
-print(f'  read {v:.3f}x what the demand needed' if v else '  read / needed: n/a')"
+# Issue 14's rules on the decode segment, reckoned as vs_llamacpp.py does: its disk
+# bytes over what its demand needed (<= 1.05), and its bytes a second while a read was in
+# flight (against the fio lines; >= 0.9x). The overlap is on the --stages line above.
+issue_rules() {
+  python3 -c "import sys; sys.path.insert(0, '$(dirname "$0")'); import vs_llamacpp as v
+out = sys.stdin.read(); need = v.read_over_needed(out, $record_bytes)
+read = v.decode_read_bytes(out); busy = v.decode_overlap(out)[1]
+print(f'  read {need:.3f}x what the demand needed' if need else '  read / needed: n/a')
+if read and busy: print(f'  reads in flight {read / busy / 1e9:.2f} GB/s')"
 }
 # decode ARGS...: one run inside the cgroup; its stats line (and stages), then per_token.
 # Sampled at temperature 1 with a fixed seed, never greedy: greedy decoding of random
@@ -68,7 +71,7 @@ decode() {
     2>&1 >/dev/null)
   echo "$out"
   per_token <<< "$out"
-  grep '^\[' <<< "$out" | read_over_needed
+  issue_rules <<< "$out"
 }
 
 # fio on the first bank, as the store reads it; skipped without fio.

@@ -5,7 +5,8 @@
 # planner's default there, the limit less its margin; O_DIRECT reads bypass the
 # page cache, so the expert cache inside the budget is the only RAM the experts
 # get). Each run prints the cgroup's peak
-# memory. A/B in the same run at equal budget: prefetch + lookahead, lookahead
+# memory and issue 14's rules (read over what the demand needed, reads in flight
+# against the fio lines; the overlap is on its --stages line). A/B in the same run at equal budget: prefetch + lookahead, lookahead
 # off, the synchronous path, and a lookahead as wide as the router's top-k
 # (when that is not the default 6); then an architecture's own A/B, if it has
 # one: DeepSeek V4's hash layers with their CERTAIN reads off and on, twice.

@@ -26,6 +26,7 @@ void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
   op(a.seconds_attention, b.seconds_attention);
   op(a.seconds_dense, b.seconds_dense);
   op(a.seconds_head, b.seconds_head);
+  op(a.head_rows, b.head_rows);
 }
 
 }  // namespace

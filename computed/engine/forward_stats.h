@@ -33,6 +33,7 @@ struct ForwardStats {
   double seconds_route = 0, seconds_fetch_wait = 0, seconds_expert = 0, seconds_attention = 0,
          seconds_dense = 0;  // per stage, summed over layers
   double seconds_head = 0;   // the embedding, the final norm and the head
+  uint64_t head_rows = 0;    // rows the head computed logits for
 
   uint64_t CountOf(Served kind) const { return served[static_cast<size_t>(kind)]; }
   uint64_t BytesOf(Served kind) const { return served_bytes[static_cast<size_t>(kind)]; }

@@ -269,10 +269,10 @@ absl::Status Transformer::CheckFinite(std::span<const float> values, uint64_t wi
 }
 
 absl::StatusOr<std::vector<float>> Transformer::Forward(std::span<const int32_t> tokens,
-                                                        bool last_only, uint32_t sequence) {
-  const SequenceChunk chunk{.sequence = sequence, .tokens = tokens, .last_only = last_only};
-  WARP_ASSIGN_OR_RETURN(std::vector<std::vector<float>> logits, ForwardBatch({&chunk, 1}));
-  return std::move(logits[0]);
+                                                        Logits logits, uint32_t sequence) {
+  const SequenceChunk chunk{.sequence = sequence, .tokens = tokens, .logits = logits};
+  WARP_ASSIGN_OR_RETURN(std::vector<std::vector<float>> rows, ForwardBatch({&chunk, 1}));
+  return std::move(rows[0]);
 }
 
 absl::Status Transformer::CheckChunks(std::span<const SequenceChunk> chunks) const {
@@ -378,32 +378,39 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
     residual_->AddSublayerOutput(layer, Sublayer::kFfn, delta);
   }
   StageTimer head_timer(stats_.seconds_head);  // to the end of the pass
-  residual_->FinalInput(x);
   // The head over every row asked for, in one pass (its weights read once
   // for the batch): its rows are independent and the kernels give the same
   // bits for any batch size, so a last row alone equals the last row of all.
   std::vector<uint32_t> head_rows;
+  std::vector<size_t> chunk_rows;  // how many of head_rows each chunk asked for
   for (size_t c = 0; c < chunks.size(); ++c) {
     const uint32_t n_chunk = static_cast<uint32_t>(chunks[c].tokens.size());
-    for (uint32_t t = chunks[c].last_only ? n_chunk - 1 : 0; t < n_chunk; ++t) {
-      head_rows.push_back(begins[c] + t);
-    }
+    const uint32_t first = chunks[c].logits == Logits::kEvery  ? 0
+                           : chunks[c].logits == Logits::kLast ? n_chunk - 1
+                                                               : n_chunk;
+    for (uint32_t t = first; t < n_chunk; ++t) head_rows.push_back(begins[c] + t);
+    chunk_rows.push_back(n_chunk - first);
   }
   const uint64_t vocab = config_.vocab_size;
-  std::vector<float> head_in(head_rows.size() * hidden), head_out(head_rows.size() * vocab);
-  std::vector<uint32_t> head_positions;
-  for (size_t r = 0; r < head_rows.size(); ++r) {
-    std::copy_n(&x[head_rows[r] * hidden], hidden, &head_in[r * hidden]);
-    head_positions.push_back(positions[head_rows[r]]);
+  std::vector<float> head_out(head_rows.size() * vocab);
+  if (!head_rows.empty()) {
+    residual_->FinalInput(x);
+    std::vector<float> head_in(head_rows.size() * hidden);
+    std::vector<uint32_t> head_positions;
+    for (size_t r = 0; r < head_rows.size(); ++r) {
+      std::copy_n(&x[head_rows[r] * hidden], hidden, &head_in[r * hidden]);
+      head_positions.push_back(positions[head_rows[r]]);
+    }
+    Linear(pool_, head_, head_in.data(), static_cast<uint32_t>(head_rows.size()), head_out.data());
+    WARP_RETURN_IF_ERROR(CheckFinite(head_out, vocab, config_.num_layers, "head", head_positions));
+    stats_.head_rows += head_rows.size();
   }
-  Linear(pool_, head_, head_in.data(), static_cast<uint32_t>(head_rows.size()), head_out.data());
-  WARP_RETURN_IF_ERROR(CheckFinite(head_out, vocab, config_.num_layers, "head", head_positions));
   std::vector<std::vector<float>> logits(chunks.size());
   size_t next = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    const size_t rows = chunks[c].last_only ? 1 : chunks[c].tokens.size();
-    logits[c].assign(head_out.begin() + next * vocab, head_out.begin() + (next + rows) * vocab);
-    next += rows;
+    logits[c].assign(head_out.begin() + next * vocab,
+                     head_out.begin() + (next + chunk_rows[c]) * vocab);
+    next += chunk_rows[c];
   }
   for (const SequenceChunk& chunk : chunks) {
     sequences_[chunk.sequence].position += static_cast<uint32_t>(chunk.tokens.size());

@@ -72,18 +72,23 @@ class Transformer {
       std::shared_ptr<const Container> container, ExpertSource& experts, ThreadPool& pool,
       const Options& options);
 
+  // The rows of a chunk the head computes logits for. kNone: a prompt's chunk
+  // before its last, whose logits nobody reads (the head of a K2-sized
+  // vocabulary is 12 ms of a decode token's 80 on the K2-shaped benchmark).
+  enum class Logits { kEvery, kLast, kNone };
+
   // Runs `tokens` of `sequence` at positions position(sequence) ..
   // position(sequence) + n - 1 and returns the logits of every one,
-  // [n][vocab], or of the last one only. Fails (and computes nothing more)
+  // [n][vocab], of the last one only, or none. Fails (and computes nothing more)
   // if an expert cannot be read or verified.
   absl::StatusOr<std::vector<float>> Forward(std::span<const int32_t> tokens,
-                                             bool last_only = false, uint32_t sequence = 0);
+                                             Logits logits = Logits::kEvery, uint32_t sequence = 0);
 
   // One sequence's part of a batched pass.
   struct SequenceChunk {
     uint32_t sequence = 0;
     std::span<const int32_t> tokens;
-    bool last_only = true;
+    Logits logits = Logits::kLast;
   };
   // Runs every chunk in one pass (each at its sequence's position; no two of
   // one sequence) and returns each chunk's logits as Forward would: bit for

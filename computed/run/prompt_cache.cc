@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_
   // last prompt token, which the next prompt keeps (or recomputes) at the least.
   std::span<const int32_t> rest = ids.subspan(shared);
   if (rest.size() > 1) {
-    WARP_RETURN_IF_ERROR(session_.PrefillLast(rest.first(rest.size() - 1), sequence_).status());
+    WARP_RETURN_IF_ERROR(session_.Feed(rest.first(rest.size() - 1), sequence_));
     in_cache_.insert(in_cache_.end(), rest.begin(), rest.end() - 1);
     rest = rest.last(1);
   }

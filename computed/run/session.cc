@@ -227,16 +227,21 @@ std::array<Session::PhaseFigures, 2> Session::Phases() const {
 
 absl::StatusOr<std::vector<float>> Session::Prefill(std::span<const int32_t> tokens,
                                                     uint32_t sequence) {
-  return PrefillChunks(tokens, /*last_only=*/false, sequence);
+  return PrefillChunks(tokens, Transformer::Logits::kEvery, sequence);
 }
 
 absl::StatusOr<std::vector<float>> Session::PrefillLast(std::span<const int32_t> tokens,
                                                         uint32_t sequence) {
-  return PrefillChunks(tokens, /*last_only=*/true, sequence);
+  return PrefillChunks(tokens, Transformer::Logits::kLast, sequence);
+}
+
+absl::Status Session::Feed(std::span<const int32_t> tokens, uint32_t sequence) {
+  return PrefillChunks(tokens, Transformer::Logits::kNone, sequence).status();
 }
 
 absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_t> tokens,
-                                                          bool last_only, uint32_t sequence) {
+                                                          Transformer::Logits logits_of,
+                                                          uint32_t sequence) {
   const uint64_t end = uint64_t{position(sequence)} + tokens.size();
   if (trained_positions() > 0 && end > trained_positions()) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -248,13 +253,15 @@ absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_
     const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
     for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
       const size_t n = std::min(chunk, tokens.size() - begin);
+      // The last position's logits are the last chunk's: the chunks before
+      // it run no head.
+      const bool last_chunk = begin + n == tokens.size();
+      const Transformer::Logits rows = logits_of == Transformer::Logits::kLast && !last_chunk
+                                           ? Transformer::Logits::kNone
+                                           : logits_of;
       WARP_ASSIGN_OR_RETURN(std::vector<float> part,
-                            transformer_->Forward(tokens.subspan(begin, n), last_only, sequence));
-      if (last_only) {
-        logits = std::move(part);
-      } else {
-        logits.insert(logits.end(), part.begin(), part.end());
-      }
+                            transformer_->Forward(tokens.subspan(begin, n), rows, sequence));
+      logits.insert(logits.end(), part.begin(), part.end());
     }
     return absl::OkStatus();
   }));
@@ -264,7 +271,8 @@ absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_
 absl::StatusOr<std::vector<float>> Session::Step(int32_t token, uint32_t sequence) {
   std::vector<float> logits;
   WARP_RETURN_IF_ERROR(InPhase(kDecode, [&]() -> absl::Status {
-    WARP_ASSIGN_OR_RETURN(logits, transformer_->Forward({&token, 1}, false, sequence));
+    WARP_ASSIGN_OR_RETURN(logits,
+                          transformer_->Forward({&token, 1}, Transformer::Logits::kLast, sequence));
     return absl::OkStatus();
   }));
   return logits;

@@ -85,6 +85,8 @@ class Session {
   // generation needs, without [n][vocab] floats for a long prompt.
   absl::StatusOr<std::vector<float>> PrefillLast(std::span<const int32_t> tokens,
                                                  uint32_t sequence = 0);
+  // The same, computing no logits: a prompt's part whose end is not sampled.
+  absl::Status Feed(std::span<const int32_t> tokens, uint32_t sequence = 0);
   // One decode step.
   absl::StatusOr<std::vector<float>> Step(int32_t token, uint32_t sequence = 0);
 
@@ -142,9 +144,10 @@ class Session {
     double seconds = 0;                               // wall time inside the engine
     std::map<std::string, uint64_t> source_counters;  // this phase's share of the source's
   };
-  // Prefill and PrefillLast: the prompt in chunks of prefill_chunk, as one
-  // prefill call; every position's logits, or the last one's.
-  absl::StatusOr<std::vector<float>> PrefillChunks(std::span<const int32_t> tokens, bool last_only,
+  // Prefill, PrefillLast and Feed: the prompt in chunks of prefill_chunk, as
+  // one prefill call; every position's logits, the last one's, or none.
+  absl::StatusOr<std::vector<float>> PrefillChunks(std::span<const int32_t> tokens,
+                                                   Transformer::Logits logits_of,
                                                    uint32_t sequence);
   // Runs `forward` (engine calls) as part of `phase`, adding to its figures.
   absl::Status InPhase(Phase phase, const std::function<absl::Status()>& forward);

@@ -204,7 +204,9 @@ std::optional<Transformer::SequenceChunk> EngineWorker::NextChunk(Slot& slot, in
     }
     size_t n = pending.size() - 1;
     if (session_->prefill_chunk() > 0) n = std::min<size_t>(n, session_->prefill_chunk());
-    return Transformer::SequenceChunk{.sequence = sequence, .tokens = pending.first(n)};
+    // Never the prompt's end (its last token is held back): no logits.
+    return Transformer::SequenceChunk{
+        .sequence = sequence, .tokens = pending.first(n), .logits = Transformer::Logits::kNone};
   }
   // As Generate (computed/run/generation.h): a stop id is neither kept nor
   // stepped; a stop string, a cancel or max_tokens ends the reply after the

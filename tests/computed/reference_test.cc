@@ -22,6 +22,7 @@
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/tensor_specs.h"
 #include "computed/planner/planner.h"
+#include "computed/run/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/computed/stored_folds.h"
@@ -345,7 +346,7 @@ TEST_P(ReferenceTest, BatchedSequencesGiveTheBitsOfEachAlone) {
       const size_t take = done[s] == 0 ? prompt[s] : 1;
       chunks.push_back({.sequence = s,
                         .tokens = std::span(texts[s]).subspan(done[s], take),
-                        .last_only = false});
+                        .logits = Transformer::Logits::kEvery});
       firsts.push_back(done[s]);
       done[s] += take;
     }
@@ -367,11 +368,54 @@ TEST_P(ReferenceTest, BatchedSequencesGiveTheBitsOfEachAlone) {
   }
   // A rewind of sequence 1 recomputes its bits; sequences 0 and 2 keep theirs.
   const uint32_t from = batched->Rewind(static_cast<uint32_t>(n - 4), 1);
-  auto again = batched->Forward(std::span(texts[1]).subspan(from), false, 1);
+  auto again = batched->Forward(std::span(texts[1]).subspan(from), Transformer::Logits::kEvery, 1);
   WARP_ASSERT_OK(again);
   EXPECT_EQ(0, std::memcmp(again->data(), &alone[1][from * vocab], again->size() * sizeof(float)));
   EXPECT_EQ(batched->position(0), n);
   EXPECT_EQ(batched->position(2), n);
+}
+
+// A prompt's chunks before its last run no head, and the last gives the bits
+// of a whole prefill's last row: through the engine and through a session's
+// PrefillLast and Feed.
+TEST_P(ReferenceTest, APromptsChunksBeforeItsLastRunNoHead) {
+  Model whole(model_dir_, 2);
+  const std::vector<float> every = whole.Prefill(tokens_, tokens_.size());
+  const size_t vocab = whole->config().vocab_size, n = tokens_.size();
+  const float* last_row = &every[(n - 1) * vocab];
+  const std::span<const int32_t> tokens(tokens_);
+  Model model(model_dir_, 2);
+  auto first = model->Forward(tokens.first(7), Transformer::Logits::kNone);
+  WARP_ASSERT_OK(first);
+  EXPECT_TRUE(first->empty());
+  EXPECT_EQ(model->stats().head_rows, 0u);
+  auto last = model->Forward(tokens.subspan(7), Transformer::Logits::kLast);
+  WARP_ASSERT_OK(last);
+  ASSERT_EQ(last->size(), vocab);
+  EXPECT_EQ(0, std::memcmp(last->data(), last_row, vocab * sizeof(float)));
+  EXPECT_EQ(model->stats().head_rows, 1u);
+
+  // A session computes in its own precision (q8 activations): its reference
+  // is its own whole prompt.
+  auto at_once = Session::Open({.model = model_dir_.string(), .threads = 2, .max_positions = 128});
+  WARP_ASSERT_OK(at_once);
+  auto reference = (*at_once)->Prefill(tokens);
+  WARP_ASSERT_OK(reference);
+  last_row = &(*reference)[(n - 1) * vocab];
+  auto session = Session::Open(
+      {.model = model_dir_.string(), .threads = 2, .prefill_chunk = 5, .max_positions = 128});
+  WARP_ASSERT_OK(session);
+  auto logits = (*session)->PrefillLast(tokens);
+  WARP_ASSERT_OK(logits);
+  ASSERT_EQ(logits->size(), vocab);
+  EXPECT_EQ(0, std::memcmp(logits->data(), last_row, vocab * sizeof(float)));
+  EXPECT_EQ((*session)->transformer().stats().head_rows, 1u) << "chunks of 5 of " << n;
+  (*session)->Rewind(0);
+  WARP_ASSERT_OK((*session)->Feed(tokens.first(n - 1)));
+  auto step = (*session)->Step(tokens_[n - 1]);
+  WARP_ASSERT_OK(step);
+  EXPECT_EQ(0, std::memcmp(step->data(), last_row, vocab * sizeof(float)));
+  EXPECT_EQ((*session)->transformer().stats().head_rows, 2u);
 }
 
 TEST_P(ReferenceTest, ABatchNamesItsBadChunk) {

@@ -47,6 +47,73 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Tr
   if (plan.dsa_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, p + "indexer.", pool);
 }
 
+MlaAttention::HeadScratch::HeadScratch(const MlaAttention& mla, uint32_t n)
+    : key_b(uint64_t{mla.c_.qk_nope_head_dim} * mla.c_.kv_lora_rank),
+      row(mla.key_b_transposed_ ? mla.c_.qk_nope_head_dim : 0),
+      q_latent(mla.c_.kv_lora_rank),
+      context(uint64_t{std::min(n, kValueBatch)} * mla.c_.kv_lora_rank),
+      value_out(uint64_t{std::min(n, kValueBatch)} * mla.value_b_.rows) {}
+
+void MlaAttention::AttendHead(uint32_t h, std::span<float> q, uint32_t n, uint32_t first_pos,
+                              std::span<const std::vector<uint32_t>> keys, HeadScratch& scratch,
+                              std::span<float> attn) const {
+  const uint32_t heads = c_.num_heads, nope = c_.qk_nope_head_dim, rope = c_.qk_rope_head_dim;
+  const uint32_t lora = c_.kv_lora_rank, v_dim = c_.v_head_dim, q_head = nope + rope;
+  // W_kb(h) as key_b[i][j] (nope key dim i, latent dim j), from either layout:
+  // kv_b_proj holds per head nope key rows, then v_dim value rows; k_b_proj
+  // holds row h * lora + j over the nope dims.
+  float* key_b = scratch.key_b.data();
+  if (key_b_transposed_) {
+    for (uint32_t j = 0; j < lora; ++j) {
+      kernels::DequantizeRow(key_b_, uint64_t{h} * lora + j, scratch.row);
+      for (uint32_t i = 0; i < nope; ++i) key_b[uint64_t{i} * lora + j] = scratch.row[i];
+    }
+  } else {
+    for (uint32_t i = 0; i < nope; ++i) {
+      kernels::DequantizeRow(key_b_, uint64_t{h} * (nope + v_dim) + i,
+                             {key_b + uint64_t{i} * lora, lora});
+    }
+  }
+  const uint64_t value_stride = key_b_transposed_ ? v_dim : nope + v_dim;
+  const uint64_t v_row = uint64_t{h} * value_stride + (key_b_transposed_ ? 0 : nope);
+  std::vector<float>& scores = scratch.scores;
+  for (uint32_t t0 = 0; t0 < n; t0 += kValueBatch) {
+    const uint32_t batch = std::min(kValueBatch, n - t0);
+    for (uint32_t b = 0; b < batch; ++b) {
+      const uint32_t t = t0 + b;
+      float* qh = q.data() + (uint64_t{t} * heads + h) * q_head;
+      rope_.Apply({qh + nope, rope}, first_pos + t);
+      // Absorb the key part: q_latent = W_kb(h)^T q_nope, each q_latent[j]
+      // summed over i in order.
+      std::fill(scratch.q_latent.begin(), scratch.q_latent.end(), 0.0f);
+      for (uint32_t i = 0; i < nope; ++i) {
+        const float* key_row = key_b + uint64_t{i} * lora;
+        for (uint32_t j = 0; j < lora; ++j) scratch.q_latent[j] += qh[i] * key_row[j];
+      }
+      scores.resize(keys[t].size());
+      for (size_t k = 0; k < keys[t].size(); ++k) {
+        scores[k] = (Dot(scratch.q_latent.data(), cache_.Row(kLatent, keys[t][k]), lora) +
+                     Dot(qh + nope, cache_.Row(kRopeKey, keys[t][k]), rope)) *
+                    scale_;
+      }
+      Softmax(scores);
+      float* context = scratch.context.data() + uint64_t{b} * lora;
+      std::fill(context, context + lora, 0.0f);
+      for (size_t k = 0; k < keys[t].size(); ++k) {
+        const float* latent = cache_.Row(kLatent, keys[t][k]);
+        for (uint32_t j = 0; j < lora; ++j) context[j] += scores[k] * latent[j];
+      }
+    }
+    // Absorb the value part: o_h = W_vb(h) context, the batch's tokens at once.
+    kernels::MatMulRows(value_b_, scratch.context, batch, v_row, v_row + v_dim, scratch.value_out,
+                        value_b_.rows);
+    for (uint32_t b = 0; b < batch; ++b) {
+      std::copy_n(&scratch.value_out[b * value_b_.rows + v_row], v_dim,
+                  attn.data() + (uint64_t{t0 + b} * heads + h) * v_dim);
+    }
+  }
+}
+
 void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                            std::span<float> out) {
   const uint32_t heads = c_.num_heads, nope = c_.qk_nope_head_dim, rope = c_.qk_rope_head_dim;
@@ -77,59 +144,27 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     rope_.Apply({k_rope, rope}, pos);
     cache_.Written(pos);
   }
-  std::vector<float> attn(uint64_t{n} * heads * v_dim);
-  std::vector<float> kb_row(key_b_transposed_ ? nope : lora), q_lat(lora), ctx(lora),
-      value_out(value_b_.rows), scores;
-  // kv_b_proj holds per head nope key rows, then v_dim value rows; v_b_proj only the latter.
-  const uint64_t value_stride = key_b_transposed_ ? v_dim : nope + v_dim;
-  const uint64_t value_first = key_b_transposed_ ? 0 : nope;
+  // The positions each token attends to: all before it, or the DSA indexer's
+  // choice (which writes the token's index rows first).
+  std::vector<std::vector<uint32_t>> keys(n);
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t pos = first_pos + t;
-    // The positions this token attends to: all before it, or the DSA indexer's choice.
-    std::vector<uint32_t> keys;
     if (indexer_) {
-      keys = indexer_->Select(t, pos, cache_, kIndexKey);
+      keys[t] = indexer_->Select(t, pos, cache_, kIndexKey);
     } else {
-      keys.resize(pos + 1);
-      std::iota(keys.begin(), keys.end(), 0u);
-    }
-    scores.resize(keys.size());
-    for (uint32_t h = 0; h < heads; ++h) {
-      float* qh = q.data() + (uint64_t{t} * heads + h) * q_head;
-      rope_.Apply({qh + nope, rope}, pos);
-      // Absorb kv_b's key part: q_lat = W_kb(h)^T q_nope, each q_lat[j] summed
-      // over i in order from either layout (the same bits from both).
-      if (key_b_transposed_) {
-        for (uint32_t j = 0; j < lora; ++j) {
-          kernels::DequantizeRow(key_b_, uint64_t{h} * lora + j, kb_row);
-          float sum = 0.0f;
-          for (uint32_t i = 0; i < nope; ++i) sum += qh[i] * kb_row[i];
-          q_lat[j] = sum;
-        }
-      } else {
-        std::fill(q_lat.begin(), q_lat.end(), 0.0f);
-        for (uint32_t i = 0; i < nope; ++i) {
-          kernels::DequantizeRow(key_b_, uint64_t{h} * (nope + v_dim) + i, kb_row);
-          for (uint32_t j = 0; j < lora; ++j) q_lat[j] += qh[i] * kb_row[j];
-        }
-      }
-      for (size_t i = 0; i < keys.size(); ++i) {
-        scores[i] = (Dot(q_lat.data(), cache_.Row(kLatent, keys[i]), lora) +
-                     Dot(qh + nope, cache_.Row(kRopeKey, keys[i]), rope)) *
-                    scale_;
-      }
-      Softmax(scores);
-      std::fill(ctx.begin(), ctx.end(), 0.0f);
-      for (size_t i = 0; i < keys.size(); ++i) {
-        const float* latent = cache_.Row(kLatent, keys[i]);
-        for (uint32_t j = 0; j < lora; ++j) ctx[j] += scores[i] * latent[j];
-      }
-      // Absorb kv_b's value part: o_h = W_vb(h) ctx.
-      const uint64_t v_row = uint64_t{h} * value_stride + value_first;
-      kernels::MatMulRows(value_b_, ctx, 1, v_row, v_row + v_dim, value_out, value_b_.rows);
-      std::copy_n(&value_out[v_row], v_dim, attn.data() + (uint64_t{t} * heads + h) * v_dim);
+      keys[t].resize(pos + 1);
+      std::iota(keys[t].begin(), keys[t].end(), 0u);
     }
   }
+  std::vector<float> attn(uint64_t{n} * heads * v_dim);
+  // Heads apart, each whole on one thread (the same bits for any split): its
+  // key weights dequantized once for the chunk's tokens.
+  pool_.ParallelFor(heads, 1, [&](size_t head_begin, size_t head_end) {
+    HeadScratch scratch(*this, n);
+    for (size_t h = head_begin; h < head_end; ++h) {
+      AttendHead(static_cast<uint32_t>(h), q, n, first_pos, keys, scratch, attn);
+    }
+  });
   if (gate_.rows > 0) {  // Kimi K3: the heads' output * sigmoid(g_proj x)
     std::vector<float> gate(attn.size());
     Linear(pool_, gate_, x.data(), n, gate.data());

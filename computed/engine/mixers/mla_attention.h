@@ -29,6 +29,24 @@ class MlaAttention : public TokenMixer {
   }
 
  private:
+  // Tokens whose value absorb is one matrix product (bounds the scratch).
+  static constexpr uint32_t kValueBatch = 16;
+  // One thread's buffers for AttendHead.
+  struct HeadScratch {
+    HeadScratch(const MlaAttention& mla, uint32_t n);
+    std::vector<float> key_b;      // W_kb(h), [nope][kv_lora]
+    std::vector<float> row;        // a k_b_proj row
+    std::vector<float> q_latent;   // [kv_lora]
+    std::vector<float> context;    // [kValueBatch][kv_lora]
+    std::vector<float> value_out;  // [kValueBatch][value_b_.rows]
+    std::vector<float> scores;
+  };
+  // Head h of the chunk's n tokens: rotates their q rope parts (q [n][heads][q
+  // head]), attends in the latent space to keys[t], writes attn [n][heads][v_dim].
+  void AttendHead(uint32_t h, std::span<float> q, uint32_t n, uint32_t first_pos,
+                  std::span<const std::vector<uint32_t>> keys, HeadScratch& scratch,
+                  std::span<float> attn) const;
+
   const ModelConfig& c_;
   ThreadPool& pool_;
   Rope rope_;

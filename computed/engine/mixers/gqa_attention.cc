@@ -47,26 +47,35 @@ void GqaAttention::Prepare(float* head, std::span<const float> norm, uint32_t po
   rope_.Apply({head, rope_.dim()}, pos);
 }
 
-void GqaAttention::Attend(const float* q, uint32_t pos, float* attn) {
+void GqaAttention::Attend(const float* q, uint32_t pos, float* attn) const {
   const uint32_t heads = c_.num_heads, hd = c_.head_dim;
-  const uint32_t group = heads / c_.num_kv_heads;
   const uint32_t first = cache_.FirstVisible(pos);
   const uint32_t visible = pos + 1 - first;
-  for (uint32_t h = 0; h < heads; ++h) {
-    const float* qh = q + uint64_t{h} * hd;
-    const uint64_t kv_offset = uint64_t{h / group} * hd;
+  // Heads apart, each whole on one thread (the same bits for any split); a
+  // short context is not worth waking the pool for.
+  const auto attend_heads = [&](size_t head_begin, size_t head_end) {
     // The sink joins the softmax as one more logit, then its weight is dropped.
-    scores_.resize(visible + (sinks_.empty() ? 0 : 1));
-    for (uint32_t s = first; s <= pos; ++s) {
-      scores_[s - first] = Dot(qh, cache_.Row(kKeys, s) + kv_offset, hd) * scale_;
+    std::vector<float> scores(visible + (sinks_.empty() ? 0 : 1));
+    for (size_t h = head_begin; h < head_end; ++h) {
+      const float* qh = q + h * hd;
+      const uint64_t kv_offset = h / (heads / c_.num_kv_heads) * hd;
+      for (uint32_t s = first; s <= pos; ++s) {
+        scores[s - first] = Dot(qh, cache_.Row(kKeys, s) + kv_offset, hd) * scale_;
+      }
+      if (!sinks_.empty()) scores[visible] = sinks_[h];
+      Softmax(scores);
+      AddWeightedRows(
+          std::span<const float>(scores).first(visible),
+          [&](size_t k) {
+            return cache_.Row(kValues, first + static_cast<uint32_t>(k)) + kv_offset;
+          },
+          hd, attn + h * hd);
     }
-    if (!sinks_.empty()) scores_[visible] = sinks_[h];
-    Softmax(scores_);
-    float* o_h = attn + uint64_t{h} * hd;
-    for (uint32_t s = first; s <= pos; ++s) {
-      const float* vs = cache_.Row(kValues, s) + kv_offset;
-      for (uint32_t i = 0; i < hd; ++i) o_h[i] += scores_[s - first] * vs[i];
-    }
+  };
+  if (uint64_t{visible} * hd * heads < kParallelWork) {
+    attend_heads(0, heads);
+  } else {
+    pool_.ParallelFor(heads, 1, attend_heads);
   }
 }
 

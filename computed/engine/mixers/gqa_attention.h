@@ -28,8 +28,12 @@ class GqaAttention : public TokenMixer {
  private:
   // Per-head RMSNorm (when the model has one), then rope on the rotary part.
   void Prepare(float* head, std::span<const float> norm, uint32_t pos) const;
-  // Attention of the token at `pos` over the cache, into attn [heads * head_dim].
-  void Attend(const float* q, uint32_t pos, float* attn);
+  // Multiply-adds of a token's scores below which its heads run on the
+  // calling thread alone.
+  static constexpr uint64_t kParallelWork = uint64_t{1} << 18;
+  // Attention of the token at `pos` over the cache, added into attn
+  // [heads * head_dim] (zeros).
+  void Attend(const float* q, uint32_t pos, float* attn) const;
 
   const ModelConfig& c_;
   ThreadPool& pool_;
@@ -39,7 +43,6 @@ class GqaAttention : public TokenMixer {
   std::span<const float> q_bias_, k_bias_, v_bias_, o_bias_, q_norm_, k_norm_, sinks_;
   uint64_t kv_dim_;
   PositionRows cache_;  // kinds 0: K (normed, rotated), 1: V; [kv_heads * head_dim] each
-  std::vector<float> scores_;
 };
 
 }  // namespace warp::computed

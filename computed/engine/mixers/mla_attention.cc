@@ -99,10 +99,8 @@ void MlaAttention::AttendHead(uint32_t h, std::span<float> q, uint32_t n, uint32
       Softmax(scores);
       float* context = scratch.context.data() + uint64_t{b} * lora;
       std::fill(context, context + lora, 0.0f);
-      for (size_t k = 0; k < keys[t].size(); ++k) {
-        const float* latent = cache_.Row(kLatent, keys[t][k]);
-        for (uint32_t j = 0; j < lora; ++j) context[j] += scores[k] * latent[j];
-      }
+      AddWeightedRows(
+          scores, [&](size_t k) { return cache_.Row(kLatent, keys[t][k]); }, lora, context);
     }
     // Absorb the value part: o_h = W_vb(h) context, the batch's tokens at once.
     kernels::MatMulRows(value_b_, scratch.context, batch, v_row, v_row + v_dim, scratch.value_out,

@@ -14,6 +14,9 @@ cgroup after dropping the page cache:
     the prompt, timed within the first token); llama.cpp runs twice here, mmap
     as under the caps and "llama.cpp repacked" (its default: the weights copied
     into its interleaved CPU layout, which needs them in RAM; issue 14's target);
+  ctxN (opt-in, e.g. --conditions 4G,8G,none,ctx1024): resident as "none", with an
+    N-token prompt: the attention's cost grows with the context, which the
+    64-token prompt hides (docs/EFFICIENCY.md, "Attention at long contexts");
 and a 64-token prefill under the 4 GiB cap, --runs times per engine, alternating.
 Per run: decode tok/s and prompt tok/s (from the engine's output stream, the
 same clock for both: the prompt's figure counts loading, and in the resident
@@ -276,7 +279,9 @@ def main():
     parser.add_argument("--gen", type=int, default=8)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=".")
-    parser.add_argument("--conditions", default="4G,8G,none")
+    parser.add_argument("--conditions", default="4G,8G,none",
+                        help="comma-separated: a memory cap (4G), none (resident), or ctxN "
+                        "(resident, an N-token prompt)")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 if a target of issue 14 is missed (the table says which)")
     parser.add_argument("--warp-args", default="",
@@ -337,7 +342,7 @@ def main():
             sh(["dd", f"if={args.gguf}", "of=/dev/null", "bs=16M"])
         r = run_engine(engine_cmd(engine, tokens, gen, seed, resident=not limit), cgroup, gen)
         st = r["stamps"]
-        row = dict(engine=engine, condition=condition, prompt=len(tokens),
+        row = dict(engine=engine, condition=condition, capped=bool(limit), prompt=len(tokens),
                    decode_tok_s=(len(st) - 1) / (st[-1] - st[0]),
                    prompt_tok_s=len(tokens) / st[0], first_token_s=st[0],
                    read_per_token=(r["end_reads"] - r["reads"][0]) / (len(st) - 1)
@@ -379,10 +384,13 @@ def main():
 
     try:
         for condition in args.conditions.split(","):
-            limit = 0 if condition == "none" else int(condition[:-1]) * GIB
-            ids = long_prompt if condition == "none" else short_prompt
+            context = int(condition[3:]) if condition.startswith("ctx") else 0
+            resident = condition == "none" or context > 0
+            limit = 0 if resident else int(condition[:-1]) * GIB
+            ids = prompt(context, manifest["config"]["vocab_size"]) if context else \
+                long_prompt if resident else short_prompt
             engines = ("WARP", "llama.cpp") + \
-                ((REPACKED,) if condition == "none" and not args.no_llama_repack else ())
+                ((REPACKED,) if resident and not args.no_llama_repack else ())
             print(f"== {condition} cap", flush=True)
             for run in range(args.warmup):
                 for engine in engines:
@@ -448,11 +456,14 @@ def main():
                            if r.get("read_over_needed") is not None], lambda v: f"{v:.2f}")
             lines.append(f"| {condition} | {e} | {med[e]:.3f} ({runs}) | {ratios} | {reads} | "
                          f"{disk} | {fio_each} | {peak} | {hits} | {needed} |")
-    resident = [r for r in rows if r["condition"] == "none" and r["own_prefill_tok_s"]]
-    if resident:
+    for condition in dict.fromkeys(r["condition"] for r in rows if not r["capped"]):
+        resident = [r for r in rows if r["condition"] == condition and r["own_prefill_tok_s"]]
+        if not resident:
+            continue
         own = {e: [r["own_prefill_tok_s"] for r in resident if r["engine"] == e] for e in ENGINES}
-        lines += ["", "| 64-token prompt, resident | prefill tok/s by the engine's own clock, "
-                  "median (runs) | WARP / this engine |", "|---|---|---|"]
+        lines += ["", f"| {resident[0]['prompt']}-token prompt, resident ({condition}) | prefill "
+                  "tok/s by the engine's own clock, median (runs) | WARP / this engine |",
+                  "|---|---|---|"]
         for e in own:
             if not own[e]:
                 continue
@@ -519,11 +530,11 @@ def targets(rows, prefill_rows, lines, fio_bytes_per_s):
         checks.append(("64-token prefill, 4 GiB: WARP >= 2x llama.cpp", f"{ratio:.2f}x",
                        ratio >= 2))
     over = [r["read_over_needed"] for r in rows if r["engine"] == "WARP"
-            and r["condition"] != "none" and r.get("read_over_needed") is not None]
+            and r["capped"] and r.get("read_over_needed") is not None]
     if over:
         checks.append(("every capped WARP run reads <= 1.05x what its misses needed",
                        f"max {max(over):.2f}x", max(over) <= 1.05))
-    capped = [r for r in rows if r["engine"] == "WARP" and r["condition"] != "none"]
+    capped = [r for r in rows if r["engine"] == "WARP" and r["capped"]]
     overlaps = [r["overlap"] for r in capped if r.get("overlap") is not None]
     if overlaps:
         checks.append(("every capped WARP run: overlap max(I/O, compute) / wall >= 0.9",

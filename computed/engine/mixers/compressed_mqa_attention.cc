@@ -75,14 +75,13 @@ void CompressedMqaAttention::Attend(const float* q, uint32_t h, uint32_t pos,
   scores.back() = sinks_[h];  // the sink joins the softmax, then is dropped
   Softmax(scores);
   std::fill(o, o + dim, 0.0f);
-  for (uint32_t s = first; s <= pos; ++s) {
-    const float* v = rows.Row(0, s);
-    for (uint32_t i = 0; i < dim; ++i) o[i] += scores[s - first] * v[i];
-  }
-  for (size_t e = 0; e < entries.size(); ++e) {
-    const float* v = compressor_->Entry(entries[e]);
-    for (uint32_t i = 0; i < dim; ++i) o[i] += scores[sliding + e] * v[i];
-  }
+  const std::span<const float> weights(scores);
+  AddWeightedRows(
+      weights.first(sliding),
+      [&](size_t k) { return rows.Row(0, first + static_cast<uint32_t>(k)); }, dim, o);
+  AddWeightedRows(
+      weights.subspan(sliding, entries.size()),
+      [&](size_t e) { return compressor_->Entry(entries[e]); }, dim, o);
 }
 
 void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,

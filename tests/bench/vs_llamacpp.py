@@ -385,12 +385,12 @@ def main():
     try:
         for condition in args.conditions.split(","):
             context = int(condition[3:]) if condition.startswith("ctx") else 0
-            resident = condition == "none" or context > 0
-            limit = 0 if resident else int(condition[:-1]) * GIB
+            uncapped = condition == "none" or context > 0
+            limit = 0 if uncapped else int(condition[:-1]) * GIB
             ids = prompt(context, manifest["config"]["vocab_size"]) if context else \
-                long_prompt if resident else short_prompt
+                long_prompt if uncapped else short_prompt
             engines = ("WARP", "llama.cpp") + \
-                ((REPACKED,) if resident and not args.no_llama_repack else ())
+                ((REPACKED,) if uncapped and not args.no_llama_repack else ())
             print(f"== {condition} cap", flush=True)
             for run in range(args.warmup):
                 for engine in engines:
@@ -457,11 +457,11 @@ def main():
             lines.append(f"| {condition} | {e} | {med[e]:.3f} ({runs}) | {ratios} | {reads} | "
                          f"{disk} | {fio_each} | {peak} | {hits} | {needed} |")
     for condition in dict.fromkeys(r["condition"] for r in rows if not r["capped"]):
-        resident = [r for r in rows if r["condition"] == condition and r["own_prefill_tok_s"]]
-        if not resident:
+        timed = [r for r in rows if r["condition"] == condition and r["own_prefill_tok_s"]]
+        if not timed:
             continue
-        own = {e: [r["own_prefill_tok_s"] for r in resident if r["engine"] == e] for e in ENGINES}
-        lines += ["", f"| {resident[0]['prompt']}-token prompt, resident ({condition}) | prefill "
+        own = {e: [r["own_prefill_tok_s"] for r in timed if r["engine"] == e] for e in ENGINES}
+        lines += ["", f"| {timed[0]['prompt']}-token prompt, resident ({condition}) | prefill "
                   "tok/s by the engine's own clock, median (runs) | WARP / this engine |",
                   "|---|---|---|"]
         for e in own:

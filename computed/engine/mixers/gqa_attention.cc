@@ -52,7 +52,7 @@ void GqaAttention::Attend(const float* q, uint32_t pos, float* attn) const {
   const uint32_t first = cache_.FirstVisible(pos);
   const uint32_t visible = pos + 1 - first;
   // Heads apart, each whole on one thread (the same bits for any split); a
-  // short context is not worth waking the pool for.
+  // short context stays on the calling thread (kParallelWork: chosen, not measured).
   const auto attend_heads = [&](size_t head_begin, size_t head_end) {
     // The sink joins the softmax as one more logit, then its weight is dropped.
     std::vector<float> scores(visible + (sinks_.empty() ? 0 : 1));

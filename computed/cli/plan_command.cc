@@ -17,7 +17,7 @@
 #include "computed/cli/commands.h"
 #include "computed/engine/transformer.h"
 #include "computed/planner/planner.h"
-#include "computed/synth/presets.h"
+#include "computed/synth/planned_release.h"
 
 namespace warp::computed {
 namespace {
@@ -27,7 +27,7 @@ struct PlanFlags {
   std::string config;              // --config: a release's config.json instead of a container
   std::string ram;                 // --ram: plan for a machine with this much memory
   std::string experts = "native";  // --config: as `computed convert --experts/--trunk`
-  std::string trunk = "bf16";
+  std::string trunk = "native";
   uint64_t context = 4096;
   uint32_t parallel = 1;  // sequences, each with its state (serve --parallel)
   std::string budget;
@@ -63,54 +63,25 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
            absl::StrCat(plan.experts_per_token, " experts x ", plan.num_moe_layers,
                         " MoE layers x ", record_bytes, " B records, per token"));
   PrintRow("banks", plan.bank_bytes, absl::StrCat(plan.num_records, " records on disk"));
-  PrintRow("floor", plan.floor_bytes, "trunk + kv + one working set");
+  PrintRow("floor", plan.floor_bytes,
+           absl::StrCat("trunk + kv + ", kFloorLayers, " MoE layers' records (",
+                        plan.experts_per_token, " x ", plan.max_record_bytes,
+                        " B each): the layer computed, the next one's reads in flight"));
   PrintRow("recommended", plan.recommended_bytes,
-           absl::StrCat("floor + ", kRecommendedWorkingSets, " working sets, at most resident (",
-                        FormatBytes(plan.resident_bytes), ")"));
+           absl::StrCat("trunk + kv + ", kRecommendedWorkingSets,
+                        " working sets, at most resident (", FormatBytes(plan.resident_bytes),
+                        ")"));
 }
 
-// The experts as `computed convert` keeps them natively: MXFP4 where the
-// release quantized them so (gpt-oss, Kimi K3's compressed-tensors), else BF16.
-TensorFormat NativeExpertFormat(const nlohmann::ordered_json& config) {
-  for (const auto* object :
-       {&config, config.contains("text_config") ? &config["text_config"] : &config}) {
-    auto it = object->find("quantization_config");
-    if (it == object->end() || !it->is_object()) continue;
-    if (it->value("quant_method", "") == "mxfp4" ||
-        it->value("format", "") == "mxfp4-pack-quantized") {
-      return TensorFormat::kMxfp4B32;
-    }
-  }
-  return TensorFormat::kBF16;
-}
-
-absl::StatusOr<TensorFormat> FlagFormat(std::string_view flag, const std::string& name,
-                                        TensorFormat native) {
-  if (name == "native") return native;
-  if (name == "bf16" || name == "q8" || name == "q4") {
-    return *ParseTensorFormat(name == "bf16" ? "bf16" : name == "q8" ? "q8_b32" : "q4_b32");
-  }
-  const bool experts = flag == "experts";  // vq3r codebooks are per bank matrix
-  if (experts && name == "vq3r") return TensorFormat::kVq3rB32;
-  return absl::InvalidArgumentError(absl::StrCat("--", std::string(flag), " ", name,
-                                                 ": expected native, bf16, q8",
-                                                 experts ? ", q4 or vq3r" : " or q4"));
-}
-
-absl::StatusOr<Manifest> PlannedFromConfig(const PlanFlags& flags) {
+absl::StatusOr<Manifest> PlannedFromConfig(const PlanFlags& flags, std::string& formats) {
   const std::string& path = flags.config;
   WARP_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   WARP_RETURN_IF_ERROR(CheckJsonDepth(text, path));
-  nlohmann::ordered_json config = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (!config.is_object() || !config.contains("model_type")) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a config.json with a model_type"));
-  }
-  WARP_ASSIGN_OR_RETURN(TensorFormat experts,
-                        FlagFormat("experts", flags.experts, NativeExpertFormat(config)));
-  WARP_ASSIGN_OR_RETURN(TensorFormat trunk, FlagFormat("trunk", flags.trunk, TensorFormat::kBF16));
-  auto manifest = PlannedManifest(config["model_type"].get<std::string>(), config, experts, trunk);
-  if (!manifest.ok()) return Annotate(manifest.status(), path);
-  return manifest;
+  const nlohmann::ordered_json config = nlohmann::ordered_json::parse(text, nullptr, false);
+  WARP_ASSIGN_OR_RETURN(PlannedRelease planned,
+                        PlanRelease(config, {.experts = flags.experts, .trunk = flags.trunk}, path));
+  formats = std::move(planned.formats);
+  return std::move(planned.manifest);
 }
 
 absl::StatusOr<Manifest> ReadManifest(const std::string& model) {
@@ -124,8 +95,11 @@ absl::Status Run(const PlanFlags& flags) {
   if (flags.model.empty() == flags.config.empty()) {
     return absl::InvalidArgumentError("give either MODEL.warp or --config config.json");
   }
-  auto manifest = flags.config.empty() ? ReadManifest(flags.model) : PlannedFromConfig(flags);
+  std::string formats;
+  auto manifest =
+      flags.config.empty() ? ReadManifest(flags.model) : PlannedFromConfig(flags, formats);
   if (!manifest.ok()) return manifest.status();
+  if (!formats.empty()) std::printf("formats       %s\n", formats.c_str());
   const std::string source = flags.config.empty()
                                  ? (std::filesystem::path(flags.model) / kManifestFile).string()
                                  : flags.config;
@@ -173,7 +147,8 @@ CommandRunner AddPlanCommand(CLI::App& app) {
   cmd->add_option("--ram", flags->ram, "Plan for a machine with this much memory, e.g. 64G");
   cmd->add_option("--experts", flags->experts, "With --config: native|bf16|q8|q4|vq3r, as convert")
       ->capture_default_str();
-  cmd->add_option("--trunk", flags->trunk, "With --config: bf16|q8|q4, as convert")
+  cmd->add_option("--trunk", flags->trunk,
+                  "With --config: native (the release's own: FP8 where it ships FP8)|bf16|q8|q4")
       ->capture_default_str();
   cmd->add_option("--context", flags->context, "Context length in tokens")
       ->capture_default_str()

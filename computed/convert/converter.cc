@@ -24,6 +24,7 @@
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/family.h"
 #include "computed/model/model_config.h"
+#include "computed/model/release_formats.h"
 #include "computed/model/tensor_specs.h"
 
 namespace warp::computed {
@@ -82,12 +83,15 @@ struct SourcedTensor {
 
 class Converter {
  public:
+  // `declared_experts`: the experts' format the release's config.json
+  // declares (ReleaseFormats), which --experts native holds the tensors to.
   Converter(const Checkpoint& checkpoint, const ModelConfig& model, const ConvertOptions& options,
-            ProgressBar& progress)
+            std::optional<TensorFormat> declared_experts, ProgressBar& progress)
       : checkpoint_(checkpoint),
         model_(model),
         family_(FamilyOf(model.arch)),
         options_(options),
+        declared_experts_(declared_experts),
         progress_(progress) {}
 
   absl::StatusOr<SourcedTensor> Source(const std::string& name, const std::vector<uint64_t>& shape,
@@ -126,9 +130,9 @@ class Converter {
     if (IsPrecisionCritical(spec)) return TensorFormat::kF32;
     if (options_.trunk == "native") return NativeFormat(source);
     if (options_.trunk == "bf16") return TensorFormat::kBF16;
-    // q8: rows that are not whole 32-blocks stay bf16.
-    return ShapeProblem(TensorFormat::kQ8B32, spec.shape).empty() ? TensorFormat::kQ8B32
-                                                                  : TensorFormat::kBF16;
+    // q8 and q4: rows that are not whole 32-blocks stay bf16.
+    const TensorFormat format = options_.trunk == "q4" ? TensorFormat::kQ4B32 : TensorFormat::kQ8B32;
+    return ShapeProblem(format, spec.shape).empty() ? format : TensorFormat::kBF16;
   }
 
   // Fills bytes [offset, offset + out.size()) of the data (or scale) sub-tensor.
@@ -341,6 +345,14 @@ class Converter {
     if (options_.experts == "vq3r") return ExpertMatrixSpecs(model_, TensorFormat::kVq3rB32);
     const TensorSpec first = ExpertMatrixSpecs(model_, TensorFormat::kF32).front();
     WARP_ASSIGN_OR_RETURN(TensorFormat layer_format, NativeMatrixFormat(layer, first));
+    if (declared_experts_ && layer_format != *declared_experts_) {
+      const CheckpointSlice slice = ExpertSlice(layer, 0, first.name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor ", slice.mxfp4_blocks.empty() ? slice.tensor : slice.mxfp4_blocks, " holds ",
+          std::string(TensorFormatName(layer_format)), " experts, but config.json declares ",
+          std::string(TensorFormatName(*declared_experts_)),
+          " (quantization_config / expert_dtype): the config and the tensors disagree"));
+    }
     std::vector<TensorSpec> specs = ExpertMatrixSpecs(model_, layer_format);
     for (TensorSpec& spec : specs) {
       if (spec.format != layer_format || spec.shape.size() != 2) continue;  // vectors stay f32
@@ -436,7 +448,7 @@ class Converter {
     constexpr uint32_t kCodebookExperts = 8;
     constexpr uint64_t kSampleVectors = uint64_t{1} << 17;  // 2 MiB of floats
     ProgressBar uncounted("", 0, /*enabled=*/false);        // the encoding pass counts the bytes
-    const Converter sampler(checkpoint_, model_, options_, uncounted);
+    const Converter sampler(checkpoint_, model_, options_, declared_experts_, uncounted);
     for (const TensorEntry& matrix : bank.matrices) {
       if (!NeedsCodebook(matrix.format)) continue;
       Vq3rSample sample(kSampleVectors, Fnv1a64(absl::StrCat(bank.layer, ".", matrix.name)));
@@ -484,6 +496,7 @@ class Converter {
   const ModelConfig& model_;
   const ModelFamily& family_;
   const ConvertOptions& options_;
+  const std::optional<TensorFormat> declared_experts_;
   ProgressBar& progress_;
   Codebooks codebooks_;  // of the vq3r_b32 matrices, filled bank by bank
 };
@@ -494,9 +507,10 @@ absl::Status CheckOptions(const ConvertOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--experts ", options.experts, ": expected native, q8, q4 or vq3r"));
   }
-  if (options.trunk != "native" && options.trunk != "bf16" && options.trunk != "q8") {
+  if (options.trunk != "native" && options.trunk != "bf16" && options.trunk != "q8" &&
+      options.trunk != "q4") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--trunk ", options.trunk, ": expected native, bf16 or q8"));
+        absl::StrCat("--trunk ", options.trunk, ": expected native, bf16, q8 or q4"));
   }
   return absl::OkStatus();
 }
@@ -651,6 +665,13 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
   const std::string model_type = config.value("model_type", std::string());
   absl::StatusOr<ModelConfig> model = ParseModelConfig(model_type, config);
   if (!model.ok()) return Annotate(model.status(), config_source);
+  // A release's own word on its formats: a quantization_config WARP does not
+  // convert is refused before anything is written.
+  std::optional<TensorFormat> declared_experts;
+  if (!input.from_gguf) {
+    WARP_ASSIGN_OR_RETURN(const ReleaseFormats release, ReadReleaseFormats(config, config_source));
+    if (release.declares_experts) declared_experts = release.experts;
+  }
 
   Manifest header;
   header.architecture = std::string(ArchitectureName(model->arch));
@@ -665,7 +686,7 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
             model->num_layers, model->num_experts, FormatBytes(checkpoint.total_bytes()),
             out.string());
   ProgressBar progress("convert", checkpoint.total_bytes(), options.show_progress);
-  Converter converter(checkpoint, *model, options, progress);
+  Converter converter(checkpoint, *model, options, declared_experts, progress);
   absl::Status status = converter.WriteTrunk(*writer);
   if (status.ok() && options.early_route_folds) {
     status = WriteEarlyRouteFolds(*writer, *model, TensorFormat::kF32,

@@ -9,6 +9,8 @@ void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
   op(a.tokens, b.tokens);
   op(a.expert_reads, b.expert_reads);
   op(a.expert_read_bytes, b.expert_read_bytes);
+  op(a.moe_passes, b.moe_passes);
+  op(a.expert_waves, b.expert_waves);
   op(a.expert_uses, b.expert_uses);
   op(a.token_by_token_bytes, b.token_by_token_bytes);
   op(a.sequence_union_bytes, b.sequence_union_bytes);

@@ -3,12 +3,13 @@
 #include <algorithm>
 
 #include "common/check.h"
+#include "computed/engine/read_window.h"
 
 namespace warp::computed {
 
 Lookahead::Lookahead(std::vector<const Router*> routers, uint32_t width, double min_precision,
-                     ExpertSource& experts, uint32_t depth)
-    : routers_(std::move(routers)), width_(width), experts_(experts) {
+                     ExpertSource& experts, uint32_t depth, uint64_t cache_records)
+    : routers_(std::move(routers)), width_(width), experts_(experts), cache_records_(cache_records) {
   WARP_CHECK(depth >= 1 && depth <= 2);
   for (uint32_t d = 0; d < depth; ++d) {
     ahead_.push_back(Ahead{.gate = PrecisionGate(width, min_precision),
@@ -51,7 +52,7 @@ void Lookahead::Hint(uint32_t layer, std::span<const float> x, std::span<const i
     target = NextPredictable(target);
     if (target >= routers_.size()) break;
   }
-  if (!keys.empty()) experts_.Prefetch(keys, Priority::kLookahead);
+  if (!keys.empty()) experts_.Prefetch(FirstWave(keys, cache_records_), Priority::kLookahead);
 }
 
 void Lookahead::Predict(Ahead& ahead, uint32_t target, std::span<const float> x,

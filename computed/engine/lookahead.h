@@ -72,9 +72,10 @@ class Lookahead {
   // layers. `width`: experts per token predicted; 0 turns the lookahead off.
   // `min_precision` in [0, 1]: hint rank r (0-based) only while every rank up
   // to r has been right at least this often (0: hint all `width`). `depth`:
-  // how many MoE layers to predict from one estimate, 1 or 2.
+  // how many MoE layers to predict from one estimate, 1 or 2. `cache_records`:
+  // the cache's slots, whose first wave (read_window.h) bounds each hint; 0: none.
   Lookahead(std::vector<const Router*> routers, uint32_t width, double min_precision,
-            ExpertSource& experts, uint32_t depth = 1);
+            ExpertSource& experts, uint32_t depth = 1, uint64_t cache_records = 0);
 
   // Whether Hint(layer) predicts anything: `layer` is a MoE layer routed by
   // its input (a hash layer's experts are certain and were read at the
@@ -117,6 +118,7 @@ class Lookahead {
   std::vector<const Router*> routers_;
   uint32_t width_;
   ExpertSource& experts_;
+  uint64_t cache_records_;
   std::vector<Ahead> ahead_;  // [depth - 1]
 };
 

@@ -13,6 +13,10 @@
 
 namespace warp::computed {
 
+bool ModelFamily::ReleaseBlockQuantizes(std::string_view name) const {
+  return name.find("layers.") != std::string_view::npos;
+}
+
 const ModelFamily& FamilyOf(Architecture arch) {
   switch (arch) {
     case Architecture::kDeepseekV3:

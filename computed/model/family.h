@@ -63,6 +63,11 @@ class ModelFamily {
   // comes from in the release's checkpoint.
   virtual CheckpointSlice ExpertSlice(const ModelConfig& config, uint32_t layer, uint32_t expert,
                                       std::string_view matrix) const = 0;
+  // Whether the family's block-FP8 release (quant_method fp8) stores trunk
+  // matrix `name` in FP8, before its modules_to_not_convert: by default every
+  // matrix of the layers (attention, dense MLPs, shared experts), never the
+  // embedding or the head. Routers and vectors are never asked (f32).
+  virtual bool ReleaseBlockQuantizes(std::string_view name) const;
 };
 
 // The family of `arch`.

@@ -91,14 +91,19 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
   uint64_t fixed = plan.trunk_bytes;
   sum.Add(fixed, plan.fold_bytes, "floor");
   sum.Add(fixed, plan.kv_bytes, "floor");
+  // Every cache slot holds the largest record (ExpertStore).
+  sum.AddProduct(plan.layer_records_bytes, plan.experts_per_token, plan.max_record_bytes, "floor");
+  sum.AddProduct(plan.floor_cache_bytes, kFloorLayers, plan.layer_records_bytes, "floor");
   plan.floor_bytes = fixed;
-  sum.Add(plan.floor_bytes, plan.working_set_bytes, "floor");
+  sum.Add(plan.floor_bytes, plan.floor_cache_bytes, "floor");
   plan.resident_bytes = fixed;
   sum.Add(plan.resident_bytes, plan.bank_bytes, "resident");
-  uint64_t recommended = plan.floor_bytes;
+  uint64_t recommended = fixed;
   sum.AddProduct(recommended, kRecommendedWorkingSets, plan.working_set_bytes, "recommended");
   WARP_RETURN_IF_ERROR(sum.status());
-  plan.recommended_bytes = std::min(plan.resident_bytes, recommended);
+  plan.floor_bytes = std::min(plan.floor_bytes, plan.resident_bytes);
+  plan.recommended_bytes =
+      std::min(plan.resident_bytes, std::max(plan.floor_bytes, recommended));
   return plan;
 }
 
@@ -119,7 +124,7 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
       plan.fold_bytes ? absl::StrCat(" + early routes ", FormatBytes(plan.fold_bytes)) : "",
       " + KV ", FormatBytes(plan.kv_bytes), " for ",
       plan.sequences > 1 ? absl::StrCat(plan.sequences, " sequences of ") : "", plan.context_tokens,
-      " tokens + one working set ", FormatBytes(plan.working_set_bytes));
+      " tokens + ", kFloorLayers, " MoE layers' records ", FormatBytes(plan.floor_cache_bytes));
   if (requested) {
     // More than the machine (or the cgroup) holds cannot be kept: the cache
     // would page or be killed long before it filled.
@@ -170,16 +175,10 @@ absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,
                      " (", floor_parts, "), but 3/4 of the ", FormatBytes(available),
                      " available (", source, ") is ", FormatBytes(usable)));
   }
-  const uint64_t working_sets =
-      plan.working_set_bytes == 0 ? 0 : (usable - plan.floor_bytes) / plan.working_set_bytes;
-  const uint64_t budget =
-      std::min(plan.resident_bytes, plan.floor_bytes + working_sets * plan.working_set_bytes);
-  return Decide(
-      plan, budget,
-      absl::StrCat(budget == plan.resident_bytes
-                       ? std::string("fully resident")
-                       : absl::StrCat("floor + ", working_sets, " working sets"),
-                   ", within 3/4 of ", FormatBytes(available), " available (", source, ")"));
+  const uint64_t budget = std::min(plan.resident_bytes, usable);
+  return Decide(plan, budget,
+                absl::StrCat(budget == plan.resident_bytes ? "fully resident, within " : "",
+                             "3/4 of ", FormatBytes(available), " available (", source, ")"));
 }
 
 }  // namespace warp::computed

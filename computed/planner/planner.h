@@ -16,10 +16,17 @@
 
 namespace warp::computed {
 
-// Cached working sets the recommended budget adds on top of the floor: enough
-// to keep the experts of the last few tokens resident. A starting heuristic
-// until usage.warp (--learn) measures the hot set.
+// Cached working sets the recommended budget holds besides trunk and state:
+// enough to keep the experts of the last few tokens resident. A starting
+// heuristic until usage.warp (--learn) measures the hot set.
 inline constexpr uint64_t kRecommendedWorkingSets = 4;
+
+// MoE layers' records the floor's cache holds at once: the layer being
+// computed (its top-k, pinned until each is used) and the next one's, which
+// the lookahead and certain reads bring in meanwhile. A token needs one
+// layer's records at a time; with room for one layer only, every guess would
+// be read into a buffer the cache cannot keep (DESIGN.md, invariant 4).
+inline constexpr uint64_t kFloorLayers = 2;
 
 // Inside a memory cgroup the default budget is the room under its limit less
 // this margin and the heap buffers of the reads in flight (a record the cache
@@ -50,10 +57,15 @@ struct PlanFigures {
   uint64_t num_records = 0;        // routed experts over all MoE layers
   uint64_t working_set_bytes = 0;  // experts_per_token x record_bytes, summed over MoE layers
   uint64_t max_record_bytes = 0;   // the largest record: one read's buffer
+  // One MoE layer's top-k records, each in a cache slot of max_record_bytes:
+  // what a token needs at a time.
+  uint64_t layer_records_bytes = 0;
+  uint64_t floor_cache_bytes = 0;  // kFloorLayers x layer_records_bytes
   uint64_t bank_bytes = 0;         // every record of every bank
-  uint64_t floor_bytes = 0;        // fixed + one working set
+  uint64_t floor_bytes = 0;        // fixed + floor_cache_bytes
   uint64_t resident_bytes = 0;     // fixed + bank_bytes: nothing streams
-  uint64_t recommended_bytes = 0;  // min(resident, floor + 4 working sets)
+  // min(resident, fixed + 4 working sets), at least the floor
+  uint64_t recommended_bytes = 0;
 
   // What stays in memory besides the expert cache: trunk + folds + KV.
   uint64_t fixed_bytes() const { return trunk_bytes + fold_bytes + kv_bytes; }
@@ -78,8 +90,10 @@ struct BudgetDecision {
 // - where a cgroup limit binds (its room is less than MemAvailable), the room
 //   less kCgroupMarginBytes and `reads_in_flight` record buffers: O_DIRECT
 //   keeps the experts out of the page cache, so nothing else needs the rest;
-// - elsewhere, floor + N working sets for the largest N within 3/4 of
-//   MemAvailable: the page cache needs the rest (the seeds' paging cliff).
+// - elsewhere, 3/4 of MemAvailable: the page cache needs the rest (the
+//   seeds' paging cliff). The cache takes all of it, not whole working sets:
+//   every record more it holds is a miss fewer (docs/ENGINE.md, "The seeds'
+//   machines").
 // `requested` (--budget) overrides it. Below the floor: FailedPrecondition
 // saying how much memory is needed.
 absl::StatusOr<BudgetDecision> ResolveBudget(const PlanFigures& plan,

@@ -132,7 +132,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
         MemoryGovernor::Options{.limit_file = limits.cgroup_source,
                                 .margin_bytes = kCgroupMarginBytes,
                                 .max_capacity_bytes = s.budget_.cache_bytes,
-                                .min_capacity_bytes = plan.working_set_bytes / plan.num_moe_layers},
+                                .min_capacity_bytes = plan.floor_cache_bytes},
         s.budget_.cache_bytes,
         [source](uint64_t bytes) { return source->ResizeCache(bytes).value_or(0); });
   }
@@ -165,7 +165,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                               .lookahead = options.lookahead,
                               .lookahead_precision = options.lookahead_precision,
                               .lookahead_depth = options.lookahead_depth,
-                              .early_routes = options.early_routes};
+                              .early_routes = options.early_routes,
+                              // The cache's slots: a larger union is read in waves that fit.
+                              .wave_records = plan.max_record_bytes
+                                                  ? s.budget_.cache_bytes / plan.max_record_bytes
+                                                  : 0};
   if (options.learn || !options.trace_path.empty()) {
     engine.on_route = [&s](uint32_t position, uint32_t layer,
                            const std::vector<uint32_t>& experts) {
@@ -381,6 +385,10 @@ std::string Session::StatsLine() const {
     parts.push_back(
         absl::StrFormat("batch dedup %.2fx",
                         static_cast<double>(all.sequence_union_bytes) / all.expert_read_bytes));
+  }
+  if (all.expert_waves > all.moe_passes) {
+    parts.push_back(absl::StrFormat("waves %d over %d layer passes", all.expert_waves,
+                                    all.moe_passes));
   }
   // Chunks read each expert once for all their tokens; batches once for all
   // their sequences.

@@ -445,15 +445,24 @@ json Glm5NextTiny() {
 
 // The trunk's tensors and the early routes' folds that convert and synth
 // write after them.
-uint64_t TrunkBytes(const ModelConfig& config, TensorFormat format) {
+uint64_t TrunkBytes(const ModelConfig& config, const TrunkFormatOf& format_of) {
   uint64_t bytes = 0;
-  std::vector<TensorSpec> specs = TrunkTensorSpecs(config, format);
+  std::vector<TensorSpec> specs = TrunkTensorSpecs(config, TensorFormat::kF32);
+  for (TensorSpec& spec : specs) {
+    if (IsPrecisionCritical(spec)) continue;
+    const TensorFormat format = format_of(spec);
+    if (ShapeProblem(format, spec.shape).empty()) spec.format = format;
+  }
   for (TensorSpec& fold : EarlyRouteFoldSpecs(config)) specs.push_back(std::move(fold));
   for (const TensorSpec& spec : specs) {
     bytes += AlignUp(DataBytes(spec.format, spec.shape), kBankAlignment);
     bytes += AlignUp(ScaleBytes(spec.format, spec.shape), kBankAlignment);
   }
   return bytes;
+}
+
+TrunkFormatOf Uniform(TensorFormat format) {
+  return [format](const TensorSpec&) { return format; };
 }
 
 const char* ExpertCountKey(std::string_view arch) {
@@ -516,17 +525,23 @@ absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const json& confi
   WARP_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(arch, config));
   const uint64_t record_bytes =
       LayoutBank(0, model.num_experts, ExpertMatrixSpecs(model, expert_format)).record_bytes;
-  return TrunkBytes(model, trunk_format) +
+  return TrunkBytes(model, Uniform(trunk_format)) +
          uint64_t{model.NumMoeLayers()} * model.num_experts * record_bytes;
 }
 
 absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const json& config,
                                          TensorFormat expert_format, TensorFormat trunk_format) {
+  return PlannedManifest(arch, config, expert_format, Uniform(trunk_format));
+}
+
+absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const json& config,
+                                         TensorFormat expert_format,
+                                         const TrunkFormatOf& trunk_format_of) {
   WARP_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(arch, config));
   Manifest manifest{.architecture = std::string(arch),
                     .config = config,
                     .source = "planned from config.json",
-                    .trunk_bytes = TrunkBytes(model, trunk_format)};
+                    .trunk_bytes = TrunkBytes(model, trunk_format_of)};
   const std::vector<TensorSpec> matrices = ExpertMatrixSpecs(model, expert_format);
   for (uint32_t layer = 0; layer < model.num_layers; ++layer) {
     if (model.IsMoeLayer(layer)) manifest.banks.push_back(LayoutBank(layer, model.num_experts, matrices));

@@ -4,11 +4,13 @@
 // default storage formats, and can be scaled to a target container size.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/format/container_writer.h"
 #include "common/format/manifest.h"
 #include "common/format/tensor_format.h"
 #include "nlohmann/json.hpp"
@@ -37,6 +39,13 @@ absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::o
 // `computed plan --config` plans before a release is converted.
 absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const nlohmann::ordered_json& config,
                                          TensorFormat expert_format, TensorFormat trunk_format);
+// The same with each trunk matrix's own format: `trunk_format_of` is asked
+// for every matrix TrunkTensorSpecs lists that is not precision-critical
+// (those stay f32); one whose shape the answer cannot hold stays f32.
+using TrunkFormatOf = std::function<TensorFormat(const TensorSpec& spec)>;
+absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const nlohmann::ordered_json& config,
+                                         TensorFormat expert_format,
+                                         const TrunkFormatOf& trunk_format_of);
 
 // Returns `config` with num_hidden_layers (and, when even the smallest layer
 // count is too big, the routed expert count) chosen so the container is as

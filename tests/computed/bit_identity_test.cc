@@ -20,6 +20,7 @@
 #include "common/format/container.h"
 #include "common/io/file.h"
 #include "computed/planner/planner.h"
+#include "tests/computed/bit_identity_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"
@@ -32,134 +33,6 @@
 
 namespace warp::computed {
 namespace {
-
-namespace fs = std::filesystem;
-using ::warp::testing::RunBinary;
-using ::warp::testing::RunStats;
-
-std::string Fixture(const std::string& name) { return warp::testing::FixtureDir(name).string(); }
-
-constexpr uint32_t kGreedy = 6;  // decoded tokens: 5 decode steps after the prefill
-constexpr uint32_t kVocab = 256;
-
-// What one `computed logits --greedy` run computed.
-struct Outputs {
-  std::string prefill;  // float32 [prompt positions][vocab]
-  std::string decode;   // float32 [kGreedy - 1][vocab], one row per decode step
-  std::string tokens;   // the continuation it printed, "12,7,..."
-};
-
-// "first difference at float 300 (decode step 1, token 44)" or "" when equal.
-std::string FirstDifference(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return absl::StrCat("sizes ", a.size(), " vs ", b.size());
-  for (size_t i = 0; i + 4 <= a.size(); i += 4) {
-    if (std::memcmp(a.data() + i, b.data() + i, 4) != 0) {
-      float x, y;
-      std::memcpy(&x, a.data() + i, 4);
-      std::memcpy(&y, b.data() + i, 4);
-      return absl::StrFormat("first difference at row %d token %d: %a vs %a", i / 4 / kVocab,
-                             i / 4 % kVocab, x, y);
-    }
-  }
-  return "";
-}
-
-class BitIdentityTest : public ::testing::Test {
- protected:
-  // The fixture every run converts and runs.
-  virtual std::string FixtureName() const { return "deepseek_v3_f32"; }
-  // Flags of its `computed convert`.
-  virtual std::string ConvertFlags() const { return ""; }
-
-  void SetUp() override {
-    auto result = RunBinary("computed", "convert --quiet " + Fixture(FixtureName()) + " " +
-                                            Model() + " " + ConvertFlags());
-    ASSERT_EQ(result.exit_code, 0) << result.output;
-    std::ifstream in(Fixture(FixtureName()) + "/tokens.txt");
-    std::getline(in, tokens_);
-    num_tokens_ = static_cast<uint32_t>(std::count(tokens_.begin(), tokens_.end(), ',') + 1);
-  }
-
-  std::string Model() const { return (dir_ / "m.warp").string(); }
-
-  // Runs `computed logits` with `extra` flags: its prefill and decode-step logits and tokens.
-  Outputs Logits(const std::string& extra) {
-    const std::string out = (dir_ / ("logits" + std::to_string(runs_))).string();
-    const std::string decode_out = (dir_ / ("decode" + std::to_string(runs_++))).string();
-    auto result =
-        RunBinary("computed", "--log-level warn logits " + Model() + " --tokens " + tokens_ +
-                                  " --greedy " + std::to_string(kGreedy) + " --out " + out +
-                                  " --decode-out " + decode_out + " " + extra);
-    EXPECT_EQ(result.exit_code, 0) << extra << "\n" << result.output;
-    auto prefill = ReadFileToString(out);
-    auto decode = ReadFileToString(decode_out);
-    EXPECT_TRUE(prefill.ok() && decode.ok()) << extra;
-    std::string tokens = result.output;
-    while (!tokens.empty() && tokens.back() == '\n') tokens.pop_back();
-    return {prefill.value_or(""), decode.value_or(""), tokens};
-  }
-
-  // The reference run: every later run must give its bytes.
-  void SetReference(const std::string& extra) {
-    reference_ = Logits(extra);
-    ASSERT_EQ(reference_.prefill.size(), size_t{num_tokens_} * kVocab * 4);
-    ASSERT_EQ(reference_.decode.size(), size_t{kGreedy - 1} * kVocab * 4);
-    ASSERT_THAT(reference_.tokens, ::testing::MatchesRegex("[0-9]+(,[0-9]+){5}"));
-  }
-
-  void ExpectIdentical(const std::string& extra) {
-    SCOPED_TRACE(extra);
-    const Outputs run = Logits(extra);
-    EXPECT_EQ(FirstDifference(run.prefill, reference_.prefill), "") << "prefill logits";
-    EXPECT_EQ(FirstDifference(run.decode, reference_.decode), "") << "decode-step logits";
-    EXPECT_EQ(run.tokens, reference_.tokens);
-  }
-
-  // `computed run` of the same prompt and continuation with `extra`: its stats line.
-  RunStats Stats(const std::string& extra) {
-    auto result = RunBinary("computed", "--log-level warn run --ids " + Model() + " " + tokens_ +
-                                            " -n " + std::to_string(kGreedy) + " " + extra);
-    EXPECT_EQ(result.exit_code, 0) << extra << "\n" << result.output;
-    const RunStats stats = warp::testing::ParseStatsLine(result.output);
-    EXPECT_EQ(stats.phases, 2) << result.output;  // prefill and decode
-    return stats;
-  }
-
-  // Two daemons over one copy of the banks, shards 0/2 (fast path) and 1/2
-  // (gRPC over a Unix socket), each caching at most `budget`.
-  void StartHalves(const std::string& name, const std::string& budget,
-                   std::vector<std::string>& addresses) {
-    for (int i = 0; i < 2; ++i) {
-      const std::string socket = (dir_ / (name + std::to_string(i))).string();
-      auto daemon = warp::testing::Daemon::Start(
-          {"--model", Model(), "--shard", std::to_string(i) + "/2", "--listen",
-           (i == 0 ? "fastpath:" : "unix:") + socket, "--budget", budget});
-      WARP_ASSERT_OK(daemon);
-      addresses.push_back((*daemon)->addresses().at(0));
-      daemons_.push_back(std::move(*daemon));
-    }
-  }
-
-  // The reference with `flags` on one thread, then the same bits on two
-  // threads, in prefill chunks of 1 (with lookahead) and 5 (within a budget),
-  // and from two daemons holding half the banks each.
-  void ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons(const std::string& flags) {
-    SetReference(flags + " --threads 1");
-    ExpectIdentical(flags + " --threads 2");
-    ExpectIdentical(flags + " --threads 2 --prefill-chunk 1 --lookahead 16");
-    ExpectIdentical(flags + " --threads 2 --prefill-chunk 5 --budget 64M");
-    std::vector<std::string> addresses;
-    ASSERT_NO_FATAL_FAILURE(StartHalves("half", "1M", addresses));
-    ExpectIdentical(flags + " --stores " + absl::StrJoin(addresses, ","));
-  }
-
-  warp::testing::TempDir dir_;
-  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons_;
-  std::string tokens_;
-  uint32_t num_tokens_ = 0;
-  Outputs reference_;
-  int runs_ = 0;
-};
 
 TEST_F(BitIdentityTest, LogitsDoNotDependOnThreadsOrChunking) {
   SetReference("--threads 1");
@@ -190,9 +63,11 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--io-depth 2 --io-piece-kib 4 --lookahead 0");
 }
 
-// From the floor (the cache holds one token's working set, a quarter of the
-// records) to a few records above it: records are evicted and read again, and
-// every logit of the prefill and the continuation is still the same.
+// From the floor (two MoE layers' records: with this model's two, one token's
+// working set, a quarter of the records) to a few records above it: records
+// are evicted and read again, and every logit of the prefill and the
+// continuation is still the same. (per_layer_floor_test: a floor below one
+// working set.)
 TEST_F(BitIdentityTest, LogitsDoNotDependOnEvictionAtAndJustAboveTheFloor) {
   auto container = Container::Open(Model());
   WARP_ASSERT_OK(container);

@@ -84,8 +84,9 @@ TEST_F(ComputedCliTest, PlanSplitsTheCacheAcrossLocalDaemons) {
 }
 
 // A release planned from its config.json (Kimi K3, tests/configs): its KDA
-// state is the same at any context, its MLA cache grows; on a 64 GB machine
-// the bf16 trunk alone is too big, and the refusal says by how much.
+// state is the same at any context, its MLA cache grows; on a 64 GB machine it
+// opens with a q4 trunk (the floor is two MoE layers' records, not a working
+// set), while its bf16 trunk alone is too big, and the refusal says by how much.
 TEST_F(ComputedCliTest, PlanOfAReleaseConfigShowsTheFixedStateAtAnyContext) {
   const std::string config =
       (warp::testing::SourceDir() / "tests/configs/kimi_k3.config.json").string();
@@ -95,9 +96,14 @@ TEST_F(ComputedCliTest, PlanOfAReleaseConfigShowsTheFixedStateAtAnyContext) {
     EXPECT_THAT(result.output, HasSubstr(std::string(context) + " tokens x 55296 B + 886.22 MiB "
                                                                 "recurrent state at any context"));
     EXPECT_THAT(result.output, HasSubstr("24.06 GiB  16 experts x 92 MoE layers x 17551360 B"));
-    EXPECT_THAT(result.output, HasSubstr("not enough memory"));
-    EXPECT_THAT(result.output, HasSubstr("(--ram 64G)"));
+    EXPECT_THAT(result.output,
+                HasSubstr("48.00 GiB  3/4 of 64.00 GiB available (--ram 64G); expert cache"));
   }
+  auto native = RunBinary("computed", "plan --config " + config + " --ram 64G");
+  EXPECT_EQ(native.exit_code, 1);
+  EXPECT_THAT(native.output, HasSubstr("not enough memory: this model needs at least 108.42 GiB "
+                                       "(trunk 106.82 GiB"));
+  EXPECT_THAT(native.output, HasSubstr("(--ram 64G)"));
   auto both = RunBinary("computed", "plan " + Model() + " --config " + config);
   EXPECT_EQ(both.exit_code, 1);
   EXPECT_THAT(both.output, HasSubstr("give either MODEL.warp or --config config.json"));

@@ -46,6 +46,7 @@ constexpr uint64_t kTinyRecord = 16384;
 constexpr uint64_t kTinyKvPerToken = 640;
 constexpr uint64_t kTinyWorkingSet = 4 * 3 * kTinyRecord;  // top-4 x 3 MoE layers
 constexpr uint64_t kTinyBanks = 16 * 3 * kTinyRecord;      // 16 experts x 3 layers
+constexpr uint64_t kTinyFloorCache = 2 * 4 * kTinyRecord;  // two MoE layers' top-4
 // Early routes' folds: 16 experts x o_proj's 4 heads x v_head_dim 16 x 4 B, per MoE layer.
 constexpr uint64_t kTinyFolds = 3 * 16 * 4 * 16 * 4;
 
@@ -73,9 +74,11 @@ TEST_F(PlannerTest, TinyFiguresMatchHandArithmetic) {
   EXPECT_EQ(plan->working_set_bytes, kTinyWorkingSet);
   EXPECT_EQ(plan->bank_bytes, kTinyBanks);
   EXPECT_EQ(plan->fold_bytes, 0u);  // synth wrote the folds into the trunk
-  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->layer_records_bytes, 4 * kTinyRecord);
+  EXPECT_EQ(plan->floor_cache_bytes, kTinyFloorCache);
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 640000 + kTinyFloorCache);
   EXPECT_EQ(plan->resident_bytes, kTinyTrunk + 640000 + kTinyBanks);
-  // floor + 4 working sets (2 MiB + 768 KiB) is above resident, so resident.
+  // trunk + kv + 4 working sets (768 KiB of records) is all the banks: resident.
   EXPECT_EQ(plan->recommended_bytes, plan->resident_bytes);
 }
 
@@ -93,7 +96,7 @@ TEST_F(PlannerTest, EarlyRoutesFoldsCountBesideTheTrunk) {
   const uint64_t trunk = kTinyTrunk - kTinyFolds;
   EXPECT_EQ(plan->trunk_bytes, trunk);
   EXPECT_EQ(plan->fold_bytes, kTinyFolds);
-  EXPECT_EQ(plan->floor_bytes, trunk + kTinyFolds + 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->floor_bytes, trunk + kTinyFolds + 640000 + kTinyFloorCache);
   EXPECT_EQ(plan->resident_bytes, trunk + kTinyFolds + 640000 + kTinyBanks);
   EXPECT_EQ(plan->fixed_bytes(), trunk + kTinyFolds + 640000);
   // The folds synth wrote are trunk: none to make.
@@ -127,7 +130,7 @@ TEST_F(PlannerTest, ParallelSequencesEachHoldTheirState) {
   EXPECT_EQ(plan->sequences, 4u);
   EXPECT_EQ(plan->kv_bytes_per_token, kTinyKvPerToken);
   EXPECT_EQ(plan->kv_bytes, 4 * 1000 * kTinyKvPerToken);
-  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 4 * 640000 + kTinyWorkingSet);
+  EXPECT_EQ(plan->floor_bytes, kTinyTrunk + 4 * 640000 + kTinyFloorCache);
   EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 sequences")));
   EXPECT_THAT(ComputePlan(manifest_, 1000, "manifest.json", 65),
@@ -275,14 +278,21 @@ TEST(ResolveBudgetTest, RequestedBudgetIsTakenAsIs) {
   EXPECT_EQ(decision->cache_bytes, 2 * kGiB - 1 * kGiB - 1 * kMiB);
 }
 
-TEST(ResolveBudgetTest, DefaultAddsWholeWorkingSetsWithinThreeQuartersOfAvailable) {
+// Off a cgroup the cache takes all of 3/4 of what is available, not whole
+// working sets: on the seeds' machines one working set does not fit.
+TEST(ResolveBudgetTest, DefaultTakesThreeQuartersOfAvailable) {
   const PlanFigures plan = FakePlan();
-  // 3/4 of 2 GiB = 1536 MiB; floor is 1125 MiB; room for 4 working sets of 100 MiB.
+  // 3/4 of 2 GiB = 1536 MiB; floor is 1125 MiB.
   auto decision = ResolveBudget(plan, std::nullopt, Available(2 * kGiB));
   WARP_ASSERT_OK(decision);
-  EXPECT_EQ(decision->budget_bytes, plan.floor_bytes + 4 * plan.working_set_bytes);
-  EXPECT_THAT(decision->rule, HasSubstr("floor + 4 working sets"));
+  EXPECT_EQ(decision->budget_bytes, 1536 * kMiB);
+  EXPECT_EQ(decision->cache_bytes, 1536 * kMiB - plan.fixed_bytes());
+  EXPECT_THAT(decision->rule, HasSubstr("3/4 of 2.00 GiB available"));
   EXPECT_THAT(decision->rule, HasSubstr("MemAvailable"));
+  // Less than one working set above the floor: all of it still.
+  auto tight = ResolveBudget(plan, std::nullopt, Available(1500 * kMiB));
+  WARP_ASSERT_OK(tight);
+  EXPECT_EQ(tight->budget_bytes, 1125 * kMiB);
 }
 
 TEST(ResolveBudgetTest, DefaultIsCappedAtFullyResident) {
@@ -329,13 +339,13 @@ TEST(ResolveBudgetTest, InsideACgroupTheDefaultTakesTheRoomLessTheMargin) {
 }
 
 // Where the machine's MemAvailable is tighter than the cgroup's room, the page
-// cache matters again: 3/4 of it, in whole working sets.
+// cache matters again: 3/4 of it.
 TEST(ResolveBudgetTest, MachineMemoryTighterThanTheCgroupKeepsThreeQuarters) {
   const PlanFigures plan = FakePlan();
   auto decision = ResolveBudget(plan, std::nullopt, InCgroup(2 * kGiB, 16 * kGiB, 0));
   WARP_ASSERT_OK(decision);
-  EXPECT_EQ(decision->budget_bytes, plan.floor_bytes + 4 * plan.working_set_bytes);
-  EXPECT_THAT(decision->rule, HasSubstr("within 3/4"));
+  EXPECT_EQ(decision->budget_bytes, 1536 * kMiB);
+  EXPECT_THAT(decision->rule, HasSubstr("3/4 of 2.00 GiB available"));
 }
 
 TEST(ResolveBudgetTest, CgroupRoomBelowFloorAndMarginIsRefused) {

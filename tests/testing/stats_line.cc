@@ -29,7 +29,18 @@ RunStats ParseStatsLine(const std::string& output) {
     stats.misses += number(m[4]);
     stats.lookahead_hits += number(m[5]);
     stats.certain_hits += number(m[6]);
-    stats.read_bytes += std::stod(m[7].str()) * kUnits.at(m[8].str());
+    const double read = std::stod(m[7].str()) * kUnits.at(m[8].str());
+    stats.read_bytes += read;
+    if (m[1].str() == "decode") {
+      stats.decode_read_bytes += read;
+      stats.decode_tokens += number(m[2]);
+      stats.decode_misses += number(m[4]);
+    }
+  }
+  static const std::regex kWaves(R"(waves (\d+) over (\d+) layer passes)");
+  if (std::smatch m; std::regex_search(line, m, kWaves)) {
+    stats.waves = number(m[1]);
+    stats.layer_passes = number(m[2]);
   }
   return stats;
 }

@@ -14,6 +14,10 @@ struct RunStats {
   uint64_t tokens = 0;
   uint64_t hits = 0, misses = 0, lookahead_hits = 0, certain_hits = 0;
   double read_bytes = 0;  // what the disk read (or the misses, on the fast path)
+  double decode_read_bytes = 0;  // the decode phase's share of read_bytes
+  uint64_t decode_tokens = 0, decode_misses = 0;
+  // "waves W over P layer passes": a layer's union read in several waves; 0 when absent.
+  uint64_t waves = 0, layer_passes = 0;
   // Demand hits over every demand record, in percent (0 without any).
   double hit_percent() const {
     const uint64_t all = hits + misses + lookahead_hits + certain_hits;

@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "computed/engine/linear.h"
 #include "computed/engine/ops.h"
+#include "computed/engine/read_window.h"
 #include "computed/engine/stage_timer.h"
 
 namespace warp::computed {
@@ -53,6 +54,7 @@ MoeFfn::ChunkExperts MoeFfn::Union(const std::vector<Routing>& routings, const P
     stats_.token_by_token_bytes += routings[t].experts.size() * bank_.record_bytes;
     if (options_.on_route) options_.on_route(tokens.positions[t], layer_, routings[t].experts);
   }
+  ++stats_.moe_passes;
   stats_.expert_reads += chunk.keys.size();
   stats_.expert_read_bytes += chunk.keys.size() * bank_.record_bytes;
   return chunk;
@@ -106,30 +108,37 @@ void MoeFfn::RunShared(std::span<const float> x, std::span<const int32_t> tokens
   shared_->Run(x, static_cast<uint32_t>(tokens.size()), shared);
 }
 
-absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
-                                          std::span<const int32_t> tokens,
-                                          const ChunkExperts& chunk,
-                                          std::vector<std::vector<float>>& outputs,
-                                          std::vector<float>& shared) {
-  std::shared_ptr<ReadBatch> batch = experts_.Read(chunk.keys, Priority::kDemand);
-  RunShared(x, tokens, shared);
+std::vector<MoeFfn::Wave> MoeFfn::Waves(size_t keys) const {
+  const uint64_t limit = options_.wave_records;
+  if (limit == 0 || keys <= limit) return {Wave{0, keys}};
+  const uint64_t size = WaveRecords(limit);
+  std::vector<Wave> waves;
+  for (size_t begin = 0; begin < keys; begin += size) {
+    waves.push_back({begin, std::min(keys, begin + size)});
+  }
+  return waves;
+}
+
+absl::Status MoeFfn::ComputeWave(ReadBatch& batch, Wave wave, std::span<const float> in,
+                                 const ChunkExperts& chunk,
+                                 std::vector<std::vector<float>>& outputs) {
   // Experts computed from their records as they landed, kept once verified.
-  std::vector<bool> computed_landing(chunk.keys.size(), false);
+  std::vector<bool> computed_landing(wave.end - wave.begin, false);
   while (true) {
     std::optional<ReadBatch::Arrival> next;
     {
       StageTimer timer(stats_.seconds_fetch_wait);
-      next = batch->NextArrival();
+      next = batch.NextArrival();
     }
     if (!next) return absl::OkStatus();
-    const size_t u = next->index;
+    const size_t i = next->index, u = wave.begin + i;
     if (next->landing) {
-      computed_landing[u] = RunLandingExpert(*next->landing, in, chunk.tokens[u], outputs[u]);
+      computed_landing[i] = RunLandingExpert(*next->landing, in, chunk.tokens[u], outputs[u]);
       continue;
     }
     const absl::StatusOr<ExpertRecord>& record = *next->done;
     if (!record.ok()) return record.status();
-    if (computed_landing[u]) {
+    if (computed_landing[i]) {
       CountUse(*record, chunk.tokens[u].size());
       ++stats_.computed_as_landed;
     } else {
@@ -138,18 +147,44 @@ absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<co
   }
 }
 
+absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
+                                          std::span<const int32_t> tokens,
+                                          const ChunkExperts& chunk,
+                                          std::vector<std::vector<float>>& outputs,
+                                          std::vector<float>& shared) {
+  const std::vector<Wave> waves = Waves(chunk.keys.size());
+  stats_.expert_waves += waves.size();
+  auto read = [&](Wave wave) {
+    return experts_.Read(std::span(chunk.keys).subspan(wave.begin, wave.end - wave.begin),
+                         Priority::kDemand);
+  };
+  std::shared_ptr<ReadBatch> batch = read(waves.front());
+  RunShared(x, tokens, shared);
+  for (size_t w = 0; w < waves.size(); ++w) {
+    std::shared_ptr<ReadBatch> next = w + 1 < waves.size() ? read(waves[w + 1]) : nullptr;
+    WARP_RETURN_IF_ERROR(ComputeWave(*batch, waves[w], in, chunk, outputs));
+    batch = std::move(next);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const float> in,
                                        std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                        std::vector<std::vector<float>>& outputs,
                                        std::vector<float>& shared) {
-  std::vector<absl::StatusOr<ExpertRecord>> records;
-  {
-    StageTimer timer(stats_.seconds_fetch_wait);
-    records = experts_.ReadAll(chunk.keys);
-  }
-  for (size_t u = 0; u < chunk.keys.size(); ++u) {
-    if (!records[u].ok()) return records[u].status();
-    RunExpert(*records[u], in, chunk.tokens[u], outputs[u]);
+  const std::vector<Wave> waves = Waves(chunk.keys.size());
+  stats_.expert_waves += waves.size();
+  for (const Wave wave : waves) {
+    std::vector<absl::StatusOr<ExpertRecord>> records;
+    {
+      StageTimer timer(stats_.seconds_fetch_wait);
+      records = experts_.ReadAll(std::span(chunk.keys).subspan(wave.begin, wave.end - wave.begin));
+    }
+    for (size_t u = wave.begin; u < wave.end; ++u) {
+      const absl::StatusOr<ExpertRecord>& record = records[u - wave.begin];
+      if (!record.ok()) return record.status();
+      RunExpert(*record, in, chunk.tokens[u], outputs[u]);
+    }
   }
   RunShared(x, tokens, shared);
   return absl::OkStatus();

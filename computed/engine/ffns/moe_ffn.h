@@ -44,6 +44,10 @@ struct LatentMoe {
 struct MoeOptions {
   uint32_t experts_per_token = 0;  // top-k
   bool prefetch = true;            // false: read everything, then compute
+  // Records a layer may hold at once: its cache's slots. A pass whose union
+  // is larger (a prefill chunk, a batched step) reads it in waves
+  // (read_window.h), the next wave's reads flying while one computes; 0: one wave.
+  uint64_t wave_records = 0;
   OnRoute on_route;
 };
 
@@ -66,6 +70,11 @@ class MoeFfn : public Ffn {
     std::vector<std::vector<uint32_t>> tokens;  // [key] -> tokens in order
   };
   ChunkExperts Union(const std::vector<Routing>& routings, const PassTokens& tokens);
+  // The chunk's keys [begin, end): one wave of reads.
+  struct Wave {
+    size_t begin = 0, end = 0;
+  };
+  std::vector<Wave> Waves(size_t keys) const;
   // Runs the expert of keys[u] over its tokens' rows of `in` into outputs[u].
   void RunExpert(const ExpertRecord& record, std::span<const float> in,
                  const std::vector<uint32_t>& tokens, std::vector<float>& output);
@@ -77,10 +86,16 @@ class MoeFfn : public Ffn {
   std::vector<float> TokenRows(std::span<const float> in, const std::vector<uint32_t>& tokens);
   void CountUse(const ExpertRecord& record, size_t tokens);
   // x: the layer input (router, shared experts); in: the experts'.
+  // Each wave's reads are issued while the wave before it computes; the
+  // shared experts compute while the first flies.
   absl::Status ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,
                                     std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                     std::vector<std::vector<float>>& outputs,
                                     std::vector<float>& shared);
+  // Computes the experts of `wave` from `batch` (its reads) as they arrive.
+  absl::Status ComputeWave(ReadBatch& batch, Wave wave, std::span<const float> in,
+                           const ChunkExperts& chunk, std::vector<std::vector<float>>& outputs);
+  // The synchronous path: each wave read whole, then computed.
   absl::Status ComputeAfterReads(std::span<const float> x, std::span<const float> in,
                                  std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                  std::vector<std::vector<float>>& outputs,

@@ -144,6 +144,19 @@ class DeepseekV4 : public SwiGluFamily {
     return ParseHyperConnections(json, out.hyper);
   }
 
+  // The release's FP8 matrices (the rest of the trunk is BF16 or F32): the
+  // attention's projections, the indexer's query, the shared experts; not
+  // the compressors, nor the indexer's weights_proj (their checkpoint dtypes).
+  bool ReleaseBlockQuantizes(std::string_view name) const override {
+    for (std::string_view suffix :
+         {".attn.wq_a.weight", ".attn.wq_b.weight", ".attn.wkv.weight", ".attn.wo_a.weight",
+          ".attn.wo_b.weight", ".indexer.wq_b.weight", ".shared_experts.w1.weight",
+          ".shared_experts.w2.weight", ".shared_experts.w3.weight"}) {
+      if (name.ends_with(suffix)) return true;
+    }
+    return false;
+  }
+
   ModelPlan Plan(const ModelConfig& c) const override {
     ModelPlan plan{
         .residual = ResidualKind::kHyperConnections,

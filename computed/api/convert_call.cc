@@ -40,7 +40,7 @@ absl::Status Convert(const warp_convert_options& options) {
                                    .show_progress = false};
   WARP_RETURN_IF_ERROR(
       Choose("experts", options.experts, {"native", "q8", "q4", "vq3r"}, convert.experts));
-  WARP_RETURN_IF_ERROR(Choose("trunk", options.trunk, {"native", "bf16", "q8", "q4"}, convert.trunk));
+  WARP_RETURN_IF_ERROR(Choose("trunk", options.trunk, {"native", "bf16", "q8", "q4", "mixed"}, convert.trunk));
   return computed::ConvertCheckpoint(options.source, options.out, convert).status();
 }
 

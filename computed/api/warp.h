@@ -111,7 +111,8 @@ typedef struct warp_convert_options {
                         * or a .gguf file */
   const char* out;     /* the MODEL.warp directory to write; refused if it holds a model */
   const char* experts; /* "native" (NULL), "q8", "q4" or "vq3r": the routed experts' format */
-  const char* trunk;   /* "native" (NULL), "bf16", "q8" or "q4": the dense tensors' format */
+  const char* trunk;   /* "native" (NULL), "bf16", "q8", "q4" or "mixed": the dense tensors'
+                        * format (docs/ENGINE.md, "A trunk that fits") */
   int direct_io;       /* nonzero (the default): write with O_DIRECT, past the page cache */
   int early_route_folds; /* nonzero (the default): fold each router through its attention's
                           * output projection into the trunk (`--no-early-route-folds`: 0) */

@@ -148,7 +148,8 @@ CommandRunner AddPlanCommand(CLI::App& app) {
   cmd->add_option("--experts", flags->experts, "With --config: native|bf16|q8|q4|vq3r, as convert")
       ->capture_default_str();
   cmd->add_option("--trunk", flags->trunk,
-                  "With --config: native (the release's own: FP8 where it ships FP8)|bf16|q8|q4")
+                  "With --config: native (the release's own: FP8 where it ships FP8)|bf16|q8|q4|"
+                  "mixed, as convert")
       ->capture_default_str();
   cmd->add_option("--context", flags->context, "Context length in tokens")
       ->capture_default_str()

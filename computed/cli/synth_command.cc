@@ -59,9 +59,13 @@ absl::Status Run(const SynthFlags& flags) {
   auto experts = ParseFormatFlag(flags.experts, "--experts");
   if (!experts.ok()) return experts.status();
   options.expert_format = *experts;
-  auto trunk = ParseFormatFlag(flags.trunk, "--trunk");
-  if (!trunk.ok()) return trunk.status();
-  options.trunk_format = *trunk;
+  if (flags.trunk.starts_with("mixed") || flags.trunk.starts_with("q4:")) {
+    options.trunk_choice = flags.trunk;  // by kind, over the preset's trunk format
+  } else {
+    auto trunk = ParseFormatFlag(flags.trunk, "--trunk");
+    if (!trunk.ok()) return trunk.status();
+    options.trunk_format = *trunk;
+  }
   auto result = SynthesizeModel(flags.out, options);
   if (!result.ok()) return result.status();
   std::printf(
@@ -84,7 +88,9 @@ CommandRunner AddSynthCommand(CLI::App& app) {
   cmd->add_option("--size", flags->size, "Scale layers/experts to this total size, e.g. 30G");
   cmd->add_option("--seed", flags->seed, "Random seed")->capture_default_str();
   cmd->add_option("--experts", flags->experts, "Expert format (default: the preset's)");
-  cmd->add_option("--trunk", flags->trunk, "Trunk matrix format (default: the preset's)");
+  cmd->add_option("--trunk", flags->trunk,
+                  "Trunk matrix format (default: the preset's), or mixed: embedding and head q8, "
+                  "the rest q4");
   cmd->add_flag("--no-direct", flags->no_direct, "Write through the page cache, not O_DIRECT");
   cmd->add_flag("--quiet", flags->quiet, "No progress bar");
   return MakeRunner(cmd, [flags] { return Run(*flags); });

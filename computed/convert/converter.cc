@@ -5,6 +5,7 @@
 #include <span>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,6 +27,7 @@
 #include "computed/model/model_config.h"
 #include "computed/model/release_formats.h"
 #include "computed/model/tensor_specs.h"
+#include "computed/model/trunk_choice.h"
 
 namespace warp::computed {
 namespace {
@@ -86,13 +88,19 @@ class Converter {
   // `declared_experts`: the experts' format the release's config.json
   // declares (ReleaseFormats), which --experts native holds the tensors to.
   Converter(const Checkpoint& checkpoint, const ModelConfig& model, const ConvertOptions& options,
-            std::optional<TensorFormat> declared_experts, ProgressBar& progress)
+            const TrunkChoice& trunk, std::optional<TensorFormat> declared_experts,
+            ProgressBar& progress)
       : checkpoint_(checkpoint),
         model_(model),
         family_(FamilyOf(model.arch)),
         options_(options),
+        trunk_(trunk),
         declared_experts_(declared_experts),
-        progress_(progress) {}
+        progress_(progress) {
+    for (const TrunkTensor& tensor : TrunkTensors(model_, TensorFormat::kF32)) {
+      kinds_[tensor.spec.name] = tensor.kind;
+    }
+  }
 
   absl::StatusOr<SourcedTensor> Source(const std::string& name, const std::vector<uint64_t>& shape,
                                        TensorFormat format) const {
@@ -128,11 +136,12 @@ class Converter {
   absl::StatusOr<TensorFormat> TrunkFormat(const TensorSpec& spec,
                                            const SourceTensor& source) const {
     if (IsPrecisionCritical(spec)) return TensorFormat::kF32;
-    if (options_.trunk == "native") return NativeFormat(source);
-    if (options_.trunk == "bf16") return TensorFormat::kBF16;
-    // q8 and q4: rows that are not whole 32-blocks stay bf16.
-    const TensorFormat format = options_.trunk == "q4" ? TensorFormat::kQ4B32 : TensorFormat::kQ8B32;
-    return ShapeProblem(format, spec.shape).empty() ? format : TensorFormat::kBF16;
+    // A dtype that stores no values (U8 codes) matters only where it is kept.
+    const absl::StatusOr<TensorFormat> native = NativeFormat(source);
+    if (!native.ok() && trunk_.native()) return native.status();
+    const auto kind = kinds_.find(spec.name);
+    return trunk_.FormatOf(kind == kinds_.end() ? TrunkKind::kOther : kind->second,
+                           native.value_or(TensorFormat::kBF16), spec.shape);
   }
 
   // Fills bytes [offset, offset + out.size()) of the data (or scale) sub-tensor.
@@ -448,7 +457,7 @@ class Converter {
     constexpr uint32_t kCodebookExperts = 8;
     constexpr uint64_t kSampleVectors = uint64_t{1} << 17;  // 2 MiB of floats
     ProgressBar uncounted("", 0, /*enabled=*/false);        // the encoding pass counts the bytes
-    const Converter sampler(checkpoint_, model_, options_, declared_experts_, uncounted);
+    const Converter sampler(checkpoint_, model_, options_, trunk_, declared_experts_, uncounted);
     for (const TensorEntry& matrix : bank.matrices) {
       if (!NeedsCodebook(matrix.format)) continue;
       Vq3rSample sample(kSampleVectors, Fnv1a64(absl::StrCat(bank.layer, ".", matrix.name)));
@@ -496,6 +505,8 @@ class Converter {
   const ModelConfig& model_;
   const ModelFamily& family_;
   const ConvertOptions& options_;
+  const TrunkChoice& trunk_;
+  absl::flat_hash_map<std::string, TrunkKind> kinds_;  // of every trunk tensor, by name
   const std::optional<TensorFormat> declared_experts_;
   ProgressBar& progress_;
   Codebooks codebooks_;  // of the vq3r_b32 matrices, filled bank by bank
@@ -507,12 +518,7 @@ absl::Status CheckOptions(const ConvertOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--experts ", options.experts, ": expected native, q8, q4 or vq3r"));
   }
-  if (options.trunk != "native" && options.trunk != "bf16" && options.trunk != "q8" &&
-      options.trunk != "q4") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--trunk ", options.trunk, ": expected native, bf16, q8 or q4"));
-  }
-  return absl::OkStatus();
+  return TrunkChoice::Parse(options.trunk).status();
 }
 
 // Writes the chat template embedded in tokenizer_config.json ("chat_template": a string, or a
@@ -686,7 +692,8 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
             model->num_layers, model->num_experts, FormatBytes(checkpoint.total_bytes()),
             out.string());
   ProgressBar progress("convert", checkpoint.total_bytes(), options.show_progress);
-  Converter converter(checkpoint, *model, options, declared_experts, progress);
+  const TrunkChoice trunk = *TrunkChoice::Parse(options.trunk);  // CheckOptions parsed it
+  Converter converter(checkpoint, *model, options, trunk, declared_experts, progress);
   absl::Status status = converter.WriteTrunk(*writer);
   if (status.ok() && options.early_route_folds) {
     status = WriteEarlyRouteFolds(*writer, *model, TensorFormat::kF32,

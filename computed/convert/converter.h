@@ -16,7 +16,7 @@ namespace warp::computed {
 
 struct ConvertOptions {
   std::string experts = "native";  // native | q8 | q4
-  std::string trunk = "native";    // native | bf16 | q8 | q4
+  std::string trunk = "native";    // a TrunkChoice (model/trunk_choice.h)
   // Write each layer's early-route fold into the trunk (EarlyRouteFoldSpecs);
   // false (`--no-early-route-folds`) leaves them to `computed run --early-route`.
   bool early_route_folds = true;

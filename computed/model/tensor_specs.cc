@@ -1,7 +1,9 @@
 #include "computed/model/tensor_specs.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -12,17 +14,20 @@ namespace {
 
 using Shape = std::vector<uint64_t>;
 
-// Appends trunk tensors, choosing f32 for the precision-critical ones.
+// Appends trunk tensors, choosing f32 for the precision-critical ones, each
+// of the kind set last (SetKind).
 class SpecList {
  public:
   explicit SpecList(TensorFormat matrix_format) : matrix_format_(matrix_format) {}
+
+  void SetKind(TrunkKind kind) { kind_ = kind; }
 
   void Add(std::string name, Shape shape) {
     TensorSpec spec{.name = std::move(name), .format = matrix_format_, .shape = std::move(shape)};
     if (IsPrecisionCritical(spec) || !ShapeProblem(spec.format, spec.shape).empty()) {
       spec.format = TensorFormat::kF32;
     }
-    specs_.push_back(std::move(spec));
+    tensors_.push_back({.spec = std::move(spec), .kind = kind_});
   }
 
   void AddMlp(const std::string& prefix, const MlpNames& names, uint64_t hidden,
@@ -32,11 +37,12 @@ class SpecList {
     Add(prefix + "." + names.down + ".weight", {hidden, intermediate});
   }
 
-  std::vector<TensorSpec> Take() { return std::move(specs_); }
+  std::vector<TrunkTensor> Take() { return std::move(tensors_); }
 
  private:
   TensorFormat matrix_format_;
-  std::vector<TensorSpec> specs_;
+  TrunkKind kind_ = TrunkKind::kOther;
+  std::vector<TrunkTensor> tensors_;
 };
 
 void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
@@ -62,6 +68,7 @@ void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
   if (m.output_gate)
     specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
   if (m.dsa_indexer) {  // GLM-5.3's pooled indexer
+    specs.SetKind(TrunkKind::kIndexer);
     const DsaIndexer& d = c.dsa;
     const std::string ix = p + "indexer.";
     specs.Add(ix + "wq_b.weight", {uint64_t{d.index_heads} * d.index_head_dim, c.q_lora_rank});
@@ -71,6 +78,7 @@ void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
     specs.Add(ix + "weights_proj.weight", {d.index_heads, c.hidden_size});
     specs.Add(ix + "index_kpool_compress_ape", {d.kpool, d.index_head_dim});
     specs.Add(ix + "index_kpool_compress_gate", {d.index_head_dim, c.hidden_size});
+    specs.SetKind(TrunkKind::kAttention);
   }
   specs.Add(p + "o_proj.weight", {c.hidden_size, uint64_t{c.num_heads} * c.v_head_dim});
 }
@@ -88,6 +96,7 @@ void AddCompressedMqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs)
   specs.Add(p + "wo_a.weight", {uint64_t{ca.o_groups} * ca.o_lora_rank, heads * dim / ca.o_groups});
   specs.Add(p + "wo_b.weight", {hidden, uint64_t{ca.o_groups} * ca.o_lora_rank});
   specs.Add(p + "attn_sink", {heads});
+  specs.SetKind(TrunkKind::kIndexer);  // the compressors and the indexer
   auto compressor = [&](const std::string& q, uint64_t width, uint64_t out_dim) {
     specs.Add(q + "wkv.weight", {width, hidden});
     specs.Add(q + "wgate.weight", {width, hidden});
@@ -166,17 +175,22 @@ void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
   const uint64_t hidden = c.hidden_size;
   switch (f.kind) {
     case FfnKind::kDenseMlp:
+      specs.SetKind(TrunkKind::kDenseMlp);
       specs.AddMlp(f.prefix, f.mlp, hidden, f.intermediate);
       return;
     case FfnKind::kMoe:
+      specs.SetKind(TrunkKind::kOther);  // routers, f32
       specs.Add(f.router_weight, {c.num_experts, hidden});
       if (!f.router_bias.empty()) specs.Add(f.router_bias, {c.num_experts});
       if (!f.selection_bias.empty()) specs.Add(f.selection_bias, {c.num_experts});
       if (!f.shared_prefix.empty()) {
+        specs.SetKind(TrunkKind::kSharedExperts);
         specs.AddMlp(f.shared_prefix, f.mlp, hidden, f.shared_intermediate);
       }
+      specs.SetKind(TrunkKind::kOther);
       if (!f.hash_table.empty()) specs.Add(f.hash_table, {c.vocab_size, c.experts_per_token});
       if (f.latent_dim > 0) {
+        specs.SetKind(TrunkKind::kLatentProjection);
         specs.Add(f.latent_down, {f.latent_dim, hidden});
         if (!f.latent_norm.empty()) specs.Add(f.latent_norm, {f.latent_dim});
         specs.Add(f.latent_up, {hidden, f.latent_dim});
@@ -198,17 +212,57 @@ bool IsPrecisionCritical(const TensorSpec& spec) {
          absl::EndsWith(spec.name, ".tid2eid");            // expert ids
 }
 
+namespace {
+
+constexpr std::pair<TrunkKind, std::string_view> kTrunkKindNames[] = {
+    {TrunkKind::kEmbedding, "embedding"},
+    {TrunkKind::kHead, "head"},
+    {TrunkKind::kAttention, "attention"},
+    {TrunkKind::kIndexer, "indexer"},
+    {TrunkKind::kLinearAttention, "linear_attention"},
+    {TrunkKind::kDenseMlp, "dense_mlp"},
+    {TrunkKind::kSharedExperts, "shared_experts"},
+    {TrunkKind::kLatentProjection, "latent_projection"},
+    {TrunkKind::kOther, "other"},
+};
+
+}  // namespace
+
+std::string_view TrunkKindName(TrunkKind kind) {
+  for (const auto& [k, name] : kTrunkKindNames) {
+    if (k == kind) return name;
+  }
+  return "other";
+}
+
+std::optional<TrunkKind> ParseTrunkKind(std::string_view name) {
+  for (const auto& [kind, known] : kTrunkKindNames) {
+    if (known == name) return kind;
+  }
+  return std::nullopt;
+}
+
 std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matrix_format) {
+  std::vector<TensorSpec> specs;
+  for (TrunkTensor& tensor : TrunkTensors(c, matrix_format)) specs.push_back(std::move(tensor.spec));
+  return specs;
+}
+
+std::vector<TrunkTensor> TrunkTensors(const ModelConfig& c, TensorFormat matrix_format) {
   const ModelPlan plan = PlanOf(c);
   SpecList specs(matrix_format);
+  specs.SetKind(TrunkKind::kEmbedding);
   specs.Add(plan.embed, {c.vocab_size, c.hidden_size});
   const bool attn_res = plan.residual == ResidualKind::kAttnRes;
   const bool hyper = plan.residual == ResidualKind::kHyperConnections;
   const uint64_t site_outputs = (2 + uint64_t{c.hyper.mult}) * c.hyper.mult;
   for (const LayerPlan& layer : plan.layers) {
+    specs.SetKind(TrunkKind::kOther);  // mixes and norms, f32
     if (attn_res) AddMix(c, layer.mixer_mix, specs);
     if (hyper) AddHyperSite(c, layer.mixer_hc, site_outputs, 3, specs);
     specs.Add(layer.input_norm, {c.hidden_size});
+    specs.SetKind(layer.mixer.kind == MixerKind::kKda ? TrunkKind::kLinearAttention
+                                                      : TrunkKind::kAttention);
     switch (layer.mixer.kind) {
       case MixerKind::kMla:
         AddMla(c, layer.mixer, specs);
@@ -223,14 +277,17 @@ std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& c, TensorFormat matr
         AddCompressedMqa(c, layer.mixer, specs);
         break;
     }
+    specs.SetKind(TrunkKind::kOther);
     if (attn_res) AddMix(c, layer.ffn_mix, specs);
     if (hyper) AddHyperSite(c, layer.ffn_hc, site_outputs, 3, specs);
     specs.Add(layer.post_norm, {c.hidden_size});
     AddFfn(c, layer.ffn, specs);
   }
+  specs.SetKind(TrunkKind::kOther);
   if (attn_res) AddMix(c, plan.final_mix, specs);
   if (hyper && !plan.hc_head.fn.empty()) AddHyperSite(c, plan.hc_head, c.hyper.mult, 1, specs);
   specs.Add(plan.final_norm, {c.hidden_size});
+  specs.SetKind(TrunkKind::kHead);
   if (plan.head != plan.embed) specs.Add(plan.head, {c.vocab_size, c.hidden_size});
   return specs.Take();
 }

@@ -5,6 +5,7 @@
 // binds), and the matrices of one routed-expert record. The converter, the
 // synthesizer and the engine all follow these lists.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,9 +19,32 @@ namespace warp::computed {
 // The family's plan of `config`.
 ModelPlan PlanOf(const ModelConfig& config);
 
+// What a trunk tensor does: the unit --trunk mixed stores at 8 or 4 bits
+// (trunk_choice.h). A tied head is the embedding.
+enum class TrunkKind {
+  kEmbedding,
+  kHead,
+  kAttention,         // MLA, GQA and compressed MQA projections
+  kIndexer,           // sparse attention's indexers and KV compressors
+  kLinearAttention,   // KDA projections
+  kDenseMlp,          // the dense layers' MLPs
+  kSharedExperts,
+  kLatentProjection,  // LatentMoE's down and up projections (Kimi K3)
+  kOther,             // norms, routers, mixes: f32 whatever the choice
+};
+std::string_view TrunkKindName(TrunkKind kind);  // "embedding", "shared_experts", ...
+std::optional<TrunkKind> ParseTrunkKind(std::string_view name);
+
+struct TrunkTensor {
+  TensorSpec spec;
+  TrunkKind kind = TrunkKind::kOther;
+};
+
 // Trunk tensors in file order. 1-D tensors (norms, biases, sinks) and router
 // weights are always f32; every other matrix takes `matrix_format`.
 std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& config, TensorFormat matrix_format);
+// The same, each with its kind.
+std::vector<TrunkTensor> TrunkTensors(const ModelConfig& config, TensorFormat matrix_format);
 
 // The matrices of one routed-expert record, in record order (the family's).
 std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorFormat format);

@@ -5,22 +5,20 @@
 #include "computed/model/family.h"
 #include "computed/model/model_config.h"
 #include "computed/model/release_formats.h"
+#include "computed/model/trunk_choice.h"
 #include "computed/synth/presets.h"
 
 namespace warp::computed {
 namespace {
 
-absl::StatusOr<TensorFormat> FlagFormat(std::string_view flag, std::string_view name,
-                                        TensorFormat native) {
+absl::StatusOr<TensorFormat> ExpertsFormat(std::string_view name, TensorFormat native) {
   if (name == "native") return native;
   if (name == "bf16") return TensorFormat::kBF16;
   if (name == "q8") return TensorFormat::kQ8B32;
   if (name == "q4") return TensorFormat::kQ4B32;
-  const bool experts = flag == "experts";  // vq3r codebooks are per bank matrix
-  if (experts && name == "vq3r") return TensorFormat::kVq3rB32;
-  return absl::InvalidArgumentError(absl::StrCat("--", std::string(flag), " ", std::string(name),
-                                                 ": expected native, bf16, q8",
-                                                 experts ? ", q4 or vq3r" : " or q4"));
+  if (name == "vq3r") return TensorFormat::kVq3rB32;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--experts ", std::string(name), ": expected native, bf16, q8, q4 or vq3r"));
 }
 
 }  // namespace
@@ -34,22 +32,13 @@ absl::StatusOr<PlannedRelease> PlanRelease(const nlohmann::ordered_json& config,
   const std::string arch = config["model_type"].get<std::string>();
   WARP_ASSIGN_OR_RETURN(const Architecture architecture, ParseArchitecture(arch));
   WARP_ASSIGN_OR_RETURN(const ReleaseFormats release, ReadReleaseFormats(config, source));
-  WARP_ASSIGN_OR_RETURN(const TensorFormat experts,
-                        FlagFormat("experts", flags.experts, release.experts));
-  TrunkFormatOf trunk;
-  if (flags.trunk == "native") {
-    const ModelFamily& family = FamilyOf(architecture);
-    trunk = [&release, &family](const TensorSpec& spec) {
-      return release.TrunkMatrix(family, spec.name);
-    };
-  } else {
-    WARP_ASSIGN_OR_RETURN(const TensorFormat uniform,
-                          FlagFormat("trunk", flags.trunk, release.dense));
-    // As convert: a matrix whose rows are not whole blocks of the format stays bf16.
-    trunk = [uniform](const TensorSpec& spec) {
-      return ShapeProblem(uniform, spec.shape).empty() ? uniform : TensorFormat::kBF16;
-    };
-  }
+  WARP_ASSIGN_OR_RETURN(const TensorFormat experts, ExpertsFormat(flags.experts, release.experts));
+  WARP_ASSIGN_OR_RETURN(const TrunkChoice choice, TrunkChoice::Parse(flags.trunk));
+  const ModelFamily& family = FamilyOf(architecture);
+  const TrunkFormatOf trunk = [&](const TrunkTensor& tensor) {
+    const TensorFormat native = release.TrunkMatrix(family, tensor.spec.name);
+    return choice.FormatOf(tensor.kind, native, tensor.spec.shape);
+  };
   auto manifest = PlannedManifest(arch, config, experts, trunk);
   if (!manifest.ok()) return Annotate(manifest.status(), source);
   return PlannedRelease{

@@ -18,7 +18,7 @@ namespace warp::computed {
 
 struct ReleaseFlags {
   std::string experts = "native";  // native | bf16 | q8 | q4 | vq3r, as convert --experts
-  std::string trunk = "native";    // native | bf16 | q8 | q4, as convert --trunk
+  std::string trunk = "native";    // a TrunkChoice, as convert --trunk
 };
 
 struct PlannedRelease {

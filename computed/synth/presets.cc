@@ -443,26 +443,57 @@ json Glm5NextTiny() {
               {"text_config", std::move(text)}};
 }
 
+// GLM-5.3-Flash's layers from `first_moe` on: KDA but every fourth (DSA),
+// dense MLPs before.
+void Glm5NextLayerTypes(json& text, uint32_t layers, uint32_t first_moe) {
+  text["layer_types"] = json::array();
+  text["mlp_layer_types"] = json::array();
+  for (uint32_t layer = 0; layer < layers; ++layer) {
+    text["layer_types"].push_back(layer % 4 == 3 ? "deepseek_sparse_attention"
+                                                 : "linear_attention");
+    text["mlp_layer_types"].push_back(layer < first_moe ? "dense" : "sparse");
+  }
+}
+
+// GLM-5.3-Flash's shapes (tests/configs/glm5_next_flash_fp8.config.json) in 4
+// layers, a 32768-token vocabulary. Its experts are FP8 as released; synth
+// writes q8_b32 (1.0625 bytes a weight against FP8's 1.0002: records 6% larger).
+json Glm53FlashSlice() {
+  json config = Glm5NextTiny();
+  json& text = config["text_config"];
+  text.update(json{{"vocab_size", 32768},
+                   {"hidden_size", 4096},
+                   {"intermediate_size", 12288},
+                   {"moe_intermediate_size", 2048},
+                   {"num_attention_heads", 64},
+                   {"num_key_value_heads", 64},
+                   {"n_routed_experts", 288},
+                   {"num_experts_per_tok", 8},
+                   {"q_lora_rank", 1536},
+                   {"kv_lora_rank", 512},
+                   {"qk_nope_head_dim", 256},
+                   {"v_head_dim", 256},
+                   {"index_n_heads", 32},
+                   {"index_head_dim", 128},
+                   {"index_topk", 2048},
+                   {"max_position_embeddings", 1048576}});
+  text["linear_attn_config"].update(json{{"head_dim", 128}, {"num_heads", 64}});
+  text["num_hidden_layers"] = 4;
+  Glm5NextLayerTypes(text, 4, 1);
+  return config;
+}
+
 // The trunk's tensors and the early routes' folds that convert and synth
 // write after them.
 uint64_t TrunkBytes(const ModelConfig& config, const TrunkFormatOf& format_of) {
   uint64_t bytes = 0;
-  std::vector<TensorSpec> specs = TrunkTensorSpecs(config, TensorFormat::kF32);
-  for (TensorSpec& spec : specs) {
-    if (IsPrecisionCritical(spec)) continue;
-    const TensorFormat format = format_of(spec);
-    if (ShapeProblem(format, spec.shape).empty()) spec.format = format;
-  }
+  std::vector<TensorSpec> specs = TrunkSpecsOf(config, format_of);
   for (TensorSpec& fold : EarlyRouteFoldSpecs(config)) specs.push_back(std::move(fold));
   for (const TensorSpec& spec : specs) {
     bytes += AlignUp(DataBytes(spec.format, spec.shape), kBankAlignment);
     bytes += AlignUp(ScaleBytes(spec.format, spec.shape), kBankAlignment);
   }
   return bytes;
-}
-
-TrunkFormatOf Uniform(TensorFormat format) {
-  return [format](const TensorSpec&) { return format; };
 }
 
 const char* ExpertCountKey(std::string_view arch) {
@@ -500,6 +531,9 @@ const std::vector<Preset>& AllPresets() {
        DeepseekV4FlashSlice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
       {"glm5_next", "tiny", "5 layers (KDA x3, DSA x2), mHC, 16 experts of 64x32, top-4; ~1 MiB",
        Glm5NextTiny(), TensorFormat::kBF16, TensorFormat::kF32},
+      {"glm5_next", "glm53-flash-slice",
+       "GLM-5.3-Flash shapes: hidden 4096, 288 experts of 2048 (q8 for the release's FP8), top-8",
+       Glm53FlashSlice(), TensorFormat::kQ8B32, TensorFormat::kBF16},
       {"kimi_k3", "tiny", "4 layers (KDA x3, gated MLA), AttnRes, 16 MXFP4 latent experts; ~1 MiB",
        KimiK3Tiny(), TensorFormat::kMxfp4B32, TensorFormat::kF32},
       {"kimi_k3", "k3-slice",
@@ -520,18 +554,40 @@ absl::StatusOr<Preset> FindPreset(std::string_view arch, std::string_view name) 
                                           "\" (known: ", known, ")"));
 }
 
+TrunkFormatOf UniformTrunk(TensorFormat format) {
+  return [format](const TrunkTensor&) { return format; };
+}
+
+std::vector<TensorSpec> TrunkSpecsOf(const ModelConfig& config, const TrunkFormatOf& format_of) {
+  std::vector<TensorSpec> specs;
+  for (TrunkTensor& tensor : TrunkTensors(config, TensorFormat::kF32)) {
+    if (!IsPrecisionCritical(tensor.spec)) {
+      const TensorFormat format = format_of(tensor);
+      if (ShapeProblem(format, tensor.spec.shape).empty()) tensor.spec.format = format;
+    }
+    specs.push_back(std::move(tensor.spec));
+  }
+  return specs;
+}
+
 absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const json& config,
                                         TensorFormat expert_format, TensorFormat trunk_format) {
+  return ContainerBytes(arch, config, expert_format, UniformTrunk(trunk_format));
+}
+
+absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const json& config,
+                                        TensorFormat expert_format,
+                                        const TrunkFormatOf& trunk_format_of) {
   WARP_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(arch, config));
   const uint64_t record_bytes =
       LayoutBank(0, model.num_experts, ExpertMatrixSpecs(model, expert_format)).record_bytes;
-  return TrunkBytes(model, Uniform(trunk_format)) +
+  return TrunkBytes(model, trunk_format_of) +
          uint64_t{model.NumMoeLayers()} * model.num_experts * record_bytes;
 }
 
 absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const json& config,
                                          TensorFormat expert_format, TensorFormat trunk_format) {
-  return PlannedManifest(arch, config, expert_format, Uniform(trunk_format));
+  return PlannedManifest(arch, config, expert_format, UniformTrunk(trunk_format));
 }
 
 absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const json& config,
@@ -552,6 +608,12 @@ absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const json& conf
 absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
                                  TensorFormat expert_format, TensorFormat trunk_format,
                                  uint64_t target_bytes) {
+  return ScaleToSize(arch, config, expert_format, UniformTrunk(trunk_format), target_bytes);
+}
+
+absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
+                                 TensorFormat expert_format, const TrunkFormatOf& trunk_format,
+                                 uint64_t target_bytes) {
   json scaled = config;
   // The text model's keys: config.json's own, or a multimodal release's text_config (Kimi K3).
   const json& text = config.contains("text_config") ? config["text_config"] : config;
@@ -560,13 +622,15 @@ absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
   auto bytes_with = [&](uint32_t layers, uint32_t experts) -> absl::StatusOr<uint64_t> {
     scaled_text["num_hidden_layers"] = layers;
     scaled_text[ExpertCountKey(arch)] = experts;
-    if (scaled_text.contains("layer_types")) {  // gpt-oss: sliding and full alternate, as released
+    if (arch == "glm5_next") {
+      Glm5NextLayerTypes(scaled_text, layers, first_moe);
+    } else if (scaled_text.contains("layer_types")) {  // gpt-oss: sliding and full alternate
       scaled_text["layer_types"] = json::array();
       for (uint32_t layer = 0; layer < layers; ++layer) {
         scaled_text["layer_types"].push_back(layer % 2 == 0 ? "sliding_attention" : "full_attention");
       }
     }
-    if (scaled_text.contains("linear_attn_config")) {  // Kimi: the layer lists follow the count
+    if (scaled_text.contains("linear_attn_config") && arch != "glm5_next") {  // Kimi's lists
       scaled_text["linear_attn_config"].update(KimiLayerLists(layers));
     }
     if (text.contains("compress_ratios")) {  // DeepSeek V4: the preset's pattern, repeated

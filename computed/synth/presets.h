@@ -13,6 +13,8 @@
 #include "common/format/container_writer.h"
 #include "common/format/manifest.h"
 #include "common/format/tensor_format.h"
+#include "computed/model/model_config.h"
+#include "computed/model/tensor_specs.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed {
@@ -29,20 +31,27 @@ struct Preset {
 const std::vector<Preset>& AllPresets();
 absl::StatusOr<Preset> FindPreset(std::string_view arch, std::string_view name);
 
+// The format of each trunk matrix: asked for every matrix TrunkTensors lists
+// that is not precision-critical (those stay f32); one whose shape the answer
+// cannot hold stays f32.
+using TrunkFormatOf = std::function<TensorFormat(const TrunkTensor& tensor)>;
+TrunkFormatOf UniformTrunk(TensorFormat format);
+// The trunk's tensors in file order, each matrix in the format `format_of` gives.
+std::vector<TensorSpec> TrunkSpecsOf(const ModelConfig& config, const TrunkFormatOf& format_of);
+
 // Bytes of the container `config` would produce with these formats (trunk.bin
 // plus every bank; manifest excluded).
 absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::ordered_json& config,
                                         TensorFormat expert_format, TensorFormat trunk_format);
+absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::ordered_json& config,
+                                        TensorFormat expert_format,
+                                        const TrunkFormatOf& trunk_format_of);
 
 // The manifest a container of `config` would have with these formats — the
 // trunk's size and every bank's record layout, no files: what
 // `computed plan --config` plans before a release is converted.
 absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const nlohmann::ordered_json& config,
                                          TensorFormat expert_format, TensorFormat trunk_format);
-// The same with each trunk matrix's own format: `trunk_format_of` is asked
-// for every matrix TrunkTensorSpecs lists that is not precision-critical
-// (those stay f32); one whose shape the answer cannot hold stays f32.
-using TrunkFormatOf = std::function<TensorFormat(const TensorSpec& spec)>;
 absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const nlohmann::ordered_json& config,
                                          TensorFormat expert_format,
                                          const TrunkFormatOf& trunk_format_of);
@@ -55,6 +64,11 @@ absl::StatusOr<nlohmann::ordered_json> ScaleToSize(std::string_view arch,
                                                    const nlohmann::ordered_json& config,
                                                    TensorFormat expert_format,
                                                    TensorFormat trunk_format,
+                                                   uint64_t target_bytes);
+absl::StatusOr<nlohmann::ordered_json> ScaleToSize(std::string_view arch,
+                                                   const nlohmann::ordered_json& config,
+                                                   TensorFormat expert_format,
+                                                   const TrunkFormatOf& trunk_format_of,
                                                    uint64_t target_bytes);
 
 }  // namespace warp::computed

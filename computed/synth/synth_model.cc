@@ -1,7 +1,9 @@
 #include "computed/synth/synth_model.h"
 
 #include <cmath>
+#include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +16,7 @@
 #include "computed/convert/early_route_folds.h"
 #include "computed/model/model_config.h"
 #include "computed/model/tensor_specs.h"
+#include "computed/model/trunk_choice.h"
 #include "computed/synth/presets.h"
 #include "computed/synth/random_fill.h"
 
@@ -80,14 +83,14 @@ std::string SourceLine(const SynthOptions& options, TensorFormat experts, Tensor
   std::string line =
       absl::StrCat("computed synth --arch ", options.arch, " --preset ", options.preset, " --seed ",
                    options.seed, " --experts ", std::string(TensorFormatName(experts)), " --trunk ",
-                   std::string(TensorFormatName(trunk)));
+                   options.trunk_choice.value_or(std::string(TensorFormatName(trunk))));
   if (options.target_bytes) absl::StrAppend(&line, " --size ", *options.target_bytes);
   return line;
 }
 
-absl::Status WriteTrunk(ContainerWriter& writer, const ModelConfig& model, TensorFormat format,
-                        uint64_t seed, ProgressBar& progress) {
-  for (const TensorSpec& spec : TrunkTensorSpecs(model, format)) {
+absl::Status WriteTrunk(ContainerWriter& writer, const std::vector<TensorSpec>& specs,
+                        const ModelConfig& model, uint64_t seed, ProgressBar& progress) {
+  for (const TensorSpec& spec : specs) {
     const FillSpec fill = TrunkFill(spec, model);
     const uint64_t stream = StreamKey(seed, spec.name);
     auto data = [&](uint64_t offset, std::span<std::byte> out) {
@@ -155,6 +158,13 @@ absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOpti
   WARP_ASSIGN_OR_RETURN(Preset preset, FindPreset(options.arch, options.preset));
   const TensorFormat expert_format = options.expert_format.value_or(preset.expert_format);
   const TensorFormat trunk_format = options.trunk_format.value_or(preset.trunk_format);
+  std::optional<TrunkChoice> choice;
+  if (options.trunk_choice) {
+    WARP_ASSIGN_OR_RETURN(choice, TrunkChoice::Parse(*options.trunk_choice));
+  }
+  const TrunkFormatOf trunk_of = [&](const TrunkTensor& tensor) {
+    return choice ? choice->FormatOf(tensor.kind, trunk_format, tensor.spec.shape) : trunk_format;
+  };
   if (expert_format == TensorFormat::kF8E4M3B128 || trunk_format == TensorFormat::kF8E4M3B128) {
     return absl::InvalidArgumentError(
         "synth does not write f8_e4m3_b128; FP8 comes from converted releases");
@@ -169,12 +179,12 @@ absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOpti
   }
   nlohmann::ordered_json config = preset.config;
   if (options.target_bytes) {
-    WARP_ASSIGN_OR_RETURN(config, ScaleToSize(options.arch, config, expert_format, trunk_format,
+    WARP_ASSIGN_OR_RETURN(config, ScaleToSize(options.arch, config, expert_format, trunk_of,
                                               *options.target_bytes));
   }
   WARP_ASSIGN_OR_RETURN(ModelConfig model, ParseModelConfig(options.arch, config));
   WARP_ASSIGN_OR_RETURN(uint64_t total_bytes,
-                        ContainerBytes(options.arch, config, expert_format, trunk_format));
+                        ContainerBytes(options.arch, config, expert_format, trunk_of));
 
   Manifest header;
   header.architecture = options.arch;
@@ -191,12 +201,16 @@ absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOpti
   WARP_ASSIGN_OR_RETURN(auto writer, ContainerWriter::Create(out, std::move(header),
                                                              {.direct_io = options.direct_io}));
   ProgressBar progress("synth", total_bytes, options.show_progress);
-  WARP_RETURN_IF_ERROR(WriteTrunk(*writer, model, trunk_format, options.seed, progress));
+  const std::vector<TensorSpec> trunk = TrunkSpecsOf(model, trunk_of);
+  WARP_RETURN_IF_ERROR(WriteTrunk(*writer, trunk, model, options.seed, progress));
   // As `computed convert` writes them by default (`computed run --no-early-route` to compare).
   const uint64_t unfolded_trunk = writer->manifest().trunk_bytes;
+  std::unordered_map<std::string, TensorSpec> written;
+  for (const TensorSpec& spec : trunk) written[spec.name] = spec;
   WARP_RETURN_IF_ERROR(WriteEarlyRouteFolds(
-      *writer, model, trunk_format,
-      [&](const TensorSpec& spec) { return StoredTrunk(spec, model, options.seed); }));
+      *writer, model, TensorFormat::kF32, [&](const TensorSpec& spec) {
+        return StoredTrunk(written.at(spec.name), model, options.seed);
+      }));
   progress.Advance(writer->manifest().trunk_bytes - unfolded_trunk);
   WARP_RETURN_IF_ERROR(WriteBanks(*writer, model, expert_format, options.seed, progress));
   WARP_RETURN_IF_ERROR(writer->Finish());

@@ -21,6 +21,8 @@ struct SynthOptions {
   uint64_t seed = 1;
   std::optional<TensorFormat> expert_format;  // preset default if unset
   std::optional<TensorFormat> trunk_format;   // preset default if unset
+  // A TrunkChoice by kind ("mixed", "q4:KIND,..."), over trunk_format as the native one.
+  std::optional<std::string> trunk_choice;
   bool direct_io = true;
   bool show_progress = false;
 };

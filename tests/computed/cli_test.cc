@@ -112,12 +112,12 @@ TEST_F(ComputedCliTest, PlanOfAReleaseConfigShowsTheFixedStateAtAnyContext) {
   EXPECT_EQ(untyped.exit_code, 1);
   EXPECT_THAT(untyped.output, HasSubstr("not-a-config.json: not a config.json with a model_type"));
   auto bad = RunBinary("computed", "plan --config " + config + " --trunk q3");
-  EXPECT_THAT(bad.output, HasSubstr("--trunk q3: expected native, bf16, q8 or q4"));
+  EXPECT_THAT(bad.output, HasSubstr("--trunk q3: expected native, bf16, q8, q4, mixed"));
   // vq3r experts: 3.5 bits an element against MXFP4's 4.25; a trunk cannot be vq3r.
   auto vq3r = RunBinary("computed", "plan --config " + config + " --ram 64G --experts vq3r");
   EXPECT_THAT(vq3r.output, HasSubstr("16 experts x 92 MoE layers x 14454784 B records"));
   auto vq3r_trunk = RunBinary("computed", "plan --config " + config + " --trunk vq3r");
-  EXPECT_THAT(vq3r_trunk.output, HasSubstr("--trunk vq3r: expected native, bf16, q8 or q4"));
+  EXPECT_THAT(vq3r_trunk.output, HasSubstr("--trunk vq3r: expected native, bf16, q8, q4, mixed"));
 }
 
 // DeepSeek V4's hash layers route by token id: their records are read

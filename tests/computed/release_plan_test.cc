@@ -7,12 +7,15 @@
 //   a config whose experts contradict its tensors.
 
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "common/byte_size.h"
 #include "common/format/container.h"
 #include "common/memory/memory_limits.h"
+#include "computed/model/model_config.h"
 #include "computed/model/release_formats.h"
+#include "computed/model/trunk_choice.h"
 #include "computed/planner/planner.h"
 #include "computed/synth/planned_release.h"
 #include "gmock/gmock.h"
@@ -76,7 +79,9 @@ TEST_P(PlanAgainstConvertTest, PlanGivesTheConvertedRecordAndTrunkBytes) {
 TEST(PlanAgainstConvertTest, QuantizedTrunksArePlannedAsConvertWritesThem) {
   for (const char* fixture : {"deepseek_v3_fp8", "kimi_k3_mxfp4", "glm5_next_bf16",
                               "deepseek_v4_native", "gpt_oss_mxfp4"}) {
-    for (const char* trunk : {"bf16", "q8", "q4"}) ExpectPlanGivesTheConvertedBytes(fixture, trunk);
+    for (const char* trunk : {"bf16", "q8", "q4", "mixed", "q4:attention,shared_experts"}) {
+      ExpectPlanGivesTheConvertedBytes(fixture, trunk);
+    }
   }
 }
 
@@ -137,17 +142,17 @@ INSTANTIATE_TEST_SUITE_P(
     Releases, SeedMachinesTest,
     ::testing::Values(
         // Kimi K3: 896 latent experts of [3072, 3584], compressed-tensors MXFP4.
-        ReleaseRow{"kimi_k3", "q4", 64 * kGiB, 10 * kGiB, 3 * Mxfp4(3072, 3584), 3},
+        ReleaseRow{"kimi_k3", "mixed", 64 * kGiB, 10 * kGiB, 3 * Mxfp4(3072, 3584), 3},
         // Kimi K2: 384 experts of [2048, 7168], FP8 with F32 weight_scale_inv.
         ReleaseRow{"kimi_k2", "native", 64 * kGiB, 10 * kGiB, 3 * Fp8(2048, 7168), 3},
         // GLM-5.3-Flash: 288 experts of [2048, 4096], FP8.
-        ReleaseRow{"glm5_next_flash_fp8", "q4", 16 * kGiB, 2 * kGiB, 3 * Fp8(2048, 4096), 3},
+        ReleaseRow{"glm5_next_flash_fp8", "mixed", 16 * kGiB, 2 * kGiB, 3 * Fp8(2048, 4096), 3},
         // DeepSeek V4 Flash: 256 FP4 experts of [2048, 4096] (E8M0 per 32).
         ReleaseRow{"deepseek_v4_flash", "native", 16 * kGiB, 2 * kGiB, 3 * Mxfp4(2048, 4096), 3},
         // Qwen3-235B-A22B: 128 BF16 experts of [1536, 4096].
         ReleaseRow{"qwen3_235b", "q8", 32 * kGiB, 4 * kGiB, 3 * 1536 * 4096 * 2, 3},
         // Kimi-Linear-48B-A3B: 256 BF16 experts of [1024, 2304].
-        ReleaseRow{"kimi_linear", "q4", 4 * kGiB, 1 * kGiB, 3 * 1024 * 2304 * 2, 3},
+        ReleaseRow{"kimi_linear", "mixed", 4 * kGiB, 1 * kGiB, 3 * 1024 * 2304 * 2, 3},
         // gpt-oss-120b: 128 MXFP4 experts, gate_up [5760, 2880] and down
         // [2880, 2880], with f32 biases (the release's BF16 biases are widened).
         ReleaseRow{"gpt_oss_120b", "native", 16 * kGiB, 4 * kGiB,
@@ -188,6 +193,62 @@ TEST(ReleaseFormatsTest, EachReleaseIsReadAsItShips) {
   EXPECT_EQ(glm->TrunkMatrix(family, "model.layers.0.mlp.gate_proj.weight"),
             TensorFormat::kF8E4M3B128);
   EXPECT_EQ(glm->TrunkMatrix(family, "model.embed_tokens.weight"), TensorFormat::kBF16);
+}
+
+// --trunk mixed: the embedding, the head, the dense MLPs, the indexers and
+// the attention at 8 bits (an FP8 release's FP8 kept), every other matrix q4;
+// norms and routers f32 whatever the choice.
+TEST(TrunkChoiceTest, MixedKeepsTheSensitiveKindsAtEightBits) {
+  auto mixed = TrunkChoice::Parse("mixed");
+  WARP_ASSERT_OK(mixed);
+  const std::vector<uint64_t> shape = {64, 64};
+  EXPECT_EQ(mixed->FormatOf(TrunkKind::kEmbedding, TensorFormat::kBF16, shape),
+            TensorFormat::kQ8B32);
+  EXPECT_EQ(mixed->FormatOf(TrunkKind::kHead, TensorFormat::kF8E4M3B128, shape),
+            TensorFormat::kF8E4M3B128);
+  EXPECT_EQ(mixed->FormatOf(TrunkKind::kAttention, TensorFormat::kF8E4M3B128, shape),
+            TensorFormat::kF8E4M3B128);
+  EXPECT_EQ(mixed->FormatOf(TrunkKind::kLinearAttention, TensorFormat::kBF16, shape),
+            TensorFormat::kQ4B32);
+  EXPECT_EQ(mixed->FormatOf(TrunkKind::kLatentProjection, TensorFormat::kF8E4M3B128, shape),
+            TensorFormat::kQ4B32);
+  auto candidate = TrunkChoice::Parse("mixed:embedding");
+  WARP_ASSERT_OK(candidate);
+  EXPECT_EQ(candidate->FormatOf(TrunkKind::kHead, TensorFormat::kBF16, shape), TensorFormat::kQ4B32);
+  EXPECT_EQ(mixed->FormatOf(TrunkKind::kSharedExperts, TensorFormat::kBF16, {64, 40}),
+            TensorFormat::kBF16);  // rows that are not whole 32-blocks
+  auto attention = TrunkChoice::Parse("q4:attention,head");
+  WARP_ASSERT_OK(attention);
+  EXPECT_EQ(attention->FormatOf(TrunkKind::kHead, TensorFormat::kBF16, shape), TensorFormat::kQ4B32);
+  EXPECT_EQ(attention->FormatOf(TrunkKind::kDenseMlp, TensorFormat::kBF16, shape),
+            TensorFormat::kBF16);
+  EXPECT_THAT(TrunkChoice::Parse("q4:attention,mlp"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown kind \"mlp\"")));
+  EXPECT_THAT(TrunkChoice::Parse("q3"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--trunk q3: expected native, bf16, q8, q4, mixed")));
+}
+
+// Every trunk tensor has its kind: the embedding and head by the plan, the
+// mixers' and FFNs' matrices by what they are.
+TEST(TrunkChoiceTest, TrunkTensorsSayTheirKind) {
+  auto k3 = ParseModelConfig(
+      "kimi_k3", ReadJson(warp::testing::SourceDir() / "tests/configs/kimi_k3.config.json"));
+  WARP_ASSERT_OK(k3);
+  std::map<TrunkKind, int> kinds;
+  for (const TrunkTensor& tensor : TrunkTensors(*k3, TensorFormat::kBF16)) {
+    if (tensor.kind == TrunkKind::kOther) {
+      EXPECT_EQ(tensor.spec.format, TensorFormat::kF32) << tensor.spec.name;
+    }
+    if (tensor.spec.format != TensorFormat::kF32) ++kinds[tensor.kind];  // matrices
+  }
+  EXPECT_EQ(kinds[TrunkKind::kEmbedding], 1);
+  EXPECT_EQ(kinds[TrunkKind::kHead], 1);
+  EXPECT_GT(kinds[TrunkKind::kLinearAttention], 0);
+  EXPECT_GT(kinds[TrunkKind::kAttention], 0);
+  EXPECT_EQ(kinds[TrunkKind::kLatentProjection], 2 * 92);
+  EXPECT_GT(kinds[TrunkKind::kSharedExperts], 0);
+  EXPECT_EQ(kinds[TrunkKind::kDenseMlp], 3);  // the first layer's gate, up, down
 }
 
 TEST(ReleaseFormatsTest, ModulesMatchByWholeParts) {

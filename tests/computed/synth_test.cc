@@ -11,6 +11,7 @@
 #include "common/numeric/half.h"
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/model_config.h"
+#include "computed/model/trunk_choice.h"
 #include "computed/synth/presets.h"
 #include "computed/synth/synth_model.h"
 #include "expertd/verify.h"
@@ -131,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
         PresetCase{"kimi_linear", "kimi-linear-slice", 400ull << 20, TensorFormat::kQ4B32},
         PresetCase{"deepseek_v4", "tiny"},
         PresetCase{"deepseek_v4", "v4-flash-slice", 1500ull << 20, TensorFormat::kQ4B32},
-        PresetCase{"glm5_next", "tiny"}, PresetCase{"kimi_k3", "tiny"},
+        PresetCase{"glm5_next", "tiny"},
+        PresetCase{"glm5_next", "glm53-flash-slice", 1500ull << 20, TensorFormat::kQ4B32},
+        PresetCase{"kimi_k3", "tiny"},
         PresetCase{"kimi_k3", "k3-slice", 1300ull << 20, TensorFormat::kQ4B32}),
     [](const auto& info) {
       std::string name = info.param.arch + "_" + info.param.preset;
@@ -139,7 +142,40 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 13u); }
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 14u); }
+
+// --trunk mixed: the embedding and the head q8, every other matrix q4; the
+// size --size plans is the size written, and the container opens and verifies.
+TEST(SynthTest, AMixedTrunkStoresEachKindAsItsRuleSays) {
+  warp::testing::TempDir dir;
+  auto result = SynthesizeModel(dir / "m.warp", {.arch = "kimi_k3",
+                                                 .preset = "tiny",
+                                                 .trunk_format = TensorFormat::kBF16,
+                                                 .trunk_choice = "mixed"});
+  WARP_ASSERT_OK(result);
+  ExpectOpensAndVerifies(dir / "m.warp");
+  ExpectStoredFoldsAreTheFoldsMadeAtLoad(dir / "m.warp");
+  const Manifest& manifest = result->manifest;
+  std::map<std::string, TensorFormat> formats;
+  for (const TensorEntry& tensor : manifest.trunk) formats[tensor.name] = tensor.format;
+  auto model = ParseModelConfig("kimi_k3", manifest.config);
+  WARP_ASSERT_OK(model);
+  const ModelPlan plan = PlanOf(*model);
+  EXPECT_EQ(formats.at(plan.embed), TensorFormat::kQ8B32);
+  EXPECT_EQ(formats.at(plan.head), TensorFormat::kQ8B32);
+  int q4 = 0;
+  for (const auto& [name, format] : formats) q4 += format == TensorFormat::kQ4B32;
+  EXPECT_GT(q4, 10);
+  auto choice = TrunkChoice::Parse("mixed");
+  WARP_ASSERT_OK(choice);
+  auto predicted = ContainerBytes("kimi_k3", manifest.config, TensorFormat::kMxfp4B32,
+                                  [&](const TrunkTensor& tensor) {
+                                    return choice->FormatOf(tensor.kind, TensorFormat::kBF16,
+                                                            tensor.spec.shape);
+                                  });
+  WARP_ASSERT_OK(predicted);
+  EXPECT_EQ(*predicted, result->bytes_written);
+}
 
 // Presets written as C++ literals hold signed integers (Kimi's layer lists).
 TEST(SynthTest, EveryPresetConfigParsesAsWritten) {

@@ -331,6 +331,14 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     it->second.rank = std::make_shared<ReadRank>(static_cast<uint32_t>(priority));
     rank = it->second.rank;
     slot = Admit(key, priority, it->second.predicted_by);
+    if (!slot && priority == Priority::kLookahead && it->second.waiters.empty()) {
+      // A guess the cache cannot keep (no free or cold slot: a cache below a
+      // working set) would be read into a buffer and dropped, and its demand
+      // read again: not read at all.
+      ++stats_.lookahead_unkept;
+      in_flight_.erase(it);
+      return;
+    }
     if (!slot) staged = Stage(key);
     if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
     // Whoever asks may compute on the record's first rows while the rest
@@ -535,6 +543,7 @@ std::map<std::string, uint64_t> ExpertStore::Counters() const {
       {"read_bytes_certain", stats_.read_bytes[1]},
       {"read_bytes_lookahead", stats_.read_bytes[2]},
       {"lookahead_cancelled", stats_.lookahead_cancelled},
+      {"lookahead_unkept", stats_.lookahead_unkept},
       {"cache_used_bytes", cache_.used_bytes()},
       {"cache_capacity_bytes", cache_.capacity_bytes()},
       {"cache_pinned_bytes", cache_.pinned_bytes()},

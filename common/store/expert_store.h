@@ -240,6 +240,7 @@ class ExpertStore : public ExpertSource {
     uint64_t demand_served[kServedKinds] = {};  // demand requests by Served
     uint64_t read_bytes[3] = {0, 0, 0};         // by Priority
     uint64_t lookahead_cancelled = 0;
+    uint64_t lookahead_unkept = 0;  // guesses not read: the cache had no slot to keep them
     uint64_t cache_shrinks = 0;           // SetCacheCapacity calls that lowered it
     uint64_t prefaulted_slots = 0;        // slots whose pages PrefaultLoop faulted in
     uint64_t prefault_bytes_per_second = 0;  // the last slot's fault rate (CPU time)

@@ -45,7 +45,9 @@ CommandRunner AddConvertCommand(CLI::App& app) {
   cmd->add_option(
       "--experts", flags->options.experts,
       "native (default), q8, q4 or vq3r (3-bit residual VQ, codebooks trained per layer)");
-  cmd->add_option("--trunk", flags->options.trunk, "native (default), bf16, q8, q4, or mixed (embedding and head 8-bit, the rest q4)");
+  cmd->add_option("--trunk", flags->options.trunk,
+                  "native (default), bf16, q8, q4, or mixed (the sensitive kinds 8-bit, the rest "
+                  "q4: docs/ENGINE.md)");
   cmd->add_flag("--no-direct", flags->no_direct, "Write through the page cache, not O_DIRECT");
   cmd->add_flag("--no-early-route-folds", flags->no_early_route_folds,
                 "Do not fold each router through its attention's output projection into the "

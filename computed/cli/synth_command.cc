@@ -89,8 +89,8 @@ CommandRunner AddSynthCommand(CLI::App& app) {
   cmd->add_option("--seed", flags->seed, "Random seed")->capture_default_str();
   cmd->add_option("--experts", flags->experts, "Expert format (default: the preset's)");
   cmd->add_option("--trunk", flags->trunk,
-                  "Trunk matrix format (default: the preset's), or mixed: embedding and head q8, "
-                  "the rest q4");
+                  "Trunk matrix format (default: the preset's), or mixed, as convert --trunk "
+                  "mixed stores it by kind over the preset's format");
   cmd->add_flag("--no-direct", flags->no_direct, "Write through the page cache, not O_DIRECT");
   cmd->add_flag("--quiet", flags->quiet, "No progress bar");
   return MakeRunner(cmd, [flags] { return Run(*flags); });

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The seeds' machines (issue 43, section 5): a release's expert shapes run with a cache
 that holds the same fraction of one token's working set as the release would get on its
 target machine.
@@ -13,8 +13,8 @@ trained model's hot experts would raise the hit rate, so these hit rates are a f
 
 Per run: decode tok/s, the hit rate, disk bytes a token against what the demand needed
 (misses and the records a prediction brought in, x record bytes), the disk's speed while
-reads were in flight against fio O_DIRECT random reads at the record size on the same bank
-(qd 4, the embedded store's --io-threads), the overlap max(I/O, compute) / wall, and the
+reads were in flight against fio O_DIRECT random reads on the same bank (the larger of the
+record size at qd 4 and WARP's 1 MiB pieces at qd 32), the overlap max(I/O, compute) / wall, and the
 decode rate the disk allows at the measured hit rate: fio / (needed bytes a token). Then a
 64-token prompt in one chunk (its union read in waves) against the same prompt a token at
 a time. Last, the projection to the whole release: tok/s = disk / (its working set x the
@@ -26,6 +26,7 @@ ceiling that leaves compute out.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -92,6 +93,22 @@ def stats_of(stderr):
     return out
 
 
+def fio_pieces(bank, seconds=10):
+    """fio O_DIRECT random reads as WARP's io_uring reads a record: 1 MiB pieces, 32 in flight."""
+    out = v.sh(["fio", "--name=pieces", f"--filename={bank}", "--rw=randread", "--bs=1M",
+                "--direct=1", "--ioengine=libaio", "--iodepth=32", "--readonly",
+                f"--runtime={seconds}", "--time_based", "--output-format=json"])
+    return json.loads(out)["jobs"][0]["read"]["bw_bytes"]
+
+
+def disk_bound(bank, record):
+    """The larger of fio at the record size (qd 4) and at WARP's pieces: what the disk gives."""
+    whole, pieces = v.fio_bound(bank, record), fio_pieces(bank)
+    print(f"fio O_DIRECT randread on {os.path.basename(bank)}: {record} B qd 4 {whole / 1e9:.2f} GB/s, "
+          f"1 MiB qd 32 {pieces / 1e9:.2f} GB/s")
+    return max(whole, pieces)
+
+
 def run(computed, cgroup, model, prompt, args):
     cmd = [computed, "--log-level", "warn", "run", model, ",".join(map(str, prompt)),
            "--temperature", "1", "--seed", "7", "--stages"] + args
@@ -111,6 +128,7 @@ def main():
     ap.add_argument("--ram", required=True, help="the target machine, e.g. 64G")
     ap.add_argument("--trunk", default="native")
     ap.add_argument("--fraction", type=float, help="instead of the release plan's")
+    ap.add_argument("--synth-trunk", help="the slice's --trunk (default: the preset's)")
     ap.add_argument("--work", required=True)
     ap.add_argument("--gen", type=int, default=24)
     ap.add_argument("--runs", type=int, default=2, help="decode runs; the first warms the VM")
@@ -128,7 +146,7 @@ def main():
     model = os.path.join(a.work, preset + ".warp")
     if not os.path.exists(os.path.join(model, "manifest.json")):
         v.sh([a.computed, "synth", "--quiet", "--arch", arch, "--preset", preset, "--size", a.size,
-              model])
+              model] + (["--trunk", a.synth_trunk] if a.synth_trunk else []))
     gen, prompt_len = a.gen, 64
     rows = plan_rows(v.sh([a.computed, "plan", model, "--context", str(prompt_len + gen + 8)]))
     ws, top_k, layers, record = working_set(rows)
@@ -144,9 +162,7 @@ def main():
     bank = sorted(f for f in os.listdir(model) if f.startswith("experts-L"))[0]
     bank = os.path.join(model, bank)
     try:
-        fio_before = v.fio_bound(bank, record)
-        print(f"fio O_DIRECT randread {record} B qd 4 on {os.path.basename(bank)}: "
-              f"{fio_before / 1e9:.2f} GB/s")
+        fio_before = disk_bound(bank, record)
         prompt = v.prompt(16, 256)
         results = []
         for i in range(a.runs):
@@ -163,9 +179,9 @@ def main():
             s["needed_per_token"] = needed
             s["disk_tok_s"] = fio_before / needed if needed else None
             results.append(s)
-            print(f"run {i + 1}: {err.strip().splitlines()[-1] if err.strip() else ''}")
-        fio_after = v.fio_bound(bank, record)
-        print(f"fio after: {fio_after / 1e9:.2f} GB/s")
+            stats = next((line for line in err.splitlines() if line.startswith("[")), "")
+            print(f"run {i + 1}: {stats}")
+        fio_after = disk_bound(bank, record)
         print()
         print("| run | decode tok/s | hit rate | read a token / needed | in flight GB/s (x fio) "
               "| overlap | disk allows tok/s | measured / allowed | cgroup peak |")

@@ -15,7 +15,7 @@ struct ForwardStats {
   uint64_t expert_reads = 0;  // records requested (once per chunk and layer)
   uint64_t expert_read_bytes = 0;
   uint64_t moe_passes = 0;  // MoE layers run, once a pass each
-  // Waves the layers' unions were read in (MoeOptions::wave_records): one a
+  // Waves the layers' unions were read in (MoeOptions::cache_records): one a
   // MoE pass unless its union outgrows the cache.
   uint64_t expert_waves = 0;
   uint64_t expert_uses = 0;           // (token, expert) pairs computed

@@ -127,7 +127,7 @@ absl::Status Transformer::BuildLayers() {
   residual_ = ResidualScheme::Create(config_, plan_, *weights_);
   moe_options_ = {.experts_per_token = options_.experts_per_token,
                   .prefetch = options_.prefetch,
-                  .wave_records = options_.wave_records,
+                  .cache_records = options_.cache_records,
                   .on_route = options_.on_route};
   std::vector<const Router*> routers;
   for (const LayerPlan& layer : plan_.layers) {
@@ -138,7 +138,7 @@ absl::Status Transformer::BuildLayers() {
   }
   lookahead_ = std::make_unique<Lookahead>(std::move(routers), options_.lookahead,
                                            options_.lookahead_precision, experts_,
-                                           options_.lookahead_depth, options_.wave_records);
+                                           options_.lookahead_depth, options_.cache_records);
   sequences_.resize(options_.sequences);
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     for (Sequence& sequence : sequences_) {
@@ -240,7 +240,7 @@ void Transformer::IssueCertainReads(std::span<const int32_t> tokens) {
         seen[static_cast<uint32_t>(expert)] = true;
       }
     }
-    const std::span<const ExpertKey> first = FirstWave(keys, options_.wave_records);
+    const std::span<const ExpertKey> first = FirstWave(keys, options_.cache_records);
     stats_.certain_reads += first.size();
     experts_.Prefetch(first, Priority::kCertain);
   }
@@ -317,7 +317,7 @@ void Transformer::RunMixers(uint32_t layer, std::span<const SequenceChunk> chunk
     if (early != nullptr) {
       mixer.set_before_output([&, first = begins[c]](std::span<const float> a, uint32_t m) {
         const std::vector<ExpertKey> keys = early->Predict(a, first, m);
-        experts_.Prefetch(FirstWave(keys, options_.wave_records), Priority::kCertain);
+        experts_.Prefetch(FirstWave(keys, options_.cache_records), Priority::kCertain);
       });
     }
     const uint64_t rows = chunks[c].tokens.size(), begin = begins[c] * hidden;

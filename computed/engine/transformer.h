@@ -63,8 +63,8 @@ class Transformer {
     // container holds the fold, or everywhere, folding at load (~0.4 s a layer
     // on a K2-sized attention, docs/LEARNED.md).
     EarlyRoutes early_routes = EarlyRoutes::kStored;
-    // Records a MoE layer may hold at once (MoeOptions::wave_records); 0: no bound.
-    uint64_t wave_records = 0;
+    // Records a MoE layer may hold at once (MoeOptions::cache_records); 0: no bound.
+    uint64_t cache_records = 0;
     OnRoute on_route;  // each token's routed experts, for --trace and --learn
   };
 

@@ -25,16 +25,16 @@ absl::Status Refuse(std::string_view source, std::string_view field, const json&
                                                  " ", value.dump(), ": ", std::string(why)));
 }
 
-// The torch dtype of the release's unquantized tensors (bf16 when silent).
-absl::StatusOr<TensorFormat> DenseFormat(const json& config, std::string_view source) {
+// The torch dtype of the release's unquantized tensors: bf16 when silent or
+// another name ("auto"); it only sizes a plan, the converter reads each tensor's own.
+TensorFormat DenseFormat(const json& config) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     const json* holder = Holder(config, key);
     if (holder == nullptr) continue;
     const json& value = (*holder)[key];
-    if (value == "bfloat16") return TensorFormat::kBF16;
     if (value == "float16") return TensorFormat::kF16;
     if (value == "float32") return TensorFormat::kF32;
-    return Refuse(source, key, value, "expected bfloat16, float16 or float32");
+    return TensorFormat::kBF16;
   }
   return TensorFormat::kBF16;
 }
@@ -112,7 +112,7 @@ TensorFormat ReleaseFormats::TrunkMatrix(const ModelFamily& family, std::string_
 
 absl::StatusOr<ReleaseFormats> ReadReleaseFormats(const json& config, std::string_view source) {
   ReleaseFormats formats;
-  WARP_ASSIGN_OR_RETURN(formats.dense, DenseFormat(config, source));
+  formats.dense = DenseFormat(config);
   formats.experts = formats.dense;
   formats.description = std::string(TensorFormatName(formats.dense));
   const json* holder = Holder(config, "quantization_config");

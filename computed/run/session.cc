@@ -167,7 +167,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
                               .lookahead_depth = options.lookahead_depth,
                               .early_routes = options.early_routes,
                               // The cache's slots: a larger union is read in waves that fit.
-                              .wave_records = plan.max_record_bytes
+                              .cache_records = plan.max_record_bytes
                                                   ? s.budget_.cache_bytes / plan.max_record_bytes
                                                   : 0};
   if (options.learn || !options.trace_path.empty()) {

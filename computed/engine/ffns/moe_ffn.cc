@@ -109,7 +109,7 @@ void MoeFfn::RunShared(std::span<const float> x, std::span<const int32_t> tokens
 }
 
 std::vector<MoeFfn::Wave> MoeFfn::Waves(size_t keys) const {
-  const uint64_t limit = options_.wave_records;
+  const uint64_t limit = options_.cache_records;
   if (limit == 0 || keys <= limit) return {Wave{0, keys}};
   const uint64_t size = WaveRecords(limit);
   std::vector<Wave> waves;

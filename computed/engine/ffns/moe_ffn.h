@@ -47,7 +47,7 @@ struct MoeOptions {
   // Records a layer may hold at once: its cache's slots. A pass whose union
   // is larger (a prefill chunk, a batched step) reads it in waves
   // (read_window.h), the next wave's reads flying while one computes; 0: one wave.
-  uint64_t wave_records = 0;
+  uint64_t cache_records = 0;
   OnRoute on_route;
 };
 

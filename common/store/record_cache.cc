@@ -9,6 +9,12 @@ namespace {
 
 bool IsUse(Priority priority) { return priority != Priority::kLookahead; }
 
+// The demand hit rate is a running mean over the first kHitRateWindow demands,
+// then an exponential one over about as many; below kNoHits after the first
+// window, the cache earns (almost) nothing from recency.
+constexpr uint64_t kHitRateWindow = 256;
+constexpr double kNoHits = 0.02;
+
 }  // namespace
 
 RecordCache::RecordCache(const Options& options)
@@ -32,6 +38,8 @@ bool RecordCache::Touch(const ExpertKey& key, Priority priority) {
   if (entry.certain_unclaimed && priority == Priority::kDemand) {
     entry.certain_unclaimed = false;
     priority = Priority::kLookahead;  // recency only: the insert counted this use
+  } else if (priority == Priority::kDemand) {
+    CountDemand(/*hit=*/entry.last_demand != 0);  // a guess's first use is not the cache's hit
   }
   const bool indexed = entry.pin_count == 0;
   if (indexed) {
@@ -75,6 +83,7 @@ std::optional<std::vector<ExpertKey>> RecordCache::Insert(const ExpertKey& key, 
   }
   for (const ExpertKey& victim : victims) Evict(victim);
 
+  if (priority == Priority::kDemand) CountDemand(/*hit=*/false);
   Entry entry{.bytes = bytes,
               .last_use = ++access_clock_,
               .certain_unclaimed = priority == Priority::kCertain};
@@ -160,9 +169,19 @@ void RecordCache::Erase(const ExpertKey& key) {
   Remove(it);
 }
 
+void RecordCache::CountDemand(bool hit) {
+  ++demand_accesses_;
+  const double weight = std::max(1.0 / kHitRateWindow, 1.0 / demand_accesses_);
+  demand_hit_rate_ += weight * ((hit ? 1.0 : 0.0) - demand_hit_rate_);
+}
+
+bool RecordCache::EarnsNoHits() const {
+  return demand_accesses_ >= kHitRateWindow && demand_hit_rate_ < kNoHits;
+}
+
 bool RecordCache::IsCold(const Entry& entry) const {
   const uint64_t window = options_.recent_window != 0 ? options_.recent_window : entries_.size();
-  return entry.last_demand == 0 || demand_clock_ - entry.last_demand >= window;
+  return entry.last_demand == 0 || EarnsNoHits() || demand_clock_ - entry.last_demand >= window;
 }
 
 std::optional<std::vector<ExpertKey>> RecordCache::PickColdVictims(uint64_t bytes) const {

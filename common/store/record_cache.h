@@ -15,7 +15,11 @@
 // - Speculative (lookahead) inserts may only take free bytes or cold records:
 //   they never evict a record that a demand or certain access touched
 //   recently; cold victims go least recently demanded first, never-used
-//   speculative records before all others.
+//   speculative records before all others. While the cache earns no demand
+//   hits (under 2% of the last ~256 demands: smaller than the reuse distance,
+//   as a cache below a token's working set with spread routing), every
+//   unpinned record is cold: recency protects nothing that is used again
+//   before it goes.
 // - Foresight: a record the router lookahead has just predicted (a speculative
 //   or certain insert, or a prediction of a resident record) is spared by
 //   every eviction until its demand uses it or its layer has passed for every
@@ -160,6 +164,10 @@ class RecordCache {
   using EntryMap = absl::flat_hash_map<ExpertKey, Entry>;
 
   bool IsCold(const Entry& entry) const;
+  // A demand access: a hit (Touch) or a miss (Insert).
+  void CountDemand(bool hit);
+  // The cache has earned (almost) no demand hits lately (IsCold).
+  bool EarnsNoHits() const;
   // Collects cold victims that are not foreseen, least recently demanded
   // first, until `bytes` fit (a guess never evicts another).
   std::optional<std::vector<ExpertKey>> PickColdVictims(uint64_t bytes) const;
@@ -181,6 +189,8 @@ class RecordCache {
   uint64_t used_bytes_ = 0;
   uint64_t pinned_bytes_ = 0;
   uint64_t largest_entry_bytes_ = 0;  // to tell the order its capacity in keys
+  double demand_hit_rate_ = 0;        // over the recent demands (CountDemand)
+  uint64_t demand_accesses_ = 0;
   Stats stats_;
 };
 

@@ -319,6 +319,8 @@ std::string Session::StatsLine() const {
   std::vector<std::string> parts;
   ForwardStats all;
   uint64_t lookahead_read = 0, certain_read = 0;
+  // Guesses never read: their layer passed first, or the cache had no slot to keep them.
+  uint64_t lookahead_dropped = 0, lookahead_unkept = 0;
   bool counted_reads = true;
   for (Phase phase : {kPrefill, kDecode}) {
     const PhaseFigures& f = phases[phase];
@@ -349,6 +351,8 @@ std::string Session::StatsLine() const {
     if (phase == kDecode) absl::StrAppend(&part, ", ", FormatBytes(bytes / st.tokens), " a token");
     lookahead_read += Counter(f.source_counters, "read_bytes_lookahead");
     certain_read += Counter(f.source_counters, "read_bytes_certain");
+    lookahead_dropped += Counter(f.source_counters, "lookahead_cancelled");
+    lookahead_unkept += Counter(f.source_counters, "lookahead_unkept");
     parts.push_back(std::move(part));
   }
   if (parts.empty()) parts.push_back("0 tokens");
@@ -361,6 +365,10 @@ std::string Session::StatsLine() const {
       const uint64_t used = all.BytesOf(Served::kLookahead);
       absl::StrAppend(&part, ", read ", FormatBytes(lookahead_read), ", ",
                       FormatBytes(lookahead_read > used ? lookahead_read - used : 0), " unused");
+    }
+    if (lookahead_dropped + lookahead_unkept > 0) {
+      absl::StrAppendFormat(&part, ", not read: %d passed, %d no slot", lookahead_dropped,
+                            lookahead_unkept);
     }
     // Each depth's own figures: recall, and the records it hinted that its layer did not use.
     for (uint32_t depth = 1; depth <= transformer_->lookahead_depth() &&

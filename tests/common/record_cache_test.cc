@@ -301,6 +301,30 @@ TEST(RecordCacheTest, LookaheadNeverEvictsAWarmDemandRecord) {
   EXPECT_EQ(cache.stats().evictions, 0u);
 }
 
+// A cache that earns no demand hits (every demand a miss: smaller than the
+// reuse distance, as a cache below a token's working set with spread routing)
+// protects nothing by recency: a guess may take the least recently demanded
+// unpinned record. With hits, the warm records are spared again.
+TEST(RecordCacheTest, ACacheThatEarnsNoHitsLetsAGuessEvictItsOldestRecord) {
+  // A window that keeps every record warm by recency alone.
+  RecordCache cache = MakeCache(4, /*recent_window=*/1000);
+  for (uint32_t e = 0; e < 300; ++e) {  // 300 demand misses, each evicting the oldest
+    ASSERT_TRUE(cache.Insert(Key(e), kRecordBytes, Priority::kDemand).has_value());
+  }
+  EXPECT_THAT(cache.Insert(Key(1000), kRecordBytes, Priority::kLookahead),
+              Optional(ElementsAre(Key(296))));
+
+  RecordCache hitting = MakeCache(4, /*recent_window=*/1000);
+  for (uint32_t e = 0; e < 300; ++e) {  // a hit for every miss
+    const ExpertKey key = Key(e % 8);
+    if (!hitting.Touch(key, Priority::kDemand)) {
+      ASSERT_TRUE(hitting.Insert(key, kRecordBytes, Priority::kDemand).has_value());
+      hitting.Touch(key, Priority::kDemand);
+    }
+  }
+  EXPECT_EQ(hitting.Insert(Key(1000), kRecordBytes, Priority::kLookahead), std::nullopt);
+}
+
 TEST(RecordCacheTest, LookaheadEvictsOnlyColdUnpinnedRecords) {
   RecordCache cache = MakeCache(2, /*recent_window=*/3);
   InsertFresh(cache, Key(0));

@@ -73,6 +73,12 @@ fs::path NpmConfig(const std::string& family) {
          ("tokenizer-" + family) / "models" / "tokenizer_config.json";
 }
 
+// A missing npm peer fails the test, as everywhere else: a skip would pass `make check`
+// without the check.
+std::string MissingPeer(const std::string& family) {
+  return NpmConfig(family).string() + " is missing: run tests/npm/install.sh (make check does)";
+}
+
 fs::path TemplateFile(const std::string& name) {
   return warp::testing::SourceDir() / "tests" / "chat" / "templates" / name;
 }
@@ -95,7 +101,7 @@ std::string Between(const std::string& text, std::string_view open, std::string_
 // --- Detection ---------------------------------------------------------------
 
 TEST(DetectReplyFormatTest, TheReleasesTemplates) {
-  if (!fs::exists(NpmConfig("qwen3"))) GTEST_SKIP() << "run tests/npm/install.sh";
+  ASSERT_TRUE(fs::exists(NpmConfig("qwen3"))) << MissingPeer("qwen3");
   for (const auto& [family, format] :
        std::vector<std::pair<std::string, ReplyFormat>>{{"qwen3", ReplyFormat::kQwen3},
                                                         {"deepseek_v3", ReplyFormat::kDeepSeekV3},
@@ -135,7 +141,7 @@ TEST(ReplyStartsInReasoningTest, FromTheRenderedPrompt) {
 
 // Qwen3's own generation prompt: enable_thinking=false closes an empty block.
 TEST(ReplyStartsInReasoningTest, Qwen3Template) {
-  if (!fs::exists(NpmConfig("qwen3"))) GTEST_SKIP() << "run tests/npm/install.sh";
+  ASSERT_TRUE(fs::exists(NpmConfig("qwen3"))) << MissingPeer("qwen3");
   absl::StatusOr<chat::ChatTemplate> tmpl = chat::ChatTemplate::Load(NpmConfig("qwen3"));
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   const json messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
@@ -289,7 +295,7 @@ TEST(Qwen3ReplyTest, CallIdsFollowTheSeed) {
 // and two calls (one with object arguments, one with a JSON string); the
 // parser recovers them from the rendered turn.
 TEST(Qwen3ReplyTest, RoundTripThroughTheTemplate) {
-  if (!fs::exists(NpmConfig("qwen3"))) GTEST_SKIP() << "run tests/npm/install.sh";
+  ASSERT_TRUE(fs::exists(NpmConfig("qwen3"))) << MissingPeer("qwen3");
   absl::StatusOr<chat::ChatTemplate> tmpl = chat::ChatTemplate::Load(NpmConfig("qwen3"));
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   const json calls = json::array(
@@ -387,7 +393,7 @@ TEST(DeepSeekV3ReplyTest, MarkerPrefixAndMalformed) {
 }
 
 TEST(DeepSeekV3ReplyTest, RoundTripThroughTheTemplate) {
-  if (!fs::exists(NpmConfig("deepseek_v3"))) GTEST_SKIP() << "run tests/npm/install.sh";
+  ASSERT_TRUE(fs::exists(NpmConfig("deepseek_v3"))) << MissingPeer("deepseek_v3");
   absl::StatusOr<chat::ChatTemplate> tmpl = chat::ChatTemplate::Load(NpmConfig("deepseek_v3"));
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   ASSERT_EQ(DetectReplyFormat(tmpl->source()), ReplyFormat::kDeepSeekV3);

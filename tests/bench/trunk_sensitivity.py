@@ -18,7 +18,6 @@ a family the demo model lacks (KDA, indexers, LatentMoE).
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys

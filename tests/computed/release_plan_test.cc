@@ -277,6 +277,9 @@ TEST(ReleaseFormatsTest, WhatWarpDoesNotConvertIsRefusedByName) {
   refused({{"quant_method", "fp8"}, {"weight_block_size", {32, 32}}},
           "quantization_config.weight_block_size [32,32]");
   refused({{"quant_method", "fp8"}, {"fmt", "e5m2"}}, "quantization_config.fmt \"e5m2\"");
+  refused({{"quant_method", "fp8"}, {"scale_fmt", "e4m3"}},
+          "quantization_config.scale_fmt \"e4m3\"");
+  refused({{"quant_method", "compressed-tensors"}}, "quantization_config.format null");
   refused({{"quant_method", "fp8"}, {"expert_dtype", "int4"}}, "expert_dtype \"int4\"");
   refused("fp8", "quantization_config \"fp8\": expected an object");
   // The plan names the config too.
@@ -285,6 +288,10 @@ TEST(ReleaseFormatsTest, WhatWarpDoesNotConvertIsRefusedByName) {
   EXPECT_THAT(PlanRelease(config, {}, "k2/config.json"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("k2/config.json: quantization_config.quant_method \"awq\"")));
+  config["quantization_config"]["quant_method"] = "fp8";
+  EXPECT_THAT(PlanRelease(config, {.experts = "q5"}, "k2/config.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--experts q5: expected native, bf16, q8, q4 or vq3r")));
 }
 
 // A config that says FP8 experts over a checkpoint of FP4 ones is refused at

@@ -1,4 +1,5 @@
-// computed serve MODEL.warp [--listen HOST:PORT] [--api-key KEY | --api-key-file FILE]
+// computed serve MODEL.warp [--listen HOST:PORT]
+//                [--api-key KEY | --api-key-file FILE | --no-api-key]
 //                [--parallel N] [--context N] [--max-queue N] [template options]
 //                [engine options]
 // An OpenAI-compatible HTTP server (computed/serve/http_server.h) with a chat
@@ -8,13 +9,16 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -34,7 +38,11 @@ struct ServeFlags {
   SessionFlags session;
   std::string listen = "127.0.0.1:8080";
   std::string api_key;
+  bool api_key_given = false;  // --api-key, even as ''
   std::string api_key_file;
+  bool no_api_key = false;
+  uint32_t max_connections_per_client = 64;
+  double head_timeout_seconds = 10;
   std::string model_name;
   uint32_t context = 0;  // 0: the model's trained context, at most kDefaultContext
   uint32_t max_queue = 64;
@@ -66,18 +74,45 @@ absl::Status ParseListen(const std::string& listen, std::string* host, int* port
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ApiKey(const ServeFlags& flags) {
-  if (flags.api_key_file.empty()) return flags.api_key;
-  std::ifstream in(flags.api_key_file);
-  if (!in)
-    return absl::NotFoundError(
-        absl::StrCat("--api-key-file ", flags.api_key_file, ": cannot be read"));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string key(absl::StripAsciiWhitespace(text.str()));
-  if (key.empty()) {
+// Shorter keys are refused: a server answers guesses as fast as they come.
+constexpr size_t kMinApiKeyLength = 8;
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+// The key, read and checked; empty only with --no-api-key or on loopback
+// without a key.
+absl::StatusOr<std::string> ApiKey(const ServeFlags& flags, const std::string& host) {
+  std::string key = flags.api_key;
+  std::string source = "--api-key";
+  if (!flags.api_key_file.empty()) {
+    source = absl::StrCat("--api-key-file ", flags.api_key_file);
+    std::error_code error;
+    if (std::filesystem::is_directory(flags.api_key_file, error)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": is a directory, not a key file"));
+    }
+    std::ifstream in(flags.api_key_file);
+    if (!in) return absl::NotFoundError(absl::StrCat(source, ": cannot be read"));
+    std::stringstream text;
+    text << in.rdbuf();
+    key = std::string(absl::StripAsciiWhitespace(text.str()));
+    if (key.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": is empty"));
+  } else if (flags.api_key_given && key.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--api-key-file ", flags.api_key_file, ": is empty"));
+        "--api-key '': an empty key would turn authentication off; give a key, or "
+        "--no-api-key to serve without one");
+  }
+  if (!key.empty() && key.size() < kMinApiKeyLength) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": the key has ", key.size(),
+                                                   " characters; at least ", kMinApiKeyLength,
+                                                   " are required"));
+  }
+  if (key.empty() && !flags.no_api_key && !IsLoopback(host)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen ", flags.listen,
+        ": serving beyond loopback needs --api-key or --api-key-file (or --no-api-key, "
+        "to let anyone who reaches the port use it)"));
   }
   return key;
 }
@@ -92,10 +127,22 @@ absl::Status Run(const ServeFlags& flags) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   serve::ServerOptions options;
-  if (absl::Status s = ParseListen(flags.listen, &options.host, &options.port); !s.ok()) return s;
-  absl::StatusOr<std::string> key = ApiKey(flags);
+  serve::FrontOptions& front = options.front;
+  if (absl::Status s = ParseListen(flags.listen, &front.host, &front.port); !s.ok()) return s;
+  absl::StatusOr<std::string> key = ApiKey(flags, front.host);
   if (!key.ok()) return key.status();
   options.api_key = *key;
+  if (flags.max_connections_per_client < 1) {
+    return absl::InvalidArgumentError("--max-connections-per-client must be at least 1");
+  }
+  front.max_connections_per_client = flags.max_connections_per_client;
+  front.max_connections = std::max<size_t>(front.max_connections, flags.max_connections_per_client);
+  if (!(flags.head_timeout_seconds >= 0.1 && flags.head_timeout_seconds <= 3600)) {
+    return absl::InvalidArgumentError("--head-timeout-seconds must be in [0.1, 3600]");
+  }
+  front.head_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(flags.head_timeout_seconds * 1000));
+  front.body_read_timeout = front.head_timeout;
   if (!(flags.keepalive_seconds >= 0.1 && flags.keepalive_seconds <= 3600)) {
     return absl::InvalidArgumentError("--keepalive-seconds must be in [0.1, 3600]");
   }
@@ -136,10 +183,10 @@ absl::Status Run(const ServeFlags& flags) {
   absl::Status served;
   std::thread http([&] { served = server.Serve(); });
   Logger("serve").info("serving {} on http://{}:{} ({} requests at once, context {} positions{})",
-                       options.model_name, options.host, *port, flags.parallel, context,
-                       options.api_key.empty() ? "" : ", API key required");
+                       options.model_name, front.host, *port, flags.parallel, context,
+                       options.api_key.empty() ? ", no API key" : ", API key required");
   // One stdout line, for scripts and tests that bound port 0.
-  std::printf("listening %s:%d\n", options.host.c_str(), *port);
+  std::printf("listening %s:%d\n", front.host.c_str(), *port);
   std::fflush(stdout);
 
   int signal = 0;
@@ -167,11 +214,25 @@ CommandRunner AddServeCommand(CLI::App& app) {
   AddTemplateFlags(cmd, flags->template_flags);
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0: any free one)")
       ->capture_default_str();
-  cmd->add_option("--api-key", flags->api_key,
-                  "Require 'Authorization: Bearer KEY' on /v1/* and /metrics");
-  cmd->add_option("--api-key-file", flags->api_key_file,
-                  "The same, the key read from a file (not visible in ps)")
-      ->excludes("--api-key");
+  CLI::Option* api_key =
+      cmd->add_option("--api-key", flags->api_key,
+                      "Require 'Authorization: Bearer KEY' on /v1/* and /metrics (at least 8 "
+                      "characters)");
+  CLI::Option* api_key_file =
+      cmd->add_option("--api-key-file", flags->api_key_file,
+                      "The same, the key read from a file (not visible in ps)")
+          ->excludes(api_key);
+  cmd->add_flag("--no-api-key", flags->no_api_key,
+                "Serve without a key beyond loopback (anyone who reaches the port may use it)")
+      ->excludes(api_key)
+      ->excludes(api_key_file);
+  cmd->add_option("--max-connections-per-client", flags->max_connections_per_client,
+                  "Connections one address may hold; more get 503")
+      ->capture_default_str();
+  cmd->add_option("--head-timeout-seconds", flags->head_timeout_seconds,
+                  "Seconds a client has to send a request's head (from its first byte), and "
+                  "between reads of its body; slower clients get 408")
+      ->capture_default_str();
   cmd->add_option("--model-name", flags->model_name,
                   "The model id /v1/models lists (default: the container's directory name)");
   cmd->add_option("--context", flags->context,
@@ -187,7 +248,10 @@ CommandRunner AddServeCommand(CLI::App& app) {
   cmd->add_option("--keepalive-seconds", flags->keepalive_seconds,
                   "Seconds between keep-alives while a response waits")
       ->capture_default_str();
-  return MakeRunner(cmd, [flags] { return Run(*flags); });
+  return MakeRunner(cmd, [flags, api_key] {
+    flags->api_key_given = api_key->count() > 0;
+    return Run(*flags);
+  });
 }
 
 }  // namespace warp::computed

@@ -5,6 +5,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
 #include <random>
 #include <utility>
 
@@ -217,30 +221,45 @@ HttpServer::HttpServer(EngineWorker& engine, const ModelText& text, ServerOption
 HttpServer::~HttpServer() { Stop(); }
 
 absl::StatusOr<int> HttpServer::Bind() {
-  const std::string address = absl::StrCat(options_.host, ":", options_.port);
-  int port = options_.port;
-  if (options_.port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-  } else if (!http_->bind_to_port(options_.host, options_.port)) {
-    port = -1;
-  }
-  if (port < 0) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = absl::StrCat(tmp && *tmp ? tmp : "/tmp", "/warp-serve-XXXXXX");
+  if (::mkdtemp(dir.data()) == nullptr) {  // 0700: only this user reaches httplib
     return absl::UnavailableError(
-        absl::StrCat("--listen ", address,
-                     ": cannot listen there (the port is in use, or the host is not "
-                     "an address of this machine)"));
+        absl::StrCat("cannot make a private directory for the server's socket under ",
+                     tmp && *tmp ? tmp : "/tmp", ": ", std::strerror(errno)));
   }
-  return port;
+  socket_dir_ = dir;
+  FrontOptions front = options_.front;
+  front.upstream_path = dir + "/http.sock";
+  http_->set_address_family(AF_UNIX);
+  if (!http_->bind_to_port(front.upstream_path, 80)) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on the server's socket ", front.upstream_path));
+  }
+  front_ = std::make_unique<HttpFront>(std::move(front));
+  return front_->Bind();
 }
 
 absl::Status HttpServer::Serve() {
-  if (!http_->listen_after_bind()) {
-    return absl::InternalError(absl::StrCat("--listen ", options_.host, ": the server stopped"));
+  if (front_ == nullptr) return absl::FailedPreconditionError("HttpServer::Serve before Bind");
+  bool upstream_ran = false;
+  std::thread upstream([&] { upstream_ran = http_->listen_after_bind(); });
+  front_->Serve();
+  http_->stop();
+  upstream.join();
+  std::error_code ignored;
+  std::filesystem::remove_all(socket_dir_, ignored);
+  if (!upstream_ran) {
+    return absl::InternalError(
+        absl::StrCat("the server's socket ", socket_dir_, "/http.sock stopped serving"));
   }
   return absl::OkStatus();
 }
 
-void HttpServer::Stop() { http_->stop(); }
+void HttpServer::Stop() {
+  if (front_ != nullptr) front_->Stop();
+  http_->stop();
+}
 
 bool HttpServer::Authorized(const httplib::Request& request, httplib::Response& response) const {
   if (options_.api_key.empty()) return true;
@@ -249,6 +268,12 @@ bool HttpServer::Authorized(const httplib::Request& request, httplib::Response& 
   if (absl::StartsWith(header, kBearer) &&
       TokensEqual(std::string_view(header).substr(kBearer.size()), options_.api_key)) {
     return true;
+  }
+  uint64_t dropped = 0;
+  if (refusal_log_.Allow(&dropped)) {
+    Log().warn("{}: 401 for {} {}: {}{}", request.get_header_value(kPeerField), request.method,
+               request.path, header.empty() ? "no API key" : "an incorrect API key",
+               dropped ? absl::StrCat(" (", dropped, " more not logged)") : "");
   }
   SendError(response,
             ApiError{.http_status = 401,
@@ -407,7 +432,15 @@ std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
 void HttpServer::Complete(const httplib::Request& request, httplib::Response& response,
                           Endpoint endpoint) {
   std::variant<CompletionRequest, ApiError> parsed = ParseCompletionRequest(request.body, endpoint);
-  if (ApiError* error = std::get_if<ApiError>(&parsed)) return SendError(response, *error);
+  if (ApiError* error = std::get_if<ApiError>(&parsed)) {
+    uint64_t dropped = 0;
+    if (refusal_log_.Allow(&dropped)) {
+      Log().warn("{}: {} for {}: {}{}", request.get_header_value(kPeerField), error->http_status,
+                 request.path, error->message,
+                 dropped ? absl::StrCat(" (", dropped, " more not logged)") : "");
+    }
+    return SendError(response, *error);
+  }
   std::variant<Prepared, ApiError> prepared = Prepare(std::get<CompletionRequest>(parsed));
   if (ApiError* error = std::get_if<ApiError>(&prepared)) return SendError(response, *error);
   Prepared& p = std::get<Prepared>(prepared);

@@ -17,6 +17,10 @@
 // comments while streaming, whitespace before a JSON body that takes long;
 // a keep-alive or token the client no longer takes cancels the request.
 //
+// Clients reach httplib through HttpFront (http_front.h), which reads each
+// request to bounds first; httplib itself listens on a Unix socket in a
+// private directory.
+//
 // Thread-safe: connections are served on httplib's pool; Stop from any thread.
 
 #include <chrono>
@@ -27,6 +31,8 @@
 #include "computed/run/model_text.h"
 #include "computed/serve/completion_request.h"
 #include "computed/serve/engine_worker.h"
+#include "computed/serve/http_front.h"
+#include "computed/serve/log_budget.h"
 #include "computed/serve/reply_parser.h"
 #include "nlohmann/json.hpp"
 
@@ -39,9 +45,10 @@ struct Response;
 namespace warp::computed::serve {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";
-  int port = 8080;  // 0: any free port (Bind says which)
-  std::string api_key;
+  // The listening address (host, port; 0: any free port, Bind says which),
+  // and the bounds on what a client may send or hold.
+  FrontOptions front;
+  std::string api_key;  // empty: none required
   std::string model_name;  // the id /v1/models lists and responses carry
   // Between keep-alives while a response waits, and before a non-streamed
   // response gives up on sending a proper error status.
@@ -76,6 +83,9 @@ class HttpServer {
   const ServerOptions options_;
   const ReplyFormat chat_format_;  // of the model's chat template
   const std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpFront> front_;
+  std::string socket_dir_;  // httplib's Unix socket is in it; removed after
+  mutable LogBudget refusal_log_{20};  // 401s and malformed requests, a few a minute
 };
 
 }  // namespace warp::computed::serve

@@ -168,15 +168,15 @@ TEST_F(OpenAiClientTest, BadRequestsAreTheClientsBadRequestError) {
 }
 
 TEST_F(OpenAiClientTest, AWrongApiKeyIsTheClientsAuthenticationError) {
-  TestServer guarded({*model_, "--context", "64", "--api-key", "sesame"});
+  TestServer guarded({*model_, "--context", "64", "--api-key", "sesame-open"});
   ASSERT_NE(guarded.port(), 0) << guarded.output();
   const Json request = {{"model", "kjv.warp"}, {"messages", kHello}, {"max_tokens", 2}};
   const Json wrong = Client(guarded, "error", request, 401, "nope");
   EXPECT_EQ(wrong["class"], "AuthenticationError");
   EXPECT_EQ(wrong["code"], "invalid_api_key");
-  const Json right = Client(guarded, "chat", request, 0, "sesame");
+  const Json right = Client(guarded, "chat", request, 0, "sesame-open");
   EXPECT_EQ(right["completion"]["usage"]["completion_tokens"], 2);
-  EXPECT_THAT(Client(guarded, "models", {}, 0, "sesame")["ids"], ElementsAre("kjv.warp"));
+  EXPECT_THAT(Client(guarded, "models", {}, 0, "sesame-open")["ids"], ElementsAre("kjv.warp"));
 }
 
 // The tiny Qwen3: random weights never call a tool, so what is checked is

@@ -337,7 +337,7 @@ TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
 }
 
 TEST_F(ServeHttpTest, AnApiKeyGuardsTheApiButNotTheHealthCheck) {
-  TestServer guarded({Model(), "--context", "64", "--api-key", "sesame"});
+  TestServer guarded({Model(), "--context", "64", "--api-key", "sesame-open"});
   ASSERT_NE(guarded.port(), 0) << guarded.output();
   httplib::Client client = ClientOf(guarded);
   const std::string body =
@@ -352,7 +352,7 @@ TEST_F(ServeHttpTest, AnApiKeyGuardsTheApiButNotTheHealthCheck) {
   EXPECT_EQ(wrong->status, 401);
   EXPECT_EQ(client.Get("/metrics")->status, 401);
   EXPECT_EQ(client.Get("/health")->status, 200);
-  auto right = client.Post("/v1/chat/completions", {{"Authorization", "Bearer sesame"}}, body,
+  auto right = client.Post("/v1/chat/completions", {{"Authorization", "Bearer sesame-open"}}, body,
                            "application/json");
   ASSERT_TRUE(right);
   EXPECT_EQ(right->status, 200) << right->body;
@@ -422,6 +422,12 @@ TEST_F(ServeHttpTest, RefusesBadFlagsNamingThem) {
            {"--listen '[::1:8080'", "--listen [::1:8080: unclosed '['"},
            {"--api-key-file /nonexistent/key", "--api-key-file /nonexistent/key: cannot be read"},
            {"--api-key-file " + empty.string(), ": is empty"},
+           {"--api-key-file " + dir_->path().string(), ": is a directory, not a key file"},
+           {"--api-key ''", "--api-key '': an empty key would turn authentication off"},
+           {"--api-key abc", "--api-key: the key has 3 characters; at least 8 are required"},
+           {"--listen 0.0.0.0:0", "serving beyond loopback needs --api-key"},
+           {"--max-connections-per-client 0", "--max-connections-per-client must be at least 1"},
+           {"--head-timeout-seconds 0", "--head-timeout-seconds must be in [0.1, 3600]"},
            {"--keepalive-seconds 0", "--keepalive-seconds must be in [0.1, 3600]"},
            {"--max-queue 0", "--max-queue must be in [1, 4096]"},
            {"--parallel 65", "--parallel must be in [1, 64]"}}) {

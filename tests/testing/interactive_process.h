@@ -20,6 +20,7 @@ class InteractiveProcess {
   ~InteractiveProcess();  // kills the process if it still runs
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   void Write(const std::string& text);
   void CloseStdin();
   void Signal(int signal);

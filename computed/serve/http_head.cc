@@ -196,12 +196,16 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view bytes, size_t* used
         if (left_ == 0) stage_ = Stage::kDataEnd;
         break;
       }
-      case Stage::kDataEnd:
-        if (!take_line()) break;
-        if (!LineText(line_).empty()) return Result::kMalformed;
+      case Stage::kDataEnd: {
+        const bool whole = take_line();
+        if (!line_.empty() && line_ != "\r") {
+          return Result::kMalformed;  // a chunk's data runs past its size
+        }
+        if (!whole) break;
         line_.clear();
         stage_ = Stage::kSize;
         break;
+      }
       case Stage::kTrailer:
         if (!take_line()) break;
         if (LineText(line_).empty()) {

@@ -10,17 +10,20 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-  nlohmann-json3-dev libcli11-dev liburing-dev libcpp-httplib-dev
+  nlohmann-json3-dev libcli11-dev liburing-dev libcpp-httplib-dev libssl-dev
   libpcre2-dev libutf8proc-dev bible-kjv-text
-  python3-torch python3-numpy python3-jinja2
+  python3-torch python3-numpy python3-jinja2 python3-yaml python3-tqdm
   openssl
   chromium
 )
 # python3-torch and python3-numpy run the PyTorch reference of tests/reference
 # (ctest's reference_selftest, /usr/bin/python3). python3-jinja2 renders the
 # chat templates as transformers does (tests/chat/reference_render.py, the
-# reference of tests/chat). openssl makes the throwaway CA and certificates of
-# the TLS tests (tests/testing/test_certificates.cc).
+# reference of tests/chat). python3-yaml and python3-tqdm are what llama.cpp's
+# convert_hf_to_gguf.py and its gguf-py need besides torch and numpy
+# (tests/peer/convert_fixture.py runs it on the golden fixtures). openssl
+# makes the throwaway CA and certificates of the TLS tests
+# (tests/testing/test_certificates.cc).
 # chromium is the headless browser (driven by playwright-core, tests/npm) that
 # loads computed serve's chat page in tests/serve/chat_page_test.
 # Node.js and npm run the reference tokenizers and Jinja renderer of the tests

@@ -148,8 +148,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
           Annotate(ProbeTcpListen(listener.address), "cannot listen on " + listener.spec));
     }
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", specs, " (address in use, or no permission",
-                     config.tls_cert().empty() ? "" : ", or a --tls-key not of --tls-cert", "?)"));
+        absl::StrCat("cannot listen on ", specs, " (address in use, or no permission?)"));
   }
   for (const Listener& listener : listeners) {
     if (listener.fastpath) continue;

@@ -1,6 +1,13 @@
 #include "common/wire/lan_auth.h"
 
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -42,6 +49,7 @@ class TokenPlugin : public grpc::MetadataCredentialsPlugin {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path) {
+  WARP_RETURN_IF_ERROR(CheckSecretFile(path, "token file"));
   absl::StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) return Annotate(text.status(), "token file");
   if (text->size() > kMaxTokenFileBytes) {
@@ -84,6 +92,96 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path, std::string_vie
   return *std::move(text);
 }
 
+namespace {
+
+std::string ModeText(unsigned mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", mode);
+  return text;
+}
+
+}  // namespace
+
+absl::Status CheckSecretFile(const std::string& path, std::string_view what) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return Annotate(ErrnoToStatus(errno, path), std::string(what));
+  }
+  const std::string name = absl::StrCat(std::string(what), " ", path);
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": not a regular file"));
+  }
+  const unsigned mode = info.st_mode & 07777;
+  if ((mode & 0007) != 0 || (mode & 0020) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        name, ": mode ", ModeText(mode), " lets other users ",
+        (mode & 0022) != 0 ? "change" : "read", " it; chmod 600 ", path,
+        " (or 640 with a service group), as ssh requires of a private key"));
+  }
+  if (info.st_uid != ::geteuid() && info.st_uid != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(name, ": belongs to user ", info.st_uid,
+                                                    ", not to this process's (", ::geteuid(),
+                                                    ") or root"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string AsnTimeText(const ASN1_TIME* time) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  ASN1_TIME_print(bio, time);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  std::string text(data, static_cast<size_t>(size));
+  BIO_free(bio);
+  return text;
+}
+
+}  // namespace
+
+absl::Status CheckCertificateAndKey(const std::string& cert_pem, const std::string& key_pem,
+                                    std::string_view cert_flag, const std::string& cert_path,
+                                    std::string_view key_flag, const std::string& key_path) {
+  const std::string cert_name = absl::StrCat(std::string(cert_flag), " ", cert_path);
+  BIO* cert_bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
+  BIO_free(cert_bio);
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(cert_name, ": no certificate in it"));
+  }
+  absl::Status status;
+  const time_t now = std::time(nullptr);
+  if (X509_cmp_time(X509_get0_notAfter(cert), nullptr) < 0) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        cert_name, ": the certificate expired on ", AsnTimeText(X509_get0_notAfter(cert)),
+        "; clients would refuse it (certificate verify failed). Renew it"));
+  } else if (X509_cmp_time(X509_get0_notBefore(cert), nullptr) > 0) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat(cert_name, ": the certificate is not valid before ",
+                     AsnTimeText(X509_get0_notBefore(cert)), " (is this machine's clock right?)"));
+  } else {
+    time_t soon = now + 14 * 24 * 3600;
+    if (X509_cmp_time(X509_get0_notAfter(cert), &soon) < 0) {
+      Logger("lan").warn("{}: the certificate expires on {}", cert_name,
+                         AsnTimeText(X509_get0_notAfter(cert)));
+    }
+    BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+    BIO_free(key_bio);
+    if (key == nullptr) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          std::string(key_flag), " ", key_path, ": no private key in it (or it is encrypted)"));
+    } else if (X509_check_private_key(cert, key) != 1) {
+      status = absl::InvalidArgumentError(absl::StrCat(std::string(key_flag), " ", key_path,
+                                                       ": not the private key of ", cert_name));
+    }
+    EVP_PKEY_free(key);
+  }
+  X509_free(cert);
+  return status;
+}
+
 bool TokensEqual(std::string_view a, std::string_view b) {
   // Every byte of the longer one is visited, whatever matches.
   const size_t n = std::max(a.size(), b.size());
@@ -120,7 +218,10 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> TlsChannelCredentials(
   WARP_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(files.ca, "--tls-ca"));
   if (!files.cert.empty()) {
     WARP_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPemFile(files.cert, "--tls-cert"));
+    WARP_RETURN_IF_ERROR(CheckSecretFile(files.key, "--tls-key"));
     WARP_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPemFile(files.key, "--tls-key"));
+    WARP_RETURN_IF_ERROR(CheckCertificateAndKey(ssl.pem_cert_chain, ssl.pem_private_key,
+                                                "--tls-cert", files.cert, "--tls-key", files.key));
   }
   WARP_ASSIGN_OR_RETURN(std::vector<std::string> tokens, ReadTokenFile(files.token_file));
   return grpc::CompositeChannelCredentials(
@@ -189,7 +290,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TlsServerCredentials(
                               : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
   WARP_ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile(files.cert, "--tls-cert"));
+  WARP_RETURN_IF_ERROR(CheckSecretFile(files.key, "--tls-key"));
   WARP_ASSIGN_OR_RETURN(pair.private_key, ReadPemFile(files.key, "--tls-key"));
+  WARP_RETURN_IF_ERROR(CheckCertificateAndKey(pair.cert_chain, pair.private_key, "--tls-cert",
+                                              files.cert, "--tls-key", files.key));
   ssl.pem_key_cert_pairs.push_back(std::move(pair));
   if (!files.client_ca.empty()) {
     WARP_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(files.client_ca, "--tls-client-ca"));

@@ -35,6 +35,21 @@ absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
 // A PEM file's text; `flag` names the option it came from, for errors.
 absl::StatusOr<std::string> ReadPemFile(const std::string& path, std::string_view flag);
 
+// A file holding a secret (a token file, a private key) is refused, as ssh
+// refuses an unprotected key, when any user may read it, when others than
+// its owner may change it, or when it belongs to another user than this
+// process's or root. Group-readable stays allowed: a service group
+// (deploy/README.md) is how a daemon's user is given the file.
+absl::Status CheckSecretFile(const std::string& path, std::string_view what);
+
+// A certificate (the first of a PEM chain) and its private key, before TLS
+// uses them: refused when the certificate expired or is not valid yet, naming
+// the date, or when the key is not the certificate's; a warning when it
+// expires within two weeks.
+absl::Status CheckCertificateAndKey(const std::string& cert_pem, const std::string& key_pem,
+                                    std::string_view cert_flag, const std::string& cert_path,
+                                    std::string_view key_flag, const std::string& key_path);
+
 // Equal bytes, in time that depends on the lengths only.
 bool TokensEqual(std::string_view a, std::string_view b);
 

@@ -60,6 +60,7 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
 absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& address,
                                                            const SourceOptions& options,
                                                            v1::DescribeReply& description) {
+  WARP_RETURN_IF_ERROR(CheckStoreAddress(address));
   if (absl::StartsWith(address, "fastpath:")) {
     WARP_ASSIGN_OR_RETURN(
         auto client, UdsExpertSource::Connect({.address = address,
@@ -85,6 +86,34 @@ bool IsLocalStore(const std::string& address) {
 }
 
 }  // namespace
+
+absl::Status CheckStoreAddress(const std::string& address) {
+  const size_t colon = address.find(':');
+  const std::string scheme = colon == std::string::npos ? "" : address.substr(0, colon);
+  const std::string_view rest =
+      colon == std::string::npos ? std::string_view() : std::string_view(address).substr(colon + 1);
+  auto refuse = [&](std::string why) {
+    return absl::InvalidArgumentError(absl::StrCat("--stores ", address, ": ", why));
+  };
+  if (scheme == "unix" || scheme == "fastpath") {
+    if (rest.empty()) return refuse(absl::StrCat("expected ", scheme, ":PATH"));
+    return absl::OkStatus();
+  }
+  if (scheme != "tcp" && scheme != "tls") {
+    return refuse("expected unix:PATH, fastpath:PATH, tls:HOST:PORT or tcp:HOST:PORT");
+  }
+  const size_t port = rest.rfind(':');
+  if (port == std::string_view::npos || port == 0 || port + 1 == rest.size()) {
+    return refuse(absl::StrCat("expected ", scheme, ":HOST:PORT"));
+  }
+  if (scheme == "tcp" && !IsLoopbackHost(HostOfHostPort(rest))) {
+    return refuse(
+        "plain TCP beyond loopback carries records, their checksums and the model's "
+        "fingerprint in the clear and without a token, so anyone on the path could forge "
+        "them; use tls:HOST:PORT with --tls-ca and --token-file (deploy/README.md)");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CheckLocalDaemonCaches(const LocalDaemonCaches& local, uint64_t cache_bytes) {
   uint64_t total = 0;

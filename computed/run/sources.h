@@ -51,6 +51,11 @@ struct SourceOptions {
 // Splits "a,b,c" (empty pieces dropped).
 std::vector<std::string> SplitList(const std::string& text);
 
+// A --stores address, checked before anything connects: a known scheme with
+// its parts, and plain TCP on loopback only (beyond it, a rogue server could
+// forge records, their CRCs and the model's fingerprint, and no token is sent).
+absl::Status CheckStoreAddress(const std::string& address);
+
 // The caches of expertd daemons on this machine, by address: RAM they hold
 // once, however many processes read through them.
 using LocalDaemonCaches = std::vector<std::pair<std::string, uint64_t>>;

@@ -13,7 +13,11 @@ quantized file, which rounds activations to Q8 before its dot products:
   - every prompt position's logits within 1e-4 of the target, same argmax;
   - the greedy continuation identical;
   - against llama.cpp on the quantized file itself: mean KL and top-1
-    agreement, printed (the gap WARP's f32 path has by design).
+    agreement, printed (the gap WARP's f32 path has by design);
+  - WARP's default path where it differs (8-bit activations for 4-bit
+    blocks: Q4_0, MXFP4_MOE): its mean KL and top-1 against the exact result
+    (llama.cpp on the F32 twin) no worse than llama.cpp's own quantized path
+    against the same, within Q8_KL_FACTOR and Q8_TOP1_SLACK.
 
 A missing peer or binary fails the test: run tests/peer/install.sh (make check does).
 
@@ -43,6 +47,19 @@ QUANTS = [("Q8_0", True), ("Q4_0", True), ("MXFP4_MOE", False), ("Q4_K", True), 
           ("Q5_K", True), ("Q5_0", True), ("Q5_1", True), ("Q4_1", True), ("Q3_K", True),
           ("Q2_K", True), ("Q4_K_S", False), ("Q5_K_S", False), ("Q4_K_M", False)]
 ARCHITECTURES = ["qwen3moe", "llama", "glm4moe", "deepseek2", "gpt-oss"]
+# WARP-q8 and llama.cpp's quantized path both round the activations of a
+# 4-bit dot to Q8_0 blocks, with their own rounding and summation order, so
+# against the exact result they are two samples of the same noise. Measured
+# (5 architectures, 12 positions; KL(exact || WARP-q8) / KL(exact || llama.cpp)):
+# Q4_0 0.86-1.16; MXFP4_MOE 0.16-0.51 (there llama.cpp also rounds the
+# activations of its Q8_0 attention, WARP only those of the MXFP4 experts).
+# Top-1 over 12 positions of a random tiny model turns on near-ties: WARP-q8
+# was at most 1 position below llama.cpp (deepseek2 Q4_0, gpt-oss MXFP4_MOE
+# 11/12 against 12/12, each at a position whose exact top-2 margin is 0.012,
+# about the size of the Q8 rounding). The margins: 25 % on the KL (above the 1.16 measured)
+# and 1 position of top-1.
+Q8_KL_FACTOR = 1.25
+Q8_TOP1_SLACK = 1
 
 
 def run(cmd, **kwargs):
@@ -123,6 +140,27 @@ def compare(name, warp, target):
     return None
 
 
+def top1(a_rows, b_rows):
+    return sum(argmax(a) == argmax(b) for a, b in zip(a_rows, b_rows))
+
+
+def check_default_path(name, q8, native, exact):
+    """WARP's default 8-bit activations against the exact result, no worse than
+    llama.cpp's quantized path against it (Q8_KL_FACTOR, Q8_TOP1_SLACK)."""
+    kl_warp, kl_llama = mean_kl(exact, q8), mean_kl(exact, native)
+    top_warp, top_llama = top1(q8, exact), top1(native, exact)
+    print(f"  {name} against the exact result: WARP-q8 mean KL {kl_warp:.3g}, top-1 "
+          f"{top_warp}/{len(exact)}; llama.cpp's quantized path mean KL {kl_llama:.3g}, top-1 "
+          f"{top_llama}/{len(exact)}")
+    if not kl_warp <= Q8_KL_FACTOR * kl_llama:
+        return (f"{name}: WARP-q8 mean KL to the exact result {kl_warp:.3g} > {Q8_KL_FACTOR} x "
+                f"llama.cpp's quantized path's {kl_llama:.3g}")
+    if top_warp < top_llama - Q8_TOP1_SLACK:
+        return (f"{name}: WARP-q8 top-1 against the exact result {top_warp}/{len(exact)} < "
+                f"llama.cpp's quantized path's {top_llama} - {Q8_TOP1_SLACK}")
+    return None
+
+
 def check_architecture(tools, arch, work):
     failures = []
     f32 = os.path.join(work, f"{arch}-f32.gguf")
@@ -148,14 +186,14 @@ def check_architecture(tools, arch, work):
             print(f"  {name}: greedy {GREEDY} tokens identical ({warp_greedy})")
         if path != target_path:
             native, _ = tools.llama_logits(path)
-            top1 = sum(argmax(a) == argmax(b) for a, b in zip(warp, native))
             print(f"  {name} vs llama.cpp on the quantized file (Q8 activations): mean KL "
-                  f"{mean_kl(native, warp):.3g}, top-1 {top1}/{len(warp)}")
+                  f"{mean_kl(native, warp):.3g}, top-1 {top1(warp, native)}/{len(warp)}")
             if quant in EIGHT_BIT_DOTS:  # WARP's default arithmetic is llama.cpp's there
                 q8, _ = tools.warp_logits(path, "q8")
-                top1 = sum(argmax(a) == argmax(b) for a, b in zip(q8, native))
-                print(f"  {name} with WARP's default 8-bit activations vs the same: mean KL "
-                      f"{mean_kl(native, q8):.3g}, top-1 {top1}/{len(q8)}")
+                problem = check_default_path(name, q8, native, target)
+                if problem:
+                    failures.append(problem)
+                    print("  FAIL " + problem)
     return failures
 
 

@@ -5,9 +5,10 @@
 //       of `computed logits --out`, with an F32 KV cache (llama.cpp's default,
 //       F16, rounds every key and value).
 //   llama_probe dequantize IN.gguf OUT.gguf
-//       a copy of IN with every tensor converted to F32 by ggml's own
+//       a copy of IN with every float tensor converted to F32 by ggml's own
 //       dequantizer: the target of an engine that computes in f32 from
-//       dequantized weights.
+//       dequantized weights. Integer tensors (DeepSeek-V4's I32 tid2eid
+//       routing table) are copied as they are.
 //   llama_probe bench MODEL.gguf --tokens 1,2,3 --gen N [--threads N] [--f32-kv]
 //                     [--temperature T --seed S] [--repack]
 //       prefill the tokens, then decode tokens one at a time, N in all (greedy,
@@ -233,9 +234,14 @@ int RunDequantize(const Args& args) {
   gguf_context* in = gguf_init_from_file(args.model.c_str(), params);
   if (in == nullptr) Die("cannot read " + args.model);
   const int64_t count = gguf_get_n_tensors(in);
+  // Integer tensors are copied, not converted: ggml has no to_float for them.
+  const auto is_integer = [](ggml_type type) {
+    return type == GGML_TYPE_I8 || type == GGML_TYPE_I16 || type == GGML_TYPE_I32 || type == GGML_TYPE_I64;
+  };
   size_t total = 0;
   for (int64_t i = 0; i < count; ++i) {
-    total += ggml_nelements(ggml_get_tensor(data, gguf_get_tensor_name(in, i))) * sizeof(float);
+    const ggml_tensor* src = ggml_get_tensor(data, gguf_get_tensor_name(in, i));
+    total += is_integer(src->type) ? ggml_nbytes(src) : ggml_nelements(src) * sizeof(float);
   }
   ggml_init_params alloc = {.mem_size = total + (count + 1) * ggml_tensor_overhead(),
                             .mem_buffer = nullptr,
@@ -247,10 +253,13 @@ int RunDequantize(const Args& args) {
   for (int64_t i = 0; i < count; ++i) {
     const char* name = gguf_get_tensor_name(in, i);
     const ggml_tensor* src = ggml_get_tensor(data, name);
-    ggml_tensor* dst = ggml_new_tensor(f32, GGML_TYPE_F32, ggml_n_dims(src), src->ne);
+    const ggml_type type = is_integer(src->type) ? src->type : GGML_TYPE_F32;
+    ggml_tensor* dst = ggml_new_tensor(f32, type, ggml_n_dims(src), src->ne);
     ggml_set_name(dst, name);
     const int64_t elements = ggml_nelements(src);
-    if (src->type == GGML_TYPE_F32) {
+    if (is_integer(src->type)) {
+      std::memcpy(dst->data, src->data, ggml_nbytes(src));
+    } else if (src->type == GGML_TYPE_F32) {
       std::memcpy(dst->data, src->data, elements * sizeof(float));
     } else {
       const ggml_type_traits* traits = ggml_get_type_traits(src->type);

@@ -301,13 +301,8 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
                                                   .depth = config.io_depth(),
                                                   .piece_bytes = config.io_piece_bytes(),
                                               }}}));
-  log.info("cache {} ({}), {} staging slots ({}), {} I/O threads reading with {}, verify {}",
-           FormatBytes(store->cache_bytes()), EvictionPolicyName(policy), config.staging_slots(),
-           FormatBytes(config.staging_slots() * store->slot_bytes()), config.io_threads(),
-           IoBackendName(store->io_backend()),
-           config.skip_crc()            ? "off"
-           : config.verify_every_read() ? "every read"
-                                        : "until a record first passes");
+  log.info("{}; {} staging slots ({})", store->Settings(), config.staging_slots(),
+           FormatBytes(config.staging_slots() * store->slot_bytes()));
 
   // One set of request rules for both transports.
   const RequestHandler handler(*store, config.max_keys_per_request());

@@ -98,6 +98,7 @@ class BankSet {
   uint64_t RecordBytes(const ExpertKey& key) const;
 
   IoBackend io_backend() const { return options_.io_backend; }
+  const Options& options() const { return options_; }
   bool verifies() const { return options_.verify; }  // every record's CRC32C, at least once
   const Container& container() const { return *container_; }
   const std::shared_ptr<const Container>& shared_container() const { return container_; }

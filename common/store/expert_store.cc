@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/byte_size.h"
 #include "common/check.h"
 #include "common/format/bank_format.h"
 #include "common/logging.h"
@@ -77,6 +78,7 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
       slot_bytes_(slot_bytes),
       max_cache_bytes_(cache_slots * slot_bytes),
       staging_slots_(static_cast<uint32_t>(staging.size())),
+      io_threads_(options.io_threads),
       cache_(
           RecordCache::Options{.capacity_bytes = max_cache_bytes_,
                                .policy = options.cache_policy,
@@ -92,6 +94,23 @@ ExpertStore::ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordA
         [this, pace_below = options.pace_growth_below_bytes_per_second,
          yield = options.prefault_yields_to_prefill] { PrefaultLoop(pace_below, yield); });
   }
+}
+
+std::string ExpertStore::Settings() const {
+  const BankSet::Options& banks = banks_->options();
+  std::string io = IoBackendName(banks_->io_backend());
+  if (banks_->io_backend() == IoBackend::kUring) {
+    absl::StrAppend(&io, ", ", banks.uring.depth, " pieces of ", FormatBytes(banks.uring.piece_bytes),
+                    banks.ordered_pieces ? " in flight, ordered by priority"
+                                         : " in flight per read, unordered");
+  }
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("cache ", FormatBytes(max_cache_bytes_), " (", EvictionPolicyName(cache_.policy()),
+                      ", foresight ", cache_.foresight() ? "on" : "off", "), ", io_threads_,
+                      " I/O threads reading with ", io, ", verify ",
+                      !banks.verify        ? "off"
+                      : banks.verify_once ? "until a record first passes"
+                                          : "every read");
 }
 
 namespace {

@@ -139,6 +139,10 @@ class ExpertStore : public ExpertSource {
 
   const Container& container() const { return banks_->container(); }
   IoBackend io_backend() const { return banks_->io_backend(); }  // the one that runs
+  // The settings in force, as the store and its banks hold them (not as asked
+  // for): cache size and policy, foresight, I/O threads, backend, pieces and
+  // their order, verification. Logged once by whoever opens a store.
+  std::string Settings() const;
   // Every record handed out passed its CRC32C when it was read.
   bool verifies_records() const { return banks_->verifies(); }
   // RAM the record cache holds (whole slots), what a daemon reports in Describe.
@@ -226,6 +230,7 @@ class ExpertStore : public ExpertSource {
   const uint64_t slot_bytes_;           // the largest record_bytes; what a cached record costs
   const uint64_t max_cache_bytes_;      // the arena's cache slots; the rest are staging slots
   const uint32_t staging_slots_;
+  const uint32_t io_threads_;
   mutable absl::Mutex mu_;
   RecordCache cache_ ABSL_GUARDED_BY(mu_);  // capacity: whole slots; charges slot_bytes_ each
   // The slot of every resident key (a key being read into its slot included).

@@ -135,6 +135,7 @@ class RecordCache {
   uint64_t pinned_bytes() const { return pinned_bytes_; }
   size_t size() const { return entries_.size(); }
   EvictionPolicy policy() const { return options_.policy; }
+  bool foresight() const { return options_.foresight; }
   const Stats& stats() const { return stats_; }
 
  private:

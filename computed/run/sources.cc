@@ -7,6 +7,7 @@
 #include "common/client/fanout_source.h"
 #include "common/client/grpc_source.h"
 #include "common/client/uds_source.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "common/store/expert_store.h"
 
@@ -53,6 +54,7 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
   std::vector<ExpertKey> held = HeldKeys(*shard);
   WARP_ASSIGN_OR_RETURN(auto store,
                         ExpertStore::Open(shard, EmbeddedStoreOptions(options, cache_bytes)));
+  Logger("store").info("{}: {}", dir, store->Settings());
   return FanoutExpertSource::Member{.name = dir, .source = std::move(store), .held = held};
 }
 
@@ -176,6 +178,7 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
     WARP_ASSIGN_OR_RETURN(
         auto store,
         ExpertStore::Open(std::move(model), EmbeddedStoreOptions(options, options.cache_bytes)));
+    Logger("store").info("embedded: {}", store->Settings());
     return OpenedSource{.source = std::move(store), .embedded_cache_bytes = options.cache_bytes};
   }
   std::vector<FanoutExpertSource::Member> members;

@@ -15,7 +15,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/format/container.h"
 #include "common/io/file.h"
+#include "computed/planner/planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"
@@ -114,6 +116,20 @@ class BitIdentityTest : public ::testing::Test {
     EXPECT_EQ(run.tokens, reference_.tokens);
   }
 
+  // The store settings in force with `extra` (the line `computed --log-level
+  // info` logs once): that each of `wanted` is in it shows the flags reached
+  // the store, so that a mode the bits are compared in is the mode asked for.
+  void ExpectSettings(const std::string& extra, const std::vector<std::string>& wanted) {
+    SCOPED_TRACE(extra);
+    auto result = RunBinary("computed", "--log-level info logits " + Model() + " --tokens " +
+                                            tokens_ + " " + extra);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    const size_t at = result.output.find("[store] info: ");
+    ASSERT_NE(at, std::string::npos) << result.output;
+    const std::string line = result.output.substr(at, result.output.find('\n', at) - at);
+    for (const std::string& text : wanted) EXPECT_THAT(line, ::testing::HasSubstr(text));
+  }
+
   // `computed run` of the same prompt and continuation with `extra`: its stats line.
   RunStats Stats(const std::string& extra) {
     auto result = RunBinary("computed", "--log-level warn run --ids " + Model() + " " + tokens_ +
@@ -140,13 +156,21 @@ class BitIdentityTest : public ::testing::Test {
   }
 
   // The reference with `flags` on one thread, then the same bits on two
-  // threads, in prefill chunks of 1 (with lookahead) and 5 (within a budget),
-  // and from two daemons holding half the banks each.
+  // threads, in prefill chunks of 1 (with lookahead) and 5 (at the floor,
+  // where records are evicted and read again: more bytes read than the banks
+  // hold), and from two daemons holding half the banks each.
   void ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons(const std::string& flags) {
+    auto container = Container::Open(Model());
+    ASSERT_TRUE(container.ok()) << container.status();
+    auto plan = ComputePlan((*container)->manifest(), num_tokens_ + kGreedy + 1);
+    ASSERT_TRUE(plan.ok()) << plan.status();
     SetReference(flags + " --threads 1");
     ExpectIdentical(flags + " --threads 2");
     ExpectIdentical(flags + " --threads 2 --prefill-chunk 1 --lookahead 16");
-    ExpectIdentical(flags + " --threads 2 --prefill-chunk 5 --budget 64M");
+    const std::string floor =
+        flags + " --threads 2 --prefill-chunk 5 --budget " + std::to_string(plan->floor_bytes);
+    ExpectIdentical(floor);
+    EXPECT_GT(Stats(floor).read_bytes, static_cast<double>(plan->bank_bytes)) << floor;
     std::vector<std::string> addresses;
     ASSERT_NO_FATAL_FAILURE(StartHalves("half", "1M", addresses));
     ExpectIdentical(flags + " --stores " + absl::StrJoin(addresses, ","));

@@ -63,6 +63,19 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnPrefetchLookaheadOrBudget) {
   ExpectIdentical("--io-depth 2 --io-piece-kib 4 --lookahead 0");
 }
 
+// The modes the bits are compared in reach the store: its settings line says
+// what it runs with (defaults first, then each flag changing its part).
+TEST_F(BitIdentityTest, TheModesComparedAreTheModesTheStoreRuns) {
+  ExpectSettings("", {"(duel, foresight on)", "reading with uring, 32 pieces of 1.00 MiB in flight, "
+                      "ordered by priority"});
+  ExpectSettings("--cache-policy arc", {"(arc, foresight on)"});
+  ExpectSettings("--cache-policy lfru --no-foresight", {"(lfru, foresight off)"});
+  ExpectSettings("--io-engine pread", {"reading with pread, verify"});
+  ExpectSettings("--no-ordered-pieces", {"in flight per read, unordered"});
+  ExpectSettings("--io-depth 2 --io-piece-kib 4", {"2 pieces of 4.00 KiB in flight"});
+  ExpectSettings("--io-threads 1", {"1 I/O threads"});
+}
+
 // From the floor (two MoE layers' records: with this model's two, one token's
 // working set, a quarter of the records) to a few records above it: records
 // are evicted and read again, and every logit of the prefill and the
@@ -323,7 +336,10 @@ class StatefulBitIdentityTest : public BitIdentityTest {
           "--lookahead 16 --lookahead-depth 2 --lookahead-precision 0 --prefill-chunk 3"}) {
       ExpectIdentical(mode);
     }
-    ExpectIdentical("--budget " + std::to_string(plan->floor_bytes) + " --prefill-chunk 3");
+    const std::string floor = "--budget " + std::to_string(plan->floor_bytes) + " --prefill-chunk 3";
+    ExpectIdentical(floor);
+    // At the floor records are evicted and read again: more bytes read than the banks hold.
+    EXPECT_GT(Stats(floor).read_bytes, static_cast<double>(plan->bank_bytes)) << floor;
     auto daemon = warp::testing::Daemon::Start(
         {"--model", Model(), "--listen", "unix:" + (dir_ / "d").string()});
     WARP_ASSERT_OK(daemon);

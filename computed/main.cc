@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   CLI::App app{"computed: run Mixture-of-Experts models larger than RAM"};
   app.require_subcommand(1);
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   std::vector<warp::computed::CommandRunner> runners = {
       warp::computed::AddConvertCommand(app),  warp::computed::AddLogitsCommand(app),
       warp::computed::AddRunCommand(app),      warp::computed::AddSynthCommand(app),

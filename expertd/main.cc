@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   CLI::App app{"expertd: WARP expert-storage daemon and tools"};
   app.require_subcommand(1);
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 
   std::vector<std::string> verify_dirs;
   bool quiet = false;

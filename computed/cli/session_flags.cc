@@ -136,7 +136,8 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
       ->check(CLI::IsMember({"f32", "q8"}));
   cmd->add_option("--lookahead", flags.lookahead,
                   "Experts per token predicted for each MoE layer as it starts, read while its "
-                  "attention computes (default 6, env WARP_LOOKAHEAD)");
+                  "attention computes (default 6, env WARP_LOOKAHEAD)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--lookahead-precision", flags.lookahead_precision,
                   "Hint a rank of the lookahead only while its guesses are right this often "
                   "(0 to 1, default 0.8; 0: every rank)");

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "computed/cli/commands.h"
 #include "computed/cli/token_ids.h"
 #include "computed/run/model_text.h"
@@ -39,6 +40,16 @@ absl::Status Run(const TokenizeFlags& flags) {
   }
   auto ids = tokenizer.Encode(flags.text, flags.add_special_tokens);
   if (!ids.ok()) return ids.status();
+  // A tokenizer may add tokens the model has no row for (a container's
+  // tokenizer.json from another release): said here, not left to the run.
+  for (int32_t id : *ids) {
+    if (model_text->vocab_size == 0 || id < static_cast<int64_t>(model_text->vocab_size)) continue;
+    auto piece = tokenizer.Decode({id}, /*skip_special_tokens=*/false);
+    return absl::OutOfRangeError(absl::StrCat(
+        "the text encodes to token ", id, piece.ok() ? " (\"" + *piece + "\")" : std::string(),
+        ", past the model's vocabulary of ", model_text->vocab_size, " (", flags.tokenizer,
+        "): its tokenizer adds tokens the model cannot embed"));
+  }
   std::printf("%s\n", FormatTokenIds(*ids).c_str());
   return absl::OkStatus();
 }

@@ -559,18 +559,19 @@ absl::StatusOr<bool> ExtractChatTemplate(const fs::path& tokenizer_config, const
 absl::StatusOr<std::optional<TokenizerRef>> CopyTokenizer(const fs::path& from,
                                                           const fs::path& to) {
   TokenizerRef ref;
-  std::error_code error;
+  // Read and written whole rather than fs::copy_file, whose sendfile path
+  // reported a full disk as "Input/output error".
+  auto copy = [&](const char* name) -> absl::Status {
+    WARP_ASSIGN_OR_RETURN(std::string contents, ReadFileToString(from / name));
+    return WriteFileAtomically(to / name, contents);
+  };
   for (const char* name : kTokenizerFiles) {
     if (!fs::exists(from / name)) continue;
-    fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing, error);
-    if (error)
-      return absl::InternalError(absl::StrCat((to / name).string(), ": ", error.message()));
+    WARP_RETURN_IF_ERROR(copy(name));
     ref.files.push_back(name);
   }
   if (fs::exists(from / kChatTemplateFile)) {
-    fs::copy_file(from / kChatTemplateFile, to / kChatTemplateFile,
-                  fs::copy_options::overwrite_existing, error);
-    if (error) return absl::InternalError(error.message());
+    WARP_RETURN_IF_ERROR(copy(kChatTemplateFile));
     ref.chat_template = kChatTemplateFile;
   } else {
     WARP_ASSIGN_OR_RETURN(bool extracted, ExtractChatTemplate(from / "tokenizer_config.json",

@@ -9,6 +9,7 @@
 #include "common/format/container.h"
 #include "common/io/file.h"
 #include "common/json_depth.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "computed/model/model_config.h"
 
@@ -29,15 +30,27 @@ absl::StatusOr<json> ReadJson(const fs::path& path) {
   return value;
 }
 
-// eos_token_id is an int or a list of ints in both files.
-void AddStopIds(const json& config, std::set<int32_t>& ids) {
+// eos_token_id is an int or a list of ints in both files. A value that is
+// none, or an id past the model's vocabulary (`vocab`, 0: unknown), could
+// never stop a reply: it is left out, with a warning naming it.
+void AddStopIds(const json& config, uint32_t vocab, const std::string& file,
+                std::set<int32_t>& ids) {
   auto it = config.find("eos_token_id");
-  if (it == config.end()) return;
-  if (it->is_number_integer()) ids.insert(it->get<int32_t>());
-  if (it->is_array()) {
-    for (const json& id : *it) {
-      if (id.is_number_integer()) ids.insert(id.get<int32_t>());
+  if (it == config.end() || it->is_null()) return;
+  auto add = [&](const json& id) {
+    if (id.is_number_integer() && id.get<int64_t>() >= 0 &&
+        (vocab == 0 || id.get<int64_t>() < vocab)) {
+      ids.insert(static_cast<int32_t>(id.get<int64_t>()));
+      return;
     }
+    Logger("computed").warn(
+        "{}: eos_token_id {} is not a token id of the model ({}); it will not stop replies",
+        file, id.dump(), vocab ? absl::StrCat("0 to ", vocab - 1) : "an integer of at least 0");
+  };
+  if (it->is_array()) {
+    for (const json& id : *it) add(id);
+  } else {
+    add(*it);
   }
 }
 
@@ -54,11 +67,13 @@ absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
   const fs::path& dir = container.dir();
   const Manifest& manifest = container.manifest();
   ModelText text;
-  AddStopIds(manifest.config, text.stop_ids);
   // Where the family keeps it (Kimi K3: under text_config); 0 if the config is bad,
   // which the session refuses with the reason.
   absl::StatusOr<ModelConfig> config = ParseModelConfig(manifest.architecture, manifest.config);
   text.max_positions = config.ok() ? config->max_position_embeddings : 0;
+  text.vocab_size = config.ok() ? config->vocab_size : 0;
+  AddStopIds(manifest.config, text.vocab_size, (dir / "manifest.json").string() + " config",
+             text.stop_ids);
   if (!manifest.tokenizer) {
     return absl::NotFoundError(
         absl::StrCat(dir.string(),
@@ -92,7 +107,7 @@ absl::StatusOr<ModelText> LoadFromContainer(const Container& container,
     WARP_ASSIGN_OR_RETURN(const fs::path generation_path,
                           container.ContainedFile("generation_config.json"));
     WARP_ASSIGN_OR_RETURN(json generation, ReadJson(generation_path));
-    AddStopIds(generation, text.stop_ids);
+    AddStopIds(generation, text.vocab_size, generation_path.string(), text.stop_ids);
   }
   return text;
 }

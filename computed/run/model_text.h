@@ -28,6 +28,7 @@ struct ModelText {
   nlohmann::json special_tokens = nlohmann::json::object();
   std::set<int32_t> stop_ids;  // eos_token_id of config.json and generation_config.json
   uint32_t max_positions = 0;  // config.json max_position_embeddings; 0 when unknown
+  uint32_t vocab_size = 0;     // the model's (a container's config); 0 when unknown
 };
 
 // PATH is a .warp container, a tokenizer.json or a tiktoken file. A container

@@ -233,9 +233,16 @@ class Parser {
     for (const char* key : {"max_completion_tokens", "max_tokens"}) {
       const Json* value = Find(key);
       if (value == nullptr) continue;
-      if (!value->is_number_integer() || value->get<int64_t>() < 1 ||
-          value->get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
+      if (!value->is_number_integer() ||
+          (!value->is_number_unsigned() && value->get<int64_t>() < 1) ||
+          (value->is_number_unsigned() && value->get<uint64_t>() < 1)) {
         return BadRequest(key, absl::StrCat(key, " must be an integer of at least 1"));
+      }
+      if (value->is_number_unsigned() &&
+          value->get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
+        return BadRequest(key, absl::StrCat(key, " is ", value->get<uint64_t>(), "; at most ",
+                                            std::numeric_limits<uint32_t>::max(),
+                                            " (and the context bounds the reply)"));
       }
       out_.max_tokens = static_cast<uint32_t>(value->get<int64_t>());
       return std::nullopt;

@@ -245,6 +245,11 @@ TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
   EXPECT_THAT(role["message"].get<std::string>(), HasSubstr("unknown role \"wizard\""));
   EXPECT_EQ(error({{"messages", kHello}, {"max_tokens", 0}})["param"], "max_tokens");
   EXPECT_EQ(error({{"messages", kHello}, {"max_tokens", -5}})["param"], "max_tokens");
+  EXPECT_EQ(error({{"messages", kHello}, {"max_tokens", uint64_t{1} << 32}})["message"].get<std::string>(),
+              "max_tokens is 4294967296; at most 4294967295 (and the context bounds the reply)");
+  EXPECT_THAT(error({{"messages", kHello}, {"max_tokens", UINT64_MAX}})["message"]
+                  .get<std::string>(),
+              HasSubstr("max_tokens is 18446744073709551615; at most"));
   EXPECT_EQ(error({{"messages", kHello}, {"temperature", 3}})["param"], "temperature");
   EXPECT_EQ(error({{"messages", kHello}, {"n", 2}})["param"], "n");
   EXPECT_EQ(error({{"messages", kHello}, {"reasoning_effort", "extreme"}})["param"],

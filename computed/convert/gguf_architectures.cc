@@ -39,6 +39,18 @@ absl::Status GqaHeadDim(const GgufHparams& h, Json& config) {
   return absl::OkStatus();
 }
 
+// Rope over every dim of the head: rope.dimension_count (llama.cpp's default:
+// head_dim) must be head_dim; partial rope is refused, not run as full.
+absl::Status FullRope(const GgufHparams& h, const Json& config) {
+  const uint64_t head_dim = config["head_dim"].get<uint64_t>();
+  WARP_ASSIGN_OR_RETURN(uint64_t rope_dim, h.UintOr("rope.dimension_count", head_dim));
+  if (rope_dim != head_dim) {
+    return absl::UnimplementedError(absl::StrCat(h.Key("rope.dimension_count"), ": ", rope_dim,
+                                                 " (partial rope) is not supported: ", head_dim));
+  }
+  return absl::OkStatus();
+}
+
 // Sigmoid routing over expert groups with a selection bias (glm4moe, deepseek2),
 // under the Hugging Face keys both releases use.
 // Without expert_gating_func llama.cpp takes `absent_gating`.
@@ -82,6 +94,7 @@ constexpr GgufTensorRule kQwen3MoeLayer[] = {
 
 absl::Status Qwen3MoeConfig(const GgufHparams& h, Json& config) {
   WARP_RETURN_IF_ERROR(GqaHeadDim(h, config));
+  WARP_RETURN_IF_ERROR(FullRope(h, config));
   WARP_RETURN_IF_ERROR(h.PutUint(config, "num_experts", "expert_count"));
   WARP_RETURN_IF_ERROR(h.PutUint(config, "moe_intermediate_size", "expert_feed_forward_length"));
   config["norm_topk_prob"] = true;
@@ -118,13 +131,7 @@ absl::Status LlamaConfig(const GgufHparams& h, Json& config) {
   config["num_local_experts"] = experts;
   h.Source("num_local_experts", h.Key("expert_count"));
   WARP_RETURN_IF_ERROR(h.PutUint(config, "intermediate_size", "feed_forward_length"));
-  const uint64_t head_dim = config["head_dim"].get<uint64_t>();
-  WARP_ASSIGN_OR_RETURN(uint64_t rope_dim, h.UintOr("rope.dimension_count", head_dim));
-  if (rope_dim != head_dim) {
-    return absl::UnimplementedError(absl::StrCat(h.Key("rope.dimension_count"), ": ", rope_dim,
-                                                 " (partial rope) is not supported: ", head_dim));
-  }
-  return absl::OkStatus();
+  return FullRope(h, config);
 }
 
 // glm4moe (GLM-4.5, GLM-4.5-Air): sigmoid routing with a selection bias,
@@ -270,6 +277,7 @@ constexpr GgufTensorRule kGptOssLayer[] = {
 
 absl::Status GptOssConfig(const GgufHparams& h, Json& config) {
   WARP_RETURN_IF_ERROR(GqaHeadDim(h, config));
+  WARP_RETURN_IF_ERROR(FullRope(h, config));
   WARP_RETURN_IF_ERROR(h.PutUint(config, "num_local_experts", "expert_count"));
   WARP_RETURN_IF_ERROR(h.PutUint(config, "intermediate_size", "expert_feed_forward_length"));
   WARP_ASSIGN_OR_RETURN(const uint64_t window, h.Uint("attention.sliding_window"));

@@ -426,6 +426,12 @@ TEST_F(GgufImportTest, AMisspelledKeyIsReportedAndItsDefaultNamed) {
   EXPECT_THAT(imported->unread_keys, ::testing::IsEmpty());
   EXPECT_THAT(imported->defaults_taken,
               ::testing::Not(::testing::Contains("qwen3moe.rope.freq_base = 10000")));
+  // rope.dimension_count, once unread, is read and must be the whole head.
+  GgufWriter partial = TinyModel("qwen3moe");
+  partial.Uint32("qwen3moe.rope.dimension_count", kHeadDim / 2);
+  EXPECT_THAT(Import(partial), StatusIs(absl::StatusCode::kUnimplemented,
+                                        HasSubstr("qwen3moe.rope.dimension_count: 8 (partial "
+                                                  "rope) is not supported: 16")));
 }
 
 TEST_F(GgufImportTest, RefusesAContextLengthOfZeroNamingTheKey) {

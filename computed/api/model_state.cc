@@ -1,10 +1,13 @@
 #include "computed/api/model_state.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <system_error>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/format/container.h"
 #include "common/status.h"
 #include "computed/api/chat_input.h"
@@ -40,6 +43,22 @@ absl::Status CheckCounts(const warp_model_options& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("options.context_positions: ", options.context_positions, " is more than ",
                      computed::kMaxContextTokens));
+  }
+  return absl::OkStatus();
+}
+
+// A comma-separated list option: NULL is "not given"; given, it must name
+// something in every entry (an empty one would silently mean the default).
+absl::Status CheckList(const char* field, const char* list) {
+  if (list == nullptr) return absl::OkStatus();
+  const std::vector<std::string> entries = absl::StrSplit(list, ',');
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!absl::StripAsciiWhitespace(entries[i]).empty()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.", field, ": \"", list, "\" ",
+        entries.size() == 1 ? std::string("is empty (NULL for none)")
+                            : absl::StrCat("has an empty entry (", i + 1, " of ", entries.size(),
+                                           ")")));
   }
   return absl::OkStatus();
 }
@@ -85,6 +104,9 @@ SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t cont
                          .max_positions = context};
   session.q8_activations = q8_activations;
   if (options.budget_bytes != 0) session.budget_bytes = options.budget_bytes;
+  if (options.store_timeout_ms != 0) {
+    session.store_retry_deadline = std::chrono::milliseconds(options.store_timeout_ms);
+  }
   session.store_tls = {.ca = OrEmpty(options.tls_ca),
                        .cert = OrEmpty(options.tls_cert),
                        .key = OrEmpty(options.tls_key),
@@ -97,6 +119,8 @@ SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t cont
 absl::StatusOr<std::shared_ptr<const ModelState>> ModelState::Open(
     const warp_model_options& options) {
   WARP_RETURN_IF_ERROR(CheckCounts(options));
+  WARP_RETURN_IF_ERROR(CheckList("stores", options.stores));
+  WARP_RETURN_IF_ERROR(CheckList("bank_dirs", options.bank_dirs));
   WARP_ASSIGN_OR_RETURN(const bool q8_activations, WantsQ8Activations(options));
   const std::string path = OrEmpty(options.path);
   WARP_RETURN_IF_ERROR(CheckModelPath(path));

@@ -19,7 +19,14 @@
  * once. A warp_session takes one call at a time, except warp_session_cancel,
  * which any thread may call while another generates.
  *
- * Memory: strings and arrays the library returns are freed with warp_free. */
+ * Memory: strings and arrays the library returns are freed with warp_free.
+ *
+ * Handles: the library keeps a registry of the models and sessions it has
+ * opened and not yet closed. A handle closed or freed already (recently:
+ * freed handles are kept out of reuse for a while, not forever), or never
+ * returned by the library, is refused with WARP_INVALID_HANDLE instead of
+ * being used; a session with a call in progress on another thread is refused
+ * with WARP_FAILED_PRECONDITION. */
 
 #ifndef WARP_API_WARP_H_
 #define WARP_API_WARP_H_
@@ -29,7 +36,7 @@
 
 /* Bumped when a function or a struct field is added; older programs keep
  * working (the option structs carry their size). */
-#define WARP_API_VERSION 1
+#define WARP_API_VERSION 2
 
 #if defined(__GNUC__)
 #define WARP_EXPORT __attribute__((visibility("default")))
@@ -52,7 +59,11 @@ typedef enum warp_status {
   WARP_UNAVAILABLE = 7,         /* an expert store that cannot be reached */
   WARP_PERMISSION_DENIED = 8,   /* a file or a store that refuses access */
   WARP_UNSUPPORTED = 9,         /* a format or family this build does not know */
-  WARP_INTERNAL = 10            /* anything else, a C++ exception included */
+  WARP_INTERNAL = 10,           /* anything else, a C++ exception included */
+  WARP_INVALID_HANDLE = 11,     /* a model or session closed or freed already, or not one
+                                 * the library returned (API version 2) */
+  WARP_ALREADY_EXISTS = 12      /* an output that is already there: warp_convert's `out`
+                                 * holding a model (API version 2) */
 } warp_status;
 
 typedef struct warp_model warp_model;
@@ -76,8 +87,10 @@ typedef struct warp_model_options {
   size_t struct_size;         /* sizeof(warp_model_options); set by _init */
   const char* path;           /* the MODEL.warp directory */
   uint64_t budget_bytes;      /* trunk + KV + expert cache, per session; 0: the planner's */
-  const char* stores;         /* expertd daemons, "unix:PATH,tls:HOST:PORT"; NULL: embedded */
-  const char* bank_dirs;      /* shard directories, comma-separated; NULL: the model's own */
+  const char* stores;         /* expertd daemons, "unix:PATH,tls:HOST:PORT"; NULL: embedded
+                               * (an empty list or entry is refused) */
+  const char* bank_dirs;      /* shard directories, comma-separated; NULL: the model's own
+                               * (an empty list or entry is refused) */
   const char* tls_ca;         /* for tls: stores (NULL: none) */
   const char* tls_cert;       /* client certificate, with tls_key */
   const char* tls_key;        /* */
@@ -89,6 +102,10 @@ typedef struct warp_model_options {
   const char* activations;    /* "q8" (NULL: the default) or "f32": 4-bit weights (q4, MXFP4)
                                * dot activations rounded to int8, as `computed --activations q8`;
                                * "f32" dots them unrounded */
+  uint32_t store_timeout_ms;  /* how long a store that cannot be reached is waited for, at
+                               * warp_session_create and when one goes away mid-run
+                               * (`computed --store-retry-seconds`); 0: 30 s for unix: and
+                               * fastpath:, 60 s for tcp: and tls: (API version 2) */
 } warp_model_options;
 
 /* Fills the defaults and struct_size. */
@@ -97,8 +114,10 @@ WARP_EXPORT void warp_model_options_init(warp_model_options* options);
 /* Opens the container at options->path and loads its tokenizer and chat
  * template (a model without a tokenizer opens; then only token ids work). */
 WARP_EXPORT warp_status warp_model_open(const warp_model_options* options, warp_model** model_out);
-/* Sessions keep what they need: a model may be closed before them. */
-WARP_EXPORT void warp_model_close(warp_model* model);
+/* Sessions keep what they need: a model may be closed before them, and while
+ * other threads are in calls on it (they finish with the model they had).
+ * NULL is WARP_OK; a handle closed already is WARP_INVALID_HANDLE. */
+WARP_EXPORT warp_status warp_model_close(warp_model* model);
 
 /* The model's vocabulary size (the largest valid token id + 1). */
 WARP_EXPORT warp_status warp_model_vocab_size(const warp_model* model, uint32_t* vocab_size_out);
@@ -156,7 +175,11 @@ WARP_EXPORT warp_status warp_apply_chat_template(const warp_model* model, const 
 
 /* Opens the model's weights and expert source inside the budget. */
 WARP_EXPORT warp_status warp_session_create(const warp_model* model, warp_session** session_out);
-WARP_EXPORT void warp_session_free(warp_session* session);
+/* NULL is WARP_OK; a session freed already is WARP_INVALID_HANDLE. A session
+ * with a call in progress (a generation on another thread, or this thread's
+ * callback) is not freed: WARP_FAILED_PRECONDITION; cancel it, let the call
+ * return, then free it. */
+WARP_EXPORT warp_status warp_session_free(warp_session* session);
 
 /* Runs `ids` through the model after what the session holds (the whole
  * prompt, or a turn that continues it). */
@@ -207,7 +230,8 @@ WARP_EXPORT warp_status warp_session_generate(warp_session* session,
                                               warp_stop_reason* stop_reason_out);
 
 /* Thread-safe: stops the generation running on this session before its next
- * token (WARP_STOP_CANCELLED). Each generation starts uncancelled. */
+ * token (WARP_STOP_CANCELLED). Each generation starts uncancelled. A handle
+ * that is not a live session is ignored. */
 WARP_EXPORT void warp_session_cancel(warp_session* session);
 
 typedef struct warp_stats {

@@ -83,6 +83,19 @@ struct SourcedTensor {
   const SourceTensor* scale_inv = nullptr;  // FP8 only
 };
 
+// A checkpoint tensor whose shape is not the one the config implies; a GGUF
+// tensor is named as the file names it, and its config is the file's metadata.
+absl::Status ShapeMismatch(const SourceTensor& source, const std::vector<uint64_t>& want) {
+  if (source.gguf_name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", source.name, " has shape ",
+                                                   ShapeString(source.shape), "; config.json implies ",
+                                                   ShapeString(want)));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "tensor ", source.gguf_name, " (as ", source.name, ") has shape ", ShapeString(source.shape),
+      "; the GGUF metadata's sizes imply ", ShapeString(want)));
+}
+
 class Converter {
  public:
   // `declared_experts`: the experts' format the release's config.json
@@ -108,11 +121,7 @@ class Converter {
     if (source == nullptr) {
       return absl::NotFoundError(absl::StrCat("tensor ", name, " is missing from the checkpoint"));
     }
-    if (source->shape != shape) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " has shape ",
-                                                     ShapeString(source->shape),
-                                                     "; config.json implies ", ShapeString(shape)));
-    }
+    if (source->shape != shape) return ShapeMismatch(*source, shape);
     SourcedTensor out{.spec = {.name = name, .format = format, .shape = shape}, .source = source};
     if (source->dtype == SourceDtype::kF8E4M3) {
       // DeepSeek V3: NAME_scale_inv (F32); V4: X.scale (E8M0) beside X.weight.
@@ -233,11 +242,7 @@ class Converter {
     std::vector<uint64_t> want = matrix.shape;
     if (slice.transposed) std::reverse(want.begin(), want.end());
     if (slice.index) want.insert(want.begin(), model_.num_experts);
-    if (source->shape != want) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", slice.tensor, " has shape ",
-                                                     ShapeString(source->shape),
-                                                     "; config.json implies ", ShapeString(want)));
-    }
+    if (source->shape != want) return ShapeMismatch(*source, want);
     return source;
   }
 

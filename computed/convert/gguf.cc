@@ -1,5 +1,6 @@
 #include "computed/convert/gguf.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -171,6 +172,53 @@ absl::StatusOr<GgufValue> ReadValue(Cursor& in, uint32_t type, const std::string
   return v;
 }
 
+// The data section as ggml writes it: each tensor's bytes start where the
+// previous tensor's end, rounded up to the alignment, and the file ends with
+// the last one (and its padding). A gap, an overlap or bytes left after the
+// last tensor mean the directory does not describe the data: a shifted or
+// duplicated offset, or a tensor count short of the directory, reads other
+// tensors' bytes and runs with wrong weights. Offsets in messages are the
+// directory's, relative to the data section. REQUIRES: offsets absolute and in
+// bounds, aligned relative to `data_start`.
+absl::Status CheckDataLayout(const std::string& where, const std::vector<GgufTensor>& tensors,
+                             uint64_t data_start, uint64_t size, uint64_t alignment) {
+  std::vector<const GgufTensor*> by_offset;
+  by_offset.reserve(tensors.size());
+  for (const GgufTensor& t : tensors) by_offset.push_back(&t);
+  std::stable_sort(by_offset.begin(), by_offset.end(),
+            [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
+  const GgufTensor* previous = nullptr;
+  uint64_t end = 0;  // of the previous tensor, relative to the data section
+  for (const GgufTensor* t : by_offset) {
+    const uint64_t begin = t->offset - data_start;
+    if (previous != nullptr && begin < end) {
+      return absl::DataLossError(absl::StrCat(
+          where, ": tensor ", t->name, " at data offset ", begin, " overlaps tensor ",
+          previous->name, " (bytes [", previous->offset - data_start, ", ", end,
+          ") of the data section)"));
+    }
+    if (begin - end >= alignment) {
+      return absl::DataLossError(absl::StrCat(
+          where, ": bytes [", end, ", ", begin, ") of the data section belong to no tensor (",
+          previous != nullptr ? absl::StrCat("between tensor ", previous->name, " and ")
+                              : std::string("before "),
+          "tensor ", t->name, "): a shifted offset, or a tensor missing from the directory"));
+    }
+    previous = t;
+    end = begin + t->bytes;
+  }
+  const uint64_t data_bytes = size > data_start ? size - data_start : 0;
+  if (data_bytes > end && data_bytes - end >= alignment) {
+    return absl::DataLossError(absl::StrCat(
+        where, ": ", data_bytes - end, " bytes at the end of the data section belong to no tensor",
+        previous != nullptr ? absl::StrCat(" (the last, ", previous->name, ", ends at data offset ",
+                                           end, ")")
+                            : std::string(" (the directory has none)"),
+        ": is the header's tensor count (", tensors.size(), ") short?"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::optional<GgmlBlock> GgmlBlockOf(uint32_t type) {
@@ -316,6 +364,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
     }
     t.offset = offset;
   }
+  WARP_RETURN_IF_ERROR(CheckDataLayout(where, g->tensors_, data_start, size, g->alignment_));
   g->fd_ = std::move(file.fd);
   return g;
 }

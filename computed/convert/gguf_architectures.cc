@@ -35,6 +35,19 @@ absl::Status GqaHeadDim(const GgufHparams& h, Json& config) {
                                                    key_length));
   }
   config["head_dim"] = key_length;
+  h.Source("head_dim", h.Key("attention.key_length"));
+  return absl::OkStatus();
+}
+
+// Rope over every dim of the head: rope.dimension_count (llama.cpp's default:
+// head_dim) must be head_dim; partial rope is refused, not run as full.
+absl::Status FullRope(const GgufHparams& h, const Json& config) {
+  const uint64_t head_dim = config["head_dim"].get<uint64_t>();
+  WARP_ASSIGN_OR_RETURN(uint64_t rope_dim, h.UintOr("rope.dimension_count", head_dim));
+  if (rope_dim != head_dim) {
+    return absl::UnimplementedError(absl::StrCat(h.Key("rope.dimension_count"), ": ", rope_dim,
+                                                 " (partial rope) is not supported: ", head_dim));
+  }
   return absl::OkStatus();
 }
 
@@ -42,15 +55,16 @@ absl::Status GqaHeadDim(const GgufHparams& h, Json& config) {
 // under the Hugging Face keys both releases use.
 // Without expert_gating_func llama.cpp takes `absent_gating`.
 absl::Status SigmoidGroupRouting(const GgufHparams& h, uint64_t absent_gating, Json& config) {
-  WARP_ASSIGN_OR_RETURN(config["n_routed_experts"], h.Uint("expert_count"));
-  WARP_ASSIGN_OR_RETURN(config["moe_intermediate_size"], h.Uint("expert_feed_forward_length"));
-  WARP_ASSIGN_OR_RETURN(config["n_shared_experts"], h.UintOr("expert_shared_count", 0));
-  WARP_ASSIGN_OR_RETURN(config["first_k_dense_replace"], h.UintOr("leading_dense_block_count", 0));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "n_routed_experts", "expert_count"));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "moe_intermediate_size", "expert_feed_forward_length"));
+  WARP_RETURN_IF_ERROR(h.PutUintOr(config, "n_shared_experts", "expert_shared_count", 0));
+  WARP_RETURN_IF_ERROR(h.PutUintOr(config, "first_k_dense_replace", "leading_dense_block_count", 0));
   WARP_ASSIGN_OR_RETURN(double scale, h.FloatOr("expert_weights_scale", 1.0));
   config["routed_scaling_factor"] = scale == 0.0 ? 1.0 : scale;  // llama.cpp reads 0 as "no scale"
-  WARP_ASSIGN_OR_RETURN(config["norm_topk_prob"], h.BoolOr("expert_weights_norm", false));
-  WARP_ASSIGN_OR_RETURN(config["n_group"], h.UintOr("expert_group_count", 1));
-  WARP_ASSIGN_OR_RETURN(config["topk_group"], h.UintOr("expert_group_used_count", 1));
+  h.Source("routed_scaling_factor", h.Key("expert_weights_scale"));
+  WARP_RETURN_IF_ERROR(h.PutBoolOr(config, "norm_topk_prob", "expert_weights_norm", false));
+  WARP_RETURN_IF_ERROR(h.PutUintOr(config, "n_group", "expert_group_count", 1));
+  WARP_RETURN_IF_ERROR(h.PutUintOr(config, "topk_group", "expert_group_used_count", 1));
   WARP_ASSIGN_OR_RETURN(uint64_t gating, h.UintOr("expert_gating_func", absent_gating));
   if (gating != kGatingSigmoid) {
     return absl::UnimplementedError(
@@ -80,8 +94,9 @@ constexpr GgufTensorRule kQwen3MoeLayer[] = {
 
 absl::Status Qwen3MoeConfig(const GgufHparams& h, Json& config) {
   WARP_RETURN_IF_ERROR(GqaHeadDim(h, config));
-  WARP_ASSIGN_OR_RETURN(config["num_experts"], h.Uint("expert_count"));
-  WARP_ASSIGN_OR_RETURN(config["moe_intermediate_size"], h.Uint("expert_feed_forward_length"));
+  WARP_RETURN_IF_ERROR(FullRope(h, config));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "num_experts", "expert_count"));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "moe_intermediate_size", "expert_feed_forward_length"));
   config["norm_topk_prob"] = true;
   config["decoder_sparse_step"] = 1;
   WARP_ASSIGN_OR_RETURN(double scale, h.FloatOr("expert_weights_scale", 1.0));
@@ -114,14 +129,9 @@ absl::Status LlamaConfig(const GgufHparams& h, Json& config) {
         absl::StrCat(h.Key("expert_count"), ": a llama without experts is not a MoE (Mixtral)"));
   }
   config["num_local_experts"] = experts;
-  WARP_ASSIGN_OR_RETURN(config["intermediate_size"], h.Uint("feed_forward_length"));
-  const uint64_t head_dim = config["head_dim"].get<uint64_t>();
-  WARP_ASSIGN_OR_RETURN(uint64_t rope_dim, h.UintOr("rope.dimension_count", head_dim));
-  if (rope_dim != head_dim) {
-    return absl::UnimplementedError(absl::StrCat(h.Key("rope.dimension_count"), ": ", rope_dim,
-                                                 " (partial rope) is not supported: ", head_dim));
-  }
-  return absl::OkStatus();
+  h.Source("num_local_experts", h.Key("expert_count"));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "intermediate_size", "feed_forward_length"));
+  return FullRope(h, config);
 }
 
 // glm4moe (GLM-4.5, GLM-4.5-Air): sigmoid routing with a selection bias,
@@ -158,6 +168,7 @@ absl::Status Glm4MoeConfig(const GgufHparams& h, Json& config) {
   const uint64_t head_dim = config["head_dim"].get<uint64_t>();
   WARP_ASSIGN_OR_RETURN(uint64_t rope_dim, h.Uint("rope.dimension_count"));
   config["partial_rotary_factor"] = static_cast<double>(rope_dim) / static_cast<double>(head_dim);
+  h.Source("partial_rotary_factor", h.Key("rope.dimension_count"));
   // Biases and q/k norms are there or not: the file's first layer says which.
   config["attention_bias"] = h.file().Find("blk.0.attn_q.bias") != nullptr;
   config["use_qk_norm"] = h.file().Find("blk.0.attn_q_norm.weight") != nullptr;
@@ -209,14 +220,26 @@ absl::Status Deepseek2Config(const GgufHparams& h, Json& config) {
     return absl::InvalidArgumentError(absl::StrCat(h.Key("rope.dimension_count"), ": ", rope,
                                                    " leaves no non-rope dims of the key's ", key));
   }
-  WARP_ASSIGN_OR_RETURN(config["q_lora_rank"], h.UintOr("attention.q_lora_rank", 0));
-  WARP_ASSIGN_OR_RETURN(config["kv_lora_rank"], h.Uint("attention.kv_lora_rank"));
+  WARP_RETURN_IF_ERROR(h.PutUintOr(config, "q_lora_rank", "attention.q_lora_rank", 0));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "kv_lora_rank", "attention.kv_lora_rank"));
   config["qk_nope_head_dim"] = key - rope;
   config["qk_rope_head_dim"] = rope;
   config["v_head_dim"] = value;
+  const std::string key_name =
+      h.Key(split_kv_b ? "attention.key_length_mla" : "attention.key_length");
+  h.Source("qk_nope_head_dim", absl::StrCat(key_name, " - ", h.Key("rope.dimension_count")));
+  h.Source("qk_rope_head_dim", h.Key("rope.dimension_count"));
+  h.Source("v_head_dim",
+           h.Key(split_kv_b ? "attention.value_length_mla" : "attention.value_length"));
+  // The absorbed form's lengths, which the heads' own (*_mla) supersede.
+  if (split_kv_b) {
+    h.Has("attention.key_length");
+    h.Has("attention.value_length");
+  }
   config["kv_b_split"] = split_kv_b;
   // llama.cpp writes MLA as MQA (head_count_kv 1); every head has its own keys.
   config["num_key_value_heads"] = config["num_attention_heads"];
+  h.Source("num_key_value_heads", h.Key("attention.head_count"));
   // Without the key llama.cpp takes softmax: DeepSeek V2's files.
   WARP_RETURN_IF_ERROR(SigmoidGroupRouting(h, kGatingSoftmax, config));
   if (config.contains("rope_scaling")) {
@@ -254,20 +277,21 @@ constexpr GgufTensorRule kGptOssLayer[] = {
 
 absl::Status GptOssConfig(const GgufHparams& h, Json& config) {
   WARP_RETURN_IF_ERROR(GqaHeadDim(h, config));
-  WARP_ASSIGN_OR_RETURN(config["num_local_experts"], h.Uint("expert_count"));
-  WARP_ASSIGN_OR_RETURN(config["intermediate_size"], h.Uint("expert_feed_forward_length"));
+  WARP_RETURN_IF_ERROR(FullRope(h, config));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "num_local_experts", "expert_count"));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "intermediate_size", "expert_feed_forward_length"));
   WARP_ASSIGN_OR_RETURN(const uint64_t window, h.Uint("attention.sliding_window"));
   config["sliding_window"] = window;
+  h.Source("sliding_window", h.Key("attention.sliding_window"));
   config["attention_bias"] = true;
   config["swiglu_limit"] = 7.0;
   // attention.sliding_window_pattern: one bool a layer, or every n-th layer
   // full (llama.cpp's default 2: sliding first, then alternating).
   const uint64_t layers = config["num_hidden_layers"].get<uint64_t>();
   std::vector<bool> sliding(layers);
-  auto pattern = h.file().metadata().find(h.Key("attention.sliding_window_pattern"));
-  if (pattern != h.file().metadata().end() &&
-      std::holds_alternative<GgufArray>(pattern->second.value)) {
-    const auto& flags = std::get<GgufArray>(pattern->second.value);
+  const GgufValue* pattern = h.Find("attention.sliding_window_pattern");
+  if (pattern != nullptr && std::holds_alternative<GgufArray>(pattern->value)) {
+    const auto& flags = std::get<GgufArray>(pattern->value);
     for (uint64_t layer = 0; layer < layers; ++layer) {
       const bool* flag = layer < flags.size() ? std::get_if<bool>(&flags[layer].value) : nullptr;
       if (flag == nullptr) {
@@ -309,26 +333,92 @@ const GgufValue* FindValue(const GgufFile& file, const std::string& key) {
 
 }  // namespace
 
-bool GgufHparams::Has(std::string_view key) const { return FindValue(file_, Key(key)) != nullptr; }
+const GgufValue* GgufHparams::Find(std::string_view key) const {
+  std::string full = Key(key);
+  const GgufValue* value = FindValue(file_, full);
+  read_.insert(std::move(full));
+  return value;
+}
+
+bool GgufHparams::Has(std::string_view key) const { return Find(key) != nullptr; }
+
+void GgufHparams::Defaulted(std::string_view key, const std::string& value) const {
+  std::string taken = absl::StrCat(Key(key), " = ", value);
+  if (std::find(defaults_.begin(), defaults_.end(), taken) == defaults_.end()) {
+    defaults_.push_back(std::move(taken));
+  }
+}
 
 absl::StatusOr<uint64_t> GgufHparams::Uint(std::string_view key) const {
+  read_.insert(Key(key));
   return file_.Uint(Key(key));
 }
 
 absl::StatusOr<uint64_t> GgufHparams::UintOr(std::string_view key, uint64_t fallback) const {
-  return Has(key) ? Uint(key) : fallback;
+  if (Has(key)) return Uint(key);
+  Defaulted(key, absl::StrCat(fallback));
+  return fallback;
 }
 
 absl::StatusOr<double> GgufHparams::FloatOr(std::string_view key, double fallback) const {
-  return Has(key) ? file_.Float(Key(key)) : fallback;
+  if (Has(key)) return file_.Float(Key(key));
+  Defaulted(key, absl::StrCat(fallback));
+  return fallback;
 }
 
 absl::StatusOr<bool> GgufHparams::BoolOr(std::string_view key, bool fallback) const {
-  const GgufValue* value = FindValue(file_, Key(key));
-  if (value == nullptr) return fallback;
+  const GgufValue* value = Find(key);
+  if (value == nullptr) {
+    Defaulted(key, fallback ? "true" : "false");
+    return fallback;
+  }
   if (const auto* b = std::get_if<bool>(&value->value)) return *b;
   return absl::InvalidArgumentError(
       absl::StrCat(file_.path().string(), ": ", Key(key), ": must be a bool"));
+}
+
+absl::StatusOr<std::string> GgufHparams::StringOr(std::string_view key,
+                                                   std::string fallback) const {
+  if (Has(key)) return file_.String(Key(key));
+  Defaulted(key, absl::StrCat("\"", fallback, "\""));
+  return fallback;
+}
+
+absl::Status GgufHparams::PutUint(Json& config, const char* config_key,
+                                  std::string_view key) const {
+  WARP_ASSIGN_OR_RETURN(config[config_key], Uint(key));
+  Source(config_key, Key(key));
+  return absl::OkStatus();
+}
+
+absl::Status GgufHparams::PutUintOr(Json& config, const char* config_key, std::string_view key,
+                                    uint64_t fallback) const {
+  WARP_ASSIGN_OR_RETURN(config[config_key], UintOr(key, fallback));
+  Source(config_key, Key(key));
+  return absl::OkStatus();
+}
+
+absl::Status GgufHparams::PutFloatOr(Json& config, const char* config_key, std::string_view key,
+                                     double fallback) const {
+  WARP_ASSIGN_OR_RETURN(config[config_key], FloatOr(key, fallback));
+  Source(config_key, Key(key));
+  return absl::OkStatus();
+}
+
+absl::Status GgufHparams::PutBoolOr(Json& config, const char* config_key, std::string_view key,
+                                    bool fallback) const {
+  WARP_ASSIGN_OR_RETURN(config[config_key], BoolOr(key, fallback));
+  Source(config_key, Key(key));
+  return absl::OkStatus();
+}
+
+std::vector<std::string> GgufHparams::UnreadKeys() const {
+  const std::string prefix = arch_ + ".";
+  std::vector<std::string> unread;
+  for (const auto& [key, value] : file_.metadata()) {
+    if (key.starts_with(prefix) && !read_.contains(key)) unread.push_back(key);
+  }
+  return unread;
 }
 
 absl::StatusOr<const GgufArchitecture*> FindGgufArchitecture(std::string_view name) {

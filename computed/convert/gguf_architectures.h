@@ -10,9 +10,12 @@
 // Thread-safe: constant tables and pure functions.
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -47,7 +50,14 @@ struct GgufTensorRule {
   std::string_view interleave_with = {};
 };
 
-// The file's hyper-parameters under "<arch>.": reads name the full key.
+// The file's hyper-parameters under "<arch>.": reads name the full key. It
+// remembers every key it was asked about (read, or tested with Has), every
+// default it gave for a missing key, and which config.json key each value
+// was put under (Put*), so that the import can warn about the keys nobody
+// read (a misspelled key takes a default silently otherwise), log the
+// defaults, and name the GGUF key when the config it made is refused.
+//
+// Thread-compatible: the records are mutable state of one import.
 class GgufHparams {
  public:
   GgufHparams(const GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
@@ -55,14 +65,43 @@ class GgufHparams {
   absl::StatusOr<uint64_t> UintOr(std::string_view key, uint64_t fallback) const;
   absl::StatusOr<double> FloatOr(std::string_view key, double fallback) const;
   absl::StatusOr<bool> BoolOr(std::string_view key, bool fallback) const;
+  absl::StatusOr<std::string> StringOr(std::string_view key, std::string fallback) const;
   bool Has(std::string_view key) const;
+  // The value of `key` (marked as read), or null.
+  const GgufValue* Find(std::string_view key) const;
   std::string Key(std::string_view key) const { return absl::StrCat(arch_, ".", std::string(key)); }
   const GgufFile& file() const { return file_; }
   const std::string& arch() const { return arch_; }
 
+  // config[config_key] = the value of `key` (or `fallback`), remembering where it came from.
+  absl::Status PutUint(nlohmann::ordered_json& config, const char* config_key,
+                       std::string_view key) const;
+  absl::Status PutUintOr(nlohmann::ordered_json& config, const char* config_key,
+                         std::string_view key, uint64_t fallback) const;
+  absl::Status PutFloatOr(nlohmann::ordered_json& config, const char* config_key,
+                          std::string_view key, double fallback) const;
+  absl::Status PutBoolOr(nlohmann::ordered_json& config, const char* config_key,
+                         std::string_view key, bool fallback) const;
+  // Notes that config[config_key] was derived from `what` (full GGUF key names).
+  void Source(const std::string& config_key, std::string what) const {
+    sources_[config_key] = std::move(what);
+  }
+
+  // "<arch>.*" keys of the file that no read asked about, sorted.
+  std::vector<std::string> UnreadKeys() const;
+  // "KEY = VALUE" of each default taken for a missing key, in the order taken.
+  const std::vector<std::string>& defaults() const { return defaults_; }
+  // config.json key -> the GGUF key(s) its value came from.
+  const std::map<std::string, std::string>& sources() const { return sources_; }
+
  private:
+  void Defaulted(std::string_view key, const std::string& value) const;
+
   const GgufFile& file_;
   std::string arch_;
+  mutable std::set<std::string> read_;  // full keys
+  mutable std::vector<std::string> defaults_;
+  mutable std::map<std::string, std::string> sources_;
 };
 
 struct GgufArchitecture {

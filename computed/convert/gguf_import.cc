@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -81,11 +82,11 @@ absl::StatusOr<std::vector<fs::path>> SplitFiles(const fs::path& path) {
 // to whole dims, betas 32 and 1 whatever the file says, so other values are
 // refused) as rope_scaling. deepseek2 adds its mscale (gguf_architectures.cc).
 absl::Status RopeScaling(const GgufHparams& h, Json& config) {
+  // No rope.scaling key at all is the common case, not two defaults taken.
+  if (!h.Has("rope.scaling.type") && !h.Has("rope.scaling.factor")) return absl::OkStatus();
   WARP_ASSIGN_OR_RETURN(double factor, h.FloatOr("rope.scaling.factor", 0.0));
-  std::string type = "none";
-  if (h.Has("rope.scaling.type")) {
-    WARP_ASSIGN_OR_RETURN(type, h.file().String(h.Key("rope.scaling.type")));
-  }
+  WARP_ASSIGN_OR_RETURN(const std::string type, h.StringOr("rope.scaling.type", "none"));
+  h.Source("rope_scaling", h.Key("rope.scaling.*"));
   if (type == "none" || (type == "linear" && (factor == 0.0 || factor == 1.0))) {
     return absl::OkStatus();
   }
@@ -123,7 +124,7 @@ absl::Status RopeScaling(const GgufHparams& h, Json& config) {
 
 // The hyper-parameters every architecture names the same way.
 absl::Status CommonConfig(const GgufHparams& h, Json& config) {
-  WARP_ASSIGN_OR_RETURN(config["hidden_size"], h.Uint("embedding_length"));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "hidden_size", "embedding_length"));
   WARP_ASSIGN_OR_RETURN(const uint64_t blocks, h.Uint("block_count"));
   // Before an architecture sizes per-layer tables by it (a fuzzed 2^40 took
   // gigabytes before any other check).
@@ -132,18 +133,23 @@ absl::Status CommonConfig(const GgufHparams& h, Json& config) {
                                                    " is above WARP's bound of ", kMaxLayers));
   }
   config["num_hidden_layers"] = blocks;
-  WARP_ASSIGN_OR_RETURN(config["num_attention_heads"], h.Uint("attention.head_count"));
-  WARP_ASSIGN_OR_RETURN(
-      config["num_key_value_heads"],
-      h.UintOr("attention.head_count_kv", config["num_attention_heads"].get<uint64_t>()));
-  WARP_ASSIGN_OR_RETURN(config["num_experts_per_tok"], h.Uint("expert_used_count"));
+  h.Source("num_hidden_layers", h.Key("block_count"));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "num_attention_heads", "attention.head_count"));
+  WARP_RETURN_IF_ERROR(h.PutUintOr(config, "num_key_value_heads", "attention.head_count_kv",
+                                   config["num_attention_heads"].get<uint64_t>()));
+  WARP_RETURN_IF_ERROR(h.PutUint(config, "num_experts_per_tok", "expert_used_count"));
   if (h.Has("feed_forward_length")) {
-    WARP_ASSIGN_OR_RETURN(config["intermediate_size"], h.Uint("feed_forward_length"));
+    WARP_RETURN_IF_ERROR(h.PutUint(config, "intermediate_size", "feed_forward_length"));
   }
-  WARP_ASSIGN_OR_RETURN(config["rms_norm_eps"],
-                        h.FloatOr("attention.layer_norm_rms_epsilon", 1e-6));
-  WARP_ASSIGN_OR_RETURN(config["rope_theta"], h.FloatOr("rope.freq_base", 10000.0));
-  WARP_ASSIGN_OR_RETURN(config["max_position_embeddings"], h.UintOr("context_length", 4096));
+  WARP_RETURN_IF_ERROR(
+      h.PutFloatOr(config, "rms_norm_eps", "attention.layer_norm_rms_epsilon", 1e-6));
+  WARP_RETURN_IF_ERROR(h.PutFloatOr(config, "rope_theta", "rope.freq_base", 10000.0));
+  WARP_RETURN_IF_ERROR(h.PutUintOr(config, "max_position_embeddings", "context_length", 4096));
+  // Nothing downstream reads 0 as "unknown": it would bound the context at nothing.
+  if (config["max_position_embeddings"].get<uint64_t>() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(h.Key("context_length"), ": 0; a model's trained context is at least 1"));
+  }
   return RopeScaling(h, config);
 }
 
@@ -186,28 +192,54 @@ std::string TensorError(const GgufFile& file, const GgufTensor& t, std::string_v
   return absl::StrCat(file.path().string(), ": tensor ", t.name, ": ", std::string(problem));
 }
 
+// What every tensor of one import is added against.
+struct ImportContext {
+  const GgufFiles& all;
+  const GgufArchitecture& arch;
+  const GgufHparams& hparams;
+  const Json& config;
+  uint32_t num_layers = 0;      // decoded: block_count less the MTP layers
+  uint32_t num_mtp_layers = 0;  // <arch>.nextn_predict_layers
+  uint32_t num_experts = 0;     // <arch>.expert_count
+};
+
+// What the tensors add up to.
+struct ImportedTensors {
+  std::map<std::string, SourceTensor> by_name;
+  size_t skipped = 0;              // of the MTP layers
+  std::vector<bool> layers_seen;   // [num_layers]: a blk.N.* tensor is in the files
+};
+
 // Adds `t` under its Hugging Face name(s): shapes outermost first, an expert
 // tensor as one [rows, cols] tensor per expert.
-absl::Status AddTensor(const GgufFiles& all, size_t file_index, const GgufTensor& t,
-                       const GgufArchitecture& arch, const Json& config,
-                       uint32_t num_mtp_layers, std::map<std::string, SourceTensor>& out,
-                       size_t& skipped) {
+absl::Status AddTensor(const ImportContext& context, size_t file_index, const GgufTensor& t,
+                       ImportedTensors& imported) {
+  const GgufFiles& all = context.all;
+  const GgufArchitecture& arch = context.arch;
+  const Json& config = context.config;
+  std::map<std::string, SourceTensor>& out = imported.by_name;
   const GgufFile& file = *all.files[file_index];
-  const uint32_t num_layers = config["num_hidden_layers"].get<uint32_t>();
+  const uint32_t num_layers = context.num_layers;
   uint32_t layer = 0;
   std::string stem, suffix;
   const GgufTensorRule* rule = nullptr;
   std::string prefix;
   if (SplitLayerName(t.name, layer, stem, suffix)) {
     rule = FindRule(arch.layer_tensors, stem);
-    if (layer >= num_layers && layer < num_layers + num_mtp_layers) {
-      ++skipped;  // a multi-token-prediction layer
+    if (layer >= num_layers && layer < num_layers + context.num_mtp_layers) {
+      ++imported.skipped;  // a multi-token-prediction layer
       return absl::OkStatus();
     }
     if (layer >= num_layers) {
-      return absl::InvalidArgumentError(
-          TensorError(file, t, absl::StrCat("layer ", layer, " of ", num_layers)));
+      return absl::InvalidArgumentError(TensorError(
+          file, t,
+          absl::StrCat("layer ", layer, ", but ", context.hparams.Key("block_count"), " is ",
+                       num_layers + context.num_mtp_layers,
+                       context.num_mtp_layers > 0
+                           ? absl::StrCat(" (", context.num_mtp_layers, " of them MTP layers)")
+                           : std::string())));
     }
+    imported.layers_seen[layer] = true;
     prefix = absl::StrCat("model.layers.", layer, ".");
   } else if (const size_t dot = t.name.rfind('.'); dot != std::string::npos) {
     stem = t.name.substr(0, dot);
@@ -229,6 +261,7 @@ absl::Status AddTensor(const GgufFiles& all, size_t file_index, const GgufTensor
     shape = {shape[0] * shape[1], shape[2]};
   }
   SourceTensor base{.shape = shape, .offset = t.offset, .bytes = t.bytes, .file = file_index};
+  base.gguf_name = t.name;
   WARP_RETURN_IF_ERROR(SetType(file, t, base));
   if (rule->rope_rows != GgufRopeRows::kAsStored) {
     base.llama_rope_heads = config[rule->rope_rows == GgufRopeRows::kQueryHeads
@@ -281,6 +314,12 @@ absl::Status AddTensor(const GgufFiles& all, size_t file_index, const GgufTensor
         file, t, absl::StrCat(shape.size(), " dims; expert tensors have 3 (biases 2)")));
   }
   const uint64_t experts = shape[0];
+  if (experts != context.num_experts) {
+    return absl::InvalidArgumentError(TensorError(
+        file, t,
+        absl::StrCat("holds ", experts, " experts, but ", context.hparams.Key("expert_count"),
+                     " is ", context.num_experts)));
+  }
   base.shape.erase(base.shape.begin());
   const uint64_t stored_bytes = t.bytes / experts;  // one expert's in each run
   base.bytes = base.interleaved ? 2 * stored_bytes : stored_bytes;
@@ -288,11 +327,74 @@ absl::Status AddTensor(const GgufFiles& all, size_t file_index, const GgufTensor
     SourceTensor expert = base;
     expert.name = absl::StrCat(
         prefix, absl::StrReplaceAll(std::string(rule->hf), {{"{}", absl::StrCat(e)}}), dot_suffix);
+    expert.gguf_name = absl::StrCat(t.name, ", expert ", e);
     expert.offset = t.offset + e * stored_bytes;
     if (expert.interleaved) expert.interleaved->offset += e * stored_bytes;
     out.emplace(expert.name, std::move(expert));
   }
   return absl::OkStatus();
+}
+
+// `status` naming the file, if it does not already.
+absl::Status NameFile(const absl::Status& status, const GgufFile& file) {
+  const std::string path = file.path().string();
+  if (status.ok() || absl::StartsWith(status.message(), path)) return status;
+  return Annotate(status, path);
+}
+
+// A refusal of the config the metadata stands for ("config.json: KEY: ...",
+// as ParseModelConfig words it), naming the GGUF key its value came from:
+// the user has no config.json to look at.
+absl::Status NameGgufKeys(const absl::Status& status, const GgufFile& file,
+                          const std::map<std::string, std::string>& sources) {
+  std::string message(status.message());
+  constexpr std::string_view kConfigPrefix = "config.json: ";
+  if (message.starts_with(kConfigPrefix)) message.erase(0, kConfigPrefix.size());
+  const size_t colon = message.find(": ");
+  if (colon != std::string::npos) {
+    const std::string key = message.substr(0, colon);
+    // A nested key ("rope_scaling.factor") came with its object.
+    auto it = sources.find(key);
+    if (it == sources.end()) it = sources.find(key.substr(0, key.find_first_of(".[")));
+    if (it != sources.end()) {
+      message = absl::StrCat(it->second, " (config ", key, ")", message.substr(colon));
+    }
+  }
+  return absl::Status(status.code(), absl::StrCat(file.path().string(), ": ", message));
+}
+
+// vocab_size and tie_word_embeddings, from token_embd's rows and whether output is there.
+absl::Status VocabFromTensors(const GgufFiles& all, const fs::path& path, const GgufHparams& h,
+                              Json& config) {
+  size_t file_index = 0;
+  const GgufTensor* embed = all.Find("token_embd.weight", file_index);
+  if (embed == nullptr || embed->dims.size() != 2) {
+    return absl::NotFoundError(
+        absl::StrCat(path.string(), ": tensor token_embd.weight is missing"));
+  }
+  config["vocab_size"] = embed->dims[1];
+  h.Source("vocab_size", "tensor token_embd.weight's rows");
+  config["tie_word_embeddings"] = all.Find("output.weight", file_index) == nullptr;
+  // The rows decide; llama.cpp writes the key for some architectures only.
+  h.Has("vocab_size");
+  return absl::OkStatus();
+}
+
+// Logs the defaults taken for missing keys and warns about the "<arch>.*"
+// keys nothing read: a misspelled key would otherwise take a default silently.
+void ReportKeys(const GgufHparams& h, GgufImport& result) {
+  const std::string path = h.file().path().string();
+  result.defaults_taken = h.defaults();
+  result.unread_keys = h.UnreadKeys();
+  if (!result.defaults_taken.empty()) {
+    Logger("computed").info("{}: missing keys, defaults taken: {}", path,
+                            absl::StrJoin(result.defaults_taken, ", "));
+  }
+  if (!result.unread_keys.empty()) {
+    Logger("computed").warn("{}: {} key(s) WARP does not read (misspelled, or a feature WARP "
+                            "does not have): {}",
+                            path, result.unread_keys.size(), absl::StrJoin(result.unread_keys, ", "));
+  }
 }
 
 }  // namespace
@@ -324,8 +426,8 @@ absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
   if (!arch.ok()) return Annotate(arch.status(), path.string());
   const GgufHparams hparams(first, result.architecture);
   Json config = {{"model_type", std::string((*arch)->model_type)}};
-  WARP_RETURN_IF_ERROR(CommonConfig(hparams, config));
-  WARP_RETURN_IF_ERROR((*arch)->config(hparams, config));
+  WARP_RETURN_IF_ERROR(NameFile(CommonConfig(hparams, config), first));
+  WARP_RETURN_IF_ERROR(NameFile((*arch)->config(hparams, config), first));
   WARP_ASSIGN_OR_RETURN(uint64_t mtp_layers, hparams.UintOr("nextn_predict_layers", 0));
   const uint64_t block_count = config["num_hidden_layers"].get<uint64_t>();
   if (mtp_layers >= block_count) {
@@ -334,39 +436,58 @@ absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
                                                    mtp_layers, " of ", block_count, " blocks"));
   }
   config["num_hidden_layers"] = block_count - mtp_layers;
-
-  std::map<std::string, SourceTensor> tensors;
-  size_t skipped = 0;
+  if (mtp_layers > 0) {
+    hparams.Source("num_hidden_layers", absl::StrCat(hparams.Key("block_count"), " - ",
+                                                     hparams.Key("nextn_predict_layers")));
+  }
   const GgufFiles all{files};
-  for (size_t i = 0; i < files.size(); ++i) {
-    for (const GgufTensor& t : files[i]->tensors()) {
-      WARP_RETURN_IF_ERROR(AddTensor(all, i, t, **arch, config,
-                                     static_cast<uint32_t>(mtp_layers), tensors, skipped));
-    }
-  }
-  if (skipped > 0) {
-    Logger("computed").info("skipped the {} tensors of the {} MTP layer(s): not used to decode",
-                            skipped, mtp_layers);
-  }
-  auto embed = tensors.find("model.embed_tokens.weight");
-  if (embed == tensors.end() || embed->second.shape.size() != 2) {
-    return absl::NotFoundError(
-        absl::StrCat(path.string(), ": tensor token_embd.weight is missing"));
-  }
-  config["vocab_size"] = embed->second.shape[0];
-  config["tie_word_embeddings"] = !tensors.contains("lm_head.weight");
+  WARP_RETURN_IF_ERROR(VocabFromTensors(all, path, hparams, config));
   for (const char* id : {"bos_token_id", "eos_token_id"}) {
     const std::string key = absl::StrCat("tokenizer.ggml.", id);
     if (first.metadata().contains(key)) {
       WARP_ASSIGN_OR_RETURN(config[id], first.Uint(key));
+      hparams.Source(id, key);
     }
   }
+  // The config is checked here, where its keys can still be named as the
+  // file's; the converter checks the tensors against it.
+  absl::StatusOr<ModelConfig> model = ParseModelConfig(config["model_type"].get<std::string>(),
+                                                       config);
+  if (!model.ok()) return NameGgufKeys(model.status(), first, hparams.sources());
+
+  const ImportContext context{.all = all,
+                              .arch = **arch,
+                              .hparams = hparams,
+                              .config = config,
+                              .num_layers = model->num_layers,
+                              .num_mtp_layers = static_cast<uint32_t>(mtp_layers),
+                              .num_experts = model->num_experts};
+  ImportedTensors tensors;
+  tensors.layers_seen.resize(model->num_layers);
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (const GgufTensor& t : files[i]->tensors()) {
+      WARP_RETURN_IF_ERROR(AddTensor(context, i, t, tensors));
+    }
+  }
+  for (uint32_t layer = 0; layer < model->num_layers; ++layer) {
+    if (!tensors.layers_seen[layer]) {
+      return absl::NotFoundError(absl::StrCat(
+          path.string(), ": ", hparams.Key("block_count"), " is ", block_count,
+          ", but no tensor of layer ", layer, " (blk.", layer, ".*) is in the file"));
+    }
+  }
+  if (tensors.skipped > 0) {
+    Logger("computed").info("skipped the {} tensors of the {} MTP layer(s): not used to decode",
+                            tensors.skipped, mtp_layers);
+  }
+  ReportKeys(hparams, result);
   WARP_ASSIGN_OR_RETURN(result.tokenizer, GgufTokenizer(first));
   if (first.metadata().contains("tokenizer.chat_template")) {
     WARP_ASSIGN_OR_RETURN(result.chat_template, first.String("tokenizer.chat_template"));
   }
   result.config = std::move(config);
-  WARP_ASSIGN_OR_RETURN(result.checkpoint, Checkpoint::FromTensors(paths, std::move(tensors)));
+  WARP_ASSIGN_OR_RETURN(result.checkpoint,
+                        Checkpoint::FromTensors(paths, std::move(tensors.by_name)));
   return result;
 }
 

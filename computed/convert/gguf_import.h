@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "computed/convert/gguf_tokenizer.h"
@@ -28,6 +29,10 @@ struct GgufImport {
   std::unique_ptr<Checkpoint> checkpoint;
   std::optional<std::string> chat_template;  // tokenizer.chat_template
   std::optional<GgufTokenizerFiles> tokenizer;  // from tokenizer.ggml.*
+  // "KEY = VALUE" for each missing key a default was taken for (logged at info).
+  std::vector<std::string> defaults_taken;
+  // "<arch>.*" keys nothing read: misspelled, or a feature WARP lacks (logged as a warning).
+  std::vector<std::string> unread_keys;
 };
 
 // True for a path that names a GGUF file rather than a Hugging Face directory.

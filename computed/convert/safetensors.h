@@ -59,6 +59,9 @@ struct SourceTensor {
     uint64_t unit = 0;
   };
   std::optional<Interleaved> interleaved;
+  // From GGUF: the file's own tensor name ("blk.0.ffn_down_exps.weight, expert 3"),
+  // for messages; empty for safetensors.
+  std::string gguf_name;
 };
 
 // The container format that keeps a GGUF tensor's blocks; nullopt for other dtypes.

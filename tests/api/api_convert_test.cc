@@ -127,7 +127,7 @@ TEST(ApiConvertTest, AnExistingModelIsRefusedAndStillOpens) {
   ASSERT_EQ(warp_convert(&options), WARP_OK) << warp_last_error();
   const std::map<std::string, std::string> before = Files(out);
   EXPECT_THAT(before.at("manifest.json"), HasSubstr("o_proj_fold"));  // the default folds
-  EXPECT_NE(warp_convert(&options), WARP_OK);
+  EXPECT_EQ(warp_convert(&options), WARP_ALREADY_EXISTS);  // was WARP_INTERNAL (issue 44)
   EXPECT_THAT(warp_last_error(), AllOf(HasSubstr(out), HasSubstr("already holds a container")));
   EXPECT_TRUE(Files(out) == before);
   warp_model_options model_options = DemoOptions();

@@ -50,6 +50,7 @@ std::string ReadFile(const fs::path& path) {
 TEST(ApiTextTest, VersionAndStatusNames) {
   EXPECT_EQ(warp_api_version(), WARP_API_VERSION);
   EXPECT_STREQ(warp_status_name(WARP_OUT_OF_RANGE), "WARP_OUT_OF_RANGE");
+  EXPECT_STREQ(warp_status_name(WARP_ALREADY_EXISTS), "WARP_ALREADY_EXISTS");
   EXPECT_STREQ(warp_status_name(static_cast<warp_status>(99)), "WARP_UNKNOWN_STATUS");
 }
 

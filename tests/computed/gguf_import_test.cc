@@ -5,6 +5,8 @@
 
 #include "computed/convert/gguf_import.h"
 
+#include "computed/convert/converter.h"
+
 #include <cstring>
 #include <fstream>
 
@@ -171,7 +173,8 @@ TEST_F(GgufImportTest, RefusesATensorNoRuleMaps) {
   GgufWriter past = TinyModel("qwen3moe");
   past.Tensor("blk.1.attn_norm.weight", {kHidden}, kF32, Floats(kHidden));
   EXPECT_THAT(Import(past), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("tensor blk.1.attn_norm.weight: layer 1 of 1")));
+                                     HasSubstr("tensor blk.1.attn_norm.weight: layer 1, but "
+                                               "qwen3moe.block_count is 1")));
 }
 
 TEST_F(GgufImportTest, RefusesALlamaWithoutExperts) {
@@ -319,6 +322,7 @@ GgufWriter GptOssModel(bool with_up = true) {
   }
   w.Tensor("token_embd.weight", {kHidden, kVocab}, kF32, Floats(kHidden * kVocab));
   w.Tensor("blk.0.attn_sinks.weight", {kHeads}, kF32, Floats(kHeads));
+  w.Tensor("blk.1.attn_sinks.weight", {kHeads}, kF32, Floats(kHeads));  // each layer has one
   // Gate rows hold 1000 + r * cols + c, up rows 2000 + ...; biases 10 + i and 20 + i.
   w.Tensor("blk.0.ffn_gate_exps.weight", {kHidden, kFf, kExperts}, kF32,
            Floats(kHidden * kFf * kExperts, 1000));
@@ -397,6 +401,89 @@ TEST_F(GgufImportTest, RefusesABlockCountAboveTheLayerBoundBeforeSizingAnything)
                                     HasSubstr(arch + ".block_count: 1099511627776 is above "
                                                      "WARP's bound of 1024")));
   }
+}
+
+// The outside probe (issue 44, finding 9): `rope.freq_base` renamed converted
+// with rope_theta 10,000 instead of 1e6 without a word. The misspelled key is
+// reported as one nothing read, and the default as taken.
+TEST_F(GgufImportTest, AMisspelledKeyIsReportedAndItsDefaultNamed) {
+  GgufWriter w = TinyModel("qwen3moe");
+  w.Float32("qwen3moe.rope.freq_bsae", 1e6f);
+  absl::StatusOr<GgufImport> imported = Import(w);
+  WARP_ASSERT_OK(imported);
+  EXPECT_EQ(imported->config["rope_theta"], 10000.0);
+  EXPECT_EQ(imported->unread_keys, std::vector<std::string>{"qwen3moe.rope.freq_bsae"});
+  EXPECT_THAT(imported->defaults_taken,
+              ::testing::Contains("qwen3moe.rope.freq_base = 10000"));
+  EXPECT_THAT(imported->defaults_taken,
+              ::testing::Contains("qwen3moe.context_length = 4096"));
+  // Spelled right, the key is read and nothing is left over.
+  GgufWriter right = TinyModel("qwen3moe");
+  right.Float32("qwen3moe.rope.freq_base", 1e6f);
+  imported = Import(right);
+  WARP_ASSERT_OK(imported);
+  EXPECT_EQ(imported->config["rope_theta"], 1e6);
+  EXPECT_THAT(imported->unread_keys, ::testing::IsEmpty());
+  EXPECT_THAT(imported->defaults_taken,
+              ::testing::Not(::testing::Contains("qwen3moe.rope.freq_base = 10000")));
+  // rope.dimension_count, once unread, is read and must be the whole head.
+  GgufWriter partial = TinyModel("qwen3moe");
+  partial.Uint32("qwen3moe.rope.dimension_count", kHeadDim / 2);
+  EXPECT_THAT(Import(partial), StatusIs(absl::StatusCode::kUnimplemented,
+                                        HasSubstr("qwen3moe.rope.dimension_count: 8 (partial "
+                                                  "rope) is not supported: 16")));
+}
+
+TEST_F(GgufImportTest, RefusesAContextLengthOfZeroNamingTheKey) {
+  GgufWriter w = TinyModel("qwen3moe");
+  w.Uint32("qwen3moe.context_length", 0);
+  EXPECT_THAT(Import(w), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("m.gguf: qwen3moe.context_length: 0")));
+}
+
+// The probe's "51 GGUF errors mention config.json": a value the config
+// refuses is named by the GGUF key it came from, in the GGUF file.
+TEST_F(GgufImportTest, AConfigRefusalNamesTheGgufFileAndKeyNotConfigJson) {
+  GgufWriter w = TinyModel("qwen3moe", "expert_used_count");
+  w.Uint32("qwen3moe.expert_used_count", 9);
+  absl::StatusOr<GgufImport> imported = Import(w);
+  EXPECT_THAT(imported, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 HasSubstr("m.gguf: qwen3moe.expert_used_count (config "
+                                           "num_experts_per_tok): 9 is not in [1, 4]")));
+  EXPECT_THAT(imported.status().message(), ::testing::Not(HasSubstr("config.json")));
+}
+
+// The probe's misattributed counts: each names the key that disagrees with the tensors.
+TEST_F(GgufImportTest, ACountThatDisagreesWithTheTensorsNamesTheKeyAndTensor) {
+  GgufWriter experts = TinyModel("qwen3moe", "expert_count");
+  experts.Uint32("qwen3moe.expert_count", 8);
+  EXPECT_THAT(Import(experts),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("m.gguf: tensor blk.0.ffn_gate_exps.weight: holds 4 experts, "
+                                 "but qwen3moe.expert_count is 8")));
+  GgufWriter more_blocks = TinyModel("qwen3moe", "block_count");
+  more_blocks.Uint32("qwen3moe.block_count", 2);
+  EXPECT_THAT(Import(more_blocks),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("m.gguf: qwen3moe.block_count is 2, but no tensor of layer 1 "
+                                 "(blk.1.*) is in the file")));
+  GgufWriter fewer_blocks = TinyModel("qwen3moe");
+  fewer_blocks.Tensor("blk.1.attn_norm.weight", {kHidden}, kF32, Floats(kHidden));
+  EXPECT_THAT(Import(fewer_blocks),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("m.gguf: tensor blk.1.attn_norm.weight: layer 1, but "
+                                 "qwen3moe.block_count is 1")));
+  // A size the tensors disagree with is found by the converter; it names the
+  // GGUF tensor and the metadata, not a config.json the user does not have.
+  GgufWriter heads = TinyModel("qwen3moe", "attention.head_count");
+  heads.Uint32("qwen3moe.attention.head_count", 4);
+  const absl::Status converted =
+      ConvertCheckpoint(Write(heads), dir_ / "out.warp", {.direct_io = false}).status();
+  EXPECT_THAT(converted, StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("tensor blk.0.attn_q.weight (as "
+                                            "model.layers.0.self_attn.q_proj.weight) has shape "
+                                            "[32, 32]; the GGUF metadata's sizes imply [64, 32]")));
+  EXPECT_THAT(converted.message(), ::testing::Not(HasSubstr("config.json")));
 }
 
 TEST_F(GgufImportTest, SplitSetsOpenFromTheirFirstFileAndCheckTheirNumbers) {

@@ -239,5 +239,57 @@ TEST_F(GgufTest, AReadPastTheTensorIsRefused) {
                        HasSubstr("tensor blk.0.attn_norm.weight: bytes [252, 260) of 256")));
 }
 
+// Found by the outside probe (issue 44, finding 9): a directory that does not
+// describe the data section converted into a model that ran with other
+// tensors' bytes. Every byte of the data section belongs to one tensor, but
+// for the alignment's padding.
+TEST_F(GgufTest, OverlappingTensorDataIsRefusedNamingBothTensors) {
+  GgufWriter w;
+  w.Tensor("blk.0.attn_norm.weight", {64}, 0, std::string(256, '\0'));
+  w.Tensor("blk.0.ffn_norm.weight", {64}, 0, std::string(256, '\0'), uint64_t{224});
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kDataLoss,
+                                HasSubstr("m.gguf: tensor blk.0.ffn_norm.weight at data offset 224 "
+                                          "overlaps tensor blk.0.attn_norm.weight (bytes [0, 256) "
+                                          "of the data section)")));
+  GgufWriter same = Sample();
+  same.Tensor("blk.1.attn_norm.weight", {64}, 0, std::string(256, '\0'), uint64_t{0});
+  EXPECT_THAT(Open(same), StatusIs(absl::StatusCode::kDataLoss,
+                                   HasSubstr("tensor blk.1.attn_norm.weight at data offset 0 "
+                                             "overlaps tensor blk.0.attn_norm.weight")));
+}
+
+TEST_F(GgufTest, DataBelongingToNoTensorIsRefused) {
+  // A shifted offset leaves a gap: bytes [32, 64) are nobody's.
+  GgufWriter gap;
+  gap.Tensor("blk.0.attn_norm.weight", {8}, 0, std::string(32, '\0'));
+  gap.Tensor("blk.0.ffn_norm.weight", {8}, 0, std::string(64, '\0'), uint64_t{64});
+  EXPECT_THAT(Open(gap), StatusIs(absl::StatusCode::kDataLoss,
+                                  HasSubstr("m.gguf: bytes [32, 64) of the data section belong to "
+                                            "no tensor (between tensor blk.0.attn_norm.weight and "
+                                            "tensor blk.0.ffn_norm.weight)")));
+  // Bytes after the last tensor, past its padding.
+  const auto path = dir_ / "m.gguf";
+  std::ofstream(path, std::ios::binary) << Sample().Bytes() << std::string(40, '\0');
+  EXPECT_THAT(GgufFile::Open(path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("40 bytes at the end of the data section belong to no tensor (the "
+                                 "last, blk.0.ffn_gate_exps.weight, ends at data offset 1632)")));
+  // Padding to the alignment after the last tensor is how ggml writes files.
+  std::ofstream(path, std::ios::binary) << Sample().Bytes() << std::string(31, '\0');
+  const absl::StatusOr<std::unique_ptr<GgufFile>> padded = GgufFile::Open(path);
+  WARP_EXPECT_OK(padded);
+}
+
+// The probe's "tensor count one short": the directory's last entry was read as
+// padding and every tensor's data as if the section began there.
+TEST_F(GgufTest, ATensorCountShortOfTheDirectoryIsRefused) {
+  GgufWriter w = Sample();
+  w.tensor_count = 2;
+  EXPECT_THAT(Open(w), StatusIs(absl::StatusCode::kDataLoss,
+                                AllOf(HasSubstr("bytes at the end of the data section belong to "
+                                                "no tensor"),
+                                      HasSubstr("is the header's tensor count (2) short?"))));
+}
+
 }  // namespace
 }  // namespace warp::computed

@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARP_WERROR=ON
 
-.PHONY: all deps configure build check demo bench fuzz fuzz-smoke clean
+.PHONY: all deps configure build check check-sanitize demo bench fuzz fuzz-smoke clean
 
 all: build
 
@@ -24,6 +24,13 @@ check: build
 	@WARP_PEER_DIR=$(abspath $(BUILD))/peer JOBS=$(JOBS) bash tests/peer/install.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 	@if [ "$(FUZZ)" = 1 ]; then $(MAKE) --no-print-directory fuzz-smoke; fi
+
+# The store, daemon, conformance, bit-identity and mutation tests and the fuzz
+# replays under ASan and UBSan (clang, build-sanitize/; tests/sanitize.sh).
+# .ci/run calls it after `make check`.
+check-sanitize: deps
+	@bash deploy/install-deps.sh --fuzz
+	@JOBS=$(JOBS) bash tests/sanitize.sh
 
 # The libFuzzer harnesses of tests/fuzz (clang, ASan, UBSan, in build-fuzz/).
 # ctest above replays every harness over its committed corpus; the sanitized
@@ -46,4 +53,4 @@ bench: build
 	@bash tests/bench/run_all.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-sanitize

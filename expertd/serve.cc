@@ -114,6 +114,11 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
                               kGrpcMaxIdleThreads);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                              static_cast<int>(config.idle_timeout_seconds()) * 1000);
+  // A quarter of the calls per connection: one peer's streams (300 with a
+  // zero window took every thread for 10 s, the probe of issue 44) leave the
+  // others threads; more streams wait in the peer's HTTP/2 queue.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             std::max(1, static_cast<int>(config.max_grpc_calls()) / 4));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
   std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();

@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -100,6 +102,28 @@ size_t UdsServer::num_connections() const {
   return open;
 }
 
+namespace {
+
+// The soft RLIMIT_NOFILE, read each time: an operator may raise it live.
+int DescriptorLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      limit.rlim_cur > INT32_MAX) {
+    return INT32_MAX;
+  }
+  return static_cast<int>(limit.rlim_cur);
+}
+
+// The process at the other end of a Unix socket; 0 if unknown.
+pid_t PeerProcess(int socket) {
+  ucred peer{};
+  socklen_t length = sizeof(peer);
+  if (::getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) return 0;
+  return peer.pid;
+}
+
+}  // namespace
+
 void UdsServer::AcceptLoop() {
   bool back_off = false;
   while (true) {
@@ -158,15 +182,38 @@ bool UdsServer::Accept() {
     }
     return false;
   }
+  // Descriptors are numbered lowest first: one this high means the fast path
+  // would take the last ones gRPC needs to accept (upstream gRPC's listener
+  // does not recover from running out; docs/RELIABILITY.md).
+  if (socket.get() >= DescriptorLimit() - kReservedDescriptors) {
+    Refuse(std::move(socket),
+           absl::StrCat("keeps its last ", kReservedDescriptors,
+                        " file descriptors for gRPC and its banks; retry later"));
+    return true;
+  }
   const timeval timeout{.tv_sec = kSendTimeoutSeconds, .tv_usec = 0};
   ::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  size_t open = 0;
+  const pid_t peer = PeerProcess(socket.get());
+  std::string refusal;
   {
     absl::MutexLock lock(&mu_);
     ReapDone();
-    open = clients_.size();
-    if (open < options_.max_connections) {
+    const size_t open = clients_.size();
+    size_t from_peer = 0;
+    for (const Client& client : clients_) from_peer += client.peer == peer;
+    // Half the maximum (at least 16, or all of a smaller one): a process
+    // that hoards connections leaves the others room.
+    const size_t per_process =
+        std::max(options_.max_connections / 2, std::min<size_t>(options_.max_connections, 16));
+    if (open >= options_.max_connections) {
+      refusal = absl::StrCat("serves ", open, " connections, its maximum (max_fastpath_connections)");
+    } else if (peer > 0 && from_peer >= per_process) {
+      refusal = absl::StrCat("serves ", from_peer, " connections of process ", peer,
+                             ", the most one process may hold (half of "
+                             "max_fastpath_connections)");
+    } else {
       Client& client = clients_.emplace_back();
+      client.peer = peer;
       client.connection =
           std::make_unique<UdsConnection>(std::move(socket), handler_, options_.connection);
       client.thread = std::thread([this, &client] {
@@ -178,19 +225,18 @@ bool UdsServer::Accept() {
       return true;
     }
   }
-  Refuse(std::move(socket), open);
+  Refuse(std::move(socket), refusal);
   return true;
 }
 
-void UdsServer::Refuse(ScopedFd socket, size_t open) {
+void UdsServer::Refuse(ScopedFd socket, const std::string& why) {
   v1::FastPathReply reply;
-  *reply.mutable_hello()->mutable_status() = ToProto(absl::ResourceExhaustedError(
-      absl::StrCat("expertd fastpath:", options_.path, " serves ", open,
-                   " connections, its maximum (max_fastpath_connections)")));
+  *reply.mutable_hello()->mutable_status() = ToProto(
+      absl::ResourceExhaustedError(absl::StrCat("expertd fastpath:", options_.path, " ", why)));
   // The client's Hello is not read: the reply is all it needs to give up.
   (void)SendFastPathFrame(socket.get(), EncodeFastPathFrame(reply));
   ::shutdown(socket.get(), SHUT_RDWR);
-  LogRateLimited(absl::StrCat("refused a client: ", open, " connections open"));
+  LogRateLimited(absl::StrCat("refused a client: ", why));
 }
 
 void UdsServer::ReapDone() {

@@ -4,10 +4,12 @@
 // on one socket path. An accept thread hands each client connection to a
 // thread of its own (a UdsConnection); both are owned here and joined at
 // Shutdown. Does not own the RequestHandler (nor its ExpertStore), which must
-// outlive it. Bounded: past max_connections a client gets a Hello reply of
-// RESOURCE_EXHAUSTED and is closed; out of file descriptors, the accept loop
-// sheds the waiting client, backs off and logs once per 10 s, and recovers
-// as connections close.
+// outlive it. Bounded: past max_connections, or past half of them from
+// one process (SO_PEERCRED), or when the connection would take one of the
+// process's last kReservedDescriptors file descriptors (kept for gRPC), a
+// client gets a Hello reply of RESOURCE_EXHAUSTED and is closed; out of file
+// descriptors all the same, the accept loop sheds the waiting client, backs
+// off and logs once per 10 s, and recovers as connections close.
 //
 // Thread-safe.
 
@@ -30,6 +32,8 @@ namespace warp::expertd {
 
 class UdsServer {
  public:
+  static constexpr int kReservedDescriptors = 16;
+
   struct Options {
     std::string path;              // the socket file; a stale one is replaced
     uint32_t socket_mode = 0660;   // permission bits of the socket file
@@ -53,6 +57,7 @@ class UdsServer {
     std::unique_ptr<UdsConnection> connection;
     std::thread thread;
     std::atomic<bool> done{false};  // Serve returned: the thread can be joined
+    pid_t peer = 0;                 // the client's process (0: unknown)
   };
 
   UdsServer(const RequestHandler& handler, const Options& options, ScopedFd listener, ScopedFd wake,
@@ -61,8 +66,8 @@ class UdsServer {
   // Accepts one client; false when the accept loop should back off (no
   // file descriptor left, or another failure that would repeat at once).
   bool Accept();
-  // Tells a client past max_connections why, and closes it.
-  void Refuse(ScopedFd socket, size_t open);
+  // Tells a client refused why ("expertd fastpath:PATH " + why), and closes it.
+  void Refuse(ScopedFd socket, const std::string& why);
   // A warning at most once per 10 s, counting the ones not logged.
   void LogRateLimited(const std::string& what);
   void ReapDone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -127,11 +127,17 @@ absl::StatusOr<ReceivedFastPathHeader> RecvFastPathHeader(int socket) {
     return absl::InvalidArgumentError(
         absl::StrCat("frame header of ", header_bytes, " bytes exceeds ", kMaxFastPathHeaderBytes));
   }
-  received.header.resize(header_bytes);
-  if (absl::Status status =
-          RecvAll(socket, std::as_writable_bytes(std::span(received.header)), &received.fd);
-      !status.ok()) {
-    return status;
+  // Grown as the bytes arrive, not to the size announced: a client that
+  // announces a megabyte and stalls holds only what it sent.
+  constexpr size_t kStep = 64 << 10;
+  while (received.header.size() < header_bytes) {
+    const size_t have = received.header.size();
+    received.header.resize(std::min<size_t>(header_bytes, have + kStep));
+    if (absl::Status status = RecvAll(
+            socket, std::as_writable_bytes(std::span(received.header).subspan(have)), &received.fd);
+        !status.ok()) {
+      return status;
+    }
   }
   return received;
 }

@@ -121,6 +121,34 @@ absl::StatusOr<Value> ListFilter(const Value& operand, std::string_view name) {
   return NoSuchFilter(name, operand);
 }
 
+// Jinja2's int filter: int(s) of a string, else int(float(s)), else
+// `fallback`; numbers truncate toward zero, as Python's int() does.
+absl::StatusOr<Value> IntFilter(const Value& operand, const Value& fallback) {
+  double value = 0;
+  if (operand.is(Type::kString)) {
+    std::optional<double> parsed = ParsePyInt(operand.string());
+    if (!parsed.has_value()) parsed = ParsePyFloat(operand.string());
+    if (!parsed.has_value() || std::isnan(*parsed)) return fallback;
+    value = *parsed;
+  } else if (operand.is_number() || operand.is(Type::kBool)) {
+    value = operand.number();
+  } else {
+    return NoSuchFilter("int", operand);
+  }
+  if (std::isinf(value)) return Error("int: cannot convert float infinity to integer");
+  return Value::Int(std::trunc(value));
+}
+
+// Jinja2's float filter: float(s) of a string, else `fallback`.
+absl::StatusOr<Value> FloatFilter(const Value& operand, const Value& fallback) {
+  if (operand.is(Type::kString)) {
+    const std::optional<double> parsed = ParsePyFloat(operand.string());
+    return parsed.has_value() ? Value::Float(*parsed) : fallback;
+  }
+  if (operand.is_number() || operand.is(Type::kBool)) return Value::Float(operand.number());
+  return NoSuchFilter("float", operand);
+}
+
 absl::StatusOr<Value> StringFilter(const Value& operand, std::string_view name) {
   const std::string& s = operand.string();
   if (name == "length" || name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
@@ -129,14 +157,8 @@ absl::StatusOr<Value> StringFilter(const Value& operand, std::string_view name) 
   if (name == "trim") return Value::String(PyStrip(s, nullptr, true, true));
   if (name == "indent") return Value::String(Indent(s, 4, false, false));
   if (name == "join" || name == "string") return operand;
-  if (name == "int") {
-    const double v = ParseJsInt(s);
-    return Value::Int(std::isnan(v) ? 0 : v);
-  }
-  if (name == "float") {
-    const double v = ParseJsFloat(s);
-    return Value::Float(std::isnan(v) ? 0 : v);
-  }
+  if (name == "int") return IntFilter(operand, Value::Int(0));
+  if (name == "float") return FloatFilter(operand, Value::Float(0));
   return NoSuchFilter(name, operand);
 }
 
@@ -158,8 +180,8 @@ absl::StatusOr<Value> SimpleFilter(const Value& operand, std::string_view name) 
     case Type::kInt:
     case Type::kFloat:
       if (name == "abs") return operand.is(Type::kInt) ? Value::Int(std::fabs(operand.number())) : Value::Float(std::fabs(operand.number()));
-      if (name == "int") return Value::Int(std::floor(operand.number()));
-      if (name == "float") return Value::Float(operand.number());
+      if (name == "int") return IntFilter(operand, Value::Int(0));
+      if (name == "float") return FloatFilter(operand, Value::Float(0));
       if (name == "string") return Value::String(*ToDisplayString(operand));
       return NoSuchFilter(name, operand);
     case Type::kObject:
@@ -264,14 +286,7 @@ absl::StatusOr<Value> Interpreter::ApplyCallFilter(const Value& operand, const C
   if (name == "int" || name == "float") {
     const bool is_int = name == "int";
     const Value fallback = Option(args, kwargs, 0, "default", is_int ? Value::Int(0) : Value::Float(0));
-    if (operand.is(Type::kString)) {
-      const double v = is_int ? ParseJsInt(operand.string()) : ParseJsFloat(operand.string());
-      if (std::isnan(v)) return fallback;
-      return is_int ? Value::Int(v) : Value::Float(v);
-    }
-    if (operand.is_number()) return operand;
-    if (operand.is(Type::kBool)) return is_int ? Value::Int(operand.number()) : Value::Float(operand.number());
-    return NoSuchFilter(name, operand);
+    return is_int ? IntFilter(operand, fallback) : FloatFilter(operand, fallback);
   }
   if (name == "default") {
     const Value fallback = args.empty() ? Value::String("") : args[0];

@@ -31,14 +31,14 @@ absl::StatusOr<std::string> Interpreter::Run(const NodeList& program, const Scop
   return out;
 }
 
-// Concatenates the statements' text; undefined prints nothing. On a
-// pending break/continue the partial text is dropped, as the reference's
-// exception-based control flow drops it.
+// Concatenates the statements' text; undefined prints nothing. A pending
+// break/continue ends the block and keeps the text rendered before it, as
+// Python Jinja2's generated code has already yielded it.
 absl::StatusOr<std::string> Interpreter::ExecBlock(const NodeList& block, const ScopePtr& scope) {
   std::string out;
   for (const NodePtr& statement : block) {
+    if (flow_ != Flow::kNormal) break;
     WARP_ASSIGN_OR_RETURN(Value value, Evaluate(*statement, scope));
-    if (flow_ != Flow::kNormal) return std::string();
     if (value.is(Value::Type::kUndefined)) continue;  // none prints "None", as in Python
     absl::StatusOr<std::string> text = ToDisplayString(value);
     if (!text.ok()) return WithPosition(text.status(), statement->pos);
@@ -126,13 +126,15 @@ absl::StatusOr<Value> Interpreter::ExecFor(const ForNode& node, const ScopePtr& 
     scope->Set("loop", Value::Object(std::move(loop)));
     WARP_RETURN_IF_ERROR(BindTarget(*node.target, items[i], *scope));
     WARP_ASSIGN_OR_RETURN(std::string body, ExecBlock(node.body, scope));
+    out += body;
+    // As in Python Jinja2, the else block runs unless some iteration reached
+    // the end of the body.
     if (flow_ != Flow::kNormal) {
       const bool stop = flow_ == Flow::kBreak;
       flow_ = Flow::kNormal;
       if (stop) break;
       continue;
     }
-    out += body;
     no_iteration = false;
   }
   if (no_iteration) {

@@ -173,7 +173,9 @@ absl::StatusOr<NodePtr> Parser::ParseIf(const Token& opener) {
 absl::StatusOr<NodePtr> Parser::ParseIfChain(const Token& opener) {
   auto node = std::make_unique<IfNode>(Here());
   ++current_;  // if / elif
-  WARP_ASSIGN_OR_RETURN(node->test, ParseExpression());
+  // No conditional expression at the top of the test (Jinja2's parse_if:
+  // with_condexpr=False): `{% if a if b else c %}` is a syntax error there.
+  WARP_ASSIGN_OR_RETURN(node->test, ParseLogicalOr());
   WARP_RETURN_IF_ERROR(Expect(TokenType::kCloseStatement, "'%}'"));
   WARP_RETURN_IF_ERROR(ParseBodyUntil({"elif", "else", "endif"}, opener, &node->body));
   if (IsStatement({"elif"})) {

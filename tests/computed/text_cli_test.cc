@@ -233,7 +233,7 @@ TEST_F(TextCliTest, TemplateTakesAChatTemplateToolsAndKwargs) {
 }
 
 // A real release's template that uses tools (Qwen3's, tests/npm) rendered
-// with --tools and --template-kwargs equals @huggingface/jinja given what
+// with --tools and --template-kwargs equals Python Jinja2 given what
 // transformers passes: the special_tokens_map of tokenizer_config.json, the
 // messages, tools and kwargs as written.
 TEST_F(TextCliTest, ToolsOnARealReleaseTemplateMatchTheReference) {
@@ -270,8 +270,8 @@ TEST_F(TextCliTest, ToolsOnARealReleaseTemplateMatchTheReference) {
   const std::string template_file = WriteFile("qwen3.jinja", config["chat_template"]);
   const std::string context_file = WriteFile("qwen3_context.json", context.dump());
   absl::StatusOr<std::string> expected =
-      warp::testing::RunNode(warp::testing::SourceDir() / "tests/chat/reference_render.mjs",
-                             {template_file, context_file});
+      warp::testing::RunScript("/usr/bin/python3", warp::testing::SourceDir() / "tests/chat/reference_render.py",
+                               {template_file, context_file});
   ASSERT_TRUE(expected.ok()) << expected.status();
   ASSERT_THAT(*expected, HasSubstr(R"({"type": "function", "function": {"name": "get_weather")"));
 

@@ -114,11 +114,12 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& servi
                               kGrpcMaxIdleThreads);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                              static_cast<int>(config.idle_timeout_seconds()) * 1000);
-  // A quarter of the calls per connection: one peer's streams (300 with a
-  // zero window took every thread for 10 s, the probe of issue 44) leave the
-  // others threads; more streams wait in the peer's HTTP/2 queue.
+  // A quarter of the calls per connection (at least 16): one peer's streams
+  // (300 with a zero window took every thread for 10 s, the probe of issue
+  // 44) leave the others threads; more streams wait in the peer's HTTP/2
+  // queue. Below 64 calls the quota's RESOURCE_EXHAUSTED bounds them first.
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                             std::max(1, static_cast<int>(config.max_grpc_calls()) / 4));
+                             std::max(16, static_cast<int>(config.max_grpc_calls()) / 4));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
   std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();

@@ -14,7 +14,7 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF", little-endian
 constexpr uint64_t kMaxCount = uint64_t{1} << 24;
 constexpr uint64_t kMaxString = uint64_t{1} << 26;
 constexpr uint32_t kMaxDims = 8;
-constexpr uint32_t kTypeArray = 9, kTypeString = 8;
+constexpr uint32_t kTypeArray = 9;
 
 // Little-endian reads over the file through a buffer, with the position for errors.
 class Cursor {

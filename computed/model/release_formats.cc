@@ -88,8 +88,17 @@ std::vector<std::string_view> DottedParts(std::string_view name) {
 }  // namespace
 
 bool ModuleMatches(std::string_view module, std::string_view pattern) {
-  const std::vector<std::string_view> parts = DottedParts(module);
-  const std::vector<std::string_view> want = DottedParts(pattern);
+  // A multimodal release nests its text model under `language_model`
+  // (GLM-5.3's model.language_model.layers.N, Kimi K3's language_model.),
+  // while its modules_to_not_convert names the text model's modules from its
+  // own root (model.layers.N): that part is not compared.
+  auto text_parts = [](std::string_view name) {
+    std::vector<std::string_view> parts = DottedParts(name);
+    std::erase(parts, std::string_view("language_model"));
+    return parts;
+  };
+  const std::vector<std::string_view> parts = text_parts(module);
+  const std::vector<std::string_view> want = text_parts(pattern);
   for (size_t start = 0; start + want.size() <= parts.size(); ++start) {
     bool all = true;
     for (size_t i = 0; i < want.size() && all; ++i) {

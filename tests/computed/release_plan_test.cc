@@ -190,6 +190,13 @@ TEST(ReleaseFormatsTest, EachReleaseIsReadAsItShips) {
   EXPECT_EQ(glm->TrunkMatrix(family, "model.layers.3.self_attn.kv_b_proj.weight"),
             TensorFormat::kBF16);
   EXPECT_EQ(glm->TrunkMatrix(family, "model.layers.0.self_attn.o_proj.weight"), TensorFormat::kBF16);
+  // As WARP names the trunk (the release's own tensor names): the KDA layers'
+  // projections the release ships in BF16 (they were planned as FP8, 4.6 GiB
+  // short of the release's trunk).
+  EXPECT_EQ(glm->TrunkMatrix(family, "model.language_model.layers.0.self_attn.o_proj.weight"),
+            TensorFormat::kBF16);
+  EXPECT_EQ(glm->TrunkMatrix(family, "model.language_model.layers.3.self_attn.q_a_proj.weight"),
+            TensorFormat::kF8E4M3B128);
   EXPECT_EQ(glm->TrunkMatrix(family, "model.layers.0.mlp.gate_proj.weight"),
             TensorFormat::kF8E4M3B128);
   EXPECT_EQ(glm->TrunkMatrix(family, "model.embed_tokens.weight"), TensorFormat::kBF16);
@@ -257,6 +264,11 @@ TEST(ReleaseFormatsTest, ModulesMatchByWholeParts) {
   EXPECT_TRUE(ModuleMatches("model.layers.3.mlp.gate", "model.layers.3.mlp.gate"));
   EXPECT_FALSE(ModuleMatches("model.layers.3.mlp.gate_proj", "model.layers.3.mlp.gate"));
   EXPECT_FALSE(ModuleMatches("model.layers.13.self_attn.o_proj", "model.layers.1.self_attn"));
+  // GLM-5.3 names its text modules from the text model's root; WARP's trunk
+  // names (and the release's tensors) nest them under language_model.
+  EXPECT_TRUE(ModuleMatches("model.language_model.layers.7.self_attn.q_proj",
+                            "model.layers.*.self_attn"));
+  EXPECT_FALSE(ModuleMatches("model.language_model.layers.7.mlp.gate_proj", "model.layers.7.self_attn"));
   EXPECT_FALSE(ModuleMatches("lm_head", "model.layers.*.self_attn"));
 }
 

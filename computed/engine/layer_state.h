@@ -46,9 +46,14 @@ class PositionRows : public LayerState {
 
   // Row `kind` of position `pos`. REQUIRES: pos is held (below end(), and
   // within the ring when windowed).
-  float* Row(size_t kind, uint32_t pos) { return &rows_[kind][Slot(pos) * widths_[kind]]; }
+  // A kind of width 0 (NoPE MLA's rope keys) has no storage: its row is an
+  // empty range at data() (indexing the empty vector was out of bounds, which
+  // _GLIBCXX_ASSERTIONS in the sanitized build caught).
+  float* Row(size_t kind, uint32_t pos) {
+    return rows_[kind].data() + Slot(pos) * widths_[kind];
+  }
   const float* Row(size_t kind, uint32_t pos) const {
-    return &rows_[kind][Slot(pos) * widths_[kind]];
+    return rows_[kind].data() + Slot(pos) * widths_[kind];
   }
   // Marks `pos` written: positions up to it are held.
   void Written(uint32_t pos) { end_ = pos + 1; }

@@ -115,7 +115,7 @@ class ExpertMathLandingTest
     return math.ok() ? *std::move(math) : nullptr;
   }
 
-  const Codebooks codebooks_;
+  const Codebooks codebooks_{};
   std::unique_ptr<ThreadPool> pool_;
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <unordered_set>
 
 #include "common/check.h"
 #include "common/format/tensor_format.h"
@@ -27,16 +26,6 @@ float Rms(std::span<const float> x, float eps) {
 }
 
 }  // namespace
-
-uint64_t EarlyRouteBytes(const ModelConfig& config, const Manifest& manifest) {
-  std::unordered_set<std::string> stored;
-  for (const TensorEntry& tensor : manifest.trunk) stored.insert(tensor.name);
-  uint64_t bytes = 0;
-  for (const TensorSpec& spec : EarlyRouteFoldSpecs(config)) {
-    if (!stored.contains(spec.name)) bytes += DataBytes(spec.format, spec.shape);
-  }
-  return bytes;
-}
 
 std::vector<float> FoldRouterThroughOutput(const kernels::MatrixView& router,
                                            std::span<const float> gain,

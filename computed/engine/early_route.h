@@ -33,9 +33,6 @@
 
 namespace warp::computed {
 
-// The bytes of the folds (f32) that `manifest`'s trunk lacks: what folding at
-// load adds beside the trunk, which the planner counts.
-uint64_t EarlyRouteBytes(const ModelConfig& config, const Manifest& manifest);
 
 // M = W_r diag(g) W_o, [router.rows][output.cols] in f32, band of W_o rows by
 // band in a fixed order: the same bits on any pool, in the converter or at load.

@@ -1,12 +1,13 @@
 #include "computed/planner/planner.h"
 
 #include <algorithm>
+#include <string>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "common/checked_math.h"
 #include "common/status.h"
-#include "computed/engine/early_route.h"
 #include "computed/engine/transformer.h"
 #include "computed/model/manifest_fit.h"
 #include "computed/model/model_config.h"
@@ -14,6 +15,19 @@
 
 namespace warp::computed {
 namespace {
+
+// The bytes of the folds (f32) that `manifest`'s trunk lacks: what folding
+// early routes at load adds beside the trunk. Here, not in engine/early_route:
+// the planner reads manifests alone (the fuzz build links no engine).
+uint64_t EarlyRouteBytes(const ModelConfig& config, const Manifest& manifest) {
+  std::unordered_set<std::string> stored;
+  for (const TensorEntry& tensor : manifest.trunk) stored.insert(tensor.name);
+  uint64_t bytes = 0;
+  for (const TensorSpec& spec : EarlyRouteFoldSpecs(config)) {
+    if (!stored.contains(spec.name)) bytes += DataBytes(spec.format, spec.shape);
+  }
+  return bytes;
+}
 
 // Accumulates byte counts, remembering the first that overflowed 64 bits.
 class SizeSum {

@@ -18,11 +18,11 @@
 #include <string>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/logging.h"
+#include "common/wire/lan_auth.h"
 #include "computed/cli/commands.h"
 #include "computed/cli/session_flags.h"
 #include "computed/cli/template_flags.h"
@@ -77,10 +77,6 @@ absl::Status ParseListen(const std::string& listen, std::string* host, int* port
 // Shorter keys are refused: a server answers guesses as fast as they come.
 constexpr size_t kMinApiKeyLength = 8;
 
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
-}
-
 // The key, read and checked; empty only with --no-api-key or on loopback
 // without a key.
 absl::StatusOr<std::string> ApiKey(const ServeFlags& flags, const std::string& host) {
@@ -108,7 +104,7 @@ absl::StatusOr<std::string> ApiKey(const ServeFlags& flags, const std::string& h
                                                    " characters; at least ", kMinApiKeyLength,
                                                    " are required"));
   }
-  if (key.empty() && !flags.no_api_key && !IsLoopback(host)) {
+  if (key.empty() && !flags.no_api_key && !IsLoopbackHost(host)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--listen ", flags.listen,
         ": serving beyond loopback needs --api-key or --api-key-file (or --no-api-key, "

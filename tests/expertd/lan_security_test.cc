@@ -324,6 +324,8 @@ TEST_F(LanStartTest, UnusableFilesAreNamed) {
                                 fs::perms::group_read | fs::perms::others_read);  // 0644
   const fs::path not_pem = dir_ / "not.pem";
   std::ofstream(not_pem) << "hello\n";
+  const fs::path cert_as_key = dir_ / "cert-as.key";
+  WriteSecret(cert_as_key, *ReadFileToString(certs_.server_cert));
   const std::string tls = absl::StrCat("--listen tcp:127.0.0.1:0 --tls-key ", certs_.server_key);
   struct Case {
     std::string flags, says;
@@ -344,6 +346,9 @@ TEST_F(LanStartTest, UnusableFilesAreNamed) {
       {absl::StrCat("--listen tcp:127.0.0.1:0 --tls-key ", open_key.string(), " --tls-cert ",
                     certs_.server_cert, " --token-file ", certs_.token),
        "--tls-key " + open_key.string() + ": mode 0644 lets other users read it"},
+      {absl::StrCat("--listen tcp:127.0.0.1:0 --tls-key ", cert_as_key.string(), " --tls-cert ",
+                    certs_.server_cert, " --token-file ", certs_.token),
+       "--tls-key " + cert_as_key.string() + ": no private key in it"},
   };
   for (const Case& c : cases) {
     const CommandResult result = Serve(c.flags);

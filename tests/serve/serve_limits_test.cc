@@ -228,6 +228,9 @@ TEST_F(ServeLimitsTest, MalformedAndAmbiguousRequestsGet400) {
     ASSERT_TRUE(client.Send(request));
     EXPECT_THAT(client.ReadAll(), StartsWith("HTTP/1.1 400")) << request;
   }
+  RawClient version(server_->port());
+  ASSERT_TRUE(version.Send("GET /health HTTP/2.0\r\n\r\n"));
+  EXPECT_THAT(version.ReadAll(), StartsWith("HTTP/1.1 505"));
   RawClient gzip(server_->port());
   ASSERT_TRUE(gzip.Send("POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"));
   EXPECT_THAT(gzip.ReadAll(), StartsWith("HTTP/1.1 501"));
@@ -249,6 +252,15 @@ TEST_F(ServeLimitsTest, SlowClientsGet408AndNeverHoldOthersUp) {
   for (auto& client : slow) {
     EXPECT_THAT(client->ReadAll(std::chrono::seconds(10)), StartsWith("HTTP/1.1 408"));
   }
+}
+
+TEST_F(ServeLimitsTest, ABodyThatStallsGets408) {
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.Send("POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"pro"));
+  const std::string reply = client.ReadAll(std::chrono::seconds(10));  // --head-timeout-seconds 1
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 408"));
+  EXPECT_THAT(reply, HasSubstr("the request body stalled for 1000 ms"));
+  ExpectHealthy();
 }
 
 TEST_F(ServeLimitsTest, OneAddressHoldsAtMostItsShareOfConnections) {

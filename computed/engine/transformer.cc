@@ -150,8 +150,10 @@ absl::Status Transformer::BuildLayers() {
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     const LayerPlan& plan = plan_.layers[layer];
     if (plan.ffn.kind == FfnKind::kDenseMlp) {
-      ffns_.push_back(std::make_unique<DenseMlp>(*weights_, plan.ffn.prefix, plan.ffn.mlp,
-                                                 plan.ffn.glu, pool_, stats_.seconds_dense));
+      const MlpTensors mlp = MlpTensors::Of(plan.ffn.prefix, plan.ffn.mlp, config_.hidden_size,
+                                            plan.ffn.intermediate);
+      ffns_.push_back(
+          std::make_unique<DenseMlp>(*weights_, mlp, plan.ffn.glu, pool_, stats_.seconds_dense));
       continue;
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
@@ -159,8 +161,10 @@ absl::Status Transformer::BuildLayers() {
                           ExpertMath::Create(plan.ffn, bank, container_->codebooks(), pool_));
     std::optional<DenseMlp> shared;
     if (!plan.ffn.shared_prefix.empty()) {
-      shared.emplace(*weights_, plan.ffn.shared_prefix, plan.ffn.mlp, plan.ffn.glu, pool_,
-                     stats_.seconds_dense);
+      shared.emplace(*weights_,
+                     MlpTensors::Of(plan.ffn.shared_prefix, plan.ffn.mlp, config_.hidden_size,
+                                    plan.ffn.shared_intermediate),
+                     plan.ffn.glu, pool_, stats_.seconds_dense);
     }
     std::optional<LatentMoe> latent;
     if (plan.ffn.latent_dim > 0) {

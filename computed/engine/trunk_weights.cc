@@ -67,4 +67,12 @@ std::span<const float> TrunkWeights::Vector(const std::string& name) const {
           tensor->data.bytes / sizeof(float)};
 }
 
+kernels::MatrixView TrunkWeights::Matrix(const TensorRef& tensor) const {
+  return tensor.present() ? Matrix(tensor.name) : kernels::MatrixView{};
+}
+
+std::span<const float> TrunkWeights::Vector(const TensorRef& tensor) const {
+  return tensor.present() ? Vector(tensor.name) : std::span<const float>();
+}
+
 }  // namespace warp::computed

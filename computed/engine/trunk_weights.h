@@ -15,6 +15,7 @@
 #include "common/format/container.h"
 #include "common/io/aligned_buffer.h"
 #include "computed/kernels/matrix_view.h"
+#include "computed/model/tensor_ref.h"
 
 namespace warp::computed {
 
@@ -28,6 +29,10 @@ class TrunkWeights {
   kernels::MatrixView Matrix(const std::string& name) const;
   // A 1-D f32 tensor. REQUIRES: exists, f32.
   std::span<const float> Vector(const std::string& name) const;
+  // The same for a kind's tensor (computed/model/kinds/); an absent one is an
+  // empty view.
+  kernels::MatrixView Matrix(const TensorRef& tensor) const;
+  std::span<const float> Vector(const TensorRef& tensor) const;
 
   uint64_t bytes() const { return bytes_.size(); }
 

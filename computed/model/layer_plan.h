@@ -12,8 +12,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
+#include "computed/model/kinds/compressed_mqa.h"
+#include "computed/model/kinds/gated_mlp.h"
+#include "computed/model/kinds/gqa.h"
+#include "computed/model/kinds/kda.h"
+#include "computed/model/kinds/mla.h"
 #include "computed/model/model_config.h"
 
 namespace warp::computed {
@@ -26,38 +33,25 @@ struct RopePlan {
   YarnScaling yarn;
 };
 
-enum class MixerKind {
-  kGqa,  // grouped-query softmax attention with a K/V cache (optionally sliding, with sinks)
-  kMla,  // multi-head latent attention with the absorbed latent cache (DeepSeek V3);
-         // with rope.dim 0 the shared rope key is not rotated (Kimi-Linear's NoPE MLA)
-  kKda,  // Kimi Delta Attention: gated delta-rule linear attention, fixed-size state
-  kCompressedMqa,  // DeepSeek V4: one K = V head, sliding window + compressed entries, sinks
-};
+// The token mixer kinds: one alternative each, a module in model/kinds/
+// (its plan parameters, tensors and state) and its math in engine/mixers/.
+// A new kind is a new alternative here and its module; std::visit finds the
+// rest (there is no switch on the kind).
+using MixerParams = std::variant<GqaParams, MlaParams, KdaParams, CompressedMqaParams>;
 
 struct MixerPlan {
-  MixerKind kind = MixerKind::kGqa;
   std::string prefix;  // "model.layers.N.self_attn."
   RopePlan rope;
-  // GQA
-  uint32_t sliding_window = 0;  // 0: full attention; else keys of the last W positions
-  bool qkv_bias = false;        // q/k/v_proj.bias
-  bool o_bias = false;          // o_proj.bias
-  bool qk_norm = false;         // q_norm / k_norm per head before rope
-  bool sinks = false;           // `sinks` [heads]: a logit per head that joins the softmax
-  float softmax_scale = 1.0f;   // applied to q.k
-  // MLA
-  bool output_gate = false;  // `g_proj`: the heads' output * sigmoid(g_proj x) (Kimi K3)
-  // q_a_layernorm / kv_a_layernorm: DeepSeek V3 and Kimi build them with the
-  // default 1e-6, GLM-5.3 with rms_norm_eps.
-  float latent_norm_eps = 1e-6f;
-  bool dsa_indexer = false;  // GLM-5.3's DSA: `indexer.` picks the positions attended
-  // kCompressedMqa: which compressor (none, CSA + indexer, HCA) and its rate.
-  CompressionKind compression = CompressionKind::kNone;
-  uint32_t compress_rate = 0;
-  // KDA: A_log as the release stores it (Kimi-Linear [1, 1, H, 1]; Kimi K3 a
-  // zero-padded vector of at least H); the first H values are the heads'.
-  std::vector<uint64_t> a_log_shape;
+  float softmax_scale = 1.0f;  // applied to q.k
+  MixerParams params;
 };
+
+// The kind's name ("gqa", "mla", ...).
+std::string_view MixerKindName(const MixerPlan& mixer);
+// Whether the mixer ends in one output projection, out = W a + b (EarlyRoute).
+bool EndsInOutputProjection(const MixerPlan& mixer);
+// The mixer's trunk tensors in file order (its kind's ForEachTensor).
+void ForEachMixerTensor(const ModelConfig& config, const MixerPlan& mixer, TensorVisitor visit);
 
 enum class FfnKind {
   kDenseMlp,  // down(silu(gate x) * up x)
@@ -69,11 +63,6 @@ enum class ExpertActivation {
                    // per FfnPlan::glu (SiLU or SiTU)
   kClampedSwiGlu,  // gpt-oss: records gate_up (rows interleaved), down, with biases;
                    // gate <= limit, |up| <= limit, down((up + 1) * gate * sigmoid(1.702 gate))
-};
-
-// The matrix names of a gated MLP under its prefix (PREFIX.NAME.weight).
-struct MlpNames {
-  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
 };
 
 struct FfnPlan {
@@ -149,10 +138,6 @@ inline constexpr uint32_t kSlidingRewindSlack = 16;
 // Positions a mixer's cache holds for a context of `context`: all of them, or
 // the window plus the rewind slack.
 uint64_t HeldPositions(uint64_t context, uint32_t window);
-
-// Floats of one KDA layer's state: per head the [head_dim, head_dim] matrix
-// S, and the last conv_kernel - 1 inputs of the q, k and v convolutions.
-uint64_t KdaStateFloats(const LinearAttention& kda);
 
 // Bytes of mixer state a context of `context` tokens holds in layer `plan`,
 // as the engine keeps it (float32): what `computed plan` reports and what the

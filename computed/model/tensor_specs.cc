@@ -1,5 +1,6 @@
 #include "computed/model/tensor_specs.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -30,12 +31,16 @@ class SpecList {
     tensors_.push_back({.spec = std::move(spec), .kind = kind_});
   }
 
-  void AddMlp(const std::string& prefix, const MlpNames& names, uint64_t hidden,
-              uint64_t intermediate) {
-    Add(prefix + "." + names.gate + ".weight", {intermediate, hidden});
-    Add(prefix + "." + names.up + ".weight", {intermediate, hidden});
-    Add(prefix + "." + names.down + ".weight", {hidden, intermediate});
+  // A kind's tensor, of the kind it says.
+  void Add(const TensorRef& tensor, TrunkKind kind) {
+    const TrunkKind saved = kind_;
+    kind_ = kind;
+    Add(tensor.name, tensor.shape);
+    kind_ = saved;
   }
+
+  // What the kinds' ForEach calls: Add. Lives as long as this list.
+  TensorVisitor visitor() const { return visitor_; }
 
   std::vector<TrunkTensor> Take() { return std::move(tensors_); }
 
@@ -43,75 +48,12 @@ class SpecList {
   TensorFormat matrix_format_;
   TrunkKind kind_ = TrunkKind::kOther;
   std::vector<TrunkTensor> tensors_;
-};
-
-void AddMla(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
-  const std::string& p = m.prefix;
-  const uint64_t q_head = uint64_t{c.qk_nope_head_dim} + c.qk_rope_head_dim;
-  if (c.q_lora_rank > 0) {
-    specs.Add(p + "q_a_proj.weight", {c.q_lora_rank, c.hidden_size});
-    specs.Add(p + "q_a_layernorm.weight", {c.q_lora_rank});
-    specs.Add(p + "q_b_proj.weight", {c.num_heads * q_head, c.q_lora_rank});
-  } else {
-    specs.Add(p + "q_proj.weight", {c.num_heads * q_head, c.hidden_size});
-  }
-  specs.Add(p + "kv_a_proj_with_mqa.weight",
-            {uint64_t{c.kv_lora_rank} + c.qk_rope_head_dim, c.hidden_size});
-  specs.Add(p + "kv_a_layernorm.weight", {c.kv_lora_rank});
-  if (c.kv_b_split) {
-    specs.Add(p + "k_b_proj.weight", {uint64_t{c.num_heads} * c.kv_lora_rank, c.qk_nope_head_dim});
-    specs.Add(p + "v_b_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.kv_lora_rank});
-  } else {
-    specs.Add(p + "kv_b_proj.weight",
-              {uint64_t{c.num_heads} * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank});
-  }
-  if (m.output_gate)
-    specs.Add(p + "g_proj.weight", {uint64_t{c.num_heads} * c.v_head_dim, c.hidden_size});
-  if (m.dsa_indexer) {  // GLM-5.3's pooled indexer
-    specs.SetKind(TrunkKind::kIndexer);
-    const DsaIndexer& d = c.dsa;
-    const std::string ix = p + "indexer.";
-    specs.Add(ix + "wq_b.weight", {uint64_t{d.index_heads} * d.index_head_dim, c.q_lora_rank});
-    specs.Add(ix + "wk.weight", {d.index_head_dim, c.hidden_size});
-    specs.Add(ix + "k_norm.weight", {d.index_head_dim});
-    specs.Add(ix + "k_norm.bias", {d.index_head_dim});
-    specs.Add(ix + "weights_proj.weight", {d.index_heads, c.hidden_size});
-    specs.Add(ix + "index_kpool_compress_ape", {d.kpool, d.index_head_dim});
-    specs.Add(ix + "index_kpool_compress_gate", {d.index_head_dim, c.hidden_size});
-    specs.SetKind(TrunkKind::kAttention);
-  }
-  specs.Add(p + "o_proj.weight", {c.hidden_size, uint64_t{c.num_heads} * c.v_head_dim});
-}
-
-// DeepSeek V4's attention, under the release's names (docs/ENGINE.md#deepseek-v4).
-void AddCompressedMqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
-  const std::string& p = m.prefix;
-  const CompressedAttention& ca = c.compressed;
-  const uint64_t hidden = c.hidden_size, dim = c.head_dim, heads = c.num_heads;
-  specs.Add(p + "wq_a.weight", {c.q_lora_rank, hidden});
-  specs.Add(p + "q_norm.weight", {c.q_lora_rank});
-  specs.Add(p + "wq_b.weight", {heads * dim, c.q_lora_rank});
-  specs.Add(p + "wkv.weight", {dim, hidden});
-  specs.Add(p + "kv_norm.weight", {dim});
-  specs.Add(p + "wo_a.weight", {uint64_t{ca.o_groups} * ca.o_lora_rank, heads * dim / ca.o_groups});
-  specs.Add(p + "wo_b.weight", {hidden, uint64_t{ca.o_groups} * ca.o_lora_rank});
-  specs.Add(p + "attn_sink", {heads});
-  specs.SetKind(TrunkKind::kIndexer);  // the compressors and the indexer
-  auto compressor = [&](const std::string& q, uint64_t width, uint64_t out_dim) {
-    specs.Add(q + "wkv.weight", {width, hidden});
-    specs.Add(q + "wgate.weight", {width, hidden});
-    specs.Add(q + "ape", {m.compress_rate, width});
-    specs.Add(q + "norm.weight", {out_dim});
+  std::function<void(const TensorRef&, TrunkKind)> add_ = [this](const TensorRef& tensor,
+                                                                 TrunkKind kind) {
+    Add(tensor, kind);
   };
-  if (m.compression == CompressionKind::kHca) compressor(p + "compressor.", dim, dim);
-  if (m.compression == CompressionKind::kCsa) {
-    compressor(p + "compressor.", 2 * dim, dim);
-    specs.Add(p + "indexer.wq_b.weight",
-              {uint64_t{ca.index_heads} * ca.index_head_dim, c.q_lora_rank});
-    specs.Add(p + "indexer.weights_proj.weight", {ca.index_heads, hidden});
-    compressor(p + "indexer.compressor.", 2 * uint64_t{ca.index_head_dim}, ca.index_head_dim);
-  }
-}
+  TensorVisitor visitor_{add_};
+};
 
 // One hyper-connection site: `outputs` mixes of the flattened streams.
 void AddHyperSite(const ModelConfig& c, const HyperSite& site, uint64_t outputs, uint64_t scales,
@@ -126,57 +68,12 @@ void AddMix(const ModelConfig& c, const ResidualMix& mix, SpecList& specs) {
   specs.Add(mix.proj, {1, c.hidden_size});
 }
 
-void AddGqa(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
-  const std::string& p = m.prefix;
-  const uint64_t q_dim = uint64_t{c.num_heads} * c.head_dim;
-  const uint64_t kv_dim = uint64_t{c.num_kv_heads} * c.head_dim;
-  specs.Add(p + "q_proj.weight", {q_dim, c.hidden_size});
-  specs.Add(p + "k_proj.weight", {kv_dim, c.hidden_size});
-  specs.Add(p + "v_proj.weight", {kv_dim, c.hidden_size});
-  if (m.qkv_bias) {
-    specs.Add(p + "q_proj.bias", {q_dim});
-    specs.Add(p + "k_proj.bias", {kv_dim});
-    specs.Add(p + "v_proj.bias", {kv_dim});
-  }
-  specs.Add(p + "o_proj.weight", {c.hidden_size, q_dim});
-  if (m.o_bias) specs.Add(p + "o_proj.bias", {c.hidden_size});
-  if (m.qk_norm) {
-    specs.Add(p + "q_norm.weight", {c.head_dim});
-    specs.Add(p + "k_norm.weight", {c.head_dim});
-  }
-  if (m.sinks) specs.Add(p + "sinks", {c.num_heads});
-}
-
-// Kimi Delta Attention (KimiDeltaAttention of modeling_kimi.py), under the release's names.
-void AddKda(const ModelConfig& c, const MixerPlan& m, SpecList& specs) {
-  const std::string& p = m.prefix;
-  const LinearAttention& kda = c.linear_attention;
-  const uint64_t hidden = c.hidden_size, dim = kda.head_dim, width = uint64_t{kda.num_heads} * dim;
-  for (const char* x : {"q", "k", "v"}) {
-    specs.Add(absl::StrCat(p, x, "_proj.weight"), {width, hidden});
-    specs.Add(absl::StrCat(p, x, "_conv1d.weight"), {width, 1, kda.conv_kernel});  // depthwise
-  }
-  specs.Add(p + "A_log", m.a_log_shape);
-  specs.Add(p + "dt_bias", {width});
-  specs.Add(p + "f_a_proj.weight", {dim, hidden});
-  specs.Add(p + "f_b_proj.weight", {width, dim});
-  specs.Add(p + "b_proj.weight", {kda.num_heads, hidden});
-  if (kda.full_rank_gate) {
-    specs.Add(p + "g_proj.weight", {width, hidden});
-  } else {
-    specs.Add(p + "g_a_proj.weight", {dim, hidden});
-    specs.Add(p + "g_b_proj.weight", {width, dim});
-  }
-  specs.Add(p + "o_norm.weight", {dim});
-  specs.Add(p + "o_proj.weight", {hidden, width});
-}
-
 void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
   const uint64_t hidden = c.hidden_size;
   switch (f.kind) {
     case FfnKind::kDenseMlp:
-      specs.SetKind(TrunkKind::kDenseMlp);
-      specs.AddMlp(f.prefix, f.mlp, hidden, f.intermediate);
+      MlpTensors::Of(f.prefix, f.mlp, hidden, f.intermediate)
+          .ForEach(TrunkKind::kDenseMlp, specs.visitor());
       return;
     case FfnKind::kMoe:
       specs.SetKind(TrunkKind::kOther);  // routers, f32
@@ -184,8 +81,8 @@ void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
       if (!f.router_bias.empty()) specs.Add(f.router_bias, {c.num_experts});
       if (!f.selection_bias.empty()) specs.Add(f.selection_bias, {c.num_experts});
       if (!f.shared_prefix.empty()) {
-        specs.SetKind(TrunkKind::kSharedExperts);
-        specs.AddMlp(f.shared_prefix, f.mlp, hidden, f.shared_intermediate);
+        MlpTensors::Of(f.shared_prefix, f.mlp, hidden, f.shared_intermediate)
+            .ForEach(TrunkKind::kSharedExperts, specs.visitor());
       }
       specs.SetKind(TrunkKind::kOther);
       if (!f.hash_table.empty()) specs.Add(f.hash_table, {c.vocab_size, c.experts_per_token});
@@ -261,22 +158,7 @@ std::vector<TrunkTensor> TrunkTensors(const ModelConfig& c, TensorFormat matrix_
     if (attn_res) AddMix(c, layer.mixer_mix, specs);
     if (hyper) AddHyperSite(c, layer.mixer_hc, site_outputs, 3, specs);
     specs.Add(layer.input_norm, {c.hidden_size});
-    specs.SetKind(layer.mixer.kind == MixerKind::kKda ? TrunkKind::kLinearAttention
-                                                      : TrunkKind::kAttention);
-    switch (layer.mixer.kind) {
-      case MixerKind::kMla:
-        AddMla(c, layer.mixer, specs);
-        break;
-      case MixerKind::kGqa:
-        AddGqa(c, layer.mixer, specs);
-        break;
-      case MixerKind::kKda:
-        AddKda(c, layer.mixer, specs);
-        break;
-      case MixerKind::kCompressedMqa:
-        AddCompressedMqa(c, layer.mixer, specs);
-        break;
-    }
+    ForEachMixerTensor(c, layer.mixer, specs.visitor());
     specs.SetKind(TrunkKind::kOther);
     if (attn_res) AddMix(c, layer.ffn_mix, specs);
     if (hyper) AddHyperSite(c, layer.ffn_hc, site_outputs, 3, specs);
@@ -297,10 +179,8 @@ std::vector<TensorSpec> ExpertMatrixSpecs(const ModelConfig& config, TensorForma
 }
 
 bool HasEarlyRoute(const ModelPlan& plan, const LayerPlan& layer) {
-  const MixerKind mixer = layer.mixer.kind;
   return plan.residual == ResidualKind::kPreNorm && layer.ffn.kind == FfnKind::kMoe &&
-         layer.ffn.hash_table.empty() &&
-         (mixer == MixerKind::kGqa || mixer == MixerKind::kMla || mixer == MixerKind::kKda);
+         layer.ffn.hash_table.empty() && EndsInOutputProjection(layer.mixer);
 }
 
 std::string EarlyRouteFoldName(const LayerPlan& layer) {

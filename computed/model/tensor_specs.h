@@ -13,25 +13,13 @@
 #include "common/format/container_writer.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"
+#include "computed/model/tensor_ref.h"
 
 namespace warp::computed {
 
 // The family's plan of `config`.
 ModelPlan PlanOf(const ModelConfig& config);
 
-// What a trunk tensor does: the unit --trunk mixed stores at 8 or 4 bits
-// (trunk_choice.h). A tied head is the embedding.
-enum class TrunkKind {
-  kEmbedding,
-  kHead,
-  kAttention,         // MLA, GQA and compressed MQA projections
-  kIndexer,           // sparse attention's indexers and KV compressors
-  kLinearAttention,   // KDA projections
-  kDenseMlp,          // the dense layers' MLPs
-  kSharedExperts,
-  kLatentProjection,  // LatentMoE's down and up projections (Kimi K3)
-  kOther,             // norms, routers, mixes: f32 whatever the choice
-};
 std::string_view TrunkKindName(TrunkKind kind);  // "embedding", "shared_experts", ...
 std::optional<TrunkKind> ParseTrunkKind(std::string_view name);
 

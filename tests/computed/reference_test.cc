@@ -272,8 +272,9 @@ TEST_P(ReferenceTest, RewindAndRecomputeGivesTheSameBits) {
   const size_t vocab = model->config().vocab_size;
   bool recurrent = false, compressed = false;
   for (const LayerPlan& layer : model->plan().layers) {
-    recurrent |= layer.mixer.kind == MixerKind::kKda;
-    compressed |= layer.mixer.compression != CompressionKind::kNone;
+    recurrent |= std::holds_alternative<KdaParams>(layer.mixer.params);
+    const auto* mqa = std::get_if<CompressedMqaParams>(&layer.mixer.params);
+    compressed |= mqa != nullptr && mqa->compression != CompressionKind::kNone;
   }
   const uint32_t mark = static_cast<uint32_t>(tokens_.size()) - 8;
   auto head = model->Forward(std::span(tokens_).first(mark));

@@ -8,14 +8,14 @@
 
 namespace warp::computed {
 
-DenseMlp::DenseMlp(const TrunkWeights& weights, const std::string& prefix, const MlpNames& names,
-                   const GluActivation& act, ThreadPool& pool, double& seconds)
+DenseMlp::DenseMlp(const TrunkWeights& weights, const MlpTensors& tensors, const GluActivation& act,
+                   ThreadPool& pool, double& seconds)
     : pool_(pool),
       seconds_(seconds),
       act_(act),
-      gate_(weights.Matrix(prefix + "." + names.gate + ".weight")),
-      up_(weights.Matrix(prefix + "." + names.up + ".weight")),
-      down_(weights.Matrix(prefix + "." + names.down + ".weight")) {}
+      gate_(weights.Matrix(tensors.gate)),
+      up_(weights.Matrix(tensors.up)),
+      down_(weights.Matrix(tensors.down)) {}
 
 absl::Status DenseMlp::Forward(std::span<const float> x, const PassTokens& tokens,
                                std::span<float> out) {

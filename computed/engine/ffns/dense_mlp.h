@@ -18,9 +18,9 @@ namespace warp::computed {
 
 class DenseMlp : public Ffn {
  public:
-  // Binds `prefix`.{gate,up,down}.weight; times itself into `seconds`.
-  DenseMlp(const TrunkWeights& weights, const std::string& prefix, const MlpNames& names,
-           const GluActivation& act, ThreadPool& pool, double& seconds);
+  // Binds `tensors`; times itself into `seconds`.
+  DenseMlp(const TrunkWeights& weights, const MlpTensors& tensors, const GluActivation& act,
+           ThreadPool& pool, double& seconds);
 
   absl::Status Forward(std::span<const float> x, const PassTokens& tokens,
                        std::span<float> out) override;

@@ -30,33 +30,34 @@ void CompressedMqaState::Checkpoint() {
 }
 
 CompressedMqaAttention::CompressedMqaAttention(const ModelConfig& c, const MixerPlan& plan,
+                                               const CompressedMqaParams& params,
                                                const TrunkWeights& w, uint32_t context,
                                                ThreadPool& pool)
     : c_(c),
       pool_(pool),
-      window_(plan.sliding_window),
+      window_(params.sliding_window),
       rope_(plan.rope),
-      state_(context, plan.sliding_window, c.head_dim) {
-  const std::string& p = plan.prefix;
-  q_a_ = w.Matrix(p + "wq_a.weight");
-  q_norm_ = w.Vector(p + "q_norm.weight");
-  q_b_ = w.Matrix(p + "wq_b.weight");
-  kv_ = w.Matrix(p + "wkv.weight");
-  kv_norm_ = w.Vector(p + "kv_norm.weight");
-  o_a_ = w.Matrix(p + "wo_a.weight");
-  o_b_ = w.Matrix(p + "wo_b.weight");
-  sinks_ = w.Vector(p + "attn_sink");
-  if (plan.compression != CompressionKind::kNone) {
-    const bool csa = plan.compression == CompressionKind::kCsa;
+      state_(context, params.sliding_window, c.head_dim) {
+  const CompressedMqaTensors t = CompressedMqaTensors::Of(c, plan.prefix, params);
+  q_a_ = w.Matrix(t.q_a);
+  q_norm_ = w.Vector(t.q_norm);
+  q_b_ = w.Matrix(t.q_b);
+  kv_ = w.Matrix(t.kv);
+  kv_norm_ = w.Vector(t.kv_norm);
+  o_a_ = w.Matrix(t.o_a);
+  o_b_ = w.Matrix(t.o_b);
+  sinks_ = w.Vector(t.sinks);
+  if (t.compressor) {
+    const bool csa = t.indexer.has_value();  // CSA's compressor overlaps its windows
     compressor_ =
-        std::make_unique<KvCompressor>(w, p + "compressor.", c.head_dim, plan.compress_rate,
+        std::make_unique<KvCompressor>(w, *t.compressor, c.head_dim, params.compress_rate,
                                        /*overlap=*/csa, c.rms_norm_eps, rope_, context);
     state_.Add(compressor_.get());
-    if (csa) {
-      indexer_ = std::make_unique<LightningIndexer>(c, w, p + "indexer.", plan.compress_rate, rope_,
-                                                    context, pool);
-      state_.Add(&indexer_->keys());
-    }
+  }
+  if (t.indexer) {
+    indexer_ = std::make_unique<LightningIndexer>(c, w, *t.indexer, params.compress_rate, rope_,
+                                                  context, pool);
+    state_.Add(&indexer_->keys());
   }
 }
 

@@ -46,7 +46,8 @@ class CompressedMqaState : public LayerState {
 class CompressedMqaAttention : public TokenMixer {
  public:
   CompressedMqaAttention(const ModelConfig& config, const MixerPlan& plan,
-                         const TrunkWeights& weights, uint32_t context, ThreadPool& pool);
+                         const CompressedMqaParams& params, const TrunkWeights& weights,
+                         uint32_t context, ThreadPool& pool);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;

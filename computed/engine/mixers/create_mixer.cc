@@ -5,21 +5,36 @@
 #include "computed/engine/token_mixer.h"
 
 namespace warp::computed {
+namespace {
+
+// One factory per alternative of MixerParams: a kind without one does not compile.
+struct MixerFactory {
+  const ModelConfig& config;
+  const MixerPlan& plan;
+  const TrunkWeights& weights;
+  uint32_t context;
+  ThreadPool& pool;
+
+  std::unique_ptr<TokenMixer> operator()(const GqaParams& params) const {
+    return std::make_unique<GqaAttention>(config, plan, params, weights, context, pool);
+  }
+  std::unique_ptr<TokenMixer> operator()(const MlaParams& params) const {
+    return std::make_unique<MlaAttention>(config, plan, params, weights, context, pool);
+  }
+  std::unique_ptr<TokenMixer> operator()(const KdaParams& params) const {
+    return std::make_unique<KdaAttention>(config, plan, params, weights, pool);
+  }
+  std::unique_ptr<TokenMixer> operator()(const CompressedMqaParams& params) const {
+    return std::make_unique<CompressedMqaAttention>(config, plan, params, weights, context, pool);
+  }
+};
+
+}  // namespace
 
 std::unique_ptr<TokenMixer> CreateMixer(const ModelConfig& config, const MixerPlan& plan,
                                         const TrunkWeights& weights, uint32_t context,
                                         ThreadPool& pool) {
-  switch (plan.kind) {
-    case MixerKind::kMla:
-      return std::make_unique<MlaAttention>(config, plan, weights, context, pool);
-    case MixerKind::kGqa:
-      return std::make_unique<GqaAttention>(config, plan, weights, context, pool);
-    case MixerKind::kKda:
-      return std::make_unique<KdaAttention>(config, plan, weights, pool);
-    case MixerKind::kCompressedMqa:
-      return std::make_unique<CompressedMqaAttention>(config, plan, weights, context, pool);
-  }
-  return nullptr;
+  return std::visit(MixerFactory{config, plan, weights, context, pool}, plan.params);
 }
 
 }  // namespace warp::computed

@@ -14,32 +14,28 @@ void AddBias(float* x, std::span<const float> bias) {
   for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
 }
 
-std::span<const float> OptionalVector(const TrunkWeights& w, bool present, const std::string& name) {
-  return present ? w.Vector(name) : std::span<const float>();
-}
-
 }  // namespace
 
-GqaAttention::GqaAttention(const ModelConfig& c, const MixerPlan& plan, const TrunkWeights& w,
-                           uint32_t context, ThreadPool& pool)
+GqaAttention::GqaAttention(const ModelConfig& c, const MixerPlan& plan, const GqaParams& params,
+                           const TrunkWeights& w, uint32_t context, ThreadPool& pool)
     : c_(c),
       pool_(pool),
       rope_(plan.rope),
       scale_(plan.softmax_scale),
       kv_dim_(uint64_t{c.num_kv_heads} * c.head_dim),
-      cache_(context, plan.sliding_window, {kv_dim_, kv_dim_}) {
-  const std::string& p = plan.prefix;
-  q_ = w.Matrix(p + "q_proj.weight");
-  k_ = w.Matrix(p + "k_proj.weight");
-  v_ = w.Matrix(p + "v_proj.weight");
-  o_ = w.Matrix(p + "o_proj.weight");
-  q_bias_ = OptionalVector(w, plan.qkv_bias, p + "q_proj.bias");
-  k_bias_ = OptionalVector(w, plan.qkv_bias, p + "k_proj.bias");
-  v_bias_ = OptionalVector(w, plan.qkv_bias, p + "v_proj.bias");
-  o_bias_ = OptionalVector(w, plan.o_bias, p + "o_proj.bias");
-  q_norm_ = OptionalVector(w, plan.qk_norm, p + "q_norm.weight");
-  k_norm_ = OptionalVector(w, plan.qk_norm, p + "k_norm.weight");
-  sinks_ = OptionalVector(w, plan.sinks, p + "sinks");
+      cache_(context, params.sliding_window, {kv_dim_, kv_dim_}) {
+  const GqaTensors t = GqaTensors::Of(c, plan.prefix, params);
+  q_ = w.Matrix(t.q);
+  k_ = w.Matrix(t.k);
+  v_ = w.Matrix(t.v);
+  o_ = w.Matrix(t.o);
+  q_bias_ = w.Vector(t.q_bias);
+  k_bias_ = w.Vector(t.k_bias);
+  v_bias_ = w.Vector(t.v_bias);
+  o_bias_ = w.Vector(t.o_bias);
+  q_norm_ = w.Vector(t.q_norm);
+  k_norm_ = w.Vector(t.k_norm);
+  sinks_ = w.Vector(t.sinks);
 }
 
 void GqaAttention::Prepare(float* head, std::span<const float> norm, uint32_t pos) const {

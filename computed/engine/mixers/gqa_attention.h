@@ -15,8 +15,8 @@ namespace warp::computed {
 
 class GqaAttention : public TokenMixer {
  public:
-  GqaAttention(const ModelConfig& config, const MixerPlan& plan, const TrunkWeights& weights,
-               uint32_t context, ThreadPool& pool);
+  GqaAttention(const ModelConfig& config, const MixerPlan& plan, const GqaParams& params,
+               const TrunkWeights& weights, uint32_t context, ThreadPool& pool);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;

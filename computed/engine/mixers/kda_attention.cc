@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "computed/engine/linear.h"
 #include "computed/engine/mixers/dot.h"
 #include "computed/engine/ops.h"
@@ -28,33 +27,29 @@ void L2Normalize(float* x, uint32_t n) {
 
 }  // namespace
 
-KdaAttention::KdaAttention(const ModelConfig& c, const MixerPlan& plan, const TrunkWeights& w,
-                           ThreadPool& pool)
+KdaAttention::KdaAttention(const ModelConfig& c, const MixerPlan& plan, const KdaParams& params,
+                           const TrunkWeights& w, ThreadPool& pool)
     : c_(c),
       kda_(c.linear_attention),
       pool_(pool),
       width_(uint64_t{c.linear_attention.num_heads} * c.linear_attention.head_dim),
       state_({width_ * c.linear_attention.head_dim,
               (c.linear_attention.conv_kernel - 1) * 3 * width_}) {
-  const std::string& p = plan.prefix;
-  q_ = w.Matrix(p + "q_proj.weight");
-  k_ = w.Matrix(p + "k_proj.weight");
-  v_ = w.Matrix(p + "v_proj.weight");
-  const char* names[3] = {"q", "k", "v"};
-  for (int i = 0; i < 3; ++i) conv_[i] = w.Vector(absl::StrCat(p, names[i], "_conv1d.weight"));
-  a_log_ = w.Vector(p + "A_log");
-  dt_bias_ = w.Vector(p + "dt_bias");
-  f_a_ = w.Matrix(p + "f_a_proj.weight");
-  f_b_ = w.Matrix(p + "f_b_proj.weight");
-  b_ = w.Matrix(p + "b_proj.weight");
-  if (kda_.full_rank_gate) {
-    g_full_ = w.Matrix(p + "g_proj.weight");
-  } else {
-    g_a_ = w.Matrix(p + "g_a_proj.weight");
-    g_b_ = w.Matrix(p + "g_b_proj.weight");
-  }
-  o_norm_ = w.Vector(p + "o_norm.weight");
-  o_ = w.Matrix(p + "o_proj.weight");
+  const KdaTensors t = KdaTensors::Of(c, plan.prefix, params);
+  q_ = w.Matrix(t.proj[0]);
+  k_ = w.Matrix(t.proj[1]);
+  v_ = w.Matrix(t.proj[2]);
+  for (int i = 0; i < 3; ++i) conv_[i] = w.Vector(t.conv[i]);
+  a_log_ = w.Vector(t.a_log);
+  dt_bias_ = w.Vector(t.dt_bias);
+  f_a_ = w.Matrix(t.f_a);
+  f_b_ = w.Matrix(t.f_b);
+  b_ = w.Matrix(t.b);
+  g_full_ = w.Matrix(t.g_full);
+  g_a_ = w.Matrix(t.g_a);
+  g_b_ = w.Matrix(t.g_b);
+  o_norm_ = w.Vector(t.o_norm);
+  o_ = w.Matrix(t.o);
 }
 
 void KdaAttention::Convolve(const float* in, float* out) {

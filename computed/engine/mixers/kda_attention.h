@@ -20,8 +20,8 @@ namespace warp::computed {
 
 class KdaAttention : public TokenMixer {
  public:
-  KdaAttention(const ModelConfig& config, const MixerPlan& plan, const TrunkWeights& weights,
-               ThreadPool& pool);
+  KdaAttention(const ModelConfig& config, const MixerPlan& plan, const KdaParams& params,
+               const TrunkWeights& weights, ThreadPool& pool);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;

@@ -6,7 +6,7 @@
 
 namespace warp::computed {
 
-KvCompressor::KvCompressor(const TrunkWeights& w, const std::string& prefix, uint32_t dim,
+KvCompressor::KvCompressor(const TrunkWeights& w, const KvCompressorTensors& t, uint32_t dim,
                            uint32_t rate, bool overlap, float eps, const Rope& rope,
                            uint32_t context)
     : dim_(dim),
@@ -15,10 +15,10 @@ KvCompressor::KvCompressor(const TrunkWeights& w, const std::string& prefix, uin
       overlap_(overlap),
       eps_(eps),
       rope_(rope),
-      kv_proj_(w.Matrix(prefix + "wkv.weight")),
-      gate_proj_(w.Matrix(prefix + "wgate.weight")),
-      ape_(w.Vector(prefix + "ape")),
-      norm_(w.Vector(prefix + "norm.weight")),
+      kv_proj_(w.Matrix(t.kv)),
+      gate_proj_(w.Matrix(t.gate)),
+      ape_(w.Vector(t.ape)),
+      norm_(w.Vector(t.norm)),
       entries_(uint64_t{context / rate} * dim) {
   open_.kv.assign(uint64_t{rate} * width_, 0.0f);
   open_.gate.assign(uint64_t{rate} * width_, 0.0f);

@@ -25,10 +25,10 @@ namespace warp::computed {
 
 class KvCompressor {
  public:
-  // Binds `prefix` wkv, wgate [width, hidden], ape [rate, width], norm.weight [dim]
-  // (width = dim, or 2 * dim with `overlap`); room for the entries of `context` positions.
-  KvCompressor(const TrunkWeights& weights, const std::string& prefix, uint32_t dim, uint32_t rate,
-               bool overlap, float eps, const Rope& rope, uint32_t context);
+  // Binds `tensors` (width = dim, or 2 * dim with `overlap`); room for the
+  // entries of `context` positions.
+  KvCompressor(const TrunkWeights& weights, const KvCompressorTensors& tensors, uint32_t dim,
+               uint32_t rate, bool overlap, float eps, const Rope& rope, uint32_t context);
 
   uint32_t width() const { return width_; }
   const kernels::MatrixView& kv_proj() const { return kv_proj_; }

@@ -10,14 +10,14 @@
 namespace warp::computed {
 
 LightningIndexer::LightningIndexer(const ModelConfig& c, const TrunkWeights& w,
-                                   const std::string& prefix, uint32_t rate, const Rope& rope,
-                                   uint32_t context, ThreadPool& pool)
+                                   const LightningIndexerTensors& t, uint32_t rate,
+                                   const Rope& rope, uint32_t context, ThreadPool& pool)
     : shape_(c.compressed),
       rope_(rope),
       pool_(pool),
-      q_b_(w.Matrix(prefix + "wq_b.weight")),
-      weights_proj_(w.Matrix(prefix + "weights_proj.weight")),
-      keys_(w, prefix + "compressor.", c.compressed.index_head_dim, rate, /*overlap=*/true,
+      q_b_(w.Matrix(t.q_b)),
+      weights_proj_(w.Matrix(t.weights_proj)),
+      keys_(w, t.keys, c.compressed.index_head_dim, rate, /*overlap=*/true,
             c.rms_norm_eps, rope, context) {}
 
 void LightningIndexer::Project(std::span<const float> x, std::span<const float> q_residual,

@@ -18,6 +18,7 @@
 #include "computed/engine/ops.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/trunk_weights.h"
+#include "computed/model/kinds/compressed_mqa.h"
 #include "computed/model/model_config.h"
 
 namespace warp::computed {
@@ -25,8 +26,8 @@ namespace warp::computed {
 class LightningIndexer {
  public:
   LightningIndexer(const ModelConfig& config, const TrunkWeights& weights,
-                   const std::string& prefix, uint32_t rate, const Rope& rope, uint32_t context,
-                   ThreadPool& pool);
+                   const LightningIndexerTensors& tensors, uint32_t rate, const Rope& rope,
+                   uint32_t context, ThreadPool& pool);
 
   // Projects the chunk's n tokens: x [n][hidden], q_residual [n][q_lora_rank].
   void Project(std::span<const float> x, std::span<const float> q_residual, uint32_t n);

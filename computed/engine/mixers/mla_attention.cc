@@ -14,37 +14,33 @@ constexpr size_t kLatent = 0, kRopeKey = 1, kIndexKey = 2;  // kIndexKey + 1: in
 
 }  // namespace
 
-MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const TrunkWeights& w,
-                           uint32_t context, ThreadPool& pool)
+MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const MlaParams& params,
+                           const TrunkWeights& w, uint32_t context, ThreadPool& pool)
     : c_(c),
       pool_(pool),
       rope_(plan.rope),
       scale_(plan.softmax_scale),
-      latent_eps_(plan.latent_norm_eps),
+      latent_eps_(params.latent_norm_eps),
       cache_(context, 0,
-             plan.dsa_indexer ? std::vector<uint64_t>{c.kv_lora_rank, c.qk_rope_head_dim,
+             params.dsa_indexer ? std::vector<uint64_t>{c.kv_lora_rank, c.qk_rope_head_dim,
                                                       c.dsa.index_head_dim, c.dsa.index_head_dim}
                               : std::vector<uint64_t>{c.kv_lora_rank, c.qk_rope_head_dim}) {
-  const std::string& p = plan.prefix;
-  if (c.q_lora_rank > 0) {
-    q_a_ = w.Matrix(p + "q_a_proj.weight");
-    q_a_norm_ = w.Vector(p + "q_a_layernorm.weight");
-    q_b_ = w.Matrix(p + "q_b_proj.weight");
+  const MlaTensors t = MlaTensors::Of(c, plan.prefix, params);
+  q_a_ = w.Matrix(t.q_a);
+  q_a_norm_ = w.Vector(t.q_a_norm);
+  q_b_ = w.Matrix(t.q_b);
+  kv_a_ = w.Matrix(t.kv_a);
+  kv_a_norm_ = w.Vector(t.kv_a_norm);
+  if (t.kv_b.present()) {
+    key_b_ = value_b_ = w.Matrix(t.kv_b);
   } else {
-    q_b_ = w.Matrix(p + "q_proj.weight");
-  }
-  kv_a_ = w.Matrix(p + "kv_a_proj_with_mqa.weight");
-  kv_a_norm_ = w.Vector(p + "kv_a_layernorm.weight");
-  if (c.kv_b_split) {
-    key_b_ = w.Matrix(p + "k_b_proj.weight");
-    value_b_ = w.Matrix(p + "v_b_proj.weight");
+    key_b_ = w.Matrix(t.k_b);
+    value_b_ = w.Matrix(t.v_b);
     key_b_transposed_ = true;
-  } else {
-    key_b_ = value_b_ = w.Matrix(p + "kv_b_proj.weight");
   }
-  o_ = w.Matrix(p + "o_proj.weight");
-  if (plan.output_gate) gate_ = w.Matrix(p + "g_proj.weight");
-  if (plan.dsa_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, p + "indexer.", pool);
+  o_ = w.Matrix(t.o);
+  gate_ = w.Matrix(t.gate);
+  if (t.has_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, t.indexer, pool);
 }
 
 MlaAttention::HeadScratch::HeadScratch(const MlaAttention& mla, uint32_t n)

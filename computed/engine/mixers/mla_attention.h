@@ -18,8 +18,8 @@ namespace warp::computed {
 
 class MlaAttention : public TokenMixer {
  public:
-  MlaAttention(const ModelConfig& config, const MixerPlan& plan, const TrunkWeights& weights,
-               uint32_t context, ThreadPool& pool);
+  MlaAttention(const ModelConfig& config, const MixerPlan& plan, const MlaParams& params,
+               const TrunkWeights& weights, uint32_t context, ThreadPool& pool);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;

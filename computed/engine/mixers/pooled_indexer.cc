@@ -27,18 +27,18 @@ void LayerNorm(float* x, std::span<const float> w, std::span<const float> b, uin
 
 }  // namespace
 
-PooledIndexer::PooledIndexer(const ModelConfig& c, const TrunkWeights& w, const std::string& p,
-                             ThreadPool& pool)
+PooledIndexer::PooledIndexer(const ModelConfig& c, const TrunkWeights& w,
+                             const PooledIndexerTensors& t, ThreadPool& pool)
     : c_(c),
       shape_(c.dsa),
       pool_(pool),
-      q_b_(w.Matrix(p + "wq_b.weight")),
-      wk_(w.Matrix(p + "wk.weight")),
-      gate_(w.Matrix(p + "index_kpool_compress_gate")),
-      weights_proj_(w.Matrix(p + "weights_proj.weight")),
-      k_norm_w_(w.Vector(p + "k_norm.weight")),
-      k_norm_b_(w.Vector(p + "k_norm.bias")),
-      ape_(w.Vector(p + "index_kpool_compress_ape")) {}
+      q_b_(w.Matrix(t.q_b)),
+      wk_(w.Matrix(t.wk)),
+      gate_(w.Matrix(t.kpool_gate)),
+      weights_proj_(w.Matrix(t.weights_proj)),
+      k_norm_w_(w.Vector(t.k_norm_weight)),
+      k_norm_b_(w.Vector(t.k_norm_bias)),
+      ape_(w.Vector(t.kpool_ape)) {}
 
 void PooledIndexer::Project(std::span<const float> x, std::span<const float> q_residual,
                             uint32_t n) {

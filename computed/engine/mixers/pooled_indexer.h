@@ -20,14 +20,15 @@
 #include "computed/engine/layer_state.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/trunk_weights.h"
+#include "computed/model/kinds/mla.h"
 #include "computed/model/model_config.h"
 
 namespace warp::computed {
 
 class PooledIndexer {
  public:
-  PooledIndexer(const ModelConfig& config, const TrunkWeights& weights, const std::string& prefix,
-                ThreadPool& pool);
+  PooledIndexer(const ModelConfig& config, const TrunkWeights& weights,
+                const PooledIndexerTensors& tensors, ThreadPool& pool);
 
   // Projects the chunk's n tokens: x [n][hidden], q_residual [n][q_lora_rank].
   void Project(std::span<const float> x, std::span<const float> q_residual, uint32_t n);

@@ -34,12 +34,12 @@ class DeepseekV3 : public SwiGluFamily {
     return PreNormModel(c, [&](uint32_t layer, LayerPlan& l) {
       const std::string p = LayerPrefix(layer);
       l.mixer = MixerPlan{
-          .kind = MixerKind::kMla,
           .prefix = p + "self_attn.",
           .rope = {.dim = c.qk_rope_head_dim, .interleaved = true, .theta = c.rope_theta,
                    .yarn = c.yarn},
           .softmax_scale = MlaSoftmaxScaleFactor(c) /
-                           std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim))};
+                           std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim)),
+          .params = MlaParams{}};
       l.ffn = c.IsMoeLayer(layer) ? GroupRoutedMoe(c, p + "mlp")
                                   : DenseMlp(p + "mlp", c.intermediate_size);
     });

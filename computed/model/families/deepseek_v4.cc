@@ -177,16 +177,15 @@ class DeepseekV4 : public SwiGluFamily {
       const bool compressed = kind != CompressionKind::kNone;
       LayerPlan l{.input_norm = p + "attn_norm.weight", .post_norm = p + "ffn_norm.weight"};
       l.mixer =
-          MixerPlan{.kind = MixerKind::kCompressedMqa,
-                    .prefix = p + "attn.",
+          MixerPlan{.prefix = p + "attn.",
                     .rope = {.dim = c.qk_rope_head_dim,
                              .interleaved = true,
                              .theta = compressed ? c.compressed.compress_rope_theta : c.rope_theta,
                              .yarn = compressed ? compressed_yarn : YarnScaling{}},
-                    .sliding_window = c.sliding_window,
-                    .sinks = true,
-                    .compression = kind,
-                    .compress_rate = c.compressed.layer_rate[layer]};
+                    .params = CompressedMqaParams{
+                        .sliding_window = c.sliding_window,
+                        .compression = kind,
+                        .compress_rate = c.compressed.layer_rate[layer]}};
       l.ffn = FfnPlan{.kind = FfnKind::kMoe,
                       .prefix = p + "ffn",
                       .glu = c.glu,

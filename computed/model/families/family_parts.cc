@@ -82,15 +82,13 @@ LayerPlan PreNormLayer(uint32_t layer) {
 
 MixerPlan GqaMixer(const ModelConfig& c, uint32_t layer) {
   return MixerPlan{
-      .kind = MixerKind::kGqa,
       .prefix = LayerPrefix(layer) + "self_attn.",
       .rope = {.dim = static_cast<uint32_t>(c.head_dim * c.partial_rotary_factor) / 2 * 2,
                .interleaved = false,
                .theta = c.rope_theta,
                .yarn = c.yarn},
-      .qkv_bias = c.attention_bias,
-      .qk_norm = c.qk_norm,
-      .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+      .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+      .params = GqaParams{.qkv_bias = c.attention_bias, .qk_norm = c.qk_norm}};
 }
 
 FfnPlan DenseMlp(std::string prefix, uint64_t intermediate) {

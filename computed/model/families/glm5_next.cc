@@ -122,17 +122,14 @@ class Glm5Next : public SwiGluFamily {
       LayerPlan l{.input_norm = p + "input_layernorm.weight",
                   .post_norm = p + "post_attention_layernorm.weight"};
       if (c.IsKdaLayer(layer)) {
-        l.mixer = MixerPlan{.kind = MixerKind::kKda,
-                            .prefix = p + "self_attn.",
-                            .a_log_shape = {c.linear_attention.num_heads}};
+        l.mixer = MixerPlan{.prefix = p + "self_attn.",
+                            .params = KdaParams{.a_log_shape = {c.linear_attention.num_heads}}};
       } else {
         l.mixer = MixerPlan{
-            .kind = MixerKind::kMla,
             .prefix = p + "self_attn.",
             .softmax_scale =
                 1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim + c.qk_rope_head_dim)),
-            .latent_norm_eps = c.rms_norm_eps,
-            .dsa_indexer = true};
+            .params = MlaParams{.latent_norm_eps = c.rms_norm_eps, .dsa_indexer = true}};
         l.mixer.rope = {.dim = c.qk_rope_head_dim, .interleaved = true, .theta = c.rope_theta};
       }
       l.ffn = c.IsMoeLayer(layer) ? GroupRoutedMoe(c, p + "mlp")

@@ -71,9 +71,10 @@ class GptOss : public ModelFamily {
     return PreNormModel(c, [&](uint32_t layer, LayerPlan& l) {
       const std::string p = LayerPrefix(layer);
       l.mixer = GqaMixer(c, layer);
-      l.mixer.o_bias = c.attention_bias;
-      l.mixer.sinks = true;
-      l.mixer.sliding_window = c.IsSlidingLayer(layer) ? c.sliding_window : 0;
+      GqaParams& gqa = std::get<GqaParams>(l.mixer.params);
+      gqa.o_bias = c.attention_bias;
+      gqa.sinks = true;
+      gqa.sliding_window = c.IsSlidingLayer(layer) ? c.sliding_window : 0;
       l.ffn = FfnPlan{.kind = FfnKind::kMoe,
                       .prefix = p + "mlp",
                       .router = RouterKind::kTopKSoftmax,

@@ -75,8 +75,10 @@ class KimiK3 : public ModelFamily {
                   .post_norm = p + "post_attention_layernorm.weight",
                   .mixer = kimi::Mixer(c, layer, p)};
       // Zero-padded as colibri reads the release (96 heads in 128 entries).
-      const LinearAttention& kda = c.linear_attention;
-      l.mixer.a_log_shape = {std::max(kda.num_heads, kda.head_dim)};
+      if (auto* kda_params = std::get_if<KdaParams>(&l.mixer.params)) {
+        const LinearAttention& kda = c.linear_attention;
+        kda_params->a_log_shape = {std::max(kda.num_heads, kda.head_dim)};
+      }
       if (c.attn_res_block > 0) {
         l.mixer_mix = {.norm = p + "self_attention_res_norm.weight",
                        .proj = p + "self_attention_res_proj.weight"};

@@ -122,19 +122,17 @@ absl::Status ParseKimiLinear(const Json& json, ModelConfig& out) {
 
 MixerPlan Mixer(const ModelConfig& c, uint32_t layer, const std::string& layer_prefix) {
   if (c.IsKdaLayer(layer)) {
-    return MixerPlan{.kind = MixerKind::kKda,
-                     .prefix = layer_prefix + "self_attn.",
-                     .a_log_shape = {1, 1, c.linear_attention.num_heads, 1}};
+    return MixerPlan{.prefix = layer_prefix + "self_attn.",
+                     .params = KdaParams{.a_log_shape = {1, 1, c.linear_attention.num_heads, 1}}};
   }
-  return MixerPlan{.kind = MixerKind::kMla,
-                   .prefix = layer_prefix + "self_attn.",
+  return MixerPlan{.prefix = layer_prefix + "self_attn.",
                    .rope = {.dim = c.mla_rope ? c.qk_rope_head_dim : 0,
                             .interleaved = true,
                             .theta = c.rope_theta,
                             .yarn = c.yarn},
                    .softmax_scale = 1.0f / std::sqrt(static_cast<float>(c.qk_nope_head_dim +
                                                                         c.qk_rope_head_dim)),
-                   .output_gate = c.mla_output_gate};
+                   .params = MlaParams{.output_gate = c.mla_output_gate}};
 }
 
 }  // namespace kimi

@@ -206,6 +206,27 @@ TEST(TensorFormatTest, ShapeProblemsAreThoseOfTheSwitchesBeforeTheTable) {
   }
 }
 
+TEST(TensorFormatTest, EveryFormatHasOneRowAndItsNameRoundTrips) {
+  ASSERT_EQ(std::size(kFormatTraits), kNumTensorFormats);
+  for (size_t i = 0; i < kNumTensorFormats; ++i) {
+    const auto format = static_cast<TensorFormat>(i);
+    EXPECT_EQ(&TraitsOf(format), &kFormatTraits[i]);
+    EXPECT_EQ(TraitsOf(format).format, format);
+    EXPECT_EQ(ParseTensorFormat(TensorFormatName(format)), format) << i;
+  }
+  EXPECT_EQ(TensorFormatName(static_cast<TensorFormat>(kNumTensorFormats)), "unknown");
+}
+
+TEST(TensorFormatTest, VisitFormatPassesTheFormatAsAConstant) {
+  for (const FormatTraits& traits : kFormatTraits) {
+    const uint64_t block_bytes = VisitFormat(traits.format, []<TensorFormat kFormat>() {
+      constexpr uint64_t kBytes = TraitsOf(kFormat).block_bytes;  // a compile-time constant
+      return kBytes;
+    });
+    EXPECT_EQ(block_bytes, traits.block_bytes) << traits.name;
+  }
+}
+
 TEST(TensorFormatTest, NamesRoundTrip) {
   EXPECT_EQ(TensorFormatName(TensorFormat::kQ4B32), "q4_b32");
   EXPECT_EQ(ParseTensorFormat("ggml_q6_k"), TensorFormat::kGgmlQ6_K);

@@ -1,12 +1,18 @@
 #pragma once
 
-// Storage formats of the tensors in trunk.bin and in expert records, and the
-// byte arithmetic for each. The bytes themselves are described in
-// docs/FORMAT.md#tensor-formats; kernels interpret them.
+// Storage formats of the tensors in trunk.bin and in expert records: one row
+// of kFormatTraits each, and the byte arithmetic derived from it. The bytes
+// themselves are described in docs/FORMAT.md#tensor-formats; kernels interpret them.
+//
+// Thread-safe: constants and pure functions.
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace warp {
@@ -54,6 +60,120 @@ inline constexpr uint64_t kRowBlock = 32;
 // Square block edge of kF8E4M3B128 scales, as the DeepSeek V3 / Kimi K2 releases ship.
 inline constexpr uint64_t kFp8Block = 128;
 
+// How one value of a separate scale sub-tensor is stored.
+enum class ScaleType {
+  kNone,  // no scale sub-tensor (plain floats; the ggml blocks hold theirs inside)
+  kF16,   // IEEE binary16
+  kE8M0,  // OCP MX E8M0, one byte: 2^(s - 127)
+  kF32,   // IEEE binary32
+};
+
+constexpr uint64_t ScaleTypeBytes(ScaleType type) {
+  switch (type) {
+    case ScaleType::kNone:
+      return 0;
+    case ScaleType::kF16:
+      return 2;
+    case ScaleType::kE8M0:
+      return 1;
+    case ScaleType::kF32:
+      return 4;
+  }
+  return 0;
+}
+
+// The scale sub-tensor: one value per block of `rows` x `cols` elements,
+// row-major [ceil(rows / block rows), ceil(cols / block cols)].
+struct ScaleBlock {
+  ScaleType type = ScaleType::kNone;
+  uint64_t rows = 0, cols = 0;
+};
+
+// What one tensor format is: the one place that says it (issue 45). Everything
+// that asks a question of a format (byte sizes, shape rules, which tool writes
+// it) reads this row; the kernels' per-format code has its own table
+// (computed/kernels/format_kernels.h), and so do the encoders
+// (computed/convert/encode.cc) and synth's fills (computed/synth/random_fill.cc).
+// A new format is a new enumerator, one row here and a row in each of those.
+struct FormatTraits {
+  TensorFormat format;
+  std::string_view name;  // in manifest.json and on the command line
+  // The data sub-tensor is whole blocks of `block_elements` consecutive
+  // elements of a row, `block_bytes` bytes each: a row's columns are a
+  // multiple of block_elements. 1 for the element formats.
+  uint64_t block_elements, block_bytes;
+  ScaleBlock scale;     // the separate scale sub-tensor, if any
+  bool ggml_block;      // ggml's blocks, as GGUF files store them: scale and codes together
+  bool needs_codebook;  // values need codebooks.bin besides the bytes
+  bool encodable;       // EncodeRows (computed/convert/encode.h) writes it from floats
+};
+
+// The scale layouts the formats use.
+inline constexpr ScaleBlock kNoScale{};
+inline constexpr ScaleBlock kRowScaleF16{ScaleType::kF16, 1, kRowBlock};
+inline constexpr ScaleBlock kRowScaleE8M0{ScaleType::kE8M0, 1, kRowBlock};
+inline constexpr ScaleBlock kSquareScaleF32{ScaleType::kF32, kFp8Block, kFp8Block};
+
+// One row per TensorFormat, in the enum's order.
+inline constexpr FormatTraits kFormatTraits[] = {
+    // format, name, block elements and bytes, scale, ggml_block, needs_codebook, encodable
+    {TensorFormat::kF32, "f32", 1, 4, kNoScale, false, false, true},
+    {TensorFormat::kF16, "f16", 1, 2, kNoScale, false, false, true},
+    {TensorFormat::kBF16, "bf16", 1, 2, kNoScale, false, false, true},
+    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128", 1, 1, kSquareScaleF32, false, false, false},
+    {TensorFormat::kQ8B32, "q8_b32", 32, 32, kRowScaleF16, false, false, true},
+    {TensorFormat::kQ4B32, "q4_b32", 32, 16, kRowScaleF16, false, false, true},
+    {TensorFormat::kMxfp4B32, "mxfp4_b32", 32, 16, kRowScaleE8M0, false, false, false},
+    {TensorFormat::kGgmlQ8_0, "ggml_q8_0", 32, 34, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ4_0, "ggml_q4_0", 32, 18, kNoScale, true, false, false},
+    {TensorFormat::kGgmlMxfp4, "ggml_mxfp4", 32, 17, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ4_1, "ggml_q4_1", 32, 20, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ5_0, "ggml_q5_0", 32, 22, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ5_1, "ggml_q5_1", 32, 24, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ2_K, "ggml_q2_k", 256, 84, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ3_K, "ggml_q3_k", 256, 110, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ4_K, "ggml_q4_k", 256, 144, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ5_K, "ggml_q5_k", 256, 176, kNoScale, true, false, false},
+    {TensorFormat::kGgmlQ6_K, "ggml_q6_k", 256, 210, kNoScale, true, false, false},
+    // 8 codes of 12 bits a block: 12 bytes (two codes per 3 bytes).
+    {TensorFormat::kVq3rB32, "vq3r_b32", 32, 12, kRowScaleF16, false, true, false},
+};
+
+// The number of formats. The enum's last enumerator is named here: a new one
+// goes at the end of the enum, and here.
+inline constexpr size_t kNumTensorFormats = static_cast<size_t>(TensorFormat::kVq3rB32) + 1;
+
+constexpr bool FormatTraitsAreInEnumOrder() {
+  if (std::size(kFormatTraits) != kNumTensorFormats) return false;
+  for (size_t i = 0; i < kNumTensorFormats; ++i) {
+    if (static_cast<size_t>(kFormatTraits[i].format) != i) return false;
+  }
+  return true;
+}
+static_assert(FormatTraitsAreInEnumOrder(), "kFormatTraits: one row per TensorFormat, in order");
+
+// The row of `format`. REQUIRES: a valid enumerator.
+constexpr const FormatTraits& TraitsOf(TensorFormat format) {
+  return kFormatTraits[static_cast<size_t>(format)];
+}
+
+// Calls fn.template operator()<F>() with F = `format` as a compile-time
+// constant, for code templated on the format (the SIMD row decoders, the fill
+// loops): the one dispatch from a format value to such code. fn is
+// instantiated for every format; the call is one indirect call through a
+// table built from kFormatTraits, so it belongs outside any per-element loop.
+template <class Fn>
+decltype(auto) VisitFormat(TensorFormat format, Fn&& fn) {
+  using Result = decltype(fn.template operator()<TensorFormat::kF32>());
+  return [&]<size_t... kIndex>(std::index_sequence<kIndex...>)->Result {
+    using Thunk = Result (*)(Fn&);
+    static constexpr Thunk kThunks[] = {
+        [](Fn& f) -> Result { return f.template operator()<kFormatTraits[kIndex].format>(); }...};
+    return kThunks[static_cast<size_t>(format)](fn);
+  }
+  (std::make_index_sequence<kNumTensorFormats>{});
+}
+
 std::string_view TensorFormatName(TensorFormat format);
 std::optional<TensorFormat> ParseTensorFormat(std::string_view name);
 
@@ -61,16 +181,23 @@ std::optional<TensorFormat> ParseTensorFormat(std::string_view name);
 struct GgmlBlockLayout {
   uint64_t elements, bytes;
 };
-std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format);
+constexpr std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format) {
+  const FormatTraits& traits = TraitsOf(format);
+  if (!traits.ggml_block) return std::nullopt;
+  return GgmlBlockLayout{traits.block_elements, traits.block_bytes};
+}
 
 // True if the format carries a separate scale sub-tensor.
-bool HasScale(TensorFormat format);
+constexpr bool HasScale(TensorFormat format) {
+  return TraitsOf(format).scale.type != ScaleType::kNone;
+}
 // True if the format's values need a codebook (codebooks.bin) besides its bytes.
-bool NeedsCodebook(TensorFormat format);
+constexpr bool NeedsCodebook(TensorFormat format) { return TraitsOf(format).needs_codebook; }
 
-// Why `shape` cannot be stored as `format`, or "" if it can. Block formats need
-// a 2-D shape; row-block formats need columns divisible by 32, the ggml formats
-// by their block's elements (32, or 256 for the k-quants).
+// Why `shape` cannot be stored as `format`, or "" if it can. Formats with a
+// scale and the ggml formats need a 2-D shape; every format needs columns
+// divisible by its block's elements (32 for the row-block formats, 32 or 256
+// for the ggml ones).
 std::string ShapeProblem(TensorFormat format, const std::vector<uint64_t>& shape);
 
 // Bytes of the data sub-tensor. REQUIRES: ShapeProblem(format, shape) == "".

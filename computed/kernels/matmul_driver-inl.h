@@ -292,7 +292,9 @@ inline __m256i WidenU8(uint64_t bytes) {
 }
 
 struct GgmlQ4_1Kind {  // d, m, qs[16]; q * d + m computed as q * d - (-m), the same sum
-  static constexpr uint64_t kElements = 32, kBytes = 20, kScaleCols = 32;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ4_1);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 32;
   static constexpr bool kHasMin = true, kNibbles = true;
   static void Scales(const std::byte* b, float* scale, float* min) {
     scale[0] = HalfAt(b);
@@ -301,7 +303,9 @@ struct GgmlQ4_1Kind {  // d, m, qs[16]; q * d + m computed as q * d - (-m), the 
   static __m256i Codes(const std::byte* b, uint64_t) { return SplitNibbles32(b + 4); }
 };
 struct GgmlQ5_0Kind {  // d, qh[4], qs[16]
-  static constexpr uint64_t kElements = 32, kBytes = 22, kScaleCols = 32;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ5_0);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 32;
   static constexpr bool kHasMin = false, kNibbles = false;
   static void Scales(const std::byte* b, float* scale, float*) { scale[0] = HalfAt(b); }
   static __m256i Codes(const std::byte* b, uint64_t) {
@@ -310,7 +314,9 @@ struct GgmlQ5_0Kind {  // d, qh[4], qs[16]
   }
 };
 struct GgmlQ5_1Kind {  // d, m, qh[4], qs[16]
-  static constexpr uint64_t kElements = 32, kBytes = 24, kScaleCols = 32;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ5_1);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 32;
   static constexpr bool kHasMin = true, kNibbles = false;
   static void Scales(const std::byte* b, float* scale, float* min) {
     scale[0] = HalfAt(b);
@@ -322,7 +328,9 @@ struct GgmlQ5_1Kind {  // d, m, qh[4], qs[16]
 };
 
 struct GgmlQ2_KKind {  // scales[16] (scale | min << 4), qs[64], d, dmin
-  static constexpr uint64_t kElements = 256, kBytes = 84, kScaleCols = 16;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ2_K);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 16;
   static constexpr bool kHasMin = true, kNibbles = false;
   static void Scales(const std::byte* b, float* scale, float* min) {
     const float d = HalfAt(b + 80), dmin = HalfAt(b + 82);
@@ -338,7 +346,9 @@ struct GgmlQ2_KKind {  // scales[16] (scale | min << 4), qs[64], d, dmin
   }
 };
 struct GgmlQ3_KKind {  // hmask[32], qs[64], scales[12] (6 bits each), d
-  static constexpr uint64_t kElements = 256, kBytes = 110, kScaleCols = 16;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ3_K);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 16;
   static constexpr bool kHasMin = false, kNibbles = false;
   static void Scales(const std::byte* b, float* scale, float*) {
     uint32_t u[3];
@@ -378,7 +388,9 @@ inline void Q4KScalesMins(const std::byte* q, float d, float dmin, float* scale,
   StoreTimes(WidenU8((u[1] & 0x3f3f3f3f) | uint64_t{mins_hi} << 32), dmin, min);
 }
 struct GgmlQ4_KKind {  // d, dmin, scales[12], qs[128]
-  static constexpr uint64_t kElements = 256, kBytes = 144, kScaleCols = 32;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ4_K);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 32;
   static constexpr bool kHasMin = true, kNibbles = true;
   static void Scales(const std::byte* b, float* scale, float* min) {
     Q4KScalesMins(b + 4, HalfAt(b), HalfAt(b + 2), scale, min);
@@ -388,7 +400,9 @@ struct GgmlQ4_KKind {  // d, dmin, scales[12], qs[128]
   }
 };
 struct GgmlQ5_KKind {  // d, dmin, scales[12], qh[32], qs[128]
-  static constexpr uint64_t kElements = 256, kBytes = 176, kScaleCols = 32;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ5_K);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 32;
   static constexpr bool kHasMin = true, kNibbles = false;
   static void Scales(const std::byte* b, float* scale, float* min) {
     Q4KScalesMins(b + 4, HalfAt(b), HalfAt(b + 2), scale, min);
@@ -400,7 +414,9 @@ struct GgmlQ5_KKind {  // d, dmin, scales[12], qh[32], qs[128]
   }
 };
 struct GgmlQ6_KKind {  // ql[128], qh[64], int8 scales[16], d
-  static constexpr uint64_t kElements = 256, kBytes = 210, kScaleCols = 16;
+  static constexpr FormatTraits kTraits = TraitsOf(TensorFormat::kGgmlQ6_K);
+  static constexpr uint64_t kElements = kTraits.block_elements, kBytes = kTraits.block_bytes;
+  static constexpr uint64_t kScaleCols = 16;
   static constexpr bool kHasMin = false, kNibbles = false;
   static void Scales(const std::byte* b, float* scale, float*) {
     const float d = HalfAt(b + 208);
@@ -580,70 +596,40 @@ void MatMulFormat(const MatrixView& w, const float* x, size_t num_tokens, size_t
   }
 }
 
+// The SIMD row decoder of each format: the ISA family's row of the kernels'
+// format table (format_kernels.h), one specialization per TensorFormat.
+template <class Ops, TensorFormat F>
+struct RowOf;
+// clang-format off
+template <class Ops> struct RowOf<Ops, TensorFormat::kF32> { using Type = ElementRow<Ops, float, typename Ops::F32>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kF16> { using Type = ElementRow<Ops, uint16_t, typename Ops::F16>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kBF16> { using Type = ElementRow<Ops, uint16_t, typename Ops::Bf16>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kF8E4M3B128> { using Type = F8Row<Ops>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kQ8B32> { using Type = BlockRow<Ops, HalfScales<Ops>, kRowBlock, typename Ops::Q8>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kQ4B32> { using Type = BlockRow<Ops, HalfScales<Ops>, kRowBlock / 2, typename Ops::Q4>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kMxfp4B32> { using Type = BlockRow<Ops, E8M0Scales, kRowBlock / 2, typename Ops::Mxfp4>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ8_0> { using Type = GgmlBlockRow<Ops, GgmlHalfScale, TraitsOf(TensorFormat::kGgmlQ8_0).block_bytes, typename Ops::Q8>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ4_0> { using Type = GgmlBlockRow<Ops, GgmlHalfScale, TraitsOf(TensorFormat::kGgmlQ4_0).block_bytes, typename Ops::Q4Split>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlMxfp4> { using Type = GgmlBlockRow<Ops, GgmlE8M0HalfScale, TraitsOf(TensorFormat::kGgmlMxfp4).block_bytes, typename Ops::Mxfp4Split>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ4_1> { using Type = GgmlCodeRow<Ops, GgmlQ4_1Kind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ5_0> { using Type = GgmlCodeRow<Ops, GgmlQ5_0Kind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ5_1> { using Type = GgmlCodeRow<Ops, GgmlQ5_1Kind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ2_K> { using Type = GgmlCodeRow<Ops, GgmlQ2_KKind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ3_K> { using Type = GgmlCodeRow<Ops, GgmlQ3_KKind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ4_K> { using Type = GgmlCodeRow<Ops, GgmlQ4_KKind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ5_K> { using Type = GgmlCodeRow<Ops, GgmlQ5_KKind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ6_K> { using Type = GgmlCodeRow<Ops, GgmlQ6_KKind>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kVq3rB32> { using Type = Vq3rRow<Ops>; };
+// clang-format on
+
 // MatMulRows for one ISA, with its contract (arguments already checked).
 template <class Ops>
 void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size_t row_begin,
                     size_t row_end, float* y, size_t y_stride) {
-  using F32 = ElementRow<Ops, float, typename Ops::F32>;
-  using F16 = ElementRow<Ops, uint16_t, typename Ops::F16>;
-  using Bf16 = ElementRow<Ops, uint16_t, typename Ops::Bf16>;
-  using Q8 = BlockRow<Ops, HalfScales<Ops>, kRowBlock, typename Ops::Q8>;
-  using Q4 = BlockRow<Ops, HalfScales<Ops>, kRowBlock / 2, typename Ops::Q4>;
-  using Mxfp4 = BlockRow<Ops, E8M0Scales, kRowBlock / 2, typename Ops::Mxfp4>;
-  using GgmlQ8_0 = GgmlBlockRow<Ops, GgmlHalfScale, 34, typename Ops::Q8>;
-  using GgmlQ4_0 = GgmlBlockRow<Ops, GgmlHalfScale, 18, typename Ops::Q4Split>;
-  using GgmlMxfp4 = GgmlBlockRow<Ops, GgmlE8M0HalfScale, 17, typename Ops::Mxfp4Split>;
-  using GgmlQ4_1 = GgmlCodeRow<Ops, GgmlQ4_1Kind>;
-  using GgmlQ5_0 = GgmlCodeRow<Ops, GgmlQ5_0Kind>;
-  using GgmlQ5_1 = GgmlCodeRow<Ops, GgmlQ5_1Kind>;
-  using GgmlQ2_K = GgmlCodeRow<Ops, GgmlQ2_KKind>;
-  using GgmlQ3_K = GgmlCodeRow<Ops, GgmlQ3_KKind>;
-  using GgmlQ4_K = GgmlCodeRow<Ops, GgmlQ4_KKind>;
-  using GgmlQ5_K = GgmlCodeRow<Ops, GgmlQ5_KKind>;
-  using GgmlQ6_K = GgmlCodeRow<Ops, GgmlQ6_KKind>;
-  const auto run = [&]<class Row>() {
-    MatMulFormat<Ops, Row>(w, x, num_tokens, row_begin, row_end, y, y_stride);
-  };
-  switch (w.format) {
-    case TensorFormat::kF32:
-      return run.template operator()<F32>();
-    case TensorFormat::kF16:
-      return run.template operator()<F16>();
-    case TensorFormat::kBF16:
-      return run.template operator()<Bf16>();
-    case TensorFormat::kF8E4M3B128:
-      return run.template operator()<F8Row<Ops>>();
-    case TensorFormat::kQ8B32:
-      return run.template operator()<Q8>();
-    case TensorFormat::kQ4B32:
-      return run.template operator()<Q4>();
-    case TensorFormat::kMxfp4B32:
-      return run.template operator()<Mxfp4>();
-    case TensorFormat::kGgmlQ8_0:
-      return run.template operator()<GgmlQ8_0>();
-    case TensorFormat::kGgmlQ4_0:
-      return run.template operator()<GgmlQ4_0>();
-    case TensorFormat::kGgmlMxfp4:
-      return run.template operator()<GgmlMxfp4>();
-    case TensorFormat::kGgmlQ4_1:
-      return run.template operator()<GgmlQ4_1>();
-    case TensorFormat::kGgmlQ5_0:
-      return run.template operator()<GgmlQ5_0>();
-    case TensorFormat::kGgmlQ5_1:
-      return run.template operator()<GgmlQ5_1>();
-    case TensorFormat::kGgmlQ2_K:
-      return run.template operator()<GgmlQ2_K>();
-    case TensorFormat::kGgmlQ3_K:
-      return run.template operator()<GgmlQ3_K>();
-    case TensorFormat::kGgmlQ4_K:
-      return run.template operator()<GgmlQ4_K>();
-    case TensorFormat::kGgmlQ5_K:
-      return run.template operator()<GgmlQ5_K>();
-    case TensorFormat::kGgmlQ6_K:
-      return run.template operator()<GgmlQ6_K>();
-    case TensorFormat::kVq3rB32:
-      return run.template operator()<Vq3rRow<Ops>>();
-  }
+  VisitFormat(w.format, [&]<TensorFormat F>() {
+    MatMulFormat<Ops, typename RowOf<Ops, F>::Type>(w, x, num_tokens, row_begin, row_end, y,
+                                                    y_stride);
+  });
 }
 
 }  // namespace

@@ -72,11 +72,6 @@ Q8Kernel ActiveQ8Kernel() {
 
 }  // namespace
 
-bool HasQ8Path(TensorFormat format) {
-  return format == TensorFormat::kQ4B32 || format == TensorFormat::kGgmlQ4_0 ||
-         format == TensorFormat::kMxfp4B32 || format == TensorFormat::kGgmlMxfp4;
-}
-
 void QuantizeActivations(TensorFormat format, const float* x, size_t num_tokens, uint64_t cols,
                          Q8Activations* out) {
   WARP_DCHECK(HasQ8Path(format) && cols % kBlock == 0);
@@ -149,17 +144,12 @@ namespace internal {
 
 float BlockScale(TensorFormat format, const std::byte* scale) {
   const auto e = static_cast<uint8_t>(scale[0]);
-  switch (format) {
-    case TensorFormat::kMxfp4B32:
-      return kE8M0Scale[e] * 0.5f;  // exact: a power of two, or NaN
-    case TensorFormat::kGgmlMxfp4:
-      return kE8M0HalfScale[e];
-    default: {
-      uint16_t h;
-      std::memcpy(&h, scale, sizeof(h));
-      return HalfToFloat(h);
-    }
+  if (IsFp4(format)) {  // ggml_mxfp4's table, or mxfp4_b32's halved: exact, a power of two or NaN
+    return ScaleInBlock(format) ? kE8M0HalfScale[e] : kE8M0Scale[e] * 0.5f;
   }
+  uint16_t h;
+  std::memcpy(&h, scale, sizeof(h));
+  return HalfToFloat(h);
 }
 
 bool CpuHasAvx512Vnni() {

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
+#include "computed/kernels/format_kernels.h"
 #include "computed/kernels/matrix_view.h"
 
 namespace warp::computed::kernels {
@@ -51,14 +52,12 @@ namespace warp::computed::kernels {
 inline constexpr uint64_t kQ8GroupCols = 128;
 inline constexpr uint64_t kQ8GroupLanes = 16;
 
-// Whether MatMulRowsQ8 takes weights of `format`.
-bool HasQ8Path(TensorFormat format);
+// Whether MatMulRowsQ8 takes weights of `format` (its row of kFormatKernels).
+constexpr bool HasQ8Path(TensorFormat format) { return KernelsOf(format).q8 != Q8Codes::kNone; }
 
 // Whether the 4-bit codes of `format` are E2M1 (mxfp4_b32, ggml_mxfp4), not
 // integers (q4_b32, ggml_q4_0).
-constexpr bool IsFp4(TensorFormat format) {
-  return format == TensorFormat::kMxfp4B32 || format == TensorFormat::kGgmlMxfp4;
-}
+constexpr bool IsFp4(TensorFormat format) { return KernelsOf(format).q8 == Q8Codes::kE2M1; }
 
 // The offset that makes every code c of `format` an unsigned byte, c + offset
 // (8 for the q4 formats, 12 for the mxfp4 ones): the SIMD kernels multiply
@@ -126,9 +125,7 @@ bool CpuHasAvx512Vnni();
 // is its scale, then its 16 nibble bytes; the others keep the nibbles in data
 // and the scales in their own sub-tensor. (constexpr: the SIMD tiles take them
 // as compile-time constants.)
-constexpr bool ScaleInBlock(TensorFormat format) {
-  return format == TensorFormat::kGgmlQ4_0 || format == TensorFormat::kGgmlMxfp4;
-}
+constexpr bool ScaleInBlock(TensorFormat format) { return TraitsOf(format).ggml_block; }
 constexpr uint64_t ScaleBytesOf(TensorFormat format) { return IsFp4(format) ? 1 : 2; }
 constexpr uint64_t BlockBytesInData(TensorFormat format) {
   return ScaleInBlock(format) ? 16 + ScaleBytesOf(format) : 16;

@@ -193,16 +193,9 @@ void Q8AllRows(const MatrixView& w, const Q8Activations& x, size_t row_begin, si
 template <class Ops>
 void MatMulRowsQ8With(const MatrixView& w, const Q8Activations& x, size_t row_begin, size_t row_end,
                       float* y, size_t y_stride) {
-  switch (w.format) {
-    case TensorFormat::kGgmlQ4_0:
-      return Q8AllRows<Ops, TensorFormat::kGgmlQ4_0>(w, x, row_begin, row_end, y, y_stride);
-    case TensorFormat::kMxfp4B32:
-      return Q8AllRows<Ops, TensorFormat::kMxfp4B32>(w, x, row_begin, row_end, y, y_stride);
-    case TensorFormat::kGgmlMxfp4:
-      return Q8AllRows<Ops, TensorFormat::kGgmlMxfp4>(w, x, row_begin, row_end, y, y_stride);
-    default:
-      return Q8AllRows<Ops, TensorFormat::kQ4B32>(w, x, row_begin, row_end, y, y_stride);
-  }
+  VisitFormat(w.format, [&]<TensorFormat F>() {
+    if constexpr (HasQ8Path(F)) Q8AllRows<Ops, F>(w, x, row_begin, row_end, y, y_stride);
+  });
 }
 
 }  // namespace

@@ -35,6 +35,32 @@ constexpr float kUniformStd = 0.57735f;  // std of U(-1, 1)
 // and its negation, +0 and -0, equally likely), with this RMS.
 constexpr float kFp4CodeStd = 2.9262f;  // sqrt((0.25+1+2.25+4+9+16+36) / 8)
 
+// The formats synth writes, one row each: the spread of one code, which turns
+// an amplitude into a block scale (0: no scale). DataWord has each one's codes.
+struct FillRow {
+  TensorFormat format;
+  float code_std;
+};
+constexpr FillRow kFills[] = {
+    {TensorFormat::kF32, 0.0f},         {TensorFormat::kF16, 0.0f},
+    {TensorFormat::kBF16, 0.0f},        {TensorFormat::kQ8B32, kQ8CodeStd},
+    {TensorFormat::kQ4B32, kQ4CodeStd}, {TensorFormat::kMxfp4B32, kFp4CodeStd},
+};
+
+constexpr bool Fills(TensorFormat format) {
+  for (const FillRow& row : kFills) {
+    if (row.format == format) return true;
+  }
+  return false;
+}
+
+constexpr const FillRow& FillOf(TensorFormat format) {
+  for (const FillRow& row : kFills) {
+    if (row.format == format) return row;
+  }
+  return kFills[0];  // REQUIRES: CanFill(format)
+}
+
 // The low `kWidth` bits of `bits` as a uniform value in [-1, 1). Builds the
 // float from its bit pattern (1.mantissa in [1, 2)) instead of an int-to-float
 // conversion: the fill loops run at several GB/s.
@@ -174,6 +200,16 @@ void FillDistinctRows(const FillSpec& spec, uint64_t stream, uint64_t offset,
 
 }  // namespace
 
+bool CanFill(TensorFormat format) { return Fills(format); }
+
+std::string_view WhySynthCannotFill(TensorFormat format) {
+  if (CanFill(format)) return "";
+  const FormatTraits& traits = TraitsOf(format);
+  if (traits.needs_codebook) return "its codebooks are trained by computed convert --experts vq3r";
+  if (traits.ggml_block) return "ggml blocks come from GGUF files (tests/gguf/make_gguf.py)";
+  return "it comes from converted releases";
+}
+
 uint64_t StreamKey(uint64_t seed, std::string_view name) {
   return SplitMix64(Fnv1a64(name) ^ SplitMix64(seed));
 }
@@ -183,59 +219,32 @@ void FillData(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<
     WARP_CHECK(spec.format == TensorFormat::kF32);
     return FillDistinctRows(spec, stream, offset, out);
   }
-  auto fill = [&]<TensorFormat kFormat>() {
-    FillWords(stream, offset, out,
-              [center = spec.center, amplitude = spec.amplitude](uint64_t hash) {
-                return DataWord<kFormat>(center, amplitude, hash);
-              });
-  };
-  switch (spec.format) {
-    case TensorFormat::kF32:
-      return fill.template operator()<TensorFormat::kF32>();
-    case TensorFormat::kF16:
-      return fill.template operator()<TensorFormat::kF16>();
-    case TensorFormat::kBF16:
-      return fill.template operator()<TensorFormat::kBF16>();
-    case TensorFormat::kQ8B32:
-      return fill.template operator()<TensorFormat::kQ8B32>();
-    case TensorFormat::kQ4B32:
-      return fill.template operator()<TensorFormat::kQ4B32>();
-    case TensorFormat::kMxfp4B32:
-      return fill.template operator()<TensorFormat::kMxfp4B32>();
-    case TensorFormat::kF8E4M3B128:
-      WARP_CHECK(false && "synthetic FP8 is not supported");
-    case TensorFormat::kGgmlQ8_0:
-    case TensorFormat::kGgmlQ4_0:
-    case TensorFormat::kGgmlMxfp4:
-    case TensorFormat::kGgmlQ4_1:
-    case TensorFormat::kGgmlQ5_0:
-    case TensorFormat::kGgmlQ5_1:
-    case TensorFormat::kGgmlQ2_K:
-    case TensorFormat::kGgmlQ3_K:
-    case TensorFormat::kGgmlQ4_K:
-    case TensorFormat::kGgmlQ5_K:
-    case TensorFormat::kGgmlQ6_K:
-      WARP_CHECK(false && "synthetic ggml blocks are not supported: write a GGUF file");
-    case TensorFormat::kVq3rB32:
-      WARP_CHECK(false && "synthetic vq3r_b32 is not supported: computed convert --experts vq3r");
-  }
+  WARP_CHECK(CanFill(spec.format));
+  VisitFormat(spec.format, [&]<TensorFormat kFormat>() {
+    if constexpr (Fills(kFormat)) {
+      FillWords(stream, offset, out,
+                [center = spec.center, amplitude = spec.amplitude](uint64_t hash) {
+                  return DataWord<kFormat>(center, amplitude, hash);
+                });
+    }
+  });
 }
 
 void FillScale(const FillSpec& spec, uint64_t stream, uint64_t offset, std::span<std::byte> out) {
   const uint64_t scale_stream = SplitMix64(stream ^ 0x5ca1e5ca1e5ca1e5ull);
-  switch (spec.format) {
-    case TensorFormat::kQ8B32:
-    case TensorFormat::kQ4B32: {
-      const float code_std = spec.format == TensorFormat::kQ4B32 ? kQ4CodeStd : kQ8CodeStd;
-      const float base = spec.amplitude * kUniformStd / code_std;
+  WARP_CHECK(CanFill(spec.format));
+  // The scale that gives codes the spread of U(-amplitude, amplitude).
+  const auto base = [&] { return spec.amplitude * kUniformStd / FillOf(spec.format).code_std; };
+  switch (TraitsOf(spec.format).scale.type) {
+    case ScaleType::kF16:
       return FillWords(scale_stream, offset, out,
-                       [&](uint64_t hash) { return ScaleWord(base, hash); });
-    }
-    case TensorFormat::kMxfp4B32: {
-      const E8M0Choice choice(spec.amplitude * kUniformStd / kFp4CodeStd);
+                       [b = base()](uint64_t hash) { return ScaleWord(b, hash); });
+    case ScaleType::kE8M0: {
+      const E8M0Choice choice(base());
       return FillWords(scale_stream, offset, out, [&](uint64_t hash) { return choice.Word(hash); });
     }
-    default:
+    case ScaleType::kNone:
+    case ScaleType::kF32:
       WARP_CHECK(false && "FillScale: not a row-block format");
   }
 }

@@ -28,6 +28,13 @@ struct FillSpec {
                            // distinct within each row of shape.back()
 };
 
+// Whether FillData writes `format`: f32, f16, bf16, q8_b32, q4_b32 and
+// mxfp4_b32, the rows of random_fill.cc's fill table.
+bool CanFill(TensorFormat format);
+
+// Where a format synth cannot write comes from, for an error; "" if CanFill.
+std::string_view WhySynthCannotFill(TensorFormat format);
+
 // Stream key of one tensor: mixes the seed with a name that identifies it
 // (e.g. "model.layers.3.mlp.gate.weight" or "L3/E17/gate_proj").
 uint64_t StreamKey(uint64_t seed, std::string_view name);

@@ -165,16 +165,11 @@ absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOpti
   const TrunkFormatOf trunk_of = [&](const TrunkTensor& tensor) {
     return choice ? choice->FormatOf(tensor.kind, trunk_format, tensor.spec.shape) : trunk_format;
   };
-  if (expert_format == TensorFormat::kF8E4M3B128 || trunk_format == TensorFormat::kF8E4M3B128) {
-    return absl::InvalidArgumentError(
-        "synth does not write f8_e4m3_b128; FP8 comes from converted releases");
-  }
   for (TensorFormat format : {expert_format, trunk_format}) {
-    if (NeedsCodebook(format) || GgmlBlockLayoutOf(format)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "synth does not write ", std::string(TensorFormatName(format)),
-          NeedsCodebook(format) ? "; its codebooks are trained by computed convert --experts vq3r"
-                                : "; ggml blocks come from GGUF files (tests/gguf/make_gguf.py)"));
+    if (!CanFill(format)) {
+      return absl::InvalidArgumentError(absl::StrCat("synth does not write ",
+                                                     std::string(TensorFormatName(format)), "; ",
+                                                     std::string(WhySynthCannotFill(format))));
     }
   }
   nlohmann::ordered_json config = preset.config;

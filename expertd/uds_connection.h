@@ -50,8 +50,6 @@ class UdsConnection {
   // Makes Serve return after the request in progress (shutdown(SHUT_RD)).
   void StopReading();
 
-  size_t num_leases() const { return leases_.size(); }  // REQUIRES: the serving thread
-
  private:
   // Handles one request; a non-OK status ends the connection.
   absl::Status Handle(const v1::FastPathRequest& request);

@@ -95,13 +95,6 @@ void UdsServer::Shutdown() {
   clients_.clear();  // drops the last leases
 }
 
-size_t UdsServer::num_connections() const {
-  absl::MutexLock lock(&mu_);
-  size_t open = 0;
-  for (const Client& client : clients_) open += !client.done.load();
-  return open;
-}
-
 namespace {
 
 // The soft RLIMIT_NOFILE, read each time: an operator may raise it live.

@@ -50,8 +50,6 @@ class UdsServer {
   // closes them (releasing their leases) and removes the socket file. Idempotent.
   void Shutdown();
 
-  size_t num_connections() const;  // open now
-
  private:
   struct Client {
     std::unique_ptr<UdsConnection> connection;

@@ -38,8 +38,6 @@ class FanoutExpertSource : public ExpertSource {
   // are in this process, nullopt if none is.
   std::optional<uint64_t> ResizeCache(uint64_t bytes) override;
 
-  size_t num_members() const { return members_.size(); }
-
  private:
   explicit FanoutExpertSource(std::vector<Member> members) : members_(std::move(members)) {}
   // For each member, the positions in `keys` it serves; unowned positions last.

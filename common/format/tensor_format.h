@@ -89,7 +89,7 @@ struct ScaleBlock {
   uint64_t rows = 0, cols = 0;
 };
 
-// What one tensor format is: the one place that says it (issue 45). Everything
+// What one tensor format is: the one place that says it. Everything
 // that asks a question of a format (byte sizes, shape rules, which tool writes
 // it) reads this row; the kernels' per-format code has its own table
 // (computed/kernels/format_kernels.h), and so do the encoders

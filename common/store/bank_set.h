@@ -101,7 +101,6 @@ class BankSet {
   const Options& options() const { return options_; }
   bool verifies() const { return options_.verify; }  // every record's CRC32C, at least once
   const Container& container() const { return *container_; }
-  const std::shared_ptr<const Container>& shared_container() const { return container_; }
 
  private:
   BankSet(std::shared_ptr<const Container> container, Options options)

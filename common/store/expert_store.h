@@ -1,8 +1,8 @@
 #pragma once
 
 // ExpertStore: the expert records of one disk — its BankSet, a RecordCache of
-// verified records inside a byte budget (LFRU or LRU eviction order), and an
-// IoEngine of reader threads.
+// verified records inside a byte budget (an EvictionOrder: duel by default,
+// or lfru, lru or arc; eviction_order.h), and an IoEngine of reader threads.
 // expertd serves from one; computed embeds one as its default ExpertSource.
 //
 // Concurrent requests for the same record share one read. The cache lives in
@@ -54,7 +54,7 @@ class ExpertStore : public ExpertSource {
     // Budget of the shared-memory cache: it holds cache_bytes / slot_bytes()
     // records. Below one slot (0 included): no cache, every read goes to disk.
     uint64_t cache_bytes = 0;
-    uint32_t io_threads = 4;
+    uint32_t io_threads = 4;  // IoEngine reader threads: records read at once
     // The order demand reads evict records in (ExpertdConfig.cache_policy).
     EvictionPolicy cache_policy = kDefaultEvictionPolicy;
     // The arena's fd goes to fast-path clients (expertd): sealed against new

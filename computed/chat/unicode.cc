@@ -100,8 +100,6 @@ std::string_view JsTrimEnd(std::string_view s) {
   return s.substr(0, end);
 }
 
-std::string_view JsTrim(std::string_view s) { return JsTrimEnd(JsTrimStart(s)); }
-
 size_t Utf16Length(std::string_view s) {
   size_t units = 0;
   for (size_t pos = 0; pos < s.size();) {

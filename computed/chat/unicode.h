@@ -29,7 +29,6 @@ bool IsJsWhitespace(char32_t cp);
 size_t JsWhitespaceAt(std::string_view s, size_t pos);
 size_t JsWhitespaceBefore(std::string_view s, size_t pos);
 
-std::string_view JsTrim(std::string_view s);
 std::string_view JsTrimStart(std::string_view s);
 std::string_view JsTrimEnd(std::string_view s);
 

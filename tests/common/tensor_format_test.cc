@@ -5,8 +5,6 @@
 #include "common/format/tensor_format.h"
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -226,19 +224,6 @@ TEST(TensorFormatTest, VisitFormatPassesTheFormatAsAConstant) {
       return kBytes;
     });
     EXPECT_EQ(block_bytes, traits.block_bytes) << traits.name;
-  }
-}
-
-// docs/FORMAT.md#tensor-formats has a row for every format of the table, so
-// the doc's list cannot drift from the code's.
-TEST(TensorFormatTest, FormatDocListsEveryFormat) {
-  std::ifstream in(std::string(WARP_TEST_SOURCE_DIR) + "/docs/FORMAT.md");
-  ASSERT_TRUE(in.good());
-  std::stringstream doc;
-  doc << in.rdbuf();
-  for (const FormatTraits& traits : kFormatTraits) {
-    EXPECT_NE(doc.str().find("| `" + std::string(traits.name) + "` |"), std::string::npos)
-        << traits.name;
   }
 }
 

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "computed/api/chat_input.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/planner/planner.h"
 #include "computed/run/sources.h"
 

@@ -25,6 +25,7 @@
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/family.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/release_formats.h"
 #include "computed/model/tensor_specs.h"
 #include "computed/model/trunk_choice.h"

@@ -9,7 +9,7 @@
 
 #include "common/status.h"
 #include "computed/engine/early_route.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/model/layer_plan.h"
 
 namespace warp::computed {
@@ -22,7 +22,8 @@ absl::Status WriteEarlyRouteFolds(ContainerWriter& writer, const ModelConfig& mo
   for (TensorSpec& spec : TrunkTensorSpecs(model, trunk_format)) {
     trunk[spec.name] = std::move(spec);
   }
-  ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool threads(std::max(1u, std::thread::hardware_concurrency()));
+  ComputeContext compute(threads, Arithmetic{});
   const ModelPlan plan = PlanOf(model);
   for (const LayerPlan& layer : plan.layers) {
     if (!HasEarlyRoute(plan, layer)) continue;
@@ -32,11 +33,12 @@ absl::Status WriteEarlyRouteFolds(ContainerWriter& writer, const ModelConfig& mo
     if (spec == folds.end()) continue;
     WARP_ASSIGN_OR_RETURN(StoredTensor router, stored(trunk.at(layer.ffn.router_weight)));
     WARP_ASSIGN_OR_RETURN(StoredTensor gain, stored(trunk.at(layer.post_norm)));
-    WARP_ASSIGN_OR_RETURN(StoredTensor output,
-                          stored(trunk.at(layer.mixer.prefix + "o_proj.weight")));
+    WARP_ASSIGN_OR_RETURN(
+        StoredTensor output,
+        stored(trunk.at(OutputProjectionTensor(model, layer.mixer)->name)));
     const std::vector<float> folded = FoldRouterThroughOutput(
         router.view(), {reinterpret_cast<const float*>(gain.data.data()), gain.data.size() / 4},
-        output.view(), pool);
+        output.view(), compute);
     const auto bytes = std::as_bytes(std::span(folded));
     WARP_RETURN_IF_ERROR(writer.AddTrunkTensor(
         *spec,

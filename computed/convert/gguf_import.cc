@@ -11,6 +11,7 @@
 #include "computed/convert/gguf.h"
 #include "computed/convert/gguf_architectures.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 
 namespace warp::computed {
 namespace {

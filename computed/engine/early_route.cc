@@ -29,7 +29,7 @@ float Rms(std::span<const float> x, float eps) {
 
 std::vector<float> FoldRouterThroughOutput(const kernels::MatrixView& router,
                                            std::span<const float> gain,
-                                           const kernels::MatrixView& output, ThreadPool& pool) {
+                                           const kernels::MatrixView& output, ComputeContext& compute) {
   const uint64_t experts = router.rows, hidden = router.cols, cols = output.cols;
   WARP_CHECK(gain.size() == hidden && output.rows == hidden);
   // W_r diag(g), [experts][hidden].
@@ -60,7 +60,7 @@ std::vector<float> FoldRouterThroughOutput(const kernels::MatrixView& router,
                                         .rows = cols,
                                         .cols = b,
                                         .data = reinterpret_cast<const std::byte*>(band.data())};
-    Linear(pool, band_view, tokens.data(), experts, partial.data());
+    Linear(compute, band_view, tokens.data(), experts, partial.data());
     for (size_t k = 0; k < folded.size(); ++k) folded[k] += partial[k];
   }
   return folded;
@@ -68,12 +68,12 @@ std::vector<float> FoldRouterThroughOutput(const kernels::MatrixView& router,
 
 EarlyRoute::EarlyRoute(uint32_t layer, float eps, const Router& router,
                        const TokenMixer::OutputProjection& output, std::span<const float> ffn_norm,
-                       uint32_t top_k, ThreadPool& pool, const kernels::MatrixView* stored)
+                       uint32_t top_k, ComputeContext& compute, const kernels::MatrixView* stored)
     : layer_(layer),
       eps_(eps),
       router_(router),
       top_k_(top_k),
-      pool_(pool),
+      compute_(compute),
       hidden_(output.weight.rows),
       experts_(router.num_experts()),
       scale_free_(router.ScaleFree()),
@@ -85,7 +85,7 @@ EarlyRoute::EarlyRoute(uint32_t layer, float eps, const Router& router,
                stored->cols == cols);  // EarlyRouteFoldSpecs, checked at open
     folded_view_ = *stored;
   } else {
-    folded_ = FoldRouterThroughOutput(router.weight(), gain_, output.weight, pool_);
+    folded_ = FoldRouterThroughOutput(router.weight(), gain_, output.weight, compute_);
     folded_view_ = {.format = TensorFormat::kF32,
                     .rows = experts_,
                     .cols = cols,
@@ -117,12 +117,12 @@ void EarlyRoute::Begin(std::span<const float> h, uint32_t n) {
     stream_rms_[t] = Rms(row, eps_);
   }
   stream_logits_.resize(uint64_t{n} * experts_);
-  Linear(pool_, router_.weight(), gained.data(), n, stream_logits_.data());
+  Linear(compute_, router_.weight(), gained.data(), n, stream_logits_.data());
 }
 
 std::vector<ExpertKey> EarlyRoute::Predict(std::span<const float> a, uint32_t first, uint32_t m) {
   std::vector<float> logits(uint64_t{m} * experts_);
-  Linear(pool_, folded_view_, a.data(), m, logits.data());
+  Linear(compute_, folded_view_, a.data(), m, logits.data());
   std::vector<ExpertKey> keys;
   for (uint32_t t = 0; t < m; ++t) {
     const uint32_t row = first + t;

@@ -27,7 +27,7 @@
 #include "common/store/expert_source.h"
 #include "computed/engine/forward_stats.h"
 #include "computed/engine/router.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/token_mixer.h"
 #include "computed/model/model_config.h"
 
@@ -39,7 +39,7 @@ namespace warp::computed {
 // REQUIRES: router.cols == gain.size() == output.rows.
 std::vector<float> FoldRouterThroughOutput(const kernels::MatrixView& router,
                                            std::span<const float> gain,
-                                           const kernels::MatrixView& output, ThreadPool& pool);
+                                           const kernels::MatrixView& output, ComputeContext& compute);
 
 // Which layers route early (Transformer::Options::early_routes).
 enum class EarlyRoutes {
@@ -56,7 +56,7 @@ class EarlyRoute {
   // input. REQUIRES: !router.hashed(); output.weight.rows == ffn_norm.size().
   EarlyRoute(uint32_t layer, float eps, const Router& router,
              const TokenMixer::OutputProjection& output, std::span<const float> ffn_norm,
-             uint32_t top_k, ThreadPool& pool, const kernels::MatrixView* stored = nullptr);
+             uint32_t top_k, ComputeContext& compute, const kernels::MatrixView* stored = nullptr);
 
   // Whether to predict this pass: not while the layer's last passes were all
   // served from the cache (weights resident: the products would be pure
@@ -82,7 +82,7 @@ class EarlyRoute {
   const float eps_;
   const Router& router_;
   const uint32_t top_k_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   const uint64_t hidden_;
   const uint32_t experts_;
   const bool scale_free_;

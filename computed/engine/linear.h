@@ -2,12 +2,12 @@
 
 // y[t][r] = W[r] . x[t] for a batch of tokens, rows split over the pool.
 // Each output is one kernels::MatMulRows dot product (or, with
-// pool.q8_activations() and 4-bit weights, one MatMulRowsQ8 dot product), so
+// compute.q8_activations() and 4-bit weights, one MatMulRowsQ8 dot product), so
 // the result does not depend on the thread count or the batch size.
 
 #include <cstddef>
 
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/kernels/matmul.h"
 #include "computed/kernels/q8_activations.h"
 
@@ -18,11 +18,11 @@ namespace internal {
 // y's rows [begin, end) split over the pool: with `quantized` (x's q8
 // activations), the q8 dot products, else the f32 ones. 16 rows a grain:
 // enough work per thread to cover the dispatch.
-inline void ParallelRows(ThreadPool& pool, const kernels::MatrixView& w, const float* x,
+inline void ParallelRows(ComputeContext& compute, const kernels::MatrixView& w, const float* x,
                          const kernels::Q8Activations* quantized, size_t num_tokens, size_t begin,
                          size_t end, float* y) {
   if (end <= begin) return;
-  pool.ParallelFor(end - begin, 16, [&](size_t from, size_t to) {
+  compute.ParallelFor(end - begin, 16, [&](size_t from, size_t to) {
     if (quantized != nullptr) {
       kernels::MatMulRowsQ8(w, *quantized, begin + from, begin + to, y, w.rows);
     } else {
@@ -35,10 +35,10 @@ inline void ParallelRows(ThreadPool& pool, const kernels::MatrixView& w, const f
 }  // namespace internal
 
 // x: [num_tokens][w.cols]; y: [num_tokens][w.rows].
-inline void Linear(ThreadPool& pool, const kernels::MatrixView& w, const float* x,
+inline void Linear(ComputeContext& compute, const kernels::MatrixView& w, const float* x,
                    size_t num_tokens, float* y) {
   const kernels::Q8Activations* quantized = nullptr;
-  if (pool.q8_activations() && kernels::HasQ8Path(w.format)) {
+  if (compute.q8_activations() && kernels::HasQ8Path(w.format)) {
     // Quantized once on the calling thread (cols values a token, against rows x
     // cols weights), kept per thread so that it allocates once. The workers
     // read the caller's through `quantized` (each has a thread_local of its own).
@@ -46,7 +46,7 @@ inline void Linear(ThreadPool& pool, const kernels::MatrixView& w, const float* 
     kernels::QuantizeActivations(w.format, x, num_tokens, w.cols, &kept);
     quantized = &kept;
   }
-  internal::ParallelRows(pool, w, x, quantized, num_tokens, 0, w.rows, y);
+  internal::ParallelRows(compute, w, x, quantized, num_tokens, 0, w.rows, y);
 }
 
 // Linear a block of rows at a time, e.g. as a record's rows land: each row
@@ -56,24 +56,24 @@ inline void Linear(ThreadPool& pool, const kernels::MatrixView& w, const float* 
 // Thread-compatible: one thread calls Rows at a time; x and y outlive it.
 class RowLinear {
  public:
-  RowLinear(ThreadPool& pool, const kernels::MatrixView& w, const float* x, size_t num_tokens,
+  RowLinear(ComputeContext& compute, const kernels::MatrixView& w, const float* x, size_t num_tokens,
             float* y)
-      : pool_(pool),
+      : compute_(compute),
         w_(w),
         x_(x),
         num_tokens_(num_tokens),
         y_(y),
-        q8_(pool.q8_activations() && kernels::HasQ8Path(w.format)) {
+        q8_(compute.q8_activations() && kernels::HasQ8Path(w.format)) {
     if (q8_) kernels::QuantizeActivations(w.format, x, num_tokens, w.cols, &quantized_);
   }
 
   // y's rows [begin, end).
   void Rows(size_t begin, size_t end) {
-    internal::ParallelRows(pool_, w_, x_, q8_ ? &quantized_ : nullptr, num_tokens_, begin, end, y_);
+    internal::ParallelRows(compute_, w_, x_, q8_ ? &quantized_ : nullptr, num_tokens_, begin, end, y_);
   }
 
  private:
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   const kernels::MatrixView w_;
   const float* const x_;
   const size_t num_tokens_;

@@ -125,8 +125,8 @@ Routing Route(const ModelConfig& config, std::span<const float> logits, std::spa
 }
 
 Router::Router(const ModelConfig& config, const FfnPlan& plan, const TrunkWeights& weights,
-               ThreadPool& pool)
-    : config_(config), pool_(pool), weight_(weights.Matrix(plan.router_weight)) {
+               ComputeContext& compute)
+    : config_(config), compute_(compute), weight_(weights.Matrix(plan.router_weight)) {
   if (!plan.router_bias.empty()) logit_bias_ = weights.Vector(plan.router_bias);
   if (!plan.selection_bias.empty()) selection_bias_ = weights.Vector(plan.selection_bias);
   if (!plan.hash_table.empty()) hash_table_ = weights.Vector(plan.hash_table);
@@ -137,7 +137,7 @@ std::vector<Routing> Router::Route(std::span<const float> x, std::span<const int
   const uint32_t n = static_cast<uint32_t>(tokens.size());
   const uint32_t num_experts = config_.num_experts;
   std::vector<float> logits(uint64_t{n} * num_experts);
-  Linear(pool_, weight_, x.data(), n, logits.data());
+  Linear(compute_, weight_, x.data(), n, logits.data());
   std::vector<Routing> routings;
   for (uint32_t t = 0; t < n; ++t) {
     std::span<float> row(&logits[uint64_t{t} * num_experts], num_experts);

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/layer_plan.h"
@@ -38,7 +38,7 @@ Routing Route(const ModelConfig& config, std::span<const float> logits, std::spa
 class Router {
  public:
   Router(const ModelConfig& config, const FfnPlan& plan, const TrunkWeights& weights,
-         ThreadPool& pool);
+         ComputeContext& compute);
 
   // The top-k routing of each of the n tokens of x [n][hidden]; a hash layer
   // takes its experts from the table by `tokens` (one per row of x).
@@ -62,7 +62,7 @@ class Router {
 
  private:
   const ModelConfig& config_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   kernels::MatrixView weight_;
   std::span<const float> logit_bias_, selection_bias_;
   std::span<const float> hash_table_;  // [vocab][top-k] expert ids, or empty

@@ -3,9 +3,8 @@
 // The compute thread pool, passed by reference to the engine. Work is split
 // into contiguous index ranges, one per thread; kernels decide nothing about
 // threads (STYLE.md), and results never depend on the split because every
-// output element is computed whole by one thread. It also carries the one
-// choice of arithmetic a session makes for its kernels (q8 activations), so
-// that two sessions in one process may choose differently.
+// output element is computed whole by one thread. The kinds reach it through
+// a ComputeContext (compute_context.h), beside the session's arithmetic.
 //
 // Thread-compatible: one thread calls ParallelFor at a time.
 
@@ -30,11 +29,6 @@ class ThreadPool {
 
   size_t num_threads() const { return workers_.size() + 1; }
 
-  // --activations q8: Linear takes kernels::MatMulRowsQ8 for 4-bit weights. Set
-  // before the first ParallelFor.
-  void set_q8_activations(bool enabled) { q8_activations_ = enabled; }
-  bool q8_activations() const { return q8_activations_; }
-
   // Calls fn(begin, end) over a partition of [0, n) into at most
   // num_threads() contiguous ranges, each a multiple of `grain` (but the last),
   // and returns when all are done.
@@ -50,7 +44,6 @@ class ThreadPool {
   size_t pending_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
-  bool q8_activations_ = false;
 };
 
 }  // namespace warp::computed

@@ -14,7 +14,7 @@
 #include <span>
 
 #include "computed/engine/layer_state.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/layer_plan.h"
@@ -59,6 +59,6 @@ class TokenMixer {
 // engine creation against TrunkTensorSpecs).
 std::unique_ptr<TokenMixer> CreateMixer(const ModelConfig& config, const MixerPlan& plan,
                                         const TrunkWeights& weights, uint32_t context,
-                                        ThreadPool& pool);
+                                        ComputeContext& compute);
 
 }  // namespace warp::computed

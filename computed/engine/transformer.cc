@@ -16,6 +16,7 @@
 #include "computed/engine/linear.h"
 #include "computed/engine/read_window.h"
 #include "computed/engine/stage_timer.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 
 namespace warp::computed {
@@ -29,17 +30,17 @@ std::string Shape(const std::vector<uint64_t>& shape) {
 
 Transformer::Transformer(std::shared_ptr<const Container> container, ModelConfig config,
                          ModelPlan plan, std::unique_ptr<TrunkWeights> weights,
-                         ExpertSource& experts, ThreadPool& pool, const Options& options)
+                         ExpertSource& experts, ComputeContext& compute, const Options& options)
     : container_(std::move(container)),
       config_(std::move(config)),
       plan_(std::move(plan)),
       weights_(std::move(weights)),
       experts_(experts),
-      pool_(pool),
+      compute_(compute),
       options_(options) {}
 
 absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
-    std::shared_ptr<const Container> container, ExpertSource& experts, ThreadPool& pool,
+    std::shared_ptr<const Container> container, ExpertSource& experts, ComputeContext& compute,
     const Options& options) {
   const Manifest& manifest = container->manifest();
   WARP_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(manifest.architecture, manifest.config,
@@ -48,7 +49,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   WARP_ASSIGN_OR_RETURN(auto weights, TrunkWeights::Load(*container));
   auto transformer = std::unique_ptr<Transformer>(
       new Transformer(std::move(container), std::move(config), std::move(plan), std::move(weights),
-                      experts, pool, options));
+                      experts, compute, options));
   Transformer& t = *transformer;
   if (t.options_.experts_per_token == 0) t.options_.experts_per_token = t.config_.experts_per_token;
   if (t.options_.experts_per_token > t.config_.num_experts) {
@@ -132,7 +133,7 @@ absl::Status Transformer::BuildLayers() {
   std::vector<const Router*> routers;
   for (const LayerPlan& layer : plan_.layers) {
     routers_.push_back(layer.ffn.kind == FfnKind::kMoe
-                           ? std::make_unique<Router>(config_, layer.ffn, *weights_, pool_)
+                           ? std::make_unique<Router>(config_, layer.ffn, *weights_, compute_)
                            : nullptr);
     routers.push_back(routers_.back().get());
   }
@@ -143,7 +144,7 @@ absl::Status Transformer::BuildLayers() {
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     for (Sequence& sequence : sequences_) {
       sequence.mixers.push_back(CreateMixer(config_, plan_.layers[layer].mixer, *weights_,
-                                            options_.max_positions, pool_));
+                                            options_.max_positions, compute_));
     }
   }
   BuildEarlyRoutes();
@@ -153,18 +154,18 @@ absl::Status Transformer::BuildLayers() {
       const MlpTensors mlp = MlpTensors::Of(plan.ffn.prefix, plan.ffn.mlp, config_.hidden_size,
                                             plan.ffn.intermediate);
       ffns_.push_back(
-          std::make_unique<DenseMlp>(*weights_, mlp, plan.ffn.glu, pool_, stats_.seconds_dense));
+          std::make_unique<DenseMlp>(*weights_, mlp, plan.ffn.glu, compute_, stats_.seconds_dense));
       continue;
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
     WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertMath> math,
-                          ExpertMath::Create(plan.ffn, bank, container_->codebooks(), pool_));
+                          ExpertMath::Create(plan.ffn, bank, container_->codebooks(), compute_));
     std::optional<DenseMlp> shared;
     if (!plan.ffn.shared_prefix.empty()) {
       shared.emplace(*weights_,
                      MlpTensors::Of(plan.ffn.shared_prefix, plan.ffn.mlp, config_.hidden_size,
                                     plan.ffn.shared_intermediate),
-                     plan.ffn.glu, pool_, stats_.seconds_dense);
+                     plan.ffn.glu, compute_, stats_.seconds_dense);
     }
     std::optional<LatentMoe> latent;
     if (plan.ffn.latent_dim > 0) {
@@ -176,7 +177,7 @@ absl::Status Transformer::BuildLayers() {
     ffns_.push_back(
         std::make_unique<MoeFfn>(layer, config_.hidden_size, *routers_[layer], std::move(math),
                                  bank, std::move(shared), std::move(latent), experts_, *lookahead_,
-                                 early_routes_[layer].get(), pool_, moe_options_, stats_));
+                                 early_routes_[layer].get(), compute_, moe_options_, stats_));
   }
   return absl::OkStatus();
 }
@@ -201,7 +202,7 @@ void Transformer::BuildEarlyRoutes() {
     }
     early_routes_[layer] = std::make_unique<EarlyRoute>(
         layer, config_.rms_norm_eps, *routers_[layer], *output, weights_->Vector(plan.post_norm),
-        options_.experts_per_token, pool_, fold ? &*fold : nullptr);
+        options_.experts_per_token, compute_, fold ? &*fold : nullptr);
     ++(fold ? stored : folded);
   }
   if (stored + folded > 0) {
@@ -408,7 +409,7 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
       std::copy_n(&x[head_rows[r] * hidden], hidden, &head_in[r * hidden]);
       head_positions.push_back(positions[head_rows[r]]);
     }
-    Linear(pool_, head_, head_in.data(), static_cast<uint32_t>(head_rows.size()), head_out.data());
+    Linear(compute_, head_, head_in.data(), static_cast<uint32_t>(head_rows.size()), head_out.data());
     WARP_RETURN_IF_ERROR(CheckFinite(head_out, vocab, config_.num_layers, "head", head_positions));
     stats_.head_rows += head_rows.size();
   }

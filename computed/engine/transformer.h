@@ -30,7 +30,7 @@
 #include "computed/engine/lookahead.h"
 #include "computed/engine/residual.h"
 #include "computed/engine/router.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/token_mixer.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/layer_plan.h"
@@ -71,7 +71,7 @@ class Transformer {
   // Loads the trunk of `container`, checks that every tensor the plan needs
   // is there with the right shape, and binds each layer's weights.
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(
-      std::shared_ptr<const Container> container, ExpertSource& experts, ThreadPool& pool,
+      std::shared_ptr<const Container> container, ExpertSource& experts, ComputeContext& compute,
       const Options& options);
 
   // The rows of a chunk the head computes logits for. kNone: a prompt's chunk
@@ -123,7 +123,7 @@ class Transformer {
 
  private:
   Transformer(std::shared_ptr<const Container> container, ModelConfig config, ModelPlan plan,
-              std::unique_ptr<TrunkWeights> weights, ExpertSource& experts, ThreadPool& pool,
+              std::unique_ptr<TrunkWeights> weights, ExpertSource& experts, ComputeContext& compute,
               const Options& options);
 
   absl::Status CheckTensors() const;
@@ -152,7 +152,7 @@ class Transformer {
   ModelPlan plan_;
   std::unique_ptr<TrunkWeights> weights_;
   ExpertSource& experts_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   Options options_;
   MoeOptions moe_options_;
   ForwardStats stats_;

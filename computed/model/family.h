@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,8 @@ class ModelFamily {
 
   virtual Architecture arch() const = 0;
   virtual std::string_view name() const = 0;  // the manifest's architecture
+  // The config.json model_type values it reads: its name, and aliases.
+  virtual std::vector<std::string_view> model_types() const { return {name()}; }
   // The object holding the hyper-parameters: config.json itself, or a
   // multimodal release's text model (Kimi K3's text_config).
   virtual absl::StatusOr<const nlohmann::ordered_json*> TextConfig(
@@ -72,5 +75,12 @@ class ModelFamily {
 
 // The family of `arch`.
 const ModelFamily& FamilyOf(Architecture arch);
+// Every family, in Architecture order: the registry (family.cc).
+std::span<const ModelFamily* const> AllFamilies();
+
+// FamilyOf(arch).name().
+std::string_view ArchitectureName(Architecture arch);
+// The family whose model_types() has `model_type`; an error lists them all.
+absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type);
 
 }  // namespace warp::computed

@@ -1,6 +1,7 @@
 #include "computed/model/layer_plan.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace warp::computed {
 
@@ -19,8 +20,26 @@ bool EndsInOutputProjection(const MixerPlan& mixer) {
 }
 
 void ForEachMixerTensor(const ModelConfig& config, const MixerPlan& mixer, TensorVisitor visit) {
-  std::visit([&](const auto& params) { ForEachTensor(config, mixer.prefix, params, visit); },
-             mixer.params);
+  std::visit(
+      [&](const auto& params) {
+        using Params = std::decay_t<decltype(params)>;
+        Params::Tensors::Of(config, mixer.prefix, params).ForEach(visit);
+      },
+      mixer.params);
+}
+
+std::optional<TensorRef> OutputProjectionTensor(const ModelConfig& config,
+                                                const MixerPlan& mixer) {
+  return std::visit(
+      [&](const auto& params) -> std::optional<TensorRef> {
+        using Params = std::decay_t<decltype(params)>;
+        if constexpr (Params::kEndsInOutputProjection) {
+          return Params::Tensors::Of(config, mixer.prefix, params).o;
+        } else {
+          return std::nullopt;
+        }
+      },
+      mixer.params);
 }
 
 uint64_t MixerStateBytes(const ModelConfig& config, const MixerPlan& mixer, uint64_t context) {

@@ -11,6 +11,7 @@
 // Thread-compatible value types.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -50,8 +51,10 @@ struct MixerPlan {
 std::string_view MixerKindName(const MixerPlan& mixer);
 // Whether the mixer ends in one output projection, out = W a + b (EarlyRoute).
 bool EndsInOutputProjection(const MixerPlan& mixer);
-// The mixer's trunk tensors in file order (its kind's ForEachTensor).
+// The mixer's trunk tensors in file order (its kind's Tensors::ForEach).
 void ForEachMixerTensor(const ModelConfig& config, const MixerPlan& mixer, TensorVisitor visit);
+// The output projection W of out = W a + b, where EndsInOutputProjection.
+std::optional<TensorRef> OutputProjectionTensor(const ModelConfig& config, const MixerPlan& mixer);
 
 enum class FfnKind {
   kDenseMlp,  // down(silu(gate x) * up x)

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "computed/model/family.h"
 #include "computed/model/tensor_specs.h"
 
 namespace warp::computed {

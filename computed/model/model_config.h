@@ -27,6 +27,8 @@ enum class Architecture {
   kDeepseekV4,  // DeepSeek V4: mHC, sliding + compressed MQA with an indexer, hash routing
   kGlm5Next,    // GLM-5.3-Flash: KDA + DSA (NoPE MLA with a pooled indexer), mHC
 };
+// A new family goes at the end of the enum, here, and in family.cc's registry.
+inline constexpr size_t kNumArchitectures = static_cast<size_t>(Architecture::kGlm5Next) + 1;
 
 enum class RouterKind {
   kSoftmaxTopK,       // softmax over all experts, top-k (qwen3_moe, mixtral)
@@ -105,10 +107,8 @@ struct HyperConnections {
   float eps = 1e-6f;
 };
 
-std::string_view ArchitectureName(Architecture arch);
 // transformers' YaRN get_mscale: 1 for scale <= 1, else 0.1 * mscale * ln(scale) + 1.
 double YarnMscale(double scale, double mscale);
-absl::StatusOr<Architecture> ParseArchitecture(std::string_view model_type);
 
 struct ModelConfig {
   Architecture arch = Architecture::kDeepseekV3;
@@ -186,14 +186,5 @@ inline constexpr uint32_t kMaxLayers = 1024;
 inline constexpr uint32_t kMaxDimension = uint32_t{1} << 20;
 inline constexpr uint32_t kMaxVocabulary = uint32_t{1} << 24;
 
-// Reads `config` (a config.json object) for `model_type`: the keys every
-// family shares here, the rest in the family's own parser
-// (computed/model/families/). Errors name the key, e.g.
-// "config.json: n_routed_experts: missing"; a config carried by a manifest
-// is named as such: with `source` "m.warp/manifest.json",
-// "m.warp/manifest.json: config.n_routed_experts: missing".
-absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view model_type,
-                                             const nlohmann::ordered_json& config,
-                                             std::string_view source = "config.json");
 
 }  // namespace warp::computed

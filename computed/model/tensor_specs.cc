@@ -3,7 +3,6 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -192,17 +191,12 @@ std::string EarlyRouteFoldName(const LayerPlan& layer) {
 std::vector<TensorSpec> EarlyRouteFoldSpecs(const ModelConfig& config) {
   const ModelPlan plan = PlanOf(config);
   std::vector<TensorSpec> specs;
-  std::unordered_map<std::string, Shape> shapes;
-  for (const TensorSpec& spec : TrunkTensorSpecs(config, TensorFormat::kF32)) {
-    shapes[spec.name] = spec.shape;
-  }
   for (const LayerPlan& layer : plan.layers) {
     if (!HasEarlyRoute(plan, layer)) continue;
-    const auto output = shapes.find(layer.mixer.prefix + "o_proj.weight");
-    if (output == shapes.end() || output->second.size() != 2) continue;
+    const std::optional<TensorRef> output = OutputProjectionTensor(config, layer.mixer);
     specs.push_back({.name = EarlyRouteFoldName(layer),
                      .format = TensorFormat::kF32,
-                     .shape = {config.num_experts, output->second[1]}});
+                     .shape = {config.num_experts, output->shape[1]}});
   }
   return specs;
 }

@@ -11,6 +11,7 @@
 #include "computed/engine/transformer.h"
 #include "computed/model/manifest_fit.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 
 namespace warp::computed {

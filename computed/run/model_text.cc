@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 
 namespace warp::computed {
 namespace {

@@ -153,7 +153,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   const uint32_t threads =
       options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   s.pool_ = std::make_unique<ThreadPool>(threads, options.cpus);
-  s.pool_->set_q8_activations(options.q8_activations);
+  s.compute_ = std::make_unique<ComputeContext>(
+      *s.pool_, Arithmetic{.q8_activations = options.q8_activations});
   if (options.q8_activations) {
     log.debug("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
   }
@@ -177,7 +178,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
     };
   }
   WARP_ASSIGN_OR_RETURN(s.transformer_,
-                        Transformer::Create(s.container_, *s.source_, *s.pool_, engine));
+                        Transformer::Create(s.container_, *s.source_, *s.compute_, engine));
   if (options.experts_per_token != 0) {
     log.warn("--experts-per-token {} instead of the model's {}: a quality trade",
              options.experts_per_token, s.transformer_->config().experts_per_token);

@@ -26,7 +26,7 @@
 #include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
 #include "common/wire/lan_auth.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/transformer.h"
 #include "computed/planner/planner.h"
 
@@ -160,6 +160,7 @@ class Session {
   std::unique_ptr<ExpertSource> source_;
   std::unique_ptr<MemoryGovernor> governor_;  // resizes source_'s cache; null outside a cgroup
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ComputeContext> compute_;  // over pool_
   std::unique_ptr<Transformer> transformer_;
   std::ofstream trace_;
   UsageTable usage_;  // this run's counts

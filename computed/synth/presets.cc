@@ -5,6 +5,7 @@
 #include "common/format/bank_format.h"
 #include "common/status.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 
 namespace warp::computed {

@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "computed/convert/early_route_folds.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 #include "computed/model/trunk_choice.h"
 #include "computed/synth/presets.h"

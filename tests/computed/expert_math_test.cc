@@ -105,18 +105,19 @@ class ExpertMathLandingTest
   std::unique_ptr<ExpertMath> Math(const TestRecord& record) {
     const auto [format, q8, threads, activation] = GetParam();
     pool_ = std::make_unique<ThreadPool>(threads);
-    pool_->set_q8_activations(q8);
+    compute_ = std::make_unique<ComputeContext>(*pool_, Arithmetic{.q8_activations = q8});
     FfnPlan plan;
     plan.activation = activation;
     plan.swiglu_limit = 7.0f;
     absl::StatusOr<std::unique_ptr<ExpertMath>> math =
-        ExpertMath::Create(plan, record.bank, codebooks_, *pool_);
+        ExpertMath::Create(plan, record.bank, codebooks_, *compute_);
     EXPECT_TRUE(math.ok()) << math.status();
     return math.ok() ? *std::move(math) : nullptr;
   }
 
   const Codebooks codebooks_{};
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ComputeContext> compute_;
 };
 
 TEST_P(ExpertMathLandingTest, RowsComputedAsTheyLandAreTheWholeRecordsBits) {

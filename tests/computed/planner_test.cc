@@ -4,6 +4,7 @@
 
 #include "common/format/container.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 #include "computed/synth/presets.h"
 #include "computed/synth/synth_model.h"

@@ -11,7 +11,7 @@
 #include "common/format/container.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/transformer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
@@ -32,8 +32,8 @@ std::vector<float> RunPrompt(const fs::path& model, const std::vector<int32_t>& 
   EXPECT_TRUE(store.ok()) << store.status();
   ExpertSource& source = **store;
   ThreadPool pool(2);
-  pool.set_q8_activations(q8_activations);
-  auto transformer = Transformer::Create(shared, source, pool, {.max_positions = 64});
+  ComputeContext compute(pool, Arithmetic{.q8_activations = q8_activations});
+  auto transformer = Transformer::Create(shared, source, compute, {.max_positions = 64});
   EXPECT_TRUE(transformer.ok()) << transformer.status();
   auto logits = (*transformer)->Forward(tokens);
   EXPECT_TRUE(logits.ok()) << logits.status();

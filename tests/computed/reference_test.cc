@@ -17,7 +17,7 @@
 #include "common/store/engine_activity.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/transformer.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/tensor_specs.h"
@@ -73,7 +73,7 @@ class Model {
     EXPECT_TRUE(store.ok()) << store.status();
     source_ = std::move(*store);
     auto transformer = Transformer::Create(
-        container_, *source_, pool_,
+        container_, *source_, compute_,
         {.max_positions = max_positions, .sequences = sequences, .early_routes = early_routes});
     EXPECT_TRUE(transformer.ok()) << transformer.status();
     transformer_ = std::move(*transformer);
@@ -96,6 +96,7 @@ class Model {
 
  private:
   ThreadPool pool_;
+  ComputeContext compute_{pool_, Arithmetic{}};
   std::shared_ptr<const Container> container_;
   std::unique_ptr<ExpertStore> source_;
   std::unique_ptr<Transformer> transformer_;
@@ -231,7 +232,7 @@ struct LookaheadRun {
     options.on_route = [this](uint32_t, uint32_t layer, const std::vector<uint32_t>& experts) {
       if (!hashed.at(layer)) routed_by_input += experts.size();
     };
-    auto created = Transformer::Create(shared, *store, pool, options);
+    auto created = Transformer::Create(shared, *store, compute, options);
     EXPECT_TRUE(created.ok()) << created.status();
     transformer = std::move(*created);
     for (const LayerPlan& layer : transformer->plan().layers) {
@@ -245,6 +246,7 @@ struct LookaheadRun {
   }
 
   ThreadPool pool;
+  ComputeContext compute{pool, Arithmetic{}};
   std::unique_ptr<ExpertStore> store;
   std::unique_ptr<Transformer> transformer;
   std::vector<bool> hashed;  // [layer]
@@ -443,8 +445,9 @@ TEST_P(ReferenceTest, ABatchNamesItsBadChunk) {
   auto store = ExpertStore::Open(container, {});
   WARP_ASSERT_OK(store);
   ThreadPool pool(1);
+  ComputeContext compute(pool, Arithmetic{});
   for (uint32_t sequences : {0u, 65u}) {
-    auto refused = Transformer::Create(container, **store, pool, {.sequences = sequences});
+    auto refused = Transformer::Create(container, **store, compute, {.sequences = sequences});
     EXPECT_THAT(refused.status().message(),
                 ::testing::HasSubstr(std::to_string(sequences) + " is outside 1..64"));
   }
@@ -488,7 +491,8 @@ TEST(PrefaultPauseTest, PrefillPassesPauseThePrefaultAndDecodeStepsDoNot) {
   WARP_ASSERT_OK(store);
   ActivityProbe probe(**store);
   ThreadPool pool(2);
-  auto transformer = Transformer::Create(container, probe, pool, {.max_positions = 64});
+  ComputeContext compute(pool, Arithmetic{});
+  auto transformer = Transformer::Create(container, probe, compute, {.max_positions = 64});
   WARP_ASSERT_OK(transformer);
   const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8};
   WARP_ASSERT_OK((*transformer)->Forward(prompt));

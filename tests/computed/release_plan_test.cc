@@ -14,6 +14,7 @@
 #include "common/format/container.h"
 #include "common/memory/memory_limits.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/release_formats.h"
 #include "computed/model/trunk_choice.h"
 #include "computed/planner/planner.h"

@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "common/format/container.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/early_route.h"
-#include "computed/engine/thread_pool.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -29,7 +30,8 @@ inline void ExpectStoredFoldsAreTheFoldsMadeAtLoad(const std::filesystem::path& 
       ParseModelConfig((*container)->manifest().architecture, (*container)->manifest().config);
   WARP_ASSERT_OK(config);
   const ModelPlan plan = PlanOf(*config);
-  ThreadPool pool(3);
+  ThreadPool threads(3);
+  ComputeContext compute(threads, Arithmetic{});
   uint32_t folds = 0;
   for (const LayerPlan& layer : plan.layers) {
     const TensorEntry* stored = (*weights)->Find(EarlyRouteFoldName(layer));
@@ -37,7 +39,7 @@ inline void ExpectStoredFoldsAreTheFoldsMadeAtLoad(const std::filesystem::path& 
     if (stored == nullptr) continue;
     const std::vector<float> folded = FoldRouterThroughOutput(
         (*weights)->Matrix(layer.ffn.router_weight), (*weights)->Vector(layer.post_norm),
-        (*weights)->Matrix(layer.mixer.prefix + "o_proj.weight"), pool);
+        (*weights)->Matrix(layer.mixer.prefix + "o_proj.weight"), compute);
     const kernels::MatrixView view = (*weights)->Matrix(EarlyRouteFoldName(layer));
     ASSERT_EQ(folded.size(), view.rows * view.cols);
     EXPECT_EQ(std::memcmp(folded.data(), view.data, folded.size() * sizeof(float)), 0)

@@ -11,6 +11,7 @@
 #include "common/numeric/half.h"
 #include "computed/kernels/matrix_view.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/trunk_choice.h"
 #include "computed/synth/presets.h"
 #include "computed/synth/synth_model.h"

@@ -11,6 +11,7 @@
 #include "computed/convert/gguf_import.h"
 #include "computed/convert/gguf_tokenizer.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

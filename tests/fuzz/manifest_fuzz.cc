@@ -10,6 +10,7 @@
 #include "common/format/container.h"
 #include "common/format/manifest.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 #include "computed/planner/planner.h"
 #include "tests/fuzz/fuzz_support.h"

@@ -11,6 +11,7 @@
 
 #include "common/json_depth.h"
 #include "computed/model/model_config.h"
+#include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 #include "nlohmann/json.hpp"
 #include "tests/fuzz/fuzz_support.h"

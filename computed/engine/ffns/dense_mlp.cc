@@ -9,8 +9,8 @@
 namespace warp::computed {
 
 DenseMlp::DenseMlp(const TrunkWeights& weights, const MlpTensors& tensors, const GluActivation& act,
-                   ThreadPool& pool, double& seconds)
-    : pool_(pool),
+                   ComputeContext& compute, double& seconds)
+    : compute_(compute),
       seconds_(seconds),
       act_(act),
       gate_(weights.Matrix(tensors.gate)),
@@ -26,10 +26,10 @@ absl::Status DenseMlp::Forward(std::span<const float> x, const PassTokens& token
 void DenseMlp::Run(std::span<const float> x, uint32_t n, std::span<float> out) {
   StageTimer timer(seconds_);
   std::vector<float> gate(n * gate_.rows), up(n * up_.rows);
-  Linear(pool_, gate_, x.data(), n, gate.data());
-  Linear(pool_, up_, x.data(), n, up.data());
+  Linear(compute_, gate_, x.data(), n, gate.data());
+  Linear(compute_, up_, x.data(), n, up.data());
   GluMul(act_, gate, up);
-  Linear(pool_, down_, gate.data(), n, out.data());
+  Linear(compute_, down_, gate.data(), n, out.data());
 }
 
 }  // namespace warp::computed

@@ -9,7 +9,7 @@
 
 #include "computed/engine/ffn.h"
 #include "computed/engine/forward_stats.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"
@@ -20,7 +20,7 @@ class DenseMlp : public Ffn {
  public:
   // Binds `tensors`; times itself into `seconds`.
   DenseMlp(const TrunkWeights& weights, const MlpTensors& tensors, const GluActivation& act,
-           ThreadPool& pool, double& seconds);
+           ComputeContext& compute, double& seconds);
 
   absl::Status Forward(std::span<const float> x, const PassTokens& tokens,
                        std::span<float> out) override;
@@ -28,7 +28,7 @@ class DenseMlp : public Ffn {
   void Run(std::span<const float> x, uint32_t n, std::span<float> out);
 
  private:
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   double& seconds_;
   GluActivation act_;
   kernels::MatrixView gate_, up_, down_;

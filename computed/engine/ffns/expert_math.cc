@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "computed/engine/linear.h"
 #include "computed/engine/ops.h"
+#include "computed/model/kinds/expert_record.h"
 
 namespace warp::computed {
 namespace {
@@ -112,17 +113,17 @@ const float* RecordVector(const ExpertRecord& record, const TensorEntry& vector)
 class SwiGluExpert : public ExpertMath {
  public:
   SwiGluExpert(BankMatrix gate, BankMatrix up, BankMatrix down, const GluActivation& act,
-               ThreadPool& pool)
-      : gate_(gate), up_(up), down_(down), act_(act), pool_(pool) {}
+               ComputeContext& compute)
+      : gate_(gate), up_(up), down_(down), act_(act), compute_(compute) {}
 
   void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
            std::span<float> out) const override {
     const uint64_t inter = gate_.entry->shape[0];
     std::vector<float> gate(m * inter), up(m * inter);
-    Linear(pool_, gate_.View(record), xs.data(), m, gate.data());
-    Linear(pool_, up_.View(record), xs.data(), m, up.data());
+    Linear(compute_, gate_.View(record), xs.data(), m, gate.data());
+    Linear(compute_, up_.View(record), xs.data(), m, up.data());
     GluMul(act_, gate, up);
-    Linear(pool_, down_.View(record), gate.data(), m, out.data());
+    Linear(compute_, down_.View(record), gate.data(), m, out.data());
   }
 
   bool RunLanding(const LandingRecord& landing, std::span<const float> xs, uint32_t m,
@@ -137,18 +138,18 @@ class SwiGluExpert : public ExpertMath {
     const bool up_first = up_.entry->data.offset < gate_.entry->data.offset;
     for (const bool is_up : {up_first, !up_first}) {
       const BankMatrix& matrix = is_up ? up_ : gate_;
-      RowLinear linear(pool_, matrix.View(record), xs.data(), m, (is_up ? up : gate).data());
+      RowLinear linear(compute_, matrix.View(record), xs.data(), m, (is_up ? up : gate).data());
       if (!RowsAsTheyLand(matrix, linear, wait)) return false;
     }
     GluMul(act_, gate, up);
-    RowLinear down(pool_, down_.View(record), gate.data(), m, out.data());
+    RowLinear down(compute_, down_.View(record), gate.data(), m, out.data());
     return RowsAsTheyLand(down_, down, wait);
   }
 
  private:
   BankMatrix gate_, up_, down_;
   GluActivation act_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
 };
 
 // gpt-oss: gate_up rows interleaved (gate j = row 2j, up j = row 2j + 1), both
@@ -158,20 +159,20 @@ class ClampedSwiGluExpert : public ExpertMath {
   static constexpr float kAlpha = 1.702f;
 
   ClampedSwiGluExpert(BankMatrix gate_up, const TensorEntry& gate_up_bias, BankMatrix down,
-                      const TensorEntry& down_bias, float limit, ThreadPool& pool)
+                      const TensorEntry& down_bias, float limit, ComputeContext& compute)
       : gate_up_(gate_up),
         gate_up_bias_(gate_up_bias),
         down_(down),
         down_bias_(down_bias),
         limit_(limit),
-        pool_(pool) {}
+        compute_(compute) {}
 
   void Run(const ExpertRecord& record, std::span<const float> xs, uint32_t m,
            std::span<float> out) const override {
     std::vector<float> gate_up(m * 2 * inter()), act(m * inter());
-    Linear(pool_, gate_up_.View(record), xs.data(), m, gate_up.data());
+    Linear(compute_, gate_up_.View(record), xs.data(), m, gate_up.data());
     Activate(record, gate_up, m, act);
-    Linear(pool_, down_.View(record), act.data(), m, out.data());
+    Linear(compute_, down_.View(record), act.data(), m, out.data());
     AddDownBias(record, m, out);
   }
 
@@ -186,10 +187,10 @@ class ClampedSwiGluExpert : public ExpertMath {
       return wait(end) >= end;
     };
     std::vector<float> gate_up(m * 2 * inter()), act(m * inter());
-    RowLinear gate_up_rows(pool_, gate_up_.View(record), xs.data(), m, gate_up.data());
+    RowLinear gate_up_rows(compute_, gate_up_.View(record), xs.data(), m, gate_up.data());
     if (!RowsAsTheyLand(gate_up_, gate_up_rows, wait) || !landed(gate_up_bias_)) return false;
     Activate(record, gate_up, m, act);
-    RowLinear down_rows(pool_, down_.View(record), act.data(), m, out.data());
+    RowLinear down_rows(compute_, down_.View(record), act.data(), m, out.data());
     if (!RowsAsTheyLand(down_, down_rows, wait) || !landed(down_bias_)) return false;
     AddDownBias(record, m, out);
     return true;
@@ -227,7 +228,7 @@ class ClampedSwiGluExpert : public ExpertMath {
   BankMatrix down_;
   const TensorEntry& down_bias_;
   float limit_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
 };
 
 }  // namespace
@@ -242,21 +243,22 @@ bool ExpertMath::RunLanding(const LandingRecord& landing, std::span<const float>
 absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const FfnPlan& plan,
                                                                const BankEntry& bank,
                                                                const Codebooks& codebooks,
-                                                               ThreadPool& pool) {
+                                                               ComputeContext& compute) {
   switch (plan.activation) {
     case ExpertActivation::kSwiGlu: {
-      WARP_ASSIGN_OR_RETURN(BankMatrix gate, Matrix(bank, codebooks, "gate_proj"));
-      WARP_ASSIGN_OR_RETURN(BankMatrix up, Matrix(bank, codebooks, "up_proj"));
-      WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, "down_proj"));
-      return std::make_unique<SwiGluExpert>(gate, up, down, plan.glu, pool);
+      WARP_ASSIGN_OR_RETURN(BankMatrix gate, Matrix(bank, codebooks, RecordMatrix::kGate));
+      WARP_ASSIGN_OR_RETURN(BankMatrix up, Matrix(bank, codebooks, RecordMatrix::kUp));
+      WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, RecordMatrix::kDown));
+      return std::make_unique<SwiGluExpert>(gate, up, down, plan.glu, compute);
     }
     case ExpertActivation::kClampedSwiGlu: {
-      WARP_ASSIGN_OR_RETURN(BankMatrix gate_up, Matrix(bank, codebooks, "gate_up_proj"));
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up_bias, Vector(bank, "gate_up_proj_bias"));
-      WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, "down_proj"));
-      WARP_ASSIGN_OR_RETURN(const TensorEntry* down_bias, Vector(bank, "down_proj_bias"));
+      WARP_ASSIGN_OR_RETURN(BankMatrix gate_up, Matrix(bank, codebooks, RecordMatrix::kGateUp));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* gate_up_bias,
+                            Vector(bank, RecordMatrix::kGateUpBias));
+      WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, RecordMatrix::kDown));
+      WARP_ASSIGN_OR_RETURN(const TensorEntry* down_bias, Vector(bank, RecordMatrix::kDownBias));
       return std::make_unique<ClampedSwiGluExpert>(gate_up, *gate_up_bias, down, *down_bias,
-                                                   plan.swiglu_limit, pool);
+                                                   plan.swiglu_limit, compute);
     }
   }
   return absl::InternalError("unknown expert activation");

@@ -16,7 +16,7 @@
 #include "common/format/manifest.h"
 #include "common/store/expert_source.h"
 #include "common/store/landing_record.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/model/layer_plan.h"
 
 namespace warp::computed {
@@ -46,7 +46,7 @@ class ExpertMath {
   static absl::StatusOr<std::unique_ptr<ExpertMath>> Create(const FfnPlan& plan,
                                                             const BankEntry& bank,
                                                             const Codebooks& codebooks,
-                                                            ThreadPool& pool);
+                                                            ComputeContext& compute);
 };
 
 }  // namespace warp::computed

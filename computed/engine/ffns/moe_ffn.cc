@@ -15,7 +15,7 @@ namespace warp::computed {
 MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router,
                std::unique_ptr<ExpertMath> math, const BankEntry& bank,
                std::optional<DenseMlp> shared, std::optional<LatentMoe> latent,
-               ExpertSource& experts, Lookahead& lookahead, EarlyRoute* early, ThreadPool& pool,
+               ExpertSource& experts, Lookahead& lookahead, EarlyRoute* early, ComputeContext& compute,
                const MoeOptions& options, ForwardStats& stats)
     : layer_(layer),
       router_(router),
@@ -26,7 +26,7 @@ MoeFfn::MoeFfn(uint32_t layer, uint64_t hidden, const Router& router,
       experts_(experts),
       lookahead_(lookahead),
       early_(early),
-      pool_(pool),
+      compute_(compute),
       options_(options),
       stats_(stats),
       hidden_(hidden),
@@ -207,7 +207,7 @@ absl::Status MoeFfn::Forward(std::span<const float> x, const PassTokens& pass,
   std::vector<float> latent;  // LatentMoE: the experts' input, down x
   if (latent_) {
     latent.resize(n * width_);
-    Linear(pool_, latent_->down, x.data(), n, latent.data());
+    Linear(compute_, latent_->down, x.data(), n, latent.data());
   }
   const std::span<const float> in = latent_ ? std::span<const float>(latent) : x;
   std::vector<std::vector<float>> outputs(chunk.keys.size());
@@ -246,7 +246,7 @@ absl::Status MoeFfn::Forward(std::span<const float> x, const PassTokens& pass,
         RmsNorm(row, latent_->norm, latent_->eps, row);
       }
     }
-    Linear(pool_, latent_->up, sum.data(), n, out.data());
+    Linear(compute_, latent_->up, sum.data(), n, out.data());
   }
   for (uint64_t i = 0; i < shared.size(); ++i) out[i] += shared[i];
   return absl::OkStatus();

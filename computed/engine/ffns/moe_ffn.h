@@ -55,7 +55,7 @@ class MoeFfn : public Ffn {
  public:
   MoeFfn(uint32_t layer, uint64_t hidden, const Router& router, std::unique_ptr<ExpertMath> math,
          const BankEntry& bank, std::optional<DenseMlp> shared, std::optional<LatentMoe> latent,
-         ExpertSource& experts, Lookahead& lookahead, EarlyRoute* early, ThreadPool& pool,
+         ExpertSource& experts, Lookahead& lookahead, EarlyRoute* early, ComputeContext& compute,
          const MoeOptions& options, ForwardStats& stats);
 
   absl::Status Forward(std::span<const float> x, const PassTokens& tokens,
@@ -112,7 +112,7 @@ class MoeFfn : public Ffn {
   ExpertSource& experts_;
   Lookahead& lookahead_;
   EarlyRoute* early_;  // the layer's, told what it routed; or nullptr
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   const MoeOptions& options_;
   ForwardStats& stats_;
   const uint64_t hidden_;

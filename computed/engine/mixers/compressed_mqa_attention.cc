@@ -32,9 +32,9 @@ void CompressedMqaState::Checkpoint() {
 CompressedMqaAttention::CompressedMqaAttention(const ModelConfig& c, const MixerPlan& plan,
                                                const CompressedMqaParams& params,
                                                const TrunkWeights& w, uint32_t context,
-                                               ThreadPool& pool)
+                                               ComputeContext& compute)
     : c_(c),
-      pool_(pool),
+      compute_(compute),
       window_(params.sliding_window),
       rope_(plan.rope),
       state_(context, params.sliding_window, c.head_dim) {
@@ -56,7 +56,7 @@ CompressedMqaAttention::CompressedMqaAttention(const ModelConfig& c, const Mixer
   }
   if (t.indexer) {
     indexer_ = std::make_unique<LightningIndexer>(c, w, *t.indexer, params.compress_rate, rope_,
-                                                  context, pool);
+                                                  context, compute);
     state_.Add(&indexer_->keys());
   }
 }
@@ -92,19 +92,19 @@ void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint3
   const float eps = c_.rms_norm_eps;
   std::vector<float> q_res(uint64_t{n} * q_lora), q(uint64_t{n} * heads * dim),
       kv(uint64_t{n} * dim);
-  Linear(pool_, q_a_, x.data(), n, q_res.data());
+  Linear(compute_, q_a_, x.data(), n, q_res.data());
   for (uint32_t t = 0; t < n; ++t) {
     std::span<float> row(&q_res[uint64_t{t} * q_lora], q_lora);
     RmsNorm(row, q_norm_, eps, row);
   }
-  Linear(pool_, q_b_, q_res.data(), n, q.data());
-  Linear(pool_, kv_, x.data(), n, kv.data());
+  Linear(compute_, q_b_, q_res.data(), n, q.data());
+  Linear(compute_, kv_, x.data(), n, kv.data());
   std::vector<float> comp_kv, comp_gate;
   if (compressor_) {
     comp_kv.resize(uint64_t{n} * compressor_->width());
     comp_gate.resize(uint64_t{n} * compressor_->width());
-    Linear(pool_, compressor_->kv_proj(), x.data(), n, comp_kv.data());
-    Linear(pool_, compressor_->gate_proj(), x.data(), n, comp_gate.data());
+    Linear(compute_, compressor_->kv_proj(), x.data(), n, comp_kv.data());
+    Linear(compute_, compressor_->gate_proj(), x.data(), n, comp_gate.data());
   }
   if (indexer_) indexer_->Project(x, q_res, n);
   std::vector<float> attn(uint64_t{n} * heads * dim);
@@ -125,7 +125,7 @@ void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint3
         std::iota(entries.begin(), entries.end(), 0u);
       }
     }
-    pool_.ParallelFor(heads, 1, [&](size_t begin, size_t end) {
+    compute_.ParallelFor(heads, 1, [&](size_t begin, size_t end) {
       for (size_t h = begin; h < end; ++h) {
         float* qh = &q[(uint64_t{t} * heads + h) * dim];
         RmsNormUnweighted({qh, dim}, eps, {qh, dim});
@@ -148,7 +148,7 @@ void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint3
     kernels::MatMulRows(o_a_, slice, n, uint64_t{g} * rank, uint64_t{g + 1} * rank, grouped,
                         uint64_t{groups} * rank);
   }
-  Linear(pool_, o_b_, grouped.data(), n, out.data());
+  Linear(compute_, o_b_, grouped.data(), n, out.data());
 }
 
 }  // namespace warp::computed

@@ -47,7 +47,7 @@ class CompressedMqaAttention : public TokenMixer {
  public:
   CompressedMqaAttention(const ModelConfig& config, const MixerPlan& plan,
                          const CompressedMqaParams& params, const TrunkWeights& weights,
-                         uint32_t context, ThreadPool& pool);
+                         uint32_t context, ComputeContext& compute);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;
@@ -59,7 +59,7 @@ class CompressedMqaAttention : public TokenMixer {
               float* o);
 
   const ModelConfig& c_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   uint32_t window_;
   Rope rope_;
   kernels::MatrixView q_a_, q_b_, kv_, o_a_, o_b_;

@@ -13,19 +13,19 @@ struct MixerFactory {
   const MixerPlan& plan;
   const TrunkWeights& weights;
   uint32_t context;
-  ThreadPool& pool;
+  ComputeContext& compute;
 
   std::unique_ptr<TokenMixer> operator()(const GqaParams& params) const {
-    return std::make_unique<GqaAttention>(config, plan, params, weights, context, pool);
+    return std::make_unique<GqaAttention>(config, plan, params, weights, context, compute);
   }
   std::unique_ptr<TokenMixer> operator()(const MlaParams& params) const {
-    return std::make_unique<MlaAttention>(config, plan, params, weights, context, pool);
+    return std::make_unique<MlaAttention>(config, plan, params, weights, context, compute);
   }
   std::unique_ptr<TokenMixer> operator()(const KdaParams& params) const {
-    return std::make_unique<KdaAttention>(config, plan, params, weights, pool);
+    return std::make_unique<KdaAttention>(config, plan, params, weights, compute);
   }
   std::unique_ptr<TokenMixer> operator()(const CompressedMqaParams& params) const {
-    return std::make_unique<CompressedMqaAttention>(config, plan, params, weights, context, pool);
+    return std::make_unique<CompressedMqaAttention>(config, plan, params, weights, context, compute);
   }
 };
 
@@ -33,8 +33,8 @@ struct MixerFactory {
 
 std::unique_ptr<TokenMixer> CreateMixer(const ModelConfig& config, const MixerPlan& plan,
                                         const TrunkWeights& weights, uint32_t context,
-                                        ThreadPool& pool) {
-  return std::visit(MixerFactory{config, plan, weights, context, pool}, plan.params);
+                                        ComputeContext& compute) {
+  return std::visit(MixerFactory{config, plan, weights, context, compute}, plan.params);
 }
 
 }  // namespace warp::computed

@@ -17,9 +17,9 @@ void AddBias(float* x, std::span<const float> bias) {
 }  // namespace
 
 GqaAttention::GqaAttention(const ModelConfig& c, const MixerPlan& plan, const GqaParams& params,
-                           const TrunkWeights& w, uint32_t context, ThreadPool& pool)
+                           const TrunkWeights& w, uint32_t context, ComputeContext& compute)
     : c_(c),
-      pool_(pool),
+      compute_(compute),
       rope_(plan.rope),
       scale_(plan.softmax_scale),
       kv_dim_(uint64_t{c.num_kv_heads} * c.head_dim),
@@ -71,7 +71,7 @@ void GqaAttention::Attend(const float* q, uint32_t pos, float* attn) const {
   if (uint64_t{visible} * hd * heads < kParallelWork) {
     attend_heads(0, heads);
   } else {
-    pool_.ParallelFor(heads, 1, attend_heads);
+    compute_.ParallelFor(heads, 1, attend_heads);
   }
 }
 
@@ -80,9 +80,9 @@ void GqaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   const uint32_t heads = c_.num_heads, hd = c_.head_dim;
   const uint64_t q_dim = uint64_t{heads} * hd;
   std::vector<float> q(n * q_dim), k(n * kv_dim_), v(n * kv_dim_);
-  Linear(pool_, q_, x.data(), n, q.data());
-  Linear(pool_, k_, x.data(), n, k.data());
-  Linear(pool_, v_, x.data(), n, v.data());
+  Linear(compute_, q_, x.data(), n, q.data());
+  Linear(compute_, k_, x.data(), n, k.data());
+  Linear(compute_, v_, x.data(), n, v.data());
   std::vector<float> attn(n * q_dim, 0.0f);
   // Token by token: write its K/V, then attend, so a sliding ring never
   // overwrites a key an earlier token of the chunk still needs.
@@ -102,7 +102,7 @@ void GqaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     Attend(qt, pos, &attn[t * q_dim]);
   }
   TellBeforeOutput(attn, n);
-  Linear(pool_, o_, attn.data(), n, out.data());
+  Linear(compute_, o_, attn.data(), n, out.data());
   for (uint32_t t = 0; t < n; ++t) AddBias(&out[uint64_t{t} * c_.hidden_size], o_bias_);
 }
 

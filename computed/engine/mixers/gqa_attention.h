@@ -16,7 +16,7 @@ namespace warp::computed {
 class GqaAttention : public TokenMixer {
  public:
   GqaAttention(const ModelConfig& config, const MixerPlan& plan, const GqaParams& params,
-               const TrunkWeights& weights, uint32_t context, ThreadPool& pool);
+               const TrunkWeights& weights, uint32_t context, ComputeContext& compute);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;
@@ -36,7 +36,7 @@ class GqaAttention : public TokenMixer {
   void Attend(const float* q, uint32_t pos, float* attn) const;
 
   const ModelConfig& c_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   Rope rope_;
   float scale_;
   kernels::MatrixView q_, k_, v_, o_;

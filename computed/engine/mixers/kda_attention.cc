@@ -28,10 +28,10 @@ void L2Normalize(float* x, uint32_t n) {
 }  // namespace
 
 KdaAttention::KdaAttention(const ModelConfig& c, const MixerPlan& plan, const KdaParams& params,
-                           const TrunkWeights& w, ThreadPool& pool)
+                           const TrunkWeights& w, ComputeContext& compute)
     : c_(c),
       kda_(c.linear_attention),
-      pool_(pool),
+      compute_(compute),
       width_(uint64_t{c.linear_attention.num_heads} * c.linear_attention.head_dim),
       state_({width_ * c.linear_attention.head_dim,
               (c.linear_attention.conv_kernel - 1) * 3 * width_}) {
@@ -117,26 +117,26 @@ void KdaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     std::vector<float> part(n * width_);
     const kernels::MatrixView* mats[3] = {&q_, &k_, &v_};
     for (int m = 0; m < 3; ++m) {
-      Linear(pool_, *mats[m], x.data(), n, part.data());
+      Linear(compute_, *mats[m], x.data(), n, part.data());
       for (uint32_t t = 0; t < n; ++t) {
         std::copy_n(&part[t * width_], width_, &proj[t * row + m * width_]);
       }
     }
   }
   std::vector<float> low(n * dim), gate(n * width_), out_gate(n * width_), beta(n * heads);
-  Linear(pool_, f_a_, x.data(), n, low.data());
-  Linear(pool_, f_b_, low.data(), n, gate.data());
+  Linear(compute_, f_a_, x.data(), n, low.data());
+  Linear(compute_, f_b_, low.data(), n, gate.data());
   if (kda_.full_rank_gate) {
-    Linear(pool_, g_full_, x.data(), n, out_gate.data());
+    Linear(compute_, g_full_, x.data(), n, out_gate.data());
   } else {
-    Linear(pool_, g_a_, x.data(), n, low.data());
-    Linear(pool_, g_b_, low.data(), n, out_gate.data());
+    Linear(compute_, g_a_, x.data(), n, low.data());
+    Linear(compute_, g_b_, low.data(), n, out_gate.data());
   }
-  Linear(pool_, b_, x.data(), n, beta.data());
+  Linear(compute_, b_, x.data(), n, beta.data());
   std::vector<float> qkv(row), o(n * width_);
   for (uint32_t t = 0; t < n; ++t) {
     Convolve(&proj[t * row], qkv.data());
-    pool_.ParallelFor(heads, 1, [&](size_t begin, size_t end) {
+    compute_.ParallelFor(heads, 1, [&](size_t begin, size_t end) {
       for (size_t h = begin; h < end; ++h) {
         Head(static_cast<uint32_t>(h), qkv.data(), &gate[t * width_], Sigmoid(beta[t * heads + h]),
              &out_gate[t * width_], &o[t * width_ + h * dim]);
@@ -145,7 +145,7 @@ void KdaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
     state_.Advanced(first_pos + t);
   }
   TellBeforeOutput(o, n);
-  Linear(pool_, o_, o.data(), n, out.data());
+  Linear(compute_, o_, o.data(), n, out.data());
 }
 
 }  // namespace warp::computed

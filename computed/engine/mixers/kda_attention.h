@@ -21,7 +21,7 @@ namespace warp::computed {
 class KdaAttention : public TokenMixer {
  public:
   KdaAttention(const ModelConfig& config, const MixerPlan& plan, const KdaParams& params,
-               const TrunkWeights& weights, ThreadPool& pool);
+               const TrunkWeights& weights, ComputeContext& compute);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;
@@ -40,7 +40,7 @@ class KdaAttention : public TokenMixer {
 
   const ModelConfig& c_;
   const LinearAttention& kda_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   uint64_t width_;  // num_heads * head_dim
   kernels::MatrixView q_, k_, v_, f_a_, f_b_, b_, g_a_, g_b_, g_full_, o_;
   std::span<const float> conv_[3];  // [width][conv_kernel] taps of q, k, v

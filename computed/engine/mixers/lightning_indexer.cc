@@ -11,10 +11,10 @@ namespace warp::computed {
 
 LightningIndexer::LightningIndexer(const ModelConfig& c, const TrunkWeights& w,
                                    const LightningIndexerTensors& t, uint32_t rate,
-                                   const Rope& rope, uint32_t context, ThreadPool& pool)
+                                   const Rope& rope, uint32_t context, ComputeContext& compute)
     : shape_(c.compressed),
       rope_(rope),
-      pool_(pool),
+      compute_(compute),
       q_b_(w.Matrix(t.q_b)),
       weights_proj_(w.Matrix(t.weights_proj)),
       keys_(w, t.keys, c.compressed.index_head_dim, rate, /*overlap=*/true,
@@ -27,10 +27,10 @@ void LightningIndexer::Project(std::span<const float> x, std::span<const float> 
   head_weights_.resize(uint64_t{n} * heads);
   kv_.resize(uint64_t{n} * keys_.width());
   gate_.resize(uint64_t{n} * keys_.width());
-  Linear(pool_, q_b_, q_residual.data(), n, q_.data());
-  Linear(pool_, weights_proj_, x.data(), n, head_weights_.data());
-  Linear(pool_, keys_.kv_proj(), x.data(), n, kv_.data());
-  Linear(pool_, keys_.gate_proj(), x.data(), n, gate_.data());
+  Linear(compute_, q_b_, q_residual.data(), n, q_.data());
+  Linear(compute_, weights_proj_, x.data(), n, head_weights_.data());
+  Linear(compute_, keys_.kv_proj(), x.data(), n, kv_.data());
+  Linear(compute_, keys_.gate_proj(), x.data(), n, gate_.data());
 }
 
 std::vector<uint32_t> LightningIndexer::Select(uint32_t t, uint32_t pos) {

@@ -16,7 +16,7 @@
 
 #include "computed/engine/mixers/kv_compressor.h"
 #include "computed/engine/ops.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/kinds/compressed_mqa.h"
 #include "computed/model/model_config.h"
@@ -27,7 +27,7 @@ class LightningIndexer {
  public:
   LightningIndexer(const ModelConfig& config, const TrunkWeights& weights,
                    const LightningIndexerTensors& tensors, uint32_t rate, const Rope& rope,
-                   uint32_t context, ThreadPool& pool);
+                   uint32_t context, ComputeContext& compute);
 
   // Projects the chunk's n tokens: x [n][hidden], q_residual [n][q_lora_rank].
   void Project(std::span<const float> x, std::span<const float> q_residual, uint32_t n);
@@ -40,7 +40,7 @@ class LightningIndexer {
  private:
   const CompressedAttention& shape_;
   const Rope& rope_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   kernels::MatrixView q_b_, weights_proj_;
   KvCompressor keys_;
   std::vector<float> q_, head_weights_, kv_, gate_;  // the projected chunk

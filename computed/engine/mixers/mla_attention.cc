@@ -15,9 +15,9 @@ constexpr size_t kLatent = 0, kRopeKey = 1, kIndexKey = 2;  // kIndexKey + 1: in
 }  // namespace
 
 MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const MlaParams& params,
-                           const TrunkWeights& w, uint32_t context, ThreadPool& pool)
+                           const TrunkWeights& w, uint32_t context, ComputeContext& compute)
     : c_(c),
-      pool_(pool),
+      compute_(compute),
       rope_(plan.rope),
       scale_(plan.softmax_scale),
       latent_eps_(params.latent_norm_eps),
@@ -40,7 +40,7 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Ml
   }
   o_ = w.Matrix(t.o);
   gate_ = w.Matrix(t.gate);
-  if (t.has_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, t.indexer, pool);
+  if (t.has_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, t.indexer, compute);
 }
 
 MlaAttention::HeadScratch::HeadScratch(const MlaAttention& mla, uint32_t n)
@@ -117,18 +117,18 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   std::vector<float> q_a;  // the q-LoRA latent, normalized
   if (c_.q_lora_rank > 0) {
     q_a.resize(uint64_t{n} * c_.q_lora_rank);
-    Linear(pool_, q_a_, x.data(), n, q_a.data());
+    Linear(compute_, q_a_, x.data(), n, q_a.data());
     for (uint32_t t = 0; t < n; ++t) {
       std::span<float> row(q_a.data() + uint64_t{t} * c_.q_lora_rank, c_.q_lora_rank);
       RmsNorm(row, q_a_norm_, latent_eps_, row);
     }
-    Linear(pool_, q_b_, q_a.data(), n, q.data());
+    Linear(compute_, q_b_, q_a.data(), n, q.data());
   } else {
-    Linear(pool_, q_b_, x.data(), n, q.data());
+    Linear(compute_, q_b_, x.data(), n, q.data());
   }
   if (indexer_) indexer_->Project(x, q_a, n);
   std::vector<float> kv_a(uint64_t{n} * (lora + rope));
-  Linear(pool_, kv_a_, x.data(), n, kv_a.data());
+  Linear(compute_, kv_a_, x.data(), n, kv_a.data());
   for (uint32_t t = 0; t < n; ++t) {  // fill the cache first: later tokens see earlier ones
     const uint32_t pos = first_pos + t;
     const float* row = kv_a.data() + uint64_t{t} * (lora + rope);
@@ -153,7 +153,7 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   std::vector<float> attn(uint64_t{n} * heads * v_dim);
   // Heads apart, each whole on one thread (the same bits for any split): its
   // key weights dequantized once for the chunk's tokens.
-  pool_.ParallelFor(heads, 1, [&](size_t head_begin, size_t head_end) {
+  compute_.ParallelFor(heads, 1, [&](size_t head_begin, size_t head_end) {
     HeadScratch scratch(*this, n);
     for (size_t h = head_begin; h < head_end; ++h) {
       AttendHead(static_cast<uint32_t>(h), q, n, first_pos, keys, scratch, attn);
@@ -161,11 +161,11 @@ void MlaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_
   });
   if (gate_.rows > 0) {  // Kimi K3: the heads' output * sigmoid(g_proj x)
     std::vector<float> gate(attn.size());
-    Linear(pool_, gate_, x.data(), n, gate.data());
+    Linear(compute_, gate_, x.data(), n, gate.data());
     for (size_t i = 0; i < attn.size(); ++i) attn[i] /= 1.0f + std::exp(-gate[i]);
   }
   TellBeforeOutput(attn, n);
-  Linear(pool_, o_, attn.data(), n, out.data());
+  Linear(compute_, o_, attn.data(), n, out.data());
 }
 
 }  // namespace warp::computed

@@ -19,7 +19,7 @@ namespace warp::computed {
 class MlaAttention : public TokenMixer {
  public:
   MlaAttention(const ModelConfig& config, const MixerPlan& plan, const MlaParams& params,
-               const TrunkWeights& weights, uint32_t context, ThreadPool& pool);
+               const TrunkWeights& weights, uint32_t context, ComputeContext& compute);
 
   void Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,
                std::span<float> out) override;
@@ -48,7 +48,7 @@ class MlaAttention : public TokenMixer {
                   std::span<float> attn) const;
 
   const ModelConfig& c_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   Rope rope_;
   float scale_;
   float latent_eps_;  // q_a_layernorm / kv_a_layernorm

@@ -28,10 +28,10 @@ void LayerNorm(float* x, std::span<const float> w, std::span<const float> b, uin
 }  // namespace
 
 PooledIndexer::PooledIndexer(const ModelConfig& c, const TrunkWeights& w,
-                             const PooledIndexerTensors& t, ThreadPool& pool)
+                             const PooledIndexerTensors& t, ComputeContext& compute)
     : c_(c),
       shape_(c.dsa),
-      pool_(pool),
+      compute_(compute),
       q_b_(w.Matrix(t.q_b)),
       wk_(w.Matrix(t.wk)),
       gate_(w.Matrix(t.kpool_gate)),
@@ -47,10 +47,10 @@ void PooledIndexer::Project(std::span<const float> x, std::span<const float> q_r
   k_.resize(uint64_t{n} * dim);
   g_.resize(uint64_t{n} * dim);
   head_weights_.resize(uint64_t{n} * heads);
-  Linear(pool_, q_b_, q_residual.data(), n, q_.data());
-  Linear(pool_, wk_, x.data(), n, k_.data());
-  Linear(pool_, gate_, x.data(), n, g_.data());
-  Linear(pool_, weights_proj_, x.data(), n, head_weights_.data());
+  Linear(compute_, q_b_, q_residual.data(), n, q_.data());
+  Linear(compute_, wk_, x.data(), n, k_.data());
+  Linear(compute_, gate_, x.data(), n, g_.data());
+  Linear(compute_, weights_proj_, x.data(), n, head_weights_.data());
   for (uint32_t t = 0; t < n; ++t) LayerNorm(&k_[uint64_t{t} * dim], k_norm_w_, k_norm_b_, dim);
 }
 

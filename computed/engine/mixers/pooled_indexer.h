@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "computed/engine/layer_state.h"
-#include "computed/engine/thread_pool.h"
+#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/kinds/mla.h"
 #include "computed/model/model_config.h"
@@ -28,7 +28,7 @@ namespace warp::computed {
 class PooledIndexer {
  public:
   PooledIndexer(const ModelConfig& config, const TrunkWeights& weights,
-                const PooledIndexerTensors& tensors, ThreadPool& pool);
+                const PooledIndexerTensors& tensors, ComputeContext& compute);
 
   // Projects the chunk's n tokens: x [n][hidden], q_residual [n][q_lora_rank].
   void Project(std::span<const float> x, std::span<const float> q_residual, uint32_t n);
@@ -39,7 +39,7 @@ class PooledIndexer {
  private:
   const ModelConfig& c_;
   const DsaIndexer& shape_;
-  ThreadPool& pool_;
+  ComputeContext& compute_;
   kernels::MatrixView q_b_, wk_, gate_, weights_proj_;
   std::span<const float> k_norm_w_, k_norm_b_, ape_;
   std::vector<float> q_, k_, g_, head_weights_;  // the projected chunk

@@ -24,6 +24,7 @@ class DeepseekV3 : public SwiGluFamily {
  public:
   Architecture arch() const override { return Architecture::kDeepseekV3; }
   std::string_view name() const override { return "deepseek_v3"; }
+  std::vector<std::string_view> model_types() const override { return {"deepseek_v3", "kimi_k2"}; }
 
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
     WARP_RETURN_IF_ERROR(ParseGroupRouting(json, out));

@@ -69,7 +69,7 @@ void HyperSites(const std::string& p, LayerPlan& l) {
 }
 
 const char* NumberedMatrix(std::string_view matrix) {
-  return matrix == "gate_proj" ? "w1" : matrix == "up_proj" ? "w3" : "w2";
+  return matrix == RecordMatrix::kGate ? "w1" : matrix == RecordMatrix::kUp ? "w3" : "w2";
 }
 
 std::string LayerPrefix(uint32_t layer) { return absl::StrCat("model.layers.", layer, "."); }
@@ -132,11 +132,7 @@ std::vector<TensorSpec> SwiGluFamily::ExpertMatrices(const ModelConfig& c,
                                                      TensorFormat format) const {
   const uint64_t hidden = c.hidden_size;
   const uint64_t inter = c.moe_intermediate_size;
-  return {
-      {.name = "gate_proj", .format = format, .shape = {inter, hidden}},
-      {.name = "up_proj", .format = format, .shape = {inter, hidden}},
-      {.name = "down_proj", .format = format, .shape = {hidden, inter}},
-  };
+  return SwiGluRecord(inter, hidden, format);
 }
 
 CheckpointSlice SwiGluFamily::ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,

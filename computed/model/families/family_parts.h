@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "common/format/container_writer.h"
 #include "computed/model/family.h"
+#include "computed/model/kinds/expert_record.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"
 #include "nlohmann/json.hpp"

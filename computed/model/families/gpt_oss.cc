@@ -89,12 +89,7 @@ class GptOss : public ModelFamily {
   std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat f) const override {
     const uint64_t hidden = c.hidden_size;
     const uint64_t inter = c.moe_intermediate_size;
-    return {
-        {.name = "gate_up_proj", .format = f, .shape = {2 * inter, hidden}},
-        {.name = "gate_up_proj_bias", .format = TensorFormat::kF32, .shape = {2 * inter}},
-        {.name = "down_proj", .format = f, .shape = {hidden, inter}},
-        {.name = "down_proj_bias", .format = TensorFormat::kF32, .shape = {hidden}},
-    };
+    return ClampedSwiGluRecord(inter, hidden, f);
   }
 
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,

@@ -95,11 +95,7 @@ class KimiK3 : public ModelFamily {
   // gate_proj / up_proj [moe_intermediate, latent], down_proj [latent, moe_intermediate].
   std::vector<TensorSpec> ExpertMatrices(const ModelConfig& c, TensorFormat format) const override {
     const uint64_t width = ExpertWidth(c), inter = c.moe_intermediate_size;
-    return {
-        {.name = "gate_proj", .format = format, .shape = {inter, width}},
-        {.name = "up_proj", .format = format, .shape = {inter, width}},
-        {.name = "down_proj", .format = format, .shape = {width, inter}},
-    };
+    return SwiGluRecord(inter, width, format);
   }
 
   // One tensor per expert and matrix, or its compressed-tensors MXFP4 pair.

@@ -62,11 +62,6 @@ void CompressedMqaTensors::ForEach(TensorVisitor visit) const {
   if (indexer) indexer->ForEach(visit);
 }
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix,
-                   const CompressedMqaParams& params, TensorVisitor visit) {
-  CompressedMqaTensors::Of(c, prefix, params).ForEach(visit);
-}
-
 namespace {
 
 // A KvCompressor's entries for `context` positions, and its open window

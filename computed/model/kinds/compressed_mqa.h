@@ -19,7 +19,10 @@
 
 namespace warp::computed {
 
+struct CompressedMqaTensors;
+
 struct CompressedMqaParams {
+  using Tensors = CompressedMqaTensors;  // the tensors it binds
   static constexpr std::string_view kName = "compressed_mqa";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kAttention;
   static constexpr bool kEndsInOutputProjection = false;  // wo_a, wo_b: grouped, low-rank
@@ -63,8 +66,6 @@ struct CompressedMqaTensors {
   void ForEach(TensorVisitor visit) const;
 };
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix,
-                   const CompressedMqaParams& params, TensorVisitor visit);
 // The K = V ring, the compressed entries and the compressors' open windows.
 uint64_t StateBytes(const ModelConfig& c, const CompressedMqaParams& params, uint64_t context);
 

@@ -8,13 +8,16 @@
 #include <cstdint>
 #include <string>
 
+#include "computed/model/kinds/expert_record.h"
 #include "computed/model/tensor_ref.h"
 
 namespace warp::computed {
 
-// The matrix names of a gated MLP under its prefix (PREFIX.NAME.weight).
+// The matrix names of a gated MLP under its prefix (PREFIX.NAME.weight):
+// Hugging Face's, as in an expert's record, unless the release renames them
+// (DeepSeek V4: w1, w3, w2).
 struct MlpNames {
-  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
+  std::string gate{RecordMatrix::kGate}, up{RecordMatrix::kUp}, down{RecordMatrix::kDown};
 };
 
 struct MlpTensors {

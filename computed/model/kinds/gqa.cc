@@ -32,11 +32,6 @@ void GqaTensors::ForEach(TensorVisitor visit) const {
   }
 }
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix, const GqaParams& params,
-                   TensorVisitor visit) {
-  GqaTensors::Of(c, prefix, params).ForEach(visit);
-}
-
 uint64_t StateBytes(const ModelConfig& c, const GqaParams& params, uint64_t context) {
   return HeldPositions(context, params.sliding_window) * 2 * uint64_t{c.num_kv_heads} *
          c.head_dim * sizeof(float);

@@ -16,7 +16,10 @@
 
 namespace warp::computed {
 
+struct GqaTensors;
+
 struct GqaParams {
+  using Tensors = GqaTensors;  // the tensors it binds
   static constexpr std::string_view kName = "gqa";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kAttention;
   static constexpr bool kEndsInOutputProjection = true;  // o_proj (EarlyRoute)
@@ -39,8 +42,6 @@ struct GqaTensors {
   void ForEach(TensorVisitor visit) const;
 };
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix, const GqaParams& params,
-                   TensorVisitor visit);
 // K and V per kv head; a sliding layer keeps only its window.
 uint64_t StateBytes(const ModelConfig& c, const GqaParams& params, uint64_t context);
 

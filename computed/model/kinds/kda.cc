@@ -39,11 +39,6 @@ void KdaTensors::ForEach(TensorVisitor visit) const {
   }
 }
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix, const KdaParams& params,
-                   TensorVisitor visit) {
-  KdaTensors::Of(c, prefix, params).ForEach(visit);
-}
-
 uint64_t KdaStateFloats(const LinearAttention& kda) {
   const uint64_t width = uint64_t{kda.num_heads} * kda.head_dim;
   return width * kda.head_dim + (kda.conv_kernel - 1) * 3 * width;

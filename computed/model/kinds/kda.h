@@ -19,7 +19,10 @@
 
 namespace warp::computed {
 
+struct KdaTensors;
+
 struct KdaParams {
+  using Tensors = KdaTensors;  // the tensors it binds
   static constexpr std::string_view kName = "kda";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kLinearAttention;
   static constexpr bool kEndsInOutputProjection = true;  // o_proj (EarlyRoute)
@@ -43,8 +46,6 @@ struct KdaTensors {
   void ForEach(TensorVisitor visit) const;
 };
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix, const KdaParams& params,
-                   TensorVisitor visit);
 // Floats of one layer's state: per head the [head_dim, head_dim] matrix S,
 // and the last conv_kernel - 1 inputs of the q, k and v convolutions.
 uint64_t KdaStateFloats(const LinearAttention& kda);

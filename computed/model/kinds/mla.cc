@@ -55,11 +55,6 @@ void MlaTensors::ForEach(TensorVisitor visit) const {
   visit(o, MlaParams::kTrunkKind);
 }
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix, const MlaParams& params,
-                   TensorVisitor visit) {
-  MlaTensors::Of(c, prefix, params).ForEach(visit);
-}
-
 uint64_t StateBytes(const ModelConfig& c, const MlaParams& params, uint64_t context) {
   const uint64_t index = params.dsa_indexer ? 2 * uint64_t{c.dsa.index_head_dim} : 0;
   return context * (uint64_t{c.kv_lora_rank} + c.qk_rope_head_dim + index) * sizeof(float);

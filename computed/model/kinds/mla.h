@@ -17,7 +17,10 @@
 
 namespace warp::computed {
 
+struct MlaTensors;
+
 struct MlaParams {
+  using Tensors = MlaTensors;  // the tensors it binds
   static constexpr std::string_view kName = "mla";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kAttention;
   static constexpr bool kEndsInOutputProjection = true;  // o_proj (EarlyRoute)
@@ -55,8 +58,6 @@ struct MlaTensors {
   void ForEach(TensorVisitor visit) const;
 };
 
-void ForEachTensor(const ModelConfig& c, const std::string& prefix, const MlaParams& params,
-                   TensorVisitor visit);
 // The normalized latent and the rotated rope key per position (DSA: + the
 // index keys and gates).
 uint64_t StateBytes(const ModelConfig& c, const MlaParams& params, uint64_t context);

@@ -7,6 +7,7 @@
 
 #include "computed/engine/linear.h"
 #include "computed/engine/ops.h"
+#include "computed/model/kinds/moe.h"
 
 namespace warp::computed {
 namespace {
@@ -126,10 +127,12 @@ Routing Route(const ModelConfig& config, std::span<const float> logits, std::spa
 
 Router::Router(const ModelConfig& config, const FfnPlan& plan, const TrunkWeights& weights,
                ComputeContext& compute)
-    : config_(config), compute_(compute), weight_(weights.Matrix(plan.router_weight)) {
-  if (!plan.router_bias.empty()) logit_bias_ = weights.Vector(plan.router_bias);
-  if (!plan.selection_bias.empty()) selection_bias_ = weights.Vector(plan.selection_bias);
-  if (!plan.hash_table.empty()) hash_table_ = weights.Vector(plan.hash_table);
+    : config_(config), compute_(compute) {
+  const MoeTensors t = MoeTensors::Of(config, plan);
+  weight_ = weights.Matrix(t.router);
+  logit_bias_ = weights.Vector(t.router_bias);
+  selection_bias_ = weights.Vector(t.selection_bias);
+  hash_table_ = weights.Vector(t.hash_table);
 }
 
 std::vector<Routing> Router::Route(std::span<const float> x, std::span<const int32_t> tokens,

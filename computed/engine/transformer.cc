@@ -16,6 +16,7 @@
 #include "computed/engine/linear.h"
 #include "computed/engine/read_window.h"
 #include "computed/engine/stage_timer.h"
+#include "computed/model/kinds/moe.h"
 #include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
 
@@ -160,19 +161,17 @@ absl::Status Transformer::BuildLayers() {
     const BankEntry& bank = *container_->manifest().FindBank(layer);
     WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertMath> math,
                           ExpertMath::Create(plan.ffn, bank, container_->codebooks(), compute_));
+    const MoeTensors tensors = MoeTensors::Of(config_, plan.ffn);
     std::optional<DenseMlp> shared;
-    if (!plan.ffn.shared_prefix.empty()) {
-      shared.emplace(*weights_,
-                     MlpTensors::Of(plan.ffn.shared_prefix, plan.ffn.mlp, config_.hidden_size,
-                                    plan.ffn.shared_intermediate),
-                     plan.ffn.glu, compute_, stats_.seconds_dense);
+    if (tensors.shared) {
+      shared.emplace(*weights_, *tensors.shared, plan.ffn.glu, compute_, stats_.seconds_dense);
     }
     std::optional<LatentMoe> latent;
-    if (plan.ffn.latent_dim > 0) {
-      latent = LatentMoe{.down = weights_->Matrix(plan.ffn.latent_down),
-                         .up = weights_->Matrix(plan.ffn.latent_up),
+    if (tensors.latent_down.present()) {
+      latent = LatentMoe{.down = weights_->Matrix(tensors.latent_down),
+                         .up = weights_->Matrix(tensors.latent_up),
+                         .norm = weights_->Vector(tensors.latent_norm),
                          .eps = config_.rms_norm_eps};
-      if (!plan.ffn.latent_norm.empty()) latent->norm = weights_->Vector(plan.ffn.latent_norm);
     }
     ffns_.push_back(
         std::make_unique<MoeFfn>(layer, config_.hidden_size, *routers_[layer], std::move(math),

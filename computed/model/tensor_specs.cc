@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "computed/model/family.h"
+#include "computed/model/kinds/moe.h"
 
 namespace warp::computed {
 namespace {
@@ -75,22 +76,7 @@ void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
           .ForEach(TrunkKind::kDenseMlp, specs.visitor());
       return;
     case FfnKind::kMoe:
-      specs.SetKind(TrunkKind::kOther);  // routers, f32
-      specs.Add(f.router_weight, {c.num_experts, hidden});
-      if (!f.router_bias.empty()) specs.Add(f.router_bias, {c.num_experts});
-      if (!f.selection_bias.empty()) specs.Add(f.selection_bias, {c.num_experts});
-      if (!f.shared_prefix.empty()) {
-        MlpTensors::Of(f.shared_prefix, f.mlp, hidden, f.shared_intermediate)
-            .ForEach(TrunkKind::kSharedExperts, specs.visitor());
-      }
-      specs.SetKind(TrunkKind::kOther);
-      if (!f.hash_table.empty()) specs.Add(f.hash_table, {c.vocab_size, c.experts_per_token});
-      if (f.latent_dim > 0) {
-        specs.SetKind(TrunkKind::kLatentProjection);
-        specs.Add(f.latent_down, {f.latent_dim, hidden});
-        if (!f.latent_norm.empty()) specs.Add(f.latent_norm, {f.latent_dim});
-        specs.Add(f.latent_up, {hidden, f.latent_dim});
-      }
+      MoeTensors::Of(c, f).ForEach(specs.visitor());
       return;
   }
 }

@@ -112,7 +112,7 @@ class Converter {
         declared_experts_(declared_experts),
         progress_(progress) {
     for (const TrunkTensor& tensor : TrunkTensors(model_, TensorFormat::kF32)) {
-      kinds_[tensor.spec.name] = tensor.kind;
+      trunk_tensors_[tensor.spec.name] = tensor;
     }
   }
 
@@ -145,12 +145,14 @@ class Converter {
   // The trunk format of one tensor for the --trunk choice.
   absl::StatusOr<TensorFormat> TrunkFormat(const TensorSpec& spec,
                                            const SourceTensor& source) const {
-    if (IsPrecisionCritical(spec)) return TensorFormat::kF32;
+    const auto tensor = trunk_tensors_.find(spec.name);
+    if (spec.shape.size() != 2 || (tensor != trunk_tensors_.end() && tensor->second.f32)) {
+      return TensorFormat::kF32;
+    }
     // A dtype that stores no values (U8 codes) matters only where it is kept.
     const absl::StatusOr<TensorFormat> native = NativeFormat(source);
     if (!native.ok() && trunk_.native()) return native.status();
-    const auto kind = kinds_.find(spec.name);
-    return trunk_.FormatOf(kind == kinds_.end() ? TrunkKind::kOther : kind->second,
+    return trunk_.FormatOf(tensor == trunk_tensors_.end() ? TrunkKind::kOther : tensor->second.kind,
                            native.value_or(TensorFormat::kBF16), spec.shape);
   }
 
@@ -512,7 +514,7 @@ class Converter {
   const ModelFamily& family_;
   const ConvertOptions& options_;
   const TrunkChoice& trunk_;
-  absl::flat_hash_map<std::string, TrunkKind> kinds_;  // of every trunk tensor, by name
+  absl::flat_hash_map<std::string, TrunkTensor> trunk_tensors_;  // by name
   const std::optional<TensorFormat> declared_experts_;
   ProgressBar& progress_;
   Codebooks codebooks_;  // of the vq3r_b32 matrices, filled bank by bank

@@ -33,6 +33,10 @@ enum class TrunkKind {
 struct TensorRef {
   std::string name;  // "": the kind's plan leaves this tensor out
   std::vector<uint64_t> shape;
+  // Stored f32 whatever the trunk's format: a matrix whose precision steers
+  // what comes after it (routers, position biases, expert ids). Tensors that
+  // are not matrices (norms, biases, taps) are f32 anyway.
+  bool f32 = false;
 
   bool present() const { return !name.empty(); }
 };

@@ -23,19 +23,19 @@ class SpecList {
 
   void SetKind(TrunkKind kind) { kind_ = kind; }
 
-  void Add(std::string name, Shape shape) {
+  // `f32`: TensorRef::f32.
+  void Add(std::string name, Shape shape, bool f32 = false) {
     TensorSpec spec{.name = std::move(name), .format = matrix_format_, .shape = std::move(shape)};
-    if (IsPrecisionCritical(spec) || !ShapeProblem(spec.format, spec.shape).empty()) {
-      spec.format = TensorFormat::kF32;
-    }
-    tensors_.push_back({.spec = std::move(spec), .kind = kind_});
+    f32 = f32 || spec.shape.size() != 2;
+    if (f32 || !ShapeProblem(spec.format, spec.shape).empty()) spec.format = TensorFormat::kF32;
+    tensors_.push_back({.spec = std::move(spec), .kind = kind_, .f32 = f32});
   }
 
   // A kind's tensor, of the kind it says.
   void Add(const TensorRef& tensor, TrunkKind kind) {
     const TrunkKind saved = kind_;
     kind_ = kind;
-    Add(tensor.name, tensor.shape);
+    Add(tensor.name, tensor.shape, tensor.f32);
     kind_ = saved;
   }
 
@@ -58,14 +58,14 @@ class SpecList {
 // One hyper-connection site: `outputs` mixes of the flattened streams.
 void AddHyperSite(const ModelConfig& c, const HyperSite& site, uint64_t outputs, uint64_t scales,
                   SpecList& specs) {
-  specs.Add(site.fn, {outputs, uint64_t{c.hyper.mult} * c.hidden_size});
+  specs.Add(site.fn, {outputs, uint64_t{c.hyper.mult} * c.hidden_size}, /*f32=*/true);
   specs.Add(site.base, {outputs});
   specs.Add(site.scale, {scales});
 }
 
 void AddMix(const ModelConfig& c, const ResidualMix& mix, SpecList& specs) {
   specs.Add(mix.norm, {c.hidden_size});
-  specs.Add(mix.proj, {1, c.hidden_size});
+  specs.Add(mix.proj, {1, c.hidden_size}, /*f32=*/true);  // the pseudo-query
 }
 
 void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
@@ -84,15 +84,6 @@ void AddFfn(const ModelConfig& c, const FfnPlan& f, SpecList& specs) {
 }  // namespace
 
 ModelPlan PlanOf(const ModelConfig& config) { return FamilyOf(config.arch).Plan(config); }
-
-bool IsPrecisionCritical(const TensorSpec& spec) {
-  return spec.shape.size() != 2 || absl::EndsWith(spec.name, ".gate.weight") ||
-         absl::EndsWith(spec.name, ".router.weight") ||
-         absl::EndsWith(spec.name, "_res_proj.weight") ||  // AttnRes queries
-         absl::EndsWith(spec.name, "_fn") ||               // mHC mixes
-         absl::EndsWith(spec.name, "ape") ||               // compressor / pool position biases
-         absl::EndsWith(spec.name, ".tid2eid");            // expert ids
-}
 
 namespace {
 

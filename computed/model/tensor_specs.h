@@ -26,10 +26,12 @@ std::optional<TrunkKind> ParseTrunkKind(std::string_view name);
 struct TrunkTensor {
   TensorSpec spec;
   TrunkKind kind = TrunkKind::kOther;
+  bool f32 = false;  // f32 whatever the trunk format: not a matrix, or TensorRef::f32
 };
 
-// Trunk tensors in file order. 1-D tensors (norms, biases, sinks) and router
-// weights are always f32; every other matrix takes `matrix_format`.
+// Trunk tensors in file order. Tensors that are not matrices (norms, biases,
+// sinks) and those their kind declares f32 (routers, position biases, expert
+// ids, mixes) are f32; every other matrix takes `matrix_format`.
 std::vector<TensorSpec> TrunkTensorSpecs(const ModelConfig& config, TensorFormat matrix_format);
 // The same, each with its kind.
 std::vector<TrunkTensor> TrunkTensors(const ModelConfig& config, TensorFormat matrix_format);
@@ -49,8 +51,5 @@ std::string EarlyRouteFoldName(const LayerPlan& layer);
 // in_features]. Optional: a container without them is whole.
 std::vector<TensorSpec> EarlyRouteFoldSpecs(const ModelConfig& config);
 
-// True for tensors stored f32 whatever the trunk format: everything that is not
-// a matrix (norms, biases, conv taps, decay rates) and the routers.
-bool IsPrecisionCritical(const TensorSpec& spec);
 
 }  // namespace warp::computed

@@ -13,7 +13,7 @@
 //   q4:KIND,..  the named kinds (TrunkKindName) at q4, the rest native: the
 //               diagnostic that measures each kind's sensitivity
 // Norms, routers, biases and mixes stay f32 whatever the choice
-// (IsPrecisionCritical).
+// (TrunkTensor::f32).
 //
 // Thread-compatible value type.
 

@@ -562,7 +562,7 @@ TrunkFormatOf UniformTrunk(TensorFormat format) {
 std::vector<TensorSpec> TrunkSpecsOf(const ModelConfig& config, const TrunkFormatOf& format_of) {
   std::vector<TensorSpec> specs;
   for (TrunkTensor& tensor : TrunkTensors(config, TensorFormat::kF32)) {
-    if (!IsPrecisionCritical(tensor.spec)) {
+    if (!tensor.f32) {
       const TensorFormat format = format_of(tensor);
       if (ShapeProblem(format, tensor.spec.shape).empty()) tensor.spec.format = format;
     }

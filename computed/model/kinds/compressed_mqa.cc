@@ -8,7 +8,7 @@ KvCompressorTensors KvCompressorTensors::Of(const ModelConfig& c, const std::str
                                             uint64_t width, uint64_t dim, uint32_t rate) {
   return {.kv = {p + "wkv.weight", {width, c.hidden_size}},
           .gate = {p + "wgate.weight", {width, c.hidden_size}},
-          .ape = {p + "ape", {rate, width}},
+          .ape = {p + "ape", {rate, width}, /*f32=*/true},
           .norm = {p + "norm.weight", {dim}}};
 }
 

@@ -9,7 +9,7 @@ PooledIndexerTensors PooledIndexerTensors::Of(const ModelConfig& c, const std::s
           .k_norm_weight = {p + "k_norm.weight", {d.index_head_dim}},
           .k_norm_bias = {p + "k_norm.bias", {d.index_head_dim}},
           .weights_proj = {p + "weights_proj.weight", {d.index_heads, c.hidden_size}},
-          .kpool_ape = {p + "index_kpool_compress_ape", {d.kpool, d.index_head_dim}},
+          .kpool_ape = {p + "index_kpool_compress_ape", {d.kpool, d.index_head_dim}, /*f32=*/true},
           .kpool_gate = {p + "index_kpool_compress_gate", {d.index_head_dim, c.hidden_size}}};
 }
 

@@ -143,14 +143,17 @@ inline constexpr FormatTraits kFormatTraits[] = {
 // goes at the end of the enum, and here.
 inline constexpr size_t kNumTensorFormats = static_cast<size_t>(TensorFormat::kVq3rB32) + 1;
 
-constexpr bool FormatTraitsAreInEnumOrder() {
-  if (std::size(kFormatTraits) != kNumTensorFormats) return false;
-  for (size_t i = 0; i < kNumTensorFormats; ++i) {
-    if (static_cast<size_t>(kFormatTraits[i].format) != i) return false;
+// Whether a per-format table (this one, the kernels') has one row per
+// TensorFormat in the enum's order, so that it can be indexed by the enum.
+template <class Row, size_t kRows>
+constexpr bool OneRowPerFormatInOrder(const Row (&rows)[kRows]) {
+  if (kRows != kNumTensorFormats) return false;
+  for (size_t i = 0; i < kRows; ++i) {
+    if (static_cast<size_t>(rows[i].format) != i) return false;
   }
   return true;
 }
-static_assert(FormatTraitsAreInEnumOrder(), "kFormatTraits: one row per TensorFormat, in order");
+static_assert(OneRowPerFormatInOrder(kFormatTraits), "kFormatTraits: one row per TensorFormat");
 
 // The row of `format`. REQUIRES: a valid enumerator.
 constexpr const FormatTraits& TraitsOf(TensorFormat format) {

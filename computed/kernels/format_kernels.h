@@ -79,14 +79,7 @@ inline constexpr FormatKernels kFormatKernels[] = {
     {TensorFormat::kVq3rB32, internal::DecodeVq3rB32, Q8Codes::kNone},
 };
 
-constexpr bool FormatKernelsAreInEnumOrder() {
-  if (std::size(kFormatKernels) != kNumTensorFormats) return false;
-  for (size_t i = 0; i < kNumTensorFormats; ++i) {
-    if (static_cast<size_t>(kFormatKernels[i].format) != i) return false;
-  }
-  return true;
-}
-static_assert(FormatKernelsAreInEnumOrder(), "kFormatKernels: one row per TensorFormat, in order");
+static_assert(OneRowPerFormatInOrder(kFormatKernels), "kFormatKernels: one row per TensorFormat");
 
 // The row of `format`. REQUIRES: a valid enumerator.
 constexpr const FormatKernels& KernelsOf(TensorFormat format) {

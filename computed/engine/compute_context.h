@@ -28,8 +28,6 @@ class ComputeContext {
  public:
   ComputeContext(ThreadPool& pool, Arithmetic arithmetic) : pool_(pool), arithmetic_(arithmetic) {}
 
-  ThreadPool& pool() const { return pool_; }
-  const Arithmetic& arithmetic() const { return arithmetic_; }
   bool q8_activations() const { return arithmetic_.q8_activations; }
 
   // The pool's ParallelFor (thread_pool.h).

@@ -10,10 +10,6 @@ uint64_t HeldPositions(uint64_t context, uint32_t window) {
                      : std::min<uint64_t>(context, uint64_t{window} + kSlidingRewindSlack);
 }
 
-std::string_view MixerKindName(const MixerPlan& mixer) {
-  return std::visit([](const auto& params) { return params.kName; }, mixer.params);
-}
-
 bool EndsInOutputProjection(const MixerPlan& mixer) {
   return std::visit([](const auto& params) { return params.kEndsInOutputProjection; },
                     mixer.params);

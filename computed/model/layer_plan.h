@@ -47,8 +47,6 @@ struct MixerPlan {
   MixerParams params;
 };
 
-// The kind's name ("gqa", "mla", ...).
-std::string_view MixerKindName(const MixerPlan& mixer);
 // Whether the mixer ends in one output projection, out = W a + b (EarlyRoute).
 bool EndsInOutputProjection(const MixerPlan& mixer);
 // The mixer's trunk tensors in file order (its kind's Tensors::ForEach).

@@ -6,6 +6,7 @@
 #include "common/format/container.h"
 #include "computed/convert/converter.h"
 #include "computed/convert/safetensors.h"
+#include "computed/model/family.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -178,8 +179,15 @@ TEST_F(ConvertTest, ConfigMissingARequiredFieldIsRefused) {
 
 TEST_F(ConvertTest, UnknownArchitectureIsRefused) {
   EditConfig([](json& config) { config["model_type"] = "llama"; });
-  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                  HasSubstr("architecture \"llama\" is not supported")));
+  const absl::Status refused = Convert();
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("architecture \"llama\" is not supported")));
+  // The message lists what is supported, from the registry (aliases included).
+  for (const ModelFamily* family : AllFamilies()) {
+    for (std::string_view type : family->model_types()) {
+      EXPECT_THAT(refused.message(), HasSubstr(std::string(type)));
+    }
+  }
 }
 
 TEST_F(ConvertTest, TensorWithTheWrongShapeIsRefused) {

@@ -40,7 +40,7 @@ MlaAttention::MlaAttention(const ModelConfig& c, const MixerPlan& plan, const Ml
   }
   o_ = w.Matrix(t.o);
   gate_ = w.Matrix(t.gate);
-  if (t.has_indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, t.indexer, compute);
+  if (t.indexer) indexer_ = std::make_unique<PooledIndexer>(c, w, *t.indexer, compute);
 }
 
 MlaAttention::HeadScratch::HeadScratch(const MlaAttention& mla, uint32_t n)

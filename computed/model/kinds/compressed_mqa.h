@@ -23,7 +23,6 @@ struct CompressedMqaTensors;
 
 struct CompressedMqaParams {
   using Tensors = CompressedMqaTensors;  // the tensors it binds
-  static constexpr std::string_view kName = "compressed_mqa";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kAttention;
   static constexpr bool kEndsInOutputProjection = false;  // wo_a, wo_b: grouped, low-rank
 

@@ -20,7 +20,6 @@ struct GqaTensors;
 
 struct GqaParams {
   using Tensors = GqaTensors;  // the tensors it binds
-  static constexpr std::string_view kName = "gqa";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kAttention;
   static constexpr bool kEndsInOutputProjection = true;  // o_proj (EarlyRoute)
 

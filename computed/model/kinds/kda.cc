@@ -39,13 +39,19 @@ void KdaTensors::ForEach(TensorVisitor visit) const {
   }
 }
 
-uint64_t KdaStateFloats(const LinearAttention& kda) {
+namespace {
+
+// Floats of one layer's state: per head the [head_dim, head_dim] matrix S,
+// and the last conv_kernel - 1 inputs of the q, k and v convolutions.
+uint64_t StateFloats(const LinearAttention& kda) {
   const uint64_t width = uint64_t{kda.num_heads} * kda.head_dim;
   return width * kda.head_dim + (kda.conv_kernel - 1) * 3 * width;
 }
 
+}  // namespace
+
 uint64_t StateBytes(const ModelConfig& c, const KdaParams&, uint64_t) {
-  return 2 * KdaStateFloats(c.linear_attention) * sizeof(float);
+  return 2 * StateFloats(c.linear_attention) * sizeof(float);
 }
 
 }  // namespace warp::computed

@@ -23,7 +23,6 @@ struct KdaTensors;
 
 struct KdaParams {
   using Tensors = KdaTensors;  // the tensors it binds
-  static constexpr std::string_view kName = "kda";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kLinearAttention;
   static constexpr bool kEndsInOutputProjection = true;  // o_proj (EarlyRoute)
 
@@ -46,9 +45,6 @@ struct KdaTensors {
   void ForEach(TensorVisitor visit) const;
 };
 
-// Floats of one layer's state: per head the [head_dim, head_dim] matrix S,
-// and the last conv_kernel - 1 inputs of the q, k and v convolutions.
-uint64_t KdaStateFloats(const LinearAttention& kda);
 // Independent of the context: the state and its chat checkpoint.
 uint64_t StateBytes(const ModelConfig& c, const KdaParams& params, uint64_t context);
 

@@ -42,8 +42,7 @@ MlaTensors MlaTensors::Of(const ModelConfig& c, const std::string& p, const MlaP
   }
   if (params.output_gate) t.gate = {p + "g_proj.weight", {heads * c.v_head_dim, c.hidden_size}};
   t.o = {p + "o_proj.weight", {c.hidden_size, heads * c.v_head_dim}};
-  t.has_indexer = params.dsa_indexer;
-  if (t.has_indexer) t.indexer = PooledIndexerTensors::Of(c, p + "indexer.");
+  if (params.dsa_indexer) t.indexer = PooledIndexerTensors::Of(c, p + "indexer.");
   return t;
 }
 
@@ -51,7 +50,7 @@ void MlaTensors::ForEach(TensorVisitor visit) const {
   for (const TensorRef* t : {&q_a, &q_a_norm, &q_b, &kv_a, &kv_a_norm, &k_b, &v_b, &kv_b, &gate}) {
     if (t->present()) visit(*t, MlaParams::kTrunkKind);
   }
-  if (has_indexer) indexer.ForEach(visit);
+  if (indexer) indexer->ForEach(visit);
   visit(o, MlaParams::kTrunkKind);
 }
 

@@ -9,6 +9,7 @@
 // Thread-compatible value types.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,7 +22,6 @@ struct MlaTensors;
 
 struct MlaParams {
   using Tensors = MlaTensors;  // the tensors it binds
-  static constexpr std::string_view kName = "mla";
   static constexpr TrunkKind kTrunkKind = TrunkKind::kAttention;
   static constexpr bool kEndsInOutputProjection = true;  // o_proj (EarlyRoute)
 
@@ -51,8 +51,7 @@ struct MlaTensors {
   TensorRef kv_b, k_b, v_b;
   TensorRef gate;  // g_proj: params' output_gate
   TensorRef o;     // o_proj
-  bool has_indexer = false;
-  PooledIndexerTensors indexer;
+  std::optional<PooledIndexerTensors> indexer;  // params' dsa_indexer
 
   static MlaTensors Of(const ModelConfig& c, const std::string& prefix, const MlaParams& params);
   void ForEach(TensorVisitor visit) const;

@@ -27,6 +27,158 @@ struct Piece {
   uint64_t done = 0;
 };
 
+// The file range one ReadFull reads and the memory it lands in.
+struct ReadTarget {
+  int fd;
+  std::span<std::byte> out;
+  uint64_t offset;  // in the file
+  std::string_view path;
+  std::optional<int> fixed;  // the registered buffer `out` lies in, if any
+};
+
+// One ReadFull under way: its pieces, those not in flight, and what stopped
+// it. Lives on the reading thread's stack for the one call.
+class PieceRead {
+ public:
+  // `rank` must outlive the PieceRead (PieceGate::Read follows it).
+  PieceRead(io_uring* ring, uint32_t depth, const ReadTarget& target, uint64_t piece_bytes,
+            PieceGate* gate, const ReadRank& rank)
+      : ring_(ring), depth_(depth), target_(target) {
+    for (uint64_t at = 0; at < target.out.size(); at += piece_bytes) {
+      pieces_.push_back(
+          {.offset = at, .bytes = std::min<uint64_t>(piece_bytes, target.out.size() - at)});
+    }
+    for (size_t i = 0; i < pieces_.size(); ++i) to_submit_.push_back(i);
+    if (gate != nullptr) gated_.emplace(gate, rank, pieces_.size());
+  }
+
+  // After a failure or the file's end nothing new goes out; what is in flight is drained.
+  bool stopped() const { return !failed_.ok() || ends_at_.has_value(); }
+  bool busy() const { return in_flight_ > 0 || (!stopped() && !to_submit_.empty()); }
+
+  // Queues pieces while the gate and the ring take them.
+  void QueuePieces() {
+    while (!stopped() && !to_submit_.empty() && in_flight_ < depth_) {
+      // With nothing in flight, wait for the gate: no completion will ask again.
+      if (gated_ && !gated_->Take(/*wait=*/in_flight_ == 0)) break;
+      io_uring_sqe* sqe = io_uring_get_sqe(ring_);
+      if (sqe == nullptr) {
+        if (gated_) {  // not sent: the grant goes back, the piece still wants one
+          gated_->Landed();
+          gated_->Again();
+        }
+        break;
+      }
+      const size_t index = to_submit_.front();
+      to_submit_.pop_front();
+      PrepRead(sqe, index);
+      ++in_flight_;
+    }
+  }
+
+  // Submits what is queued and waits for a completion.
+  void SubmitAndWait() {
+    const int submitted = io_uring_submit_and_wait(ring_, 1);
+    if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN) {
+      // The ring itself failed: the pieces in flight cannot be waited for,
+      // and `out` could still be written. Nothing sane remains.
+      Logger("expertd.store")
+          .critical("{}: io_uring_submit_and_wait: {}", target_.path, std::strerror(-submitted));
+      std::abort();
+    }
+  }
+
+  // While pieces are in flight, sends the next ones out without waiting.
+  void SubmitMore() {
+    if (in_flight_ == 0) return;
+    QueuePieces();
+    io_uring_submit(ring_);
+  }
+
+  // Takes every completion the ring holds.
+  void Reap() {
+    io_uring_cqe* cqe;
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(ring_, head, cqe) {
+      ++seen;
+      --in_flight_;
+      if (gated_) gated_->Landed();
+      Complete(io_uring_cqe_get_data64(cqe), cqe->res);
+    }
+    io_uring_cq_advance(ring_, seen);
+  }
+
+  // Extends the landed prefix over the pieces now whole; true if it grew.
+  bool AdvanceLanded() {
+    const size_t was_whole = whole_;
+    while (whole_ < pieces_.size() && pieces_[whole_].done == pieces_[whole_].bytes) ++whole_;
+    return whole_ > was_whole;
+  }
+  uint64_t landed_bytes() const {
+    return whole_ < pieces_.size() ? pieces_[whole_].offset : target_.out.size();
+  }
+
+  // ReadFull's result once nothing is in flight.
+  absl::Status Result() const {
+    if (ends_at_ && failed_.ok()) {
+      // The bytes before the first hole count as read, as PreadFull counts them.
+      return absl::DataLossError(absl::StrCat(std::string(target_.path), ": short read at ",
+                                              target_.offset, ": got ", *ends_at_, " of ",
+                                              target_.out.size(), " bytes"));
+    }
+    return failed_;
+  }
+
+ private:
+  // The read of piece `index`'s rest into `sqe`.
+  void PrepRead(io_uring_sqe* sqe, size_t index) {
+    const Piece& piece = pieces_[index];
+    std::byte* to = target_.out.data() + piece.offset + piece.done;
+    const unsigned bytes = static_cast<unsigned>(piece.bytes - piece.done);
+    const uint64_t at = target_.offset + piece.offset + piece.done;
+    if (target_.fixed) {
+      io_uring_prep_read_fixed(sqe, target_.fd, to, bytes, at, *target_.fixed);
+    } else {
+      io_uring_prep_read(sqe, target_.fd, to, bytes, at);
+    }
+    io_uring_sqe_set_data64(sqe, index);
+  }
+
+  // Piece `index`'s read returned `res`: retried, failed, at the file's end,
+  // or `res` bytes further (its rest queued if short).
+  void Complete(size_t index, int res) {
+    Piece& piece = pieces_[index];
+    if (res == -EINTR || res == -EAGAIN) {
+      to_submit_.push_front(index);
+      if (gated_) gated_->Again();
+    } else if (res < 0) {
+      if (failed_.ok())
+        failed_ = ErrnoToStatus(-res, absl::StrCat(std::string(target_.path), " @",
+                                                   target_.offset + piece.offset + piece.done));
+    } else if (res == 0) {
+      ends_at_ = std::min(ends_at_.value_or(UINT64_MAX), piece.offset + piece.done);
+    } else {
+      piece.done += static_cast<uint64_t>(res);
+      if (piece.done < piece.bytes) {  // a short piece: the rest
+        to_submit_.push_front(index);
+        if (gated_) gated_->Again();
+      }
+    }
+  }
+
+  io_uring* const ring_;
+  const uint32_t depth_;
+  const ReadTarget target_;
+  std::vector<Piece> pieces_;
+  std::deque<size_t> to_submit_;     // pieces (or their rests) not in flight
+  absl::Status failed_;              // the first errno error
+  std::optional<uint64_t> ends_at_;  // the lowest hole where the file ended
+  uint32_t in_flight_ = 0;
+  size_t whole_ = 0;  // pieces [0, whole_) have landed
+  std::optional<PieceGate::Read> gated_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UringReader>> UringReader::Create(Options options) {
@@ -115,106 +267,23 @@ absl::Status UringReader::ReadFull(int fd, std::span<std::byte> out, uint64_t of
   // memory: a piece the device would split costs a request for its last few
   // pages (EFFICIENCY.md).
   const uint64_t piece_bytes = fixed ? FixedPieceBytes(fd) : options_.piece_bytes;
-  std::vector<Piece> pieces;
-  for (uint64_t at = 0; at < out.size(); at += piece_bytes) {
-    pieces.push_back({.offset = at, .bytes = std::min<uint64_t>(piece_bytes, out.size() - at)});
-  }
-  std::deque<size_t> to_submit;  // pieces (or their rests) not in flight
-  for (size_t i = 0; i < pieces.size(); ++i) to_submit.push_back(i);
-  absl::Status failed;              // the first errno error
-  std::optional<uint64_t> ends_at;  // the lowest hole where the file ended
-  uint32_t in_flight = 0;
   const ReadRank first(0);
-  std::optional<PieceGate::Read> gated;
-  if (options_.gate != nullptr) {
-    gated.emplace(options_.gate.get(), rank != nullptr ? *rank : first, pieces.size());
-  }
-  auto stopped = [&] { return !failed.ok() || ends_at.has_value(); };
-  // Queues pieces while the gate and the ring take them.
-  auto queue_pieces = [&] {
-    // After a failure nothing new goes out; what is in flight is drained.
-    while (!stopped() && !to_submit.empty() && in_flight < options_.depth) {
-      // With nothing in flight, wait for the gate: no completion will ask again.
-      if (gated && !gated->Take(/*wait=*/in_flight == 0)) break;
-      io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
-      if (sqe == nullptr) {
-        if (gated) {  // not sent: the grant goes back, the piece still wants one
-          gated->Landed();
-          gated->Again();
-        }
-        break;
-      }
-      const size_t index = to_submit.front();
-      to_submit.pop_front();
-      const Piece& piece = pieces[index];
-      std::byte* to = out.data() + piece.offset + piece.done;
-      const unsigned bytes = static_cast<unsigned>(piece.bytes - piece.done);
-      if (fixed) {
-        io_uring_prep_read_fixed(sqe, fd, to, bytes, offset + piece.offset + piece.done, *fixed);
-      } else {
-        io_uring_prep_read(sqe, fd, to, bytes, offset + piece.offset + piece.done);
-      }
-      io_uring_sqe_set_data64(sqe, index);
-      ++in_flight;
-    }
-  };
-  size_t whole = 0;  // pieces [0, whole) have landed
-  while (in_flight > 0 || (!stopped() && !to_submit.empty())) {
-    queue_pieces();
-    const int submitted = io_uring_submit_and_wait(ring_.get(), 1);
-    if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN) {
-      // The ring itself failed: the pieces in flight cannot be waited for,
-      // and `out` could still be written. Nothing sane remains.
-      Logger("expertd.store")
-          .critical("{}: io_uring_submit_and_wait: {}", path, std::strerror(-submitted));
-      std::abort();
-    }
-    io_uring_cqe* cqe;
-    unsigned head;
-    unsigned seen = 0;
-    io_uring_for_each_cqe(ring_.get(), head, cqe) {
-      ++seen;
-      --in_flight;
-      if (gated) gated->Landed();
-      const size_t index = io_uring_cqe_get_data64(cqe);
-      Piece& piece = pieces[index];
-      const int res = cqe->res;
-      if (res == -EINTR || res == -EAGAIN) {
-        to_submit.push_front(index);
-        if (gated) gated->Again();
-      } else if (res < 0) {
-        if (failed.ok())
-          failed = ErrnoToStatus(
-              -res, absl::StrCat(std::string(path), " @", offset + piece.offset + piece.done));
-      } else if (res == 0) {
-        ends_at = std::min(ends_at.value_or(UINT64_MAX), piece.offset + piece.done);
-      } else {
-        piece.done += static_cast<uint64_t>(res);
-        if (piece.done < piece.bytes) {  // a short piece: the rest
-          to_submit.push_front(index);
-          if (gated) gated->Again();
-        }
-      }
-    }
-    io_uring_cq_advance(ring_.get(), seen);
-    const size_t was_whole = whole;
-    while (whole < pieces.size() && pieces[whole].done == pieces[whole].bytes) ++whole;
-    if (on_landed && whole > was_whole && !stopped()) {
+  PieceRead read(ring_.get(), options_.depth,
+                 {.fd = fd, .out = out, .offset = offset, .path = path, .fixed = fixed},
+                 piece_bytes, options_.gate.get(), rank != nullptr ? *rank : first);
+  while (read.busy()) {
+    read.QueuePieces();
+    read.SubmitAndWait();
+    read.Reap();
+    const bool grew = read.AdvanceLanded();
+    if (on_landed && grew && !read.stopped()) {
       // The next pieces go out before the caller digests these, unless that
       // means waiting at the gate (nothing in flight): the caller first then.
-      if (in_flight > 0) {
-        queue_pieces();
-        io_uring_submit(ring_.get());
-      }
-      on_landed(whole < pieces.size() ? pieces[whole].offset : out.size());
+      read.SubmitMore();
+      on_landed(read.landed_bytes());
     }
   }
-  if (ends_at && failed.ok()) {
-    // The bytes before the first hole count as read, as PreadFull counts them.
-    return absl::DataLossError(absl::StrCat(std::string(path), ": short read at ", offset, ": got ",
-                                            *ends_at, " of ", out.size(), " bytes"));
-  }
-  return failed;
+  return read.Result();
 }
 
 namespace {

@@ -334,54 +334,58 @@ absl::StatusOr<ExpertRecord> ExpertStore::ReadFromDisk(const ExpertKey& key, con
 }
 
 void ExpertStore::RunRead(const ExpertKey& key) {
-  Priority priority;
-  std::optional<uint32_t> slot;
-  std::optional<uint32_t> staged;
-  std::shared_ptr<LandingRecord> landing;
-  std::shared_ptr<const ReadRank> rank;
-  std::vector<OnLanding> told;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = in_flight_.find(key);
-    if (it == in_flight_.end() || it->second.started) return;  // a duplicate job
-    it->second.started = true;
-    priority = it->second.priority;
-    it->second.started_as = priority;
-    it->second.rank = std::make_shared<ReadRank>(static_cast<uint32_t>(priority));
-    rank = it->second.rank;
-    slot = Admit(key, priority, it->second.predicted_by);
-    if (!slot && priority == Priority::kLookahead && it->second.waiters.empty()) {
-      // A guess the cache cannot keep (no free or cold slot: a cache below a
-      // working set) would be read into a buffer and dropped, and its demand
-      // read again: not read at all.
-      ++stats_.lookahead_unkept;
-      in_flight_.erase(it);
-      return;
-    }
-    if (!slot) staged = Stage(key);
-    if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
-    // Whoever asks may compute on the record's first rows while the rest
-    // land. Only pieces land in order; a pread's record lands whole at its end.
-    if ((slot || staged) && banks_->io_backend() == IoBackend::kUring) {
-      landing = std::make_shared<LandingRecord>(
-          arena_->Slot(slot ? *slot : *staged).first(banks_->RecordBytes(key)));
-      it->second.landing = landing;
-      for (Waiter& waiter : it->second.waiters) {
-        if (waiter.landing) told.push_back(std::move(waiter.landing));
-      }
-    }
-  }
-  for (const OnLanding& tell : told) tell(landing);
+  std::optional<StartedRead> read = StartRead(key);
+  if (!read) return;
+  for (const OnLanding& tell : read->told) tell(read->landing);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ExpertRecord> record =
-      ReadFromDisk(key, *rank, slot ? slot : staged, landing.get());
-  if (landing != nullptr) {
-    if (record.ok()) landing->Landed(record->record_bytes);  // a backend that did not say
-    landing->End();
+      ReadFromDisk(key, *read->rank, read->slot ? read->slot : read->staged, read->landing.get());
+  if (read->landing != nullptr) {
+    if (record.ok()) read->landing->Landed(record->record_bytes);  // a backend that did not say
+    read->landing->End();
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  FinishRead(key, *read, ms, std::move(record));
+}
 
+std::optional<ExpertStore::StartedRead> ExpertStore::StartRead(const ExpertKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = in_flight_.find(key);
+  if (it == in_flight_.end() || it->second.started) return std::nullopt;  // a duplicate job
+  InFlight& flight = it->second;
+  StartedRead read;
+  flight.started = true;
+  read.priority = flight.priority;
+  flight.started_as = read.priority;
+  flight.rank = std::make_shared<ReadRank>(static_cast<uint32_t>(read.priority));
+  read.rank = flight.rank;
+  read.slot = Admit(key, read.priority, flight.predicted_by);
+  if (!read.slot && read.priority == Priority::kLookahead && flight.waiters.empty()) {
+    // A guess the cache cannot keep (no free or cold slot: a cache below a
+    // working set) would be read into a buffer and dropped, and its demand
+    // read again: not read at all.
+    ++stats_.lookahead_unkept;
+    in_flight_.erase(it);
+    return std::nullopt;
+  }
+  if (!read.slot) read.staged = Stage(key);
+  if (stats_.disk_reads_running++ == 0) stats_.busy_since = std::chrono::steady_clock::now();
+  // Whoever asks may compute on the record's first rows while the rest
+  // land. Only pieces land in order; a pread's record lands whole at its end.
+  if ((read.slot || read.staged) && banks_->io_backend() == IoBackend::kUring) {
+    read.landing = std::make_shared<LandingRecord>(
+        arena_->Slot(read.slot ? *read.slot : *read.staged).first(banks_->RecordBytes(key)));
+    flight.landing = read.landing;
+    for (Waiter& waiter : flight.waiters) {
+      if (waiter.landing) read.told.push_back(std::move(waiter.landing));
+    }
+  }
+  return read;
+}
+
+void ExpertStore::FinishRead(const ExpertKey& key, const StartedRead& read, double ms,
+                             absl::StatusOr<ExpertRecord> record) {
   std::vector<Waiter> waiters;
   std::vector<absl::StatusOr<ExpertRecord>> results;
   {
@@ -390,41 +394,17 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     waiters = std::move(it->second.waiters);
     const Priority joined = it->second.priority;  // a demand may have joined mid-read
     in_flight_.erase(it);
-    ++stats_.latency_us_buckets[LatencyBucket(ms)];
-    if (--stats_.disk_reads_running == 0) {
-      stats_.disk_busy_us += std::chrono::duration_cast<std::chrono::microseconds>(
-                                 std::chrono::steady_clock::now() - stats_.busy_since)
-                                 .count();
-    }
     // A prediction a demand used while it read is warm, not wasted. One a
     // certain prefetch raised stays its own prediction's, foreseen, until
     // the demand comes (RecordCache::Origin).
-    if (slot && record.ok() && joined == Priority::kDemand && joined < priority) {
+    if (read.slot && record.ok() && joined == Priority::kDemand && joined < read.priority) {
       cache_.Touch(key, joined);
     }
-    if (slot) {
-      cache_.Unpin(key);   // the read's pin
-      if (!record.ok()) {  // never admitted: the slot goes back at once
-        cache_.Erase(key);
-        arena_->Free(*slot);
-        slots_.erase(key);
-      }
-    }
-    if (staged && !record.ok()) {
-      staging_free_.push_back(*staged);
-    } else if (staged) {
-      record = StagedRecord(key, *staged);  // every waiter shares it; its slot goes with it
-    }
-    if (record.ok()) {
-      stats_.read_bytes[static_cast<size_t>(priority)] += record->record_bytes;
-    } else if (record.status().code() == absl::StatusCode::kDataLoss) {
-      ++stats_.crc_errors;
-    } else {
-      ++stats_.read_errors;
-    }
+    SettleSlot(key, read, record);
+    CountDiskRead(read.priority, ms, record);
     for (const Waiter& waiter : waiters) {
-      results.push_back(record.ok() && slot ? absl::StatusOr<ExpertRecord>(LeasedRecord(key))
-                                            : record);
+      results.push_back(record.ok() && read.slot ? absl::StatusOr<ExpertRecord>(LeasedRecord(key))
+                                                 : record);
       if (results.back().ok()) results.back()->served = waiter.served;
     }
   }
@@ -437,6 +417,40 @@ void ExpertStore::RunRead(const ExpertKey& key) {
     const ExpertRecord released = *std::move(record);
   }
   for (size_t i = 0; i < waiters.size(); ++i) waiters[i].done(std::move(results[i]));
+}
+
+void ExpertStore::SettleSlot(const ExpertKey& key, const StartedRead& read,
+                             absl::StatusOr<ExpertRecord>& record) {
+  if (read.slot) {
+    cache_.Unpin(key);   // the read's pin
+    if (!record.ok()) {  // never admitted: the slot goes back at once
+      cache_.Erase(key);
+      arena_->Free(*read.slot);
+      slots_.erase(key);
+    }
+  }
+  if (read.staged && !record.ok()) {
+    staging_free_.push_back(*read.staged);
+  } else if (read.staged) {
+    record = StagedRecord(key, *read.staged);  // every waiter shares it; its slot goes with it
+  }
+}
+
+void ExpertStore::CountDiskRead(Priority priority, double ms,
+                                const absl::StatusOr<ExpertRecord>& record) {
+  ++stats_.latency_us_buckets[LatencyBucket(ms)];
+  if (--stats_.disk_reads_running == 0) {
+    stats_.disk_busy_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - stats_.busy_since)
+                               .count();
+  }
+  if (record.ok()) {
+    stats_.read_bytes[static_cast<size_t>(priority)] += record->record_bytes;
+  } else if (record.status().code() == absl::StatusCode::kDataLoss) {
+    ++stats_.crc_errors;
+  } else {
+    ++stats_.read_errors;
+  }
 }
 
 void ExpertStore::DropRead(const ExpertKey& key) {

@@ -191,7 +191,31 @@ class ExpertStore : public ExpertSource {
   ExpertStore(std::unique_ptr<BankSet> banks, std::unique_ptr<RecordArena> arena,
               uint64_t slot_bytes, uint64_t cache_slots, std::vector<uint32_t> staging,
               const Options& options);
+  // One started disk read: where it lands and who is handed the landing record.
+  struct StartedRead {
+    Priority priority = Priority::kLookahead;  // it started at
+    std::optional<uint32_t> slot;              // a cache slot, admitted and pinned (Admit)
+    std::optional<uint32_t> staged;            // else a staging slot, if one was free
+    std::shared_ptr<LandingRecord> landing;    // with a slot, through uring
+    std::shared_ptr<const ReadRank> rank;
+    std::vector<OnLanding> told;  // waiters to hand `landing` before the read
+  };
+  // An I/O thread's job: reads `key`, unless it is a duplicate or a guess not kept.
   void RunRead(const ExpertKey& key);
+  // Marks the queued read of `key` started and picks where it lands; nullopt
+  // for a duplicate job or a guess the cache cannot keep (dropped).
+  std::optional<StartedRead> StartRead(const ExpertKey& key);
+  // Ends the read of `key` with `record`: keeps or frees its slot, counts it,
+  // and calls each waiter back (without mu_).
+  void FinishRead(const ExpertKey& key, const StartedRead& read, double ms,
+                  absl::StatusOr<ExpertRecord> record);
+  // The slot of a finished read kept or given back; a staged read's `record`
+  // becomes its StagedRecord.
+  void SettleSlot(const ExpertKey& key, const StartedRead& read,
+                  absl::StatusOr<ExpertRecord>& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Latency, busy time, bytes and errors of a finished disk read.
+  void CountDiskRead(Priority priority, double ms, const absl::StatusOr<ExpertRecord>& record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A request of `priority` joins the read of `key`: a more urgent one
   // raises it, queued or started.
   void Raise(const ExpertKey& key, InFlight& flight, Priority priority)

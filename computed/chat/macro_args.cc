@@ -39,28 +39,21 @@ class SpecialArgFinder {
   bool accessed(const std::string& name) const { return accessed_.count(name) > 0; }
 
  private:
+  void VisitFor(const ForNode& n);
+  void VisitExpression(const Node& node);  // names, calls, literals; operators below
+  void VisitOperator(const Node& node);
+
   std::set<std::string> declared_;
   std::set<std::string> accessed_;
 };
 
+// Statements here; expressions in VisitExpression.
 void SpecialArgFinder::Visit(const Node* node) {
   if (node == nullptr) return;
   switch (node->kind) {
-    case NodeKind::kFor: {
-      const auto& n = As<ForNode>(*node);
-      DeclareTarget(n.target.get());
-      if (n.iterable->kind == NodeKind::kSelect) {  // the loop filter is visited last
-        Visit(As<SelectNode>(*n.iterable).lhs.get());
-        Visit(n.body);
-        Visit(n.else_body);
-        Visit(As<SelectNode>(*n.iterable).test.get());
-        return;
-      }
-      Visit(n.iterable.get());
-      Visit(n.body);
-      Visit(n.else_body);
+    case NodeKind::kFor:
+      VisitFor(As<ForNode>(*node));
       return;
-    }
     case NodeKind::kSet: {
       const auto& n = As<SetNode>(*node);
       DeclareTarget(n.target.get());
@@ -87,68 +80,98 @@ void SpecialArgFinder::Visit(const Node* node) {
       Visit(As<FilterBlockNode>(*node).body);
       VisitFilter(As<FilterBlockNode>(*node).filter.get());
       return;
-    case NodeKind::kIdentifier: {
-      const std::string& name = As<IdentifierNode>(*node).name;
-      if ((name == "varargs" || name == "kwargs") && declared_.count(name) == 0) accessed_.insert(name);
-      return;
-    }
-    case NodeKind::kMember:
-      Visit(As<MemberNode>(*node).object.get());
-      if (As<MemberNode>(*node).computed) Visit(As<MemberNode>(*node).property.get());
-      return;
-    case NodeKind::kFilter:
-      Visit(As<FilterNode>(*node).operand.get());
-      VisitFilter(As<FilterNode>(*node).filter.get());
-      return;
-    case NodeKind::kTest:
-      Visit(As<TestNode>(*node).operand.get());
-      return;
-    case NodeKind::kSelect:
-      Visit(As<SelectNode>(*node).test.get());
-      Visit(As<SelectNode>(*node).lhs.get());
-      return;
-    case NodeKind::kKeywordArg:
-      Visit(As<KeywordArgNode>(*node).value.get());
-      return;
     case NodeKind::kIf:
       Visit(As<IfNode>(*node).test.get());
       Visit(As<IfNode>(*node).body);
       Visit(As<IfNode>(*node).alternate);
       return;
+    default:
+      VisitExpression(*node);
+      return;
+  }
+}
+
+void SpecialArgFinder::VisitFor(const ForNode& n) {
+  DeclareTarget(n.target.get());
+  if (n.iterable->kind == NodeKind::kSelect) {  // the loop filter is visited last
+    Visit(As<SelectNode>(*n.iterable).lhs.get());
+    Visit(n.body);
+    Visit(n.else_body);
+    Visit(As<SelectNode>(*n.iterable).test.get());
+    return;
+  }
+  Visit(n.iterable.get());
+  Visit(n.body);
+  Visit(n.else_body);
+}
+
+void SpecialArgFinder::VisitExpression(const Node& node) {
+  switch (node.kind) {
+    case NodeKind::kIdentifier: {
+      const std::string& name = As<IdentifierNode>(node).name;
+      if ((name == "varargs" || name == "kwargs") && declared_.count(name) == 0) accessed_.insert(name);
+      return;
+    }
+    case NodeKind::kMember:
+      Visit(As<MemberNode>(node).object.get());
+      if (As<MemberNode>(node).computed) Visit(As<MemberNode>(node).property.get());
+      return;
+    case NodeKind::kKeywordArg:
+      Visit(As<KeywordArgNode>(node).value.get());
+      return;
     case NodeKind::kArrayLiteral:
     case NodeKind::kTupleLiteral:
-      Visit(As<ListNode>(*node).items);
+      Visit(As<ListNode>(node).items);
       return;
     case NodeKind::kObjectLiteral:
-      for (const auto& [key, value] : As<ObjectNode>(*node).entries) {
+      for (const auto& [key, value] : As<ObjectNode>(node).entries) {
         Visit(key.get());
         Visit(value.get());
       }
       return;
     case NodeKind::kCall:
-      Visit(As<CallNode>(*node).callee.get());
-      Visit(As<CallNode>(*node).args);
-      return;
-    case NodeKind::kUnary:
-      Visit(As<UnaryNode>(*node).operand.get());
-      return;
-    case NodeKind::kBinary:
-      Visit(As<BinaryNode>(*node).left.get());
-      Visit(As<BinaryNode>(*node).right.get());
-      return;
-    case NodeKind::kTernary:
-      Visit(As<TernaryNode>(*node).condition.get());
-      Visit(As<TernaryNode>(*node).if_true.get());
-      Visit(As<TernaryNode>(*node).if_false.get());
-      return;
-    case NodeKind::kSlice:
-      Visit(As<SliceNode>(*node).start.get());
-      Visit(As<SliceNode>(*node).stop.get());
-      Visit(As<SliceNode>(*node).step.get());
+      Visit(As<CallNode>(node).callee.get());
+      Visit(As<CallNode>(node).args);
       return;
     case NodeKind::kSpread:
     case NodeKind::kKeywordSpread:
-      Visit(As<SpreadNode>(*node).operand.get());
+      Visit(As<SpreadNode>(node).operand.get());
+      return;
+    default:
+      VisitOperator(node);
+      return;
+  }
+}
+
+void SpecialArgFinder::VisitOperator(const Node& node) {
+  switch (node.kind) {
+    case NodeKind::kFilter:
+      Visit(As<FilterNode>(node).operand.get());
+      VisitFilter(As<FilterNode>(node).filter.get());
+      return;
+    case NodeKind::kTest:
+      Visit(As<TestNode>(node).operand.get());
+      return;
+    case NodeKind::kSelect:
+      Visit(As<SelectNode>(node).test.get());
+      Visit(As<SelectNode>(node).lhs.get());
+      return;
+    case NodeKind::kUnary:
+      Visit(As<UnaryNode>(node).operand.get());
+      return;
+    case NodeKind::kBinary:
+      Visit(As<BinaryNode>(node).left.get());
+      Visit(As<BinaryNode>(node).right.get());
+      return;
+    case NodeKind::kTernary:
+      Visit(As<TernaryNode>(node).condition.get());
+      Visit(As<TernaryNode>(node).if_true.get());
+      Visit(As<TernaryNode>(node).if_false.get());
+      return;
+    case NodeKind::kSlice:
+      Visit(As<SliceNode>(node).start.get());
+      Visit(As<SliceNode>(node).stop.get());
+      Visit(As<SliceNode>(node).step.get());
       return;
     default:  // text, comments, literals, break/continue
       return;

@@ -81,95 +81,189 @@ class Cursor {
 };
 
 absl::StatusOr<GgufValue> ReadValue(Cursor& in, uint32_t type, const std::string& where,
-                                    bool in_array = false) {
-  GgufValue v{.type = type};
+                                    bool in_array = false);
+
+// A scalar stored as `Stored`, held widened as `Held` (one of GgufValue's alternatives).
+template <typename Stored, typename Held>
+absl::StatusOr<GgufValue> ReadScalar(Cursor& in, uint32_t type) {
+  WARP_ASSIGN_OR_RETURN(Stored x, in.Scalar<Stored>());
+  return GgufValue{.value = static_cast<Held>(x), .type = type};
+}
+
+// The elements of an array value (its element type and count come first);
+// arrays do not nest.
+absl::StatusOr<GgufArray> ReadArray(Cursor& in, const std::string& where) {
+  WARP_ASSIGN_OR_RETURN(uint32_t element, in.Scalar<uint32_t>());
+  WARP_ASSIGN_OR_RETURN(uint64_t n, in.Scalar<uint64_t>());
+  if (n > kMaxCount) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": an array of ", n, " elements"));
+  }
+  // Every element takes at least one byte of the file: a count the rest of
+  // the file cannot hold is refused before anything is reserved for it.
+  if (n > in.remaining()) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": an array of ", n, " elements runs past the end of the file"));
+  }
+  GgufArray array;
+  array.reserve(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    WARP_ASSIGN_OR_RETURN(GgufValue e, ReadValue(in, element, where, /*in_array=*/true));
+    array.push_back(std::move(e));
+  }
+  return array;
+}
+
+// One metadata value of gguf_type `type`; `where` names it in errors.
+absl::StatusOr<GgufValue> ReadValue(Cursor& in, uint32_t type, const std::string& where,
+                                    bool in_array) {
   switch (type) {
-    case 0: {
-      WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>());
-      v.value = uint64_t{x};
-      break;
-    }
-    case 1: {
-      WARP_ASSIGN_OR_RETURN(int8_t x, in.Scalar<int8_t>());
-      v.value = int64_t{x};
-      break;
-    }
-    case 2: {
-      WARP_ASSIGN_OR_RETURN(uint16_t x, in.Scalar<uint16_t>());
-      v.value = uint64_t{x};
-      break;
-    }
-    case 3: {
-      WARP_ASSIGN_OR_RETURN(int16_t x, in.Scalar<int16_t>());
-      v.value = int64_t{x};
-      break;
-    }
-    case 4: {
-      WARP_ASSIGN_OR_RETURN(uint32_t x, in.Scalar<uint32_t>());
-      v.value = uint64_t{x};
-      break;
-    }
-    case 5: {
-      WARP_ASSIGN_OR_RETURN(int32_t x, in.Scalar<int32_t>());
-      v.value = int64_t{x};
-      break;
-    }
-    case 6: {
-      WARP_ASSIGN_OR_RETURN(float x, in.Scalar<float>());
-      v.value = double{x};
-      break;
-    }
-    case 7: {
-      WARP_ASSIGN_OR_RETURN(uint8_t x, in.Scalar<uint8_t>());
-      v.value = x != 0;
-      break;
-    }
+    case 0:
+      return ReadScalar<uint8_t, uint64_t>(in, type);
+    case 1:
+      return ReadScalar<int8_t, int64_t>(in, type);
+    case 2:
+      return ReadScalar<uint16_t, uint64_t>(in, type);
+    case 3:
+      return ReadScalar<int16_t, int64_t>(in, type);
+    case 4:
+      return ReadScalar<uint32_t, uint64_t>(in, type);
+    case 5:
+      return ReadScalar<int32_t, int64_t>(in, type);
+    case 6:
+      return ReadScalar<float, double>(in, type);
+    case 7:
+      return ReadScalar<uint8_t, bool>(in, type);  // any nonzero byte is true
     case 8: {
       WARP_ASSIGN_OR_RETURN(std::string x, in.String());
-      v.value = std::move(x);
-      break;
+      return GgufValue{.value = std::move(x), .type = type};
     }
-    case 10: {
-      WARP_ASSIGN_OR_RETURN(uint64_t x, in.Scalar<uint64_t>());
-      v.value = x;
-      break;
-    }
-    case 11: {
-      WARP_ASSIGN_OR_RETURN(int64_t x, in.Scalar<int64_t>());
-      v.value = x;
-      break;
-    }
-    case 12: {
-      WARP_ASSIGN_OR_RETURN(double x, in.Scalar<double>());
-      v.value = x;
-      break;
-    }
+    case 10:
+      return ReadScalar<uint64_t, uint64_t>(in, type);
+    case 11:
+      return ReadScalar<int64_t, int64_t>(in, type);
+    case 12:
+      return ReadScalar<double, double>(in, type);
     case kTypeArray: {
       if (in_array) return absl::InvalidArgumentError(absl::StrCat(where, ": nested arrays"));
-      WARP_ASSIGN_OR_RETURN(uint32_t element, in.Scalar<uint32_t>());
-      WARP_ASSIGN_OR_RETURN(uint64_t n, in.Scalar<uint64_t>());
-      if (n > kMaxCount) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": an array of ", n, " elements"));
-      }
-      // Every element takes at least one byte of the file: a count the rest of
-      // the file cannot hold is refused before anything is reserved for it.
-      if (n > in.remaining()) {
-        return absl::DataLossError(
-            absl::StrCat(where, ": an array of ", n, " elements runs past the end of the file"));
-      }
-      GgufArray array;
-      array.reserve(n);
-      for (uint64_t i = 0; i < n; ++i) {
-        WARP_ASSIGN_OR_RETURN(GgufValue e, ReadValue(in, element, where, /*in_array=*/true));
-        array.push_back(std::move(e));
-      }
-      v.value = std::move(array);
-      break;
+      WARP_ASSIGN_OR_RETURN(GgufArray array, ReadArray(in, where));
+      return GgufValue{.value = std::move(array), .type = type};
     }
     default:
       return absl::InvalidArgumentError(absl::StrCat(where, ": unknown value type ", type));
   }
-  return v;
+}
+
+// The fixed fields at the start of a GGUF file, after its magic.
+struct GgufHeader {
+  uint32_t version = 0;
+  uint64_t num_tensors = 0;
+  uint64_t num_kv = 0;  // metadata key-value pairs
+};
+
+// The magic and the header, checked: a version WARP reads, plausible counts.
+absl::StatusOr<GgufHeader> ReadHeader(Cursor& in, const std::string& where) {
+  WARP_ASSIGN_OR_RETURN(uint32_t magic, in.Scalar<uint32_t>());
+  if (magic != kMagic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": not a GGUF file (magic 0x", absl::Hex(magic, absl::kZeroPad8), ")"));
+  }
+  GgufHeader header;
+  WARP_ASSIGN_OR_RETURN(header.version, in.Scalar<uint32_t>());
+  if (header.version != 2 && header.version != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": GGUF version ", header.version, " is not supported (2, 3)"));
+  }
+  WARP_ASSIGN_OR_RETURN(header.num_tensors, in.Scalar<uint64_t>());
+  WARP_ASSIGN_OR_RETURN(header.num_kv, in.Scalar<uint64_t>());
+  if (header.num_tensors > kMaxCount || header.num_kv > kMaxCount) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", header.num_tensors, " tensors and ",
+                                                   header.num_kv,
+                                                   " metadata keys: not a plausible header"));
+  }
+  return header;
+}
+
+// `num_kv` metadata pairs; a key twice is an error.
+absl::StatusOr<std::map<std::string, GgufValue>> ReadMetadata(Cursor& in, const std::string& where,
+                                                              uint64_t num_kv) {
+  std::map<std::string, GgufValue> metadata;
+  for (uint64_t i = 0; i < num_kv; ++i) {
+    WARP_ASSIGN_OR_RETURN(std::string key, in.String());
+    WARP_ASSIGN_OR_RETURN(uint32_t type, in.Scalar<uint32_t>());
+    WARP_ASSIGN_OR_RETURN(GgufValue value, ReadValue(in, type, absl::StrCat(where, ": ", key)));
+    if (!metadata.emplace(key, std::move(value)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": metadata key ", key, " twice"));
+    }
+  }
+  return metadata;
+}
+
+// `t.dims` from the directory; returns the element count, which must be
+// nonzero and at most 2^50.
+absl::StatusOr<uint64_t> ReadDims(Cursor& in, const std::string& where, GgufTensor& t) {
+  WARP_ASSIGN_OR_RETURN(uint32_t n_dims, in.Scalar<uint32_t>());
+  if (n_dims == 0 || n_dims > kMaxDims) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": tensor ", t.name, " has ", n_dims, " dimensions"));
+  }
+  uint64_t elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    WARP_ASSIGN_OR_RETURN(uint64_t dim, in.Scalar<uint64_t>());
+    if (dim == 0 || __builtin_mul_overflow(elements, dim, &elements) ||
+        elements > (uint64_t{1} << 50)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": tensor ", t.name, " has an impossible shape"));
+    }
+    t.dims.push_back(dim);
+  }
+  return elements;
+}
+
+// One entry of the tensor directory, checked: a type WARP reads, whole
+// blocks per row, an aligned offset. The offset is still relative to the data section.
+absl::StatusOr<GgufTensor> ReadTensorInfo(Cursor& in, const std::string& where,
+                                          uint64_t alignment) {
+  GgufTensor t;
+  WARP_ASSIGN_OR_RETURN(t.name, in.String());
+  WARP_ASSIGN_OR_RETURN(uint64_t elements, ReadDims(in, where, t));
+  WARP_ASSIGN_OR_RETURN(t.type, in.Scalar<uint32_t>());
+  WARP_ASSIGN_OR_RETURN(uint64_t relative, in.Scalar<uint64_t>());
+  const std::optional<GgmlBlock> block = GgmlBlockOf(t.type);
+  if (!block) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": tensor ", t.name, " is ", GgmlTypeName(t.type), ", which WARP does not read"));
+  }
+  if (t.dims[0] % block->elements != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": tensor ", t.name, " (", GgmlTypeName(t.type), ") has rows of ",
+                     t.dims[0], " elements, not whole blocks of ", block->elements));
+  }
+  if (relative % alignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " at offset ",
+                                                   relative, " is not aligned to ", alignment));
+  }
+  t.bytes = elements / block->elements * block->bytes;
+  t.offset = relative;
+  return t;
+}
+
+// Makes each tensor's offset absolute, refusing one whose bytes are not all
+// in the file (`size` bytes).
+absl::Status PlaceInFile(const std::string& where, std::vector<GgufTensor>& tensors,
+                         uint64_t data_start, uint64_t size) {
+  for (GgufTensor& t : tensors) {
+    // An offset that wraps past 2^64 would land inside the file, on the wrong bytes.
+    uint64_t offset = 0;
+    if (__builtin_add_overflow(t.offset, data_start, &offset) || offset > size ||
+        t.bytes > size - offset) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": tensor ", t.name, " (", t.bytes, " bytes at offset ", t.offset,
+                       " of the data section at ", data_start, ") runs past the end of the file (",
+                       size, " bytes)"));
+    }
+    t.offset = offset;
+  }
+  return absl::OkStatus();
 }
 
 // The data section as ggml writes it: each tensor's bytes start where the
@@ -275,95 +369,29 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::filesystem::
   auto g = std::unique_ptr<GgufFile>(new GgufFile());
   g->path_ = path;
   Cursor in(file.fd.get(), size, where);
-  WARP_ASSIGN_OR_RETURN(uint32_t magic, in.Scalar<uint32_t>());
-  if (magic != kMagic) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": not a GGUF file (magic 0x", absl::Hex(magic, absl::kZeroPad8), ")"));
-  }
-  WARP_ASSIGN_OR_RETURN(g->version_, in.Scalar<uint32_t>());
-  if (g->version_ != 2 && g->version_ != 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": GGUF version ", g->version_, " is not supported (2, 3)"));
-  }
-  WARP_ASSIGN_OR_RETURN(uint64_t n_tensors, in.Scalar<uint64_t>());
-  WARP_ASSIGN_OR_RETURN(uint64_t n_kv, in.Scalar<uint64_t>());
-  if (n_tensors > kMaxCount || n_kv > kMaxCount) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", n_tensors, " tensors and ", n_kv,
-                                                   " metadata keys: not a plausible header"));
-  }
-  for (uint64_t i = 0; i < n_kv; ++i) {
-    WARP_ASSIGN_OR_RETURN(std::string key, in.String());
-    WARP_ASSIGN_OR_RETURN(uint32_t type, in.Scalar<uint32_t>());
-    WARP_ASSIGN_OR_RETURN(GgufValue value, ReadValue(in, type, absl::StrCat(where, ": ", key)));
-    if (!g->metadata_.emplace(key, std::move(value)).second) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": metadata key ", key, " twice"));
-    }
-  }
+  WARP_ASSIGN_OR_RETURN(const GgufHeader header, ReadHeader(in, where));
+  g->version_ = header.version;
+  WARP_ASSIGN_OR_RETURN(g->metadata_, ReadMetadata(in, where, header.num_kv));
   if (g->metadata_.contains("general.alignment")) {
     WARP_ASSIGN_OR_RETURN(g->alignment_, g->Uint("general.alignment"));
     if (g->alignment_ == 0 || (g->alignment_ & (g->alignment_ - 1)) != 0) {
       return g->KeyError("general.alignment", "must be a power of two");
     }
   }
-  for (uint64_t i = 0; i < n_tensors; ++i) {
-    GgufTensor t;
-    WARP_ASSIGN_OR_RETURN(t.name, in.String());
-    WARP_ASSIGN_OR_RETURN(uint32_t n_dims, in.Scalar<uint32_t>());
-    if (n_dims == 0 || n_dims > kMaxDims) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": tensor ", t.name, " has ", n_dims, " dimensions"));
-    }
-    uint64_t elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      WARP_ASSIGN_OR_RETURN(uint64_t dim, in.Scalar<uint64_t>());
-      if (dim == 0 || __builtin_mul_overflow(elements, dim, &elements) ||
-          elements > (uint64_t{1} << 50)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": tensor ", t.name, " has an impossible shape"));
-      }
-      t.dims.push_back(dim);
-    }
-    WARP_ASSIGN_OR_RETURN(t.type, in.Scalar<uint32_t>());
-    WARP_ASSIGN_OR_RETURN(uint64_t relative, in.Scalar<uint64_t>());
-    const std::optional<GgmlBlock> block = GgmlBlockOf(t.type);
-    if (!block) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": tensor ", t.name, " is ", GgmlTypeName(t.type), ", which WARP does not read"));
-    }
-    if (t.dims[0] % block->elements != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": tensor ", t.name, " (", GgmlTypeName(t.type), ") has rows of ",
-                       t.dims[0], " elements, not whole blocks of ", block->elements));
-    }
-    if (relative % g->alignment_ != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " at offset ",
-                                                     relative, " is not aligned to ",
-                                                     g->alignment_));
-    }
-    t.bytes = elements / block->elements * block->bytes;
-    t.offset = relative;  // made absolute below, once the directory's end is known
+  for (uint64_t i = 0; i < header.num_tensors; ++i) {
+    WARP_ASSIGN_OR_RETURN(GgufTensor t, ReadTensorInfo(in, where, g->alignment_));
     if (!g->by_name_.emplace(t.name, g->tensors_.size()).second) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": tensor ", t.name, " twice"));
     }
     g->tensors_.push_back(std::move(t));
   }
+  // The data section starts at the directory's end, rounded up to the alignment.
   uint64_t data_start = 0;
   if (__builtin_add_overflow(in.position(), g->alignment_ - 1, &data_start)) {
     return g->KeyError("general.alignment", "puts the tensor data past 2^64 bytes");
   }
   data_start = data_start / g->alignment_ * g->alignment_;
-  for (GgufTensor& t : g->tensors_) {
-    // An offset that wraps past 2^64 would land inside the file, on the wrong bytes.
-    uint64_t offset = 0;
-    if (__builtin_add_overflow(t.offset, data_start, &offset) || offset > size ||
-        t.bytes > size - offset) {
-      return absl::DataLossError(
-          absl::StrCat(where, ": tensor ", t.name, " (", t.bytes, " bytes at offset ", t.offset,
-                       " of the data section at ", data_start, ") runs past the end of the file (",
-                       size, " bytes)"));
-    }
-    t.offset = offset;
-  }
+  WARP_RETURN_IF_ERROR(PlaceInFile(where, g->tensors_, data_start, size));
   WARP_RETURN_IF_ERROR(CheckDataLayout(where, g->tensors_, data_start, size, g->alignment_));
   g->fd_ = std::move(file.fd);
   return g;

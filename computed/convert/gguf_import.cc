@@ -204,57 +204,71 @@ struct ImportContext {
   uint32_t num_experts = 0;     // <arch>.expert_count
 };
 
+// Source tensors under their Hugging Face names.
+using TensorsByName = std::map<std::string, SourceTensor>;
+
 // What the tensors add up to.
 struct ImportedTensors {
-  std::map<std::string, SourceTensor> by_name;
+  TensorsByName by_name;
   size_t skipped = 0;              // of the MTP layers
   std::vector<bool> layers_seen;   // [num_layers]: a blk.N.* tensor is in the files
 };
 
-// Adds `t` under its Hugging Face name(s): shapes outermost first, an expert
-// tensor as one [rows, cols] tensor per expert.
-absl::Status AddTensor(const ImportContext& context, size_t file_index, const GgufTensor& t,
-                       ImportedTensors& imported) {
-  const GgufFiles& all = context.all;
-  const GgufArchitecture& arch = context.arch;
-  const Json& config = context.config;
-  std::map<std::string, SourceTensor>& out = imported.by_name;
-  const GgufFile& file = *all.files[file_index];
-  const uint32_t num_layers = context.num_layers;
-  uint32_t layer = 0;
-  std::string stem, suffix;
+// Where one GGUF tensor lands: its rule and the parts of its name its
+// Hugging Face name keeps.
+struct TensorPlace {
   const GgufTensorRule* rule = nullptr;
-  std::string prefix;
-  if (SplitLayerName(t.name, layer, stem, suffix)) {
-    rule = FindRule(arch.layer_tensors, stem);
-    if (layer >= num_layers && layer < num_layers + context.num_mtp_layers) {
-      ++imported.skipped;  // a multi-token-prediction layer
-      return absl::OkStatus();
+  bool mtp_layer = false;  // of a multi-token-prediction layer: skipped
+  uint32_t layer = 0;
+  std::string suffix;  // "weight" or "bias", as the GGUF name has it
+  std::string prefix;  // "model.layers.N.", or empty for a global tensor
+};
+
+// `t`'s rule and place, marking its layer seen; an error for a layer past
+// block_count or a name the architecture gives no meaning.
+absl::StatusOr<TensorPlace> PlaceTensor(const ImportContext& context, const GgufFile& file,
+                                        const GgufTensor& t, ImportedTensors& imported) {
+  const uint32_t num_layers = context.num_layers;
+  TensorPlace place;
+  std::string stem;
+  if (SplitLayerName(t.name, place.layer, stem, place.suffix)) {
+    place.rule = FindRule(context.arch.layer_tensors, stem);
+    if (place.layer >= num_layers && place.layer < num_layers + context.num_mtp_layers) {
+      place.mtp_layer = true;
+      return place;
     }
-    if (layer >= num_layers) {
+    if (place.layer >= num_layers) {
       return absl::InvalidArgumentError(TensorError(
           file, t,
-          absl::StrCat("layer ", layer, ", but ", context.hparams.Key("block_count"), " is ",
+          absl::StrCat("layer ", place.layer, ", but ", context.hparams.Key("block_count"), " is ",
                        num_layers + context.num_mtp_layers,
                        context.num_mtp_layers > 0
                            ? absl::StrCat(" (", context.num_mtp_layers, " of them MTP layers)")
                            : std::string())));
     }
-    imported.layers_seen[layer] = true;
-    prefix = absl::StrCat("model.layers.", layer, ".");
+    imported.layers_seen[place.layer] = true;
+    place.prefix = absl::StrCat("model.layers.", place.layer, ".");
   } else if (const size_t dot = t.name.rfind('.'); dot != std::string::npos) {
     stem = t.name.substr(0, dot);
-    suffix = t.name.substr(dot + 1);
-    rule = FindRule(arch.global_tensors, stem);
+    place.suffix = t.name.substr(dot + 1);
+    place.rule = FindRule(context.arch.global_tensors, stem);
   }
-  if (rule == nullptr) {
+  if (place.rule == nullptr) {
+    const GgufArchitecture& arch = context.arch;
     return absl::InvalidArgumentError(
         absl::StrCat(file.path().string(), ": tensor ", t.name, " has no meaning in WARP's ",
                      std::string(arch.model_type), " (architecture ", std::string(arch.name), ")"));
   }
-  if (rule->hf.empty()) return absl::OkStatus();  // read with its partner's rule
+  return place;
+}
+
+// `t` as one source tensor, shape outermost first: its dtype, per-head rows
+// merged, and the heads whose rows llama.cpp permuted for its RoPE.
+absl::StatusOr<SourceTensor> BaseTensor(const ImportContext& context, size_t file_index,
+                                        const GgufTensor& t, const GgufTensorRule& rule) {
+  const GgufFile& file = *context.all.files[file_index];
   std::vector<uint64_t> shape(t.dims.rbegin(), t.dims.rend());
-  if (rule->merge_rows) {
+  if (rule.merge_rows) {
     if (shape.size() != 3) {
       return absl::InvalidArgumentError(
           TensorError(file, t, absl::StrCat(shape.size(), " dims; per-head tensors have 3")));
@@ -264,11 +278,10 @@ absl::Status AddTensor(const ImportContext& context, size_t file_index, const Gg
   SourceTensor base{.shape = shape, .offset = t.offset, .bytes = t.bytes, .file = file_index};
   base.gguf_name = t.name;
   WARP_RETURN_IF_ERROR(SetType(file, t, base));
-  if (rule->rope_rows != GgufRopeRows::kAsStored) {
-    base.llama_rope_heads = config[rule->rope_rows == GgufRopeRows::kQueryHeads
-                                       ? "num_attention_heads"
-                                       : "num_key_value_heads"]
-                                .get<uint32_t>();
+  if (rule.rope_rows != GgufRopeRows::kAsStored) {
+    const char* heads =
+        rule.rope_rows == GgufRopeRows::kQueryHeads ? "num_attention_heads" : "num_key_value_heads";
+    base.llama_rope_heads = context.config[heads].get<uint32_t>();
     if (shape.empty() || shape[0] % (2 * base.llama_rope_heads) != 0) {
       return absl::InvalidArgumentError(TensorError(
           file, t,
@@ -276,45 +289,53 @@ absl::Status AddTensor(const ImportContext& context, size_t file_index, const Gg
                        base.llama_rope_heads, " heads")));
     }
   }
-  if (!rule->interleave_with.empty()) {  // gpt-oss: gate's rows then up's, in turn
-    size_t partner_file = 0;
-    const std::string partner_name =
-        absl::StrCat("blk.", layer, ".", std::string(rule->interleave_with), ".", suffix);
-    const GgufTensor* partner = all.Find(partner_name, partner_file);
-    if (partner == nullptr) {
-      return absl::NotFoundError(
-          TensorError(file, t, absl::StrCat(partner_name, ", whose rows interleave with it, is missing")));
-    }
-    if (partner->type != t.type || partner->dims != t.dims) {
-      return absl::InvalidArgumentError(TensorError(
-          file, t,
-          absl::StrCat(partner_name, ", whose rows interleave with it, has another type or shape")));
-    }
-    // A unit is a matrix row, or one bias value; the pair has twice as many.
-    const bool bias = suffix == "bias";
-    if (shape.size() < (bias ? 1u : 2u)) {
-      return absl::InvalidArgumentError(TensorError(file, t, "too few dims to interleave"));
-    }
-    const uint64_t units = bias ? NumElements(shape) : NumElements(shape) / shape.back();
-    base.interleaved = SourceTensor::Interleaved{
-        .file = partner_file, .offset = partner->offset, .unit = t.bytes / units};
-    base.bytes = 2 * t.bytes;
-    shape[bias ? shape.size() - 1 : shape.size() - 2] *= 2;
-    base.shape = shape;
+  return base;
+}
+
+// gpt-oss: `base` becomes the pair of `t` and its partner (rule.interleave_with),
+// gate's rows then up's, in turn; twice the rows (or bias values).
+absl::Status InterleaveWithPartner(const GgufFiles& all, const GgufFile& file, const GgufTensor& t,
+                                   const TensorPlace& place, const GgufTensorRule& rule,
+                                   SourceTensor& base) {
+  size_t partner_file = 0;
+  const std::string partner_name =
+      absl::StrCat("blk.", place.layer, ".", std::string(rule.interleave_with), ".", place.suffix);
+  const GgufTensor* partner = all.Find(partner_name, partner_file);
+  if (partner == nullptr) {
+    return absl::NotFoundError(TensorError(
+        file, t, absl::StrCat(partner_name, ", whose rows interleave with it, is missing")));
   }
-  if (!rule->hf_suffix.empty()) suffix = std::string(rule->hf_suffix);
-  const std::string dot_suffix = suffix == kNoSuffix ? "" : absl::StrCat(".", suffix);
-  if (!rule->per_expert) {
-    base.name = absl::StrCat(prefix, std::string(rule->hf), dot_suffix);
-    out.emplace(base.name, base);
-    return absl::OkStatus();
-  }
-  // Expert matrices are [experts, rows, cols]; their biases (gpt-oss) [experts, rows].
-  if (shape.size() != 3 && !(suffix == "bias" && shape.size() == 2)) {
+  if (partner->type != t.type || partner->dims != t.dims) {
     return absl::InvalidArgumentError(TensorError(
-        file, t, absl::StrCat(shape.size(), " dims; expert tensors have 3 (biases 2)")));
+        file, t,
+        absl::StrCat(partner_name, ", whose rows interleave with it, has another type or shape")));
   }
-  const uint64_t experts = shape[0];
+  // A unit is a matrix row, or one bias value; the pair has twice as many.
+  std::vector<uint64_t>& shape = base.shape;
+  const bool bias = place.suffix == "bias";
+  if (shape.size() < (bias ? 1u : 2u)) {
+    return absl::InvalidArgumentError(TensorError(file, t, "too few dims to interleave"));
+  }
+  const uint64_t units = bias ? NumElements(shape) : NumElements(shape) / shape.back();
+  base.interleaved = SourceTensor::Interleaved{
+      .file = partner_file, .offset = partner->offset, .unit = t.bytes / units};
+  base.bytes = 2 * t.bytes;
+  shape[bias ? shape.size() - 1 : shape.size() - 2] *= 2;
+  return absl::OkStatus();
+}
+
+// An expert tensor as one [rows, cols] tensor per expert, each named
+// `prefix` + rule.hf with "{}" the expert + `dot_suffix`.
+absl::Status AddPerExpert(const ImportContext& context, const GgufFile& file, const GgufTensor& t,
+                          const GgufTensorRule& rule, const std::string& prefix,
+                          const std::string& suffix, const std::string& dot_suffix,
+                          SourceTensor base, TensorsByName& out) {
+  // Expert matrices are [experts, rows, cols]; their biases (gpt-oss) [experts, rows].
+  if (base.shape.size() != 3 && !(suffix == "bias" && base.shape.size() == 2)) {
+    return absl::InvalidArgumentError(TensorError(
+        file, t, absl::StrCat(base.shape.size(), " dims; expert tensors have 3 (biases 2)")));
+  }
+  const uint64_t experts = base.shape[0];
   if (experts != context.num_experts) {
     return absl::InvalidArgumentError(TensorError(
         file, t,
@@ -327,13 +348,40 @@ absl::Status AddTensor(const ImportContext& context, size_t file_index, const Gg
   for (uint64_t e = 0; e < experts; ++e) {
     SourceTensor expert = base;
     expert.name = absl::StrCat(
-        prefix, absl::StrReplaceAll(std::string(rule->hf), {{"{}", absl::StrCat(e)}}), dot_suffix);
+        prefix, absl::StrReplaceAll(std::string(rule.hf), {{"{}", absl::StrCat(e)}}), dot_suffix);
     expert.gguf_name = absl::StrCat(t.name, ", expert ", e);
     expert.offset = t.offset + e * stored_bytes;
     if (expert.interleaved) expert.interleaved->offset += e * stored_bytes;
     out.emplace(expert.name, std::move(expert));
   }
   return absl::OkStatus();
+}
+
+// Adds `t` under its Hugging Face name(s): shapes outermost first, an expert
+// tensor as one [rows, cols] tensor per expert.
+absl::Status AddTensor(const ImportContext& context, size_t file_index, const GgufTensor& t,
+                       ImportedTensors& imported) {
+  const GgufFile& file = *context.all.files[file_index];
+  WARP_ASSIGN_OR_RETURN(const TensorPlace place, PlaceTensor(context, file, t, imported));
+  if (place.mtp_layer) {
+    ++imported.skipped;
+    return absl::OkStatus();
+  }
+  const GgufTensorRule& rule = *place.rule;
+  if (rule.hf.empty()) return absl::OkStatus();  // read with its partner's rule
+  WARP_ASSIGN_OR_RETURN(SourceTensor base, BaseTensor(context, file_index, t, rule));
+  if (!rule.interleave_with.empty()) {
+    WARP_RETURN_IF_ERROR(InterleaveWithPartner(context.all, file, t, place, rule, base));
+  }
+  const std::string suffix = rule.hf_suffix.empty() ? place.suffix : std::string(rule.hf_suffix);
+  const std::string dot_suffix = suffix == kNoSuffix ? "" : absl::StrCat(".", suffix);
+  if (!rule.per_expert) {
+    base.name = absl::StrCat(place.prefix, std::string(rule.hf), dot_suffix);
+    imported.by_name.emplace(base.name, base);
+    return absl::OkStatus();
+  }
+  return AddPerExpert(context, file, t, rule, place.prefix, suffix, dot_suffix, std::move(base),
+                      imported.by_name);
 }
 
 // `status` naming the file, if it does not already.
@@ -398,97 +446,133 @@ void ReportKeys(const GgufHparams& h, GgufImport& result) {
   }
 }
 
+// The files of a split set (or the one file), each checked to say its place in the set.
+absl::StatusOr<std::vector<std::unique_ptr<GgufFile>>> OpenFiles(
+    const std::vector<fs::path>& paths) {
+  std::vector<std::unique_ptr<GgufFile>> files;
+  for (const fs::path& p : paths) {
+    WARP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(p));
+    files.push_back(std::move(file));
+  }
+  if (paths.size() == 1) return files;
+  for (size_t i = 0; i < files.size(); ++i) {
+    WARP_ASSIGN_OR_RETURN(uint64_t count, files[i]->Uint("split.count"));
+    WARP_ASSIGN_OR_RETURN(uint64_t no, files[i]->Uint("split.no"));
+    if (count != files.size() || no != i) {
+      return absl::InvalidArgumentError(absl::StrCat(paths[i].string(), ": split.no ", no,
+                                                     " of split.count ", count, "; expected ", i,
+                                                     " of ", files.size()));
+    }
+  }
+  return files;
+}
+
+// The config.json a GGUF's metadata stands for, and the layer counts it was cut from.
+struct MetadataConfig {
+  Json config;
+  uint64_t block_count = 0;  // <arch>.block_count, the MTP layers included
+  uint64_t mtp_layers = 0;   // <arch>.nextn_predict_layers, left out of num_hidden_layers
+};
+
+// Leaves the multi-token-prediction layers (which do not decode) out of num_hidden_layers.
+absl::Status DropMtpLayers(const GgufHparams& hparams, const fs::path& path, MetadataConfig& meta) {
+  WARP_ASSIGN_OR_RETURN(meta.mtp_layers, hparams.UintOr("nextn_predict_layers", 0));
+  meta.block_count = meta.config["num_hidden_layers"].get<uint64_t>();
+  if (meta.mtp_layers >= meta.block_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(), ": ", hparams.Key("nextn_predict_layers"), " ", meta.mtp_layers,
+                     " of ", meta.block_count, " blocks"));
+  }
+  meta.config["num_hidden_layers"] = meta.block_count - meta.mtp_layers;
+  if (meta.mtp_layers > 0) {
+    hparams.Source("num_hidden_layers", absl::StrCat(hparams.Key("block_count"), " - ",
+                                                     hparams.Key("nextn_predict_layers")));
+  }
+  return absl::OkStatus();
+}
+
+// The config from the first file's metadata and the tensors' shapes.
+absl::StatusOr<MetadataConfig> ConfigFromMetadata(const GgufHparams& hparams,
+                                                  const GgufArchitecture& arch,
+                                                  const GgufFiles& all, const fs::path& path) {
+  const GgufFile& first = hparams.file();
+  MetadataConfig meta{.config = {{"model_type", std::string(arch.model_type)}}};
+  WARP_RETURN_IF_ERROR(NameFile(CommonConfig(hparams, meta.config), first));
+  WARP_RETURN_IF_ERROR(NameFile(arch.config(hparams, meta.config), first));
+  WARP_RETURN_IF_ERROR(DropMtpLayers(hparams, path, meta));
+  WARP_RETURN_IF_ERROR(VocabFromTensors(all, path, hparams, meta.config));
+  for (const char* id : {"bos_token_id", "eos_token_id"}) {
+    const std::string key = absl::StrCat("tokenizer.ggml.", id);
+    if (first.metadata().contains(key)) {
+      WARP_ASSIGN_OR_RETURN(meta.config[id], first.Uint(key));
+      hparams.Source(id, key);
+    }
+  }
+  return meta;
+}
+
+// Every tensor of every file under its Hugging Face name(s); an error if a
+// decoded layer has none.
+absl::StatusOr<TensorsByName> ImportTensors(const ImportContext& context, const fs::path& path,
+                                            uint64_t block_count) {
+  ImportedTensors tensors;
+  tensors.layers_seen.resize(context.num_layers);
+  for (size_t i = 0; i < context.all.files.size(); ++i) {
+    for (const GgufTensor& t : context.all.files[i]->tensors()) {
+      WARP_RETURN_IF_ERROR(AddTensor(context, i, t, tensors));
+    }
+  }
+  for (uint32_t layer = 0; layer < context.num_layers; ++layer) {
+    if (!tensors.layers_seen[layer]) {
+      return absl::NotFoundError(
+          absl::StrCat(path.string(), ": ", context.hparams.Key("block_count"), " is ", block_count,
+                       ", but no tensor of layer ", layer, " (blk.", layer, ".*) is in the file"));
+    }
+  }
+  if (tensors.skipped > 0) {
+    Logger("computed")
+        .info("skipped the {} tensors of the {} MTP layer(s): not used to decode", tensors.skipped,
+              context.num_mtp_layers);
+  }
+  return std::move(tensors.by_name);
+}
+
 }  // namespace
 
 bool IsGgufPath(const fs::path& path) { return path.extension() == ".gguf"; }
 
 absl::StatusOr<GgufImport> ImportGguf(const fs::path& path) {
   WARP_ASSIGN_OR_RETURN(std::vector<fs::path> paths, SplitFiles(path));
-  std::vector<std::unique_ptr<GgufFile>> files;
-  for (const fs::path& p : paths) {
-    WARP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(p));
-    files.push_back(std::move(file));
-  }
+  WARP_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<GgufFile>> files, OpenFiles(paths));
   const GgufFile& first = *files.front();
-  if (paths.size() > 1) {
-    for (size_t i = 0; i < files.size(); ++i) {
-      WARP_ASSIGN_OR_RETURN(uint64_t count, files[i]->Uint("split.count"));
-      WARP_ASSIGN_OR_RETURN(uint64_t no, files[i]->Uint("split.no"));
-      if (count != files.size() || no != i) {
-        return absl::InvalidArgumentError(absl::StrCat(paths[i].string(), ": split.no ", no,
-                                                       " of split.count ", count, "; expected ", i,
-                                                       " of ", files.size()));
-      }
-    }
-  }
   GgufImport result;
   WARP_ASSIGN_OR_RETURN(result.architecture, first.String("general.architecture"));
   absl::StatusOr<const GgufArchitecture*> arch = FindGgufArchitecture(result.architecture);
   if (!arch.ok()) return Annotate(arch.status(), path.string());
   const GgufHparams hparams(first, result.architecture);
-  Json config = {{"model_type", std::string((*arch)->model_type)}};
-  WARP_RETURN_IF_ERROR(NameFile(CommonConfig(hparams, config), first));
-  WARP_RETURN_IF_ERROR(NameFile((*arch)->config(hparams, config), first));
-  WARP_ASSIGN_OR_RETURN(uint64_t mtp_layers, hparams.UintOr("nextn_predict_layers", 0));
-  const uint64_t block_count = config["num_hidden_layers"].get<uint64_t>();
-  if (mtp_layers >= block_count) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ",
-                                                   hparams.Key("nextn_predict_layers"), " ",
-                                                   mtp_layers, " of ", block_count, " blocks"));
-  }
-  config["num_hidden_layers"] = block_count - mtp_layers;
-  if (mtp_layers > 0) {
-    hparams.Source("num_hidden_layers", absl::StrCat(hparams.Key("block_count"), " - ",
-                                                     hparams.Key("nextn_predict_layers")));
-  }
   const GgufFiles all{files};
-  WARP_RETURN_IF_ERROR(VocabFromTensors(all, path, hparams, config));
-  for (const char* id : {"bos_token_id", "eos_token_id"}) {
-    const std::string key = absl::StrCat("tokenizer.ggml.", id);
-    if (first.metadata().contains(key)) {
-      WARP_ASSIGN_OR_RETURN(config[id], first.Uint(key));
-      hparams.Source(id, key);
-    }
-  }
+  WARP_ASSIGN_OR_RETURN(MetadataConfig meta, ConfigFromMetadata(hparams, **arch, all, path));
   // The config is checked here, where its keys can still be named as the
   // file's; the converter checks the tensors against it.
-  absl::StatusOr<ModelConfig> model = ParseModelConfig(config["model_type"].get<std::string>(),
-                                                       config);
+  absl::StatusOr<ModelConfig> model =
+      ParseModelConfig(meta.config["model_type"].get<std::string>(), meta.config);
   if (!model.ok()) return NameGgufKeys(model.status(), first, hparams.sources());
 
   const ImportContext context{.all = all,
                               .arch = **arch,
                               .hparams = hparams,
-                              .config = config,
+                              .config = meta.config,
                               .num_layers = model->num_layers,
-                              .num_mtp_layers = static_cast<uint32_t>(mtp_layers),
+                              .num_mtp_layers = static_cast<uint32_t>(meta.mtp_layers),
                               .num_experts = model->num_experts};
-  ImportedTensors tensors;
-  tensors.layers_seen.resize(model->num_layers);
-  for (size_t i = 0; i < files.size(); ++i) {
-    for (const GgufTensor& t : files[i]->tensors()) {
-      WARP_RETURN_IF_ERROR(AddTensor(context, i, t, tensors));
-    }
-  }
-  for (uint32_t layer = 0; layer < model->num_layers; ++layer) {
-    if (!tensors.layers_seen[layer]) {
-      return absl::NotFoundError(absl::StrCat(
-          path.string(), ": ", hparams.Key("block_count"), " is ", block_count,
-          ", but no tensor of layer ", layer, " (blk.", layer, ".*) is in the file"));
-    }
-  }
-  if (tensors.skipped > 0) {
-    Logger("computed").info("skipped the {} tensors of the {} MTP layer(s): not used to decode",
-                            tensors.skipped, mtp_layers);
-  }
+  WARP_ASSIGN_OR_RETURN(TensorsByName tensors, ImportTensors(context, path, meta.block_count));
   ReportKeys(hparams, result);
   WARP_ASSIGN_OR_RETURN(result.tokenizer, GgufTokenizer(first));
   if (first.metadata().contains("tokenizer.chat_template")) {
     WARP_ASSIGN_OR_RETURN(result.chat_template, first.String("tokenizer.chat_template"));
   }
-  result.config = std::move(config);
-  WARP_ASSIGN_OR_RETURN(result.checkpoint,
-                        Checkpoint::FromTensors(paths, std::move(tensors.by_name)));
+  result.config = std::move(meta.config);
+  WARP_ASSIGN_OR_RETURN(result.checkpoint, Checkpoint::FromTensors(paths, std::move(tensors)));
   return result;
 }
 

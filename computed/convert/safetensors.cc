@@ -278,6 +278,98 @@ absl::Status Checkpoint::ReadScales(const SourceTensor& scale, std::span<float> 
   return absl::OkStatus();
 }
 
+namespace {
+
+// `num_rows` rows of a ggml block tensor from `row_begin`, dequantized.
+absl::Status ReadGgmlRowsAsFloat(const Checkpoint& checkpoint, const SourceTensor& tensor,
+                                 TensorFormat format, uint64_t row_begin, uint64_t num_rows,
+                                 std::span<float> out) {
+  const uint64_t cols = tensor.shape.back();
+  const uint64_t row_bytes = DataBytes(format, {1, cols});
+  std::vector<std::byte> raw(num_rows * row_bytes);
+  WARP_RETURN_IF_ERROR(checkpoint.Read(tensor, row_begin * row_bytes, raw));
+  const kernels::MatrixView view{
+      .format = format, .rows = num_rows, .cols = cols, .data = raw.data()};
+  for (uint64_t r = 0; r < num_rows; ++r) {
+    kernels::DequantizeRow(view, r, out.subspan(r * cols, cols));
+  }
+  return absl::OkStatus();
+}
+
+// An F8_E4M3 tensor's inverse scales, one per 128 x 128 block, row-major.
+struct BlockScales {
+  std::vector<float> values;
+  uint64_t cols = 0;  // blocks per row of blocks
+
+  float At(uint64_t row, uint64_t col) const { return values[(row / 128) * cols + col / 128]; }
+};
+
+// The block scales an F8_E4M3 `tensor` of `cols` columns needs, read from
+// `scale_inv` once its dtype and shape are checked; none for other dtypes.
+absl::StatusOr<BlockScales> ReadBlockScales(const Checkpoint& checkpoint,
+                                            const SourceTensor& tensor,
+                                            const SourceTensor* scale_inv, uint64_t cols) {
+  BlockScales scales;
+  if (tensor.dtype != SourceDtype::kF8E4M3) return scales;
+  if (scale_inv == nullptr ||
+      (scale_inv->dtype != SourceDtype::kF32 && scale_inv->dtype != SourceDtype::kF8E8M0) ||
+      scale_inv->shape.size() != 2 || tensor.shape.size() != 2 ||
+      scale_inv->shape[0] != (tensor.shape[0] + 127) / 128 ||
+      scale_inv->shape[1] != (cols + 127) / 128) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor ", tensor.name, ": F8_E4M3 needs F32 or F8_E8M0 block scales (", tensor.name,
+        "_scale_inv, or .scale) of shape [ceil(rows/128), ceil(cols/128)]"));
+  }
+  scales.cols = scale_inv->shape[1];
+  scales.values.resize(scale_inv->shape[0] * scale_inv->shape[1]);
+  WARP_RETURN_IF_ERROR(checkpoint.ReadScales(*scale_inv, scales.values));
+  return scales;
+}
+
+template <typename T>
+T Load(const std::byte* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+// `raw`, rows [row_begin, ...) of `cols` elements of `dtype`, as floats.
+void DecodeElements(SourceDtype dtype, std::span<const std::byte> raw, uint64_t row_begin,
+                    uint64_t cols, const BlockScales& scales, std::span<float> out) {
+  const uint64_t elem = SourceDtypeBytes(dtype);
+  for (uint64_t i = 0; i < out.size(); ++i) {
+    const std::byte* p = raw.data() + i * elem;
+    switch (dtype) {
+      case SourceDtype::kF32:
+        std::memcpy(&out[i], p, 4);
+        break;
+      case SourceDtype::kF16:
+        out[i] = HalfToFloat(Load<uint16_t>(p));
+        break;
+      case SourceDtype::kBF16:
+        out[i] = Bf16ToFloat(Load<uint16_t>(p));
+        break;
+      case SourceDtype::kF8E4M3:
+        out[i] = kernels::E4M3ToFloat(static_cast<uint8_t>(*p)) *
+                 scales.At(row_begin + i / cols, i % cols);
+        break;
+      case SourceDtype::kI32:
+        out[i] = static_cast<float>(Load<int32_t>(p));
+        break;
+      case SourceDtype::kI64:
+        out[i] = static_cast<float>(Load<int64_t>(p));
+        break;
+      case SourceDtype::kU8:
+      case SourceDtype::kI8:
+      case SourceDtype::kF8E8M0:
+      case SourceDtype::kGgmlBlocks:
+        break;  // refused or decoded by the caller
+    }
+  }
+}
+
+}  // namespace
+
 absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                          uint64_t row_begin, uint64_t num_rows,
                                          std::span<float> out) const {
@@ -287,82 +379,15 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
                                                    " codes, not values"));
   }
   if (std::optional<TensorFormat> format = GgmlBlockFormat(tensor)) {
-    const uint64_t cols = tensor.shape.back();
-    const uint64_t row_bytes = DataBytes(*format, {1, cols});
-    std::vector<std::byte> raw(num_rows * row_bytes);
-    WARP_RETURN_IF_ERROR(Read(tensor, row_begin * row_bytes, raw));
-    const kernels::MatrixView view{
-        .format = *format, .rows = num_rows, .cols = cols, .data = raw.data()};
-    for (uint64_t r = 0; r < num_rows; ++r) {
-      kernels::DequantizeRow(view, r, out.subspan(r * cols, cols));
-    }
-    return absl::OkStatus();
+    return ReadGgmlRowsAsFloat(*this, tensor, *format, row_begin, num_rows, out);
   }
   const uint64_t cols = tensor.shape.size() >= 2 ? tensor.shape.back()
                                                  : tensor.bytes / SourceDtypeBytes(tensor.dtype);
   const uint64_t elem = SourceDtypeBytes(tensor.dtype);
   std::vector<std::byte> raw(num_rows * cols * elem);
   WARP_RETURN_IF_ERROR(Read(tensor, row_begin * cols * elem, raw));
-  std::vector<float> scales;
-  uint64_t scale_cols = 0;
-  if (tensor.dtype == SourceDtype::kF8E4M3) {
-    if (scale_inv == nullptr ||
-        (scale_inv->dtype != SourceDtype::kF32 && scale_inv->dtype != SourceDtype::kF8E8M0) ||
-        scale_inv->shape.size() != 2 || tensor.shape.size() != 2 ||
-        scale_inv->shape[0] != (tensor.shape[0] + 127) / 128 ||
-        scale_inv->shape[1] != (cols + 127) / 128) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor ", tensor.name, ": F8_E4M3 needs F32 or F8_E8M0 block scales (", tensor.name,
-          "_scale_inv, or .scale) of shape [ceil(rows/128), ceil(cols/128)]"));
-    }
-    scale_cols = scale_inv->shape[1];
-    scales.resize(scale_inv->shape[0] * scale_inv->shape[1]);
-    WARP_RETURN_IF_ERROR(ReadScales(*scale_inv, scales));
-  }
-  for (uint64_t i = 0; i < num_rows * cols; ++i) {
-    const std::byte* p = raw.data() + i * elem;
-    switch (tensor.dtype) {
-      case SourceDtype::kF32:
-        std::memcpy(&out[i], p, 4);
-        break;
-      case SourceDtype::kF16: {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        out[i] = HalfToFloat(h);
-        break;
-      }
-      case SourceDtype::kBF16: {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        out[i] = Bf16ToFloat(h);
-        break;
-      }
-      case SourceDtype::kF8E4M3: {
-        const uint64_t row = row_begin + i / cols;
-        const uint64_t col = i % cols;
-        out[i] = kernels::E4M3ToFloat(static_cast<uint8_t>(*p)) *
-                 scales[(row / 128) * scale_cols + col / 128];
-        break;
-      }
-      case SourceDtype::kI32: {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        out[i] = static_cast<float>(v);
-        break;
-      }
-      case SourceDtype::kI64: {
-        int64_t v;
-        std::memcpy(&v, p, 8);
-        out[i] = static_cast<float>(v);
-        break;
-      }
-      case SourceDtype::kU8:
-      case SourceDtype::kI8:
-      case SourceDtype::kF8E8M0:
-      case SourceDtype::kGgmlBlocks:
-        break;  // refused or decoded above
-    }
-  }
+  WARP_ASSIGN_OR_RETURN(const BlockScales scales, ReadBlockScales(*this, tensor, scale_inv, cols));
+  DecodeElements(tensor.dtype, raw, row_begin, cols, scales, out.first(num_rows * cols));
   return absl::OkStatus();
 }
 

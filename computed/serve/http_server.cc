@@ -198,6 +198,105 @@ bool Relay(ReplyState& state, httplib::DataSink& sink, std::chrono::milliseconds
   }
 }
 
+// The template's variables for `request`: `base` (--tools, --template-kwargs)
+// under the request's chat_template_kwargs and tools.
+std::variant<OrderedJson, ApiError> TemplateContext(const OrderedJson& base,
+                                                    const CompletionRequest& request) {
+  OrderedJson context = base;
+  for (const auto& [key, value] : request.template_kwargs.items()) {
+    for (const char* reserved : kReservedVariables) {
+      if (key == reserved) {
+        return BadRequest("chat_template_kwargs",
+                          absl::StrCat("chat_template_kwargs may not set \"", key, "\""));
+      }
+    }
+    context[key] = value;
+  }
+  if (!request.tools.is_null() && request.tool_choice != "none") context["tools"] = request.tools;
+  return context;
+}
+
+// `messages` rendered for a reply. An assistant turn with tool calls comes
+// back from clients as "content": null, and some templates (Qwen3's
+// `'</think>' in message.content`) fail on it, as they do in transformers.
+// Rendered again with "" (what llama.cpp's server does for such templates);
+// a template that takes null keeps its own render.
+absl::StatusOr<std::string> RenderForReply(const chat::ChatTemplate& chat_template,
+                                           const OrderedJson& messages,
+                                           const OrderedJson& context) {
+  absl::StatusOr<std::string> rendered =
+      chat_template.RenderOrdered(messages, /*add_generation_prompt=*/true, context);
+  if (rendered.ok()) return rendered;
+  OrderedJson with_empty = messages;
+  bool had_null = false;
+  for (OrderedJson& message : with_empty) {
+    auto content = message.find("content");
+    if (content == message.end() || content->is_null()) {
+      message["content"] = "";
+      had_null = true;
+    }
+  }
+  if (had_null) {
+    absl::StatusOr<std::string> again =
+        chat_template.RenderOrdered(with_empty, /*add_generation_prompt=*/true, context);
+    if (again.ok()) rendered = std::move(again);
+  }
+  return rendered;
+}
+
+// A chat request's prompt: its messages through the model's chat template.
+std::variant<std::string, ApiError> RenderChat(const ModelText& text,
+                                               const OrderedJson& template_context,
+                                               const CompletionRequest& request) {
+  if (!text.chat_template) {
+    return BadRequest("messages",
+                      "the model has no chat template (serve it with --chat-template FILE, or "
+                      "use /v1/completions)");
+  }
+  if (request.tool_choice.is_object() || request.tool_choice == "required") {
+    return BadRequest("tool_choice",
+                      "tool_choice \"required\" or a named function is not supported (WARP "
+                      "does not constrain decoding); use \"auto\" or \"none\"");
+  }
+  std::variant<OrderedJson, ApiError> context = TemplateContext(template_context, request);
+  if (ApiError* error = std::get_if<ApiError>(&context)) return *error;
+  absl::StatusOr<std::string> rendered =
+      RenderForReply(*text.chat_template, request.messages, std::get<OrderedJson>(context));
+  if (!rendered.ok()) {
+    return BadRequest("messages", absl::StrCat("the chat template refused the messages: ",
+                                               std::string(rendered.status().message())));
+  }
+  return *std::move(rendered);
+}
+
+// The reply's max_tokens for a prompt of `prompt` tokens, or why the
+// context (of `context` positions; `trained`, if known, bounds the prompt)
+// cannot hold it.
+std::variant<uint32_t, ApiError> ReplyBudget(const CompletionRequest& request, uint64_t prompt,
+                                             uint64_t context, uint64_t trained) {
+  const char* what = request.endpoint == Endpoint::kChat ? "messages" : "prompt";
+  auto too_long = [&](std::string message) {
+    ApiError error = BadRequest(what, std::move(message));
+    error.code = "context_length_exceeded";
+    return error;
+  };
+  if (trained > 0 && prompt > trained) {
+    return too_long(absl::StrCat("the prompt has ", prompt,
+                                 " tokens; the model was trained on at most ", trained));
+  }
+  if (prompt >= context) {
+    return too_long(absl::StrCat("the prompt has ", prompt, " tokens; the context holds ", context,
+                                 " (computed serve --context) with one left to reply"));
+  }
+  const uint32_t max_tokens = request.max_tokens.value_or(static_cast<uint32_t>(context - prompt));
+  if (prompt + max_tokens > context) {
+    return too_long(absl::StrCat("the prompt has ", prompt, " tokens and max_tokens is ",
+                                 max_tokens, "; the context holds ", context,
+                                 " (computed serve --context)"));
+  }
+  return max_tokens;
+}
+
 }  // namespace
 
 struct HttpServer::Prepared {
@@ -346,85 +445,22 @@ std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
   Prepared out{.request = request};
   absl::StatusOr<std::vector<int32_t>> ids;
   if (request.endpoint == Endpoint::kChat) {
-    if (!text_.chat_template) {
-      return BadRequest("messages",
-                        "the model has no chat template (serve it with --chat-template FILE, or "
-                        "use /v1/completions)");
-    }
-    if (request.tool_choice.is_object() || request.tool_choice == "required") {
-      return BadRequest("tool_choice",
-                        "tool_choice \"required\" or a named function is not supported (WARP "
-                        "does not constrain decoding); use \"auto\" or \"none\"");
-    }
-    OrderedJson context = options_.template_context;
-    for (const auto& [key, value] : request.template_kwargs.items()) {
-      for (const char* reserved : kReservedVariables) {
-        if (key == reserved) {
-          return BadRequest("chat_template_kwargs",
-                            absl::StrCat("chat_template_kwargs may not set \"", key, "\""));
-        }
-      }
-      context[key] = value;
-    }
-    if (!request.tools.is_null() && request.tool_choice != "none") context["tools"] = request.tools;
-    absl::StatusOr<std::string> rendered = text_.chat_template->RenderOrdered(
-        request.messages, /*add_generation_prompt=*/true, context);
-    if (!rendered.ok()) {
-      // An assistant turn with tool calls comes back from clients as
-      // "content": null, and some templates (Qwen3's `'</think>' in
-      // message.content`) fail on it, as they do in transformers. Rendered
-      // again with "" (what llama.cpp's server does for such templates); a
-      // template that takes null keeps its own render.
-      OrderedJson messages = request.messages;
-      bool had_null = false;
-      for (OrderedJson& message : messages) {
-        auto content = message.find("content");
-        if (content == message.end() || content->is_null()) {
-          message["content"] = "";
-          had_null = true;
-        }
-      }
-      if (had_null) {
-        absl::StatusOr<std::string> again =
-            text_.chat_template->RenderOrdered(messages, /*add_generation_prompt=*/true, context);
-        if (again.ok()) rendered = std::move(again);
-      }
-    }
-    if (!rendered.ok()) {
-      return BadRequest("messages", absl::StrCat("the chat template refused the messages: ",
-                                                 std::string(rendered.status().message())));
-    }
+    std::variant<std::string, ApiError> rendered =
+        RenderChat(text_, options_.template_context, request);
+    if (ApiError* error = std::get_if<ApiError>(&rendered)) return *error;
+    const std::string& prompt = std::get<std::string>(rendered);
     out.format = chat_format_;
-    out.starts_in_reasoning = ReplyStartsInReasoning(chat_format_, *rendered);
-    ids = text_.tokenizer->Encode(*rendered);
+    out.starts_in_reasoning = ReplyStartsInReasoning(chat_format_, prompt);
+    ids = text_.tokenizer->Encode(prompt);
   } else {
     ids = text_.tokenizer->Encode(request.prompt, /*add_special_tokens=*/true);
   }
   if (!ids.ok()) return BadRequest("", std::string(ids.status().message()));
   if (ids->empty()) return BadRequest("", "the prompt is empty once tokenized");
-  const uint64_t context = engine_.context();
-  const uint64_t trained = engine_.trained_positions();
-  const uint64_t prompt = ids->size();
-  const char* what = request.endpoint == Endpoint::kChat ? "messages" : "prompt";
-  auto too_long = [&](std::string message) {
-    ApiError error = BadRequest(what, std::move(message));
-    error.code = "context_length_exceeded";
-    return error;
-  };
-  if (trained > 0 && prompt > trained) {
-    return too_long(absl::StrCat("the prompt has ", prompt,
-                                 " tokens; the model was trained on at most ", trained));
-  }
-  if (prompt >= context) {
-    return too_long(absl::StrCat("the prompt has ", prompt, " tokens; the context holds ", context,
-                                 " (computed serve --context) with one left to reply"));
-  }
-  out.max_tokens = request.max_tokens.value_or(static_cast<uint32_t>(context - prompt));
-  if (prompt + out.max_tokens > context) {
-    return too_long(absl::StrCat("the prompt has ", prompt, " tokens and max_tokens is ",
-                                 out.max_tokens, "; the context holds ", context,
-                                 " (computed serve --context)"));
-  }
+  std::variant<uint32_t, ApiError> max_tokens =
+      ReplyBudget(request, ids->size(), engine_.context(), engine_.trained_positions());
+  if (ApiError* error = std::get_if<ApiError>(&max_tokens)) return *error;
+  out.max_tokens = std::get<uint32_t>(max_tokens);
   out.ids = *std::move(ids);
   return out;
 }

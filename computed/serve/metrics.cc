@@ -1,5 +1,6 @@
 #include "computed/serve/metrics.h"
 
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -44,6 +45,33 @@ const char* ServedName(size_t kind) {
       return "disk";
     default:
       return "unknown";
+  }
+}
+
+// The expert store's counters ("expertd.store.NAME") as warp_store_NAME
+// families: read_bytes_PRIORITY as one family by priority, levels as gauges.
+void WriteStoreCounters(const std::map<std::string, uint64_t>& counters, Writer& w) {
+  constexpr absl::string_view kPrefix = "expertd.store.";
+  constexpr absl::string_view kReadBytes = "read_bytes_";
+  bool read_bytes_family = false;
+  for (const auto& [key, value] : counters) {
+    if (!absl::StartsWith(key, kPrefix)) continue;
+    const absl::string_view name = absl::string_view(key).substr(kPrefix.size());
+    if (absl::StartsWith(name, kReadBytes)) {
+      if (!read_bytes_family) {
+        w.Family("warp_store_read_bytes_total", "counter", "Bytes the store read, by priority.");
+        read_bytes_family = true;
+      }
+      w.Sample("warp_store_read_bytes_total", value,
+               absl::StrCat("priority=\"", std::string(name.substr(kReadBytes.size())), "\""));
+      continue;
+    }
+    const bool gauge = kStoreGauges.contains(std::string_view(name.data(), name.size()));
+    const std::string metric =
+        absl::StrCat("warp_store_", std::string(name), gauge ? "" : "_total");
+    w.Family(metric, gauge ? "gauge" : "counter",
+             absl::StrCat("The expert store's ", std::string(name), "."));
+    w.Sample(metric, value);
   }
 }
 
@@ -110,29 +138,7 @@ std::string PrometheusText(const EngineStats& s) {
            "Positions in the KV caches of every sequence, and their capacity.");
   w.Sample("warp_kv_positions", s.kv_position, "kind=\"used\"");
   w.Sample("warp_kv_positions", s.context, "kind=\"capacity\"");
-
-  constexpr absl::string_view kPrefix = "expertd.store.";
-  constexpr absl::string_view kReadBytes = "read_bytes_";
-  bool read_bytes_family = false;
-  for (const auto& [key, value] : s.source_counters) {
-    if (!absl::StartsWith(key, kPrefix)) continue;
-    const absl::string_view name = absl::string_view(key).substr(kPrefix.size());
-    if (absl::StartsWith(name, kReadBytes)) {
-      if (!read_bytes_family) {
-        w.Family("warp_store_read_bytes_total", "counter", "Bytes the store read, by priority.");
-        read_bytes_family = true;
-      }
-      w.Sample("warp_store_read_bytes_total", value,
-               absl::StrCat("priority=\"", std::string(name.substr(kReadBytes.size())), "\""));
-      continue;
-    }
-    const bool gauge = kStoreGauges.contains(std::string_view(name.data(), name.size()));
-    const std::string metric =
-        absl::StrCat("warp_store_", std::string(name), gauge ? "" : "_total");
-    w.Family(metric, gauge ? "gauge" : "counter",
-             absl::StrCat("The expert store's ", std::string(name), "."));
-    w.Sample(metric, value);
-  }
+  WriteStoreCounters(s.source_counters, w);
   return w.Take();
 }
 

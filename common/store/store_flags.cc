@@ -12,20 +12,15 @@ constexpr uint32_t kMaxIoPieceKib = 1 << 20;     // UringReader's: 1 GiB
 
 // A value the flag's parse refuses, with the exit code of the other refusals
 // of a run's options (1).
-[[noreturn]] void Refuse(std::string message) {
-  throw CLI::ValidationError(std::move(message), 1);
-}
+[[noreturn]] void Refuse(std::string message) { throw CLI::ValidationError(std::move(message), 1); }
 
-}  // namespace
-
-void AddStoreFlags(CLI::App* cmd, ExpertStore::Options& options, StoreFlagsFor side) {
-  const bool embedded = side == StoreFlagsFor::kEmbedded;
+// The knobs a deployment tunes: threads, engine, pieces, policy, verification.
+void AddStoreTuning(CLI::App* cmd, ExpertStore::Options& options, bool embedded) {
   BankSet::Options& banks = options.banks;
-  CLI::Option* io_threads =
-      cmd->add_option("--io-threads", options.io_threads,
-                      "Reader threads of the store: records read at once")
-          ->capture_default_str()
-          ->group(kStoreFlagGroup);
+  CLI::Option* io_threads = cmd->add_option("--io-threads", options.io_threads,
+                                            "Reader threads of the store: records read at once")
+                                ->capture_default_str()
+                                ->group(kStoreFlagGroup);
   // The daemon's bound is its config's (NormalizeConfig), whichever sets it.
   if (embedded) io_threads->check(CLI::Range(uint32_t{1}, kMaxEmbeddedIoThreads));
   cmd->add_option_function<std::string>(
@@ -70,6 +65,16 @@ void AddStoreFlags(CLI::App* cmd, ExpertStore::Options& options, StoreFlagsFor s
          "Check a record's CRC32C at every read (default: until it first passes; its footer "
          "at every read either way)")
       ->group(kStoreFlagGroup);
+}
+
+}  // namespace
+
+void AddStoreFlags(CLI::App* cmd, ExpertStore::Options& options, StoreFlagsFor side,
+                   FlagSections sections) {
+  const bool embedded = side == StoreFlagsFor::kEmbedded;
+  BankSet::Options& banks = options.banks;
+  if (sections != FlagSections::kAbSwitches) AddStoreTuning(cmd, options, embedded);
+  if (sections == FlagSections::kTuning) return;
   cmd->add_flag_callback(
          "--no-verify", [&banks] { banks.verify = false; },
          "Skip the CRC32C of records read (footers are still checked); for measuring only")

@@ -29,6 +29,11 @@ inline constexpr const char kAbFlagGroup[] =
 // --no-paced-growth); the daemon's config bounds its --io-threads.
 enum class StoreFlagsFor { kEmbedded, kDaemon };
 
-void AddStoreFlags(CLI::App* cmd, ExpertStore::Options& options, StoreFlagsFor side);
+// Which of them to add now: a command with sections of its own adds the
+// tuning with them and the A/B switches with its others, at the end.
+enum class FlagSections { kAll, kTuning, kAbSwitches };
+
+void AddStoreFlags(CLI::App* cmd, ExpertStore::Options& options, StoreFlagsFor side,
+                   FlagSections sections = FlagSections::kAll);
 
 }  // namespace warp

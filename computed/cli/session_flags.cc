@@ -88,10 +88,31 @@ void AddSourceFlags(CLI::App* cmd, SourceOptions& source) {
       ->group(kSourceGroup);
 }
 
+// The engine's mechanisms, each of which can be turned off for an A/B.
+void AddEngineAbSwitches(CLI::App* cmd, Transformer::Options& engine) {
+  cmd->add_flag_callback(
+         "--no-prefetch", [&engine] { engine.prefetch = false; },
+         "Read a layer's experts, then compute (no overlap); independent of --lookahead")
+      ->group(kAbFlagGroup);
+  cmd->add_flag_callback(
+         "--no-certain", [&engine] { engine.certain = false; },
+         "Do not read hash layers' experts at a chunk's start (DeepSeek V4)")
+      ->group(kAbFlagGroup);
+  cmd->add_flag_callback(
+         "--no-early-route", [&engine] { engine.early_routes = EarlyRoutes::kOff; },
+         "Route every layer after its attention, even where the container holds the fold")
+      ->excludes(cmd->get_option("--early-route"))
+      ->group(kAbFlagGroup);
+}
+
 // What the engine does: how a prompt is chunked, what is predicted and read
 // ahead, which layers route early, how many experts a token takes.
-void AddEngineFlags(CLI::App* cmd, SessionFlags& flags) {
+void AddEngineFlags(CLI::App* cmd, SessionFlags& flags, FlagSections sections) {
   Transformer::Options& engine = flags.options.engine;
+  if (sections == FlagSections::kAbSwitches) {
+    AddEngineAbSwitches(cmd, engine);
+    return;
+  }
   cmd->add_option("--prefill-chunk", flags.options.run.prefill_chunk,
                   "Prompt tokens per prefill chunk (default: the whole prompt)")
       ->group(kEngineGroup);
@@ -108,34 +129,20 @@ void AddEngineFlags(CLI::App* cmd, SessionFlags& flags) {
                   "MoE layers the lookahead predicts from one layer's start: 1 (default) or 2 "
                   "(the next MoE layer too, with its own precision gate)")
       ->group(kEngineGroup);
-  CLI::Option* early =
-      cmd->add_flag_callback(
-             "--early-route", [&engine] { engine.early_routes = EarlyRoutes::kFolded; },
-             "Route every pre-norm MoE layer before its attention's output projection, folding "
-             "at load the routers whose fold the container lacks (~0.4 s a layer on a K2-sized "
-             "attention; `computed convert` writes the folds, and then they are on by default)")
-          ->group(kEngineGroup);
+  cmd->add_flag_callback(
+         "--early-route", [&engine] { engine.early_routes = EarlyRoutes::kFolded; },
+         "Route every pre-norm MoE layer before its attention's output projection, folding "
+         "at load the routers whose fold the container lacks (~0.4 s a layer on a K2-sized "
+         "attention; `computed convert` writes the folds, and then they are on by default)")
+      ->group(kEngineGroup);
   cmd->add_option("--experts-per-token", engine.experts_per_token,
                   "Override the model's top-k (a quality trade)")
       ->group(kEngineGroup);
   cmd->add_option("--trace", flags.options.run.trace_path,
                   "Write the routing trace (position layer experts)")
       ->group(kEngineGroup);
-  cmd->add_flag_callback(
-         "--no-prefetch", [&engine] { engine.prefetch = false; },
-         "Read a layer's experts, then compute (no overlap); independent of --lookahead")
-      ->group(kAbFlagGroup);
-  cmd->add_flag_callback(
-         "--no-certain", [&engine] { engine.certain = false; },
-         "Do not read hash layers' experts at a chunk's start (DeepSeek V4)")
-      ->group(kAbFlagGroup);
-  cmd->add_flag_callback(
-         "--no-early-route", [&engine] { engine.early_routes = EarlyRoutes::kOff; },
-         "Route every layer after its attention, even where the container holds the fold")
-      ->excludes(early)
-      ->group(kAbFlagGroup);
+  if (sections == FlagSections::kAll) AddEngineAbSwitches(cmd, engine);
 }
-
 }  // namespace
 
 void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
@@ -160,9 +167,12 @@ void AddSessionFlags(CLI::App* cmd, SessionFlags& flags) {
   cmd->add_flag("--preload", options.run.preload,
                 "Read every expert record the cache holds before the first token (learned "
                 "hottest first): a resident model then decodes without reading");
+  // Then a section per part, the A/B switches of them all last.
   AddSourceFlags(cmd, options.source);
-  AddStoreFlags(cmd, options.source.store, StoreFlagsFor::kEmbedded);
-  AddEngineFlags(cmd, flags);
+  AddStoreFlags(cmd, options.source.store, StoreFlagsFor::kEmbedded, FlagSections::kTuning);
+  AddEngineFlags(cmd, flags, FlagSections::kTuning);
+  AddStoreFlags(cmd, options.source.store, StoreFlagsFor::kEmbedded, FlagSections::kAbSwitches);
+  AddEngineFlags(cmd, flags, FlagSections::kAbSwitches);
 }
 
 void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options) {
@@ -212,8 +222,8 @@ absl::StatusOr<SessionOptions> ResolveSessionOptions(const SessionFlags& flags,
         absl::StrCat("--lookahead-depth ", engine.lookahead_depth, ": expected 1 or 2"));
   }
   if (!(engine.lookahead_precision >= 0 && engine.lookahead_precision <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--lookahead-precision ", engine.lookahead_precision, ": expected 0 to 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lookahead-precision ", engine.lookahead_precision, ": expected 0 to 1"));
   }
   return options;
 }

@@ -35,7 +35,6 @@ void AddSamplingFlags(CLI::App* cmd, SamplerOptions& options);
 // the sizes and CPUs checked, and the context the command needs:
 // `positions` (prompt + tokens to generate), counted in 64 bits so that no
 // flag wraps it; the planner bounds it.
-absl::StatusOr<SessionOptions> ResolveSessionOptions(const SessionFlags& flags,
-                                                     uint64_t positions);
+absl::StatusOr<SessionOptions> ResolveSessionOptions(const SessionFlags& flags, uint64_t positions);
 
 }  // namespace warp::computed

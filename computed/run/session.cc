@@ -86,14 +86,15 @@ absl::StatusOr<PlanFigures> Session::Plan() const {
   const Transformer::Options& engine = options_.engine;
   WARP_ASSIGN_OR_RETURN(
       PlanFigures plan,
-      ComputePlan(container_->manifest(), engine.max_positions,
-                  container_->ManifestPath().string(), engine.sequences,
+      ComputePlan(container_->manifest(), engine.max_positions, container_->ManifestPath().string(),
+                  engine.sequences,
                   engine.early_routes == EarlyRoutes::kFolded && engine.prefetch));
   if (plan.max_position_embeddings > 0 && engine.max_positions > plan.max_position_embeddings) {
-    Logger("computed").warn(
-        "a context of {} positions is past the model's max_position_embeddings {}: "
-        "prompts must stay within it; tokens generated past it are beyond its training",
-        engine.max_positions, plan.max_position_embeddings);
+    Logger("computed")
+        .warn(
+            "a context of {} positions is past the model's max_position_embeddings {}: "
+            "prompts must stay within it; tokens generated past it are beyond its training",
+            engine.max_positions, plan.max_position_embeddings);
   }
   return plan;
 }
@@ -101,11 +102,11 @@ absl::StatusOr<PlanFigures> Session::Plan() const {
 absl::Status Session::Budget(const PlanFigures& plan, const MemoryLimits& limits) {
   WARP_ASSIGN_OR_RETURN(budget_, ResolveBudget(plan, options_.run.budget_bytes, limits,
                                                options_.source.store.io_threads));
-  Logger("computed").info("budget {} ({}): trunk {}{}, KV {}, expert cache {}",
-                          FormatBytes(budget_.budget_bytes), budget_.rule,
-                          FormatBytes(plan.trunk_bytes),
-                          plan.fold_bytes ? ", early routes " + FormatBytes(plan.fold_bytes) : "",
-                          FormatBytes(plan.kv_bytes), FormatBytes(budget_.cache_bytes));
+  Logger("computed")
+      .info("budget {} ({}): trunk {}{}, KV {}, expert cache {}", FormatBytes(budget_.budget_bytes),
+            budget_.rule, FormatBytes(plan.trunk_bytes),
+            plan.fold_bytes ? ", early routes " + FormatBytes(plan.fold_bytes) : "",
+            FormatBytes(plan.kv_bytes), FormatBytes(budget_.cache_bytes));
   return absl::OkStatus();
 }
 
@@ -152,9 +153,8 @@ absl::Status Session::WarmCache(std::span<const ExpertKey> hottest) {
   auto& log = Logger("computed");
   if (options_.run.preload) {
     const std::vector<ExpertKey> keys = PreloadSet(manifest, budget_.cache_bytes, hottest);
-    WARP_ASSIGN_OR_RETURN(
-        PreloadFigures preloaded,
-        Preload(*source_, keys, 2 * size_t{options_.source.store.io_threads}));
+    WARP_ASSIGN_OR_RETURN(PreloadFigures preloaded,
+                          Preload(*source_, keys, 2 * size_t{options_.source.store.io_threads}));
     uint64_t records = 0;
     for (const BankEntry& bank : manifest.banks) records += bank.num_experts;
     log.info("preloaded {} of {} expert records ({}) in {:.1f} s", preloaded.records, records,

@@ -54,9 +54,10 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& ad
   WARP_RETURN_IF_ERROR(CheckStoreAddress(address));
   if (absl::StartsWith(address, "fastpath:")) {
     WARP_ASSIGN_OR_RETURN(
-        auto client, UdsExpertSource::Connect({.address = address,
-                                               .retry_deadline = options.store_retry_deadline,
-                                               .verify_every_read = options.store.banks.verify_every_read}));
+        auto client,
+        UdsExpertSource::Connect({.address = address,
+                                  .retry_deadline = options.store_retry_deadline,
+                                  .verify_every_read = options.store.banks.verify_every_read}));
     description = client->description();
     return client;
   }

@@ -229,7 +229,7 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
                                                    config.num_shards(),
                                                    ": expected I/N with 0 <= I < N, e.g. 0/2"));
   }
-  if (config.io_threads() == 0) config.set_io_threads(4);
+  if (config.io_threads() == 0) config.set_io_threads(ExpertStore::Options{}.io_threads);
   if (config.io_threads() > kMaxIoThreads) {
     return absl::InvalidArgumentError(
         absl::StrCat("io_threads ", config.io_threads(), ": at most ", kMaxIoThreads,
@@ -256,14 +256,42 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
   if (config.max_leases_per_connection() == 0) config.set_max_leases_per_connection(1024);
   if (config.idle_timeout_seconds() == 0) config.set_idle_timeout_seconds(300);
   if (config.stall_timeout_seconds() == 0) config.set_stall_timeout_seconds(10);
-  WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
-  config.set_cache_policy(EvictionPolicyName(policy));
-  WARP_ASSIGN_OR_RETURN(const IoBackend io_backend, ParseIoBackend(config.io_engine()));
-  config.set_io_engine(IoBackendName(io_backend));
-  const UringReader::Options uring_defaults;
-  if (config.io_depth() == 0) config.set_io_depth(uring_defaults.depth);
-  if (config.io_piece_bytes() == 0) config.set_io_piece_bytes(uring_defaults.piece_bytes);
+  // The store's knobs, each default filled in from ExpertStore::Options.
+  WARP_ASSIGN_OR_RETURN(const ExpertStore::Options store, StoreOptionsOf(config));
+  SetStoreFields(store, config);
   return config;
+}
+
+absl::StatusOr<ExpertStore::Options> StoreOptionsOf(const v1::ExpertdConfig& config) {
+  ExpertStore::Options store{.cache_bytes = config.budget_bytes(),
+                             .prefault_cache = !config.skip_prefault(),
+                             .staging_slots = config.staging_slots(),
+                             .foresight = !config.has_foresight() || config.foresight()};
+  if (config.io_threads() != 0) store.io_threads = config.io_threads();
+  WARP_ASSIGN_OR_RETURN(store.cache_policy, ParseEvictionPolicy(config.cache_policy()));
+  BankSet::Options& banks = store.banks;
+  banks.verify = !config.no_verify() && !config.skip_crc();
+  banks.verify_every_read = config.verify_every_read();
+  WARP_ASSIGN_OR_RETURN(banks.io_backend, ParseIoBackend(config.io_engine()));
+  if (config.io_depth() != 0) banks.uring.depth = config.io_depth();
+  if (config.io_piece_bytes() != 0) banks.uring.piece_bytes = config.io_piece_bytes();
+  banks.ordered_pieces = !config.has_ordered_pieces() || config.ordered_pieces();
+  return store;
+}
+
+void SetStoreFields(const ExpertStore::Options& store, v1::ExpertdConfig& config) {
+  config.set_io_threads(store.io_threads);
+  config.set_cache_policy(EvictionPolicyName(store.cache_policy));
+  config.set_skip_prefault(!store.prefault_cache);
+  config.set_foresight(store.foresight);
+  const BankSet::Options& banks = store.banks;
+  config.set_no_verify(!banks.verify);
+  config.set_skip_crc(false);  // its old name: no_verify says it
+  config.set_verify_every_read(banks.verify_every_read);
+  config.set_io_engine(IoBackendName(banks.io_backend));
+  config.set_io_depth(banks.uring.depth);
+  config.set_io_piece_bytes(banks.uring.piece_bytes);
+  config.set_ordered_pieces(banks.ordered_pieces);
 }
 
 void BlockTerminationSignals() {
@@ -291,22 +319,8 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
            container->shard().second > 1
                ? absl::StrCat(", shard ", container->shard().first, "/", container->shard().second)
                : std::string());
-  WARP_ASSIGN_OR_RETURN(const EvictionPolicy policy, ParseEvictionPolicy(config.cache_policy()));
-  WARP_ASSIGN_OR_RETURN(const IoBackend io_backend, ParseIoBackend(config.io_engine()));
-  WARP_ASSIGN_OR_RETURN(
-      auto store,
-      ExpertStore::Open(container, {.cache_bytes = config.budget_bytes(),
-                                    .io_threads = config.io_threads(),
-                                    .cache_policy = policy,
-                                    .prefault_cache = !config.skip_prefault(),
-                                    .staging_slots = config.staging_slots(),
-                                    .banks = {.verify = !config.skip_crc(),
-                                              .verify_once = !config.verify_every_read(),
-                                              .io_backend = io_backend,
-                                              .uring = {
-                                                  .depth = config.io_depth(),
-                                                  .piece_bytes = config.io_piece_bytes(),
-                                              }}}));
+  WARP_ASSIGN_OR_RETURN(const ExpertStore::Options options, StoreOptionsOf(config));
+  WARP_ASSIGN_OR_RETURN(auto store, ExpertStore::Open(container, options));
   log.info("{}; {} staging slots ({})", store->Settings(), config.staging_slots(),
            FormatBytes(config.staging_slots() * store->slot_bytes()));
 

@@ -1,6 +1,6 @@
 // expertd serve --model MODEL.warp [--shard I/N] --listen unix:PATH --listen tcp:HOST:PORT
 //   [--listen fastpath:PATH]
-//   [--budget SIZE] [--io-threads N] [--no-verify] [--cache-policy lfru|lru|arc|duel]
+//   [--budget SIZE] [--staging-slots N] [store flags: --io-threads N, --cache-policy P, ...]
 //   [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM] --token-file FILE | --insecure]
 //   [--config FILE.textproto]
 
@@ -17,6 +17,8 @@
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
 #include "common/logging.h"
+#include "common/status.h"
+#include "common/store/store_flags.h"
 #include "expertd/serve.h"
 
 namespace warp::expertd {
@@ -24,29 +26,42 @@ namespace {
 
 struct ServeFlags {
   std::string config_path;
+  // The config file, read as --config is parsed (before the flags that
+  // override it), and its store knobs, which the store's flags then override.
+  v1::ExpertdConfig config;
+  absl::Status config_status;
+  ExpertStore::Options store;
   std::string model;
   std::vector<std::string> listen;
   std::string budget;
-  uint32_t io_threads = 0;
   std::optional<uint32_t> staging_slots;
-  bool no_verify = false;
-  bool verify_every_read = false;
-  bool no_prefault = false;
   uint32_t max_keys = 0;
-  std::string cache_policy;
-  std::string io_engine;
   std::string shard;  // "I/N"
   std::string tls_cert, tls_key, tls_client_ca, token_file;
   bool insecure = false;
 };
 
-absl::Status Run(const ServeFlags& flags) {
-  v1::ExpertdConfig config;
-  if (!flags.config_path.empty()) {
-    auto loaded = LoadConfig(flags.config_path);
-    if (!loaded.ok()) return loaded.status();
-    config = *loaded;
+// --config FILE: the file's fields under the flags.
+void LoadConfigFile(const std::string& path, ServeFlags& flags) {
+  flags.config_path = path;
+  absl::StatusOr<v1::ExpertdConfig> loaded = LoadConfig(path);
+  if (!loaded.ok()) {
+    flags.config_status = loaded.status();
+    return;
   }
+  flags.config = *std::move(loaded);
+  absl::StatusOr<ExpertStore::Options> store = StoreOptionsOf(flags.config);
+  if (!store.ok()) {
+    flags.config_status = Annotate(store.status(), path);
+    return;
+  }
+  flags.store = *std::move(store);
+}
+
+absl::Status Run(const ServeFlags& flags) {
+  WARP_RETURN_IF_ERROR(flags.config_status);
+  v1::ExpertdConfig config = flags.config;
+  SetStoreFields(flags.store, config);
   if (!flags.model.empty()) config.set_model(flags.model);
   if (!flags.listen.empty()) {
     config.clear_listen();
@@ -57,14 +72,8 @@ absl::Status Run(const ServeFlags& flags) {
     if (!budget.ok()) return budget.status();
     config.set_budget_bytes(*budget);
   }
-  if (flags.io_threads) config.set_io_threads(flags.io_threads);
   if (flags.staging_slots) config.set_staging_slots(*flags.staging_slots);
-  if (flags.no_verify) config.set_skip_crc(true);
-  if (flags.verify_every_read) config.set_verify_every_read(true);
-  if (flags.no_prefault) config.set_skip_prefault(true);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
-  if (!flags.cache_policy.empty()) config.set_cache_policy(flags.cache_policy);
-  if (!flags.io_engine.empty()) config.set_io_engine(flags.io_engine);
   if (!flags.tls_cert.empty()) config.set_tls_cert(flags.tls_cert);
   if (!flags.tls_key.empty()) config.set_tls_key(flags.tls_key);
   if (!flags.tls_client_ca.empty()) config.set_tls_client_ca(flags.tls_client_ca);
@@ -92,27 +101,20 @@ absl::Status Run(const ServeFlags& flags) {
 std::function<int()> AddServeCommand(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a container's expert records");
-  cmd->add_option("--config", flags->config_path, "ExpertdConfig textproto; flags override it");
+  // First: CLI11 runs the callbacks of the options in the order they were
+  // added, so the file is read before the flags that override it.
+  cmd->add_option_function<std::string>(
+      "--config", [flags](const std::string& path) { LoadConfigFile(path, *flags); },
+      "ExpertdConfig textproto; flags override it");
   cmd->add_option("--model", flags->model, "Container (or shard) directory");
   cmd->add_option(
       "--listen", flags->listen,
       "unix:PATH, tcp:HOST:PORT (port 0: any) or fastpath:PATH (zero-copy, same machine); repeat");
   cmd->add_option("--budget", flags->budget, "Record cache size, e.g. 8G (default 0: no cache)");
-  cmd->add_option("--io-threads", flags->io_threads, "Reads in flight (default 4)");
   cmd->add_option("--staging-slots", flags->staging_slots,
                   "Shared slots uncached records are leased from on the fast path (default 2 x "
                   "--io-threads; 0: copies through the socket)");
-  cmd->add_flag("--no-verify", flags->no_verify,
-                "Skip the CRC32C of records read (footers are still checked)");
-  cmd->add_flag("--verify-every-read", flags->verify_every_read,
-                "Check a record's CRC32C at every read (default: until it first passes)");
-  cmd->add_flag("--no-prefault", flags->no_prefault,
-                "Fault the cache's memory in at first use instead of ahead of it, at idle priority");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
-  cmd->add_option("--io-engine", flags->io_engine,
-                  "How records come off the disk: uring (default: pieces in flight) or pread");
-  cmd->add_option("--cache-policy", flags->cache_policy,
-                  "Eviction order of the record cache: duel (default), lfru, lru or arc");
   cmd->add_option("--tls-cert", flags->tls_cert,
                   "PEM certificate chain of the tcp: listeners (TLS; with --tls-key)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
@@ -124,6 +126,9 @@ std::function<int()> AddServeCommand(CLI::App& app) {
                 "Plain TCP without TLS or token: loopback addresses only (tests, benchmarks)");
   cmd->add_option("--shard", flags->shard,
                   "I/N: serve only experts e with e % N == I of an unsharded model");
+  // The daemon's defaults are an empty config's.
+  flags->store = *StoreOptionsOf(v1::ExpertdConfig());
+  AddStoreFlags(cmd, flags->store, StoreFlagsFor::kDaemon);
   return [cmd, flags]() {
     if (!cmd->parsed()) return -1;
     const absl::Status status = Run(*flags);

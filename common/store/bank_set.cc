@@ -100,7 +100,7 @@ absl::Status BankSet::ReadRecordInto(const ExpertKey& key, std::span<std::byte> 
   std::span<std::byte> bytes = out.first(bank->record_bytes);
   std::atomic<bool>& verified = verified_[index][key.expert];
   const bool check_crc =
-      options_.verify && !(options_.verify_once && verified.load(std::memory_order_relaxed));
+      options_.verify && (options_.verify_every_read || !verified.load(std::memory_order_relaxed));
   const RecordExpectation expected = container_->Expectation(key.layer, key.expert);
   // The payload's CRC is taken as its pieces land, on this thread while the
   // rest are read, not after: a record is ready as soon as its last piece is.

@@ -49,12 +49,15 @@ const char* IoBackendName(IoBackend backend);
 class BankSet {
  public:
   struct Options {
-    bool verify = true;  // CRC32C of records read (footers are always checked)
-    // With verify: a record's CRC32C is checked until it first passes; later
-    // reads of it check the footer only. The CRC is the largest CPU cost of a
-    // read (8% of decode at 4 GiB, docs/LEARNED.md), and a record read again
-    // beyond RAM passed when it first came in. false: --verify-every-read.
-    bool verify_once = true;
+    // CRC32C of records read (footers are always checked); false: --no-verify
+    // (ExpertdConfig.no_verify), for measuring only.
+    bool verify = true;
+    // With verify: a record's CRC32C is checked at every read of it. false (the
+    // default): until it first passes; later reads of it check the footer only.
+    // The CRC is the largest CPU cost of a read (8% of decode at 4 GiB,
+    // docs/LEARNED.md), and a record read again beyond RAM passed when it
+    // first came in. --verify-every-read (ExpertdConfig.verify_every_read).
+    bool verify_every_read = false;
     IoBackend io_backend = kDefaultIoBackend;
     UringReader::Options uring;  // pieces and depth of kUring
     // kUring: one PieceGate of uring.depth pieces for all the set's reads,
@@ -114,7 +117,7 @@ class BankSet {
   std::shared_ptr<BufferPool> buffers_;
   std::function<void()> prepare_reader_thread_;  // set with kUring's own reads
   std::vector<OpenedFile> files_;                // indexed like manifest().banks
-  // [bank][expert]: its CRC32C passed once (verify_once).
+  // [bank][expert]: its CRC32C passed once (unless verify_every_read).
   std::vector<std::unique_ptr<std::atomic<bool>[]>> verified_;
 };
 

@@ -109,8 +109,8 @@ std::string ExpertStore::Settings() const {
                       ", foresight ", cache_.foresight() ? "on" : "off", "), ", io_threads_,
                       " I/O threads reading with ", io, ", verify ",
                       !banks.verify        ? "off"
-                      : banks.verify_once ? "until a record first passes"
-                                          : "every read");
+                      : banks.verify_every_read ? "every read"
+                                                : "until a record first passes");
 }
 
 namespace {

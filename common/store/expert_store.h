@@ -96,6 +96,17 @@ class ExpertStore : public ExpertSource {
     BankSet::Options banks;
   };
 
+  // The knobs of a store embedded in a computing process (computed's
+  // default source; --banks): a private arena that a governor's shrink can
+  // give back, faulted in ahead on an idle core that pauses for a prefill,
+  // with paced growth. A daemon's come from its ExpertdConfig (expertd/serve.h).
+  static Options EmbeddedOptions() {
+    return {.shared_arena = false,
+            .prefault_cache = true,
+            .prefault_yields_to_prefill = true,
+            .pace_growth_below_bytes_per_second = kPaceGrowthBelowBytesPerSecond};
+  }
+
   using Callback = std::function<void(absl::StatusOr<ExpertRecord>)>;
 
   static absl::StatusOr<std::unique_ptr<ExpertStore>> Open(

@@ -94,24 +94,26 @@ absl::Status CheckModelPath(const std::string& path) {
   return absl::OkStatus();
 }
 
+// The C options into the session's tree; what they leave unset (0, null)
+// keeps the tree's default, the one the command line starts from.
 SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t context,
                                 bool q8_activations) {
-  SessionOptions session{.model = options.path,
-                         .bank_dirs = computed::SplitList(OrEmpty(options.bank_dirs)),
-                         .stores = computed::SplitList(OrEmpty(options.stores)),
-                         .threads = options.threads,
-                         .io_threads = options.io_threads ? options.io_threads : 4,
-                         .prefill_chunk = options.prefill_chunk,
-                         .max_positions = context};
-  session.q8_activations = q8_activations;
-  if (options.budget_bytes != 0) session.budget_bytes = options.budget_bytes;
+  SessionOptions session{.model = options.path};
+  computed::SourceOptions& source = session.source;
+  source.bank_dirs = computed::SplitList(OrEmpty(options.bank_dirs));
+  source.stores = computed::SplitList(OrEmpty(options.stores));
+  if (options.io_threads != 0) source.store.io_threads = options.io_threads;
+  source.tls = {.ca = OrEmpty(options.tls_ca),
+                .cert = OrEmpty(options.tls_cert),
+                .key = OrEmpty(options.tls_key),
+                .token_file = OrEmpty(options.token_file)};
   if (options.store_timeout_ms != 0) {
-    session.store_retry_deadline = std::chrono::milliseconds(options.store_timeout_ms);
+    source.store_retry_deadline = std::chrono::milliseconds(options.store_timeout_ms);
   }
-  session.store_tls = {.ca = OrEmpty(options.tls_ca),
-                       .cert = OrEmpty(options.tls_cert),
-                       .key = OrEmpty(options.tls_key),
-                       .token_file = OrEmpty(options.token_file)};
+  session.engine.max_positions = context;
+  session.compute = {.threads = options.threads, .q8_activations = q8_activations};
+  session.run.prefill_chunk = options.prefill_chunk;
+  if (options.budget_bytes != 0) session.run.budget_bytes = options.budget_bytes;
   return session;
 }
 

@@ -97,13 +97,13 @@ absl::StatusOr<std::string> Reply(Session& session, Conversation& conversation,
 }
 
 absl::Status Run(const ChatFlags& flags) {
-  auto text = LoadModelText(flags.session.model);
+  auto text = LoadModelText(flags.session.options.model);
   if (!text.ok()) return text.status();
   auto template_context = ApplyTemplateFlags(flags.template_flags, *text);
   if (!template_context.ok()) return template_context.status();
   if (!text->chat_template) {
     return absl::FailedPreconditionError(
-        absl::StrCat(flags.session.model,
+        absl::StrCat(flags.session.options.model,
                      ": the model has no chat template; use computed run --raw, or give one "
                      "with --chat-template FILE"));
   }
@@ -112,7 +112,7 @@ absl::Status Run(const ChatFlags& flags) {
     context =
         text->max_positions ? std::min(text->max_positions, kDefaultContext) : kDefaultContext;
   }
-  auto options = ToSessionOptions(flags.session, context);
+  auto options = ResolveSessionOptions(flags.session, context);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();

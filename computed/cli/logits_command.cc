@@ -41,7 +41,7 @@ absl::Status WriteFloats(const std::string& path, std::span<const float> values)
 absl::Status Run(const LogitsFlags& flags) {
   auto tokens = ParseTokenIds(flags.tokens, "--tokens");
   if (!tokens.ok()) return tokens.status();
-  auto options = ToSessionOptions(flags.session, uint64_t{tokens->size()} + flags.greedy + 1);
+  auto options = ResolveSessionOptions(flags.session, uint64_t{tokens->size()} + flags.greedy + 1);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();

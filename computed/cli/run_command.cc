@@ -58,12 +58,12 @@ absl::StatusOr<std::optional<ModelText>> TextLayer(const RunFlags& flags) {
     }
     return std::nullopt;
   }
-  absl::StatusOr<std::unique_ptr<Container>> container = Container::Open(flags.session.model);
+  absl::StatusOr<std::unique_ptr<Container>> container = Container::Open(flags.session.options.model);
   if (!container.ok()) return container.status();
   if (!(*container)->manifest().tokenizer) {
     if (flags.template_flags.given()) {
       return absl::FailedPreconditionError(
-          absl::StrCat(flags.session.model,
+          absl::StrCat(flags.session.options.model,
                        ": the model has no tokenizer, so it takes token ids "
                        "and no chat template (--chat-template, --tools, --template-kwargs)"));
     }
@@ -96,7 +96,7 @@ absl::Status Run(const RunFlags& flags) {
         absl::StrCat("the model has no tokenizer, so the prompt must be token ids (\"1,2,3\"): ",
                      tokens.status().message()));
   }
-  auto options = ToSessionOptions(flags.session, uint64_t{tokens->size()} + flags.max_tokens + 1);
+  auto options = ResolveSessionOptions(flags.session, uint64_t{tokens->size()} + flags.max_tokens + 1);
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();

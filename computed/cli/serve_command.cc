@@ -149,13 +149,13 @@ absl::Status Run(const ServeFlags& flags) {
   }
   options.connection_threads = flags.max_queue + 4;  // each waiting request holds one
 
-  auto text = LoadModelText(flags.session.model);
+  auto text = LoadModelText(flags.session.options.model);
   if (!text.ok()) return text.status();
   auto template_context = ApplyTemplateFlags(flags.template_flags, *text);
   if (!template_context.ok()) return template_context.status();
   options.template_context = *std::move(template_context);
   options.model_name = flags.model_name.empty()
-                           ? std::filesystem::path(flags.session.model).filename().string()
+                           ? std::filesystem::path(flags.session.options.model).filename().string()
                            : flags.model_name;
   uint32_t context = flags.context;
   if (context == 0) {
@@ -166,9 +166,9 @@ absl::Status Run(const ServeFlags& flags) {
     return absl::InvalidArgumentError(
         absl::StrCat("--parallel must be in [1, ", kMaxSequences, "]: requests decoded together"));
   }
-  auto session_options = ToSessionOptions(flags.session, context);
+  auto session_options = ResolveSessionOptions(flags.session, context);
   if (!session_options.ok()) return session_options.status();
-  session_options->sequences = flags.parallel;
+  session_options->engine.sequences = flags.parallel;
   auto session = Session::Open(*session_options);
   if (!session.ok()) return session.status();
 

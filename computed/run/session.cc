@@ -69,128 +69,144 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
   Session& s = *session;
   s.options_ = options;
   WARP_ASSIGN_OR_RETURN(s.container_, Container::Open(options.model));
-  const Manifest& manifest = s.container_->manifest();
-  WARP_ASSIGN_OR_RETURN(
-      PlanFigures plan,
-      ComputePlan(manifest, options.max_positions, s.container_->ManifestPath().string(),
-                  options.sequences,
-                  options.early_routes == EarlyRoutes::kFolded && options.prefetch));
-  WARP_ASSIGN_OR_RETURN(MemoryLimits limits, ReadMemoryLimits());
-  WARP_ASSIGN_OR_RETURN(s.budget_,
-                        ResolveBudget(plan, options.budget_bytes, limits, options.io_threads));
-  auto& log = Logger("computed");
-  log.info("budget {} ({}): trunk {}{}, KV {}, expert cache {}",
-           FormatBytes(s.budget_.budget_bytes), s.budget_.rule, FormatBytes(plan.trunk_bytes),
-           plan.fold_bytes ? ", early routes " + FormatBytes(plan.fold_bytes) : "",
-           FormatBytes(plan.kv_bytes), FormatBytes(s.budget_.cache_bytes));
-  if (plan.max_position_embeddings > 0 && options.max_positions > plan.max_position_embeddings) {
-    log.warn(
-        "a context of {} positions is past the model's max_position_embeddings {}: "
-        "prompts must stay within it; tokens generated past it are beyond its training",
-        options.max_positions, plan.max_position_embeddings);
-  }
+  WARP_ASSIGN_OR_RETURN(const PlanFigures plan, s.Plan());
+  WARP_ASSIGN_OR_RETURN(const MemoryLimits limits, ReadMemoryLimits());
+  WARP_RETURN_IF_ERROR(s.Budget(plan, limits));
   // Known before the source opens: a warm set to preload turns paced growth off.
   const std::vector<ExpertKey> hottest = LearnedHottest(*s.container_);
-  const bool paced_growth = options.paced_growth && !options.preload && hottest.empty();
+  WARP_RETURN_IF_ERROR(s.OpenSource(plan, /*warm_set=*/options.run.preload || !hottest.empty()));
+  s.StartGovernor(plan, limits);
+  WARP_RETURN_IF_ERROR(s.WarmCache(hottest));
+  WARP_RETURN_IF_ERROR(s.CreateEngine(plan));
+  WARP_RETURN_IF_ERROR(s.OpenOutputs());
+  return session;
+}
+
+absl::StatusOr<PlanFigures> Session::Plan() const {
+  const Transformer::Options& engine = options_.engine;
   WARP_ASSIGN_OR_RETURN(
-      OpenedSource opened,
-      OpenExpertSource(s.container_,
-                       {.bank_dirs = options.bank_dirs,
-                        .stores = options.stores,
-                        .cache_bytes = s.budget_.cache_bytes,
-                        .io_threads = options.io_threads,
-                        .cache_policy = options.cache_policy,
-                        .io_backend = options.io_backend,
-                        .ordered_pieces = options.ordered_pieces,
-                        .io_depth = options.io_depth,
-                        .io_piece_bytes = options.io_piece_bytes,
-                        .verify_every_read = options.verify_every_read,
-                        .prefault_cache = options.prefault_cache,
-                        .prefault_yields_to_prefill = options.prefault_yields_to_prefill,
-                        .paced_growth = paced_growth,
-                        .foresight = options.foresight,
-                        .tls = options.store_tls,
-                        .store_retry_deadline = options.store_retry_deadline}));
-  s.source_ = std::move(opened.source);
-  if (!opened.local_daemons.empty()) {
-    if (options.budget_bytes || !options.bank_dirs.empty()) {
-      WARP_RETURN_IF_ERROR(CheckLocalDaemonCaches(
-          opened.local_daemons, s.budget_.cache_bytes - opened.embedded_cache_bytes));
-    } else {
-      // The machine's default would count the daemons' caches again: the
-      // memory they hold is already gone from MemAvailable.
-      s.budget_ = BudgetOverLocalDaemons(plan, opened.local_daemons);
-      log.info("budget {} ({})", FormatBytes(s.budget_.budget_bytes), s.budget_.rule);
-    }
+      PlanFigures plan,
+      ComputePlan(container_->manifest(), engine.max_positions, container_->ManifestPath().string(),
+                  engine.sequences,
+                  engine.early_routes == EarlyRoutes::kFolded && engine.prefetch));
+  if (plan.max_position_embeddings > 0 && engine.max_positions > plan.max_position_embeddings) {
+    Logger("computed")
+        .warn(
+            "a context of {} positions is past the model's max_position_embeddings {}: "
+            "prompts must stay within it; tokens generated past it are beyond its training",
+            engine.max_positions, plan.max_position_embeddings);
   }
-  // Inside a memory cgroup, a governor shrinks the cache of this process
-  // before the kernel reclaims or kills, and grows it back to the budget.
-  if (limits.cgroup_limit_bytes && limits.assumed.empty() && plan.num_moe_layers > 0 &&
-      s.source_->ResizeCache(s.budget_.cache_bytes).has_value()) {
-    ExpertSource* source = s.source_.get();
-    s.governor_ = std::make_unique<MemoryGovernor>(
-        MemoryGovernor::Options{.limit_file = limits.cgroup_source,
-                                .margin_bytes = kCgroupMarginBytes,
-                                .max_capacity_bytes = s.budget_.cache_bytes,
-                                .min_capacity_bytes = plan.floor_cache_bytes},
-        s.budget_.cache_bytes,
-        [source](uint64_t bytes) { return source->ResizeCache(bytes).value_or(0); });
+  return plan;
+}
+
+absl::Status Session::Budget(const PlanFigures& plan, const MemoryLimits& limits) {
+  WARP_ASSIGN_OR_RETURN(budget_, ResolveBudget(plan, options_.run.budget_bytes, limits,
+                                               options_.source.store.io_threads));
+  Logger("computed")
+      .info("budget {} ({}): trunk {}{}, KV {}, expert cache {}", FormatBytes(budget_.budget_bytes),
+            budget_.rule, FormatBytes(plan.trunk_bytes),
+            plan.fold_bytes ? ", early routes " + FormatBytes(plan.fold_bytes) : "",
+            FormatBytes(plan.kv_bytes), FormatBytes(budget_.cache_bytes));
+  return absl::OkStatus();
+}
+
+absl::Status Session::OpenSource(const PlanFigures& plan, bool warm_set) {
+  SourceOptions source = options_.source;
+  source.store.cache_bytes = budget_.cache_bytes;
+  // A warm set (--preload, or a learned one) fills the cache at once: nothing to pace.
+  if (warm_set) source.store.pace_growth_below_bytes_per_second = 0;
+  WARP_ASSIGN_OR_RETURN(OpenedSource opened, OpenExpertSource(container_, source));
+  source_ = std::move(opened.source);
+  if (opened.local_daemons.empty()) return absl::OkStatus();
+  if (options_.run.budget_bytes || !source.bank_dirs.empty()) {
+    return CheckLocalDaemonCaches(opened.local_daemons,
+                                  budget_.cache_bytes - opened.embedded_cache_bytes);
   }
-  if (options.preload) {
-    const std::vector<ExpertKey> keys = PreloadSet(manifest, s.budget_.cache_bytes, hottest);
+  // The machine's default would count the daemons' caches again: the memory
+  // they hold is already gone from MemAvailable.
+  budget_ = BudgetOverLocalDaemons(plan, opened.local_daemons);
+  Logger("computed").info("budget {} ({})", FormatBytes(budget_.budget_bytes), budget_.rule);
+  return absl::OkStatus();
+}
+
+// Inside a memory cgroup, a governor shrinks the cache of this process
+// before the kernel reclaims or kills, and grows it back to the budget.
+void Session::StartGovernor(const PlanFigures& plan, const MemoryLimits& limits) {
+  if (!limits.cgroup_limit_bytes || !limits.assumed.empty() || plan.num_moe_layers == 0 ||
+      !source_->ResizeCache(budget_.cache_bytes).has_value()) {
+    return;
+  }
+  ExpertSource* source = source_.get();
+  governor_ = std::make_unique<MemoryGovernor>(
+      MemoryGovernor::Options{.limit_file = limits.cgroup_source,
+                              .margin_bytes = kCgroupMarginBytes,
+                              .max_capacity_bytes = budget_.cache_bytes,
+                              .min_capacity_bytes = plan.floor_cache_bytes},
+      budget_.cache_bytes,
+      [source](uint64_t bytes) { return source->ResizeCache(bytes).value_or(0); });
+}
+
+// --preload reads the whole cache's worth before the first token; otherwise
+// the learned hot experts that fit are hinted, read while the trunk computes.
+absl::Status Session::WarmCache(std::span<const ExpertKey> hottest) {
+  const Manifest& manifest = container_->manifest();
+  auto& log = Logger("computed");
+  if (options_.run.preload) {
+    const std::vector<ExpertKey> keys = PreloadSet(manifest, budget_.cache_bytes, hottest);
     WARP_ASSIGN_OR_RETURN(PreloadFigures preloaded,
-                          Preload(*s.source_, keys, 2 * size_t{options.io_threads}));
+                          Preload(*source_, keys, 2 * size_t{options_.source.store.io_threads}));
     uint64_t records = 0;
     for (const BankEntry& bank : manifest.banks) records += bank.num_experts;
     log.info("preloaded {} of {} expert records ({}) in {:.1f} s", preloaded.records, records,
              FormatBytes(preloaded.bytes), preloaded.seconds);
-  } else if (const std::vector<ExpertKey> warm =
-                 FitInCache(manifest, s.budget_.cache_bytes, hottest);
+  } else if (const std::vector<ExpertKey> warm = FitInCache(manifest, budget_.cache_bytes, hottest);
              !warm.empty()) {
     log.info("preloading {} learned hot experts", warm.size());
-    s.source_->Prefetch(warm, Priority::kCertain);
+    source_->Prefetch(warm, Priority::kCertain);
   }
-  const uint32_t threads =
-      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  s.pool_ = std::make_unique<ThreadPool>(threads, options.cpus);
-  s.compute_ = std::make_unique<ComputeContext>(
-      *s.pool_, Arithmetic{.q8_activations = options.q8_activations});
-  if (options.q8_activations) {
+  return absl::OkStatus();
+}
+
+absl::Status Session::CreateEngine(const PlanFigures& plan) {
+  const SessionOptions& options = options_;
+  auto& log = Logger("computed");
+  const uint32_t threads = options.compute.threads
+                               ? options.compute.threads
+                               : std::max(1u, std::thread::hardware_concurrency());
+  pool_ = std::make_unique<ThreadPool>(threads, options.compute.cpus);
+  compute_ = std::make_unique<ComputeContext>(
+      *pool_, Arithmetic{.q8_activations = options.compute.q8_activations});
+  if (options.compute.q8_activations) {
     log.debug("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
   }
-  Transformer::Options engine{.max_positions = options.max_positions,
-                              .sequences = options.sequences,
-                              .experts_per_token = options.experts_per_token,
-                              .prefetch = options.prefetch,
-                              .certain = options.certain,
-                              .lookahead = options.lookahead,
-                              .lookahead_precision = options.lookahead_precision,
-                              .lookahead_depth = options.lookahead_depth,
-                              .early_routes = options.early_routes,
-                              // The cache's slots: a larger union is read in waves that fit.
-                              .cache_records = plan.max_record_bytes
-                                                  ? s.budget_.cache_bytes / plan.max_record_bytes
-                                                  : 0};
-  if (options.learn || !options.trace_path.empty()) {
-    engine.on_route = [&s](uint32_t position, uint32_t layer,
-                           const std::vector<uint32_t>& experts) {
-      s.OnRoute(position, layer, experts);
+  Transformer::Options engine = options.engine;
+  // The cache's slots: a larger union is read in waves that fit.
+  engine.cache_records = plan.max_record_bytes ? budget_.cache_bytes / plan.max_record_bytes : 0;
+  if (options.run.learn || !options.run.trace_path.empty()) {
+    engine.on_route = [this](uint32_t position, uint32_t layer,
+                             const std::vector<uint32_t>& experts) {
+      OnRoute(position, layer, experts);
     };
   }
-  WARP_ASSIGN_OR_RETURN(s.transformer_,
-                        Transformer::Create(s.container_, *s.source_, *s.compute_, engine));
-  if (options.experts_per_token != 0) {
+  WARP_ASSIGN_OR_RETURN(transformer_,
+                        Transformer::Create(container_, *source_, *compute_, engine));
+  if (engine.experts_per_token != 0) {
     log.warn("--experts-per-token {} instead of the model's {}: a quality trade",
-             options.experts_per_token, s.transformer_->config().experts_per_token);
+             engine.experts_per_token, transformer_->config().experts_per_token);
   }
-  if (!options.trace_path.empty()) {
-    s.trace_.open(options.trace_path);
-    if (!s.trace_) return absl::PermissionDeniedError(options.trace_path + ": cannot write");
-    s.trace_ << "# position layer experts (routing rank order)\n";
+  return absl::OkStatus();
+}
+
+absl::Status Session::OpenOutputs() {
+  const std::string& trace_path = options_.run.trace_path;
+  if (!trace_path.empty()) {
+    trace_.open(trace_path);
+    if (!trace_) return absl::PermissionDeniedError(trace_path + ": cannot write");
+    trace_ << "# position layer experts (routing rank order)\n";
   }
-  s.usage_.fingerprint = manifest.fingerprint;
-  s.counters_at_phase_start_ = s.source_->Counters();
-  return session;
+  usage_.fingerprint = container_->manifest().fingerprint;
+  counters_at_phase_start_ = source_->Counters();
+  return absl::OkStatus();
 }
 
 Session::~Session() = default;
@@ -199,7 +215,7 @@ void Session::OnRoute(uint32_t position, uint32_t layer, const std::vector<uint3
   if (trace_.is_open()) {
     trace_ << position << " " << layer << " " << absl::StrJoin(experts, ",") << "\n";
   }
-  if (!options_.learn) return;
+  if (!options_.run.learn) return;
   UsageTable one{.fingerprint = usage_.fingerprint};
   for (uint32_t expert : experts) one.entries.push_back({layer, expert, 1});
   std::sort(one.entries.begin(), one.entries.end(),
@@ -255,7 +271,7 @@ absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_
   }
   std::vector<float> logits;
   WARP_RETURN_IF_ERROR(InPhase(kPrefill, [&]() -> absl::Status {
-    const size_t chunk = options_.prefill_chunk ? options_.prefill_chunk : tokens.size();
+    const size_t chunk = options_.run.prefill_chunk ? options_.run.prefill_chunk : tokens.size();
     for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
       const size_t n = std::min(chunk, tokens.size() - begin);
       // The last position's logits are the last chunk's: the chunks before
@@ -297,7 +313,7 @@ absl::StatusOr<std::vector<std::vector<float>>> Session::ForwardBatch(
 
 absl::Status Session::Finish() {
   if (trace_.is_open()) trace_.close();
-  if (!options_.learn) return absl::OkStatus();
+  if (!options_.run.learn) return absl::OkStatus();
   usage_.tokens = transformer_->stats().tokens;
   const fs::path path = container_->dir() / kUsageFile;
   UsageTable merged = usage_;

@@ -22,55 +22,47 @@
 #include "common/format/container.h"
 #include "common/format/usage_file.h"
 #include "common/memory/memory_governor.h"
-#include "common/store/bank_set.h"
-#include "common/store/eviction_order.h"
+#include "common/memory/memory_limits.h"
 #include "common/store/expert_source.h"
-#include "common/wire/lan_auth.h"
 #include "computed/engine/compute_context.h"
+#include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
 #include "computed/planner/planner.h"
+#include "computed/run/sources.h"
 
 namespace warp::computed {
 
-struct SessionOptions {
-  std::string model;
-  std::vector<std::string> bank_dirs;    // --banks / WARP_BANK_SHARDS
-  std::vector<std::string> stores;       // --stores
-  std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
-  uint32_t threads = 0;                  // 0: every core
-  uint32_t io_threads = 4;               // embedded store reader threads (reads in flight)
-  EvictionPolicy cache_policy = kDefaultEvictionPolicy;  // --cache-policy, embedded stores
-  IoBackend io_backend = kDefaultIoBackend;             // --io-engine, embedded stores
-  bool ordered_pieces = true;                           // --no-ordered-pieces: false
-  uint32_t io_depth = UringReader::Options{}.depth;     // --io-depth
-  uint64_t io_piece_bytes = UringReader::Options{}.piece_bytes;  // --io-piece-kib
-  bool verify_every_read = false;                       // --verify-every-read
-  bool prefault_cache = true;                           // --no-prefault: false
-  bool prefault_yields_to_prefill = true;               // --prefault-anytime: false
-  // --no-paced-growth: false. Off anyway with --preload or a learned warm set,
-  // which fill the cache at once.
-  bool paced_growth = true;
-  bool foresight = true;                                // --no-foresight: false
+// The compute side of the engine: what the ThreadPool is made of.
+struct ComputeOptions {
+  uint32_t threads = 0;   // --threads; 0: every core
+  std::vector<int> cpus;  // --cpus: pin compute threads
   // --activations q8 (the default): 4-bit weights dot 8-bit activations
   // (kernels/q8_activations.h); false computes them in f32 (--activations f32).
   bool q8_activations = true;
-  TlsClientFiles store_tls;                             // of tls: --stores
-  // --store-retry-seconds; unset: per address (common/client/retry.h)
-  std::optional<std::chrono::milliseconds> store_retry_deadline;
-  std::vector<int> cpus;                                    // --cpus: pin compute threads
-  uint32_t prefill_chunk = 0;                               // 0: the whole prompt at once
-  bool prefetch = true;                                     // --no-prefetch: false
-  bool certain = true;                                      // --no-certain: false
-  EarlyRoutes early_routes = EarlyRoutes::kStored;          // --early-route, --no-early-route
-  uint32_t lookahead = 6;                                   // --lookahead / WARP_LOOKAHEAD
-  double lookahead_precision = kDefaultLookaheadPrecision;  // --lookahead-precision
-  uint32_t lookahead_depth = 1;                             // --lookahead-depth
-  uint32_t experts_per_token = 0;                           // 0: the model's
-  uint32_t max_positions = 4096;                            // context, of each sequence
-  uint32_t sequences = 1;  // serve --parallel: conversations with a KV cache each
-  std::string trace_path;  // --trace: routing trace
-  bool learn = false;      // --learn: merge usage into usage.warp
-  bool preload = false;    // --preload: fill the expert cache before the first token
+};
+
+// What a run adds around the engine: its memory, its prompt's chunks, and
+// what it writes.
+struct RunOptions {
+  std::optional<uint64_t> budget_bytes;  // --budget; default: the planner's
+  uint32_t prefill_chunk = 0;            // --prefill-chunk; 0: the whole prompt at once
+  std::string trace_path;                // --trace: routing trace
+  bool learn = false;                    // --learn: merge usage into usage.warp
+  bool preload = false;                  // --preload: fill the expert cache before the first token
+};
+
+// One run of a model, passed whole: where its experts come from (the expert
+// source, with the embedded stores' knobs), what the engine does, what it
+// computes on, and the run around it. Each part's flags are declared beside
+// it (computed/cli/session_flags.h; the store's, common/store/store_flags.h).
+struct SessionOptions {
+  std::string model;
+  SourceOptions source;
+  // max_positions: the context of each sequence; sequences: serve --parallel.
+  // The session sets cache_records (from the budget) and on_route (--trace, --learn).
+  Transformer::Options engine;
+  ComputeOptions compute;
+  RunOptions run;
 };
 
 class Session {
@@ -111,9 +103,9 @@ class Session {
 
   // Positions in the KV cache of `sequence`, and its capacity.
   uint32_t position(uint32_t sequence = 0) const { return transformer_->position(sequence); }
-  uint32_t max_positions() const { return options_.max_positions; }
+  uint32_t max_positions() const { return options_.engine.max_positions; }
   uint32_t sequences() const { return transformer_->sequences(); }
-  uint32_t prefill_chunk() const { return options_.prefill_chunk; }  // 0: a prompt at once
+  uint32_t prefill_chunk() const { return options_.run.prefill_chunk; }  // 0: a prompt at once
   // The config's max_position_embeddings (0: it does not say): no prompt may
   // reach past it (ResourceExhausted); decoding may, with a warning at Open.
   uint32_t trained_positions() const { return transformer_->config().max_position_embeddings; }
@@ -134,6 +126,17 @@ class Session {
 
  private:
   Session() = default;
+  // Open's steps, in order: the plan of the model at this context; the
+  // budget; the expert source inside it; the governor that resizes the
+  // source's cache under a cgroup; the warm set; the engine; the run's outputs.
+  absl::StatusOr<PlanFigures> Plan() const;
+  absl::Status Budget(const PlanFigures& plan, const MemoryLimits& limits);
+  absl::Status OpenSource(const PlanFigures& plan, bool warm_set);
+  void StartGovernor(const PlanFigures& plan, const MemoryLimits& limits);
+  absl::Status WarmCache(std::span<const ExpertKey> hottest);
+  absl::Status CreateEngine(const PlanFigures& plan);
+  absl::Status OpenOutputs();
+
   void OnRoute(uint32_t position, uint32_t layer, const std::vector<uint32_t>& experts);
 
   // A run's figures split by what the engine was doing: prefill (prompt

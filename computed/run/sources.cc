@@ -14,22 +14,11 @@
 namespace warp::computed {
 namespace {
 
-// An in-process store: no client maps its cache, so a governor's shrink can
-// free its memory (shared_arena false).
+// The embedded store of a bank dir: the options' knobs, `cache_bytes` its share.
 ExpertStore::Options EmbeddedStoreOptions(const SourceOptions& options, uint64_t cache_bytes) {
-  return {.cache_bytes = cache_bytes,
-          .io_threads = options.io_threads,
-          .cache_policy = options.cache_policy,
-          .shared_arena = false,
-          .prefault_cache = options.prefault_cache,
-          .prefault_yields_to_prefill = options.prefault_yields_to_prefill,
-          .pace_growth_below_bytes_per_second =
-              options.paced_growth ? ExpertStore::kPaceGrowthBelowBytesPerSecond : 0,
-          .foresight = options.foresight,
-          .banks = {.verify_once = !options.verify_every_read,
-                    .io_backend = options.io_backend,
-                    .uring = {.depth = options.io_depth, .piece_bytes = options.io_piece_bytes},
-                    .ordered_pieces = options.ordered_pieces}};
+  ExpertStore::Options store = options.store;
+  store.cache_bytes = cache_bytes;
+  return store;
 }
 
 std::vector<ExpertKey> HeldKeys(const Container& container) {
@@ -65,9 +54,10 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& ad
   WARP_RETURN_IF_ERROR(CheckStoreAddress(address));
   if (absl::StartsWith(address, "fastpath:")) {
     WARP_ASSIGN_OR_RETURN(
-        auto client, UdsExpertSource::Connect({.address = address,
-                                               .retry_deadline = options.store_retry_deadline,
-                                               .verify_every_read = options.verify_every_read}));
+        auto client,
+        UdsExpertSource::Connect({.address = address,
+                                  .retry_deadline = options.store_retry_deadline,
+                                  .verify_every_read = options.store.banks.verify_every_read}));
     description = client->description();
     return client;
   }
@@ -175,15 +165,14 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
                                               const SourceOptions& options) {
   const uint64_t fingerprint = model->manifest().fingerprint;
   if (options.bank_dirs.empty() && options.stores.empty()) {
-    WARP_ASSIGN_OR_RETURN(
-        auto store,
-        ExpertStore::Open(std::move(model), EmbeddedStoreOptions(options, options.cache_bytes)));
+    WARP_ASSIGN_OR_RETURN(auto store, ExpertStore::Open(std::move(model), options.store));
     Logger("store").info("embedded: {}", store->Settings());
-    return OpenedSource{.source = std::move(store), .embedded_cache_bytes = options.cache_bytes};
+    return OpenedSource{.source = std::move(store),
+                        .embedded_cache_bytes = options.store.cache_bytes};
   }
   std::vector<FanoutExpertSource::Member> members;
   const uint64_t per_dir =
-      options.bank_dirs.empty() ? 0 : options.cache_bytes / options.bank_dirs.size();
+      options.bank_dirs.empty() ? 0 : options.store.cache_bytes / options.bank_dirs.size();
   for (const std::string& dir : options.bank_dirs) {
     WARP_ASSIGN_OR_RETURN(auto member, BankMember(dir, fingerprint, options, per_dir));
     members.push_back(std::move(member));

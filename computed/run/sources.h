@@ -17,9 +17,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
-#include "common/store/bank_set.h"
-#include "common/store/eviction_order.h"
 #include "common/store/expert_source.h"
+#include "common/store/expert_store.h"
 #include "common/wire/lan_auth.h"
 #include "computed/planner/planner.h"
 
@@ -28,21 +27,13 @@ namespace warp::computed {
 struct SourceOptions {
   std::vector<std::string> bank_dirs;  // shard directories of the model, read in-process
   std::vector<std::string>
-      stores;                // expertd: unix:PATH, tls:HOST:PORT, tcp:HOST:PORT, fastpath:PATH
-  uint64_t cache_bytes = 0;  // the budget's cache share: the bank dirs' embedded
-                             // caches split it
-  uint32_t io_threads = 4;   // per embedded store
-  EvictionPolicy cache_policy = kDefaultEvictionPolicy;  // of the embedded stores' caches
-  IoBackend io_backend = kDefaultIoBackend;             // of the embedded stores
-  bool ordered_pieces = true;  // of the embedded stores (BankSet::Options)
-  uint32_t io_depth = UringReader::Options{}.depth;  // of the embedded stores: pieces in flight
-  uint64_t io_piece_bytes = UringReader::Options{}.piece_bytes;  // and each piece's size
-  bool verify_every_read = false;  // CRC32C: the embedded stores, fastpath: clients
-  bool prefault_cache = true;      // of the embedded stores' caches
-  bool prefault_yields_to_prefill = true;  // (ExpertStore::Options)
-  bool paced_growth = true;        // of the embedded stores' caches (ExpertStore::Options)
-  bool foresight = true;           // of the embedded stores' caches
-  TlsClientFiles tls;              // what tls: stores are shown
+      stores;  // expertd: unix:PATH, tls:HOST:PORT, tcp:HOST:PORT, fastpath:PATH
+  // The knobs of the embedded stores (the model's own banks, or one per bank
+  // dir), passed whole; their flags: common/store/store_flags.h. cache_bytes
+  // is the budget's share, which the bank dirs' stores split. fastpath:
+  // clients check CRCs as banks.verify_every_read says.
+  ExpertStore::Options store = ExpertStore::EmbeddedOptions();
+  TlsClientFiles tls;  // what tls: stores are shown
   // How long a store that went away is waited for (--store-retry-seconds);
   // unset: 30 s for unix:/fastpath:, 60 s for tcp:/tls: (common/client/retry.h).
   std::optional<std::chrono::milliseconds> store_retry_deadline;

@@ -100,17 +100,17 @@ int main(int argc, char** argv) {
                  "[--prompt-tokens N] [--budget SIZE] [--threads N]\n");
     return 2;
   }
-  SessionOptions options{.model = args.model,
-                         .threads = args.threads,
-                         .max_positions = args.prompt_tokens + args.tokens + 1,
-                         .sequences = args.parallel};
+  SessionOptions options{.model = args.model};
+  options.engine.max_positions = args.prompt_tokens + args.tokens + 1;
+  options.engine.sequences = args.parallel;
+  options.compute.threads = args.threads;
   if (!args.budget.empty()) {
     auto budget = warp::ParseByteSize(args.budget);
     if (!budget.ok()) {
       std::fprintf(stderr, "parallel_bench: %s\n", budget.status().ToString().c_str());
       return 2;
     }
-    options.budget_bytes = *budget;
+    options.run.budget_bytes = *budget;
   }
   auto session = Session::Open(options);
   if (!session.ok()) {

@@ -135,7 +135,7 @@ class ExpertStoreTest : public ::testing::Test {
 
   // REQUIRES: called once per test, through ASSERT_NO_FATAL_FAILURE.
   void OpenStore(uint64_t cache_bytes, uint32_t io_threads, bool verify = true,
-                 bool shared_arena = true, bool verify_once = false, bool prefault = false) {
+                 bool shared_arena = true, bool verify_every_read = true, bool prefault = false) {
     auto container = Container::Open(model_);
     WARP_ASSERT_OK(container);
     ExpertStore::Options options{.cache_bytes = cache_bytes,
@@ -146,7 +146,7 @@ class ExpertStoreTest : public ::testing::Test {
                                  .pace_growth_below_bytes_per_second = pace_below_,
                                  .staging_slots = staging_slots_};
     options.banks.verify = verify;
-    options.banks.verify_once = verify_once;
+    options.banks.verify_every_read = verify_every_read;
     options.banks.pread = [this](int fd, std::span<std::byte> out, uint64_t offset,
                                  std::string_view path, const ReadRank& rank,
                                  const OnLanded& /*on_landed*/) {
@@ -474,7 +474,7 @@ TEST_F(ExpertStoreTest, ShrinkingTheCacheEvictsAndGivesMemoryBack) {
 // no read asking, once each, and reads into those slots return their records.
 TEST_F(ExpertStoreTest, APrivateArenaIsFaultedInBeforeAnyReadNeedsIt) {
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
-                                    /*verify_once=*/false, /*prefault=*/true));
+                                    /*verify_every_read=*/true, /*prefault=*/true));
   const uint64_t slots = Counter("cache_capacity_bytes") / store_->slot_bytes();
   ASSERT_GT(slots, 0u);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -499,7 +499,7 @@ TEST_F(ExpertStoreTest, ThePrefaultPausesWhileAPrefillComputes) {
   yield_to_prefill_ = true;
   std::optional<EngineActivity::Prefill> prefill(std::in_place);
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
-                                    /*verify_once=*/false, /*prefault=*/true));
+                                    /*verify_every_read=*/true, /*prefault=*/true));
   const uint64_t slots = Counter("cache_capacity_bytes") / store_->slot_bytes();
   ASSERT_GT(slots, 0u);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -520,7 +520,7 @@ TEST_F(ExpertStoreTest, AStoreWhosePrefaultIsPausedIsDestroyedPromptly) {
   yield_to_prefill_ = true;
   EngineActivity::Prefill prefill;
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
-                                    /*verify_once=*/false, /*prefault=*/true));
+                                    /*verify_every_read=*/true, /*prefault=*/true));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(Counter("cache_prefaulted_slots"), 0u);
   const auto start = std::chrono::steady_clock::now();
@@ -535,7 +535,7 @@ TEST_F(ExpertStoreTest, AStoreWhosePrefaultIsPausedIsDestroyedPromptly) {
 TEST_F(ExpertStoreTest, APacedCacheGrowsIntoBackedSlotsAndIsUnpacedOnceAllAre) {
   pace_below_ = UINT64_MAX;
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
-                                    /*verify_once=*/false, /*prefault=*/true));
+                                    /*verify_every_read=*/true, /*prefault=*/true));
   for (uint32_t e = 0; e < kExperts; ++e) {
     absl::StatusOr<ExpertRecord> record = ReadOne({1, e});
     WARP_ASSERT_OK(record);
@@ -565,7 +565,7 @@ TEST_F(ExpertStoreTest, AKernelRefusingThePrefaultLeavesTheStoreServingAndUnpace
       {
         RefuseMadvise(MADV_POPULATE_WRITE, EINVAL);
         OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/false,
-                  /*verify_once=*/false, /*prefault=*/true);
+                  /*verify_every_read=*/true, /*prefault=*/true);
         ExitWith(store_ == nullptr ? "the store did not open" : "");
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (Counter("cache_paced") != 0 && std::chrono::steady_clock::now() < deadline) {
@@ -595,7 +595,7 @@ TEST_F(ExpertStoreTest, AKernelRefusingThePrefaultLeavesTheStoreServingAndUnpace
 TEST_F(ExpertStoreTest, ASharedArenaIsFaultedInAheadButNotItsStagingSlots) {
   staging_slots_ = 2;
   ASSERT_NO_FATAL_FAILURE(OpenStore(kExperts * record_bytes_, 4, true, /*shared_arena=*/true,
-                                    /*verify_once=*/false, /*prefault=*/true));
+                                    /*verify_every_read=*/true, /*prefault=*/true));
   const uint64_t slots = Counter("cache_capacity_bytes") / store_->slot_bytes();
   ASSERT_GT(slots, 0u);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -1220,12 +1220,12 @@ TEST_F(ExpertStoreTest, WithoutVerifyAPayloadFlipPassesButAFooterFlipDoesNot) {
   EXPECT_FALSE(store_->IsCached(footer_flipped));
 }
 
-// verify_once: a record's CRC is checked when it first comes off the disk;
+// Without verify_every_read: a record's CRC is checked when it first comes off the disk;
 // later reads of it check the footer only. A record that never passed is
 // checked on every read.
 TEST_F(ExpertStoreTest, VerifyOnceChecksTheCrcAtARecordsFirstReadOnly) {
   ASSERT_NO_FATAL_FAILURE(OpenStore(/*cache_bytes=*/0, 2, /*verify=*/true,
-                                    /*shared_arena=*/true, /*verify_once=*/true));
+                                    /*shared_arena=*/true, /*verify_every_read=*/false));
   const ExpertKey checked{1, 2}, bad{1, 3};
   WARP_ASSERT_OK(ReadOne(checked));
   SetFault([=](const ExpertKey& key, int fd, std::span<std::byte> out, uint64_t offset,

@@ -193,8 +193,10 @@ void Exercise(const fs::path& dir, const std::string& what, Outcome& outcome) {
       text.ok() ? ParseManifest(*text, "manifest.json") : absl::StatusOr<Manifest>(text.status());
   const bool planned = manifest.ok() && ComputePlan(*manifest, 64).ok();
   (void)expertd::VerifyContainer(dir, {.read_chunk_bytes = 1 << 20});
-  auto session =
-      Session::Open({.model = dir.string(), .threads = 1, .io_threads = 2, .max_positions = 16});
+  SessionOptions options{
+      .model = dir.string(), .engine = {.max_positions = 16}, .compute = {.threads = 1}};
+  options.source.store.io_threads = 2;
+  auto session = Session::Open(options);
   // `plan` reads the manifest alone, with the engine's checks: what it refuses
   // never runs.
   EXPECT_TRUE(planned || !session.ok()) << what << ": plan refused what the engine ran";

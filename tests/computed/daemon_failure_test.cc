@@ -44,9 +44,11 @@ class DaemonFailureTest : public ::testing::Test {
   // 30 s, is not what these tests are about).
   std::unique_ptr<Session> Open(std::vector<std::string> stores,
                                 std::chrono::milliseconds retry = std::chrono::seconds(10)) {
-    SessionOptions options{
-        .model = Model().string(), .stores = std::move(stores), .threads = 1, .max_positions = 32};
-    options.store_retry_deadline = retry;
+    SessionOptions options{.model = Model().string()};
+    options.source.stores = std::move(stores);
+    options.source.store_retry_deadline = retry;
+    options.engine.max_positions = 32;
+    options.compute.threads = 1;
     auto session = Session::Open(options);
     EXPECT_TRUE(session.ok()) << session.status();
     return session.ok() ? std::move(*session) : nullptr;

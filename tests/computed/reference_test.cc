@@ -400,13 +400,17 @@ TEST_P(ReferenceTest, APromptsChunksBeforeItsLastRunNoHead) {
 
   // A session computes in its own precision (q8 activations): its reference
   // is its own whole prompt.
-  auto at_once = Session::Open({.model = model_dir_.string(), .threads = 2, .max_positions = 128});
+  auto at_once = Session::Open({.model = model_dir_.string(),
+                                .engine = {.max_positions = 128},
+                                .compute = {.threads = 2}});
   WARP_ASSERT_OK(at_once);
   auto reference = (*at_once)->Prefill(tokens);
   WARP_ASSERT_OK(reference);
   last_row = &(*reference)[(n - 1) * vocab];
-  auto session = Session::Open(
-      {.model = model_dir_.string(), .threads = 2, .prefill_chunk = 5, .max_positions = 128});
+  auto session = Session::Open({.model = model_dir_.string(),
+                                .engine = {.max_positions = 128},
+                                .compute = {.threads = 2},
+                                .run = {.prefill_chunk = 5}});
   WARP_ASSERT_OK(session);
   auto logits = (*session)->PrefillLast(tokens);
   WARP_ASSERT_OK(logits);

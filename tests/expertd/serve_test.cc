@@ -17,12 +17,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/client/grpc_source.h"
+#include "common/store/store_flags.h"
+#include "expertd/serve_command.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/daemon.h"
@@ -489,6 +493,86 @@ TEST_F(ServeTest, ListenFromTheConfigIsUsed) {
   WARP_EXPECT_OK((*client)->ReadAll(std::span(&key, 1)).at(0));
   client->reset();
   EXPECT_EQ((*daemon)->Stop(SIGTERM), 0);
+}
+
+// The config's store knobs are ExpertStore::Options' fields: set from a
+// struct and read back, each knob comes back (no field left behind on one side).
+TEST(StoreConfigTest, TheStoreKnobsRoundTripThroughTheConfig) {
+  ExpertStore::Options store{.io_threads = 7,
+                             .cache_policy = EvictionPolicy::kArc,
+                             .prefault_cache = false,
+                             .foresight = false};
+  store.banks.verify = false;
+  store.banks.verify_every_read = true;
+  store.banks.io_backend = IoBackend::kPread;
+  store.banks.uring.depth = 3;
+  store.banks.uring.piece_bytes = 8192;
+  store.banks.ordered_pieces = false;
+  v1::ExpertdConfig config;
+  SetStoreFields(store, config);
+  absl::StatusOr<ExpertStore::Options> back = StoreOptionsOf(config);
+  WARP_ASSERT_OK(back);
+  EXPECT_EQ(back->io_threads, 7u);
+  EXPECT_EQ(back->cache_policy, EvictionPolicy::kArc);
+  EXPECT_FALSE(back->prefault_cache);
+  EXPECT_FALSE(back->foresight);
+  EXPECT_FALSE(back->banks.verify);
+  EXPECT_TRUE(back->banks.verify_every_read);
+  EXPECT_EQ(back->banks.io_backend, IoBackend::kPread);
+  EXPECT_EQ(back->banks.uring.depth, 3u);
+  EXPECT_EQ(back->banks.uring.piece_bytes, 8192u);
+  EXPECT_FALSE(back->banks.ordered_pieces);
+  // skip_crc is no_verify's old name: either one skips the CRC.
+  v1::ExpertdConfig old_name;
+  old_name.set_skip_crc(true);
+  absl::StatusOr<ExpertStore::Options> skipped = StoreOptionsOf(old_name);
+  WARP_ASSERT_OK(skipped);
+  EXPECT_FALSE(skipped->banks.verify);
+}
+
+// An empty config is the daemon's defaults: ExpertStore::Options', with the
+// cache faulted in ahead.
+TEST(StoreConfigTest, AnEmptyConfigGivesTheStoreDefaults) {
+  absl::StatusOr<ExpertStore::Options> store = StoreOptionsOf(v1::ExpertdConfig());
+  WARP_ASSERT_OK(store);
+  const ExpertStore::Options defaults;
+  EXPECT_EQ(store->io_threads, defaults.io_threads);
+  EXPECT_EQ(store->cache_policy, defaults.cache_policy);
+  EXPECT_TRUE(store->prefault_cache);
+  EXPECT_TRUE(store->foresight);
+  EXPECT_TRUE(store->banks.verify);
+  EXPECT_FALSE(store->banks.verify_every_read);
+  EXPECT_EQ(store->banks.io_backend, defaults.banks.io_backend);
+  EXPECT_EQ(store->banks.uring.depth, defaults.banks.uring.depth);
+  EXPECT_EQ(store->banks.uring.piece_bytes, defaults.banks.uring.piece_bytes);
+  EXPECT_TRUE(store->banks.ordered_pieces);
+}
+
+std::set<std::string> FlagNames(const CLI::App& app) {
+  std::set<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) {
+      if (name != "help") names.insert("--" + name);
+    }
+  }
+  return names;
+}
+
+// The daemon takes every store flag of computed's embedded store under the
+// same name, but the two that tune a store beside a compute engine.
+TEST(StoreConfigTest, TheDaemonTakesTheEmbeddedStoresFlags) {
+  ExpertStore::Options embedded_options, daemon_options;
+  CLI::App embedded, daemon, serve;
+  AddStoreFlags(&embedded, embedded_options, StoreFlagsFor::kEmbedded);
+  AddStoreFlags(&daemon, daemon_options, StoreFlagsFor::kDaemon);
+  AddServeCommand(serve);
+  std::set<std::string> expected = FlagNames(embedded);
+  EXPECT_TRUE(expected.contains("--no-foresight"));
+  expected.erase("--prefault-anytime");
+  expected.erase("--no-paced-growth");
+  EXPECT_EQ(FlagNames(daemon), expected);
+  const std::set<std::string> served = FlagNames(*serve.get_subcommand("serve"));
+  for (const std::string& flag : expected) EXPECT_TRUE(served.contains(flag)) << flag;
 }
 
 }  // namespace

@@ -1032,3 +1032,106 @@ def to_storage(weights: Dict[str, torch.Tensor], storage: str, mxfp4_encode=None
     lookup, _ = compressed_token_map(build_tokenizer(weights["embed.weight"].shape[0]))
     deq[TOKEN_MAP] = torch.tensor(lookup, dtype=torch.int64)
     return stored, deq
+
+
+INDEXER_MARGIN = 5e-4  # k-th vs (k+1)-th indexer / candidate-block score (required: 1e-4)
+INCREMENTAL_TOL = 5e-5  # one-token decode with caches vs one prefill, max |dlogit| over the prompt
+
+
+def engram_stats(model: Model) -> dict:
+    """Over the last forward, per engram layer: rows whose n-gram reaches past the start (pads) and hash
+    collisions (one row reached from two different compressed n-grams, in any column)."""
+    out = {}
+    for tr in model.engram_trace:
+        rows, ngrams = tr["rows"], tr["ngrams"]
+        N = len(ngrams[0])
+        H = rows.shape[1] // (N - 1)
+        owner, coll, pads = {}, set(), 0
+        for s, ng in enumerate(ngrams):
+            for col in range(rows.shape[1]):
+                n = col // H + 2  # n-gram size of this column
+                key = tuple(ng[:n])
+                pads += int(s < n - 1)
+                r = int(rows[s, col])
+                if owner.setdefault(r, key) != key:
+                    coll.add(r)
+        g = tr["gate"]
+        out[str(tr["layer"])] = {"rows_read": int(rows.numel()), "distinct_rows": len(owner),
+                                 "rows_with_pad": pads, "colliding_rows": len(coll),
+                                 "gate_min": round(float(g.min()), 4), "gate_max": round(float(g.max()), 4)}
+    return out
+
+
+def analyse_extra(model: Model) -> dict:
+    """Acceptance data of the last forward (prompt + greedy): margins and what fired."""
+    im, cm = math.inf, math.inf
+    drops = {}
+    for tr in model.v41_trace:
+        if "indexer_margin" in tr:
+            im = min(im, float(tr["indexer_margin"].min()))
+            drops[f"indexer_{tr['layer']}_positions_dropping"] = int((tr["indexer_eligible"] > tr["indexer_selected"]).sum())
+        if "candidate_block_margin" in tr:
+            cm = min(cm, float(tr["candidate_block_margin"].min()))
+            drops["candidate_positions_dropping_blocks"] = int((tr["candidate_blocks_dropped"] > 0).sum())
+    cs = model.clamp_stats
+    return {"indexer_margin": im, "candidate_block_margin": cm, **drops,
+            "gate_entries_above_limit": sum(x["gate_hi"] for x in cs),
+            "up_entries_outside_limit": sum(x["up_out"] for x in cs),
+            "engram": engram_stats(model)}
+
+
+def accept(model: Model, extra: dict) -> bool:
+    """Acceptance hooks: margins, and every mechanism fired (asserted where it is structural)."""
+    roles = model.roles
+    readers = {s: [i for i in range(len(roles.ratios)) if roles.reads[i] == s and i != s] for s in roles.kv_src}
+    assert {roles.ratios[s] for s in roles.kv_src} == {1, 2}, "both compressed ratios"
+    assert max(len(r) for r in readers.values()) >= 2, f"a source with several readers: {readers}"
+    assert any(i in roles.idx_src and i not in roles.kv_src for i in range(len(roles.ratios))), "a reindex layer"
+    for L in roles.idx_src:
+        assert extra[f"indexer_{L}_positions_dropping"] > 0, f"indexer {L} top-k drops nothing"
+    assert extra["candidate_positions_dropping_blocks"] > 0, "candidate filter drops no block"
+    for L, e in extra["engram"].items():
+        assert e["rows_with_pad"] > 0 and e["colliding_rows"] > 0, f"engram {L}: {e}"
+    if not (extra["indexer_margin"] > INDEXER_MARGIN and extra["candidate_block_margin"] > INDEXER_MARGIN
+            and extra["gate_entries_above_limit"] > 0 and extra["up_entries_outside_limit"] > 0):
+        return False
+    return True
+
+
+def manifest_info(model: Model, tokens: List[int], stored: dict) -> dict:
+    """Extra manifest entries, measured over ONE prefill of the prompt (and the incremental check)."""
+    inc = incremental_vs_batched(model, tokens)
+    assert inc <= INCREMENTAL_TOL, f"incremental vs batched {inc}"
+    model.forward(tokens)
+    info: Dict[str, object] = {"n_prompt": len(tokens), "layer_kinds": model.kinds,
+                               "compress_ratios": model.ratios,
+                               "kv_source_read_by_layer": model.roles.reads,
+                               "incremental_vs_batched_max_abs_dlogit": inc}
+    per_layer = {}
+    for tr in model.v41_trace:
+        d = {"kind": tr["kind"], "mean_sink_mass": round(float(tr["sink_mass"].mean()), 4)}
+        if "compressed_total" in tr:
+            d["compressed_entries_at_last_position"] = int(tr["compressed_total"])
+            d["compressed_attended_at_last_position"] = int(tr["compressed_attended"][-1])
+        if "indexer_selected" in tr:
+            d["positions_where_indexer_drops_entries"] = int((tr["indexer_eligible"] > tr["indexer_selected"]).sum())
+            d["min_indexer_margin_prefill"] = float(tr["indexer_margin"].min())
+        if "candidate_blocks_dropped" in tr:
+            d["positions_where_candidate_blocks_drop"] = int((tr["candidate_blocks_dropped"] > 0).sum())
+            d["candidate_entries_at_last_position"] = int(tr["candidate_entries"][-1])
+            d["min_candidate_block_margin_prefill"] = float(tr["candidate_block_margin"].min())
+        per_layer[str(tr["layer"])] = d
+    info["attention"] = per_layer
+    info["engram_prefill"] = engram_stats(model)
+    cs = model.clamp_stats
+    info["clamp_over_prefill"] = {"gate_entries_above_limit": sum(x["gate_hi"] for x in cs),
+                                  "up_entries_outside_limit": sum(x["up_out"] for x in cs),
+                                  "entries_per_half": sum(x["entries"] for x in cs)}
+    info["rope_inv_freq_main"] = [float(x) for x in model.inv_main]
+    info["rope_inv_freq_compress"] = [float(x) for x in model.inv_comp]
+    info["engram_primes"] = model.hash.primes
+    info["engram_multipliers"] = [[str(x) for x in r] for r in model.hash.mult]
+    info["engram_compressed_vocab_size"] = max(model.hash.token_map) + 1
+    info["tensor_dtypes"] = {dt: sum(1 for d, _ in stored.values() if d == dt)
+                             for dt in sorted({d for d, _ in stored.values()})}
+    return info

@@ -54,6 +54,7 @@ sys.path.insert(0, HERE)
 import models  # noqa: E402
 import deepseek_v4  # noqa: E402  (a family module: models.FAMILY_MODULES)
 import glm5_next  # noqa: E402  (a family module: models.FAMILY_MODULES)
+import deepseek_v41  # noqa: E402  (a family module: models.FAMILY_MODULES)
 
 OUT_ROOT = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 N_PROMPT = 24
@@ -456,6 +457,8 @@ VARIANTS = [
      "seed": 18000, "split": False, "n_prompt": deepseek_v4.N_PROMPT},
     {"name": "glm5_next_bf16", "config": glm5_next.variant_config("bf16"), "storage": "bf16", "seed": 19000,
      "split": False, "n_prompt": glm5_next.N_PROMPT},
+    {"name": "deepseek_v41_native", "config": deepseek_v41.variant_config("native"), "storage": "native",
+     "seed": 20000, "split": False, "n_prompt": deepseek_v41.N_PROMPT},
 ]
 
 # gpt-oss weight scales: the expert gate_up projection has output std ~GPTOSS_GATE_UP_STD, so
@@ -962,6 +965,11 @@ def write_variant(v, stored, tokens, greedy, prefill_logits, routing):
         with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(wm.items()))}, f, indent=2)
             f.write("\n")
+    fam = models.family_module(v["config"])
+    if fam is not None and hasattr(fam, "extra_files"):  # e.g. deepseek_v41's tokenizer.json
+        for fn, text in fam.extra_files(v["config"]).items():
+            with open(os.path.join(d, fn), "w", encoding="utf-8") as f:
+                f.write(text)
     with open(os.path.join(d, "tokens.txt"), "w") as f:
         f.write(",".join(str(t) for t in tokens) + "\n")
     with open(os.path.join(d, "greedy.txt"), "w") as f:

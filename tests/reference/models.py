@@ -177,7 +177,7 @@ def dequant_mxfp4_packed(packed: np.ndarray, scale: np.ndarray) -> np.ndarray:
 # Families implemented in a module of their own (tests/reference/<module>.py), by model_type. Such a module
 # provides convert_checkpoint(config, raw) -> {name: tensor} and a Model(config, weights) class with
 # forward(tokens) / greedy(tokens, n) / trace; load_checkpoint and ReferenceModel hand over to it.
-FAMILY_MODULES = {"deepseek_v4": "deepseek_v4", "glm5_next": "glm5_next"}
+FAMILY_MODULES = {"deepseek_v4": "deepseek_v4", "glm5_next": "glm5_next", "deepseek_v41": "deepseek_v41"}
 
 
 def family_module(config):
@@ -224,7 +224,10 @@ def load_checkpoint(fixture_dir: str) -> Tuple[dict, Dict[str, torch.Tensor]]:
         assert set(raw) == set(index["weight_map"]), "index weight_map does not match shard contents"
     fam = family_module(config)
     if fam is not None:
-        return config, fam.convert_checkpoint(config, raw)
+        weights = fam.convert_checkpoint(config, raw)
+        if hasattr(fam, "load_extras"):  # what the model needs besides tensors (deepseek_v41: tokenizer.json)
+            weights.update(fam.load_extras(fixture_dir, config))
+        return config, weights
     block = tuple((config.get("quantization_config") or {}).get("weight_block_size", [128, 128]))
     weights: Dict[str, torch.Tensor] = {}
     for name, (dtype, shape, data) in raw.items():

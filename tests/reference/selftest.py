@@ -31,6 +31,11 @@
    vectorised Glm5NextTextIndexer (pool indices, finfo.min masking, top-k, tail append, scatter mask), the
    pooled keys against the padded/-inf/nan_to_num form, the DSA attention against a per-query gather, the
    checkpoint (F32 set, MTP layer present on disk and skipped); glm5_next mutation rows (asserted > 0.05).
+11. DeepSeek-V4.1 (deepseek_v41): the engram layout / multipliers of the release config against the published
+   values, the hash rows against a vectorised int64 transcription of transformers' DeepseekV41NgramHashState,
+   the fixture's tokenizer map (merges, U+FFFD bytes, the empty-normalisation case), the FP8 / FP4 round trips
+   against brute force, the release byte layout of deepseek_v41_native, and incremental (one token at a time
+   with caches) == batched on the fixture's prompt.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ sys.path.insert(0, HERE)
 import models as M  # noqa: E402
 import deepseek_v4 as V4  # noqa: E402
 import glm5_next as G5  # noqa: E402
+import deepseek_v41 as V41  # noqa: E402
 
 FIX = os.path.normpath(os.path.join(HERE, "..", "fixtures"))
 torch.set_num_threads(1)
@@ -1110,6 +1116,95 @@ def g5_mutations():
 o_att = G5.masked_attention
 
 
+def check_v41():
+    # 1. release engram layout and multipliers (published values, FAMILIES.md / vLLM)
+    rel = {"engram_layer_ids": [1, 14], "engram_vocab_size": 16000000, "engram_max_ngram_size": 4, "engram_n_heads": 8}
+    pr = V41.engram_primes(rel)
+    flat = [x for row in pr for x in row]
+    assert flat[:3] == [16000057, 16000079, 16000081] and flat[-3:] == [16000877, 16000879, 16000889], flat
+    assert len(set(flat)) == 48 and [sum(r) for r in pr] == [384006168, 384016682], [sum(r) for r in pr]
+    mu = V41.engram_multipliers(rel, 99092)
+    assert mu[0] == [76632096046245, 4839876093313, 35959672319349, 73987337458391], mu[0]
+    assert mu[1] == [67716810739261, 51510806800915, 30921347202721, 82619226485591], mu[1]
+    # 2. the fixture: tokenizer map, hash rows (vectorised int64 transcription of DeepseekV41NgramHashState)
+    d = os.path.join(FIX, "deepseek_v41_native")
+    cfg, w, toks, ref, greedy = load_fixture("deepseek_v41_native")
+    tc = cfg["text_config"]
+    tok = V41.load_tokenizer(d)
+    lookup, n = V41.compressed_token_map(tok)
+    assert n == tc["engram_compressed_vocab_size"] and w[V41.TOKEN_MAP].tolist() == lookup
+    vid = tok["model"]["vocab"]
+    bl = lambda text: "".join(V41.bytes_to_unicode()[b] for b in text.encode())
+    same = lambda *ts: len({lookup[vid[bl(t)]] for t in ts}) == 1
+    assert same("A", "a", "\uff21") and same("the", " THE") and same(" ", "\n\n", "\t\t") and same("café", "cafe")
+    assert same("\ufb01", "fi") and not same("e", "\u0301")
+    hi = [vid[V41.bytes_to_unicode()[b]] for b in (0xC3, 0xA9, 0xCC)]
+    assert len({lookup[i] for i in hi}) == 3 and all("\ufffd" in V41.decode_one(tok, i) for i in hi)
+    h = V41.EngramHash(tc, lookup)
+    seq = toks + greedy
+    P = torch.arange(len(seq))
+    cmp = torch.tensor([lookup[t] for t in seq])
+    for li in range(len(tc["engram_layer_ids"])):
+        ts, blocked = [], torch.zeros(len(seq), dtype=torch.bool)
+        for s_ in range(tc["engram_max_ngram_size"]):
+            src = cmp[(P - s_).clamp_min(0)]
+            blocked = blocked | (P < s_)
+            ts.append(torch.where(blocked, torch.full_like(src, h.pad), src))
+        prod = torch.stack(ts, -1) * torch.tensor(h.mult[li])
+        roll, cols = prod[:, 0], []
+        pri = torch.tensor(h.primes[li]).view(tc["engram_max_ngram_size"] - 1, -1)
+        for k in range(1, tc["engram_max_ngram_size"]):
+            roll = torch.bitwise_xor(roll, prod[:, k])
+            cols.append(roll[:, None] % pri[k - 1])
+        vec = torch.cat(cols, -1) + torch.tensor(h.offsets[li])
+        loop = torch.tensor([h.rows(li, seq, p) for p in range(len(seq))])
+        assert torch.equal(vec, loop), li
+    # 3. round trips against brute force
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(4000, generator=g) * 3
+    x = torch.cat((x, torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.25, -2.5, 0.0, 6.0])))
+    grid = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    a = x.clamp(-6, 6).abs()
+    dist = (a[:, None] - grid).abs()
+    best = dist.min(-1, keepdim=True).values
+    cand = (dist == best)
+    code = torch.where(cand[:, ::2].any(-1) & (cand.sum(-1) > 1), (cand & (torch.arange(8) % 2 == 0)).float().argmax(-1),
+                       cand.float().argmax(-1))
+    assert torch.equal(V41.to_e2m1(x.clamp(-6, 6)).abs(), grid[code])
+    t = torch.rand(3000, generator=g) * 10 ** torch.randint(-30, 10, (3000,), generator=g).float()
+    t = torch.cat((t, torch.tensor([1.0, 0.5, 2.0 ** -126, 3.0])))
+    assert torch.equal(V41.pow2_ceil(t), torch.exp2(torch.ceil(torch.log2(t.double()))).float())
+    assert torch.equal(V41.to_e4m3(torch.tensor([448.0, -0.0, 0.0013])), torch.tensor([448.0, -0.0, 0.001953125]))
+    # 4. release byte layout of the fixture
+    raw = M.read_safetensors(os.path.join(d, "model.safetensors"))
+    dt = {k: v[0] for k, v in raw.items()}
+    assert not any(k.startswith("model.") for k in raw) and {"embed.weight", "head.weight", "norm.weight"} <= set(raw)
+    assert dt["layers.0.attn.wq_b.weight"] == "F8_E4M3" and raw["layers.0.attn.wq_b.scale"][1] == [8, 1]
+    assert dt["layers.0.ffn.experts.0.w1.weight"] == "I8" and raw["layers.0.ffn.experts.0.w1.scale"][1] == [32, 2]
+    for L in tc["engram_layer_ids"]:
+        e = f"layers.{L}.engram."
+        assert dt[e + "embed.weight"] == "F8_E4M3" and dt[e + "embed.scale"] == "F8_E8M0"
+        assert raw[e + "embed.scale"][1] == [raw[e + "embed.weight"][1][0], tc["engram_head_dim"] // 32]
+        assert dt[e + "wkv.weight"] == "F8_E4M3" and dt[e + "q_weight"] == "BF16"
+    assert "layers.6.attn.compressor.wgate.weight" not in raw and "layers.2.attn.compressor.wgate.weight" in raw
+    assert "layers.3.attn.compressor.wkv.weight" not in raw and "layers.8.attn.indexer.wk.weight" not in raw
+    skipped = [k for k in raw if k.startswith(("mtp.", "vision."))]
+    assert skipped and not any(k in w for k in skipped)
+    # 5. incremental (one token at a time, caches) == batched, with and without the round trips
+    m = M.ReferenceModel(cfg, w)
+    inc = V41.incremental_vs_batched(m, toks)
+    assert inc <= V41.INCREMENTAL_TOL, inc
+    V41.QAT = False
+    try:
+        inc0 = V41.incremental_vs_batched(m, toks)
+        moved = float((m.forward(toks) - ref).abs().max())
+    finally:
+        V41.QAT = True
+    print(f"deepseek_v41: release engram layout/multipliers, hash rows, tokenizer map, FP8/FP4 round trips, byte "
+          f"layout: ok; incremental vs batched max|dlogit| {inc:.2e} (round trips off: {inc0:.2e}); "
+          f"round trips off move the logits by {moved:.3g}")
+
+
 if __name__ == "__main__":
     t0 = time.time()
     check_formats()
@@ -1125,6 +1220,7 @@ if __name__ == "__main__":
     check_v4_blocks()
     check_v4_native()
     check_glm5()
+    check_v41()
     check_fixtures()
     if "--mutations" in sys.argv[1:]:
         run_mutations()

@@ -82,7 +82,13 @@ struct SourcedTensor {
   TensorSpec spec;
   const SourceTensor* source = nullptr;
   const SourceTensor* scale_inv = nullptr;  // FP8 only
+  bool padded = false;  // the source is a longer vector, zero past spec.shape
 };
+
+// Whether `source` is a vector longer than the 1-D `shape` (TensorRef::zero_padded).
+bool PadsVector(const SourceTensor& source, const std::vector<uint64_t>& shape) {
+  return shape.size() == 1 && source.shape.size() == 1 && source.shape[0] > shape[0];
+}
 
 // A checkpoint tensor whose shape is not the one the config implies; a GGUF
 // tensor is named as the file names it, and its config is the file's metadata.
@@ -116,14 +122,18 @@ class Converter {
     }
   }
 
+  // `zero_padded`: the source may be a longer vector whose tail is zero.
   absl::StatusOr<SourcedTensor> Source(const std::string& name, const std::vector<uint64_t>& shape,
-                                       TensorFormat format) const {
+                                       TensorFormat format, bool zero_padded = false) const {
     const SourceTensor* source = checkpoint_.Find(name);
     if (source == nullptr) {
       return absl::NotFoundError(absl::StrCat("tensor ", name, " is missing from the checkpoint"));
     }
-    if (source->shape != shape) return ShapeMismatch(*source, shape);
-    SourcedTensor out{.spec = {.name = name, .format = format, .shape = shape}, .source = source};
+    const bool padded = zero_padded && PadsVector(*source, shape);
+    if (source->shape != shape && !padded) return ShapeMismatch(*source, shape);
+    SourcedTensor out{
+        .spec = {.name = name, .format = format, .shape = shape}, .source = source, .padded = padded};
+    if (padded) WARP_RETURN_IF_ERROR(CheckZeroTail(*source, shape[0]));
     if (source->dtype == SourceDtype::kF8E4M3) {
       // DeepSeek V3: NAME_scale_inv (F32); V4: X.scale (E8M0) beside X.weight.
       out.scale_inv = checkpoint_.Find(name + "_scale_inv");
@@ -140,6 +150,21 @@ class Converter {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", name, ": ", problem));
     }
     return out;
+  }
+
+  // A padded vector's entries past `used` must be zero: else they are data
+  // the config's sizes would drop.
+  absl::Status CheckZeroTail(const SourceTensor& source, uint64_t used) const {
+    std::vector<float> values(source.shape[0]);
+    WARP_RETURN_IF_ERROR(checkpoint_.ReadRowsAsFloat(source, nullptr, 0, 1, values));
+    for (uint64_t i = used; i < values.size(); ++i) {
+      if (values[i] != 0.0f) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor ", source.name, " has shape ", ShapeString(source.shape), "; config.json implies [",
+            used, "], and entry ", i, " past them is ", values[i], ", not the zero padding"));
+      }
+    }
+    return absl::OkStatus();
   }
 
   // The trunk format of one tensor for the --trunk choice.
@@ -176,9 +201,11 @@ class Converter {
         scale ? ScaleBytes(t.spec.format, {1, cols}) : DataBytes(t.spec.format, {1, cols});
     const uint64_t first = offset / row_bytes;
     const uint64_t last = std::min(rows, (offset + out.size() + row_bytes - 1) / row_bytes);
-    std::vector<float> values((last - first) * cols);
+    // A padded vector is one row read whole; its zero tail is dropped.
+    std::vector<float> values((last - first) * (t.padded ? t.source->shape[0] : cols));
     WARP_RETURN_IF_ERROR(
         checkpoint_.ReadRowsAsFloat(*t.source, t.scale_inv, first, last - first, values));
+    values.resize((last - first) * cols);
     std::vector<std::byte> data(DataBytes(t.spec.format, {last - first, cols}));
     std::vector<std::byte> scales(ScaleBytes(t.spec.format, {last - first, cols}));
     EncodeRows(t.spec.format, values, cols, data, scales);
@@ -196,7 +223,9 @@ class Converter {
           absl::StrCat("tensor ", spec.name, " is missing from the checkpoint"));
     }
     WARP_ASSIGN_OR_RETURN(TensorFormat format, TrunkFormat(spec, *source));
-    return Source(spec.name, spec.shape, format);
+    const auto trunk = trunk_tensors_.find(spec.name);
+    return Source(spec.name, spec.shape, format,
+                  trunk != trunk_tensors_.end() && trunk->second.zero_padded);
   }
 
   // A trunk tensor's bytes as WriteTrunk stores them, filled a few MiB at a time

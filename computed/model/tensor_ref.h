@@ -37,6 +37,10 @@ struct TensorRef {
   // what comes after it (routers, position biases, expert ids). Tensors that
   // are not matrices (norms, biases, taps) are f32 anyway.
   bool f32 = false;
+  // The checkpoint may hold this vector zero-padded to a longer one (Kimi
+  // K3's A_log: the release pads its heads to the head dimension, llama.cpp's
+  // converter writes [heads]). The container holds `shape`.
+  bool zero_padded = false;
 
   bool present() const { return !name.empty(); }
 };

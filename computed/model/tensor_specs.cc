@@ -24,18 +24,19 @@ class SpecList {
   void SetKind(TrunkKind kind) { kind_ = kind; }
 
   // `f32`: TensorRef::f32.
-  void Add(std::string name, Shape shape, bool f32 = false) {
+  void Add(std::string name, Shape shape, bool f32 = false, bool zero_padded = false) {
     TensorSpec spec{.name = std::move(name), .format = matrix_format_, .shape = std::move(shape)};
     f32 = f32 || spec.shape.size() != 2;
     if (f32 || !ShapeProblem(spec.format, spec.shape).empty()) spec.format = TensorFormat::kF32;
-    tensors_.push_back({.spec = std::move(spec), .kind = kind_, .f32 = f32});
+    tensors_.push_back(
+        {.spec = std::move(spec), .kind = kind_, .f32 = f32, .zero_padded = zero_padded});
   }
 
   // A kind's tensor, of the kind it says.
   void Add(const TensorRef& tensor, TrunkKind kind) {
     const TrunkKind saved = kind_;
     kind_ = kind;
-    Add(tensor.name, tensor.shape, tensor.f32);
+    Add(tensor.name, tensor.shape, tensor.f32, tensor.zero_padded);
     kind_ = saved;
   }
 

@@ -27,6 +27,7 @@ struct TrunkTensor {
   TensorSpec spec;
   TrunkKind kind = TrunkKind::kOther;
   bool f32 = false;  // f32 whatever the trunk format: not a matrix, or TensorRef::f32
+  bool zero_padded = false;  // TensorRef::zero_padded
 };
 
 // Trunk tensors in file order. Tensors that are not matrices (norms, biases,

@@ -81,6 +81,24 @@ class ConvertTest : public ::testing::Test {
     out << text << data;
   }
 
+
+  // Overwrites bytes [offset, offset + bytes.size()) of tensor `name`'s data.
+  void PatchTensor(const std::string& name, uint64_t offset, const std::string& bytes) {
+    const fs::path path = hf_ / "model.safetensors";
+    std::ifstream in(path, std::ios::binary);
+    const std::string header = ReadHeader(in);
+    in.close();
+    const uint64_t begin = json::parse(header)[name]["data_offsets"][0].get<uint64_t>();
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(static_cast<std::streamoff>(8 + header.size() + begin + offset));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+  static std::string ReadFile(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
   warp::testing::TempDir dir_;
   fs::path hf_ = dir_ / "hf";
 };
@@ -512,6 +530,33 @@ TEST_F(KimiK3ConvertTest, PackedExpertsAreKeptAsTheyAre) {
   }
 }
 
+// A_log as llama.cpp's converter and the transformers draft write it, one
+// entry per head, and as the release holds it, zero-padded to the head
+// dimension (the fixture: 4 heads in 16 entries), make the same trunk.
+TEST_F(KimiK3ConvertTest, AnALogOfOneEntryPerHeadMakesTheSameTrunkAsThePaddedOne) {
+  WARP_ASSERT_OK(Convert());
+  EditHeader([](json& root) {
+    for (auto& [name, tensor] : root.items()) {
+      if (!name.ends_with(".A_log")) continue;
+      ASSERT_EQ(tensor["shape"], json::array({16}));
+      tensor["shape"] = {4};  // the first 4 floats; the padding stays in the file, unnamed
+      tensor["data_offsets"][1] = tensor["data_offsets"][0].get<uint64_t>() + 4 * sizeof(float);
+    }
+  });
+  WARP_ASSERT_OK(ConvertCheckpoint(hf_, dir_ / "per_head.warp", {}));
+  EXPECT_EQ(ReadFile(dir_ / "out.warp" / "trunk.bin"),
+            ReadFile(dir_ / "per_head.warp" / "trunk.bin"));
+}
+
+TEST_F(KimiK3ConvertTest, AnALogWhosePaddingIsNotZeroIsRefusedNamingTheEntry) {
+  const std::string a_log = "language_model.model.layers.1.self_attn.A_log";
+  const float data = 0.5f;
+  PatchTensor(a_log, 9 * sizeof(float), std::string(reinterpret_cast<const char*>(&data), 4));
+  EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                  AllOf(HasSubstr("tensor " + a_log + " has shape [16]"),
+                                        HasSubstr("implies [4], and entry 9 past them is 0.5"))));
+}
+
 TEST_F(KimiK3ConvertTest, AnUnknownActivationOrSituWithoutItsBetaIsRefused) {
   EditConfig([](json& config) { config["text_config"]["hidden_act"] = "gelu"; });
   EXPECT_THAT(Convert(), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -558,17 +603,6 @@ class DeepseekV4ConvertTest : public ConvertTest {
     fs::copy(FixtureDir("deepseek_v4_bf16"), hf_, fs::copy_options::recursive);
   }
 
-  // Overwrites bytes [offset, offset + bytes.size()) of tensor `name`'s data.
-  void PatchTensor(const std::string& name, uint64_t offset, const std::string& bytes) {
-    const fs::path path = hf_ / "model.safetensors";
-    std::ifstream in(path, std::ios::binary);
-    const std::string header = ReadHeader(in);
-    in.close();
-    const uint64_t begin = json::parse(header)[name]["data_offsets"][0].get<uint64_t>();
-    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
-    out.seekp(static_cast<std::streamoff>(8 + header.size() + begin + offset));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
 };
 
 TEST_F(DeepseekV4ConvertTest, CompressRatiosOfTheWrongLengthAreRefused) {

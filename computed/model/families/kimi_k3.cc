@@ -74,10 +74,10 @@ class KimiK3 : public ModelFamily {
       LayerPlan l{.input_norm = p + "input_layernorm.weight",
                   .post_norm = p + "post_attention_layernorm.weight",
                   .mixer = kimi::Mixer(c, layer, p)};
-      // Zero-padded as colibri reads the release (96 heads in 128 entries).
+      // [heads], or zero-padded as colibri reads the release (96 heads in 128 entries).
       if (auto* kda_params = std::get_if<KdaParams>(&l.mixer.params)) {
-        const LinearAttention& kda = c.linear_attention;
-        kda_params->a_log_shape = {std::max(kda.num_heads, kda.head_dim)};
+        kda_params->a_log_shape = {c.linear_attention.num_heads};
+        kda_params->a_log_zero_padded = true;
       }
       if (c.attn_res_block > 0) {
         l.mixer_mix = {.norm = p + "self_attention_res_norm.weight",

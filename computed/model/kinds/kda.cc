@@ -13,7 +13,8 @@ KdaTensors KdaTensors::Of(const ModelConfig& c, const std::string& p, const KdaP
     t.proj[i] = {absl::StrCat(p, names[i], "_proj.weight"), {width, hidden}};
     t.conv[i] = {absl::StrCat(p, names[i], "_conv1d.weight"), {width, 1, kda.conv_kernel}};
   }
-  t.a_log = {p + "A_log", params.a_log_shape};
+  t.a_log = {
+      .name = p + "A_log", .shape = params.a_log_shape, .zero_padded = params.a_log_zero_padded};
   t.dt_bias = {p + "dt_bias", {width}};
   t.f_a = {p + "f_a_proj.weight", {dim, hidden}};
   t.f_b = {p + "f_b_proj.weight", {width, dim}};

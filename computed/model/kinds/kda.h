@@ -26,9 +26,11 @@ struct KdaParams {
   static constexpr TrunkKind kTrunkKind = TrunkKind::kLinearAttention;
   static constexpr bool kEndsInOutputProjection = true;  // o_proj (EarlyRoute)
 
-  // A_log as the release stores it (Kimi-Linear [1, 1, H, 1]; Kimi K3 a
-  // zero-padded vector of at least H); the first H values are the heads'.
+  // A_log as the release stores it: Kimi-Linear [1, 1, H, 1], else [H].
   std::vector<uint64_t> a_log_shape;
+  // Kimi K3's release pads A_log with zeros to the head dimension; llama.cpp's
+  // converter and the transformers draft write [H]. Both convert.
+  bool a_log_zero_padded = false;
 };
 
 // Under the mixer's prefix ("model.layers.N.self_attn.").

@@ -158,6 +158,9 @@ class AttnResResidual : public ResidualScheme {
 // stochastic by Sinkhorn; the sublayer reads sum_j pre_j stream_j, and
 // stream k becomes post_k y + sum_j comb[j][k] stream_j. The head reduces the
 // streams with pre of its own (DeepSeek V4), or takes their mean (GLM-5.3).
+// Single pass (DeepSeek V4.1): the sublayer reads the streams collapsed by
+// the previous site's pre (the first sublayer: stream 0), and the head by
+// the last site's.
 class HyperConnectionResidual : public ResidualScheme {
  public:
   HyperConnectionResidual(const ModelConfig& c, const ModelPlan& plan, const TrunkWeights& w)
@@ -165,7 +168,8 @@ class HyperConnectionResidual : public ResidualScheme {
         eps_(c.rms_norm_eps),
         hc_(c.hyper),
         final_norm_(w.Vector(plan.final_norm)),
-        head_(plan.hc_head.fn.empty() ? Site{} : Bind(w, plan.hc_head)) {
+        head_(plan.hc_head.fn.empty() ? Site{} : Bind(w, plan.hc_head)),
+        single_pass_(plan.hc_single_pass) {
     for (const LayerPlan& layer : plan.layers) {
       norms_.push_back({w.Vector(layer.input_norm), w.Vector(layer.post_norm)});
       sites_.push_back({Bind(w, layer.mixer_hc), Bind(w, layer.ffn_hc)});
@@ -174,6 +178,10 @@ class HyperConnectionResidual : public ResidualScheme {
 
   void Begin(std::vector<float> embeddings, uint32_t n) override {
     n_ = n;
+    if (single_pass_) {  // one-hot: the first sublayer reads stream 0
+      pending_pre_.assign(uint64_t{n} * hc_.mult, 0.0f);
+      for (uint32_t t = 0; t < n; ++t) pending_pre_[uint64_t{t} * hc_.mult] = 1.0f;
+    }
     streams_.resize(uint64_t{n} * hc_.mult * hidden_);
     for (uint32_t t = 0; t < n; ++t) {
       for (uint32_t k = 0; k < hc_.mult; ++k) {
@@ -183,13 +191,15 @@ class HyperConnectionResidual : public ResidualScheme {
   }
 
   void SublayerInput(uint32_t layer, Sublayer sublayer, std::span<float> x) override {
-    Collapse(layer, sublayer, x, post_, comb_);
+    Collapse(layer, sublayer, x, post_, comb_, single_pass_ ? &pending_pre_ : nullptr);
   }
 
   void EstimateFfnInput(uint32_t layer, std::span<float> x) const override {
-    std::vector<float> post, comb;
-    Collapse(layer, Sublayer::kFfn, x, post, comb);
+    std::vector<float> post, comb, pre = pending_pre_;
+    Collapse(layer, Sublayer::kFfn, x, post, comb, single_pass_ ? &pre : nullptr);
   }
+
+  std::span<float> streams() override { return streams_; }
 
   void AddSublayerOutput(uint32_t, Sublayer, std::span<const float> y) override {
     const uint32_t m = hc_.mult;
@@ -214,6 +224,13 @@ class HyperConnectionResidual : public ResidualScheme {
   void FinalInput(std::span<float> x) override {
     const uint32_t m = hc_.mult;
     std::vector<float> collapsed(hidden_);
+    if (single_pass_) {  // the last site's pre, then the final norm
+      for (uint32_t t = 0; t < n_; ++t) {
+        CollapseWith(t, &pending_pre_[uint64_t{t} * m], collapsed);
+        RmsNorm(collapsed, final_norm_, eps_, {&x[uint64_t{t} * hidden_], hidden_});
+      }
+      return;
+    }
     for (uint32_t t = 0; t < n_; ++t) {
       // GLM-5.3's head has no weights: the mean of the streams.
       const std::vector<float> mixes = head_.base.empty() ? std::vector<float>() : Mixes(head_, t);
@@ -245,26 +262,40 @@ class HyperConnectionResidual : public ResidualScheme {
   const float* Stream(uint32_t t, uint32_t k) const {
     return &streams_[(uint64_t{t} * hc_.mult + k) * hidden_];
   }
+  // Token t's streams weighted by pre [m], summed into `collapsed`.
+  void CollapseWith(uint32_t t, const float* pre, std::vector<float>& collapsed) const {
+    std::fill(collapsed.begin(), collapsed.end(), 0.0f);
+    for (uint32_t j = 0; j < hc_.mult; ++j) {
+      const float* s = Stream(t, j);
+      for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre[j] * s[i];
+    }
+  }
+
   // The sublayer's input into x, and its post and comb weights [n][m],
-  // [n][m][m] for AddSublayerOutput.
+  // [n][m][m] for AddSublayerOutput. With `pending` (single pass), the
+  // streams collapse by the pre it holds [n][m], which this site's replaces.
   void Collapse(uint32_t layer, Sublayer sublayer, std::span<float> x, std::vector<float>& post,
-                std::vector<float>& comb) const {
+                std::vector<float>& comb, std::vector<float>* pending) const {
     const Site& site = sites_[layer][static_cast<int>(sublayer)];
     const uint32_t m = hc_.mult;
     post.resize(uint64_t{n_} * m);
     comb.resize(uint64_t{n_} * m * m);
-    std::vector<float> mixes, collapsed(hidden_);
+    std::vector<float> mixes, collapsed(hidden_), pre(m);
     for (uint32_t t = 0; t < n_; ++t) {
       mixes = Mixes(site, t);
       const float* pre_w = mixes.data();
       const float* post_w = pre_w + m;
       const float* comb_w = post_w + m;
-      std::fill(collapsed.begin(), collapsed.end(), 0.0f);
       for (uint32_t j = 0; j < m; ++j) {
-        const float pre = Sigmoid(pre_w[j] * site.scale[0] + site.base[j]) + hc_.eps;
-        const float* s = Stream(t, j);
-        for (uint64_t i = 0; i < hidden_; ++i) collapsed[i] += pre * s[i];
+        pre[j] = Sigmoid(pre_w[j] * site.scale[0] + site.base[j]) + hc_.eps;
         post[uint64_t{t} * m + j] = 2.0f * Sigmoid(post_w[j] * site.scale[1] + site.base[m + j]);
+      }
+      if (pending != nullptr) {
+        float* previous = &(*pending)[uint64_t{t} * m];
+        CollapseWith(t, previous, collapsed);
+        std::copy(pre.begin(), pre.end(), previous);
+      } else {
+        CollapseWith(t, pre.data(), collapsed);
       }
       float* comb_t = &comb[uint64_t{t} * m * m];
       for (uint32_t j = 0; j < m; ++j) {  // row j: softmax over k, + eps
@@ -323,6 +354,8 @@ class HyperConnectionResidual : public ResidualScheme {
   std::vector<std::array<Site, 2>> sites_;                    // [layer][sublayer]
   std::vector<float> streams_;                                // [n][mult][hidden]
   std::vector<float> post_, comb_;  // the current site's [n][mult], [n][mult][mult]
+  bool single_pass_;
+  std::vector<float> pending_pre_;  // single pass: the last site's pre [n][mult]
   uint32_t n_ = 0;
 };
 

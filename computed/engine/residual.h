@@ -40,6 +40,9 @@ class ResidualScheme {
   // RmsNorm(h) and adds its output to (EarlyRoute); empty for the other
   // schemes, whose inputs are no such function of the outputs before them.
   virtual std::span<const float> stream() const { return {}; }
+  // Hyper-connections only: the streams [n][mult][hidden], which DeepSeek
+  // V4.1's engram adds to before a layer's mixer; empty for the other schemes.
+  virtual std::span<float> streams() { return {}; }
 
   // The scheme `plan` names, its norms bound.
   static std::unique_ptr<ResidualScheme> Create(const ModelConfig& config, const ModelPlan& plan,

@@ -78,15 +78,16 @@ Routing SigmoidGroupTopK(const ModelConfig& config, std::span<const float> logit
   return routing;
 }
 
-// DeepSeek V4: scores sqrt(softplus(logit)); the top-k of score + bias (or a
-// hash layer's experts); weights the scores over their sum, x routed_scaling_factor.
+// DeepSeek V4: scores sqrt(softplus(logit / gate_temp)) (V4.1's temperature;
+// V4's is 1); the top-k of score + bias (or a hash layer's experts); weights
+// the scores over their sum, x routed_scaling_factor.
 Routing SqrtSoftplusTopK(const ModelConfig& config, std::span<const float> logits,
                          std::span<const float> bias, uint32_t top_k,
                          std::span<const float> hashed) {
   const size_t n = logits.size();
   std::vector<float> scores(n), choice(n);
   for (size_t e = 0; e < n; ++e) {
-    const float x = logits[e];
+    const float x = logits[e] / config.router_temperature;
     scores[e] = std::sqrt(x > 20.0f ? x : std::log1p(std::exp(x)));  // softplus, threshold 20
     choice[e] = scores[e] + (bias.empty() ? 0.0f : bias[e]);
   }

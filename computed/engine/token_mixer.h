@@ -55,10 +55,13 @@ class TokenMixer {
   BeforeOutput before_output_;
 };
 
-// The mixer `plan` names. REQUIRES: the trunk holds its tensors (checked at
-// engine creation against TrunkTensorSpecs).
+// The mixer `plan` names. `earlier`: the same sequence's mixers of the
+// layers before it (DeepSeek V4.1's read their sources' caches). REQUIRES:
+// the trunk holds its tensors (checked at engine creation against
+// TrunkTensorSpecs).
 std::unique_ptr<TokenMixer> CreateMixer(const ModelConfig& config, const MixerPlan& plan,
                                         const TrunkWeights& weights, uint32_t context,
-                                        ComputeContext& compute);
+                                        ComputeContext& compute,
+                                        std::span<const std::unique_ptr<TokenMixer>> earlier);
 
 }  // namespace warp::computed

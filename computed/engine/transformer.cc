@@ -124,6 +124,13 @@ absl::Status Transformer::CheckTensors() const {
 }
 
 absl::Status Transformer::BuildLayers() {
+  for (const LayerPlan& layer : plan_.layers) {
+    if (layer.engram.present()) {  // issue 46, part 2: its bank and its math come next
+      return absl::UnimplementedError(absl::StrCat(
+          layer.engram.prefix, "*: the engram memory is not built yet; this model has one at "
+                               "engram_layer_ids"));
+    }
+  }
   embed_ = weights_->Matrix(plan_.embed);
   head_ = weights_->Matrix(plan_.head);
   residual_ = ResidualScheme::Create(config_, plan_, *weights_);
@@ -145,7 +152,7 @@ absl::Status Transformer::BuildLayers() {
   for (uint32_t layer = 0; layer < config_.num_layers; ++layer) {
     for (Sequence& sequence : sequences_) {
       sequence.mixers.push_back(CreateMixer(config_, plan_.layers[layer].mixer, *weights_,
-                                            options_.max_positions, compute_));
+                                            options_.max_positions, compute_, sequence.mixers));
     }
   }
   BuildEarlyRoutes();

@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "computed/model/families/deepseek_v3.h"
 #include "computed/model/families/deepseek_v4.h"
+#include "computed/model/families/deepseek_v41.h"
 #include "computed/model/families/glm4_moe.h"
 #include "computed/model/families/glm5_next.h"
 #include "computed/model/families/gpt_oss.h"
@@ -31,6 +32,7 @@ const ModelFamily* const* Families() {
       &DeepseekV3Family(), &Qwen3MoeFamily(),  &Glm4MoeFamily(),
       &MixtralFamily(),    &GptOssFamily(),    &KimiLinearFamily(),
       &KimiK3Family(),     &DeepseekV4Family(), &Glm5NextFamily(),
+      &DeepseekV41Family(),
   };
   static_assert(std::size(kFamilies) == kNumArchitectures);
   return kFamilies;

@@ -18,10 +18,12 @@
 #include <vector>
 
 #include "computed/model/kinds/compressed_mqa.h"
+#include "computed/model/kinds/engram.h"
 #include "computed/model/kinds/gated_mlp.h"
 #include "computed/model/kinds/gqa.h"
 #include "computed/model/kinds/kda.h"
 #include "computed/model/kinds/mla.h"
+#include "computed/model/kinds/shared_compressed_mqa.h"
 #include "computed/model/model_config.h"
 
 namespace warp::computed {
@@ -38,7 +40,8 @@ struct RopePlan {
 // (its plan parameters, tensors and state) and its math in engine/mixers/.
 // A new kind is a new alternative here and its module; std::visit finds the
 // rest (there is no switch on the kind).
-using MixerParams = std::variant<GqaParams, MlaParams, KdaParams, CompressedMqaParams>;
+using MixerParams = std::variant<GqaParams, MlaParams, KdaParams, CompressedMqaParams,
+                                 SharedCompressedMqaParams>;
 
 struct MixerPlan {
   std::string prefix;  // "model.layers.N.self_attn."
@@ -110,6 +113,7 @@ struct LayerPlan {
   FfnPlan ffn;
   ResidualMix mixer_mix, ffn_mix;  // kAttnRes: the mixes before the mixer and the FFN
   HyperSite mixer_hc, ffn_hc;      // kHyperConnections: the sites before the mixer and the FFN
+  EngramPlan engram;               // DeepSeek V4.1: gated into the streams before the mixer
 };
 
 enum class ResidualKind {
@@ -130,6 +134,9 @@ struct ModelPlan {
   uint32_t attn_res_block = 0;
   ResidualMix final_mix;
   HyperSite hc_head;  // kHyperConnections: reduces the streams before final_norm; no fn: their mean
+  // kHyperConnections, DeepSeek V4.1: a site's `pre` collapses the streams for
+  // the next sublayer (the first reads stream 0, the head the last site's).
+  bool hc_single_pass = false;
 };
 
 // Positions a sliding layer keeps beyond its window, so that chat can rewind

@@ -26,9 +26,11 @@ enum class Architecture {
   kKimiK3,      // Kimi K3: Kimi-Linear + gated MLA, SiTU, LatentMoE, AttnRes (under text_config)
   kDeepseekV4,  // DeepSeek V4: mHC, sliding + compressed MQA with an indexer, hash routing
   kGlm5Next,    // GLM-5.3-Flash: KDA + DSA (NoPE MLA with a pooled indexer), mHC
+  kDeepseekV41, // DeepSeek V4.1: V4's attention with caches and indices shared across
+                // layers (CSA2), single-pass mHC, an engram memory (under text_config)
 };
 // A new family goes at the end of the enum, here, and in family.cc's registry.
-inline constexpr size_t kNumArchitectures = static_cast<size_t>(Architecture::kGlm5Next) + 1;
+inline constexpr size_t kNumArchitectures = static_cast<size_t>(Architecture::kDeepseekV41) + 1;
 
 enum class RouterKind {
   kSoftmaxTopK,       // softmax over all experts, top-k (qwen3_moe, mixtral)
@@ -90,6 +92,33 @@ struct CompressedAttention {
   double compress_rope_theta = 160000.0;    // rope of compressed layers (with YaRN)
   uint32_t o_groups = 0, o_lora_rank = 0;
   uint32_t index_heads = 0, index_head_dim = 0, index_topk = 0;
+};
+
+// DeepSeek V4.1's CSA2: a layer with a compression ratio reads the compressed
+// cache of its KV source (the nearest kv_source_layer_ids entry at or before
+// it) and attends to the entries its index source (the nearest
+// index_source_layer_ids entry) picked. The candidate source's top blocks
+// bound every later index source's choice.
+struct SharedCompression {
+  static constexpr int32_t kNone = -1;
+  std::vector<int32_t> kv_source;     // [num_layers]: a layer, or kNone (window only)
+  std::vector<int32_t> index_source;  // [num_layers]: a layer, or kNone
+  int32_t candidate_source = kNone;
+  uint32_t candidate_topk_blocks = 0, candidate_block_size = 0;
+};
+
+// DeepSeek V4.1's engram memory: at each of `layers`, (max_ngram - 1) x heads
+// rows of head_dim, hashed from the last max_ngram token ids, gated into the
+// hyper-connection streams before the layer's attention.
+struct EngramConfig {
+  std::vector<uint32_t> layers;          // engram_layer_ids
+  std::vector<uint64_t> table_rows;      // engram_num_embeddings, per engram layer
+  uint64_t bucket_base = 0;              // engram_vocab_size: primes are drawn above it
+  uint32_t max_ngram = 0, heads = 0, head_dim = 0;
+  uint32_t pad_token = 0;                // engram_pad_token_id (transformers: engram_pad_id)
+  uint32_t compressed_vocab = 0;         // engram_compressed_vocab_size
+
+  uint32_t RowsPerToken() const { return max_ngram > 1 ? (max_ngram - 1) * heads : 0; }
 };
 
 // GLM-5.3's DSA indexer: pools of `kpool` positions, the best
@@ -168,6 +197,10 @@ struct ModelConfig {
   std::vector<bool> hash_layer;  // [num_layers]: routed by token id through tid2eid
   // GLM-5.3.
   DsaIndexer dsa;
+  // DeepSeek V4.1.
+  SharedCompression shared_compression;
+  EngramConfig engram;
+  float router_temperature = 1.0f;  // gate_temp: the router's logits are divided by it
 
   bool IsMoeLayer(uint32_t layer) const { return layer < moe_layer.size() && moe_layer[layer]; }
   bool IsKdaLayer(uint32_t layer) const { return layer < kda_layer.size() && kda_layer[layer]; }

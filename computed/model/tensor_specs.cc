@@ -134,6 +134,8 @@ std::vector<TrunkTensor> TrunkTensors(const ModelConfig& c, TensorFormat matrix_
     specs.SetKind(TrunkKind::kOther);  // mixes and norms, f32
     if (attn_res) AddMix(c, layer.mixer_mix, specs);
     if (hyper) AddHyperSite(c, layer.mixer_hc, site_outputs, 3, specs);
+    if (layer.engram.present()) EngramTensors::Of(c, layer.engram).ForEach(specs.visitor());
+    specs.SetKind(TrunkKind::kOther);
     specs.Add(layer.input_norm, {c.hidden_size});
     ForEachMixerTensor(c, layer.mixer, specs.visitor());
     specs.SetKind(TrunkKind::kOther);

@@ -862,9 +862,12 @@ QUANT_CONFIG = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "
                 "weight_block_size": [32, 32]}
 
 
-def variant_config(storage: str) -> dict:
+def variant_config(storage: str, engram: bool = True) -> dict:
+    """The fixture's config; without `engram`, engram_layer_ids is empty (the attention alone)."""
     assert storage == "native"
     tc = json.loads(json.dumps(TEXT_BASE))
+    if not engram:
+        tc["engram_layer_ids"] = []
     tc["engram_num_embeddings"] = [sum(p) for p in engram_primes(tc)]
     _, n = compressed_token_map(build_tokenizer(tc["vocab_size"]))
     tc["engram_compressed_vocab_size"] = n
@@ -1129,9 +1132,10 @@ def manifest_info(model: Model, tokens: List[int], stored: dict) -> dict:
                                   "entries_per_half": sum(x["entries"] for x in cs)}
     info["rope_inv_freq_main"] = [float(x) for x in model.inv_main]
     info["rope_inv_freq_compress"] = [float(x) for x in model.inv_comp]
-    info["engram_primes"] = model.hash.primes
-    info["engram_multipliers"] = [[str(x) for x in r] for r in model.hash.mult]
-    info["engram_compressed_vocab_size"] = max(model.hash.token_map) + 1
+    if model.hash is not None:  # a config without engram layers has no hash
+        info["engram_primes"] = model.hash.primes
+        info["engram_multipliers"] = [[str(x) for x in r] for r in model.hash.mult]
+        info["engram_compressed_vocab_size"] = max(model.hash.token_map) + 1
     info["tensor_dtypes"] = {dt: sum(1 for d, _ in stored.values() if d == dt)
                              for dt in sorted({d for d, _ in stored.values()})}
     return info

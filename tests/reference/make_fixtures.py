@@ -459,6 +459,8 @@ VARIANTS = [
      "split": False, "n_prompt": glm5_next.N_PROMPT},
     {"name": "deepseek_v41_native", "config": deepseek_v41.variant_config("native"), "storage": "native",
      "seed": 20000, "split": False, "n_prompt": deepseek_v41.N_PROMPT},
+    {"name": "deepseek_v41_noengram", "config": deepseek_v41.variant_config("native", engram=False),
+     "storage": "native", "seed": 21000, "split": False, "n_prompt": deepseek_v41.N_PROMPT},
 ]
 
 # gpt-oss weight scales: the expert gate_up projection has output std ~GPTOSS_GATE_UP_STD, so

@@ -5,6 +5,7 @@
 
 #include "computed/engine/linear.h"
 #include "computed/engine/mixers/dot.h"
+#include "computed/engine/mixers/grouped_output.h"
 #include "computed/kernels/matmul.h"
 
 namespace warp::computed {
@@ -136,19 +137,8 @@ void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint3
       }
     });
   }
-  // Grouped output: group g's heads through rows g of wo_a, then wo_b.
-  const uint32_t groups = c_.compressed.o_groups, rank = c_.compressed.o_lora_rank;
-  const uint64_t group_width = uint64_t{heads} * dim / groups;
-  std::vector<float> grouped(uint64_t{n} * groups * rank), slice(uint64_t{n} * group_width);
-  for (uint32_t g = 0; g < groups; ++g) {
-    for (uint32_t t = 0; t < n; ++t) {
-      std::copy_n(&attn[uint64_t{t} * heads * dim + g * group_width], group_width,
-                  &slice[uint64_t{t} * group_width]);
-    }
-    kernels::MatMulRows(o_a_, slice, n, uint64_t{g} * rank, uint64_t{g + 1} * rank, grouped,
-                        uint64_t{groups} * rank);
-  }
-  Linear(compute_, o_b_, grouped.data(), n, out.data());
+  GroupedOutput(compute_, o_a_, o_b_, c_.compressed.o_groups, c_.compressed.o_lora_rank, attn, n,
+                out);
 }
 
 }  // namespace warp::computed

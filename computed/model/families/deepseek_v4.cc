@@ -101,47 +101,11 @@ class DeepseekV4 : public SwiGluFamily {
   std::string_view name() const override { return "deepseek_v4"; }
 
   absl::Status Parse(const Json& json, ModelConfig& out) const override {
-    if (auto it = json.find("scoring_func"); it != json.end() && *it != "sqrtsoftplus") {
-      return KeyError("scoring_func", absl::StrCat(it->dump(), " is not supported (sqrtsoftplus)"));
-    }
-    out.router = RouterKind::kSqrtSoftplusTopK;
-    WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, "n_routed_experts"));
-    WARP_ASSIGN_OR_RETURN(out.num_shared_experts, UintOr(json, "n_shared_experts", 1));
-    WARP_ASSIGN_OR_RETURN(out.moe_intermediate_size, Uint(json, "moe_intermediate_size"));
-    WARP_ASSIGN_OR_RETURN(out.norm_topk_prob, BoolOr(json, "norm_topk_prob", true));
-    WARP_ASSIGN_OR_RETURN(double scaling, DoubleOr(json, "routed_scaling_factor", 1.0));
-    out.routed_scaling_factor = static_cast<float>(scaling);
-    out.moe_layer.assign(out.num_layers, true);
-    WARP_RETURN_IF_ERROR(ParseHeadDim(json, out));
-    WARP_ASSIGN_OR_RETURN(out.q_lora_rank, Uint(json, "q_lora_rank"));
-    WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, UintOr(json, "qk_rope_head_dim", 0));
-    if (out.qk_rope_head_dim == 0) {
-      WARP_ASSIGN_OR_RETURN(double factor, DoubleOr(json, "partial_rotary_factor", 0.125));
-      out.qk_rope_head_dim = static_cast<uint32_t>(out.head_dim * factor);
-    }
-    if (out.qk_rope_head_dim % 2 != 0 || out.qk_rope_head_dim > out.head_dim) {
-      return KeyError("qk_rope_head_dim", "must be even and at most head_dim");
-    }
-    WARP_ASSIGN_OR_RETURN(out.sliding_window, Uint(json, "sliding_window"));
-    WARP_ASSIGN_OR_RETURN(double limit, DoubleOr(json, "swiglu_limit", 0.0));
-    out.glu.limit = static_cast<float>(limit);
+    WARP_RETURN_IF_ERROR(deepseek_v4::ParseCommon(json, out));
     CompressedAttention& ca = out.compressed;
-    WARP_ASSIGN_OR_RETURN(ca.compress_rope_theta, DoubleOr(json, "compress_rope_theta", 160000.0));
-    WARP_ASSIGN_OR_RETURN(ca.o_groups, Uint(json, "o_groups"));
-    WARP_ASSIGN_OR_RETURN(ca.o_lora_rank, Uint(json, "o_lora_rank"));
-    if (ca.o_groups == 0 || out.num_heads % ca.o_groups != 0) {
-      return KeyError("o_groups", "must divide num_attention_heads");
-    }
-    WARP_ASSIGN_OR_RETURN(ca.index_heads, Uint(json, "index_n_heads"));
-    WARP_ASSIGN_OR_RETURN(ca.index_head_dim, Uint(json, "index_head_dim"));
-    WARP_ASSIGN_OR_RETURN(ca.index_topk, Uint(json, "index_topk"));
-    if (out.qk_rope_head_dim > ca.index_head_dim) {
-      return KeyError("index_head_dim", "must hold the rope dims (qk_rope_head_dim)");
-    }
     WARP_RETURN_IF_ERROR(ParseRates(json, ca));
     WARP_RETURN_IF_ERROR(ParseLayerKinds(json, out));
-    WARP_RETURN_IF_ERROR(ParseHashLayers(json, out));
-    return ParseHyperConnections(json, out.hyper);
+    return ParseHashLayers(json, out);
   }
 
   // The release's FP8 matrices (the rest of the trunk is BF16 or F32): the
@@ -164,44 +128,20 @@ class DeepseekV4 : public SwiGluFamily {
         .final_norm = "norm.weight",
         .head = c.tie_word_embeddings ? "embed.weight" : "head.weight",
         .hc_head = {.fn = "hc_head_fn", .base = "hc_head_base", .scale = "hc_head_scale"}};
-    // Sliding layers rotate with rope_theta and no YaRN; compressed layers
-    // with compress_rope_theta and YaRN whose cos/sin factor is 1 (as
-    // transformers' config forces for V4).
-    YarnScaling compressed_yarn = c.yarn;
-    if (compressed_yarn.enabled && compressed_yarn.attention_factor == 0) {
-      compressed_yarn.attention_factor = 1.0;
-    }
     for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
       const std::string p = Layer(layer);
       const CompressionKind kind = c.compressed.layer_kind[layer];
-      const bool compressed = kind != CompressionKind::kNone;
-      LayerPlan l{.input_norm = p + "attn_norm.weight", .post_norm = p + "ffn_norm.weight"};
-      l.mixer =
-          MixerPlan{.prefix = p + "attn.",
-                    .rope = {.dim = c.qk_rope_head_dim,
-                             .interleaved = true,
-                             .theta = compressed ? c.compressed.compress_rope_theta : c.rope_theta,
-                             .yarn = compressed ? compressed_yarn : YarnScaling{}},
-                    .params = CompressedMqaParams{
-                        .sliding_window = c.sliding_window,
-                        .compression = kind,
-                        .compress_rate = c.compressed.layer_rate[layer]}};
-      l.ffn = FfnPlan{.kind = FfnKind::kMoe,
-                      .prefix = p + "ffn",
-                      .glu = c.glu,
-                      .mlp = {.gate = "w1", .up = "w3", .down = "w2"},
-                      .router = RouterKind::kSqrtSoftplusTopK,
-                      .router_weight = p + "ffn.gate.weight"};
+      LayerPlan l = deepseek_v4::Layer(c, p);
+      l.mixer = MixerPlan{.prefix = p + "attn.",
+                          .rope = deepseek_v4::Rope(c, kind != CompressionKind::kNone),
+                          .params = CompressedMqaParams{
+                              .sliding_window = c.sliding_window,
+                              .compression = kind,
+                              .compress_rate = c.compressed.layer_rate[layer]}};
       if (c.hash_layer[layer]) {
         l.ffn.hash_table = p + "ffn.gate.tid2eid";
-      } else {
-        l.ffn.selection_bias = p + "ffn.gate.bias";
+        l.ffn.selection_bias.clear();
       }
-      if (c.num_shared_experts > 0) {
-        l.ffn.shared_prefix = p + "ffn.shared_experts";
-        l.ffn.shared_intermediate = uint64_t{c.moe_intermediate_size} * c.num_shared_experts;
-      }
-      HyperSites(p, l);
       plan.layers.push_back(std::move(l));
     }
     return plan;
@@ -218,6 +158,78 @@ class DeepseekV4 : public SwiGluFamily {
 };
 
 }  // namespace
+
+namespace deepseek_v4 {
+
+absl::Status ParseCommon(const Json& json, ModelConfig& out) {
+  if (auto it = json.find("scoring_func"); it != json.end() && *it != "sqrtsoftplus") {
+    return KeyError("scoring_func", absl::StrCat(it->dump(), " is not supported (sqrtsoftplus)"));
+  }
+  out.router = RouterKind::kSqrtSoftplusTopK;
+  WARP_ASSIGN_OR_RETURN(out.num_experts, Uint(json, "n_routed_experts"));
+  WARP_ASSIGN_OR_RETURN(out.num_shared_experts, UintOr(json, "n_shared_experts", 1));
+  WARP_ASSIGN_OR_RETURN(out.moe_intermediate_size, Uint(json, "moe_intermediate_size"));
+  WARP_ASSIGN_OR_RETURN(out.norm_topk_prob, BoolOr(json, "norm_topk_prob", true));
+  WARP_ASSIGN_OR_RETURN(double scaling, DoubleOr(json, "routed_scaling_factor", 1.0));
+  out.routed_scaling_factor = static_cast<float>(scaling);
+  out.moe_layer.assign(out.num_layers, true);
+  WARP_RETURN_IF_ERROR(ParseHeadDim(json, out));
+  WARP_ASSIGN_OR_RETURN(out.q_lora_rank, Uint(json, "q_lora_rank"));
+  WARP_ASSIGN_OR_RETURN(out.qk_rope_head_dim, UintOr(json, "qk_rope_head_dim", 0));
+  if (out.qk_rope_head_dim == 0) {
+    WARP_ASSIGN_OR_RETURN(double factor, DoubleOr(json, "partial_rotary_factor", 0.125));
+    out.qk_rope_head_dim = static_cast<uint32_t>(out.head_dim * factor);
+  }
+  if (out.qk_rope_head_dim % 2 != 0 || out.qk_rope_head_dim > out.head_dim) {
+    return KeyError("qk_rope_head_dim", "must be even and at most head_dim");
+  }
+  WARP_ASSIGN_OR_RETURN(out.sliding_window, Uint(json, "sliding_window"));
+  WARP_ASSIGN_OR_RETURN(double limit, DoubleOr(json, "swiglu_limit", 0.0));
+  out.glu.limit = static_cast<float>(limit);
+  CompressedAttention& ca = out.compressed;
+  WARP_ASSIGN_OR_RETURN(ca.compress_rope_theta, DoubleOr(json, "compress_rope_theta", 160000.0));
+  WARP_ASSIGN_OR_RETURN(ca.o_groups, Uint(json, "o_groups"));
+  WARP_ASSIGN_OR_RETURN(ca.o_lora_rank, Uint(json, "o_lora_rank"));
+  if (ca.o_groups == 0 || out.num_heads % ca.o_groups != 0) {
+    return KeyError("o_groups", "must divide num_attention_heads");
+  }
+  WARP_ASSIGN_OR_RETURN(ca.index_heads, Uint(json, "index_n_heads"));
+  WARP_ASSIGN_OR_RETURN(ca.index_head_dim, Uint(json, "index_head_dim"));
+  WARP_ASSIGN_OR_RETURN(ca.index_topk, Uint(json, "index_topk"));
+  if (out.qk_rope_head_dim > ca.index_head_dim) {
+    return KeyError("index_head_dim", "must hold the rope dims (qk_rope_head_dim)");
+  }
+  return ParseHyperConnections(json, out.hyper);
+}
+
+RopePlan Rope(const ModelConfig& c, bool compressed) {
+  if (!compressed) return {.dim = c.qk_rope_head_dim, .interleaved = true, .theta = c.rope_theta};
+  YarnScaling yarn = c.yarn;
+  if (yarn.enabled && yarn.attention_factor == 0) yarn.attention_factor = 1.0;
+  return {.dim = c.qk_rope_head_dim,
+          .interleaved = true,
+          .theta = c.compressed.compress_rope_theta,
+          .yarn = yarn};
+}
+
+LayerPlan Layer(const ModelConfig& c, const std::string& p) {
+  LayerPlan l{.input_norm = p + "attn_norm.weight", .post_norm = p + "ffn_norm.weight"};
+  l.ffn = FfnPlan{.kind = FfnKind::kMoe,
+                  .prefix = p + "ffn",
+                  .glu = c.glu,
+                  .mlp = {.gate = "w1", .up = "w3", .down = "w2"},
+                  .router = RouterKind::kSqrtSoftplusTopK,
+                  .router_weight = p + "ffn.gate.weight",
+                  .selection_bias = p + "ffn.gate.bias"};
+  if (c.num_shared_experts > 0) {
+    l.ffn.shared_prefix = p + "ffn.shared_experts";
+    l.ffn.shared_intermediate = uint64_t{c.moe_intermediate_size} * c.num_shared_experts;
+  }
+  HyperSites(p, l);
+  return l;
+}
+
+}  // namespace deepseek_v4
 
 const ModelFamily& DeepseekV4Family() {
   static const DeepseekV4 family;

@@ -11,10 +11,30 @@
 // (the stored modular file is older and differs); tests/reference/README.md
 // has the math as the reference implements it.
 
+#include <string>
+
 #include "computed/model/family.h"
 
 namespace warp::computed {
 
 const ModelFamily& DeepseekV4Family();
+
+// What DeepSeek V4.1 (families/deepseek_v41) shares with V4.
+namespace deepseek_v4 {
+
+// The keys V4 and V4.1 read alike: sqrt-softplus routing, experts and the
+// shared expert, head_dim, q-LoRA, rope dims, the window, the SwiGLU clamp,
+// compress_rope_theta, the grouped output, the indexer's shape and mHC.
+absl::Status ParseCommon(const nlohmann::ordered_json& json, ModelConfig& config);
+// The rope of a sliding layer (rope_theta, no YaRN) or of a compressed one
+// (compress_rope_theta, YaRN whose cos/sin factor is 1, as transformers'
+// config forces for V4 and V4.1).
+RopePlan Rope(const ModelConfig& config, bool compressed);
+// Layer `layer_prefix`'s ("layers.N.") pre-norm names, routed experts
+// (sqrt-softplus, the selection bias `ffn.gate.bias`, shared experts) and
+// hyper-connection sites.
+LayerPlan Layer(const ModelConfig& config, const std::string& layer_prefix);
+
+}  // namespace deepseek_v4
 
 }  // namespace warp::computed

@@ -1,0 +1,137 @@
+// DeepSeek V4.1 Flash's config as the release ships it: which layer reads
+// which source's compressed cache and choice (CSA2), the engram's shape, the
+// trunk tensors the plan declares; and each malformed key refused by name.
+
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "computed/model/layer_plan.h"
+#include "computed/model/parse_model_config.h"
+#include "computed/model/tensor_specs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/status_matchers.h"
+
+namespace warp::computed {
+namespace {
+
+using json = nlohmann::ordered_json;
+using ::testing::HasSubstr;
+using ::warp::testing::StatusIs;
+
+json ReleaseConfig() {
+  std::ifstream in(warp::testing::SourceDir() / "tests/configs/deepseek_v41_flash.config.json");
+  return json::parse(in);
+}
+
+absl::StatusOr<ModelConfig> Parse(const json& config) {
+  return ParseModelConfig(config["model_type"].get<std::string>(), config);
+}
+
+TEST(DeepseekV41ConfigTest, TheReleaseReadsItsSourcesAsCsa2Says) {
+  auto config = Parse(ReleaseConfig());
+  WARP_ASSERT_OK(config);
+  const SharedCompression& sc = config->shared_compression;
+  EXPECT_EQ(config->num_layers, 40u);
+  EXPECT_FLOAT_EQ(config->rms_norm_eps, 1e-20f);
+  // Layers 0 and 1 are the window only; 2..19 read the nearest of 2, 8, 14;
+  // 20..39 read layer 20 (ratio 1).
+  for (uint32_t layer : {0u, 1u}) EXPECT_EQ(sc.kv_source[layer], SharedCompression::kNone);
+  EXPECT_EQ(sc.kv_source[2], 2);
+  EXPECT_EQ(sc.kv_source[7], 2);
+  EXPECT_EQ(sc.kv_source[13], 8);
+  EXPECT_EQ(sc.kv_source[19], 14);
+  EXPECT_EQ(sc.kv_source[20], 20);
+  EXPECT_EQ(sc.kv_source[39], 20);
+  EXPECT_EQ(sc.index_source[23], 20);
+  EXPECT_EQ(sc.index_source[24], 24);
+  EXPECT_EQ(sc.index_source[39], 36);
+  EXPECT_EQ(sc.candidate_source, 20);
+  EXPECT_EQ(sc.candidate_topk_blocks, 2048u);
+  EXPECT_EQ(sc.candidate_block_size, 8u);
+  const EngramConfig& e = config->engram;
+  EXPECT_EQ(e.layers, (std::vector<uint32_t>{1, 14}));
+  EXPECT_EQ(e.table_rows, (std::vector<uint64_t>{384006168, 384016682}));
+  EXPECT_EQ(e.RowsPerToken(), 24u);
+  EXPECT_EQ(e.head_dim, 256u);
+  EXPECT_EQ(e.pad_token, 2u);
+  EXPECT_EQ(e.compressed_vocab, 99092u);
+}
+
+TEST(DeepseekV41ConfigTest, OnlySourcesOwnACompressorAndAnIndexer) {
+  auto config = Parse(ReleaseConfig());
+  WARP_ASSERT_OK(config);
+  std::set<std::string> names;
+  for (const TensorSpec& spec : TrunkTensorSpecs(*config, TensorFormat::kBF16)) {
+    names.insert(spec.name);
+  }
+  for (uint32_t layer = 0; layer < 40; ++layer) {
+    const std::string p = "layers." + std::to_string(layer) + ".";
+    const bool kv_source = layer == 2 || layer == 8 || layer == 14 || layer == 20;
+    const bool index_source = kv_source || (layer >= 24 && layer % 4 == 0 && layer < 40);
+    SCOPED_TRACE(p);
+    EXPECT_TRUE(names.contains(p + "attn.wq_a.weight"));
+    EXPECT_EQ(names.contains(p + "attn.compressor.wkv.weight"), kv_source);
+    // Ratio 2 pools with a gate; ratio 1 (layer 20) does not.
+    EXPECT_EQ(names.contains(p + "attn.compressor.wgate.weight"), kv_source && layer < 20);
+    EXPECT_EQ(names.contains(p + "attn.indexer.wq_b.weight"), index_source);
+    EXPECT_EQ(names.contains(p + "attn.indexer.wk.weight"), kv_source);
+    EXPECT_EQ(names.contains(p + "engram.wkv.weight"), layer == 1 || layer == 14);
+    EXPECT_TRUE(names.contains(p + "hc_attn_fn"));
+    EXPECT_TRUE(names.contains(p + "ffn.gate.bias"));
+    EXPECT_FALSE(names.contains(p + "ffn.gate.tid2eid"));
+  }
+  EXPECT_FALSE(names.contains("hc_head_fn"));  // single pass: no head site
+  // The engram's wkv takes the 24 rows of 256 and gives 4 keys and a value.
+  for (const TensorSpec& spec : TrunkTensorSpecs(*config, TensorFormat::kBF16)) {
+    if (spec.name == "layers.1.engram.wkv.weight") {
+      EXPECT_EQ(spec.shape, (std::vector<uint64_t>{5 * 5120, 24 * 256}));
+    }
+  }
+}
+
+// Each edit of the release's text_config is refused naming the key.
+TEST(DeepseekV41ConfigTest, MalformedSourcesAndEngramsAreRefusedByName) {
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
+      {[](json& t) { t["compress_ratios"][5] = 4; },
+       "compress_ratios[5]: 4 disagrees with its KV source layer 2's ratio 2"},
+      {[](json& t) { t["kv_source_layer_ids"] = {8, 14, 20}; },
+       "compress_ratios[2]: 2: layer 2 reads a compressed cache, and no kv_source_layer_ids "
+       "entry is at or before it"},
+      {[](json& t) { t["kv_source_layer_ids"] = {1, 8, 14, 20}; },
+       "kv_source_layer_ids: layer 1 has compress_ratios[1] 0"},
+      {[](json& t) { t["index_source_layer_ids"] = {2, 14, 20, 24}; },
+       "kv_source_layer_ids: layer 8 is not in index_source_layer_ids"},
+      {[](json& t) { t["kv_source_layer_ids"] = {2, 8, 8, 20}; },
+       "kv_source_layer_ids[2]: 8 does not follow 8"},
+      {[](json& t) { t["index_source_layer_ids"][0] = 40; },
+       "index_source_layer_ids[0]: 40 is not a layer (0 .. 39)"},
+      {[](json& t) { t["candidate_source_layer_id"] = 21; },
+       "candidate_source_layer_id: 21 is not in index_source_layer_ids"},
+      {[](json& t) { t["engram_num_embeddings"] = {384006168}; },
+       "engram_num_embeddings: must list the table rows of each of the 2 engram_layer_ids"},
+      {[](json& t) { t["engram_head_dim"] = 100; }, "engram_head_dim: must be a positive multiple"},
+      {[](json& t) { t["gate_temp"] = 0; }, "gate_temp: must be positive"},
+      {[](json& t) { t.erase("kv_source_layer_ids"); }, "kv_source_layer_ids: missing"},
+  };
+  for (const auto& [edit, error] : cases) {
+    SCOPED_TRACE(error);
+    json config = ReleaseConfig();
+    edit(config["text_config"]);
+    EXPECT_THAT(Parse(config), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(error)));
+  }
+}
+
+TEST(DeepseekV41ConfigTest, AConfigWithoutEngramPlansNone) {
+  json config = ReleaseConfig();
+  config["text_config"]["engram_layer_ids"] = json::array();
+  auto parsed = Parse(config);
+  WARP_ASSERT_OK(parsed);
+  for (const LayerPlan& layer : PlanOf(*parsed).layers) EXPECT_FALSE(layer.engram.present());
+}
+
+}  // namespace
+}  // namespace warp::computed

@@ -175,6 +175,12 @@ std::optional<int32_t> HfTokenizer::TokenToId(std::string_view token) const {
   return model_->TokenToId(token);
 }
 
+std::optional<std::string> HfTokenizer::IdToToken(int32_t id) const {
+  if (const auto it = added_by_id_.find(id); it != added_by_id_.end()) return it->second.content;
+  if (const std::string* token = model_->IdToToken(id)) return *token;
+  return std::nullopt;
+}
+
 bool HfTokenizer::IsSpecial(int32_t id) const {
   const auto it = added_by_id_.find(id);
   return it != added_by_id_.end() && it->second.special;

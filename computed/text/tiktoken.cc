@@ -262,6 +262,16 @@ std::optional<int32_t> TiktokenTokenizer::TokenToId(std::string_view token) cons
   return std::nullopt;
 }
 
+std::optional<std::string> TiktokenTokenizer::IdToToken(int32_t id) const {
+  if (const auto it = special_by_id_.find(id); it != special_by_id_.end()) {
+    return it->second.content;
+  }
+  if (id < 0 || static_cast<size_t>(id) >= id_to_bytes_.size() || id_to_bytes_[id].empty()) {
+    return std::nullopt;  // out of range, or a hole in the ranks
+  }
+  return id_to_bytes_[id];  // raw bytes, as tiktoken's tokens are
+}
+
 bool TiktokenTokenizer::IsSpecial(int32_t id) const {
   const auto it = special_by_id_.find(id);
   return it != special_by_id_.end() && it->second.special;

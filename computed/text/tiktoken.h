@@ -43,6 +43,7 @@ class TiktokenTokenizer : public Tokenizer {
                                      bool skip_special_tokens) const override;
   int32_t vocab_size() const override { return vocab_size_; }
   std::optional<int32_t> TokenToId(std::string_view token) const override;
+  std::optional<std::string> IdToToken(int32_t id) const override;
   bool IsSpecial(int32_t id) const override;
 
  private:

@@ -74,6 +74,9 @@ class Tokenizer {
   // Vocab or added token, exact string (byte-level vocabs spell ' ' as "Ġ";
   // tiktoken tokens are raw bytes).
   virtual std::optional<int32_t> TokenToId(std::string_view token) const = 0;
+  // The inverse, as HF's id_to_token: the added token's content or the vocab
+  // token of `id`; nullopt for an id with no token or out of range.
+  virtual std::optional<std::string> IdToToken(int32_t id) const = 0;
   virtual bool IsSpecial(int32_t id) const = 0;
 };
 

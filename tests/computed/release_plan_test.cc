@@ -89,12 +89,37 @@ TEST(PlanAgainstConvertTest, Fp8Per32x32TileIsPlannedAsConvertKeepsIt) {
   auto planned = PlanRelease(ReadJson(v41 / "config.json"), {}, "config.json");
   WARP_ASSERT_OK(planned);
   EXPECT_THAT(planned->formats, HasSubstr("release FP8 E4M3 32x32 blocks (UE8M0 scales)"));
-  const TensorEntry* wo_a = planned->manifest.FindTrunkTensor("layers.0.attn.wo_a.weight");
-  ASSERT_NE(wo_a, nullptr);
-  EXPECT_EQ(wo_a->format, TensorFormat::kF8E4M3B32);
-  ASSERT_TRUE(wo_a->scale.has_value());
-  EXPECT_EQ(wo_a->data.bytes, 64u * 128);
-  EXPECT_EQ(wo_a->scale->bytes, 2u * 4 * sizeof(float));  // [64/32, 128/32] f32
+}
+
+// At V4 Flash's size, 32x32 tiles plan each FP8 matrix's f32 scales as 4 bytes
+// per 1024 elements instead of per 16384: the trunk grows by exactly that.
+TEST(PlanAgainstConvertTest, Fp8Per32x32TileSizesTheScalesPerTile) {
+  const json v4 = ReadJson(warp::testing::SourceDir() / "tests/configs/deepseek_v4_flash.config.json");
+  json v41 = v4;
+  v41["quantization_config"]["weight_block_size"] = {32, 32};
+  auto planned_v4 = PlanRelease(v4, {}, "v4");
+  auto planned_v41 = PlanRelease(v41, {}, "v41");
+  WARP_ASSERT_OK(planned_v4);
+  WARP_ASSERT_OK(planned_v41);
+  auto model = ParseModelConfig("deepseek_v4", v4);
+  WARP_ASSERT_OK(model);
+  auto release = ReadReleaseFormats(v41, "v41");
+  WARP_ASSERT_OK(release);
+  const ModelFamily& family = FamilyOf(Architecture::kDeepseekV4);
+  auto aligned = [](uint64_t bytes) { return (bytes + 4095) / 4096 * 4096; };
+  uint64_t extra = 0, fp8_matrices = 0;
+  for (const TrunkTensor& tensor : TrunkTensors(*model, TensorFormat::kF32)) {
+    if (tensor.f32 || release->TrunkMatrix(family, tensor.spec.name) != TensorFormat::kF8E4M3B32) {
+      continue;
+    }
+    ++fp8_matrices;
+    extra += aligned(ScaleBytes(TensorFormat::kF8E4M3B32, tensor.spec.shape)) -
+             aligned(ScaleBytes(TensorFormat::kF8E4M3B128, tensor.spec.shape));
+  }
+  EXPECT_GT(fp8_matrices, 100u);
+  EXPECT_GT(extra, 0u);
+  EXPECT_EQ(planned_v41->manifest.trunk_bytes, planned_v4->manifest.trunk_bytes + extra)
+      << planned_v41->formats;
 }
 
 TEST(PlanAgainstConvertTest, QuantizedTrunksArePlannedAsConvertWritesThem) {

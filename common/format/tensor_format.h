@@ -53,12 +53,15 @@ enum class TensorFormat {
   kVq3rB32,   // 3-bit residual vector quantization: each 4 consecutive elements of a
               // row one 12-bit code (two 64-entry stages of its layer's codebook,
               // codebooks.bin), two codes per 3 bytes, + f16 scale per 32 elements
+  kF8E4M3B32,  // FP8 E4M3 codes + f32 scale per 32x32 tile (DeepSeek V4.1 `X.scale`)
 };
 
 // Elements per scale block along a row for kQ8B32 / kQ4B32 / kMxfp4B32 / kVq3rB32.
 inline constexpr uint64_t kRowBlock = 32;
-// Square block edge of kF8E4M3B128 scales, as the DeepSeek V3 / Kimi K2 releases ship.
-inline constexpr uint64_t kFp8Block = 128;
+// Square tile edges of the FP8 formats' scales: kF8E4M3B128 as the DeepSeek V3 /
+// Kimi K2 / V4 releases ship them, kF8E4M3B32 as DeepSeek V4.1 Flash does.
+inline constexpr uint64_t kFp8Block128 = 128;
+inline constexpr uint64_t kFp8Block32 = 32;
 
 // How one value of a separate scale sub-tensor is stored.
 enum class ScaleType {
@@ -112,7 +115,8 @@ struct FormatTraits {
 inline constexpr ScaleBlock kNoScale{};
 inline constexpr ScaleBlock kRowScaleF16{ScaleType::kF16, 1, kRowBlock};
 inline constexpr ScaleBlock kRowScaleE8M0{ScaleType::kE8M0, 1, kRowBlock};
-inline constexpr ScaleBlock kSquareScaleF32{ScaleType::kF32, kFp8Block, kFp8Block};
+inline constexpr ScaleBlock kTileScaleF32B128{ScaleType::kF32, kFp8Block128, kFp8Block128};
+inline constexpr ScaleBlock kTileScaleF32B32{ScaleType::kF32, kFp8Block32, kFp8Block32};
 
 // One row per TensorFormat, in the enum's order.
 inline constexpr FormatTraits kFormatTraits[] = {
@@ -120,7 +124,7 @@ inline constexpr FormatTraits kFormatTraits[] = {
     {TensorFormat::kF32, "f32", 1, 4, kNoScale, false, false, true},
     {TensorFormat::kF16, "f16", 1, 2, kNoScale, false, false, true},
     {TensorFormat::kBF16, "bf16", 1, 2, kNoScale, false, false, true},
-    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128", 1, 1, kSquareScaleF32, false, false, false},
+    {TensorFormat::kF8E4M3B128, "f8_e4m3_b128", 1, 1, kTileScaleF32B128, false, false, false},
     {TensorFormat::kQ8B32, "q8_b32", 32, 32, kRowScaleF16, false, false, true},
     {TensorFormat::kQ4B32, "q4_b32", 32, 16, kRowScaleF16, false, false, true},
     {TensorFormat::kMxfp4B32, "mxfp4_b32", 32, 16, kRowScaleE8M0, false, false, false},
@@ -137,11 +141,12 @@ inline constexpr FormatTraits kFormatTraits[] = {
     {TensorFormat::kGgmlQ6_K, "ggml_q6_k", 256, 210, kNoScale, true, false, false},
     // 8 codes of 12 bits a block: 12 bytes (two codes per 3 bytes).
     {TensorFormat::kVq3rB32, "vq3r_b32", 32, 12, kRowScaleF16, false, true, false},
+    {TensorFormat::kF8E4M3B32, "f8_e4m3_b32", 1, 1, kTileScaleF32B32, false, false, false},
 };
 
 // The number of formats. The enum's last enumerator is named here: a new one
 // goes at the end of the enum, and here.
-inline constexpr size_t kNumTensorFormats = static_cast<size_t>(TensorFormat::kVq3rB32) + 1;
+inline constexpr size_t kNumTensorFormats = static_cast<size_t>(TensorFormat::kF8E4M3B32) + 1;
 
 // Whether a per-format table (this one, the kernels') has one row per
 // TensorFormat in the enum's order, so that it can be indexed by the enum.
@@ -194,6 +199,26 @@ constexpr std::optional<GgmlBlockLayout> GgmlBlockLayoutOf(TensorFormat format) 
 constexpr bool HasScale(TensorFormat format) {
   return TraitsOf(format).scale.type != ScaleType::kNone;
 }
+// The FP8 E4M3 formats, one per tile edge of their f32 scales: what a
+// release's F8_E4M3 tensor is kept as, by the grid of its block scales.
+inline constexpr TensorFormat kTiledFp8Formats[] = {TensorFormat::kF8E4M3B128,
+                                                    TensorFormat::kF8E4M3B32};
+constexpr bool IsTiledFp8(TensorFormat format) {
+  for (TensorFormat fp8 : kTiledFp8Formats) {
+    if (fp8 == format) return true;
+  }
+  return false;
+}
+// The FP8 format whose scales are one per `edge` x `edge` tile, if any.
+constexpr std::optional<TensorFormat> TiledFp8Format(uint64_t edge) {
+  for (TensorFormat fp8 : kTiledFp8Formats) {
+    if (TraitsOf(fp8).scale.rows == edge) return fp8;
+  }
+  return std::nullopt;
+}
+static_assert(TiledFp8Format(kFp8Block32) == TensorFormat::kF8E4M3B32 &&
+              TiledFp8Format(kFp8Block128) == TensorFormat::kF8E4M3B128);
+
 // True if the format's values need a codebook (codebooks.bin) besides its bytes.
 constexpr bool NeedsCodebook(TensorFormat format) { return TraitsOf(format).needs_codebook; }
 

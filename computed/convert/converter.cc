@@ -46,7 +46,9 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
+// The format a tensor of `tensor`'s dtype is kept in as it is; an F8_E4M3
+// tensor's also depends on its scales (Converter::NativeFormat).
+absl::StatusOr<TensorFormat> DtypeFormat(const SourceTensor& tensor) {
   switch (tensor.dtype) {
     case SourceDtype::kF32:
       return TensorFormat::kF32;
@@ -54,27 +56,20 @@ absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& tensor) {
       return TensorFormat::kF16;
     case SourceDtype::kBF16:
       return TensorFormat::kBF16;
-    case SourceDtype::kF8E4M3:
-      return TensorFormat::kF8E4M3B128;
+    case SourceDtype::kF8E4M3:  // by its scales' tile: Fp8FormatOf
+    case SourceDtype::kU8:
+    case SourceDtype::kI8:
+    case SourceDtype::kF8E8M0:
+      break;
     case SourceDtype::kI32:
     case SourceDtype::kI64:
       return TensorFormat::kF32;  // integers (expert ids) kept as exact float values
     case SourceDtype::kGgmlBlocks:
       return tensor.ggml_format;  // the file's blocks, kept as they are
-    case SourceDtype::kU8:
-    case SourceDtype::kI8:
-    case SourceDtype::kF8E8M0:
-      break;
   }
   return absl::InvalidArgumentError(absl::StrCat("tensor ", tensor.name, " is ",
                                                  SourceTypeName(tensor),
                                                  ", which no storage format reads as values"));
-}
-
-bool IsPassthrough(TensorFormat format, const SourceTensor& tensor) {
-  if (tensor.dtype == SourceDtype::kI32 || tensor.dtype == SourceDtype::kI64) return false;
-  absl::StatusOr<TensorFormat> native = NativeFormat(tensor);
-  return native.ok() && *native == format;
 }
 
 // One tensor of the checkpoint as the container will store it.
@@ -105,21 +100,54 @@ absl::Status ShapeMismatch(const SourceTensor& source, const std::vector<uint64_
 
 class Converter {
  public:
-  // `declared_experts`: the experts' format the release's config.json
-  // declares (ReleaseFormats), which --experts native holds the tensors to.
+  // `declared`: the formats the release's config.json declares
+  // (ReleaseFormats): its experts', which --experts native holds the tensors
+  // to, and its FP8 tile (weight_block_size), which the scales are held to.
+  struct Declared {
+    std::optional<TensorFormat> experts, fp8;
+  };
   Converter(const Checkpoint& checkpoint, const ModelConfig& model, const ConvertOptions& options,
-            const TrunkChoice& trunk, std::optional<TensorFormat> declared_experts,
-            ProgressBar& progress)
+            const TrunkChoice& trunk, Declared declared, ProgressBar& progress)
       : checkpoint_(checkpoint),
         model_(model),
         family_(FamilyOf(model.arch)),
         options_(options),
         trunk_(trunk),
-        declared_experts_(declared_experts),
+        declared_(declared),
         progress_(progress) {
     for (const TrunkTensor& tensor : TrunkTensors(model_, TensorFormat::kF32)) {
       trunk_tensors_[tensor.spec.name] = tensor;
     }
+  }
+
+  // The block scales of F8_E4M3 tensor `name`: DeepSeek V3's NAME_scale_inv
+  // (F32), V4's X.scale (E8M0) beside X.weight.
+  absl::StatusOr<const SourceTensor*> Fp8Scales(const std::string& name) const {
+    const SourceTensor* scales = checkpoint_.Find(name + "_scale_inv");
+    const std::string sibling =
+        absl::EndsWith(name, ".weight") ? name.substr(0, name.size() - 7) + ".scale" : "";
+    if (scales == nullptr && !sibling.empty()) scales = checkpoint_.Find(sibling);
+    if (scales == nullptr) {
+      return absl::NotFoundError(absl::StrCat("tensor ", name, " is F8_E4M3 but ", name,
+                                              "_scale_inv", sibling.empty() ? "" : " or ", sibling,
+                                              " is missing"));
+    }
+    return scales;
+  }
+
+  // The format `source` is kept in as it is: its dtype's, and an F8_E4M3
+  // tensor's by the tile of its scales (Fp8FormatOf).
+  absl::StatusOr<TensorFormat> NativeFormat(const SourceTensor& source) const {
+    if (source.dtype != SourceDtype::kF8E4M3) return DtypeFormat(source);
+    WARP_ASSIGN_OR_RETURN(const SourceTensor* scales, Fp8Scales(source.name));
+    return Fp8FormatOf(source, *scales, declared_.fp8);
+  }
+
+  // Whether `tensor` is stored as `format` by copying its bytes (and scales).
+  bool IsPassthrough(TensorFormat format, const SourceTensor& tensor) const {
+    if (tensor.dtype == SourceDtype::kI32 || tensor.dtype == SourceDtype::kI64) return false;
+    absl::StatusOr<TensorFormat> native = NativeFormat(tensor);
+    return native.ok() && *native == format;
   }
 
   // `zero_padded`: the source may be a longer vector whose tail is zero.
@@ -135,16 +163,7 @@ class Converter {
         .spec = {.name = name, .format = format, .shape = shape}, .source = source, .padded = padded};
     if (padded) WARP_RETURN_IF_ERROR(CheckZeroTail(*source, shape[0]));
     if (source->dtype == SourceDtype::kF8E4M3) {
-      // DeepSeek V3: NAME_scale_inv (F32); V4: X.scale (E8M0) beside X.weight.
-      out.scale_inv = checkpoint_.Find(name + "_scale_inv");
-      const std::string sibling =
-          absl::EndsWith(name, ".weight") ? name.substr(0, name.size() - 7) + ".scale" : "";
-      if (out.scale_inv == nullptr && !sibling.empty()) out.scale_inv = checkpoint_.Find(sibling);
-      if (out.scale_inv == nullptr) {
-        return absl::NotFoundError(absl::StrCat("tensor ", name, " is F8_E4M3 but ", name,
-                                                "_scale_inv", sibling.empty() ? "" : " or ",
-                                                sibling, " is missing"));
-      }
+      WARP_ASSIGN_OR_RETURN(out.scale_inv, Fp8Scales(name));
     }
     if (std::string problem = ShapeProblem(format, shape); !problem.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", name, ": ", problem));
@@ -174,9 +193,12 @@ class Converter {
     if (spec.shape.size() != 2 || (tensor != trunk_tensors_.end() && tensor->second.f32)) {
       return TensorFormat::kF32;
     }
-    // A dtype that stores no values (U8 codes) matters only where it is kept.
+    // A dtype that stores no values (U8 codes) matters only where it is kept;
+    // FP8 scales of no tile, or not the config's, are refused whatever the choice.
     const absl::StatusOr<TensorFormat> native = NativeFormat(source);
-    if (!native.ok() && trunk_.native()) return native.status();
+    if (!native.ok() && (trunk_.native() || source.dtype == SourceDtype::kF8E4M3)) {
+      return native.status();
+    }
     return trunk_.FormatOf(tensor == trunk_tensors_.end() ? TrunkKind::kOther : tensor->second.kind,
                            native.value_or(TensorFormat::kBF16), spec.shape);
   }
@@ -391,12 +413,12 @@ class Converter {
     if (options_.experts == "vq3r") return ExpertMatrixSpecs(model_, TensorFormat::kVq3rB32);
     const TensorSpec first = ExpertMatrixSpecs(model_, TensorFormat::kF32).front();
     WARP_ASSIGN_OR_RETURN(TensorFormat layer_format, NativeMatrixFormat(layer, first));
-    if (declared_experts_ && layer_format != *declared_experts_) {
+    if (declared_.experts && layer_format != *declared_.experts) {
       const CheckpointSlice slice = ExpertSlice(layer, 0, first.name);
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor ", slice.mxfp4_blocks.empty() ? slice.tensor : slice.mxfp4_blocks, " holds ",
           std::string(TensorFormatName(layer_format)), " experts, but config.json declares ",
-          std::string(TensorFormatName(*declared_experts_)),
+          std::string(TensorFormatName(*declared_.experts)),
           " (quantization_config / expert_dtype): the config and the tensors disagree"));
     }
     std::vector<TensorSpec> specs = ExpertMatrixSpecs(model_, layer_format);
@@ -494,7 +516,7 @@ class Converter {
     constexpr uint32_t kCodebookExperts = 8;
     constexpr uint64_t kSampleVectors = uint64_t{1} << 17;  // 2 MiB of floats
     ProgressBar uncounted("", 0, /*enabled=*/false);        // the encoding pass counts the bytes
-    const Converter sampler(checkpoint_, model_, options_, trunk_, declared_experts_, uncounted);
+    const Converter sampler(checkpoint_, model_, options_, trunk_, declared_, uncounted);
     for (const TensorEntry& matrix : bank.matrices) {
       if (!NeedsCodebook(matrix.format)) continue;
       Vq3rSample sample(kSampleVectors, Fnv1a64(absl::StrCat(bank.layer, ".", matrix.name)));
@@ -544,7 +566,7 @@ class Converter {
   const ConvertOptions& options_;
   const TrunkChoice& trunk_;
   absl::flat_hash_map<std::string, TrunkTensor> trunk_tensors_;  // by name
-  const std::optional<TensorFormat> declared_experts_;
+  const Declared declared_;
   ProgressBar& progress_;
   Codebooks codebooks_;  // of the vq3r_b32 matrices, filled bank by bank
 };
@@ -711,10 +733,11 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
   if (!model.ok()) return Annotate(model.status(), config_source);
   // A release's own word on its formats: a quantization_config WARP does not
   // convert is refused before anything is written.
-  std::optional<TensorFormat> declared_experts;
+  Converter::Declared declared;
   if (!input.from_gguf) {
     WARP_ASSIGN_OR_RETURN(const ReleaseFormats release, ReadReleaseFormats(config, config_source));
-    if (release.declares_experts) declared_experts = release.experts;
+    if (release.declares_experts) declared.experts = release.experts;
+    if (release.block_fp8) declared.fp8 = release.fp8;
   }
 
   Manifest header;
@@ -731,7 +754,7 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
             out.string());
   ProgressBar progress("convert", checkpoint.total_bytes(), options.show_progress);
   const TrunkChoice trunk = *TrunkChoice::Parse(options.trunk);  // CheckOptions parsed it
-  Converter converter(checkpoint, *model, options, trunk, declared_experts, progress);
+  Converter converter(checkpoint, *model, options, trunk, declared, progress);
   absl::Status status = converter.WriteTrunk(*writer);
   if (status.ok() && options.early_route_folds) {
     status = WriteEarlyRouteFolds(*writer, *model, TensorFormat::kF32,

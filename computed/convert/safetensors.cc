@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/json_depth.h"
 #include "common/numeric/half.h"
 #include "common/status.h"
@@ -147,6 +148,77 @@ uint64_t SourceDtypeBytes(SourceDtype dtype) {
       return 8;
   }
   return 0;
+}
+
+namespace {
+
+std::string ShapeText(const std::vector<uint64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// The grid of one scale per `tile` x `tile` block of a [rows, cols] matrix.
+std::vector<uint64_t> ScaleGrid(const std::vector<uint64_t>& shape, uint64_t tile) {
+  return {(shape[0] + tile - 1) / tile, (shape[1] + tile - 1) / tile};
+}
+
+}  // namespace
+
+std::vector<TensorFormat> Fp8FormatsOfScales(const SourceTensor& tensor,
+                                             const SourceTensor& scale) {
+  std::vector<TensorFormat> formats;
+  if (tensor.shape.size() != 2 ||
+      (scale.dtype != SourceDtype::kF32 && scale.dtype != SourceDtype::kF8E8M0)) {
+    return formats;
+  }
+  for (TensorFormat format : kTiledFp8Formats) {
+    if (scale.shape == ScaleGrid(tensor.shape, TraitsOf(format).scale.rows)) {
+      formats.push_back(format);
+    }
+  }
+  return formats;
+}
+
+absl::StatusOr<TensorFormat> Fp8FormatOf(const SourceTensor& tensor, const SourceTensor& scale,
+                                         std::optional<TensorFormat> declared) {
+  const std::string both = absl::StrCat("tensor ", tensor.name, " ", ShapeText(tensor.shape),
+                                        " with scales ", scale.name, " ",
+                                        std::string(SourceDtypeName(scale.dtype)), " ",
+                                        ShapeText(scale.shape));
+  const std::string declared_text =
+      declared ? absl::StrCat("config.json's quantization_config.weight_block_size says ",
+                              TraitsOf(*declared).scale.rows, "x", TraitsOf(*declared).scale.cols)
+               : "";
+  const std::vector<TensorFormat> formats = Fp8FormatsOfScales(tensor, scale);
+  if (formats.empty()) {
+    if (tensor.shape.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(both, ": an F8_E4M3 tensor must be 2-D"));
+    }
+    if (scale.dtype != SourceDtype::kF32 && scale.dtype != SourceDtype::kF8E8M0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(both, ": F8_E4M3 block scales must be F32 or F8_E8M0"));
+    }
+    std::string grids;
+    for (TensorFormat format : kTiledFp8Formats) {
+      const uint64_t tile = TraitsOf(format).scale.rows;
+      absl::StrAppend(&grids, grids.empty() ? "" : " or ", ShapeText(ScaleGrid(tensor.shape, tile)),
+                      " (", tile, "x", tile, " tiles)");
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        both, ": the scale tile is neither 128x128 nor 32x32; the scales would be ", grids,
+        declared ? absl::StrCat(" (", declared_text, ")") : ""));
+  }
+  if (formats.size() == 1) {
+    if (declared && formats[0] != *declared) {
+      const uint64_t tile = TraitsOf(formats[0]).scale.rows;
+      return absl::InvalidArgumentError(absl::StrCat(both, ": the scale tile is ", tile, "x",
+                                                     tile, ", but ", declared_text));
+    }
+    return formats[0];
+  }
+  if (declared) return *declared;
+  return absl::InvalidArgumentError(absl::StrCat(
+      both, ": one scale, whose tile (128x128 or 32x32) only config.json's "
+            "quantization_config.weight_block_size can say, and it does not"));
 }
 
 absl::Status Checkpoint::AddFile(const fs::path& path) {
@@ -296,30 +368,31 @@ absl::Status ReadGgmlRowsAsFloat(const Checkpoint& checkpoint, const SourceTenso
   return absl::OkStatus();
 }
 
-// An F8_E4M3 tensor's inverse scales, one per 128 x 128 block, row-major.
+// An F8_E4M3 tensor's inverse scales, one per `tile` x `tile` block, row-major.
 struct BlockScales {
   std::vector<float> values;
   uint64_t cols = 0;  // blocks per row of blocks
+  uint64_t tile = 1;
 
-  float At(uint64_t row, uint64_t col) const { return values[(row / 128) * cols + col / 128]; }
+  float At(uint64_t row, uint64_t col) const { return values[(row / tile) * cols + col / tile]; }
 };
 
-// The block scales an F8_E4M3 `tensor` of `cols` columns needs, read from
+// The block scales an F8_E4M3 `tensor` needs, in either tile, read from
 // `scale_inv` once its dtype and shape are checked; none for other dtypes.
 absl::StatusOr<BlockScales> ReadBlockScales(const Checkpoint& checkpoint,
                                             const SourceTensor& tensor,
-                                            const SourceTensor* scale_inv, uint64_t cols) {
+                                            const SourceTensor* scale_inv) {
   BlockScales scales;
   if (tensor.dtype != SourceDtype::kF8E4M3) return scales;
-  if (scale_inv == nullptr ||
-      (scale_inv->dtype != SourceDtype::kF32 && scale_inv->dtype != SourceDtype::kF8E8M0) ||
-      scale_inv->shape.size() != 2 || tensor.shape.size() != 2 ||
-      scale_inv->shape[0] != (tensor.shape[0] + 127) / 128 ||
-      scale_inv->shape[1] != (cols + 127) / 128) {
+  if (scale_inv == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor ", tensor.name, ": F8_E4M3 needs F32 or F8_E8M0 block scales (", tensor.name,
-        "_scale_inv, or .scale) of shape [ceil(rows/128), ceil(cols/128)]"));
+        "_scale_inv, or .scale)"));
   }
+  // Where both tiles fit (one scale), either gives the same values.
+  const std::vector<TensorFormat> formats = Fp8FormatsOfScales(tensor, *scale_inv);
+  if (formats.empty()) return Fp8FormatOf(tensor, *scale_inv, std::nullopt).status();
+  scales.tile = TraitsOf(formats.front()).scale.rows;
   scales.cols = scale_inv->shape[1];
   scales.values.resize(scale_inv->shape[0] * scale_inv->shape[1]);
   WARP_RETURN_IF_ERROR(checkpoint.ReadScales(*scale_inv, scales.values));
@@ -386,7 +459,7 @@ absl::Status Checkpoint::ReadRowsAsFloat(const SourceTensor& tensor, const Sourc
   const uint64_t elem = SourceDtypeBytes(tensor.dtype);
   std::vector<std::byte> raw(num_rows * cols * elem);
   WARP_RETURN_IF_ERROR(Read(tensor, row_begin * cols * elem, raw));
-  WARP_ASSIGN_OR_RETURN(const BlockScales scales, ReadBlockScales(*this, tensor, scale_inv, cols));
+  WARP_ASSIGN_OR_RETURN(const BlockScales scales, ReadBlockScales(*this, tensor, scale_inv));
   DecodeElements(tensor.dtype, raw, row_begin, cols, scales, out.first(num_rows * cols));
   return absl::OkStatus();
 }

@@ -73,6 +73,21 @@ inline std::optional<TensorFormat> GgmlBlockFormat(const SourceTensor& tensor) {
 // The tensor's type for messages: its dtype, or its ggml block format.
 std::string SourceTypeName(const SourceTensor& tensor);
 
+// The FP8 formats (kTiledFp8Formats) whose tile t gives `scale`'s shape as the
+// grid of block scales of F8_E4M3 `tensor`, [ceil(rows/t), ceil(cols/t)]:
+// one, or both for a matrix of at most 32 x 32 (one scale, the same values
+// either way); none for a grid of no tile, a scale that is not F32 or
+// F8_E8M0, or a tensor that is not 2-D.
+std::vector<TensorFormat> Fp8FormatsOfScales(const SourceTensor& tensor, const SourceTensor& scale);
+
+// The FP8 format an F8_E4M3 `tensor` with block scales `scale` is kept as:
+// the one whose grid `scale` is. Where both are (one scale), `declared` (the
+// config's weight_block_size) decides, and without it the tensor is refused;
+// so is a grid of neither tile, or of the tile `declared` is not. Errors
+// name both tensors and their shapes.
+absl::StatusOr<TensorFormat> Fp8FormatOf(const SourceTensor& tensor, const SourceTensor& scale,
+                                         std::optional<TensorFormat> declared);
+
 class Checkpoint {
  public:
   // Opens `dir`: model.safetensors.index.json if present, else every
@@ -98,8 +113,8 @@ class Checkpoint {
   // Reads rows [row_begin, row_begin + num_rows) of a tensor as float32: rows
   // of its last dimension (1-D: the whole tensor is one row; [E, A, B]: E x A
   // rows of B). Code tensors (U8, I8, F8_E8M0) are not values: InvalidArgument. FP8 tensors
-  // need `scale_inv` ([ceil(rows/128), ceil(cols/128)], F32 or F8_E8M0) and are
-  // dequantized code x scale.
+  // need `scale_inv` (F32 or F8_E8M0, one per 128x128 or 32x32 tile: Fp8FormatsOfScales)
+  // and are dequantized code x scale.
   absl::Status ReadRowsAsFloat(const SourceTensor& tensor, const SourceTensor* scale_inv,
                                uint64_t row_begin, uint64_t num_rows, std::span<float> out) const;
 

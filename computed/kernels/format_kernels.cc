@@ -148,12 +148,15 @@ void DecodeBf16(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n, flo
   for (uint64_t i = 0; i < n; ++i) out[i] = Bf16ToFloat(Load16(w.data + 2 * (first + i)));
 }
 
-void DecodeF8E4M3B128(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n, float* out) {
+template <uint64_t kTile>
+void DecodeF8E4M3(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n, float* out) {
   const uint64_t first = row * w.cols + col;
-  const uint64_t blocks_per_row = (w.cols + kFp8Block - 1) / kFp8Block;
-  const float scale = LoadF32(w.scale + 4 * ((row / kFp8Block) * blocks_per_row + col / kFp8Block));
+  const uint64_t tiles_per_row = (w.cols + kTile - 1) / kTile;
+  const float scale = LoadF32(w.scale + 4 * ((row / kTile) * tiles_per_row + col / kTile));
   for (uint64_t i = 0; i < n; ++i) out[i] = kE4M3[static_cast<uint8_t>(w.data[first + i])] * scale;
 }
+template void DecodeF8E4M3<kFp8Block128>(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
+template void DecodeF8E4M3<kFp8Block32>(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
 
 void DecodeQ8B32(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n, float* out) {
   const uint64_t first = row * w.cols + col;

@@ -32,7 +32,10 @@ namespace internal {
 void DecodeF32(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
 void DecodeF16(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
 void DecodeBf16(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
-void DecodeF8E4M3B128(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
+// f8_e4m3_b128 and f8_e4m3_b32: one decoder over the scales' tile edge
+// (instantiated for both in format_kernels.cc).
+template <uint64_t kTile>
+void DecodeF8E4M3(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
 void DecodeQ8B32(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
 void DecodeQ4B32(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
 void DecodeMxfp4B32(const MatrixView&, uint64_t, uint64_t, uint64_t, float*);
@@ -61,7 +64,7 @@ inline constexpr FormatKernels kFormatKernels[] = {
     {TensorFormat::kF32, internal::DecodeF32, Q8Codes::kNone},
     {TensorFormat::kF16, internal::DecodeF16, Q8Codes::kNone},
     {TensorFormat::kBF16, internal::DecodeBf16, Q8Codes::kNone},
-    {TensorFormat::kF8E4M3B128, internal::DecodeF8E4M3B128, Q8Codes::kNone},
+    {TensorFormat::kF8E4M3B128, internal::DecodeF8E4M3<kFp8Block128>, Q8Codes::kNone},
     {TensorFormat::kQ8B32, internal::DecodeQ8B32, Q8Codes::kNone},
     {TensorFormat::kQ4B32, internal::DecodeQ4B32, Q8Codes::kInt4},
     {TensorFormat::kMxfp4B32, internal::DecodeMxfp4B32, Q8Codes::kE2M1},
@@ -77,6 +80,7 @@ inline constexpr FormatKernels kFormatKernels[] = {
     {TensorFormat::kGgmlQ5_K, internal::DecodeGgmlQ5_K, Q8Codes::kNone},
     {TensorFormat::kGgmlQ6_K, internal::DecodeGgmlQ6_K, Q8Codes::kNone},
     {TensorFormat::kVq3rB32, internal::DecodeVq3rB32, Q8Codes::kNone},
+    {TensorFormat::kF8E4M3B32, internal::DecodeF8E4M3<kFp8Block32>, Q8Codes::kNone},
 };
 
 static_assert(OneRowPerFormatInOrder(kFormatKernels), "kFormatKernels: one row per TensorFormat");

@@ -83,27 +83,30 @@ struct ElementRow {
   }
 };
 
-template <class Ops>
+// f8_e4m3_b128, f8_e4m3_b32: an f32 scale per kTile x kTile tile. A Load's 16
+// columns lie in one tile: kTile is a multiple of 16.
+template <class Ops, uint64_t kTile>
 struct F8Row {
+  static_assert(kTile % kLanes == 0);
   using Vec = typename Ops::Vec;
   static constexpr uint64_t DataBytes(uint64_t cols) { return cols; }
   static constexpr uint64_t kStep = kLanes, kGroup = kWholeRow;
   static constexpr int kVecs = 1;
   static constexpr bool kHasTail = true;
   const uint8_t* p;
-  const float* scales;  // the row's 128-row block of the scale grid
+  const float* scales;  // the row's row of tiles in the scale grid
 
   void Init(const MatrixView& w, uint64_t row) {
     p = reinterpret_cast<const uint8_t*>(w.data) + row * w.cols;
-    const uint64_t blocks_per_row = (w.cols + kFp8Block - 1) / kFp8Block;
-    scales = reinterpret_cast<const float*>(w.scale) + (row / kFp8Block) * blocks_per_row;
+    const uint64_t tiles_per_row = (w.cols + kTile - 1) / kTile;
+    scales = reinterpret_cast<const float*>(w.scale) + (row / kTile) * tiles_per_row;
   }
   void Prepare(uint64_t, uint64_t, uint64_t) {}
-  void Load(uint64_t col, Vec* out) const { out[0] = Ops::F8(p + col, scales[col / kFp8Block]); }
+  void Load(uint64_t col, Vec* out) const { out[0] = Ops::F8(p + col, scales[col / kTile]); }
   Vec LoadTail(uint64_t col, uint64_t n) const {
     uint8_t padded[kLanes] = {};
     std::memcpy(padded, p + col, n);
-    return Ops::F8(padded, scales[col / kFp8Block]);
+    return Ops::F8(padded, scales[col / kTile]);
   }
 };
 
@@ -604,7 +607,7 @@ struct RowOf;
 template <class Ops> struct RowOf<Ops, TensorFormat::kF32> { using Type = ElementRow<Ops, float, typename Ops::F32>; };
 template <class Ops> struct RowOf<Ops, TensorFormat::kF16> { using Type = ElementRow<Ops, uint16_t, typename Ops::F16>; };
 template <class Ops> struct RowOf<Ops, TensorFormat::kBF16> { using Type = ElementRow<Ops, uint16_t, typename Ops::Bf16>; };
-template <class Ops> struct RowOf<Ops, TensorFormat::kF8E4M3B128> { using Type = F8Row<Ops>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kF8E4M3B128> { using Type = F8Row<Ops, kFp8Block128>; };
 template <class Ops> struct RowOf<Ops, TensorFormat::kQ8B32> { using Type = BlockRow<Ops, HalfScales<Ops>, kRowBlock, typename Ops::Q8>; };
 template <class Ops> struct RowOf<Ops, TensorFormat::kQ4B32> { using Type = BlockRow<Ops, HalfScales<Ops>, kRowBlock / 2, typename Ops::Q4>; };
 template <class Ops> struct RowOf<Ops, TensorFormat::kMxfp4B32> { using Type = BlockRow<Ops, E8M0Scales, kRowBlock / 2, typename Ops::Mxfp4>; };
@@ -620,6 +623,7 @@ template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ4_K> { using Type = G
 template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ5_K> { using Type = GgmlCodeRow<Ops, GgmlQ5_KKind>; };
 template <class Ops> struct RowOf<Ops, TensorFormat::kGgmlQ6_K> { using Type = GgmlCodeRow<Ops, GgmlQ6_KKind>; };
 template <class Ops> struct RowOf<Ops, TensorFormat::kVq3rB32> { using Type = Vq3rRow<Ops>; };
+template <class Ops> struct RowOf<Ops, TensorFormat::kF8E4M3B32> { using Type = F8Row<Ops, kFp8Block32>; };
 // clang-format on
 
 // MatMulRows for one ISA, with its contract (arguments already checked).

@@ -30,7 +30,8 @@ struct MatrixView {
 
 // Row `row` of `w` as float32, `w.cols` values, exactly:
 //   f32: as stored;  f16, bf16: exact widening;
-//   f8_e4m3_b128: E4M3ToFloat(code) * f32 scale of its 128x128 block (one multiply);
+//   f8_e4m3_b128, f8_e4m3_b32: E4M3ToFloat(code) * f32 scale of its 128x128 (32x32)
+//     tile (one multiply);
 //   q8_b32: float(int8 code) * float(f16 scale of its 32-block) (one multiply);
 //   q4_b32: float(nibble - 8) * float(f16 scale of its 32-block) (one multiply);
 //   mxfp4_b32: kFp4Value[nibble] * kE8M0Scale[E8M0 byte of its 32-block] (one

@@ -1,6 +1,7 @@
 #include "computed/model/release_formats.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -41,11 +42,12 @@ TensorFormat DenseFormat(const json& config) {
 
 // DeepSeek V4's `expert_dtype` (top level; inside quantization_config in
 // later releases): the routed experts' own format.
+// fp8 experts are in the release's FP8 blocks, `fp8`.
 absl::StatusOr<TensorFormat> ExpertDtype(const json& value, TensorFormat otherwise,
-                                         std::string_view source) {
+                                         TensorFormat fp8, std::string_view source) {
   if (value.is_null()) return otherwise;
   if (value == "fp4") return TensorFormat::kMxfp4B32;
-  if (value == "fp8") return TensorFormat::kF8E4M3B128;
+  if (value == "fp8") return fp8;
   if (value == "bf16" || value == "bfloat16") return TensorFormat::kBF16;
   return Refuse(source, "expert_dtype", value, "expected fp4, fp8 or bf16");
 }
@@ -54,18 +56,26 @@ absl::Status ReadBlockFp8(const json& q, std::string_view source, ReleaseFormats
   if (q.contains("fmt") && q["fmt"] != "e4m3") {
     return Refuse(source, "quantization_config.fmt", q["fmt"], "WARP keeps FP8 as E4M3 only");
   }
-  const json block = q.value("weight_block_size", json::array({128, 128}));
-  if (block != json::array({kFp8Block, kFp8Block})) {
+  const json block = q.value("weight_block_size", json::array({kFp8Block128, kFp8Block128}));
+  std::optional<TensorFormat> fp8;
+  if (block.is_array() && block.size() == 2 && block[0].is_number_integer() &&
+      block[0] == block[1] && block[0].get<int64_t>() > 0) {
+    fp8 = TiledFp8Format(block[0].get<uint64_t>());
+  }
+  if (!fp8) {
     return Refuse(source, "quantization_config.weight_block_size", block,
-                  "WARP's FP8 format is 128x128 blocks (f8_e4m3_b128)");
+                  "WARP's FP8 formats are 128x128 blocks (f8_e4m3_b128) and 32x32 blocks "
+                  "(f8_e4m3_b32)");
   }
   if (q.contains("scale_fmt") && q["scale_fmt"] != "ue8m0") {
     return Refuse(source, "quantization_config.scale_fmt", q["scale_fmt"],
                   "expected ue8m0 (or none: F32 weight_scale_inv)");
   }
   formats.block_fp8 = true;
-  formats.experts = TensorFormat::kF8E4M3B128;
-  formats.description = absl::StrCat("FP8 E4M3 128x128 blocks",
+  formats.fp8 = *fp8;
+  formats.experts = *fp8;
+  const uint64_t tile = TraitsOf(*fp8).scale.rows;
+  formats.description = absl::StrCat("FP8 E4M3 ", tile, "x", tile, " blocks",
                                      q.contains("scale_fmt") ? " (UE8M0 scales)" : "");
   return absl::OkStatus();
 }
@@ -116,7 +126,7 @@ TensorFormat ReleaseFormats::TrunkMatrix(const ModelFamily& family, std::string_
   for (const std::string& pattern : not_converted) {
     if (ModuleMatches(module, pattern)) return dense;
   }
-  return TensorFormat::kF8E4M3B128;
+  return fp8;
 }
 
 absl::StatusOr<ReleaseFormats> ReadReleaseFormats(const json& config, std::string_view source) {
@@ -172,7 +182,8 @@ absl::StatusOr<ReleaseFormats> ReadReleaseFormats(const json& config, std::strin
     if (q.contains("expert_dtype")) expert_dtype = q["expert_dtype"];
   }
   formats.declares_experts = holder != nullptr || !expert_dtype.is_null();
-  WARP_ASSIGN_OR_RETURN(formats.experts, ExpertDtype(expert_dtype, formats.experts, source));
+  WARP_ASSIGN_OR_RETURN(formats.experts,
+                        ExpertDtype(expert_dtype, formats.experts, formats.fp8, source));
   if (!expert_dtype.is_null()) {
     absl::StrAppend(&formats.description, ", experts ",
                     std::string(TensorFormatName(formats.experts)));

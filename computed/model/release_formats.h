@@ -22,15 +22,17 @@ namespace warp::computed {
 struct ReleaseFormats {
   TensorFormat experts = TensorFormat::kBF16;  // the routed experts' matrices
   TensorFormat dense = TensorFormat::kBF16;    // every unquantized matrix (torch dtype)
-  // quant_method fp8: linear weights of the layers in 128x128 E4M3 blocks
-  // (F32 or UE8M0 scales; the container keeps F32), but for `not_converted`.
+  // quant_method fp8: linear weights of the layers in E4M3 blocks of
+  // weight_block_size, 128x128 or 32x32 (F32 or UE8M0 scales; the container
+  // keeps F32), but for `not_converted`; `fp8` is the format of those blocks.
   bool block_fp8 = false;
+  TensorFormat fp8 = TensorFormat::kF8E4M3B128;
   std::vector<std::string> not_converted;  // modules_to_not_convert
   // The config says how the experts are stored (a quantization_config or an
   // expert_dtype), not only the torch dtype: the converter holds the
   // checkpoint's tensors to it.
   bool declares_experts = false;
-  std::string description;                 // "FP8 E4M3 128x128 blocks, experts FP4", for plan
+  std::string description;  // "FP8 E4M3 128x128 blocks (UE8M0 scales), experts mxfp4_b32", for plan
 
   // The format `convert --trunk native` keeps trunk matrix `name` in (a
   // 2-D tensor that is not precision-critical), by `family`'s rule for which

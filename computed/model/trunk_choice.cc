@@ -66,7 +66,7 @@ TensorFormat TrunkChoice::FormatOf(TrunkKind kind, TensorFormat native,
     case Mode::kMixed: {
       const bool eight = std::find(kinds_.begin(), kinds_.end(), kind) != kinds_.end();
       if (!eight) return OrBf16(TensorFormat::kQ4B32, shape);
-      return native == TensorFormat::kF8E4M3B128 ? native : OrBf16(TensorFormat::kQ8B32, shape);
+      return IsTiledFp8(native) ? native : OrBf16(TensorFormat::kQ8B32, shape);
     }
     case Mode::kQ4Kinds:
       return std::find(kinds_.begin(), kinds_.end(), kind) != kinds_.end()

@@ -120,6 +120,7 @@ double MeasureReadBound(std::span<const uint64_t> words, unsigned num_threads, u
 
 // Copies of one matrix with realistic magnitudes (no NaN, no subnormals):
 // f32/bf16 values in +-[1, 2), any q4/q8/mxfp4 code, f16 scales in [2^-8, 2^-7),
+// E4M3 codes but NaN with f32 scales in [2^-8, 2^-7),
 // E8M0 scales 2^-7 .. 2^-4, in their own sub-tensor or inside ggml blocks.
 class Weights {
  public:
@@ -160,6 +161,10 @@ class Weights {
       uint64_t word = SplitMix(state);
       if (is_scale && format_ == TensorFormat::kMxfp4B32) {  // eight E8M0 scales
         word = (word & 0x0303030303030303u) | 0x7878787878787878u;
+      } else if (is_scale && IsTiledFp8(format_)) {  // two f32 scales in [2^-8, 2^-7)
+        word = (word & 0x007fffff007fffffu) | 0x3b8000003b800000u;
+      } else if (IsTiledFp8(format_)) {  // eight E4M3 codes, bit 3 clear: no NaN (0x7f)
+        word &= 0xf7f7f7f7f7f7f7f7u;
       } else if (is_scale) {  // four f16 scales
         word = (word & 0x03ff03ff03ff03ffu) | 0x1c001c001c001c00u;
       } else if (format_ == TensorFormat::kF32) {  // two floats
@@ -323,7 +328,7 @@ int Run(size_t size_mib, std::string_view only) {
         TensorFormat::kGgmlQ5_K, TensorFormat::kGgmlQ5_0, TensorFormat::kGgmlQ5_1,
         TensorFormat::kGgmlQ4_1, TensorFormat::kGgmlQ3_K, TensorFormat::kGgmlQ2_K,
         TensorFormat::kGgmlQ4_0, TensorFormat::kGgmlQ8_0, TensorFormat::kGgmlMxfp4,
-        TensorFormat::kVq3rB32}) {
+        TensorFormat::kVq3rB32, TensorFormat::kF8E4M3B128, TensorFormat::kF8E4M3B32}) {
     if (!only.empty() && only != TensorFormatName(format)) continue;
     const Weights weights(format, size_mib << 20);
     std::vector<Contender> contenders;

@@ -123,6 +123,14 @@ const Sizes kSizes[] = {
   {"vq3r_b32", {129,7168}, 346752, 57792},
   {"vq3r_b32", {1,256}, 96, 16},
   {"vq3r_b32", {64,96}, 2304, 384},
+  // Added after the table (issue 46): one f32 scale per 32x32 tile, partial tiles counted.
+  {"f8_e4m3_b32", {7168,2048}, 14680064, 57344},
+  {"f8_e4m3_b32", {256,512}, 131072, 512},
+  {"f8_e4m3_b32", {130,3}, 390, 20},
+  {"f8_e4m3_b32", {129,7168}, 924672, 4480},
+  {"f8_e4m3_b32", {1,256}, 256, 32},
+  {"f8_e4m3_b32", {64,96}, 6144, 24},
+  {"f8_e4m3_b32", {40,70}, 2800, 24},
 };
 
 TEST(TensorFormatTest, BytesAreThoseOfTheSwitchesBeforeTheTable) {
@@ -144,6 +152,8 @@ struct Problem {
 const Problem kProblems[] = {
     {"f8_e4m3_b128", {5}, "f8_e4m3_b128 needs a 2-D shape"},
     {"f8_e4m3_b128", {3,1,4}, "f8_e4m3_b128 needs a 2-D shape"},
+    {"f8_e4m3_b32", {5}, "f8_e4m3_b32 needs a 2-D shape"},
+    {"f8_e4m3_b32", {3,1,4}, "f8_e4m3_b32 needs a 2-D shape"},
     {"q8_b32", {130,3}, "q8_b32 needs columns divisible by 32, has 3"},
     {"q8_b32", {5}, "q8_b32 needs a 2-D shape"},
     {"q8_b32", {3,1,4}, "q8_b32 needs a 2-D shape"},
@@ -235,6 +245,7 @@ TEST(TensorFormatTest, NamesRoundTrip) {
 
 TEST(TensorFormatTest, FlagsAreThoseOfTheSwitchesBeforeTheTable) {
   EXPECT_TRUE(HasScale(TensorFormat::kF8E4M3B128));
+  EXPECT_TRUE(HasScale(TensorFormat::kF8E4M3B32));
   EXPECT_TRUE(HasScale(TensorFormat::kVq3rB32));
   EXPECT_FALSE(HasScale(TensorFormat::kGgmlQ4_0));
   EXPECT_FALSE(HasScale(TensorFormat::kBF16));
@@ -244,6 +255,17 @@ TEST(TensorFormatTest, FlagsAreThoseOfTheSwitchesBeforeTheTable) {
   ASSERT_TRUE(GgmlBlockLayoutOf(TensorFormat::kGgmlQ3_K).has_value());
   EXPECT_EQ(GgmlBlockLayoutOf(TensorFormat::kGgmlQ3_K)->elements, 256u);
   EXPECT_EQ(GgmlBlockLayoutOf(TensorFormat::kGgmlQ3_K)->bytes, 110u);
+}
+
+// The FP8 formats by their scales' tile edge: what the converter keeps a
+// release's F8_E4M3 tensor as, by the grid of its block scales.
+TEST(TensorFormatTest, TiledFp8FormatsByTheirTileEdge) {
+  EXPECT_EQ(TiledFp8Format(128), TensorFormat::kF8E4M3B128);
+  EXPECT_EQ(TiledFp8Format(32), TensorFormat::kF8E4M3B32);
+  EXPECT_EQ(TiledFp8Format(64), std::nullopt);
+  EXPECT_TRUE(IsTiledFp8(TensorFormat::kF8E4M3B32));
+  EXPECT_FALSE(IsTiledFp8(TensorFormat::kQ8B32));
+  EXPECT_EQ(TraitsOf(TensorFormat::kF8E4M3B32).scale.type, ScaleType::kF32);
 }
 
 }  // namespace

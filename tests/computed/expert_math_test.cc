@@ -171,7 +171,8 @@ INSTANTIATE_TEST_SUITE_P(
     Formats, ExpertMathLandingTest,
     ::testing::Combine(
         ::testing::Values(TensorFormat::kF32, TensorFormat::kQ4B32, TensorFormat::kGgmlQ4_0,
-                          TensorFormat::kGgmlQ8_0, TensorFormat::kF8E4M3B128),
+                          TensorFormat::kGgmlQ8_0, TensorFormat::kF8E4M3B128,
+                          TensorFormat::kF8E4M3B32),
         ::testing::Bool(), ::testing::Values(size_t{1}, size_t{2}),
         ::testing::Values(ExpertActivation::kSwiGlu, ExpertActivation::kClampedSwiGlu)));
 

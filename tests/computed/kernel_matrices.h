@@ -103,6 +103,7 @@ inline StoredMatrix RandomMatrix(TensorFormat format, uint64_t rows, uint64_t co
       for (uint64_t i = 0; i < n; ++i) m.Set(m.data, i, FloatToBf16(Uniform(rng, -2, 2)));
       break;
     case TensorFormat::kF8E4M3B128:
+    case TensorFormat::kF8E4M3B32:
       for (std::byte& b : m.data) {
         uint8_t code = static_cast<uint8_t>(rng());
         while ((code & 0x7f) == 0x7f) code = static_cast<uint8_t>(rng());

@@ -108,6 +108,13 @@ std::vector<Shape> TestShapes(TensorFormat format, std::mt19937_64& rng) {
       }
       for (int i = 0; i < 12; ++i) shapes.push_back({rows(), any_cols()});
       break;
+    case TensorFormat::kF8E4M3B32:  // partial tiles of rows and columns, a tail chunk
+      for (Shape shape :
+           {Shape{33, 40}, Shape{40, 33}, Shape{65, 97}, Shape{3, 32}, Shape{5, 7}, Shape{31, 64}}) {
+        shapes.push_back(shape);
+      }
+      for (int i = 0; i < 12; ++i) shapes.push_back({rows(), any_cols()});
+      break;
     default:
       for (uint64_t cols : {1, 4, 15, 16, 17, 31, 32, 40}) shapes.push_back({rows(), cols});
       for (int i = 0; i < 12; ++i) shapes.push_back({rows(), any_cols()});
@@ -186,6 +193,40 @@ TEST(DequantizeRowTest, F8UsesTheScaleOfItsBlock) {
   DequantizeRow(m.View(), 129, row);
   EXPECT_EQ(row[0], 0.5f);
   EXPECT_EQ(row[129], -8.0f);
+}
+
+// f8_e4m3_b32: [40, 70] has a scale grid [2, 3], one f32 per 32x32 tile; the
+// last tile of a row and of a column is partial.
+TEST(DequantizeRowTest, F8B32UsesTheScaleOfItsTile) {
+  StoredMatrix m(TensorFormat::kF8E4M3B32, 40, 70);
+  ASSERT_EQ(m.scale.size(), 6 * sizeof(float));
+  const float scales[6] = {0.5f, 4.0f, 0x1p-20f, 0.25f, 8.0f, 2.0f};
+  for (int i = 0; i < 6; ++i) m.Set(m.scale, i, scales[i]);
+  auto code = [&](uint64_t r, uint64_t c, uint8_t v) { m.data[r * 70 + c] = std::byte{v}; };
+  code(0, 31, 0xc4);   // -3 * 0.5
+  code(0, 32, 0x01);   // 2^-9 * 4
+  code(0, 63, 0x7e);   // 448 * 4
+  code(0, 64, 0x38);   // 1 * 2^-20
+  code(0, 69, 0x40);   // 2 * 2^-20
+  code(31, 32, 0x3c);  // 1.5 * 4: row 31 is still the first row of tiles
+  code(32, 0, 0x40);   // 2 * 0.25
+  code(39, 40, 0xb8);  // -1 * 8
+  code(39, 69, 0xc4);  // -3 * 2
+  std::vector<float> row(70);
+  DequantizeRow(m.View(), 0, row);
+  EXPECT_EQ(row[31], -1.5f);
+  EXPECT_EQ(row[32], 0x1p-7f);
+  EXPECT_EQ(row[63], 1792.0f);
+  EXPECT_EQ(row[64], 0x1p-20f);
+  EXPECT_EQ(row[69], 0x1p-19f);
+  EXPECT_EQ(row[0], 0.0f);
+  DequantizeRow(m.View(), 31, row);
+  EXPECT_EQ(row[32], 6.0f);
+  DequantizeRow(m.View(), 32, row);
+  EXPECT_EQ(row[0], 0.5f);
+  DequantizeRow(m.View(), 39, row);
+  EXPECT_EQ(row[40], -8.0f);
+  EXPECT_EQ(row[69], -6.0f);
 }
 
 TEST(DequantizeRowTest, Q8IsCodeTimesBlockScale) {
@@ -756,21 +797,24 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, MatMulTest,
                                            TensorFormat::kGgmlQ5_1, TensorFormat::kGgmlQ2_K,
                                            TensorFormat::kGgmlQ3_K, TensorFormat::kGgmlQ4_K,
                                            TensorFormat::kGgmlQ5_K, TensorFormat::kGgmlQ6_K,
-                                           TensorFormat::kVq3rB32),
+                                           TensorFormat::kVq3rB32, TensorFormat::kF8E4M3B32),
                          [](const ::testing::TestParamInfo<TensorFormat>& info) {
                            return std::string(TensorFormatName(info.param));
                          });
 
 TEST(MatMulF8Test, NanCodesGiveNanInEveryIsa) {
   std::mt19937_64 rng(7);
-  StoredMatrix w = RandomMatrix(TensorFormat::kF8E4M3B128, 6, 40, rng);
-  w.data[2 * 40 + 5] = std::byte{0x7f};
-  w.data[4 * 40 + 33] = std::byte{0xff};  // in the tail chunk
-  const std::vector<float> x = RandomVector(40, rng);
-  for (Isa isa : SupportedIsas()) {
-    const std::vector<float> y = RunMatMul(isa, w.View(), x, 1, 0, 6, 6);
-    for (int r = 0; r < 6; ++r) {
-      EXPECT_EQ(std::isnan(y[r]), r == 2 || r == 4) << IsaName(isa) << " row " << r;
+  for (TensorFormat format : kTiledFp8Formats) {
+    StoredMatrix w = RandomMatrix(format, 6, 40, rng);
+    w.data[2 * 40 + 5] = std::byte{0x7f};
+    w.data[4 * 40 + 33] = std::byte{0xff};  // in the tail chunk
+    const std::vector<float> x = RandomVector(40, rng);
+    for (Isa isa : SupportedIsas()) {
+      const std::vector<float> y = RunMatMul(isa, w.View(), x, 1, 0, 6, 6);
+      for (int r = 0; r < 6; ++r) {
+        EXPECT_EQ(std::isnan(y[r]), r == 2 || r == 4)
+            << TensorFormatName(format) << " " << IsaName(isa) << " row " << r;
+      }
     }
   }
 }

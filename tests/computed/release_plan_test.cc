@@ -21,6 +21,7 @@
 #include "computed/synth/planned_release.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/computed/v41_fp8_layout.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
@@ -40,11 +41,11 @@ json ReadJson(const std::filesystem::path& path) {
   return json::parse(in);
 }
 
-// Converts `fixture` with `--trunk trunk` and plans it from its config.json:
-// the same trunk bytes, and every bank's record bytes and matrix formats.
-void ExpectPlanGivesTheConvertedBytes(const std::string& fixture_name, const std::string& trunk) {
-  SCOPED_TRACE(fixture_name + " --trunk " + trunk);
-  const std::filesystem::path fixture = warp::testing::FixtureDir(fixture_name);
+// Converts checkpoint `fixture` with `--trunk trunk` and plans it from its
+// config.json: the same trunk bytes, and every bank's record bytes and matrix formats.
+void ExpectPlanGivesTheConvertedBytes(const std::filesystem::path& fixture,
+                                      const std::string& trunk) {
+  SCOPED_TRACE(fixture.string() + " --trunk " + trunk);
   warp::testing::TempDir dir;
   const std::string out = (dir / "m.warp").string();
   auto converted = warp::testing::RunBinary(
@@ -74,14 +75,58 @@ void ExpectPlanGivesTheConvertedBytes(const std::string& fixture_name, const std
 class PlanAgainstConvertTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PlanAgainstConvertTest, PlanGivesTheConvertedRecordAndTrunkBytes) {
-  ExpectPlanGivesTheConvertedBytes(GetParam(), "native");
+  ExpectPlanGivesTheConvertedBytes(warp::testing::FixtureDir(GetParam()), "native");
+}
+
+// DeepSeek V4.1 Flash's layout: FP8 per 32x32 tile (weight_block_size [32, 32]),
+// FP4 experts. The plan sizes the dense FP8 matrices as f8_e4m3_b32, as convert
+// keeps them.
+TEST(PlanAgainstConvertTest, Fp8Per32x32TileIsPlannedAsConvertKeepsIt) {
+  warp::testing::TempDir dir;
+  const std::filesystem::path v41 = dir / "v41";
+  v41_layout::WriteV41Layout(warp::testing::FixtureDir("deepseek_v4_native"), v41);
+  for (const char* trunk : {"native", "mixed", "q8"}) ExpectPlanGivesTheConvertedBytes(v41, trunk);
+  auto planned = PlanRelease(ReadJson(v41 / "config.json"), {}, "config.json");
+  WARP_ASSERT_OK(planned);
+  EXPECT_THAT(planned->formats, HasSubstr("release FP8 E4M3 32x32 blocks (UE8M0 scales)"));
+}
+
+// At V4 Flash's size, 32x32 tiles plan each FP8 matrix's f32 scales as 4 bytes
+// per 1024 elements instead of per 16384: the trunk grows by exactly that.
+TEST(PlanAgainstConvertTest, Fp8Per32x32TileSizesTheScalesPerTile) {
+  const json v4 = ReadJson(warp::testing::SourceDir() / "tests/configs/deepseek_v4_flash.config.json");
+  json v41 = v4;
+  v41["quantization_config"]["weight_block_size"] = {32, 32};
+  auto planned_v4 = PlanRelease(v4, {}, "v4");
+  auto planned_v41 = PlanRelease(v41, {}, "v41");
+  WARP_ASSERT_OK(planned_v4);
+  WARP_ASSERT_OK(planned_v41);
+  auto model = ParseModelConfig("deepseek_v4", v4);
+  WARP_ASSERT_OK(model);
+  auto release = ReadReleaseFormats(v41, "v41");
+  WARP_ASSERT_OK(release);
+  const ModelFamily& family = FamilyOf(Architecture::kDeepseekV4);
+  auto aligned = [](uint64_t bytes) { return (bytes + 4095) / 4096 * 4096; };
+  uint64_t extra = 0, fp8_matrices = 0;
+  for (const TrunkTensor& tensor : TrunkTensors(*model, TensorFormat::kF32)) {
+    if (tensor.f32 || release->TrunkMatrix(family, tensor.spec.name) != TensorFormat::kF8E4M3B32) {
+      continue;
+    }
+    ++fp8_matrices;
+    extra += aligned(ScaleBytes(TensorFormat::kF8E4M3B32, tensor.spec.shape)) -
+             aligned(ScaleBytes(TensorFormat::kF8E4M3B128, tensor.spec.shape));
+  }
+  EXPECT_GT(fp8_matrices, 100u);
+  EXPECT_GT(extra, 0u);
+  EXPECT_EQ(planned_v41->manifest.trunk_bytes, planned_v4->manifest.trunk_bytes + extra)
+      << planned_v41->formats;
 }
 
 TEST(PlanAgainstConvertTest, QuantizedTrunksArePlannedAsConvertWritesThem) {
   for (const char* fixture : {"deepseek_v3_fp8", "kimi_k3_mxfp4", "glm5_next_bf16",
                               "deepseek_v4_native", "gpt_oss_mxfp4"}) {
     for (const char* trunk : {"bf16", "q8", "q4", "mixed", "q4:attention,shared_experts"}) {
-      ExpectPlanGivesTheConvertedBytes(fixture, trunk);
+      ExpectPlanGivesTheConvertedBytes(warp::testing::FixtureDir(fixture), trunk);
     }
   }
 }
@@ -174,6 +219,30 @@ TEST(ReleaseFormatsTest, EachReleaseIsReadAsItShips) {
   EXPECT_EQ(v4->experts, TensorFormat::kMxfp4B32);
   EXPECT_TRUE(v4->block_fp8);
   EXPECT_THAT(v4->description, HasSubstr("UE8M0"));
+  EXPECT_EQ(v4->fp8, TensorFormat::kF8E4M3B128);
+  // DeepSeek V4.1 Flash: the same FP8 per 32x32 tile, FP4 experts.
+  const json v41_quantization = {{"quant_method", "fp8"},
+                                 {"activation_scheme", "dynamic"},
+                                 {"weight_block_size", {32, 32}},
+                                 {"scale_fmt", "ue8m0"},
+                                 {"expert_dtype", "fp4"}};
+  auto v41 = ReadReleaseFormats({{"model_type", "deepseek_v4"},
+                                 {"quantization_config", v41_quantization}},
+                                "v41/config.json");
+  WARP_ASSERT_OK(v41);
+  EXPECT_TRUE(v41->block_fp8);
+  EXPECT_EQ(v41->fp8, TensorFormat::kF8E4M3B32);
+  EXPECT_EQ(v41->experts, TensorFormat::kMxfp4B32);
+  EXPECT_EQ(v41->description, "FP8 E4M3 32x32 blocks (UE8M0 scales), experts mxfp4_b32");
+  EXPECT_EQ(v41->TrunkMatrix(FamilyOf(Architecture::kDeepseekV4), "layers.3.attn.wq_a.weight"),
+            TensorFormat::kF8E4M3B32);
+  json fp8_experts = v41_quantization;
+  fp8_experts["expert_dtype"] = "fp8";  // in the release's tiles
+  auto fp8 = ReadReleaseFormats({{"model_type", "deepseek_v4"},
+                                 {"quantization_config", fp8_experts}},
+                                "v41/config.json");
+  WARP_ASSERT_OK(fp8);
+  EXPECT_EQ(fp8->experts, TensorFormat::kF8E4M3B32);
   auto k3 = read("kimi_k3");
   WARP_ASSERT_OK(k3);
   EXPECT_EQ(k3->experts, TensorFormat::kMxfp4B32);
@@ -287,8 +356,10 @@ TEST(ReleaseFormatsTest, WhatWarpDoesNotConvertIsRefusedByName) {
   refused({{"quant_method", "compressed-tensors"},
            {"config_groups", {{"group_0", {{"format", "pack-quantized"}}}}}},
           "quantization_config.config_groups.group_0.format \"pack-quantized\"");
-  refused({{"quant_method", "fp8"}, {"weight_block_size", {32, 32}}},
-          "quantization_config.weight_block_size [32,32]");
+  refused({{"quant_method", "fp8"}, {"weight_block_size", {64, 64}}},
+          "quantization_config.weight_block_size [64,64]");
+  refused({{"quant_method", "fp8"}, {"weight_block_size", {32, 128}}},
+          "quantization_config.weight_block_size [32,128]");
   refused({{"quant_method", "fp8"}, {"fmt", "e5m2"}}, "quantization_config.fmt \"e5m2\"");
   refused({{"quant_method", "fp8"}, {"scale_fmt", "e4m3"}},
           "quantization_config.scale_fmt \"e4m3\"");

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/format/engram_table.h"
 #include "common/format/manifest_checks.h"
 #include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
@@ -84,6 +85,12 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
                       absl::StrCat("record_bytes ", bank.record_bytes, " x ", held, " experts")));
   }
 
+  for (const EngramTableEntry& table : manifest.engram) {
+    WARP_RETURN_IF_ERROR(CheckFileSize(
+        dir / table.file, EngramRecords(table) * kEngramRecordBytes,
+        absl::StrCat(EngramRecords(table), " records of ", kEngramRecordBytes, " bytes for ",
+                     table.rows, " rows")));
+  }
   for (const TensorEntry& tensor : manifest.trunk) {
     if (NeedsCodebook(tensor.format)) {  // codebooks are per bank matrix
       return absl::InvalidArgumentError(absl::StrCat(
@@ -120,6 +127,19 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
       const uint32_t expert = container->held_experts_[i][slot];
       WARP_RETURN_IF_ERROR(
           CheckFooter(file, path, bank, slot, container->Expectation(bank.layer, expert)));
+    }
+  }
+  for (const EngramTableEntry& table : m.engram) {
+    if (!options.check_footers) break;
+    const BankEntry bank = EngramBank(table);
+    const fs::path path = dir / table.file;
+    WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForRead(path, /*want_direct=*/true));
+    for (uint32_t record : {uint32_t{0}, bank.num_experts - 1}) {
+      WARP_RETURN_IF_ERROR(CheckFooter(file, path, bank, record,
+                                       {.layer = bank.layer,
+                                        .expert = record,
+                                        .payload_bytes = bank.payload_bytes,
+                                        .fingerprint = m.fingerprint}));
     }
   }
   return container;

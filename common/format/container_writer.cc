@@ -10,6 +10,7 @@
 #include "common/check.h"
 #include "common/crc32c.h"
 #include "common/format/container.h"
+#include "common/format/engram_table.h"
 #include "common/status.h"
 
 namespace warp {
@@ -93,6 +94,7 @@ ContainerWriter::~ContainerWriter() {
   fs::remove(dir_ / kTrunkFile, error);
   fs::remove(dir_ / (std::string(kManifestFile) + ".tmp"), error);
   for (const BankEntry& bank : manifest_.banks) fs::remove(dir_ / bank.file, error);
+  for (const EngramTableEntry& table : manifest_.engram) fs::remove(dir_ / table.file, error);
   if (manifest_.codebooks_file) fs::remove(dir_ / *manifest_.codebooks_file, error);
   if (manifest_.tokenizer) {
     for (const std::string& file : manifest_.tokenizer->files) fs::remove(dir_ / file, error);
@@ -138,23 +140,35 @@ absl::Status ContainerWriter::AddTrunkTensor(const TensorSpec& spec, const Chunk
 absl::Status ContainerWriter::BeginBank(const BankEntry& bank) {
   WARP_CHECK(!bank_.fd.valid());
   WARP_CHECK(manifest_.banks.empty() || manifest_.banks.back().layer < bank.layer);
+  manifest_.banks.push_back(bank);
+  return BeginRecords(bank);
+}
+
+absl::Status ContainerWriter::BeginEngramTable(const EngramTableEntry& table) {
+  WARP_CHECK(!bank_.fd.valid());
+  WARP_CHECK(manifest_.engram.empty() || manifest_.engram.back().layer < table.layer);
+  manifest_.engram.push_back(table);
+  return BeginRecords(EngramBank(table));
+}
+
+absl::Status ContainerWriter::BeginRecords(const BankEntry& bank) {
+  writing_ = bank;
   bank_path_ = dir_ / bank.file;
   WARP_ASSIGN_OR_RETURN(bank_, OpenForWrite(bank_path_, options_.direct_io));
-  manifest_.banks.push_back(bank);
   next_expert_ = 0;
   return absl::OkStatus();
 }
 
 std::span<std::byte> ContainerWriter::NextRecord() {
   WARP_CHECK(bank_.fd.valid());
-  const BankEntry& bank = manifest_.banks.back();
+  const BankEntry& bank = writing_;
   WARP_CHECK(next_expert_ < bank.num_experts);
   if (record_.size() == 0) record_ = io_.Acquire(bank.record_bytes);
   return record_.span().first(bank.record_bytes);
 }
 
 RecordFooter ContainerWriter::CommitRecord() {
-  const BankEntry& bank = manifest_.banks.back();
+  const BankEntry& bank = writing_;
   WARP_CHECK(record_.size() >= bank.record_bytes);
   std::span<std::byte> record = record_.span().first(bank.record_bytes);
   std::memset(record.data() + bank.payload_bytes, 0, bank.record_bytes - bank.payload_bytes);
@@ -173,7 +187,7 @@ RecordFooter ContainerWriter::CommitRecord() {
 
 absl::Status ContainerWriter::EndBank() {
   WARP_CHECK(bank_.fd.valid());
-  WARP_CHECK(next_expert_ == manifest_.banks.back().num_experts);
+  WARP_CHECK(next_expert_ == writing_.num_experts);
   WARP_RETURN_IF_ERROR(io_.Drain());
   if (::fdatasync(bank_.fd.get()) != 0) return ErrnoToStatus(errno, bank_path_.string());
   bank_ = OpenedFile{};

@@ -72,6 +72,11 @@ class ContainerWriter {
   // the record for writing. Returns the footer. REQUIRES: NextRecord() first.
   RecordFooter CommitRecord();
 
+  // Starts an engram table's file (DeepSeek V4.1, common/format/
+  // engram_table.h): its records, EngramBank(table)'s, are written as a
+  // bank's through NextRecord() / CommitRecord() / EndBank().
+  absl::Status BeginEngramTable(const EngramTableEntry& table);
+
   // Waits for the bank's writes and flushes it; write errors surface here.
   // REQUIRES: every expert of the bank was committed.
   absl::Status EndBank();
@@ -105,6 +110,9 @@ class ContainerWriter {
   Options options_;
   OpenedFile trunk_;
   OpenedFile bank_;  // the bank being written, if any
+  absl::Status BeginRecords(const BankEntry& bank);
+
+  BankEntry writing_;  // the bank (or engram table) whose records are being written
   std::filesystem::path bank_path_;
   uint32_t next_expert_ = 0;
   AlignedBuffer record_;  // the record between NextRecord() and CommitRecord()

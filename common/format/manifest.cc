@@ -152,6 +152,16 @@ absl::StatusOr<BankEntry> ParseBank(const json& value, const std::string& path) 
   return bank;
 }
 
+absl::StatusOr<EngramTableEntry> ParseEngramTable(const json& value, const std::string& path) {
+  WARP_ASSIGN_OR_RETURN(FieldReader reader, ObjectAt(value, path));
+  EngramTableEntry table;
+  WARP_ASSIGN_OR_RETURN(table.layer, reader.Uint32("layer"));
+  WARP_ASSIGN_OR_RETURN(table.file, reader.String("file"));
+  WARP_ASSIGN_OR_RETURN(table.rows, reader.Uint("rows"));
+  WARP_ASSIGN_OR_RETURN(table.row_bytes, reader.Uint32("row_bytes"));
+  return table;
+}
+
 absl::StatusOr<TokenizerRef> ParseTokenizer(const FieldReader& parent) {
   WARP_ASSIGN_OR_RETURN(const json* value, parent.Object("tokenizer"));
   FieldReader reader(*value, "tokenizer");
@@ -231,6 +241,14 @@ absl::StatusOr<Manifest> ParseManifestJson(const json& root) {
     WARP_ASSIGN_OR_RETURN(BankEntry bank, ParseBank((*banks)[i], absl::StrCat("banks[", i, "]")));
     manifest.banks.push_back(std::move(bank));
   }
+  if (reader.HasNonNull("engram")) {
+    WARP_ASSIGN_OR_RETURN(const json* tables, reader.Array("engram"));
+    for (size_t i = 0; i < tables->size(); ++i) {
+      WARP_ASSIGN_OR_RETURN(EngramTableEntry table,
+                            ParseEngramTable((*tables)[i], absl::StrCat("engram[", i, "]")));
+      manifest.engram.push_back(std::move(table));
+    }
+  }
   if (reader.HasNonNull("shard_map")) {
     WARP_ASSIGN_OR_RETURN(manifest.shard_map, ParseShardMap(reader));
   }
@@ -288,6 +306,16 @@ json ManifestToJson(const Manifest& manifest) {
                         {"chat_template", manifest.tokenizer->chat_template}};
   }
   if (manifest.codebooks_file) out["codebooks"] = *manifest.codebooks_file;
+  if (!manifest.engram.empty()) {  // absent for the families without one
+    json tables = json::array();
+    for (const EngramTableEntry& table : manifest.engram) {
+      tables.push_back({{"layer", table.layer},
+                        {"file", table.file},
+                        {"rows", table.rows},
+                        {"row_bytes", table.row_bytes}});
+    }
+    out["engram"] = std::move(tables);
+  }
   if (manifest.shard_map) {
     out["shard_map"] = {{"num_shards", manifest.shard_map->num_shards},
                         {"shard_index", manifest.shard_map->shard_index},

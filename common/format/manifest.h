@@ -47,6 +47,16 @@ struct BankEntry {
   std::vector<TensorEntry> matrices;  // in record order
 };
 
+// DeepSeek V4.1's engram table for decoder layer `layer`: `rows` rows of
+// `row_bytes` (head_dim E4M3 codes, then head_dim / 32 E8M0 scales), packed
+// into 4 KiB records (common/format/engram_table.h).
+struct EngramTableEntry {
+  uint32_t layer = 0;      // the decoder layer it feeds
+  std::string file;        // engram-L{layer}.bin, relative to the container directory
+  uint64_t rows = 0;
+  uint32_t row_bytes = 0;  // a multiple of 33: 32 codes and one scale per block
+};
+
 struct TokenizerRef {
   std::vector<std::string> files;  // relative paths, e.g. tokenizer.json
   std::string chat_template;       // relative path of the Jinja template, "" if none
@@ -70,6 +80,7 @@ struct Manifest {
   uint64_t trunk_bytes = 0;                   // size of trunk.bin
   std::vector<TensorEntry> trunk;
   std::vector<BankEntry> banks;  // increasing layer order
+  std::vector<EngramTableEntry> engram;  // increasing layer order; empty: no engram memory
   std::optional<ShardMap> shard_map;
 
   const BankEntry* FindBank(uint32_t layer) const;  // nullptr for a dense layer

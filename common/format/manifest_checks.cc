@@ -1,7 +1,10 @@
 #include "common/format/manifest_checks.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "common/format/bank_format.h"
+#include "common/format/engram_table.h"
 #include "common/status.h"
 
 namespace warp {
@@ -82,6 +85,29 @@ absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>
 
 }  // namespace
 
+// A table's rows fit a record, whole blocks of 32 codes and their scale;
+// `previous` (or null) is the entry before it, of a lower layer.
+absl::Status CheckEngramTable(const EngramTableEntry& table, const EngramTableEntry* previous,
+                              const std::string& where) {
+  if (previous != nullptr && table.layer <= previous->layer) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": layer ", table.layer,
+                                                   " is not above the previous table's layer"));
+  }
+  if (table.layer >= kEngramKeyBase) {  // its keys' layers must stay above every decoder layer
+    return absl::InvalidArgumentError(absl::StrCat(where, ".layer: ", table.layer, " is too large"));
+  }
+  if (table.row_bytes == 0 || table.row_bytes % 33 != 0 ||
+      table.row_bytes > kEngramRecordBytes - kRecordFooterBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ".row_bytes: ", table.row_bytes,
+        " is not whole blocks of 32 E4M3 codes and an E8M0 scale (33 bytes) within a record"));
+  }
+  if (table.rows == 0 || EngramRecords(table) > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ".rows: ", table.rows, " is out of range"));
+  }
+  return CheckPlainFileName(table.file, where + ".file");
+}
+
 absl::Status CheckPlainFileName(const std::string& name, const std::string& where) {
   if (name.empty() || name.find('/') != std::string::npos || name == ".." || name == ".") {
     return absl::InvalidArgumentError(
@@ -110,6 +136,10 @@ absl::Status CheckManifest(const Manifest& manifest) {
                                                      " is not above the previous bank's layer"));
     }
     WARP_RETURN_IF_ERROR(CheckBankEntry(manifest.banks[i], manifest.shard_map));
+  }
+  for (size_t i = 0; i < manifest.engram.size(); ++i) {
+    WARP_RETURN_IF_ERROR(CheckEngramTable(manifest.engram[i], i > 0 ? &manifest.engram[i - 1] : nullptr,
+                                          absl::StrCat("engram[", i, "]")));
   }
   if (manifest.tokenizer) {
     for (size_t i = 0; i < manifest.tokenizer->files.size(); ++i) {

@@ -86,6 +86,12 @@ void AddSourceFlags(CLI::App* cmd, SourceOptions& source) {
          "run fails (default 30 for unix:/fastpath:, 60 for tcp:/tls:; 0: no waiting)")
       ->check(NumberIn(0, kMaxStoreRetrySeconds))
       ->group(kSourceGroup);
+  cmd->add_option_function<uint64_t>(
+         "--engram-cache-mib", [&source](uint64_t mib) { source.engram_cache_bytes = mib << 20; },
+         "RAM for the engram tables' records (DeepSeek V4.1), apart from the experts' cache "
+         "(default 256; 0: each pass reads its rows from disk)")
+      ->check(NumberIn(0, 1 << 20))
+      ->group(kSourceGroup);
 }
 
 // The engine's mechanisms, each of which can be turned off for an A/B.

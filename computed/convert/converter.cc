@@ -19,10 +19,12 @@
 #include "common/status.h"
 #include "computed/convert/early_route_folds.h"
 #include "computed/convert/encode.h"
+#include "computed/convert/engram_tables.h"
 #include "computed/convert/gguf_import.h"
 #include "computed/convert/safetensors.h"
 #include "computed/convert/vq3r_encoder.h"
 #include "computed/kernels/matrix_view.h"
+#include "computed/model/engram/engram_addressing.h"
 #include "computed/model/family.h"
 #include "computed/model/model_config.h"
 #include "computed/model/parse_model_config.h"
@@ -740,6 +742,19 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
     if (release.block_fp8) declared.fp8 = release.fp8;
   }
 
+  // DeepSeek V4.1: the engram's token map comes from the release's tokenizer,
+  // and its tables' sizes from its hash; either wrong is refused before writing.
+  if (!model->engram.layers.empty()) {
+    const fs::path tokenizer = from / "tokenizer.json";
+    if (!fs::exists(tokenizer)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          tokenizer.string(), ": missing; the engram's token map (engram_layer_ids) is built "
+                              "from the release's tokenizer"));
+    }
+    absl::StatusOr<EngramAddressing> addressing = LoadEngramAddressing(*model, tokenizer);
+    if (!addressing.ok()) return Annotate(addressing.status(), from.string());
+  }
+
   Manifest header;
   header.architecture = std::string(ArchitectureName(model->arch));
   header.config = config;
@@ -761,6 +776,10 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
                                   [&](const TensorSpec& spec) { return converter.Stored(spec); });
   }
   if (status.ok()) status = converter.WriteBanks(*writer);
+  if (status.ok()) {
+    status = WriteEngramTables(checkpoint, *model, *writer,
+                               [&](uint64_t bytes) { progress.Advance(bytes); });
+  }
   if (status.ok() && !converter.codebooks().empty()) {
     status = writer->SetCodebooks(converter.codebooks());
   }
@@ -775,6 +794,20 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
   }
   if (mtp > 0) {
     Logger("computed").info("skipped the {} tensors of the MTP layer: not used to decode", mtp);
+  }
+  // DeepSeek V4.1's vision tower and aligner, and its routers' image bias:
+  // WARP reads text.
+  size_t vision = 0, image_bias = 0;
+  for (const auto& [name, tensor] : checkpoint.tensors()) {
+    vision += absl::StartsWith(name, "vision.") || absl::StartsWith(name, "aligner.");
+    image_bias += absl::EndsWith(name, ".ffn.gate.bias_vl");
+  }
+  if (vision > 0) {
+    Logger("computed").info("skipped the {} tensors of the vision tower: WARP reads text", vision);
+  }
+  if (image_bias > 0) {
+    Logger("computed").info("skipped the {} routers' bias_vl: used for image tokens only",
+                            image_bias);
   }
   WARP_ASSIGN_OR_RETURN(std::optional<TokenizerRef> tokenizer, WriteTokenizer(input, from, out));
   if (!HasTokenizerFile(tokenizer)) {

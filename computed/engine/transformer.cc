@@ -123,14 +123,46 @@ absl::Status Transformer::CheckTensors() const {
   return absl::OkStatus();
 }
 
-absl::Status Transformer::BuildLayers() {
-  for (const LayerPlan& layer : plan_.layers) {
-    if (layer.engram.present()) {  // issue 46, part 2: its bank and its math come next
-      return absl::UnimplementedError(absl::StrCat(
-          layer.engram.prefix, "*: the engram memory is not built yet; this model has one at "
-                               "engram_layer_ids"));
+absl::Status Transformer::BuildEngram() {
+  engram_memories_.resize(plan_.layers.size());
+  if (config_.engram.layers.empty()) return absl::OkStatus();
+  const std::string where = container_->dir().string();
+  if (options_.engram_store == nullptr || container_->manifest().engram.size() !=
+                                              config_.engram.layers.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": the model reads an engram memory at engram_layer_ids, and the engine was given "
+               "no store of the container's engram tables"));
+  }
+  const Manifest& manifest = container_->manifest();
+  std::string tokenizer;
+  for (const char* name : {"tokenizer.json", "tiktoken.model"}) {
+    if (manifest.tokenizer && tokenizer.empty() &&
+        std::find(manifest.tokenizer->files.begin(), manifest.tokenizer->files.end(), name) !=
+            manifest.tokenizer->files.end()) {
+      tokenizer = name;
     }
   }
+  if (tokenizer.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": the engram's token map comes from the release's tokenizer, and the container "
+               "holds none"));
+  }
+  WARP_ASSIGN_OR_RETURN(const std::filesystem::path path, container_->ContainedFile(tokenizer));
+  WARP_ASSIGN_OR_RETURN(EngramAddressing addressing, LoadEngramAddressing(config_, path));
+  engram_reader_ = std::make_unique<EngramReader>(config_, std::move(addressing),
+                                                  *options_.engram_store, options_.sequences,
+                                                  options_.max_positions);
+  for (uint32_t layer = 0; layer < plan_.layers.size(); ++layer) {
+    const EngramPlan& engram = plan_.layers[layer].engram;
+    if (engram.present()) {
+      engram_memories_[layer] = std::make_unique<EngramMemory>(config_, engram, *weights_, compute_);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::BuildLayers() {
+  WARP_RETURN_IF_ERROR(BuildEngram());
   embed_ = weights_->Matrix(plan_.embed);
   head_ = weights_->Matrix(plan_.head);
   residual_ = ResidualScheme::Create(config_, plan_, *weights_);
@@ -363,6 +395,7 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
     prefill.emplace();
   }
   if (options_.certain) IssueCertainReads(ids);
+  if (engram_reader_) engram_reader_->Begin(ids, positions, sequence_of);  // before layer 0
   std::vector<float> embeddings(n * hidden), x(n * hidden), delta(n * hidden);
   {
     StageTimer timer(stats_.seconds_head);
@@ -376,6 +409,12 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
       StageTimer timer(stats_.seconds_route);
       residual_->EstimateFfnInput(layer, x);
       lookahead_->Hint(layer, x, ids);
+    }
+    if (engram_memories_[layer]) {
+      StageTimer timer(stats_.seconds_attention);
+      std::vector<float> rows;
+      WARP_RETURN_IF_ERROR(engram_reader_->Rows(plan_.layers[layer].engram.table, rows));
+      engram_memories_[layer]->Apply(rows, n, residual_->streams());
     }
     residual_->SublayerInput(layer, Sublayer::kMixer, x);
     EarlyRoute* early = early_routes_[layer] != nullptr && early_routes_[layer]->Wanted()

@@ -27,6 +27,8 @@
 #include "computed/engine/ffn.h"
 #include "computed/engine/ffns/moe_ffn.h"
 #include "computed/engine/forward_stats.h"
+#include "computed/engine/engram_memory.h"
+#include "computed/engine/engram_reader.h"
 #include "computed/engine/lookahead.h"
 #include "computed/engine/residual.h"
 #include "computed/engine/router.h"
@@ -66,6 +68,9 @@ class Transformer {
     // Records a MoE layer may hold at once (MoeOptions::cache_records); 0: no bound.
     uint64_t cache_records = 0;
     OnRoute on_route;  // each token's routed experts, for --trace and --learn
+    // The container's engram tables (DeepSeek V4.1), read through a store of
+    // their own; required by a model with engram_layer_ids.
+    EngramStore* engram_store = nullptr;
   };
 
   // Loads the trunk of `container`, checks that every tensor the plan needs
@@ -146,6 +151,8 @@ class Transformer {
                  std::span<const uint32_t> begins, std::span<const uint32_t> positions,
                  std::span<const float> x, std::span<float> delta, EarlyRoute* early);
   absl::Status BuildLayers();
+  // The engram's reader and memories (DeepSeek V4.1), where the model has one.
+  absl::Status BuildEngram();
 
   std::shared_ptr<const Container> container_;
   ModelConfig config_;
@@ -169,6 +176,8 @@ class Transformer {
   };
   std::vector<Sequence> sequences_;
   std::vector<std::unique_ptr<Ffn>> ffns_;  // [num_layers], shared by the sequences
+  std::unique_ptr<EngramReader> engram_reader_;                 // models with an engram
+  std::vector<std::unique_ptr<EngramMemory>> engram_memories_;  // [num_layers], null where none
 };
 
 }  // namespace warp::computed

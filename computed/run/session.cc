@@ -180,6 +180,11 @@ absl::Status Session::CreateEngine(const PlanFigures& plan) {
     log.debug("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
   }
   Transformer::Options engine = options.engine;
+  if (!container_->manifest().engram.empty()) {
+    WARP_ASSIGN_OR_RETURN(
+        engram_, EngramStore::Open(container_, {.cache_bytes = options.source.engram_cache_bytes}));
+    engine.engram_store = engram_.get();
+  }
   // The cache's slots: a larger union is read in waves that fit.
   engine.cache_records = plan.max_record_bytes ? budget_.cache_bytes / plan.max_record_bytes : 0;
   if (options.run.learn || !options.run.trace_path.empty()) {

@@ -23,6 +23,7 @@
 #include "common/format/usage_file.h"
 #include "common/memory/memory_governor.h"
 #include "common/memory/memory_limits.h"
+#include "common/store/engram_store.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/compute_context.h"
 #include "computed/engine/thread_pool.h"
@@ -161,6 +162,7 @@ class Session {
   std::shared_ptr<const Container> container_;
   BudgetDecision budget_;
   std::unique_ptr<ExpertSource> source_;
+  std::unique_ptr<EngramStore> engram_;  // models with an engram memory
   std::unique_ptr<MemoryGovernor> governor_;  // resizes source_'s cache; null outside a cgroup
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<ComputeContext> compute_;  // over pool_

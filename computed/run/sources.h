@@ -37,6 +37,9 @@ struct SourceOptions {
   // How long a store that went away is waited for (--store-retry-seconds);
   // unset: 30 s for unix:/fastpath:, 60 s for tcp:/tls: (common/client/retry.h).
   std::optional<std::chrono::milliseconds> store_retry_deadline;
+  // The engram tables' own cache (DeepSeek V4.1, common/store/engram_store.h),
+  // read from the container's directory in-process (--engram-cache-mib).
+  uint64_t engram_cache_bytes = uint64_t{256} << 20;
 };
 
 // Splits "a,b,c" (empty pieces dropped).

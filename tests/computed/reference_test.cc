@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "common/format/container.h"
 #include "common/store/engine_activity.h"
+#include "common/store/engram_store.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
 #include "computed/engine/compute_context.h"
@@ -72,9 +73,16 @@ class Model {
     auto store = ExpertStore::Open(container_, {});
     EXPECT_TRUE(store.ok()) << store.status();
     source_ = std::move(*store);
-    auto transformer = Transformer::Create(
-        container_, *source_, compute_,
-        {.max_positions = max_positions, .sequences = sequences, .early_routes = early_routes});
+    if (!container_->manifest().engram.empty()) {  // DeepSeek V4.1's tables
+      auto engram = EngramStore::Open(container_, {});
+      EXPECT_TRUE(engram.ok()) << engram.status();
+      engram_ = std::move(*engram);
+    }
+    auto transformer = Transformer::Create(container_, *source_, compute_,
+                                           {.max_positions = max_positions,
+                                            .sequences = sequences,
+                                            .early_routes = early_routes,
+                                            .engram_store = engram_.get()});
     EXPECT_TRUE(transformer.ok()) << transformer.status();
     transformer_ = std::move(*transformer);
   }
@@ -99,6 +107,7 @@ class Model {
   ComputeContext compute_{pool_, Arithmetic{}};
   std::shared_ptr<const Container> container_;
   std::unique_ptr<ExpertStore> source_;
+  std::unique_ptr<EngramStore> engram_;
   std::unique_ptr<Transformer> transformer_;
 };
 
@@ -519,7 +528,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceTest,
                                            "mixtral_f32", "gpt_oss_bf16", "gpt_oss_mxfp4",
                                            "gpt_oss_yarn_truncate_f32", "kimi_linear_bf16",
                                            "kimi_k3_bf16", "kimi_k3_mxfp4", "deepseek_v4_bf16",
-                                           "deepseek_v4_native", "glm5_next_bf16"));
+                                           "deepseek_v4_native", "glm5_next_bf16",
+                                           "deepseek_v41_noengram", "deepseek_v41_native"));
 
 }  // namespace
 }  // namespace warp::computed

@@ -858,8 +858,8 @@ TEXT_BASE = {
 VISION = {"model_type": "deepseek_v41_vision", "num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
           "intermediate_size": 64, "patch_size": 14, "rope_theta": 10000, "downsample_ratio": 3,
           "max_image_tokens": 16, "min_pixels": 295936, "max_wh_ratio": None}
-QUANT_CONFIG = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "scale_fmt": "ue8m0",
-                "weight_block_size": [32, 32]}
+QUANT_CONFIG = {"activation_scheme": "dynamic", "expert_dtype": "fp4", "fmt": "e4m3", "quant_method": "fp8",
+                "scale_fmt": "ue8m0", "weight_block_size": [32, 32]}  # the release's, with its FP4 experts
 
 
 def variant_config(storage: str, engram: bool = True) -> dict:

@@ -50,8 +50,8 @@ uint64_t StateBytes(const ModelConfig& c, const SharedCompressedMqaParams& param
     const uint64_t entries = context / rate;
     floats += entries * c.head_dim;
     if (params.runs_indexer()) floats += entries * c.compressed.index_head_dim;
-    // The open group's kv and gate rows, and their chat checkpoint.
-    if (rate > 1) floats += 2 * (2 * uint64_t{rate} * c.head_dim);
+    // The open group's kv (and, above ratio 1, gate) rows, and their chat checkpoint.
+    floats += 2 * (uint64_t{rate} * c.head_dim * (rate > 1 ? 2 : 1));
   }
   return floats * sizeof(float);
 }

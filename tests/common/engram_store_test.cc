@@ -163,8 +163,9 @@ TEST_F(EngramStoreTest, ACorruptRecordIsRefusedNamingItAndNeverCached) {
 TEST_F(EngramStoreTest, ATableFileOfTheWrongSizeIsRefusedAtOpen) {
   std::filesystem::resize_file(dir_.path() / "engram-L3.bin", 4096);
   EXPECT_THAT(Container::Open(dir_.path()).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("engram-L3.bin"), HasSubstr("2 records of 4096 bytes"))));
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("engram-L3.bin: size 4096"),
+                             HasSubstr("2 records of 4096 bytes for 20 rows = 8192"))));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "common/format/container.h"
+#include "common/format/engram_table.h"
 #include "common/io/file.h"
 #include "common/json_depth.h"
 #include "common/memory/memory_limits.h"
@@ -63,6 +64,15 @@ void PrintPlan(const Manifest& manifest, const PlanFigures& plan) {
            absl::StrCat(plan.experts_per_token, " experts x ", plan.num_moe_layers,
                         " MoE layers x ", record_bytes, " B records, per token"));
   PrintRow("banks", plan.bank_bytes, absl::StrCat(plan.num_records, " records on disk"));
+  if (plan.engram_table_bytes > 0) {
+    PrintRow("engram", plan.engram_table_bytes,
+             absl::StrCat("tables on disk; ", plan.engram_rows_per_token,
+                          " rows a token (one 4 KiB record each at most, ",
+                          FormatBytes(plan.engram_rows_per_token * kEngramRecordBytes),
+                          "), read when it is sampled"));
+    PrintRow("engram cache", plan.engram_cache_bytes,
+             "resident, apart from the experts' (--engram-cache-mib)");
+  }
   PrintRow("floor", plan.floor_bytes,
            absl::StrCat("trunk + kv + ", kFloorLayers, " MoE layers' records (",
                         plan.experts_per_token, " x ", plan.max_record_bytes,

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
 #include "common/checked_math.h"
+#include "common/format/engram_table.h"
+#include "common/store/engram_store.h"
 #include "common/status.h"
 #include "computed/engine/transformer.h"
 #include "computed/model/manifest_fit.h"
@@ -103,9 +105,17 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
     sum.AddProduct(plan.bank_bytes, bank.num_experts, bank.record_bytes, "banks");
   }
   if (fold_early_routes) plan.fold_bytes = EarlyRouteBytes(model, manifest);
+  for (size_t i = 0; i < model.engram.layers.size(); ++i) {
+    const EngramTableEntry table{.rows = model.engram.table_rows[i],
+                                 .row_bytes = model.engram.head_dim + model.engram.head_dim / 32};
+    sum.AddProduct(plan.engram_table_bytes, EngramRecords(table), kEngramRecordBytes, "engram");
+    plan.engram_rows_per_token += model.engram.RowsPerToken();
+    plan.engram_cache_bytes = EngramStore::Options{}.cache_bytes;
+  }
   uint64_t fixed = plan.trunk_bytes;
   sum.Add(fixed, plan.fold_bytes, "floor");
   sum.Add(fixed, plan.kv_bytes, "floor");
+  sum.Add(fixed, plan.engram_cache_bytes, "floor");
   // Every cache slot holds the largest record (ExpertStore).
   sum.AddProduct(plan.layer_records_bytes, plan.experts_per_token, plan.max_record_bytes, "floor");
   sum.AddProduct(plan.floor_cache_bytes, kFloorLayers, plan.layer_records_bytes, "floor");

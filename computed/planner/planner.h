@@ -66,9 +66,14 @@ struct PlanFigures {
   uint64_t resident_bytes = 0;     // fixed + bank_bytes: nothing streams
   // min(resident, fixed + 4 working sets), at least the floor
   uint64_t recommended_bytes = 0;
+  // DeepSeek V4.1's engram: its tables on disk, the rows and records a token
+  // reads (at most), and their cache (EngramStore's default), which is resident.
+  uint64_t engram_table_bytes = 0;
+  uint64_t engram_rows_per_token = 0;
+  uint64_t engram_cache_bytes = 0;
 
-  // What stays in memory besides the expert cache: trunk + folds + KV.
-  uint64_t fixed_bytes() const { return trunk_bytes + fold_bytes + kv_bytes; }
+  // What stays in memory besides the expert cache: trunk + folds + KV + the engram's cache.
+  uint64_t fixed_bytes() const { return trunk_bytes + fold_bytes + kv_bytes + engram_cache_bytes; }
 };
 
 // Errors name `source`, the manifest's path (or a release's config.json).

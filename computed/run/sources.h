@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
+#include "common/store/engram_store.h"
 #include "common/store/expert_source.h"
 #include "common/store/expert_store.h"
 #include "common/wire/lan_auth.h"
@@ -39,7 +40,7 @@ struct SourceOptions {
   std::optional<std::chrono::milliseconds> store_retry_deadline;
   // The engram tables' own cache (DeepSeek V4.1, common/store/engram_store.h),
   // read from the container's directory in-process (--engram-cache-mib).
-  uint64_t engram_cache_bytes = uint64_t{256} << 20;
+  uint64_t engram_cache_bytes = EngramStore::Options{}.cache_bytes;
 };
 
 // Splits "a,b,c" (empty pieces dropped).

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 
 namespace warp::computed {
@@ -131,6 +132,21 @@ TEST(DeepseekV41ConfigTest, AConfigWithoutEngramPlansNone) {
   auto parsed = Parse(config);
   WARP_ASSERT_OK(parsed);
   for (const LayerPlan& layer : PlanOf(*parsed).layers) EXPECT_FALSE(layer.engram.present());
+}
+
+// `plan --config` of the release shows its engram tables on disk (two
+// tables of 25,600,412 and 25,601,113 records of 4 KiB), the 48 rows a
+// token reads, and their cache, counted as resident.
+TEST(DeepseekV41ConfigTest, ThePlanShowsTheEngramTablesAndTheirCache) {
+  auto run = warp::testing::RunBinary(
+      "computed", "plan --config " +
+                      (warp::testing::SourceDir() / "tests/configs/deepseek_v41_flash.config.json")
+                          .string() +
+                      " --ram 16G");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("195.32 GiB  tables on disk; 48 rows a token"));
+  EXPECT_THAT(run.output, HasSubstr("256.00 MiB  resident, apart from the experts'"));
+  EXPECT_THAT(run.output, HasSubstr("4.20 GiB  6 experts x 40 MoE layers"));
 }
 
 }  // namespace

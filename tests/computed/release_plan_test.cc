@@ -195,6 +195,9 @@ INSTANTIATE_TEST_SUITE_P(
         ReleaseRow{"glm5_next_flash_fp8", "mixed", 16 * kGiB, 2 * kGiB, 3 * Fp8(2048, 4096), 3},
         // DeepSeek V4 Flash: 256 FP4 experts of [2048, 4096] (E8M0 per 32).
         ReleaseRow{"deepseek_v4_flash", "native", 16 * kGiB, 2 * kGiB, 3 * Mxfp4(2048, 4096), 3},
+        // DeepSeek V4.1 Flash: 384 FP4 experts of [2304, 5120], 18,800,640 B
+        // as released; FP8 per 32x32 trunk, and its engram cache beside it.
+        ReleaseRow{"deepseek_v41_flash", "native", 16 * kGiB, 2 * kGiB, 3 * Mxfp4(2304, 5120), 3},
         // Qwen3-235B-A22B: 128 BF16 experts of [1536, 4096].
         ReleaseRow{"qwen3_235b", "q8", 32 * kGiB, 4 * kGiB, 3 * 1536 * 4096 * 2, 3},
         // Kimi-Linear-48B-A3B: 256 BF16 experts of [1024, 2304].

@@ -6,6 +6,7 @@
 #include "computed/engine/linear.h"
 #include "computed/engine/mixers/dot.h"
 #include "computed/engine/mixers/grouped_output.h"
+#include "computed/engine/mixers/window_attention.h"
 #include "computed/kernels/matmul.h"
 
 namespace warp::computed {
@@ -64,26 +65,9 @@ CompressedMqaAttention::CompressedMqaAttention(const ModelConfig& c, const Mixer
 
 void CompressedMqaAttention::Attend(const float* q, uint32_t h, uint32_t pos,
                                     const std::vector<uint32_t>& entries, float* o) {
-  const uint32_t dim = c_.head_dim;
-  PositionRows& rows = state_.window();
-  const uint32_t first = rows.FirstVisible(pos);
-  const uint32_t sliding = pos + 1 - first;
-  std::vector<float> scores(sliding + entries.size() + 1);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  for (uint32_t s = first; s <= pos; ++s) scores[s - first] = Dot(q, rows.Row(0, s), dim) * scale;
-  for (size_t e = 0; e < entries.size(); ++e) {
-    scores[sliding + e] = Dot(q, compressor_->Entry(entries[e]), dim) * scale;
-  }
-  scores.back() = sinks_[h];  // the sink joins the softmax, then is dropped
-  Softmax(scores);
-  std::fill(o, o + dim, 0.0f);
-  const std::span<const float> weights(scores);
-  AddWeightedRows(
-      weights.first(sliding),
-      [&](size_t k) { return rows.Row(0, first + static_cast<uint32_t>(k)); }, dim, o);
-  AddWeightedRows(
-      weights.subspan(sliding, entries.size()),
-      [&](size_t e) { return compressor_->Entry(entries[e]); }, dim, o);
+  AttendWindowAndEntries(
+      q, c_.head_dim, state_.window(), pos, entries,
+      [&](uint32_t entry) { return compressor_->Entry(entry); }, sinks_[h], o);
 }
 
 void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint32_t first_pos,

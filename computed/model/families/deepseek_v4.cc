@@ -108,17 +108,8 @@ class DeepseekV4 : public SwiGluFamily {
     return ParseHashLayers(json, out);
   }
 
-  // The release's FP8 matrices (the rest of the trunk is BF16 or F32): the
-  // attention's projections, the indexer's query, the shared experts; not
-  // the compressors, nor the indexer's weights_proj (their checkpoint dtypes).
   bool ReleaseBlockQuantizes(std::string_view name) const override {
-    for (std::string_view suffix :
-         {".attn.wq_a.weight", ".attn.wq_b.weight", ".attn.wkv.weight", ".attn.wo_a.weight",
-          ".attn.wo_b.weight", ".indexer.wq_b.weight", ".shared_experts.w1.weight",
-          ".shared_experts.w2.weight", ".shared_experts.w3.weight"}) {
-      if (name.ends_with(suffix)) return true;
-    }
-    return false;
+    return deepseek_v4::ReleaseBlockQuantizes(name);
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
@@ -147,13 +138,9 @@ class DeepseekV4 : public SwiGluFamily {
     return plan;
   }
 
-  // ffn.experts.E.w1|w3|w2.weight: values, or FP4 codes with `.scale` E8M0.
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
-    const std::string base =
-        absl::StrCat(Layer(layer), "ffn.experts.", expert, ".", NumberedMatrix(matrix), ".");
-    return {
-        .tensor = base + "weight", .mxfp4_blocks = base + "weight", .mxfp4_scales = base + "scale"};
+    return deepseek_v4::ExpertSlice(layer, expert, matrix);
   }
 };
 
@@ -210,6 +197,23 @@ RopePlan Rope(const ModelConfig& c, bool compressed) {
           .interleaved = true,
           .theta = c.compressed.compress_rope_theta,
           .yarn = yarn};
+}
+
+bool ReleaseBlockQuantizes(std::string_view name) {
+  for (std::string_view suffix :
+       {".attn.wq_a.weight", ".attn.wq_b.weight", ".attn.wkv.weight", ".attn.wo_a.weight",
+        ".attn.wo_b.weight", ".indexer.wq_b.weight", ".shared_experts.w1.weight",
+        ".shared_experts.w2.weight", ".shared_experts.w3.weight", ".engram.wkv.weight"}) {
+    if (name.ends_with(suffix)) return true;
+  }
+  return false;
+}
+
+CheckpointSlice ExpertSlice(uint32_t layer, uint32_t expert, std::string_view matrix) {
+  const std::string base = absl::StrCat("layers.", layer, ".ffn.experts.", expert, ".",
+                                       NumberedMatrix(matrix), ".");
+  return {
+      .tensor = base + "weight", .mxfp4_blocks = base + "weight", .mxfp4_scales = base + "scale"};
 }
 
 LayerPlan Layer(const ModelConfig& c, const std::string& p) {

@@ -34,6 +34,12 @@ RopePlan Rope(const ModelConfig& config, bool compressed);
 // (sqrt-softplus, the selection bias `ffn.gate.bias`, shared experts) and
 // hyper-connection sites.
 LayerPlan Layer(const ModelConfig& config, const std::string& layer_prefix);
+// Whether the block-FP8 release stores trunk matrix `name` in FP8: the
+// attention's projections, the indexer's query, the shared experts (and
+// V4.1's engram wkv); not the compressors, nor the indexer's weights_proj.
+bool ReleaseBlockQuantizes(std::string_view name);
+// ffn.experts.E.w1|w3|w2.weight: values, or FP4 codes with `.scale` E8M0.
+CheckpointSlice ExpertSlice(uint32_t layer, uint32_t expert, std::string_view matrix);
 
 }  // namespace deepseek_v4
 

@@ -204,17 +204,8 @@ class DeepseekV41 : public SwiGluFamily {
     return ParseEngram(json, out);
   }
 
-  // The release's FP8 matrices (32 x 32 tiles): the attention's projections,
-  // the shared expert and the engram's wkv; the compressors, indexers,
-  // routers and the engram's q/k weights are BF16 or F32.
   bool ReleaseBlockQuantizes(std::string_view name) const override {
-    for (std::string_view suffix :
-         {".attn.wq_a.weight", ".attn.wq_b.weight", ".attn.wkv.weight", ".attn.wo_a.weight",
-          ".attn.wo_b.weight", ".shared_experts.w1.weight", ".shared_experts.w2.weight",
-          ".shared_experts.w3.weight", ".engram.wkv.weight"}) {
-      if (name.ends_with(suffix)) return true;
-    }
-    return false;
+    return deepseek_v4::ReleaseBlockQuantizes(name);
   }
 
   ModelPlan Plan(const ModelConfig& c) const override {
@@ -247,13 +238,10 @@ class DeepseekV41 : public SwiGluFamily {
     return plan;
   }
 
-  // ffn.experts.E.w1|w3|w2.weight: FP4 codes with `.scale` E8M0 (or values).
+  // The V4 layout: ffn.experts.E.w1|w3|w2, FP4 codes with `.scale` E8M0.
   CheckpointSlice ExpertSlice(const ModelConfig&, uint32_t layer, uint32_t expert,
                               std::string_view matrix) const override {
-    const std::string base =
-        absl::StrCat(Layer(layer), "ffn.experts.", expert, ".", NumberedMatrix(matrix), ".");
-    return {
-        .tensor = base + "weight", .mxfp4_blocks = base + "weight", .mxfp4_scales = base + "scale"};
+    return deepseek_v4::ExpertSlice(layer, expert, matrix);
   }
 };
 

@@ -23,8 +23,9 @@ namespace fs = std::filesystem;
 
 using Counters = std::map<std::string, uint64_t>;
 
-uint64_t Counter(const Counters& counters, const std::string& name) {
-  auto it = counters.find("expertd.store." + name);
+uint64_t Counter(const Counters& counters, const std::string& name,
+                 const std::string& prefix = "expertd.store.") {
+  auto it = counters.find(prefix + name);
   return it == counters.end() ? 0 : it->second;
 }
 
@@ -210,7 +211,7 @@ absl::Status Session::OpenOutputs() {
     trace_ << "# position layer experts (routing rank order)\n";
   }
   usage_.fingerprint = container_->manifest().fingerprint;
-  counters_at_phase_start_ = source_->Counters();
+  counters_at_phase_start_ = AllCounters();
   return absl::OkStatus();
 }
 
@@ -228,9 +229,21 @@ void Session::OnRoute(uint32_t position, uint32_t layer, const std::vector<uint3
   usage_.Merge(one);
 }
 
+std::map<std::string, uint64_t> Session::AllCounters() const {
+  std::map<std::string, uint64_t> counters = source_->Counters();
+  if (engram_) {
+    const EngramStore::Counters e = engram_->counters();
+    counters["engram.rows"] = e.rows;
+    counters["engram.row_hits"] = e.row_hits;
+    counters["engram.records_read"] = e.records_read;
+    counters["engram.read_bytes"] = e.bytes_read;
+  }
+  return counters;
+}
+
 absl::Status Session::InPhase(Phase phase, const std::function<absl::Status()>& forward) {
   if (phase != phase_) {
-    const Counters now = source_->Counters();
+    const auto now = AllCounters();
     AddDelta(phases_[phase_].source_counters, now, counters_at_phase_start_);
     counters_at_phase_start_ = now;
     phase_ = phase;
@@ -247,7 +260,7 @@ absl::Status Session::InPhase(Phase phase, const std::function<absl::Status()>& 
 
 std::array<Session::PhaseFigures, 2> Session::Phases() const {
   std::array<PhaseFigures, 2> phases = phases_;
-  AddDelta(phases[phase_].source_counters, source_->Counters(), counters_at_phase_start_);
+  AddDelta(phases[phase_].source_counters, AllCounters(), counters_at_phase_start_);
   return phases;
 }
 
@@ -467,6 +480,13 @@ std::string Session::StageReport() const {
         &report, "  %-13s %8.3f s: compute %.3f s, waiting for reads %.1f%%, %s read a token\n",
         "total", total, compute, total > 0 ? 100 * st.seconds_fetch_wait / total : 0.0,
         FormatBytes(read / st.tokens));
+    if (const uint64_t rows = Counter(f.source_counters, "engram.rows", ""); rows > 0) {
+      absl::StrAppendFormat(&report, "  %-13s %d rows a token, %.1f%% in its cache, %s read a token\n",
+                            "engram", rows / st.tokens,
+                            100.0 * Counter(f.source_counters, "engram.row_hits", "") / rows,
+                            FormatBytes(Counter(f.source_counters, "engram.read_bytes", "") /
+                                        st.tokens));
+    }
     // Overlap efficiency: 1.0 when the phase takes only as long as its busier
     // side, the disk or the CPU. Only an embedded store reports its disk time.
     if (f.source_counters.contains("expertd.store.disk_busy_us") && total > 0) {

@@ -119,7 +119,8 @@ class Session {
   void Checkpoint(uint32_t sequence = 0) { transformer_->Checkpoint(sequence); }
 
   // The expert source's own counters ("expertd.store.NAME"), since it opened.
-  std::map<std::string, uint64_t> SourceCounters() const { return source_->Counters(); }
+  // The expert source's counters, and the engram store's (engram.*).
+  std::map<std::string, uint64_t> SourceCounters() const { return AllCounters(); }
 
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }
@@ -157,6 +158,7 @@ class Session {
   absl::Status InPhase(Phase phase, const std::function<absl::Status()>& forward);
   // Each phase's figures, the current phase's source counters up to now.
   std::array<PhaseFigures, 2> Phases() const;
+  std::map<std::string, uint64_t> AllCounters() const;
 
   SessionOptions options_;
   std::shared_ptr<const Container> container_;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_format.h"
 
 namespace warp::computed::serve {
@@ -55,6 +56,12 @@ void WriteStoreCounters(const std::map<std::string, uint64_t>& counters, Writer&
   constexpr absl::string_view kReadBytes = "read_bytes_";
   bool read_bytes_family = false;
   for (const auto& [key, value] : counters) {
+    if (absl::StartsWith(key, "engram.")) {  // DeepSeek V4.1's engram store, in-process
+      const std::string metric = absl::StrCat("warp_", absl::StrReplaceAll(key, {{".", "_"}}), "_total");
+      w.Family(metric, "counter", absl::StrCat("The engram store's ", key.substr(7), "."));
+      w.Sample(metric, value);
+      continue;
+    }
     if (!absl::StartsWith(key, kPrefix)) continue;
     const absl::string_view name = absl::string_view(key).substr(kPrefix.size());
     if (absl::StartsWith(name, kReadBytes)) {

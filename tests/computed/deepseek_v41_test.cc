@@ -15,6 +15,7 @@
 #include "tests/testing/fixtures.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace warp::computed {
 namespace {
@@ -147,6 +148,22 @@ TEST(DeepseekV41ConfigTest, ThePlanShowsTheEngramTablesAndTheirCache) {
   EXPECT_THAT(run.output, HasSubstr("195.32 GiB  tables on disk; 48 rows a token"));
   EXPECT_THAT(run.output, HasSubstr("256.00 MiB  resident, apart from the experts'"));
   EXPECT_THAT(run.output, HasSubstr("4.20 GiB  6 experts x 40 MoE layers"));
+}
+
+// A converted V4.1 container runs from the command line; --stages reports
+// the engram's rows a token, its hits and what it read.
+TEST(DeepseekV41RunTest, TheStagesReportTheEngram) {
+  warp::testing::TempDir dir;
+  const std::string model = (dir / "m.warp").string();
+  auto converted = warp::testing::RunBinary(
+      "computed",
+      "convert --quiet " + warp::testing::FixtureDir("deepseek_v41_native").string() + " " + model);
+  ASSERT_EQ(converted.exit_code, 0) << converted.output;
+  auto run = warp::testing::RunBinary(
+      "computed", "--log-level warn run --ids " + model + " 5,6,7,8 -n 3 --stages");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // Two engram layers of 3 n-gram sizes x 2 heads: 12 rows a token.
+  EXPECT_THAT(run.output, HasSubstr("engram        12 rows a token"));
 }
 
 }  // namespace

@@ -75,8 +75,11 @@ absl::Status EngramReader::Rows(uint32_t table, std::vector<float>& out) {
   for (size_t r = 0; r < wanted.size(); ++r) {
     const auto* codes = reinterpret_cast<const uint8_t*>(&bytes[r * row_bytes]);
     const uint8_t* scales = codes + head_dim_;
-    for (uint32_t i = 0; i < head_dim_; ++i) {
-      out[r * head_dim_ + i] = e4m3[codes[i]] * std::ldexp(1.0f, int{scales[i / 32]} - 127);
+    for (uint32_t block = 0; block < head_dim_ / 32; ++block) {  // one E8M0 scale per 32
+      const float scale = std::ldexp(1.0f, int{scales[block]} - 127);
+      for (uint32_t i = block * 32; i < (block + 1) * 32; ++i) {
+        out[r * head_dim_ + i] = e4m3[codes[i]] * scale;
+      }
     }
   }
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "computed/convert/converter.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
@@ -21,6 +22,7 @@ namespace warp::computed {
 namespace {
 
 using json = nlohmann::ordered_json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::warp::testing::StatusIs;
 
@@ -148,6 +150,43 @@ TEST(DeepseekV41ConfigTest, ThePlanShowsTheEngramTablesAndTheirCache) {
   EXPECT_THAT(run.output, HasSubstr("195.32 GiB  tables on disk; 48 rows a token"));
   EXPECT_THAT(run.output, HasSubstr("256.00 MiB  resident, apart from the experts'"));
   EXPECT_THAT(run.output, HasSubstr("4.20 GiB  6 experts x 40 MoE layers"));
+}
+
+// The fixture in a temporary directory with `edit` applied to its text_config.
+std::filesystem::path EditedFixture(const warp::testing::TempDir& dir,
+                                    const std::function<void(json&)>& edit) {
+  const std::filesystem::path hf = dir / "hf";
+  std::filesystem::copy(warp::testing::FixtureDir("deepseek_v41_native"), hf,
+                        std::filesystem::copy_options::recursive);
+  std::ifstream in(hf / "config.json");
+  json config = json::parse(in);
+  in.close();
+  edit(config["text_config"]);
+  std::ofstream(hf / "config.json") << config.dump(2);
+  return hf;
+}
+
+// The engram's addressing is checked before anything is written: a table
+// whose rows are not the sum of its layer's primes, and a tokenizer whose
+// compressed map has another size than the config says.
+TEST(DeepseekV41ConvertTest, AWrongEngramTableSizeOrCompressedVocabularyIsRefused) {
+  {
+    warp::testing::TempDir dir;
+    const auto hf = EditedFixture(dir, [](json& t) { t["engram_num_embeddings"][0] = 305; });
+    EXPECT_THAT(ConvertCheckpoint(hf, dir / "m.warp", {}).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("engram_num_embeddings[0]: 305 is not the sum of layer 1's 6 "
+                                   "primes (304)")));
+    EXPECT_FALSE(std::filesystem::exists(dir / "m.warp" / "manifest.json"));
+  }
+  {
+    warp::testing::TempDir dir;
+    const auto hf = EditedFixture(dir, [](json& t) { t["engram_compressed_vocab_size"] = 171; });
+    EXPECT_THAT(ConvertCheckpoint(hf, dir / "m.warp", {}).status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("engram_compressed_vocab_size"), HasSubstr("171"),
+                               HasSubstr("170"))));
+  }
 }
 
 // A converted V4.1 container runs from the command line; --stages reports

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/format/engram_table.h"
 #include "common/format/manifest.h"
 #include "common/logging.h"
 #include "common/wire/proto_convert.h"
@@ -38,24 +39,37 @@ absl::StatusOr<std::shared_ptr<ReadBatch>> RequestHandler::Read(const ProtoKeys&
     return absl::InvalidArgumentError(
         absl::StrCat(keys.size(), " keys exceed the limit of ", max_keys_, " per request"));
   }
-  std::vector<ExpertKey> converted;
-  converted.reserve(keys.size());
-  for (const v1::ExpertKey& key : keys) converted.push_back({key.layer(), key.expert()});
-  return store_.Read(converted, FromProto(priority));
+  std::vector<ExpertKey> experts, engram;
+  std::vector<size_t> expert_positions, engram_positions;
+  experts.reserve(keys.size());
+  for (int i = 0; i < keys.size(); ++i) {
+    const bool is_engram = engram_ != nullptr && keys[i].layer() >= kEngramKeyBase;
+    (is_engram ? engram : experts).push_back({keys[i].layer(), keys[i].expert()});
+    (is_engram ? engram_positions : expert_positions).push_back(i);
+  }
+  if (engram.empty()) return store_.Read(experts, FromProto(priority));
+  if (experts.empty()) return engram_->Read(engram);
+  auto batch = std::make_shared<ReadBatch>(keys.size());
+  ForwardInto(*store_.Read(experts, FromProto(priority)), batch, std::move(expert_positions));
+  ForwardInto(*engram_->Read(engram), batch, std::move(engram_positions));
+  return batch;
 }
 
 uint32_t RequestHandler::Prefetch(const ProtoKeys& keys, v1::Priority priority,
                                   ClientId client) const {
-  std::vector<ExpertKey> held;
+  std::vector<ExpertKey> held, engram;
   for (const v1::ExpertKey& key : keys) {
-    if (held.size() == max_keys_) break;  // a hint: the excess is dropped
+    if (held.size() + engram.size() == max_keys_) break;  // a hint: the excess is dropped
     if (store_.container().RecordOffset(key.layer(), key.expert())) {
       held.push_back({key.layer(), key.expert()});
+    } else if (engram_ != nullptr && key.layer() >= kEngramKeyBase) {
+      engram.push_back({key.layer(), key.expert()});  // the engram store drops unknown keys
     }
   }
+  if (!engram.empty()) engram_->Prefetch(engram);
   store_.PrefetchFor(
       held, priority == v1::PRIORITY_CERTAIN ? Priority::kCertain : Priority::kLookahead, client);
-  return static_cast<uint32_t>(held.size());
+  return static_cast<uint32_t>(held.size() + engram.size());
 }
 
 uint32_t RequestHandler::CancelSpeculative(uint32_t through_layer, ClientId client) const {
@@ -77,10 +91,23 @@ void RequestHandler::Describe(v1::DescribeReply* reply) const {
     info->set_record_bytes(bank.record_bytes);
     for (uint32_t expert : container.HeldExperts(bank)) info->add_experts(expert);
   }
+  if (engram_ == nullptr) return;
+  reply->set_engram_cache_bytes(engram_->cache_bytes());
+  for (const EngramTableEntry& table : engram_->tables()) {
+    v1::EngramTableInfo* info = reply->add_engram_tables();
+    info->set_layer(table.layer);
+    info->set_rows(table.rows);
+    info->set_row_bytes(table.row_bytes);
+    info->set_records(EngramRecords(table));
+  }
 }
 
 void RequestHandler::Stats(v1::StatsReply* reply) const {
   for (const auto& [name, value] : store_.Counters()) (*reply->mutable_counters())[name] = value;
+  if (engram_ == nullptr) return;
+  for (const auto& [name, value] : engram_->CounterMap()) {
+    (*reply->mutable_counters())["expertd." + name] = value;
+  }
 }
 
 }  // namespace warp::expertd

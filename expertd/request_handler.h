@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/store/engram_store.h"
 #include "common/store/expert_store.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "warp/v1/expert.pb.h"
@@ -24,9 +25,10 @@ class RequestHandler {
  public:
   using ProtoKeys = google::protobuf::RepeatedPtrField<v1::ExpertKey>;
 
-  // REQUIRES: `store` outlives the handler; max_keys_per_request > 0.
-  RequestHandler(ExpertStore& store, uint32_t max_keys_per_request)
-      : store_(store), max_keys_(max_keys_per_request) {}
+  // REQUIRES: `store` (and `engram`, the engram tables' records, if the
+  // model has any) outlive the handler; max_keys_per_request > 0.
+  RequestHandler(ExpertStore& store, uint32_t max_keys_per_request, EngramStore* engram = nullptr)
+      : store_(store), max_keys_(max_keys_per_request), engram_(engram) {}
 
   ExpertStore& store() const { return store_; }
   uint32_t max_keys_per_request() const { return max_keys_; }
@@ -34,8 +36,9 @@ class RequestHandler {
   // FailedPrecondition unless `fingerprint` is 0 (any) or the daemon's.
   absl::Status CheckFingerprint(uint64_t fingerprint) const;
 
-  // Issues the reads of `keys` (order kept). InvalidArgument, reading
-  // nothing, if there are more than max_keys_per_request.
+  // Issues the reads of `keys` (order kept): experts' from the store, engram
+  // records' (layer >= kEngramKeyBase) from the engram store. InvalidArgument,
+  // reading nothing, if there are more than max_keys_per_request.
   absl::StatusOr<std::shared_ptr<ReadBatch>> Read(const ProtoKeys& keys,
                                                   v1::Priority priority) const;
 
@@ -61,6 +64,7 @@ class RequestHandler {
  private:
   ExpertStore& store_;
   const uint32_t max_keys_;
+  EngramStore* const engram_;
 };
 
 }  // namespace warp::expertd

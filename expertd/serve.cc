@@ -18,6 +18,7 @@
 #include "common/io/file.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/store/engram_store.h"
 #include "common/store/expert_store.h"
 #include "common/wire/lan_auth.h"
 #include "expertd/grpc_service.h"
@@ -324,8 +325,20 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   log.info("{}; {} staging slots ({})", store->Settings(), config.staging_slots(),
            FormatBytes(config.staging_slots() * store->slot_bytes()));
 
+  std::unique_ptr<EngramStore> engram;
+  if (!manifest.engram.empty()) {
+    WARP_ASSIGN_OR_RETURN(
+        engram, EngramStore::Open(container, {.cache_bytes = config.has_engram_cache_bytes()
+                                                                  ? config.engram_cache_bytes()
+                                                                  : EngramStore::Options{}.cache_bytes,
+                                              .io_threads = options.io_threads,
+                                              .verify = options.banks.verify}));
+    log.info("{} engram tables; their records' cache {}", manifest.engram.size(),
+             FormatBytes(engram->cache_bytes()));
+  }
+
   // One set of request rules for both transports.
-  const RequestHandler handler(*store, config.max_keys_per_request());
+  const RequestHandler handler(*store, config.max_keys_per_request(), engram.get());
   ExpertServiceImpl service(handler, std::chrono::seconds(config.stall_timeout_seconds()));
   std::vector<Listener> listeners;
   for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));

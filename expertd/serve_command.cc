@@ -34,6 +34,7 @@ struct ServeFlags {
   std::string model;
   std::vector<std::string> listen;
   std::string budget;
+  std::string engram_cache;
   std::optional<uint32_t> staging_slots;
   uint32_t max_keys = 0;
   std::string shard;  // "I/N"
@@ -71,6 +72,11 @@ absl::Status Run(const ServeFlags& flags) {
     auto budget = ParseByteSize(flags.budget);
     if (!budget.ok()) return budget.status();
     config.set_budget_bytes(*budget);
+  }
+  if (!flags.engram_cache.empty()) {
+    auto bytes = ParseByteSize(flags.engram_cache);
+    if (!bytes.ok()) return bytes.status();
+    config.set_engram_cache_bytes(*bytes);
   }
   if (flags.staging_slots) config.set_staging_slots(*flags.staging_slots);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
@@ -111,6 +117,9 @@ std::function<int()> AddServeCommand(CLI::App& app) {
       "--listen", flags->listen,
       "unix:PATH, tcp:HOST:PORT (port 0: any) or fastpath:PATH (zero-copy, same machine); repeat");
   cmd->add_option("--budget", flags->budget, "Record cache size, e.g. 8G (default 0: no cache)");
+  cmd->add_option("--engram-cache", flags->engram_cache,
+                  "Cache of the engram tables' records (DeepSeek V4.1), apart from --budget, "
+                  "e.g. 1G (default 256M; 0: none)");
   cmd->add_option("--staging-slots", flags->staging_slots,
                   "Shared slots uncached records are leased from on the fast path (default 2 x "
                   "--io-threads; 0: copies through the socket)");

@@ -1,6 +1,7 @@
 #include "common/client/fanout_source.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/format/engram_table.h"
 
 namespace warp {
 
@@ -16,6 +17,9 @@ absl::StatusOr<std::unique_ptr<FanoutExpertSource>> FanoutExpertSource::Create(
                          fanout->members_[it->second].name, " and ", fanout->members_[m].name));
       }
     }
+    for (uint32_t layer : fanout->members_[m].engram_layers) {
+      fanout->engram_holders_[EngramKeyLayer(layer)].push_back(m);
+    }
   }
   return fanout;
 }
@@ -23,6 +27,15 @@ absl::StatusOr<std::unique_ptr<FanoutExpertSource>> FanoutExpertSource::Create(
 std::vector<std::vector<size_t>> FanoutExpertSource::Split(std::span<const ExpertKey> keys) const {
   std::vector<std::vector<size_t>> parts(members_.size() + 1);
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].layer >= kEngramKeyBase) {
+      // An engram record: spread over the members holding its table by record.
+      auto holders = engram_holders_.find(keys[i].layer);
+      parts[holders == engram_holders_.end()
+                ? members_.size()
+                : holders->second[keys[i].expert % holders->second.size()]]
+          .push_back(i);
+      continue;
+    }
     auto it = owner_.find(keys[i]);
     parts[it == owner_.end() ? members_.size() : it->second].push_back(i);
   }
@@ -42,12 +55,7 @@ std::shared_ptr<ReadBatch> FanoutExpertSource::Read(std::span<const ExpertKey> k
     std::vector<ExpertKey> sub;
     for (size_t i : parts[m]) sub.push_back(keys[i]);
     // Each completion goes straight to the caller's batch, as it lands.
-    members_[m]
-        .source->Read(sub, priority)
-        ->ForwardTo([batch, positions = std::move(parts[m])](size_t index,
-                                                             absl::StatusOr<ExpertRecord> record) {
-          batch->Complete(positions[index], std::move(record));
-        });
+    ForwardInto(*members_[m].source->Read(sub, priority), batch, std::move(parts[m]));
   }
   return batch;
 }

@@ -4,6 +4,8 @@
 // experts (shards on several disks or daemons). A batch is split by owner,
 // the parts are read concurrently, and completions are merged back under the
 // caller's indices. A key no member holds is NotFound for that key only.
+// Engram records (keys of layer EngramKeyLayer) go to the members that serve
+// their table.
 //
 // Thread-safe (members are).
 
@@ -23,6 +25,9 @@ class FanoutExpertSource : public ExpertSource {
     std::string name;  // for messages: a directory or an address
     std::unique_ptr<ExpertSource> source;
     std::vector<ExpertKey> held;  // the keys this member serves
+    // The layers whose engram tables it serves (DeepSeek V4.1): each record
+    // of a table several members serve goes to one of them, by record index.
+    std::vector<uint32_t> engram_layers;
   };
 
   // Fails if two members claim the same key.
@@ -45,6 +50,7 @@ class FanoutExpertSource : public ExpertSource {
 
   std::vector<Member> members_;
   absl::flat_hash_map<ExpertKey, size_t> owner_;
+  absl::flat_hash_map<uint32_t, std::vector<size_t>> engram_holders_;  // by key layer
 };
 
 }  // namespace warp

@@ -33,4 +33,17 @@ BankEntry EngramBank(const EngramTableEntry& table) {
           .payload_bytes = EngramRowsPerRecord(table.row_bytes) * uint64_t{table.row_bytes}};
 }
 
+absl::StatusOr<uint32_t> EngramTableOfKey(std::span<const EngramTableEntry> tables,
+                                          uint32_t key_layer, uint64_t record) {
+  for (uint32_t i = 0; i < tables.size(); ++i) {
+    if (EngramKeyLayer(tables[i].layer) != key_layer) continue;
+    if (record < EngramRecords(tables[i])) return i;
+    return absl::NotFoundError(absl::StrCat("record ", record, " of the engram table of layer ",
+                                            tables[i].layer, ": past its ",
+                                            EngramRecords(tables[i]), " records"));
+  }
+  return absl::NotFoundError(absl::StrCat("layer ", key_layer, " expert ", record,
+                                          ": not a record of the engram tables served here"));
+}
+
 }  // namespace warp

@@ -26,8 +26,10 @@
 // Thread-safe: value types and pure functions.
 
 #include <cstdint>
+#include <span>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "common/format/manifest.h"
 
 namespace warp {
@@ -46,6 +48,12 @@ constexpr uint32_t EngramKeyLayer(uint32_t layer) { return kEngramKeyBase + laye
 // The record holding row `row`, and the row's offset in it.
 uint64_t EngramRecordOf(const EngramTableEntry& table, uint64_t row);
 uint64_t EngramOffsetInRecord(const EngramTableEntry& table, uint64_t row);
+
+// The index in `tables` of the table whose records are keyed {key_layer,
+// record}; NotFound naming the key if none is, or the table if the record is
+// past its end.
+absl::StatusOr<uint32_t> EngramTableOfKey(std::span<const EngramTableEntry> tables,
+                                          uint32_t key_layer, uint64_t record);
 
 // The bank the store reads the table as: layer EngramKeyLayer(layer), one "expert" per
 // record, kEngramRecordBytes each, no matrices (rows are decoded by the engine).

@@ -126,6 +126,10 @@ class ReadBatch {
   Forward forward_ ABSL_GUARDED_BY(mu_);
 };
 
+// Hands each completion of `part` to `whole`, completion i as whole's
+// positions[i]: how a source built on others merges their batches into one.
+void ForwardInto(ReadBatch& part, std::shared_ptr<ReadBatch> whole, std::vector<size_t> positions);
+
 // Thread-safe.
 class ExpertSource {
  public:

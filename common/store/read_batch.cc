@@ -86,4 +86,11 @@ std::vector<absl::StatusOr<ExpertRecord>> ReadBatch::WaitAll() {
   return records;
 }
 
+void ForwardInto(ReadBatch& part, std::shared_ptr<ReadBatch> whole, std::vector<size_t> positions) {
+  part.ForwardTo([whole = std::move(whole), positions = std::move(positions)](
+                     size_t index, absl::StatusOr<ExpertRecord> record) {
+    whole->Complete(positions[index], std::move(record));
+  });
+}
+
 }  // namespace warp

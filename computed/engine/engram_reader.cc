@@ -52,24 +52,22 @@ void EngramReader::Begin(std::span<const int32_t> ids, std::span<const uint32_t>
                        .row = static_cast<uint64_t>(rows[i])});
     }
   }
-  store_.Fetch(fetch);
+  fetch_ = store_.Fetch(fetch);
 }
 
 absl::Status EngramReader::Rows(uint32_t table, std::vector<float>& out) {
   const EngramHash& hash = addressing_.hash;
   const size_t columns = hash.num_columns();
-  std::vector<EngramRow> wanted;
+  std::vector<size_t> wanted;  // positions in the pass's fetch
   wanted.reserve(uint64_t{n_} * columns);
   for (uint32_t t = 0; t < n_; ++t) {
     for (size_t c = 0; c < columns; ++c) {
-      wanted.push_back(
-          {.table = table,
-           .row = static_cast<uint64_t>(rows_[uint64_t{t} * hash.rows_per_token() + table * columns + c])});
+      wanted.push_back(uint64_t{t} * hash.rows_per_token() + table * columns + c);
     }
   }
   const uint32_t row_bytes = store_.row_bytes(table);
   std::vector<std::byte> bytes(wanted.size() * row_bytes);
-  WARP_RETURN_IF_ERROR(store_.Rows(wanted, bytes));
+  WARP_RETURN_IF_ERROR(store_.Rows(fetch_, wanted, bytes));
   const std::array<float, 256>& e4m3 = E4m3Values();
   out.resize(wanted.size() * head_dim_);
   for (size_t r = 0; r < wanted.size(); ++r) {

@@ -38,6 +38,7 @@ class EngramReader {
   EngramStore& store_;
   std::vector<std::vector<int32_t>> history_;  // [sequence][position]: compressed ids
   std::vector<int64_t> rows_;                  // the pass's [token][table][column]
+  EngramFetch fetch_;                          // their records, in that order
   uint32_t n_ = 0;
 };
 

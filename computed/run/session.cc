@@ -117,6 +117,7 @@ absl::Status Session::OpenSource(const PlanFigures& plan, bool warm_set) {
   // A warm set (--preload, or a learned one) fills the cache at once: nothing to pace.
   if (warm_set) source.store.pace_growth_below_bytes_per_second = 0;
   WARP_ASSIGN_OR_RETURN(OpenedSource opened, OpenExpertSource(container_, source));
+  WARP_ASSIGN_OR_RETURN(engram_, OpenEngramStore(container_, source, opened));
   source_ = std::move(opened.source);
   if (opened.local_daemons.empty()) return absl::OkStatus();
   if (options_.run.budget_bytes || !source.bank_dirs.empty()) {
@@ -181,11 +182,7 @@ absl::Status Session::CreateEngine(const PlanFigures& plan) {
     log.debug("activations: 8-bit for 4-bit weights ({} kernel)", kernels::Q8KernelName());
   }
   Transformer::Options engine = options.engine;
-  if (!container_->manifest().engram.empty()) {
-    WARP_ASSIGN_OR_RETURN(
-        engram_, EngramStore::Open(container_, {.cache_bytes = options.source.engram_cache_bytes}));
-    engine.engram_store = engram_.get();
-  }
+  engine.engram_store = engram_.get();
   // The cache's slots: a larger union is read in waves that fit.
   engine.cache_records = plan.max_record_bytes ? budget_.cache_bytes / plan.max_record_bytes : 0;
   if (options.run.learn || !options.run.trace_path.empty()) {
@@ -231,13 +228,7 @@ void Session::OnRoute(uint32_t position, uint32_t layer, const std::vector<uint3
 
 std::map<std::string, uint64_t> Session::AllCounters() const {
   std::map<std::string, uint64_t> counters = source_->Counters();
-  if (engram_) {
-    const EngramStore::Counters e = engram_->counters();
-    counters["engram.rows"] = e.rows;
-    counters["engram.row_hits"] = e.row_hits;
-    counters["engram.records_read"] = e.records_read;
-    counters["engram.read_bytes"] = e.bytes_read;
-  }
+  if (engram_) counters.merge(engram_->CounterMap());
   return counters;
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
 #include "common/client/fanout_source.h"
@@ -148,7 +149,14 @@ absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& addres
   for (const v1::BankInfo& bank : description.banks()) {
     for (uint32_t expert : bank.experts()) held.push_back({bank.layer(), expert});
   }
-  return FanoutExpertSource::Member{.name = address, .source = std::move(client), .held = held};
+  std::vector<uint32_t> engram_layers;
+  for (const v1::EngramTableInfo& table : description.engram_tables()) {
+    engram_layers.push_back(table.layer());
+  }
+  return FanoutExpertSource::Member{.name = address,
+                                    .source = std::move(client),
+                                    .held = held,
+                                    .engram_layers = engram_layers};
 }
 
 }  // namespace
@@ -181,11 +189,28 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
   for (const std::string& address : options.stores) {
     uint64_t cache_bytes = 0;
     WARP_ASSIGN_OR_RETURN(auto member, StoreMember(address, options, fingerprint, cache_bytes));
+    for (uint32_t layer : member.engram_layers) opened.engram_servers[layer].push_back(address);
     members.push_back(std::move(member));
     if (IsLocalStore(address)) opened.local_daemons.emplace_back(address, cache_bytes);
   }
   WARP_ASSIGN_OR_RETURN(opened.source, FanoutExpertSource::Create(std::move(members)));
   return opened;
+}
+
+absl::StatusOr<std::unique_ptr<EngramStore>> OpenEngramStore(
+    std::shared_ptr<const Container> model, const SourceOptions& options, OpenedSource& opened) {
+  const std::vector<EngramTableEntry> tables = model->manifest().engram;
+  if (tables.empty()) return nullptr;
+  const EngramStore::Options store{.cache_bytes = options.engram_cache_bytes};
+  if (options.stores.empty()) return EngramStore::Open(std::move(model), store);
+  for (const EngramTableEntry& table : tables) {
+    if (opened.engram_servers.contains(table.layer)) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the engram table of layer ", table.layer, " (", table.file, ") is served by none of --stores ",
+        absl::StrJoin(options.stores, ","),
+        "; an expertd serves the engram tables its container directory holds"));
+  }
+  return std::make_unique<EngramStore>(tables, *opened.source, store);
 }
 
 }  // namespace warp::computed

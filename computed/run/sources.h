@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,8 +39,9 @@ struct SourceOptions {
   // How long a store that went away is waited for (--store-retry-seconds);
   // unset: 30 s for unix:/fastpath:, 60 s for tcp:/tls: (common/client/retry.h).
   std::optional<std::chrono::milliseconds> store_retry_deadline;
-  // The engram tables' own cache (DeepSeek V4.1, common/store/engram_store.h),
-  // read from the container's directory in-process (--engram-cache-mib).
+  // The engram tables' own cache (DeepSeek V4.1, common/store/engram_store.h)
+  // in this process (--engram-cache-mib), in front of the container's files,
+  // or of the expertds when there are --stores.
   uint64_t engram_cache_bytes = EngramStore::Options{}.cache_bytes;
 };
 
@@ -59,10 +61,19 @@ struct OpenedSource {
   std::unique_ptr<ExpertSource> source;
   LocalDaemonCaches local_daemons;    // among the --stores
   uint64_t embedded_cache_bytes = 0;  // what the bank dirs' embedded caches took of cache_bytes
+  // The --stores serving each engram table, by the table's layer.
+  std::map<uint32_t, std::vector<std::string>> engram_servers;
 };
 
 absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> model,
                                               const SourceOptions& options);
+
+// The engram tables' records of a model that has them (nullptr otherwise):
+// read from the model's files, or, when there are --stores, through
+// `opened.source` from the expertds, each table from those that serve it
+// (FailedPrecondition, naming the table, if none does).
+absl::StatusOr<std::unique_ptr<EngramStore>> OpenEngramStore(
+    std::shared_ptr<const Container> model, const SourceOptions& options, OpenedSource& opened);
 
 // A --budget covers the local daemons' caches: together they may hold at
 // most `cache_bytes`, what it leaves for experts, else the machine could

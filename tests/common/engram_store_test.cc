@@ -100,9 +100,8 @@ TEST_F(EngramStoreTest, RowsComeBackAsWrittenAndHitsAreCounted) {
   auto store = EngramStore::Open(container, {.cache_bytes = 1 << 20});
   WARP_ASSERT_OK(store);
   const std::vector<EngramRow> rows = {{0, 0}, {0, 14}, {0, 15}, {0, 19}, {0, 3}};
-  (*store)->Fetch(rows);
   std::vector<std::byte> out(rows.size() * kRowBytes);
-  WARP_ASSERT_OK((*store)->Rows(rows, out));
+  WARP_ASSERT_OK((*store)->Rows((*store)->Fetch(rows), out));
   for (size_t r = 0; r < rows.size(); ++r) {
     for (uint32_t i = 0; i < kRowBytes; ++i) {
       ASSERT_EQ(out[r * kRowBytes + i], RowByte(rows[r].row, i)) << "row " << rows[r].row;
@@ -112,8 +111,7 @@ TEST_F(EngramStoreTest, RowsComeBackAsWrittenAndHitsAreCounted) {
   EXPECT_EQ((*store)->counters().records_read, 2u);
   EXPECT_EQ((*store)->counters().rows, 5u);
   EXPECT_EQ((*store)->counters().row_hits, 3u);
-  (*store)->Fetch(rows);  // all cached now
-  WARP_ASSERT_OK((*store)->Rows(rows, out));
+  WARP_ASSERT_OK((*store)->Rows((*store)->Fetch(rows), out));  // all cached now
   EXPECT_EQ((*store)->counters().records_read, 2u);
   EXPECT_EQ((*store)->counters().row_hits, 8u);
 }
@@ -126,11 +124,47 @@ TEST_F(EngramStoreTest, ACacheOfNothingReadsEachBatchAgain) {
   const std::vector<EngramRow> rows = {{0, 1}};
   std::vector<std::byte> out(kRowBytes);
   for (int pass = 0; pass < 3; ++pass) {
-    (*store)->Fetch(rows);
-    WARP_ASSERT_OK((*store)->Rows(rows, out));
+    WARP_ASSERT_OK((*store)->Rows((*store)->Fetch(rows), out));
     EXPECT_EQ(out[7], RowByte(1, 7));
   }
   EXPECT_EQ((*store)->counters().records_read, 3u);
+}
+
+TEST_F(EngramStoreTest, AFetchKeepsItsRecordsForItsLaterLayersWhateverTheCacheDrops) {
+  auto container = Open();
+  ASSERT_NE(container, nullptr);
+  auto store = EngramStore::Open(container, {.cache_bytes = 0});
+  WARP_ASSERT_OK(store);
+  const std::vector<EngramRow> rows = {{0, 2}, {0, 18}};
+  const EngramFetch fetch = (*store)->Fetch(rows);
+  std::vector<std::byte> out(kRowBytes);
+  for (size_t which : {size_t{1}, size_t{0}, size_t{1}}) {  // as layers take theirs, in turn
+    WARP_ASSERT_OK((*store)->Rows(fetch, std::vector<size_t>{which}, out));
+    EXPECT_EQ(out[9], RowByte(rows[which].row, 9));
+  }
+  EXPECT_EQ((*store)->counters().records_read, 2u);  // each once
+}
+
+TEST_F(EngramStoreTest, WholeRecordsAreServedByKeyFromTheCache) {
+  auto container = Open();
+  ASSERT_NE(container, nullptr);
+  auto store = EngramStore::Open(container, {});
+  WARP_ASSERT_OK(store);
+  const std::vector<ExpertKey> keys = {{EngramKeyLayer(kLayer), 1}, {EngramKeyLayer(kLayer), 2},
+                                       {EngramKeyLayer(kLayer + 1), 0}};
+  for (Served expected : {Served::kDisk, Served::kCache}) {
+    std::vector<absl::StatusOr<ExpertRecord>> records = (*store)->Read(keys)->WaitAll();
+    WARP_ASSERT_OK(records[0]);
+    EXPECT_EQ(records[0]->served, expected);
+    EXPECT_EQ(records[0]->bytes().size(), kEngramRecordBytes);
+    EXPECT_EQ(records[0]->data[kRowBytes + 5], RowByte(16, 5));  // the record's second row
+    EXPECT_THAT(records[1].status(),
+                StatusIs(absl::StatusCode::kNotFound,
+                         HasSubstr("record 2 of the engram table of layer 3: past its 2 records")));
+    EXPECT_THAT(records[2].status(),
+                StatusIs(absl::StatusCode::kNotFound, HasSubstr("not a record of the engram")));
+  }
+  EXPECT_EQ((*store)->counters().records_read, 1u);
 }
 
 TEST_F(EngramStoreTest, ACorruptRecordIsRefusedNamingItAndNeverCached) {
@@ -151,7 +185,7 @@ TEST_F(EngramStoreTest, ACorruptRecordIsRefusedNamingItAndNeverCached) {
   const std::vector<EngramRow> rows = {{0, 16}};
   std::vector<std::byte> out(kRowBytes);
   for (int attempt = 0; attempt < 2; ++attempt) {  // the second reads it again: not cached
-    EXPECT_THAT((*store)->Rows(rows, out),
+    EXPECT_THAT((*store)->Rows((*store)->Fetch(rows), out),
                 StatusIs(absl::StatusCode::kDataLoss,
                          AllOf(HasSubstr("engram-L3.bin @4096"),
                                HasSubstr("record 1 of the engram table of layer 3"),

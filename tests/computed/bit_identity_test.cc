@@ -382,6 +382,27 @@ TEST_F(DeepseekV4BitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetOrT
   ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --prefill-chunk 3");
 }
 
+// DeepSeek V4.1: CSA2's shared caches, indexers and candidate blocks,
+// single-pass hyper-connections, and the engram's rows from its tables: the
+// same bits with no engram cache and a large one, and through two daemons
+// that split the experts and the tables' records (fast path and gRPC).
+class DeepseekV41BitIdentityTest : public StatefulBitIdentityTest {
+ protected:
+  std::string FixtureName() const override { return "deepseek_v41_native"; }
+};
+
+TEST_F(DeepseekV41BitIdentityTest, LogitsDoNotDependOnChunkingSchedulingBudgetTransportOrEngramCache) {
+  ExpectIdenticalInEveryMode();
+  ExpectIdentical("--engram-cache-mib 0 --prefill-chunk 3");
+  ExpectIdentical("--engram-cache-mib 1024 --prefill-chunk 16 --threads 2");
+  std::vector<std::string> addresses;
+  StartHalves("v41", "64M", addresses);
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --prefill-chunk 3");
+  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + " --engram-cache-mib 0");
+  // With --stores the tables' rows come from the daemons alone (sources.cc
+  // OpenEngramStore), split between them by record (engram_serve_test).
+}
+
 // GLM-5.3: KDA, DSA layers whose pooled indexer picks positions per token,
 // hyper-connections.
 class Glm5NextBitIdentityTest : public StatefulBitIdentityTest {

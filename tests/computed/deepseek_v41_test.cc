@@ -4,10 +4,19 @@
 
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "common/format/engram_table.h"
+#include "common/store/engram_files.h"
+#include "common/store/engram_store.h"
+#include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
+#include "computed/engine/compute_context.h"
+#include "computed/engine/thread_pool.h"
+#include "computed/engine/transformer.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
@@ -203,6 +212,106 @@ TEST(DeepseekV41RunTest, TheStagesReportTheEngram) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // Two engram layers of 3 n-gram sizes x 2 heads: 12 rows a token.
   EXPECT_THAT(run.output, HasSubstr("engram        12 rows a token"));
+}
+
+// What the engine asked of its sources, in order: one line a request.
+class RequestLog {
+ public:
+  void Add(std::string line) {
+    std::lock_guard lock(mu_);
+    lines_.push_back(std::move(line));
+  }
+  std::vector<std::string> Take() {
+    std::lock_guard lock(mu_);
+    return std::exchange(lines_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+// A real source whose every request is written to a RequestLog first.
+class LoggedSource : public ExpertSource {
+ public:
+  LoggedSource(ExpertSource& inner, std::string name, RequestLog& log)
+      : inner_(inner), name_(std::move(name)), log_(log) {}
+  std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override {
+    if (!keys.empty()) log_.Add(name_ + " read");
+    return inner_.Read(keys, priority);
+  }
+  void Prefetch(std::span<const ExpertKey> keys, Priority priority) override {
+    if (!keys.empty()) log_.Add(name_ + " prefetch");
+    inner_.Prefetch(keys, priority);
+  }
+
+ private:
+  ExpertSource& inner_;
+  const std::string name_;
+  RequestLog& log_;
+};
+
+class DeepseekV41EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WARP_ASSERT_OK(ConvertCheckpoint(warp::testing::FixtureDir("deepseek_v41_native"),
+                                     dir_ / "m.warp", {}));
+    auto container = Container::Open(dir_ / "m.warp");
+    WARP_ASSERT_OK(container);
+    container_ = std::move(*container);
+    auto experts = ExpertStore::Open(container_, {});
+    WARP_ASSERT_OK(experts);
+    experts_ = std::move(*experts);
+  }
+
+  warp::testing::TempDir dir_;
+  std::shared_ptr<const Container> container_;
+  std::unique_ptr<ExpertStore> experts_;
+  ThreadPool pool_{2};
+  ComputeContext compute_{pool_, Arithmetic{}};
+};
+
+// The engram's rows of a pass's tokens are certain from their ids: the
+// engine asks for all of them before layer 0 starts (before its lookahead
+// hints the next layers' experts, its router runs or any expert is read), so
+// that their reads overlap the layers before the first engram layer.
+TEST_F(DeepseekV41EngineTest, APassAsksForItsEngramRowsBeforeLayerZeroStarts) {
+  RequestLog log;
+  auto files = EngramFiles::Open(container_, {});
+  WARP_ASSERT_OK(files);
+  LoggedSource engram_records(**files, "engram", log);
+  LoggedSource expert_records(*experts_, "expert", log);
+  EngramStore engram(container_->manifest().engram, engram_records, {.cache_bytes = 0});
+  auto transformer = Transformer::Create(
+      container_, expert_records, compute_,
+      {.max_positions = 64,
+       .on_route = [&log](uint32_t, uint32_t layer,
+                          const std::vector<uint32_t>&) { log.Add(absl::StrCat("route ", layer)); },
+       .engram_store = &engram});
+  WARP_ASSERT_OK(transformer);
+  const std::vector<std::vector<int32_t>> passes = {{5, 6, 7, 8, 9, 10, 11, 12}, {13}, {14}};
+  for (size_t pass = 0; pass < passes.size(); ++pass) {
+    WARP_ASSERT_OK((*transformer)->Forward(passes[pass]).status());
+    const std::vector<std::string> lines = log.Take();
+    ASSERT_FALSE(lines.empty());
+    const size_t first_other = static_cast<size_t>(
+        std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.rfind("engram", 0) != 0;
+        }) - lines.begin());
+    EXPECT_GT(first_other, 0u) << "pass " << pass << ": the engram's reads come first";
+    for (size_t i = first_other; i < lines.size(); ++i) {
+      EXPECT_NE(lines[i].rfind("engram", 0), 0u)
+          << "pass " << pass << ": an engram request after layer 0 started (line " << i << ")";
+    }
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "route 0"), lines.end()) << "pass " << pass;
+  }
+}
+
+TEST_F(DeepseekV41EngineTest, AnEngineWithoutTheEngramTablesIsRefused) {
+  EXPECT_THAT(Transformer::Create(container_, *experts_, compute_, {.max_positions = 64}).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("m.warp"), HasSubstr("engram_layer_ids"),
+                             HasSubstr("no store of the container's engram tables"))));
 }
 
 }  // namespace

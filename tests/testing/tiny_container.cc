@@ -7,7 +7,9 @@
 #include <cstring>
 
 #include "common/format/container.h"
+#include "absl/strings/str_cat.h"
 #include "common/format/container_writer.h"
+#include "common/format/engram_table.h"
 #include "common/io/file.h"
 #include "common/status.h"
 
@@ -15,6 +17,10 @@ namespace warp::testing {
 
 std::byte RecordByte(uint32_t layer, uint32_t expert, uint64_t i) {
   return static_cast<std::byte>((layer * 31 + expert * 7 + i) & 0xff);
+}
+
+std::byte EngramRowByte(uint32_t layer, uint64_t row, uint32_t i) {
+  return static_cast<std::byte>((layer * 17 + row * 13 + i) & 0xff);
 }
 
 absl::StatusOr<Manifest> WriteTinyContainer(const std::filesystem::path& dir,
@@ -44,6 +50,25 @@ absl::StatusOr<Manifest> WriteTinyContainer(const std::filesystem::path& dir,
     for (uint32_t expert = 0; expert < options.num_experts; ++expert) {
       std::span<std::byte> record = writer->NextRecord();
       for (uint64_t i = 0; i < bank.payload_bytes; ++i) record[i] = RecordByte(layer, expert, i);
+      writer->CommitRecord();
+    }
+    WARP_RETURN_IF_ERROR(writer->EndBank());
+  }
+  for (uint32_t layer : options.engram_layers) {
+    const EngramTableEntry table{.layer = layer,
+                                 .file = absl::StrCat("engram-L", layer, ".bin"),
+                                 .rows = options.engram_rows,
+                                 .row_bytes = 264};
+    const uint32_t per_record = EngramRowsPerRecord(table.row_bytes);
+    WARP_RETURN_IF_ERROR(writer->BeginEngramTable(table));
+    for (uint64_t record = 0; record < EngramRecords(table); ++record) {
+      std::span<std::byte> bytes = writer->NextRecord();
+      std::memset(bytes.data(), 0, uint64_t{per_record} * table.row_bytes);
+      for (uint64_t r = 0; r < per_record && record * per_record + r < table.rows; ++r) {
+        for (uint32_t i = 0; i < table.row_bytes; ++i) {
+          bytes[r * table.row_bytes + i] = EngramRowByte(layer, record * per_record + r, i);
+        }
+      }
       writer->CommitRecord();
     }
     WARP_RETURN_IF_ERROR(writer->EndBank());

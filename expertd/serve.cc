@@ -236,6 +236,9 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
         absl::StrCat("io_threads ", config.io_threads(), ": at most ", kMaxIoThreads,
                      " reads in flight (far above any disk's queue)"));
   }
+  if (!config.has_engram_cache_bytes()) {
+    config.set_engram_cache_bytes(EngramStore::Options{}.cache_bytes);
+  }
   const bool has_fastpath = absl::c_any_of(
       config.listen(), [](const std::string& spec) { return absl::StartsWith(spec, "fastpath:"); });
   if (!config.has_staging_slots())
@@ -328,9 +331,7 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
   std::unique_ptr<EngramStore> engram;
   if (!manifest.engram.empty()) {
     WARP_ASSIGN_OR_RETURN(
-        engram, EngramStore::Open(container, {.cache_bytes = config.has_engram_cache_bytes()
-                                                                  ? config.engram_cache_bytes()
-                                                                  : EngramStore::Options{}.cache_bytes,
+        engram, EngramStore::Open(container, {.cache_bytes = config.engram_cache_bytes(),
                                               .io_threads = options.io_threads,
                                               .verify = options.banks.verify}));
     log.info("{} engram tables; their records' cache {}", manifest.engram.size(),

@@ -33,6 +33,7 @@ struct PlanFlags {
   uint32_t parallel = 1;  // sequences, each with its state (serve --parallel)
   std::string budget;
   uint32_t daemons = 0;  // local expertd daemons that will hold the cache
+  uint64_t engram_cache_mib = EngramStore::Options{}.cache_bytes >> 20;
 };
 
 void PrintRow(std::string_view name, uint64_t bytes, std::string_view detail) {
@@ -113,7 +114,10 @@ absl::Status Run(const PlanFlags& flags) {
   const std::string source = flags.config.empty()
                                  ? (std::filesystem::path(flags.model) / kManifestFile).string()
                                  : flags.config;
-  auto plan = ComputePlan(*manifest, flags.context, source, flags.parallel);
+  auto plan = ComputePlan(*manifest, {.context_tokens = flags.context,
+                                      .source = source,
+                                      .sequences = flags.parallel,
+                                      .engram_cache_bytes = flags.engram_cache_mib << 20});
   if (!plan.ok()) return plan.status();
   PrintPlan(*manifest, *plan);
 
@@ -169,6 +173,8 @@ CommandRunner AddPlanCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1u, kMaxSequences));
   cmd->add_option("--budget", flags->budget, "Check this budget instead of the default, e.g. 8G");
+  cmd->add_option("--engram-cache-mib", flags->engram_cache_mib,
+                  "The engram tables' cache the run will have (DeepSeek V4.1), as run's flag");
   cmd->add_option("--daemons", flags->daemons,
                   "Split the expert cache across this many local expertd daemons");
   return MakeRunner(cmd, [flags] { return Run(*flags); });

@@ -65,6 +65,17 @@ class SizeSum {
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
                                         std::string_view source, uint32_t sequences,
                                         bool fold_early_routes) {
+  return ComputePlan(manifest, PlanOptions{.context_tokens = context_tokens,
+                                           .source = source,
+                                           .sequences = sequences,
+                                           .fold_early_routes = fold_early_routes});
+}
+
+absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, const PlanOptions& options) {
+  const uint64_t context_tokens = options.context_tokens;
+  const std::string_view source = options.source;
+  const uint32_t sequences = options.sequences;
+  const bool fold_early_routes = options.fold_early_routes;
   WARP_ASSIGN_OR_RETURN(ModelConfig model,
                         ParseModelConfig(manifest.architecture, manifest.config, source));
   WARP_RETURN_IF_ERROR(CheckManifestFitsConfig(manifest, model, source));
@@ -110,7 +121,7 @@ absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t conte
                                  .row_bytes = model.engram.head_dim + model.engram.head_dim / 32};
     sum.AddProduct(plan.engram_table_bytes, EngramRecords(table), kEngramRecordBytes, "engram");
     plan.engram_rows_per_token += model.engram.RowsPerToken();
-    plan.engram_cache_bytes = EngramStore::Options{}.cache_bytes;
+    plan.engram_cache_bytes = options.engram_cache_bytes;
   }
   uint64_t fixed = plan.trunk_bytes;
   sum.Add(fixed, plan.fold_bytes, "floor");

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/format/manifest.h"
+#include "common/store/engram_store.h"
 #include "common/memory/memory_limits.h"
 
 namespace warp::computed {
@@ -81,6 +82,15 @@ struct PlanFigures {
 // [1, kMaxSequences] (computed/engine/transformer.h). `fold_early_routes`:
 // the engine will fold the routers the trunk holds no fold of
 // (EarlyRoutes::kFolded).
+struct PlanOptions {
+  uint64_t context_tokens = 4096;
+  std::string_view source = "manifest.json";
+  uint32_t sequences = 1;
+  bool fold_early_routes = false;
+  // The engram tables' cache (--engram-cache-mib), resident beside the trunk.
+  uint64_t engram_cache_bytes = EngramStore::Options{}.cache_bytes;
+};
+absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, const PlanOptions& options);
 absl::StatusOr<PlanFigures> ComputePlan(const Manifest& manifest, uint64_t context_tokens,
                                         std::string_view source = "manifest.json",
                                         uint32_t sequences = 1, bool fold_early_routes = false);

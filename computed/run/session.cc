@@ -85,11 +85,15 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& opt
 
 absl::StatusOr<PlanFigures> Session::Plan() const {
   const Transformer::Options& engine = options_.engine;
+  const std::string manifest_path = container_->ManifestPath().string();
   WARP_ASSIGN_OR_RETURN(
       PlanFigures plan,
-      ComputePlan(container_->manifest(), engine.max_positions, container_->ManifestPath().string(),
-                  engine.sequences,
-                  engine.early_routes == EarlyRoutes::kFolded && engine.prefetch));
+      ComputePlan(container_->manifest(),
+                  {.context_tokens = engine.max_positions,
+                   .source = manifest_path,
+                   .sequences = engine.sequences,
+                   .fold_early_routes = engine.early_routes == EarlyRoutes::kFolded && engine.prefetch,
+                   .engram_cache_bytes = options_.source.engram_cache_bytes}));
   if (plan.max_position_embeddings > 0 && engine.max_positions > plan.max_position_embeddings) {
     Logger("computed")
         .warn(

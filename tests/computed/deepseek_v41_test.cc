@@ -159,6 +159,19 @@ TEST(DeepseekV41ConfigTest, ThePlanShowsTheEngramTablesAndTheirCache) {
   EXPECT_THAT(run.output, HasSubstr("195.32 GiB  tables on disk; 48 rows a token"));
   EXPECT_THAT(run.output, HasSubstr("256.00 MiB  resident, apart from the experts'"));
   EXPECT_THAT(run.output, HasSubstr("4.20 GiB  6 experts x 40 MoE layers"));
+  // The cache the run will have is the one planned, and the floor holds it.
+  auto larger = warp::testing::RunBinary(
+      "computed", "plan --config " +
+                      (warp::testing::SourceDir() / "tests/configs/deepseek_v41_flash.config.json")
+                          .string() +
+                      " --ram 16G --engram-cache-mib 1024");
+  ASSERT_EQ(larger.exit_code, 0) << larger.output;
+  EXPECT_THAT(larger.output, HasSubstr("1.00 GiB  resident, apart from the experts'"));
+  const auto floor = [](const std::string& out) {
+    const size_t at = out.find("\nfloor");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at + 1) - at);
+  };
+  EXPECT_NE(floor(run.output), floor(larger.output));
 }
 
 // The fixture in a temporary directory with `edit` applied to its text_config.

@@ -70,12 +70,15 @@ absl::Status CheckTargets(const std::vector<fs::path>& dirs) {
   return absl::OkStatus();
 }
 
-// The shard's manifest: the model's, with the trunk left behind and a shard_map.
+// The shard's manifest: the model's, with the trunk, the engram tables and
+// the kept tensors left behind (the original serves them) and a shard_map.
 Manifest ShardManifest(const Manifest& model, uint32_t num_shards, uint32_t index,
                        const std::vector<uint32_t>& owner) {
   Manifest shard = model;
   shard.trunk.clear();
   shard.trunk_bytes = 0;
+  shard.engram.clear();
+  shard.kept.clear();
   shard.shard_map = ShardMap{.num_shards = num_shards, .shard_index = index, .owner = owner};
   return shard;
 }

@@ -91,6 +91,10 @@ absl::StatusOr<std::unique_ptr<Container>> Container::Open(const fs::path& dir,
         absl::StrCat(EngramRecords(table), " records of ", kEngramRecordBytes, " bytes for ",
                      table.rows, " rows")));
   }
+  for (const KeptTensorsEntry& kept : manifest.kept) {
+    WARP_RETURN_IF_ERROR(CheckFileSize(dir / kept.file, kept.bytes,
+                                       absl::StrCat("bytes of the kept ", kept.about)));
+  }
   for (const TensorEntry& tensor : manifest.trunk) {
     if (NeedsCodebook(tensor.format)) {  // codebooks are per bank matrix
       return absl::InvalidArgumentError(absl::StrCat(

@@ -95,6 +95,7 @@ ContainerWriter::~ContainerWriter() {
   fs::remove(dir_ / (std::string(kManifestFile) + ".tmp"), error);
   for (const BankEntry& bank : manifest_.banks) fs::remove(dir_ / bank.file, error);
   for (const EngramTableEntry& table : manifest_.engram) fs::remove(dir_ / table.file, error);
+  for (const KeptTensorsEntry& kept : manifest_.kept) fs::remove(dir_ / kept.file, error);
   if (manifest_.codebooks_file) fs::remove(dir_ / *manifest_.codebooks_file, error);
   if (manifest_.tokenizer) {
     for (const std::string& file : manifest_.tokenizer->files) fs::remove(dir_ / file, error);

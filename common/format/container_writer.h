@@ -86,6 +86,10 @@ class ContainerWriter {
     manifest_.tokenizer = std::move(tokenizer);
   }
 
+  // Names a file of kept release tensors its caller wrote into the directory
+  // (before Finish()).
+  void AddKeptTensors(KeptTensorsEntry kept) { manifest_.kept.push_back(std::move(kept)); }
+
   // Writes codebooks.bin and names it in the manifest (before Finish()).
   absl::Status SetCodebooks(const Codebooks& codebooks);
 

@@ -162,6 +162,16 @@ absl::StatusOr<EngramTableEntry> ParseEngramTable(const json& value, const std::
   return table;
 }
 
+absl::StatusOr<KeptTensorsEntry> ParseKept(const json& value, const std::string& path) {
+  WARP_ASSIGN_OR_RETURN(FieldReader reader, ObjectAt(value, path));
+  KeptTensorsEntry kept;
+  WARP_ASSIGN_OR_RETURN(kept.file, reader.String("file"));
+  WARP_ASSIGN_OR_RETURN(kept.about, reader.String("about"));
+  WARP_ASSIGN_OR_RETURN(kept.tensors, reader.Uint("tensors"));
+  WARP_ASSIGN_OR_RETURN(kept.bytes, reader.Uint("bytes"));
+  return kept;
+}
+
 absl::StatusOr<TokenizerRef> ParseTokenizer(const FieldReader& parent) {
   WARP_ASSIGN_OR_RETURN(const json* value, parent.Object("tokenizer"));
   FieldReader reader(*value, "tokenizer");
@@ -249,6 +259,14 @@ absl::StatusOr<Manifest> ParseManifestJson(const json& root) {
       manifest.engram.push_back(std::move(table));
     }
   }
+  if (reader.HasNonNull("kept")) {
+    WARP_ASSIGN_OR_RETURN(const json* kept, reader.Array("kept"));
+    for (size_t i = 0; i < kept->size(); ++i) {
+      WARP_ASSIGN_OR_RETURN(KeptTensorsEntry entry,
+                            ParseKept((*kept)[i], absl::StrCat("kept[", i, "]")));
+      manifest.kept.push_back(std::move(entry));
+    }
+  }
   if (reader.HasNonNull("shard_map")) {
     WARP_ASSIGN_OR_RETURN(manifest.shard_map, ParseShardMap(reader));
   }
@@ -315,6 +333,16 @@ json ManifestToJson(const Manifest& manifest) {
                         {"row_bytes", table.row_bytes}});
     }
     out["engram"] = std::move(tables);
+  }
+  if (!manifest.kept.empty()) {  // absent when nothing is kept
+    json kept = json::array();
+    for (const KeptTensorsEntry& entry : manifest.kept) {
+      kept.push_back({{"file", entry.file},
+                      {"about", entry.about},
+                      {"tensors", entry.tensors},
+                      {"bytes", entry.bytes}});
+    }
+    out["kept"] = std::move(kept);
   }
   if (manifest.shard_map) {
     out["shard_map"] = {{"num_shards", manifest.shard_map->num_shards},

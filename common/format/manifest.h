@@ -57,6 +57,16 @@ struct EngramTableEntry {
   uint32_t row_bytes = 0;  // a multiple of 33: 32 codes and one scale per block
 };
 
+// Release tensors WARP does not run yet but keeps, verbatim (names, dtypes,
+// shapes, bytes), for a later use without reconverting: one safetensors file
+// (DeepSeek V4.1's DSpark stages, mtp.*, in dspark.safetensors).
+struct KeptTensorsEntry {
+  std::string file;   // relative to the container directory
+  std::string about;  // what they are, for people
+  uint64_t tensors = 0;
+  uint64_t bytes = 0;  // of the file
+};
+
 struct TokenizerRef {
   std::vector<std::string> files;  // relative paths, e.g. tokenizer.json
   std::string chat_template;       // relative path of the Jinja template, "" if none
@@ -81,6 +91,7 @@ struct Manifest {
   std::vector<TensorEntry> trunk;
   std::vector<BankEntry> banks;  // increasing layer order
   std::vector<EngramTableEntry> engram;  // increasing layer order; empty: no engram memory
+  std::vector<KeptTensorsEntry> kept;    // empty: none
   std::optional<ShardMap> shard_map;
 
   const BankEntry* FindBank(uint32_t layer) const;  // nullptr for a dense layer

@@ -20,6 +20,7 @@
 #include "computed/convert/early_route_folds.h"
 #include "computed/convert/encode.h"
 #include "computed/convert/engram_tables.h"
+#include "computed/convert/kept_tensors.h"
 #include "computed/convert/gguf_import.h"
 #include "computed/convert/safetensors.h"
 #include "computed/convert/vq3r_encoder.h"
@@ -784,11 +785,27 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
     status = writer->SetCodebooks(converter.codebooks());
   }
   if (!status.ok()) return Annotate(status, from.string());
+  // Tensors kept verbatim for a later use (DeepSeek V4.1's DSpark).
+  const std::optional<KeptTensorsRule> keep = FamilyOf(model->arch).KeptTensors();
+  if (keep && !input.from_gguf) {
+    WARP_ASSIGN_OR_RETURN(
+        std::optional<KeptTensorsEntry> kept,
+        WriteKeptTensors(checkpoint, *keep, out, [&](uint64_t bytes) { progress.Advance(bytes); }));
+    if (kept) {
+      Logger("computed").info("kept the {} tensors of the {} in {} ({}): not used to decode yet",
+                              kept->tensors, kept->about, kept->file, FormatBytes(kept->bytes));
+      writer->AddKeptTensors(*std::move(kept));
+    }
+  }
   // DeepSeek V4 (mtp.*) and GLM-5.3 (layers.<num_hidden_layers>.*) ship a
   // multi-token-prediction layer; WARP decodes one token a step.
   const std::string next_layer = absl::StrCat("layers.", model->num_layers, ".");
   size_t mtp = 0;
   for (const auto& [name, tensor] : checkpoint.tensors()) {
+    if (keep && std::any_of(keep->prefixes.begin(), keep->prefixes.end(),
+                            [&](const std::string& p) { return absl::StartsWith(name, p); })) {
+      continue;
+    }
     mtp += absl::StartsWith(name, "mtp.") || absl::StartsWith(name, "model.mtp.") ||
            absl::StartsWith(name, next_layer) || absl::StrContains(name, "." + next_layer);
   }

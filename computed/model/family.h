@@ -40,6 +40,14 @@ struct CheckpointSlice {
   std::string expert_tensor;
 };
 
+// Release tensors a family keeps verbatim in the container, and where
+// (computed/convert/kept_tensors.h writes them).
+struct KeptTensorsRule {
+  std::string file;                   // e.g. "dspark.safetensors"
+  std::string about;                  // e.g. "DSpark speculative-decoding stages (mtp.*)"
+  std::vector<std::string> prefixes;  // tensor names starting with one of these
+};
+
 class ModelFamily {
  public:
   virtual ~ModelFamily() = default;
@@ -71,6 +79,9 @@ class ModelFamily {
   // matrix of the layers (attention, dense MLPs, shared experts), never the
   // embedding or the head. Routers and vectors are never asked (f32).
   virtual bool ReleaseBlockQuantizes(std::string_view name) const;
+  // Release tensors the converter keeps verbatim in the container for a later
+  // use (computed/convert/kept_tensors.h); none by default.
+  virtual std::optional<KeptTensorsRule> KeptTensors() const { return std::nullopt; }
 };
 
 // The family of `arch`.

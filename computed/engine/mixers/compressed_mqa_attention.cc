@@ -75,15 +75,11 @@ void CompressedMqaAttention::Forward(std::span<const float> x, uint32_t n, uint3
   const uint32_t heads = c_.num_heads, dim = c_.head_dim, rope = rope_.dim();
   const uint32_t q_lora = c_.q_lora_rank;
   const float eps = c_.rms_norm_eps;
-  std::vector<float> q_res(uint64_t{n} * q_lora), q(uint64_t{n} * heads * dim),
-      kv(uint64_t{n} * dim);
-  Linear(compute_, q_a_, x.data(), n, q_res.data());
-  for (uint32_t t = 0; t < n; ++t) {
-    std::span<float> row(&q_res[uint64_t{t} * q_lora], q_lora);
-    RmsNorm(row, q_norm_, eps, row);
-  }
-  Linear(compute_, q_b_, q_res.data(), n, q.data());
-  Linear(compute_, kv_, x.data(), n, kv.data());
+  QueriesAndKv projected = ProjectQueriesAndKv(compute_, q_a_, q_norm_, q_b_, kv_, x, n, q_lora,
+                                               uint64_t{heads} * dim, dim, eps);
+  std::vector<float>& q_res = projected.latent;
+  std::vector<float>& q = projected.q;
+  std::vector<float>& kv = projected.kv;
   std::vector<float> comp_kv, comp_gate;
   if (compressor_) {
     comp_kv.resize(uint64_t{n} * compressor_->width());

@@ -1,11 +1,12 @@
 #pragma once
 
-// One head of DeepSeek V4's and V4.1's attention: a query (already rotated)
-// against the K = V rows of its sliding window and the compressed entries it
-// reads, with the head's sink joining the softmax (then dropped); the output
-// is the weighted sum of the same rows.
+// What DeepSeek V4's and V4.1's one-KV-head attention share: the query and
+// window projections, and one head's query (already rotated) against the
+// K = V rows of its sliding window and the compressed entries it reads, with
+// the head's sink joining the softmax (then dropped); the output is the
+// weighted sum of the same rows.
 //
-// Thread-safe: a pure function of its arguments.
+// Thread-safe: pure functions of their arguments.
 
 #include <algorithm>
 #include <cmath>
@@ -13,11 +14,38 @@
 #include <span>
 #include <vector>
 
+#include "computed/engine/compute_context.h"
 #include "computed/engine/layer_state.h"
+#include "computed/engine/linear.h"
 #include "computed/engine/mixers/dot.h"
 #include "computed/engine/ops.h"
 
 namespace warp::computed {
+
+// The projections of n tokens x: the q-LoRA latent rmsnorm(wq_a x) [n][q_lora]
+// (the indexers read it too), the queries wq_b latent [n][heads x dim] and
+// the window's K = V rows wkv x [n][dim], before their norms and rope.
+struct QueriesAndKv {
+  std::vector<float> latent, q, kv;
+};
+inline QueriesAndKv ProjectQueriesAndKv(ComputeContext& compute, const kernels::MatrixView& q_a,
+                                        std::span<const float> q_norm,
+                                        const kernels::MatrixView& q_b,
+                                        const kernels::MatrixView& kv, std::span<const float> x,
+                                        uint32_t n, uint32_t q_lora, uint64_t q_width,
+                                        uint32_t dim, float eps) {
+  QueriesAndKv p{.latent = std::vector<float>(uint64_t{n} * q_lora),
+                 .q = std::vector<float>(n * q_width),
+                 .kv = std::vector<float>(uint64_t{n} * dim)};
+  Linear(compute, q_a, x.data(), n, p.latent.data());
+  for (uint32_t t = 0; t < n; ++t) {
+    std::span<float> row(&p.latent[uint64_t{t} * q_lora], q_lora);
+    RmsNorm(row, q_norm, eps, row);
+  }
+  Linear(compute, q_b, p.latent.data(), n, p.q.data());
+  Linear(compute, kv, x.data(), n, p.kv.data());
+  return p;
+}
 
 // q [dim] at `pos` over rows [FirstVisible(pos), pos] and entry_of(entries[e]) ([dim] each), into o.
 template <class EntryOf>

@@ -207,6 +207,13 @@ class DeepseekV41 : public SwiGluFamily {
   bool ReleaseBlockQuantizes(std::string_view name) const override {
     return deepseek_v4::ReleaseBlockQuantizes(name);
   }
+  // DSpark, the release's three speculative-decoding stages: a drafter for a
+  // later issue, kept without reconverting.
+  std::optional<KeptTensorsRule> KeptTensors() const override {
+    return KeptTensorsRule{.file = "dspark.safetensors",
+                           .about = "DSpark speculative-decoding stages (mtp.*)",
+                           .prefixes = {"mtp."}};
+  }
 
   ModelPlan Plan(const ModelConfig& c) const override {
     ModelPlan plan{.residual = ResidualKind::kHyperConnections,

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Many machines on one (issue 47, section 5): a client and 1..N storage hosts
+# as network namespaces of this machine, each storage host linked to the
+# client by a veth pair that `tc tbf` shapes to a LAN's rate (both ways), each
+# running one expertd over TLS with a token, serving one shard of one copy of
+# the model, with its own memory cgroup and, with --disk-rate, a blkio read
+# throttle on the model's disk (so that more hosts means more disk, as on real
+# hardware). The embedded store runs under the same disk throttle as the
+# baseline. Per run: decode tok/s, network bytes a decode token (the client's
+# veth counters) and the stats line. Records mode only for now: the compute
+# RPC of issue 47 does not exist yet.
+#
+#   tests/bench/lan_shaped.sh [--build build] [--size 6G] [--rates "1gbit 10gbit"]
+#       [--daemons "1 2"] [--tokens 12] [--daemon-budget 1G] [--budget 2G]
+#       [--disk-rate 1500M] [--work /tmp/warp-lan]
+#
+# Needs root (namespaces, tc, cgroups) and openssl. The namespaces and their
+# addresses (10.77.I.0/24) are the only hosts it uses; it removes them, the
+# daemons, the cgroups and the model on exit.
+set -euo pipefail
+
+build=build size=6G rates="1gbit 10gbit" daemons="1 2" tokens=12
+daemon_budget=1G budget=2G disk_rate="" work=/tmp/warp-lan
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) build=$2 ;;
+    --size) size=$2 ;;
+    --rates) rates=$2 ;;
+    --daemons) daemons=$2 ;;
+    --tokens) tokens=$2 ;;
+    --daemon-budget) daemon_budget=$2 ;;
+    --budget) budget=$2 ;;
+    --disk-rate) disk_rate=$2 ;;
+    --work) work=$2 ;;
+    *) echo "lan_shaped.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+computed=$(realpath "$build/bin/computed")
+expertd=$(realpath "$build/bin/expertd")
+max_daemons=$(tr ' ' '\n' <<< "$daemons" | sort -n | tail -1)
+
+pids=() blkio=""
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for i in $(seq 1 "$max_daemons"); do ip netns del "warp-s$i" 2>/dev/null || true; done
+  ip netns del warp-c 2>/dev/null || true
+  [[ -n "$blkio" ]] && rmdir "$blkio"/* "$blkio" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$work"
+model=$work/m.warp
+
+"$computed" synth --quiet --arch deepseek_v3 --preset k2-slice --size "$size" "$model" | tail -1
+
+# One TLS CA, a server certificate per storage host (its address in the SAN), one token.
+openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=warp-bench-ca \
+  -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
+head -c 24 /dev/urandom | base64 > "$work/token"
+chmod 600 "$work/token" "$work/ca.key"
+for i in $(seq 1 "$max_daemons"); do
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=10.77.$i.2" \
+    -keyout "$work/s$i.key" -out "$work/s$i.csr" 2>/dev/null
+  openssl x509 -req -in "$work/s$i.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
+    -CAcreateserial -days 30 -extfile <(echo "subjectAltName=IP:10.77.$i.2") \
+    -out "$work/s$i.pem" 2>/dev/null
+done
+
+# The disk throttle: a blkio cgroup (v1) per process that reads the model.
+disk=$(stat -c '%d' "$model/trunk.bin")
+device="$(( disk >> 8 )):$(( disk & 0xff ))"
+if [[ -n "$disk_rate" ]]; then
+  [[ -d /sys/fs/cgroup/blkio ]] || { echo "lan_shaped.sh: no blkio cgroup for --disk-rate" >&2; exit 1; }
+  blkio=/sys/fs/cgroup/blkio/warp-lan.$$
+  mkdir -p "$blkio"
+fi
+blkio_group() {  # NAME: a throttled group's path on stdout, or nothing
+  [[ -n "$blkio" ]] || return 0
+  mkdir -p "$blkio/$1"
+  echo "$device $(numfmt --from=iec "$disk_rate")" > "$blkio/$1/blkio.throttle.read_bps_device"
+  echo "$blkio/$1"
+}
+in_group() {  # GROUP CMD...: becomes CMD inside the blkio group (as is when there is none)
+  local group=$1; shift
+  [[ -z "$group" ]] || echo "$BASHPID" > "$group/cgroup.procs"
+  exec "$@"
+}
+
+ip netns add warp-c
+ip -n warp-c link set lo up
+for i in $(seq 1 "$max_daemons"); do
+  ip netns add "warp-s$i"
+  ip -n "warp-s$i" link set lo up
+  ip link add "wc$i" netns warp-c type veth peer name "ws$i" netns "warp-s$i"
+  ip -n warp-c addr add "10.77.$i.1/24" dev "wc$i"
+  ip -n "warp-s$i" addr add "10.77.$i.2/24" dev "ws$i"
+  ip -n warp-c link set "wc$i" up
+  ip -n "warp-s$i" link set "ws$i" up
+done
+
+shape() {  # RATE: every link, both ways
+  for i in $(seq 1 "$max_daemons"); do
+    for end in "warp-c wc$i" "warp-s$i ws$i"; do
+      read -r ns dev <<< "$end"
+      ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$1" burst 1mb latency 50ms
+    done
+  done
+}
+
+decode_rate() { grep -oE 'decode [0-9]+ tokens? [0-9.]+ tok/s' | grep -oE '[0-9.]+ tok/s' | tail -1; }
+rx_bytes() {  # the client's received bytes over every link
+  local total=0
+  for i in $(seq 1 "$max_daemons"); do
+    total=$(( total + $(ip netns exec warp-c cat "/sys/class/net/wc$i/statistics/rx_bytes") ))
+  done
+  echo "$total"
+}
+run_args=(--log-level warn run --ids "$model" 1,2,3,4 -n "$tokens" --temperature 1 --seed 7
+          --budget "$budget")
+
+group=$(blkio_group embedded)
+out=$(in_group "$group" "$computed" "${run_args[@]}" 2>&1)  # exec'd in the substitution's subshell
+echo "embedded store${disk_rate:+, disk $disk_rate/s}: $(decode_rate <<< "$out")"
+
+for n in $daemons; do
+  addresses=()
+  for i in $(seq 1 "$n"); do
+    group=$(blkio_group "s$i")
+    shard=()
+    [[ $n -gt 1 ]] && shard=(--shard "$(( i - 1 ))/$n")
+    (in_group "$group" ip netns exec "warp-s$i" "$expertd" serve --model "$model" \
+      "${shard[@]}" --budget "$daemon_budget" --listen "tcp:10.77.$i.2:7070" \
+      --tls-cert "$work/s$i.pem" --tls-key "$work/s$i.key" --token-file "$work/token" \
+      > "$work/s$i.log" 2>&1) &
+    pids+=($!)
+    addresses+=("tls:10.77.$i.2:7070")
+  done
+  for i in $(seq 1 "$n"); do
+    until grep -q '^listening' "$work/s$i.log"; do
+      kill -0 "${pids[$(( i - 1 ))]}" 2>/dev/null || {
+        echo "lan_shaped.sh: expertd $i stopped:" >&2; cat "$work/s$i.log" >&2; exit 1; }
+      sleep 0.2
+    done
+  done
+  stores=$(IFS=,; echo "${addresses[*]}")
+  for rate in $rates; do
+    shape "$rate"
+    before=$(rx_bytes)
+    out=$(ip netns exec warp-c "$computed" "${run_args[@]}" --stores "$stores" \
+      --tls-ca "$work/ca.pem" --token-file "$work/token" 2>&1)
+    after=$(rx_bytes)
+    echo "$n daemon(s), records mode, $rate: $(decode_rate <<< "$out"), network" \
+      "$(numfmt --to=iec-i --suffix=B $(( (after - before) / tokens ))) a token (prefill included)"
+  done
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+done

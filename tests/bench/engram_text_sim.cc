@@ -86,9 +86,10 @@ int main(int argc, char** argv) {
   if (!config.ok()) return Fail(std::string(argv[2]) + ": " + std::string(config.status().message()));
   const warp::computed::EngramConfig& e = config->engram;
   std::vector<uint64_t> cache_mib;
-  for (std::string_view part : absl::StrSplit(argv[3], ',')) {
+  const std::vector<std::string> parts = absl::StrSplit(argv[3], ',');
+  for (const std::string& part : parts) {
     uint64_t mib = 0;
-    if (!absl::SimpleAtoi(part, &mib) || mib == 0) return Fail("bad CACHE_MIB: " + std::string(part));
+    if (!absl::SimpleAtoi(part, &mib) || mib == 0) return Fail("bad CACHE_MIB: " + part);
     cache_mib.push_back(mib);
   }
 

@@ -144,7 +144,7 @@ def main():
         for mib in (int(x) for x in a.cache_mib.split(",")):
             cgroup.limit(budget // 3 * 4 + max(0, mib * MIB - int(engram_cache)))
             err = seeds.run(a.computed, cgroup, model, prompt,
-                            ["-n", str(gen), "--budget", str(budget), "--prefill-chunk", "1",
+                            ["--ids", "-n", str(gen), "--budget", str(budget), "--prefill-chunk", "1",
                              "--engram-cache-mib", str(mib)])
             s = seeds.stats_of(err)
             e = engram_figures(decode_section(err))
@@ -158,9 +158,12 @@ def main():
         # A 64-token prompt in one chunk: 64 x 48 rows at once.
         cgroup.limit(budget // 3 * 4)
         err = seeds.run(a.computed, cgroup, model, v.prompt(prompt_len, 32768),
-                        ["-n", "1", "--budget", str(budget), "--prefill-chunk", str(prompt_len)])
+                        ["--ids", "-n", "1", "--budget", str(budget), "--prefill-chunk",
+                         str(prompt_len)])
         e = engram_figures(prefill_section(err))
+        stats = next((line for line in err.splitlines() if line.startswith("[")), "")
         print()
+        print(f"<!-- {stats} -->")
         print(f"prefill of {prompt_len} in one chunk: {e.get('rows', '-')} rows a token, "
               f"{e.get('hit', float('nan')):.1f}% hits; rows arrive {e.get('arrive', float('nan')):.1f} ms "
               f"from the pass's start, layer 1 starts at {e.get('need', float('nan')):.1f} ms, waits "

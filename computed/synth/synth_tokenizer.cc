@@ -96,6 +96,13 @@ absl::StatusOr<std::string> SynthTokenizerJson(uint32_t vocab_size, uint32_t com
                                                    " fixed tokens already normalize to ",
                                                    vocab.keys(), " compressed ids"));
   }
+  // " a", " A", " 0": a space and a letter or digit normalize onto the byte's own key.
+  const std::string& space = chars[' '];
+  for (const auto& [first, last] : {std::pair{'a', 'z'}, std::pair{'A', 'Z'}, std::pair{'0', '9'}}) {
+    for (char c = first; c <= last; ++c) {
+      vocab.Offer(space + c, std::string{' ', c}, space, std::string(1, c));
+    }
+  }
   // Letter pairs, each with three case variants that normalize onto it.
   std::vector<std::string> pairs;
   for (char x = 'a'; x <= 'z'; ++x) {
@@ -110,7 +117,6 @@ absl::StatusOr<std::string> SynthTokenizerJson(uint32_t vocab_size, uint32_t com
     }
   }
   // Quads of two pairs, with " abcd" and "Abcd".
-  const std::string& space = chars[' '];
   for (size_t i = 0; i < pairs.size() && !vocab.Full(); ++i) {
     const std::string capital =
         std::string(1, static_cast<char>(pairs[i][0] - 'a' + 'A')) + pairs[i][1];

@@ -5,9 +5,10 @@
 // container's tokenizer and refuses one whose compressed vocabulary is not the
 // config's engram_compressed_vocab_size). A byte-level BPE in Hugging Face's
 // format, as DeepSeek's: BOS and EOS (ids 0 and 1, special), the 256 byte
-// tokens, then letter pairs ("ab") and quads ("abcd" = "ab" + "cd"), each a
-// new compressed id, mixed with variants that normalize onto one already there
-// ("Ab", "AB", " abcd"), until the vocabulary holds `vocab_size` tokens of
+// tokens, a space before each letter and digit (" a": the key of "a"), then
+// letter pairs ("ab") and quads ("abcd" = "ab" + "cd"), each a new compressed
+// id, mixed with variants that normalize onto one already there ("Ab", "AB",
+// " abcd"), until the vocabulary holds `vocab_size` tokens of
 // which exactly `compressed_vocab_size` normalize apart
 // (computed/model/engram/compressed_token_map.h counts them).
 //

@@ -21,6 +21,10 @@ namespace fs = std::filesystem;
 // Trunk tensors are streamed through a buffer of this size: large enough for
 // full-speed sequential writes, small enough to keep the writer's memory flat.
 constexpr uint64_t kTrunkChunkBytes = 8 << 20;
+// Records smaller than this (an engram table's 4 KiB) are written this many
+// bytes at a time: one pwrite a 4 KiB record ran at ~9k IOPS, 37 MB/s, on the
+// O_DIRECT disk this was measured on; a release's two engram tables are 51 M records.
+constexpr uint64_t kRecordGroupBytes = 1 << 20;
 // Buffers in flight: one being filled, one being written, one queued.
 constexpr size_t kWriteBuffers = 3;
 
@@ -164,14 +168,20 @@ std::span<std::byte> ContainerWriter::NextRecord() {
   WARP_CHECK(bank_.fd.valid());
   const BankEntry& bank = writing_;
   WARP_CHECK(next_expert_ < bank.num_experts);
-  if (record_.size() == 0) record_ = io_.Acquire(bank.record_bytes);
-  return record_.span().first(bank.record_bytes);
+  if (record_.size() == 0) {
+    group_records_ = static_cast<uint32_t>(std::max<uint64_t>(1, kRecordGroupBytes / bank.record_bytes));
+    group_first_ = next_expert_;
+    record_ = io_.Acquire(uint64_t{group_records_} * bank.record_bytes);
+  }
+  return record_.span().subspan(uint64_t{next_expert_ - group_first_} * bank.record_bytes,
+                                 bank.record_bytes);
 }
 
 RecordFooter ContainerWriter::CommitRecord() {
   const BankEntry& bank = writing_;
-  WARP_CHECK(record_.size() >= bank.record_bytes);
-  std::span<std::byte> record = record_.span().first(bank.record_bytes);
+  const uint64_t in_group = next_expert_ - group_first_;
+  WARP_CHECK(record_.size() >= (in_group + 1) * bank.record_bytes);
+  std::span<std::byte> record = record_.span().subspan(in_group * bank.record_bytes, bank.record_bytes);
   std::memset(record.data() + bank.payload_bytes, 0, bank.record_bytes - bank.payload_bytes);
   RecordFooter footer{.layer = bank.layer,
                       .expert = next_expert_,
@@ -179,10 +189,12 @@ RecordFooter ContainerWriter::CommitRecord() {
                       .payload_bytes = bank.payload_bytes,
                       .fingerprint = manifest_.fingerprint};
   EncodeFooter(footer, record);
-  io_.Submit(bank_.fd.get(), bank_path_.string(), std::move(record_), bank.record_bytes,
-             uint64_t{next_expert_} * bank.record_bytes);
-  record_ = AlignedBuffer();
   ++next_expert_;
+  if (in_group + 1 == group_records_ || next_expert_ == bank.num_experts) {
+    io_.Submit(bank_.fd.get(), bank_path_.string(), std::move(record_),
+               (in_group + 1) * bank.record_bytes, uint64_t{group_first_} * bank.record_bytes);
+    record_ = AlignedBuffer();
+  }
   return footer;
 }
 

@@ -65,7 +65,8 @@ class ContainerWriter {
 
   // The buffer of the next expert's record (0, 1, 2, ... in order),
   // record_bytes long: fill its payload, then CommitRecord(). Zero-copy: the
-  // buffer is written out in the background while the next one is filled.
+  // buffer is written out in the background while the next one is filled
+  // (small records, an engram table's, in groups of 1 MiB).
   std::span<std::byte> NextRecord();
 
   // Zeroes the padding, writes the footer with the payload CRC, and queues
@@ -119,7 +120,10 @@ class ContainerWriter {
   BankEntry writing_;  // the bank (or engram table) whose records are being written
   std::filesystem::path bank_path_;
   uint32_t next_expert_ = 0;
-  AlignedBuffer record_;  // the record between NextRecord() and CommitRecord()
+  // The records between NextRecord() and their write: a group of
+  // group_records_ from group_first_ on (one, unless records are small).
+  AlignedBuffer record_;
+  uint32_t group_first_ = 0, group_records_ = 1;
   // Declared after the files it writes to, so it is destroyed (and drained) first.
   BackgroundWriter io_;
 };

@@ -29,6 +29,10 @@ void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
   op(a.seconds_dense, b.seconds_dense);
   op(a.seconds_head, b.seconds_head);
   op(a.head_rows, b.head_rows);
+  op(a.engram_passes, b.engram_passes);
+  op(a.seconds_engram_arrive, b.seconds_engram_arrive);
+  op(a.seconds_engram_need, b.seconds_engram_need);
+  op(a.seconds_engram_wait, b.seconds_engram_wait);
 }
 
 }  // namespace

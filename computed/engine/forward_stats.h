@@ -37,6 +37,11 @@ struct ForwardStats {
   double seconds_route = 0, seconds_fetch_wait = 0, seconds_expert = 0, seconds_attention = 0,
          seconds_dense = 0;  // per stage, summed over layers
   double seconds_head = 0;   // the embedding, the final norm and the head
+  // The engram (DeepSeek V4.1), summed over the passes that read it: from the
+  // pass's start (its rows' reads issued) to the last row's arrival, to the
+  // first engram layer's start, and how long that layer waited for the rows.
+  uint64_t engram_passes = 0;
+  double seconds_engram_arrive = 0, seconds_engram_need = 0, seconds_engram_wait = 0;
   uint64_t head_rows = 0;    // rows the head computed logits for
 
   uint64_t CountOf(Served kind) const { return served[static_cast<size_t>(kind)]; }

@@ -413,7 +413,7 @@ absl::StatusOr<std::vector<std::vector<float>>> Transformer::ForwardBatch(
     if (engram_memories_[layer]) {
       StageTimer timer(stats_.seconds_attention);
       std::vector<float> rows;
-      WARP_RETURN_IF_ERROR(engram_reader_->Rows(plan_.layers[layer].engram.table, rows));
+      WARP_RETURN_IF_ERROR(engram_reader_->Rows(plan_.layers[layer].engram.table, rows, stats_));
       engram_memories_[layer]->Apply(rows, n, residual_->streams());
     }
     residual_->SublayerInput(layer, Sublayer::kMixer, x);

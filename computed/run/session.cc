@@ -482,6 +482,14 @@ std::string Session::StageReport() const {
                             FormatBytes(Counter(f.source_counters, "engram.read_bytes", "") /
                                         st.tokens));
     }
+    if (st.engram_passes > 0) {  // EngramReader: a pass's mean
+      const double per_pass = 1e3 / static_cast<double>(st.engram_passes);
+      absl::StrAppendFormat(&report,
+                            "  %-13s rows in %.2f ms from a pass's start; its first engram layer "
+                            "starts at %.2f ms, waits %.2f ms\n",
+                            "engram time", st.seconds_engram_arrive * per_pass,
+                            st.seconds_engram_need * per_pass, st.seconds_engram_wait * per_pass);
+    }
     // Overlap efficiency: 1.0 when the phase takes only as long as its busier
     // side, the disk or the CPU. Only an embedded store reports its disk time.
     if (f.source_counters.contains("expertd.store.disk_busy_us") && total > 0) {

@@ -2,8 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/byte_size.h"
+#include "common/check.h"
 #include "common/format/bank_format.h"
 #include "common/status.h"
+#include "common/format/engram_table.h"
+#include "computed/model/engram/engram_hash.h"
 #include "computed/model/model_config.h"
 #include "computed/model/parse_model_config.h"
 #include "computed/model/tensor_specs.h"
@@ -397,6 +400,151 @@ json DeepseekV4FlashSlice() {
   return config;
 }
 
+// engram_num_embeddings from the other engram keys: each table's rows are
+// the sum of its layer's primes (EngramHash), which the engine checks.
+absl::Status SetEngramRows(json& text) {
+  EngramHashOptions options{.vocab_size = text["engram_vocab_size"].get<int64_t>(),
+                            .max_ngram_size = text["engram_max_ngram_size"].get<int32_t>(),
+                            .num_heads = text["engram_n_heads"].get<int32_t>(),
+                            .compressed_vocab_size =
+                                text["engram_compressed_vocab_size"].get<int32_t>()};
+  for (const json& layer : text["engram_layer_ids"]) options.layer_ids.push_back(layer.get<int32_t>());
+  WARP_ASSIGN_OR_RETURN(EngramHash hash, EngramHash::Create(options));
+  text["engram_num_embeddings"] = json::array();
+  for (size_t i = 0; i < hash.num_layers(); ++i) {
+    text["engram_num_embeddings"].push_back(hash.num_rows(i));
+  }
+  return absl::OkStatus();
+}
+
+json WithEngramRows(json config) {
+  WARP_CHECK(SetEngramRows(config["text_config"]).ok());  // the presets' own keys
+  return config;
+}
+
+// DeepSeek V4.1 in 9 layers (window, engram, CSA ratio 2 and ratio 1 groups
+// with their KV and index sources, the fixture's layout), 8 FP4 experts of
+// 32, top-2, engram tables of 40 buckets x 6 columns on layers 1 and 4, a
+// 512-token vocabulary that compresses to 400 ids.
+json DeepseekV41Tiny() {
+  json text{{"model_type", "deepseek_v41_text"},
+            {"vocab_size", 512},
+            {"hidden_size", 64},
+            {"num_hidden_layers", 9},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 1},
+            {"head_dim", 64},
+            {"qk_rope_head_dim", 16},
+            {"q_lora_rank", 32},
+            {"o_lora_rank", 32},
+            {"o_groups", 2},
+            {"hidden_act", "silu"},
+            {"swiglu_limit", 10.0},
+            {"rms_norm_eps", 1e-20},
+            {"tie_word_embeddings", false},
+            {"max_position_embeddings", 4096},
+            {"rope_theta", 10000},
+            {"rope_scaling",
+             {{"rope_type", "yarn"}, {"factor", 16}, {"beta_fast", 32}, {"beta_slow", 1},
+              {"original_max_position_embeddings", 32}}},
+            {"n_routed_experts", 8},
+            {"n_shared_experts", 1},
+            {"num_experts_per_tok", 2},
+            {"moe_intermediate_size", 32},
+            {"scoring_func", "sqrtsoftplus"},
+            {"topk_method", "noaux_tc"},
+            {"norm_topk_prob", true},
+            {"routed_scaling_factor", 1.5},
+            {"sliding_window", 8},
+            {"compress_ratios", {0, 0, 2, 2, 2, 2, 1, 1, 1, 0}},
+            {"compress_rope_theta", 160000},
+            {"kv_source_layer_ids", {2, 4, 6}},
+            {"index_source_layer_ids", {2, 4, 6, 8}},
+            {"index_n_heads", 8},
+            {"index_head_dim", 32},
+            {"index_topk", 8},
+            {"candidate_source_layer_id", 6},
+            {"candidate_topk_blocks", 3},
+            {"candidate_block_size", 4},
+            {"hc_mult", 4},
+            {"hc_sinkhorn_iters", 20},
+            {"hc_eps", 1e-6},
+            {"engram_layer_ids", {1, 4}},
+            {"engram_max_ngram_size", 4},
+            {"engram_vocab_size", 40},
+            {"engram_n_heads", 2},
+            {"engram_head_dim", 32},
+            {"engram_pad_token_id", 2},
+            {"engram_compressed_vocab_size", 400},
+            {"num_nextn_predict_layers", 1},
+            {"dspark_block_size", 5},
+            {"dspark_noise_token_id", 511},
+            {"dspark_target_layer_ids", {5, 7, 8}},
+            {"dspark_markov_rank", 16},
+            {"dspark_n_routed_experts", 4},
+            {"dspark_num_experts_per_tok", 2},
+            {"bos_token_id", 0},
+            {"eos_token_id", 1}};
+  return WithEngramRows(json{{"architectures", {"DeepseekV41ForCausalLM"}},
+                             {"model_type", "deepseek_v41"},
+                             {"image_token_id", 500},
+                             {"tie_word_embeddings", false},
+                             {"text_config", std::move(text)}});
+}
+
+// DeepSeek V4.1 Flash's shapes (tests/configs/deepseek_v41_flash.config.json:
+// hidden 5120, 64 heads of 512 on one K = V head, q-LoRA 1280, 8 output
+// groups of 1024, 384 FP4 experts of 2304, top-6 + 1 shared, indexer 32 x 128
+// top-512; engram of 8 heads x n-grams 2..4 = 24 rows of 256 E4M3 + 8 UE8M0
+// scales a layer, the release's 264-byte rows) in 4 layers: window, window +
+// engram (as the release's layer 1), a ratio 2 and a ratio 1 group source
+// (the release's 2 and 20), the second engram table on the last. Two things
+// cut to fit a 72 GB disk and a 24 GiB machine: the vocabulary (129280 to
+// 32768, compressed 99092 to 25117, the release's ratio) and engram_vocab_size
+// (16,000,000 to 2,000,000: tables of 48 M rows, 12.2 GiB each, against the
+// release's 384 M rows, 97.7 GiB).
+json DeepseekV41FlashSlice() {
+  json config = DeepseekV41Tiny();
+  config["image_token_id"] = 32752;
+  config["text_config"].update(json{{"vocab_size", 32768},
+                                    {"hidden_size", 5120},
+                                    {"num_hidden_layers", 4},
+                                    {"num_attention_heads", 64},
+                                    {"head_dim", 512},
+                                    {"qk_rope_head_dim", 64},
+                                    {"q_lora_rank", 1280},
+                                    {"o_lora_rank", 1024},
+                                    {"o_groups", 8},
+                                    {"max_position_embeddings", 1048576},
+                                    {"rope_scaling",
+                                     {{"rope_type", "yarn"}, {"factor", 16}, {"beta_fast", 32},
+                                      {"beta_slow", 1}, {"original_max_position_embeddings", 65536}}},
+                                    {"n_routed_experts", 384},
+                                    {"num_experts_per_tok", 6},
+                                    {"moe_intermediate_size", 2304},
+                                    {"sliding_window", 128},
+                                    {"compress_ratios", {0, 0, 2, 1, 0}},
+                                    {"kv_source_layer_ids", {2, 3}},
+                                    {"index_source_layer_ids", {2, 3}},
+                                    {"index_n_heads", 32},
+                                    {"index_head_dim", 128},
+                                    {"index_topk", 512},
+                                    {"candidate_source_layer_id", 3},
+                                    {"candidate_topk_blocks", 2048},
+                                    {"candidate_block_size", 8},
+                                    {"engram_layer_ids", {1, 3}},
+                                    {"engram_vocab_size", 2000000},
+                                    {"engram_n_heads", 8},
+                                    {"engram_head_dim", 256},
+                                    {"engram_compressed_vocab_size", 25117},
+                                    {"dspark_noise_token_id", 32767},
+                                    {"dspark_target_layer_ids", {1, 2, 3}},
+                                    {"dspark_markov_rank", 256},
+                                    {"dspark_n_routed_experts", 128},
+                                    {"dspark_num_experts_per_tok", 3}});
+  return WithEngramRows(std::move(config));
+}
+
 // GLM-5.3-Flash in 5 layers (KDA, KDA, DSA, KDA, DSA; the first dense),
 // pools of 4 with 4 kept, 4 hyper-connection streams; about 1 MiB.
 json Glm5NextTiny() {
@@ -497,6 +645,30 @@ uint64_t TrunkBytes(const ModelConfig& config, const TrunkFormatOf& format_of) {
   return bytes;
 }
 
+}  // namespace
+
+std::vector<EngramTableEntry> EngramTablesOf(const ModelConfig& config) {
+  std::vector<EngramTableEntry> tables;
+  const EngramConfig& e = config.engram;
+  for (size_t i = 0; i < e.layers.size(); ++i) {
+    tables.push_back({.layer = e.layers[i],
+                      .file = absl::StrCat("engram-L", e.layers[i], ".bin"),
+                      .rows = e.table_rows[i],
+                      .row_bytes = e.head_dim + e.head_dim / 32});
+  }
+  return tables;
+}
+
+uint64_t EngramTablesBytes(const ModelConfig& config) {
+  uint64_t bytes = 0;
+  for (const EngramTableEntry& table : EngramTablesOf(config)) {
+    bytes += EngramRecords(table) * kEngramRecordBytes;
+  }
+  return bytes;
+}
+
+namespace {
+
 const char* ExpertCountKey(std::string_view arch) {
   if (arch == "gpt_oss" || arch == "mixtral") return "num_local_experts";
   return arch == "qwen3_moe" || arch == "kimi_linear" || arch == "kimi_k3" ? "num_experts"
@@ -530,6 +702,12 @@ const std::vector<Preset>& AllPresets() {
       {"deepseek_v4", "v4-flash-slice",
        "DeepSeek V4 Flash shapes: 256 FP4 experts of 2048, top-6, 3 hash layers, CSA/HCA",
        DeepseekV4FlashSlice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
+      {"deepseek_v41", "tiny",
+       "9 layers (window, CSA 2/1 groups), mHC, engram on 2 layers, 8 FP4 experts; ~1 MiB",
+       DeepseekV41Tiny(), TensorFormat::kMxfp4B32, TensorFormat::kF32},
+      {"deepseek_v41", "v41-flash-slice",
+       "DeepSeek V4.1 Flash shapes: 384 FP4 experts of 2304, top-6, 2 engram tables of 12.2 GiB",
+       DeepseekV41FlashSlice(), TensorFormat::kMxfp4B32, TensorFormat::kBF16},
       {"glm5_next", "tiny", "5 layers (KDA x3, DSA x2), mHC, 16 experts of 64x32, top-4; ~1 MiB",
        Glm5NextTiny(), TensorFormat::kBF16, TensorFormat::kF32},
       {"glm5_next", "glm53-flash-slice",
@@ -583,7 +761,8 @@ absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const json& confi
   const uint64_t record_bytes =
       LayoutBank(0, model.num_experts, ExpertMatrixSpecs(model, expert_format)).record_bytes;
   return TrunkBytes(model, trunk_format_of) +
-         uint64_t{model.NumMoeLayers()} * model.num_experts * record_bytes;
+         uint64_t{model.NumMoeLayers()} * model.num_experts * record_bytes +
+         EngramTablesBytes(model);
 }
 
 absl::StatusOr<Manifest> PlannedManifest(std::string_view arch, const json& config,
@@ -615,6 +794,11 @@ absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
 absl::StatusOr<json> ScaleToSize(std::string_view arch, const json& config,
                                  TensorFormat expert_format, const TrunkFormatOf& trunk_format,
                                  uint64_t target_bytes) {
+  if (arch == "deepseek_v41") {
+    return absl::InvalidArgumentError(
+        "--size: a deepseek_v41 preset is not scaled (its kv, index, candidate and engram layer "
+        "lists are fixed to its layers); synth it without --size");
+  }
   json scaled = config;
   // The text model's keys: config.json's own, or a multimodal release's text_config (Kimi K3).
   const json& text = config.contains("text_config") ? config["text_config"] : config;

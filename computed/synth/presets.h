@@ -39,8 +39,14 @@ TrunkFormatOf UniformTrunk(TensorFormat format);
 // The trunk's tensors in file order, each matrix in the format `format_of` gives.
 std::vector<TensorSpec> TrunkSpecsOf(const ModelConfig& config, const TrunkFormatOf& format_of);
 
+// The engram tables (DeepSeek V4.1) a container of `config` holds: one a
+// layer of engram_layer_ids, the release's row format (head_dim E4M3 codes,
+// then head_dim / 32 E8M0 scales), and their bytes on disk.
+std::vector<EngramTableEntry> EngramTablesOf(const ModelConfig& config);
+uint64_t EngramTablesBytes(const ModelConfig& config);
+
 // Bytes of the container `config` would produce with these formats (trunk.bin
-// plus every bank; manifest excluded).
+// plus every bank and engram table; manifest and tokenizer excluded).
 absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::ordered_json& config,
                                         TensorFormat expert_format, TensorFormat trunk_format);
 absl::StatusOr<uint64_t> ContainerBytes(std::string_view arch, const nlohmann::ordered_json& config,

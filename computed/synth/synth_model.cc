@@ -10,6 +10,7 @@
 #include "common/byte_size.h"
 #include "common/format/container_writer.h"
 #include "common/hash.h"
+#include "common/io/file.h"
 #include "common/logging.h"
 #include "common/progress.h"
 #include "common/status.h"
@@ -20,11 +21,15 @@
 #include "computed/model/trunk_choice.h"
 #include "computed/synth/presets.h"
 #include "computed/synth/random_fill.h"
+#include "computed/synth/synth_engram.h"
+#include "computed/synth/synth_tokenizer.h"
 
 namespace warp::computed {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr const char* kSynthTokenizerFile = "tokenizer.json";
 
 constexpr float kEmbeddingAmplitude = 4.0f;  // U(-4, 4): RMS 2.3 against layers' ~1
 
@@ -209,6 +214,15 @@ absl::StatusOr<SynthResult> SynthesizeModel(const fs::path& out, const SynthOpti
       }));
   progress.Advance(writer->manifest().trunk_bytes - unfolded_trunk);
   WARP_RETURN_IF_ERROR(WriteBanks(*writer, model, expert_format, options.seed, progress));
+  if (!model.engram.layers.empty()) {
+    // The engram's tables, and the tokenizer its token map comes from.
+    WARP_RETURN_IF_ERROR(WriteSynthEngramTables(*writer, model, options.seed,
+                                                [&](uint64_t bytes) { progress.Advance(bytes); }));
+    WARP_ASSIGN_OR_RETURN(const std::string tokenizer,
+                          SynthTokenizerJson(model.vocab_size, model.engram.compressed_vocab));
+    WARP_RETURN_IF_ERROR(WriteFileAtomically(out / kSynthTokenizerFile, tokenizer));
+    writer->SetTokenizer(TokenizerRef{.files = {kSynthTokenizerFile}});
+  }
   WARP_RETURN_IF_ERROR(writer->Finish());
   progress.Finish();
   return SynthResult{.manifest = writer->manifest(),

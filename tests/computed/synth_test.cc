@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/format/container.h"
+#include "common/format/engram_table.h"
 #include "common/io/file.h"
 #include "common/numeric/half.h"
 #include "computed/kernels/matrix_view.h"
@@ -44,8 +45,10 @@ void ExpectOpensAndVerifies(const std::filesystem::path& dir) {
 
 // The files on disk, not the writer's own counters: every bank file holds
 // num_experts whole records of record_bytes (a multiple of 4 KiB, room for the
-// 32-byte footer), trunk.bin is trunk_bytes and holds every trunk tensor, and
-// the directory holds nothing else. Returns the bytes of trunk.bin and the banks.
+// 32-byte footer), trunk.bin is trunk_bytes and holds every trunk tensor, each
+// engram table is its whole records, and the directory holds nothing else
+// (but a tokenizer the manifest names). Returns the bytes of trunk.bin, the
+// banks and the engram tables.
 uint64_t ExpectFilesMatchTheManifest(const std::filesystem::path& dir, const Manifest& manifest) {
   namespace fs = std::filesystem;
   std::set<std::string> expected = {"manifest.json", std::string(kTrunkFile)};
@@ -71,6 +74,15 @@ uint64_t ExpectFilesMatchTheManifest(const std::filesystem::path& dir, const Man
       EXPECT_EQ(matrix.data.bytes, DataBytes(matrix.format, matrix.shape)) << matrix.name;
     }
     total += size;
+  }
+  for (const EngramTableEntry& table : manifest.engram) {  // DeepSeek V4.1
+    expected.insert(table.file);
+    const uint64_t size = fs::file_size(dir / table.file);
+    EXPECT_EQ(size, EngramRecords(table) * kEngramRecordBytes) << table.file;
+    total += size;
+  }
+  if (manifest.tokenizer) {  // not counted: ContainerBytes is the weights'
+    for (const std::string& file : manifest.tokenizer->files) expected.insert(file);
   }
   std::set<std::string> found;
   for (const auto& entry : fs::directory_iterator(dir)) found.insert(entry.path().filename());
@@ -133,6 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
         PresetCase{"kimi_linear", "kimi-linear-slice", 400ull << 20, TensorFormat::kQ4B32},
         PresetCase{"deepseek_v4", "tiny"},
         PresetCase{"deepseek_v4", "v4-flash-slice", 1500ull << 20, TensorFormat::kQ4B32},
+        PresetCase{"deepseek_v41", "tiny"},
         PresetCase{"glm5_next", "tiny"},
         PresetCase{"glm5_next", "glm53-flash-slice", 1500ull << 20, TensorFormat::kQ4B32},
         PresetCase{"kimi_k3", "tiny"},
@@ -143,7 +156,9 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 14u); }
+// deepseek_v41/v41-flash-slice (56 GB, not scaled by --size) is tested by its
+// config in synth_v41_test.cc and run by tests/bench/v41_engram.py.
+TEST(SynthTest, EveryPresetIsTested) { EXPECT_EQ(AllPresets().size(), 16u); }
 
 // --trunk mixed: the embedding and the head q8, every other matrix q4; the
 // size --size plans is the size written, and the container opens and verifies.
@@ -418,7 +433,8 @@ TEST_P(SynthRoutingTest, EveryLayerRoutesLikeUniformRandomRouting) {
 
 INSTANTIATE_TEST_SUITE_P(TinyPresets, SynthRoutingTest,
                          ::testing::Values("deepseek_v3", "qwen3_moe", "gpt_oss", "kimi_linear",
-                                           "deepseek_v4", "glm5_next", "kimi_k3"));
+                                           "deepseek_v4", "deepseek_v41", "glm5_next",
+                                           "kimi_k3"));
 
 // A hash layer's table names top-k distinct experts for every token, as the
 // reference fixtures' randperm(E)[:k] and top-k routing do (a repeated id made

@@ -104,6 +104,39 @@ TEST_F(FormatGoldenTest, UsageHexDumpMatchesTheDoc) {
   EXPECT_EQ(GoldenBlock(doc_, "usage-hexdump"), dump) << "docs/FORMAT.md block:\n" << dump;
 }
 
+// The engram example of FORMAT.md#engram-llayerbin: a table of layer 1 with
+// two rows of 33 bytes (32 E4M3 codes, one E8M0 scale): 1.0 x 2^0 and 2.0 x 2^1.
+TEST(EngramGoldenTest, EngramHexDumpMatchesTheDoc) {
+  warp::testing::TempDir dir;
+  Manifest header{.architecture = "example",
+                  .config = {{"hidden_size", 4}},
+                  .fingerprint = 0x0123456789abcdefull,
+                  .source = "docs/FORMAT.md engram example"};
+  auto writer = ContainerWriter::Create(dir / "engram.warp", header, {});
+  WARP_ASSERT_OK(writer);
+  auto ones = [](uint64_t, std::span<std::byte> out) { FillFloats(out, {1, 1, 1, 1}); };
+  WARP_ASSERT_OK((*writer)->AddTrunkTensor(
+      {.name = "model.norm.weight", .format = TensorFormat::kF32, .shape = {4}}, ones, ones));
+  WARP_ASSERT_OK((*writer)->BeginEngramTable(
+      {.layer = 1, .file = "engram-L1.bin", .rows = 2, .row_bytes = 33}));
+  std::span<std::byte> record = (*writer)->NextRecord();
+  std::memset(record.data(), 0, record.size());
+  std::memset(record.data(), 0x38, 32);       // row 0: E4M3 1.0 ...
+  record[32] = std::byte{0x7f};               // ... x 2^(127 - 127)
+  std::memset(record.data() + 33, 0x40, 32);  // row 1: E4M3 2.0 ...
+  record[65] = std::byte{0x80};               // ... x 2^(128 - 127)
+  (*writer)->CommitRecord();
+  WARP_ASSERT_OK((*writer)->EndBank());
+  WARP_ASSERT_OK((*writer)->Finish());
+  WARP_ASSERT_OK(Container::Open(dir / "engram.warp"));
+  auto table = ReadFileToString(dir / "engram.warp" / "engram-L1.bin");
+  WARP_ASSERT_OK(table);
+  ASSERT_EQ(table->size(), 4096u);
+  const std::string dump = warp::testing::HexDump(std::as_bytes(std::span(*table)), 0);
+  EXPECT_EQ(GoldenBlock(FormatDoc(), "engram-hexdump"), dump) << "docs/FORMAT.md block:\n"
+                                                                << dump;
+}
+
 // The mxfp4_b32 example of FORMAT.md#tensor-formats: its bytes, and the values
 // DequantizeRow (which every kernel matches bit for bit) gives them.
 TEST(TensorFormatGoldenTest, Mxfp4ExampleMatchesTheDoc) {

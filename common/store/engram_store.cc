@@ -218,6 +218,18 @@ void EngramStore::Prefetch(std::span<const ExpertKey> keys) {
   StartReads(std::move(to_read));
 }
 
+void EngramStore::Prefetch(std::span<const EngramRow> rows) {
+  std::vector<ExpertKey> to_read;
+  {
+    std::lock_guard lock(mu_);
+    for (const EngramRow& r : rows) {
+      bool cached = false;
+      Request(KeyOf(r), to_read, &cached);
+    }
+  }
+  StartReads(std::move(to_read));
+}
+
 void EngramStore::EvictBeyondBudget() {
   while (lru_.size() > capacity_) {
     cache_.erase(lru_.front());

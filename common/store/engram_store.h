@@ -89,6 +89,9 @@ class EngramStore {
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys);
   // Starts reading the records of `keys` of a table; drops the others.
   void Prefetch(std::span<const ExpertKey> keys);
+  // Starts reading the records of `rows` that are not cached or on their way,
+  // for a later Fetch (which counts them); they stay as the cache decides.
+  void Prefetch(std::span<const EngramRow> rows);
 
   const std::vector<EngramTableEntry>& tables() const { return tables_; }
   uint32_t row_bytes(uint32_t table) const { return tables_[table].row_bytes; }

@@ -93,6 +93,30 @@ void EngramReader::Begin(std::span<const int32_t> ids, std::span<const uint32_t>
   changed_.notify_all();
 }
 
+void EngramReader::Prefetch(std::span<const int32_t> ids, uint32_t first_position,
+                            uint32_t sequence) {
+  const EngramHash& hash = addressing_.hash;
+  std::vector<int32_t>& history = history_[sequence];
+  const size_t n = std::min<size_t>(ids.size(), history.size() - std::min<size_t>(
+                                                                     first_position, history.size()));
+  // The look-back of these tokens reads only positions before them, which
+  // the passes so far (or this prompt's earlier tokens) wrote; a pass
+  // rewrites its own positions before it hashes them.
+  for (size_t t = 0; t < n; ++t) history[first_position + t] = addressing_.token_map[ids[t]];
+  std::vector<int64_t> rows(hash.rows_per_token());
+  std::vector<EngramRow> ahead;
+  ahead.reserve(n * rows.size());
+  for (size_t t = 0; t < n; ++t) {
+    const uint32_t position = first_position + static_cast<uint32_t>(t);
+    hash.HashPosition(std::span(history).first(position + 1), position, rows);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ahead.push_back({.table = static_cast<uint32_t>(i / hash.num_columns()),
+                       .row = static_cast<uint64_t>(rows[i])});
+    }
+  }
+  store_.Prefetch(ahead);
+}
+
 absl::Status EngramReader::Rows(uint32_t table, std::vector<float>& out, ForwardStats& stats) {
   const Clock::time_point asked = Clock::now();
   {

@@ -38,6 +38,11 @@ class EngramReader {
   // The pass's tokens, each with its sequence and position.
   void Begin(std::span<const int32_t> ids, std::span<const uint32_t> positions,
              std::span<const uint32_t> sequences);
+  // The tokens of a later pass of `sequence` from `first_position` on (a
+  // prompt's next chunk, known before it runs): starts reading their rows,
+  // so that the pass finds them cached or on their way. Tokens past the
+  // context are left out.
+  void Prefetch(std::span<const int32_t> ids, uint32_t first_position, uint32_t sequence);
   // Table `table`'s rows for the pass's tokens, [n][rows per token x head_dim].
   // The pass's first call adds its timing to `stats` (engram_passes,
   // seconds_engram_arrive, _need, _wait).

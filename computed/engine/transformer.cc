@@ -123,6 +123,11 @@ absl::Status Transformer::CheckTensors() const {
   return absl::OkStatus();
 }
 
+void Transformer::PrefetchEngram(std::span<const int32_t> tokens, uint32_t first_position,
+                                 uint32_t sequence) {
+  if (engram_reader_) engram_reader_->Prefetch(tokens, first_position, sequence);
+}
+
 absl::Status Transformer::BuildEngram() {
   engram_memories_.resize(plan_.layers.size());
   if (config_.engram.layers.empty()) return absl::OkStatus();

@@ -91,6 +91,13 @@ class Transformer {
   absl::StatusOr<std::vector<float>> Forward(std::span<const int32_t> tokens,
                                              Logits logits = Logits::kEvery, uint32_t sequence = 0);
 
+  // A model with an engram memory (DeepSeek V4.1): starts reading the engram
+  // rows of `tokens`, which a later Forward of `sequence` will run from
+  // `first_position` (a prompt's next chunk, while this one computes).
+  // Nothing for other models; never changes a result.
+  void PrefetchEngram(std::span<const int32_t> tokens, uint32_t first_position,
+                      uint32_t sequence);
+
   // One sequence's part of a batched pass.
   struct SequenceChunk {
     uint32_t sequence = 0;

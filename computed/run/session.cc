@@ -285,8 +285,14 @@ absl::StatusOr<std::vector<float>> Session::PrefillChunks(std::span<const int32_
   std::vector<float> logits;
   WARP_RETURN_IF_ERROR(InPhase(kPrefill, [&]() -> absl::Status {
     const size_t chunk = options_.run.prefill_chunk ? options_.run.prefill_chunk : tokens.size();
+    const uint32_t start = position(sequence);
     for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
       const size_t n = std::min(chunk, tokens.size() - begin);
+      if (begin + n < tokens.size()) {  // the next chunk's engram rows, while this one runs
+        transformer_->PrefetchEngram(
+            tokens.subspan(begin + n, std::min(chunk, tokens.size() - begin - n)),
+            start + static_cast<uint32_t>(begin + n), sequence);
+      }
       // The last position's logits are the last chunk's: the chunks before
       // it run no head.
       const bool last_chunk = begin + n == tokens.size();

@@ -430,6 +430,32 @@ TEST_F(DeepseekV41EngineTest, APassAsksForItsEngramRowsBeforeLayerZeroStarts) {
   }
 }
 
+// A prompt's next chunk is known before it runs: its engram rows are read
+// while the chunk before it computes, and its own pass then finds them all
+// (cached or on their way) and reads none. The logits are a pass's without
+// the prefetch (DeepseekV41BitIdentityTest runs chunked prefills through it).
+TEST_F(DeepseekV41EngineTest, ThePromptsNextChunkHasItsEngramRowsReadAhead) {
+  RequestLog log;
+  auto files = EngramFiles::Open(container_, {});
+  WARP_ASSERT_OK(files);
+  LoggedSource engram_records(**files, "engram", log);
+  EngramStore engram(container_->manifest().engram, engram_records, {});
+  auto transformer = Transformer::Create(container_, *experts_, compute_,
+                                         {.max_positions = 64, .engram_store = &engram});
+  WARP_ASSERT_OK(transformer);
+  const std::vector<int32_t> first = {5, 6, 7, 8, 9, 10, 11, 12}, next = {13, 14, 15, 16, 17};
+  (*transformer)->PrefetchEngram(next, first.size(), 0);
+  EXPECT_FALSE(log.Take().empty()) << "the next chunk's rows are asked for at once";
+  WARP_ASSERT_OK((*transformer)->Forward(first).status());
+  log.Take();
+  const EngramStore::Counters before = engram.counters();
+  WARP_ASSERT_OK((*transformer)->Forward(next).status());
+  EXPECT_TRUE(log.Take().empty()) << "the chunk's own pass reads no engram record";
+  const EngramStore::Counters after = engram.counters();
+  EXPECT_EQ(after.rows - before.rows, next.size() * 12);  // 2 layers x 3 n-grams x 2 heads
+  EXPECT_EQ(after.row_hits - before.row_hits, after.rows - before.rows);
+}
+
 TEST_F(DeepseekV41EngineTest, AnEngineWithoutTheEngramTablesIsRefused) {
   EXPECT_THAT(Transformer::Create(container_, *experts_, compute_, {.max_positions = 64}).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,

@@ -317,7 +317,15 @@ HttpServer::HttpServer(EngineWorker& engine, const ModelText& text, ServerOption
   Route();
 }
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  Stop();
+  // Serve removes it once it returns; a server bound but never served (or
+  // refused after Bind) removes it here.
+  if (!socket_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(socket_dir_, ignored);
+  }
+}
 
 absl::StatusOr<int> HttpServer::Bind() {
   const char* tmp = std::getenv("TMPDIR");

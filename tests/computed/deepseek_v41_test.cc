@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "common/format/engram_table.h"
 #include "common/store/engram_files.h"
 #include "common/store/engram_store.h"
@@ -25,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/computed/chat_transcript.h"
+#include "tests/testing/daemon.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/interactive_process.h"
 #include "tests/testing/run_command.h"
@@ -319,6 +321,34 @@ TEST(DeepseekV41ChatTest, ChatAnswersAsAFreshRunOverTheConversation) {
     EXPECT_EQ(turns[turn].reply, FreshReply(model, *text, prompt, 6));
     messages.push_back({{"role", "assistant"}, {"content", turns[turn].reply}});
   }
+}
+
+// Shards leave the engram tables to the original: a run whose --stores are
+// daemons over shard directories alone is refused before it starts, naming
+// the table no daemon serves.
+TEST(DeepseekV41RunTest, StoresThatServeNoEngramTableAreRefusedNamingIt) {
+  warp::testing::TempDir dir;
+  const std::string model = (dir / "m.warp").string();
+  WARP_ASSERT_OK(ConvertCheckpoint(warp::testing::FixtureDir("deepseek_v41_native"), model, {}));
+  const std::string a = (dir / "a").string(), b = (dir / "b").string();
+  auto sharded =
+      warp::testing::RunBinary("expertd", "--log-level warn shard " + model + " --dirs " + a + "," + b);
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+  std::vector<std::string> stores;
+  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
+  for (const std::string& shard : {a, b}) {
+    auto daemon = warp::testing::Daemon::Start(
+        {"--model", shard, "--listen", "unix:" + shard + ".sock"});
+    WARP_ASSERT_OK(daemon);
+    stores.push_back((*daemon)->addresses().at(0));
+    daemons.push_back(std::move(*daemon));
+  }
+  auto run = warp::testing::RunBinary(
+      "computed", "--log-level warn run --ids " + model + " 5,6 -n 1 --stores " +
+                      absl::StrJoin(stores, ","));
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.output, AllOf(HasSubstr("the engram table of layer 1 (engram-L1.bin)"),
+                                HasSubstr("is served by none of --stores")));
 }
 
 // A converted V4.1 container runs from the command line; --stages reports

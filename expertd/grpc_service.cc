@@ -71,6 +71,8 @@ grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::Describ
   const InFlight call(*this);
   if (!call.admitted()) return ShuttingDown();
   handler_.Describe(reply);
+  reply->set_max_compute_rows(compute_.max_rows());
+  reply->set_compute_threads(compute_.threads());
   return grpc::Status::OK;
 }
 
@@ -105,6 +107,39 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
   return grpc::Status::OK;
 }
 
+grpc::Status ExpertServiceImpl::Compute(grpc::ServerContext* context,
+                                        const v1::ComputeRequest* request,
+                                        grpc::ServerWriter<v1::ComputeChunk>* writer) {
+  const InFlight call(*this);
+  if (!call.admitted()) return ShuttingDown();
+  if (absl::Status status = handler_.CheckFingerprint(request->model_fingerprint()); !status.ok()) {
+    return ToGrpc(status);
+  }
+  StallWatch::Tracked tracked(stalls_, context);
+  const uint64_t row_bytes = uint64_t{request->width()} * sizeof(float);
+  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kMaxChunkBytes / std::max<uint64_t>(1, row_bytes));
+  const absl::Status status = compute_.Compute(
+      *request, [&](uint32_t index, std::span<const float> output, Served served) {
+        const uint64_t rows = output.size() * sizeof(float) / row_bytes;
+        v1::ComputeChunk chunk;
+        chunk.set_index(index);
+        chunk.set_served(ToProto(served));
+        for (uint64_t first = 0; first < rows; first += rows_per_chunk) {
+          if (context->IsCancelled()) return false;
+          const uint64_t n = std::min(rows_per_chunk, rows - first);
+          chunk.set_first_row(static_cast<uint32_t>(first));
+          chunk.set_output(reinterpret_cast<const char*>(output.data()) + first * row_bytes,
+                           n * row_bytes);
+          tracked.WriteStarted();
+          const bool sent = writer->Write(chunk);
+          tracked.WriteDone();
+          if (!sent) return false;
+        }
+        return true;
+      });
+  return ToGrpc(handler_.ForClient(status));
+}
+
 grpc::Status ExpertServiceImpl::Prefetch(grpc::ServerContext*, const v1::PrefetchRequest* request,
                                          v1::PrefetchReply* reply) {
   const InFlight call(*this);
@@ -127,6 +162,7 @@ grpc::Status ExpertServiceImpl::Stats(grpc::ServerContext*, const v1::StatsReque
   const InFlight call(*this);
   if (!call.admitted()) return ShuttingDown();
   handler_.Stats(reply);
+  for (const auto& [name, value] : compute_.Counters()) (*reply->mutable_counters())[name] = value;
   return grpc::Status::OK;
 }
 

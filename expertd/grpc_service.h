@@ -2,7 +2,8 @@
 
 // ExpertServiceImpl: the warp.v1.ExpertStore gRPC service, framing only:
 // every request is decided by the RequestHandler (limits, fingerprint, keys,
-// hint priorities, Describe), shared with the fast path. Records are
+// hint priorities, Describe), shared with the fast path, and every Compute by
+// the ComputeHandler. Records are
 // streamed in request order, chunked to at most 1 MiB; a per-key failure is
 // reported in-band and the batch goes on.
 //
@@ -16,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "expertd/compute_handler.h"
 #include "expertd/request_handler.h"
 #include "expertd/stall_watch.h"
 #include "warp/v1/expert_service.grpc.pb.h"
@@ -27,15 +29,19 @@ inline constexpr uint64_t kMaxChunkBytes = 1 << 20;
 
 class ExpertServiceImpl final : public v1::ExpertStore::Service {
  public:
-  // REQUIRES: `handler` outlives the service. A Read whose client takes no
-  // reply bytes for `stall_timeout` is cancelled (StallWatch).
-  ExpertServiceImpl(const RequestHandler& handler, std::chrono::milliseconds stall_timeout)
-      : handler_(handler), stalls_(stall_timeout) {}
+  // REQUIRES: `handler` and `compute` outlive the service. A Read or Compute
+  // whose client takes no reply bytes for `stall_timeout` is cancelled
+  // (StallWatch).
+  ExpertServiceImpl(const RequestHandler& handler, ComputeHandler& compute,
+                    std::chrono::milliseconds stall_timeout)
+      : handler_(handler), compute_(compute), stalls_(stall_timeout) {}
 
   grpc::Status Describe(grpc::ServerContext* context, const v1::DescribeRequest* request,
                         v1::DescribeReply* reply) override;
   grpc::Status Read(grpc::ServerContext* context, const v1::ReadRequest* request,
                     grpc::ServerWriter<v1::ReadChunk>* writer) override;
+  grpc::Status Compute(grpc::ServerContext* context, const v1::ComputeRequest* request,
+                       grpc::ServerWriter<v1::ComputeChunk>* writer) override;
   grpc::Status Prefetch(grpc::ServerContext* context, const v1::PrefetchRequest* request,
                         v1::PrefetchReply* reply) override;
   grpc::Status CancelSpeculative(grpc::ServerContext* context,
@@ -69,6 +75,7 @@ class ExpertServiceImpl final : public v1::ExpertStore::Service {
   };
 
   const RequestHandler& handler_;
+  ComputeHandler& compute_;
   StallWatch stalls_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

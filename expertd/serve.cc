@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
@@ -21,6 +23,7 @@
 #include "common/store/engram_store.h"
 #include "common/store/expert_store.h"
 #include "common/wire/lan_auth.h"
+#include "expertd/compute_handler.h"
 #include "expertd/grpc_service.h"
 #include "expertd/request_handler.h"
 #include "expertd/socket_path.h"
@@ -34,6 +37,7 @@ namespace {
 
 constexpr uint32_t kMaxIoThreads = 1024;
 constexpr uint32_t kMaxStagingSlots = 1024;
+constexpr uint32_t kMaxComputeRows = 4096;
 
 // Keeps the first parse error of a textproto, with its position.
 class FirstError : public google::protobuf::io::ErrorCollector {
@@ -101,8 +105,10 @@ constexpr int kGrpcMaxIdleThreads = 2;
 // null if there are none (a fast-path-only daemon).
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpc(ExpertServiceImpl& service,
                                                         const v1::ExpertdConfig& config,
+                                                        uint64_t max_request_bytes,
                                                         std::vector<Listener>& listeners) {
   grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(static_cast<int>(max_request_bytes));
   // gRPC sets SO_REUSEPORT by default: a second daemon would silently share
   // the port and take half the connections. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -254,6 +260,14 @@ absl::StatusOr<v1::ExpertdConfig> NormalizeConfig(v1::ExpertdConfig config) {
                      "is listened on (add one, or leave staging_slots unset)"));
   }
   if (config.max_keys_per_request() == 0) config.set_max_keys_per_request(256);
+  if (config.compute_threads() == 0) {
+    config.set_compute_threads(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (config.max_compute_rows() == 0) config.set_max_compute_rows(256);
+  if (config.max_compute_rows() > kMaxComputeRows) {
+    return absl::InvalidArgumentError(absl::StrCat("max_compute_rows ", config.max_compute_rows(),
+                                                   ": at most ", kMaxComputeRows));
+  }
   if (config.socket_mode() == 0) config.set_socket_mode(0660);
   if (config.max_fastpath_connections() == 0) config.set_max_fastpath_connections(256);
   if (config.max_grpc_calls() == 0) config.set_max_grpc_calls(128);
@@ -340,7 +354,9 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
 
   // One set of request rules for both transports.
   const RequestHandler handler(*store, config.max_keys_per_request(), engram.get());
-  ExpertServiceImpl service(handler, std::chrono::seconds(config.stall_timeout_seconds()));
+  ComputeHandler compute(*store,
+                         {.threads = config.compute_threads(), .max_rows = config.max_compute_rows()});
+  ExpertServiceImpl service(handler, compute, std::chrono::seconds(config.stall_timeout_seconds()));
   std::vector<Listener> listeners;
   for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));
   std::vector<std::unique_ptr<UdsServer>> fastpaths;  // before the gRPC server: it may fail
@@ -360,7 +376,7 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
     fastpaths.push_back(std::move(fastpath));
   }
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
-                        StartGrpc(service, config, listeners));
+                        StartGrpc(service, config, compute.max_request_bytes(), listeners));
   for (const Listener& listener : listeners) {
     const std::string bound =
         listener.port != 0

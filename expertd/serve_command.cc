@@ -37,6 +37,8 @@ struct ServeFlags {
   std::string engram_cache;
   std::optional<uint32_t> staging_slots;
   uint32_t max_keys = 0;
+  uint32_t compute_threads = 0;
+  uint32_t max_compute_rows = 0;
   std::string shard;  // "I/N"
   std::string tls_cert, tls_key, tls_client_ca, token_file;
   bool insecure = false;
@@ -80,6 +82,8 @@ absl::Status Run(const ServeFlags& flags) {
   }
   if (flags.staging_slots) config.set_staging_slots(*flags.staging_slots);
   if (flags.max_keys) config.set_max_keys_per_request(flags.max_keys);
+  if (flags.compute_threads) config.set_compute_threads(flags.compute_threads);
+  if (flags.max_compute_rows) config.set_max_compute_rows(flags.max_compute_rows);
   if (!flags.tls_cert.empty()) config.set_tls_cert(flags.tls_cert);
   if (!flags.tls_key.empty()) config.set_tls_key(flags.tls_key);
   if (!flags.tls_client_ca.empty()) config.set_tls_client_ca(flags.tls_client_ca);
@@ -124,6 +128,11 @@ std::function<int()> AddServeCommand(CLI::App& app) {
                   "Shared slots uncached records are leased from on the fast path (default 2 x "
                   "--io-threads; 0: copies through the socket)");
   cmd->add_option("--max-keys", flags->max_keys, "Keys per Read request (default 256)");
+  cmd->add_option("--compute-threads", flags->compute_threads,
+                  "Threads of the Compute RPC, which runs experts for clients across a network "
+                  "(default: the machine's hardware threads)");
+  cmd->add_option("--max-compute-rows", flags->max_compute_rows,
+                  "Rows one Compute request may carry (default 256, at most 4096)");
   cmd->add_option("--tls-cert", flags->tls_cert,
                   "PEM certificate chain of the tcp: listeners (TLS; with --tls-key)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");

@@ -1,5 +1,7 @@
 #include "common/client/fanout_source.h"
 
+#include <future>
+
 #include "absl/strings/str_cat.h"
 #include "common/format/engram_table.h"
 
@@ -92,6 +94,81 @@ void FanoutExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority prio
     for (size_t i : parts[m]) sub.push_back(keys[i]);
     members_[m].source->Prefetch(sub, priority);
   }
+}
+
+namespace {
+
+// One member's share of a pass: the rows its experts take, renumbered.
+struct MemberPass {
+  std::vector<size_t> experts;  // indices in the whole pass
+  std::vector<float> rows;
+  std::vector<std::vector<uint32_t>> row_lists;
+  std::vector<ExpertRowsTask> tasks;
+  std::future<absl::StatusOr<ComputedExperts>> done;
+};
+
+void TakeRows(const ComputePass& pass, MemberPass& part) {
+  const uint64_t num_rows = pass.rows.size() / pass.width;
+  std::vector<int64_t> renumbered(num_rows, -1);
+  for (size_t i : part.experts) {
+    for (uint32_t row : pass.experts[i].rows) renumbered[row] = 0;
+  }
+  uint32_t next = 0;
+  for (uint64_t row = 0; row < num_rows; ++row) {
+    if (renumbered[row] < 0) continue;
+    renumbered[row] = next++;
+    part.rows.insert(part.rows.end(), pass.rows.begin() + row * pass.width,
+                     pass.rows.begin() + (row + 1) * pass.width);
+  }
+  for (size_t i : part.experts) {
+    std::vector<uint32_t>& list = part.row_lists.emplace_back();
+    for (uint32_t row : pass.experts[i].rows) list.push_back(static_cast<uint32_t>(renumbered[row]));
+  }
+  for (size_t j = 0; j < part.experts.size(); ++j) {
+    part.tasks.push_back({.expert = pass.experts[part.experts[j]].expert, .rows = part.row_lists[j]});
+  }
+}
+
+}  // namespace
+
+std::future<absl::StatusOr<ComputedExperts>> FanoutExpertSource::Compute(const ComputePass& pass) {
+  return std::async(std::launch::async, [this, pass]() -> absl::StatusOr<ComputedExperts> {
+    std::vector<MemberPass> parts(members_.size());
+    for (size_t i = 0; i < pass.experts.size(); ++i) {
+      auto it = owner_.find(ExpertKey{pass.layer, pass.experts[i].expert});
+      if (it == owner_.end()) {
+        return absl::NotFoundError(absl::StrCat("expert ", pass.experts[i].expert, " of layer ",
+                                                pass.layer, ": held by no shard"));
+      }
+      parts[it->second].experts.push_back(i);
+    }
+    for (size_t m = 0; m < members_.size(); ++m) {
+      MemberPass& part = parts[m];
+      if (part.experts.empty()) continue;
+      if (members_[m].computer == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(members_[m].name, " cannot compute experts (layer ", pass.layer, ")"));
+      }
+      TakeRows(pass, part);
+      ComputePass sub = pass;
+      sub.rows = part.rows;
+      sub.experts = part.tasks;
+      part.done = members_[m].computer->Compute(sub);
+    }
+    ComputedExperts whole;
+    whole.outputs.resize(pass.experts.size());
+    whole.served.assign(pass.experts.size(), Served::kUnknown);
+    for (MemberPass& part : parts) {
+      if (part.experts.empty()) continue;
+      absl::StatusOr<ComputedExperts> computed = part.done.get();
+      if (!computed.ok()) return computed.status();
+      for (size_t j = 0; j < part.experts.size(); ++j) {
+        whole.outputs[part.experts[j]] = std::move(computed->outputs[j]);
+        whole.served[part.experts[j]] = computed->served[j];
+      }
+    }
+    return whole;
+  });
 }
 
 }  // namespace warp

@@ -5,7 +5,10 @@
 // the parts are read concurrently, and completions are merged back under the
 // caller's indices. A key no member holds is NotFound for that key only.
 // Engram records (keys of layer EngramKeyLayer) go to the members that serve
-// their table.
+// their table. It is also an ExpertComputer over the members that compute
+// (daemons over gRPC): a pass's experts are split by owner, each member is
+// sent the rows its experts take, and the outputs come back under the pass's
+// indices.
 //
 // Thread-safe (members are).
 
@@ -15,11 +18,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/compute/expert_computer.h"
 #include "common/store/expert_source.h"
 
 namespace warp {
 
-class FanoutExpertSource : public ExpertSource {
+class FanoutExpertSource : public ExpertSource, public ExpertComputer {
  public:
   struct Member {
     std::string name;  // for messages: a directory or an address
@@ -28,6 +32,9 @@ class FanoutExpertSource : public ExpertSource {
     // The layers whose engram tables it serves (DeepSeek V4.1): each record
     // of a table several members serve goes to one of them, by record index.
     std::vector<uint32_t> engram_layers;
+    // The member's Compute (the source itself, for a gRPC daemon); null: it
+    // has none, and a pass needing one of its experts fails.
+    ExpertComputer* computer = nullptr;
   };
 
   // Fails if two members claim the same key.
@@ -42,6 +49,8 @@ class FanoutExpertSource : public ExpertSource {
   // An equal share of `bytes` to each member; the total of those whose caches
   // are in this process, nullopt if none is.
   std::optional<uint64_t> ResizeCache(uint64_t bytes) override;
+  // The members' computes, concurrently; the first failure fails the pass.
+  std::future<absl::StatusOr<ComputedExperts>> Compute(const ComputePass& pass) override;
 
  private:
   explicit FanoutExpertSource(std::vector<Member> members) : members_(std::move(members)) {}

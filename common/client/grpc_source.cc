@@ -1,6 +1,8 @@
 #include "common/client/grpc_source.h"
 
+#include <algorithm>
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -274,6 +276,106 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
   if (!status.ok()) return FromGrpc(status);
   for (size_t i = 0; i < done.size(); ++i) {
     if (!done[i]) return absl::UnavailableError("stream ended before every record arrived");
+  }
+  return absl::OkStatus();
+}
+
+std::future<absl::StatusOr<ComputedExperts>> GrpcExpertSource::Compute(const ComputePass& pass) {
+  return std::async(std::launch::async, [this, pass] { return ComputeNow(pass); });
+}
+
+absl::StatusOr<ComputedExperts> GrpcExpertSource::ComputeNow(const ComputePass& pass) {
+  const uint32_t max_rows = description_.max_compute_rows();
+  if (max_rows == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "expertd at ", options_.address, " has no Compute RPC (an older daemon): read records"));
+  }
+  ComputedExperts computed;
+  computed.outputs.resize(pass.experts.size());
+  computed.served.assign(pass.experts.size(), Served::kUnknown);
+  for (size_t i = 0; i < pass.experts.size(); ++i) {
+    computed.outputs[i].reserve(pass.experts[i].rows.size() * pass.width);
+  }
+  const uint64_t num_rows = pass.rows.size() / pass.width;
+  const v1::ExpertMath math = ToProto(pass.math, pass.q8_activations);
+  // Requests of at most max_rows consecutive rows; an expert's rows are
+  // increasing, so its outputs are appended in its rows' order.
+  for (uint64_t begin = 0; begin < num_rows; begin += max_rows) {
+    const uint64_t end = std::min<uint64_t>(num_rows, begin + max_rows);
+    v1::ComputeRequest request;
+    request.set_model_fingerprint(description_.model_fingerprint());
+    request.set_layer(pass.layer);
+    request.set_width(static_cast<uint32_t>(pass.width));
+    request.set_num_rows(static_cast<uint32_t>(end - begin));
+    request.set_rows(reinterpret_cast<const char*>(pass.rows.data() + begin * pass.width),
+                     (end - begin) * pass.width * sizeof(float));
+    *request.mutable_math() = math;
+    std::vector<size_t> pass_index;  // request expert -> pass expert
+    for (size_t i = 0; i < pass.experts.size(); ++i) {
+      const std::span<const uint32_t> rows = pass.experts[i].rows;
+      auto first = std::lower_bound(rows.begin(), rows.end(), begin);
+      if (first == rows.end() || *first >= end) continue;
+      v1::ExpertRows* expert = request.add_experts();
+      expert->set_expert(pass.experts[i].expert);
+      for (auto row = first; row != rows.end() && *row < end; ++row) {
+        expert->add_rows(static_cast<uint32_t>(*row - begin));
+      }
+      pass_index.push_back(i);
+    }
+    if (pass_index.empty()) continue;
+    std::vector<std::vector<float>> outputs;
+    std::vector<Served> served;
+    WARP_RETURN_IF_ERROR(retry_.Run([&] { return ComputeAttempt(request, outputs, served); }));
+    for (size_t j = 0; j < pass_index.size(); ++j) {
+      std::vector<float>& whole = computed.outputs[pass_index[j]];
+      whole.insert(whole.end(), outputs[j].begin(), outputs[j].end());
+      computed.served[pass_index[j]] = served[j];
+    }
+  }
+  return computed;
+}
+
+absl::Status GrpcExpertSource::ComputeAttempt(const v1::ComputeRequest& request,
+                                              std::vector<std::vector<float>>& outputs,
+                                              std::vector<Served>& served) {
+  const uint64_t width = request.width(), row_bytes = width * sizeof(float);
+  outputs.assign(request.experts_size(), {});
+  served.assign(request.experts_size(), Served::kUnknown);
+  std::vector<uint64_t> rows_in(request.experts_size(), 0);
+  for (int j = 0; j < request.experts_size(); ++j) {
+    outputs[j].resize(request.experts(j).rows_size() * width);
+  }
+  grpc::ClientContext context;
+  context.set_wait_for_ready(false);  // the retry window decides how long to wait
+  context.set_deadline(std::chrono::system_clock::now() + options_.attempt_timeout);
+  std::unique_ptr<grpc::ClientReader<v1::ComputeChunk>> reader = stub_->Compute(&context, request);
+  v1::ComputeChunk chunk;
+  const auto bad_reply = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat("expertd at ", options_.address, ": compute reply for ",
+                                            "layer ", request.layer(), ": ", what));
+  };
+  while (reader->Read(&chunk)) {
+    if (chunk.index() >= static_cast<uint32_t>(request.experts_size())) {
+      return bad_reply(absl::StrCat("expert index ", chunk.index(), " of ", request.experts_size()));
+    }
+    const uint64_t m = request.experts(chunk.index()).rows_size();
+    const uint64_t rows = chunk.output().size() / row_bytes;
+    if (chunk.output().size() % row_bytes != 0 || chunk.first_row() + rows > m) {
+      return bad_reply(absl::StrCat("expert ", request.experts(chunk.index()).expert(), ": rows ",
+                                    chunk.first_row(), "+", chunk.output().size(), " bytes of ", m));
+    }
+    std::memcpy(outputs[chunk.index()].data() + chunk.first_row() * width, chunk.output().data(),
+                chunk.output().size());
+    if (chunk.first_row() == 0) served[chunk.index()] = FromProto(chunk.served());
+    rows_in[chunk.index()] += rows;
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpc(status);
+  for (int j = 0; j < request.experts_size(); ++j) {
+    if (rows_in[j] != static_cast<uint64_t>(request.experts(j).rows_size())) {
+      return bad_reply(absl::StrCat("expert ", request.experts(j).expert(), ": ", rows_in[j],
+                                    " rows of ", request.experts(j).rows_size()));
+    }
   }
   return absl::OkStatus();
 }

@@ -7,7 +7,11 @@
 // daemon is back, which is seen within about 0.5 s of it listening again, or until it has been
 // unreachable for the retry deadline; then those keys fail with an error naming its address.
 //
-// Thread-safe. Owns its reader threads.
+// It is also an ExpertComputer: Compute sends a pass's rows to the daemon's
+// Compute RPC (split by its max_compute_rows), attempted again whole as reads
+// are while the daemon is away.
+//
+// Thread-safe. Owns its reader threads; each Compute runs on a thread of its own.
 
 #include <chrono>
 #include <cstdint>
@@ -23,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/client/read_job_queue.h"
 #include "common/client/retry.h"
+#include "common/compute/expert_computer.h"
 #include "common/io/buffer_pool.h"
 #include "common/store/expert_source.h"
 #include "common/wire/lan_auth.h"
@@ -30,7 +35,7 @@
 
 namespace warp {
 
-class GrpcExpertSource : public ExpertSource {
+class GrpcExpertSource : public ExpertSource, public ExpertComputer {
  public:
   struct Options {
     // "unix:PATH", "tcp:HOST:PORT" (plain: a daemon run with --insecure) or
@@ -59,6 +64,9 @@ class GrpcExpertSource : public ExpertSource {
   // one is in flight are coalesced into the newest. Failures are ignored.
   void CancelSpeculative(uint32_t through_layer) override;
 
+  // FailedPrecondition if the daemon has no Compute RPC (an older one).
+  std::future<absl::StatusOr<ComputedExperts>> Compute(const ComputePass& pass) override;
+
   const v1::DescribeReply& description() const { return description_; }
   // The id its hints and cancels carry: a cancel withdraws only this client's hints.
   ClientId client_id() const { return client_; }
@@ -79,6 +87,11 @@ class GrpcExpertSource : public ExpertSource {
   void CancelLoop();
   // One attempt: streams what it can; marks received keys in `done`.
   absl::Status Attempt(const Job& job, std::vector<bool>& done);
+  absl::StatusOr<ComputedExperts> ComputeNow(const ComputePass& pass);
+  // One attempt of one request: each of its experts' rows whole in `outputs`.
+  absl::Status ComputeAttempt(const v1::ComputeRequest& request,
+                              std::vector<std::vector<float>>& outputs,
+                              std::vector<Served>& served);
 
   Options options_;
   const ClientId client_;  // sent with its hints and cancels (PrefetchRequest.client)

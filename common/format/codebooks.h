@@ -4,7 +4,7 @@
 // one per vq3r_b32 matrix of each bank, and the file's byte layout
 // (docs/FORMAT.md#codebooksbin). A vq3r_b32 code names one centroid of each
 // of two stages; the element values are the sum of the two, times the block's
-// scale (computed/kernels/matrix_view.h).
+// scale (common/kernels/matrix_view.h).
 //
 // Thread-safe after construction: Find is const and the codebooks never move.
 

@@ -95,7 +95,7 @@ struct ScaleBlock {
 // What one tensor format is: the one place that says it. Everything
 // that asks a question of a format (byte sizes, shape rules, which tool writes
 // it) reads this row; the kernels' per-format code has its own table
-// (computed/kernels/format_kernels.h), and so do the encoders
+// (common/kernels/format_kernels.h), and so do the encoders
 // (computed/convert/encode.cc) and synth's fills (computed/synth/random_fill.cc).
 // A new format is a new enumerator, one row here and a row in each of those.
 struct FormatTraits {

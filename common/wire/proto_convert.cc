@@ -1,5 +1,7 @@
 #include "common/wire/proto_convert.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace warp {
 
 v1::StatusProto ToProto(const absl::Status& status) {
@@ -56,6 +58,39 @@ Served FromProto(v1::Served served) {
   const int value = static_cast<int>(served);
   return value > 0 && value < static_cast<int>(kServedKinds) ? static_cast<Served>(value)
                                                              : Served::kUnknown;
+}
+
+v1::ExpertMath ToProto(const ExpertMathSpec& spec, bool q8_activations) {
+  v1::ExpertMath math;
+  math.set_activation(spec.activation == ExpertActivation::kClampedSwiGlu
+                          ? v1::ExpertMath::ACTIVATION_CLAMPED_SWIGLU
+                          : v1::ExpertMath::ACTIVATION_SWIGLU);
+  math.set_glu_limit(spec.glu.limit);
+  math.set_situ(spec.glu.situ);
+  math.set_situ_beta(spec.glu.beta);
+  math.set_situ_linear_beta(spec.glu.linear_beta);
+  math.set_swiglu_limit(spec.swiglu_limit);
+  math.set_q8_activations(q8_activations);
+  return math;
+}
+
+absl::StatusOr<ExpertMathSpec> FromProto(const v1::ExpertMath& math) {
+  ExpertMathSpec spec{.glu = {.limit = math.glu_limit(),
+                              .situ = math.situ(),
+                              .beta = math.situ_beta(),
+                              .linear_beta = math.situ_linear_beta()},
+                      .swiglu_limit = math.swiglu_limit()};
+  switch (math.activation()) {
+    case v1::ExpertMath::ACTIVATION_SWIGLU:
+      spec.activation = ExpertActivation::kSwiGlu;
+      return spec;
+    case v1::ExpertMath::ACTIVATION_CLAMPED_SWIGLU:
+      spec.activation = ExpertActivation::kClampedSwiGlu;
+      return spec;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("math.activation ", static_cast<int>(math.activation()), " is unknown"));
+  }
 }
 
 }  // namespace warp

@@ -92,6 +92,16 @@ void AddSourceFlags(CLI::App* cmd, SourceOptions& source) {
          "(default 256; 0: each pass reads its rows from disk)")
       ->check(NumberIn(0, 1 << 20))
       ->group(kSourceGroup);
+  cmd->add_option_function<std::string>(
+         "--expert-compute",
+         [&source](const std::string& name) {
+           source.expert_compute = ParseExpertCompute(name).value();  // checked below
+         },
+         "Where the routed experts are computed: records (read them here), daemons (send the "
+         "rows to the --stores that hold them), auto (daemons when every store is across a "
+         "network; default)")
+      ->check(CLI::IsMember({"auto", "records", "daemons"}))
+      ->group(kSourceGroup);
 }
 
 // The engine's mechanisms, each of which can be turned off for an A/B.

@@ -7,9 +7,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/compute/compute_context.h"
 #include "common/status.h"
 #include "computed/engine/early_route.h"
-#include "computed/engine/compute_context.h"
 #include "computed/model/layer_plan.h"
 
 namespace warp::computed {

@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/format/container_writer.h"
-#include "computed/kernels/matrix_view.h"
+#include "common/kernels/matrix_view.h"
 #include "computed/model/model_config.h"
 #include "computed/model/tensor_specs.h"
 

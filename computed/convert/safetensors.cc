@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json_depth.h"
+#include "common/kernels/matrix_view.h"
 #include "common/numeric/half.h"
 #include "common/status.h"
-#include "computed/kernels/matrix_view.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/compute/linear.h"
 #include "common/format/tensor_format.h"
-#include "computed/engine/linear.h"
 #include "computed/model/tensor_specs.h"
 
 namespace warp::computed {

@@ -23,11 +23,11 @@
 #include <span>
 #include <vector>
 
+#include "common/compute/compute_context.h"
 #include "common/format/manifest.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/forward_stats.h"
 #include "computed/engine/router.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/token_mixer.h"
 #include "computed/model/model_config.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "computed/engine/linear.h"
+#include "common/compute/linear.h"
 
 namespace warp::computed {
 

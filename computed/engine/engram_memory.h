@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <span>
 
-#include "computed/engine/compute_context.h"
+#include "common/compute/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/layer_plan.h"
 

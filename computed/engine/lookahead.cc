@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/check.h"
-#include "computed/engine/read_window.h"
+#include "common/store/read_window.h"
 
 namespace warp::computed {
 

@@ -1,9 +1,9 @@
 #pragma once
 
-// The small per-token operations of the forward pass (norms, activations,
-// softmax, rotary embedding), in float32 with a fixed summation order so the
+// The small per-token operations of the forward pass (norms, softmax, rotary
+// embedding), in float32 with a fixed summation order so the
 // result of a token never depends on what else is in its batch. Matrix
-// products are in kernels/matmul.h.
+// products are in common/kernels/matmul.h, gated activations in common/compute/glu.h.
 
 #include <cstdint>
 #include <span>
@@ -20,12 +20,6 @@ void RmsNorm(std::span<const float> x, std::span<const float> weight, float eps,
 // The same without a weight (DeepSeek V4's per-head q norm and hyper-connection
 // input): x * rsqrt(mean(x^2) + eps). `out` may alias `x`.
 void RmsNormUnweighted(std::span<const float> x, float eps, std::span<float> out);
-
-// gate[i] = silu(gate[i]) * up[i].
-void SiluMul(std::span<float> gate, std::span<const float> up);
-// gate[i] = act(gate[i], up[i]): SiluMul, or SiTU
-// beta tanh(g / beta) sigmoid(g) * linear_beta tanh(u / linear_beta) (Kimi K3).
-void GluMul(const GluActivation& act, std::span<float> gate, std::span<const float> up);
 
 // In-place softmax; returns nothing. Subtracts the max first.
 void Softmax(std::span<float> x);

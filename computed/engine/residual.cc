@@ -2,8 +2,8 @@
 
 #include <cmath>
 
+#include "common/kernels/matmul.h"
 #include "computed/engine/ops.h"
-#include "computed/kernels/matmul.h"
 
 namespace warp::computed {
 namespace {

@@ -5,7 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "computed/engine/linear.h"
+#include "common/compute/linear.h"
 #include "computed/engine/ops.h"
 #include "computed/model/kinds/moe.h"
 

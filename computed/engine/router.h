@@ -9,9 +9,9 @@
 #include <span>
 #include <vector>
 
-#include "computed/engine/compute_context.h"
+#include "common/compute/compute_context.h"
+#include "common/kernels/matrix_view.h"
 #include "computed/engine/trunk_weights.h"
-#include "computed/kernels/matrix_view.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"
 

@@ -13,10 +13,10 @@
 #include <optional>
 #include <span>
 
+#include "common/compute/compute_context.h"
+#include "common/kernels/matrix_view.h"
 #include "computed/engine/layer_state.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
-#include "computed/kernels/matrix_view.h"
 #include "computed/model/layer_plan.h"
 
 namespace warp::computed {

@@ -8,13 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/check.h"
+#include "common/compute/expert_math.h"
+#include "common/compute/linear.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/store/engine_activity.h"
 #include "computed/engine/ffns/dense_mlp.h"
-#include "computed/engine/ffns/expert_math.h"
-#include "computed/engine/linear.h"
-#include "computed/engine/read_window.h"
+#include "common/store/read_window.h"
 #include "computed/engine/stage_timer.h"
 #include "computed/model/kinds/moe.h"
 #include "computed/model/parse_model_config.h"
@@ -174,7 +174,8 @@ absl::Status Transformer::BuildLayers() {
   moe_options_ = {.experts_per_token = options_.experts_per_token,
                   .prefetch = options_.prefetch,
                   .cache_records = options_.cache_records,
-                  .on_route = options_.on_route};
+                  .on_route = options_.on_route,
+                  .remote = options_.expert_computer};
   std::vector<const Router*> routers;
   for (const LayerPlan& layer : plan_.layers) {
     routers_.push_back(layer.ffn.kind == FfnKind::kMoe
@@ -204,7 +205,7 @@ absl::Status Transformer::BuildLayers() {
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
     WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertMath> math,
-                          ExpertMath::Create(plan.ffn, bank, container_->codebooks(), compute_));
+                          ExpertMath::Create(plan.ffn.expert_math(), bank, container_->codebooks(), compute_));
     const MoeTensors tensors = MoeTensors::Of(config_, plan.ffn);
     std::optional<DenseMlp> shared;
     if (tensors.shared) {

@@ -21,18 +21,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/compute/compute_context.h"
+#include "common/compute/expert_computer.h"
 #include "common/format/container.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/early_route.h"
+#include "computed/engine/engram_memory.h"
+#include "computed/engine/engram_reader.h"
 #include "computed/engine/ffn.h"
 #include "computed/engine/ffns/moe_ffn.h"
 #include "computed/engine/forward_stats.h"
-#include "computed/engine/engram_memory.h"
-#include "computed/engine/engram_reader.h"
 #include "computed/engine/lookahead.h"
 #include "computed/engine/residual.h"
 #include "computed/engine/router.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/token_mixer.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/layer_plan.h"
@@ -71,6 +72,9 @@ class Transformer {
     // The container's engram tables (DeepSeek V4.1), read through a store of
     // their own; required by a model with engram_layer_ids.
     EngramStore* engram_store = nullptr;
+    // Where the routed experts are computed instead of reading their records
+    // (MoeOptions::remote); null: records.
+    ExpertComputer* expert_computer = nullptr;
   };
 
   // Loads the trunk of `container`, checks that every tensor the plan needs

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "common/format/container.h"
 #include "common/io/aligned_buffer.h"
-#include "computed/kernels/matrix_view.h"
+#include "common/kernels/matrix_view.h"
 #include "computed/model/tensor_ref.h"
 
 namespace warp::computed {

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/compute/expert_math_spec.h"
 #include "computed/model/kinds/compressed_mqa.h"
 #include "computed/model/kinds/engram.h"
 #include "computed/model/kinds/gated_mlp.h"
@@ -62,13 +63,6 @@ enum class FfnKind {
   kMoe,       // routed experts read through the ExpertSource (+ shared experts)
 };
 
-enum class ExpertActivation {
-  kSwiGlu,         // records gate_proj, up_proj, down_proj: down(act(gate) * up), act
-                   // per FfnPlan::glu (SiLU or SiTU)
-  kClampedSwiGlu,  // gpt-oss: records gate_up (rows interleaved), down, with biases;
-                   // gate <= limit, |up| <= limit, down((up + 1) * gate * sigmoid(1.702 gate))
-};
-
 struct FfnPlan {
   FfnKind kind = FfnKind::kDenseMlp;
   std::string prefix;         // "model.layers.N.mlp"
@@ -91,6 +85,11 @@ struct FfnPlan {
   std::string latent_down;   // [latent, hidden]
   std::string latent_norm;   // "" or [latent]
   std::string latent_up;     // [hidden, latent]
+
+  // What the routed experts compute (ExpertMath), here and on a daemon.
+  ExpertMathSpec expert_math() const {
+    return {.activation = activation, .glu = glu, .swiglu_limit = swiglu_limit};
+  }
 };
 
 // The pseudo-query of one AttnRes mix: proj [1, hidden] dotted with the

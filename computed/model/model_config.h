@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/compute/glu.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed {
@@ -66,17 +67,6 @@ struct LinearAttention {
   // -softplus (0: Kimi-Linear's), and the output gate one full-rank matrix.
   float gate_lower_bound = 0.0f;
   bool full_rank_gate = false;
-};
-
-// The elementwise part of a gated MLP, act(gate) * up: SiLU, or Kimi K3's
-// SiTU beta tanh(g / beta) sigmoid(g) * linear_beta tanh(u / linear_beta).
-// With `limit` (DeepSeek V4), SiLU's inputs are clamped first: gate <= limit,
-// |up| <= limit.
-struct GluActivation {
-  float limit = 0.0f;
-  bool situ = false;
-  float beta = 0.0f;         // activation_situ_beta
-  float linear_beta = 0.0f;  // activation_situ_linear_beta; <= 0: u as it is
 };
 
 // DeepSeek V4's attention: a single K = V head over the last sliding_window

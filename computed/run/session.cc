@@ -8,11 +8,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/byte_size.h"
+#include "common/kernels/q8_activations.h"
 #include "common/logging.h"
 #include "common/memory/memory_governor.h"
 #include "common/memory/memory_limits.h"
 #include "common/status.h"
-#include "computed/kernels/q8_activations.h"
 #include "computed/run/preload.h"
 #include "computed/run/sources.h"
 
@@ -123,6 +123,7 @@ absl::Status Session::OpenSource(const PlanFigures& plan, bool warm_set) {
   WARP_ASSIGN_OR_RETURN(OpenedSource opened, OpenExpertSource(container_, source));
   WARP_ASSIGN_OR_RETURN(engram_, OpenEngramStore(container_, source, opened));
   source_ = std::move(opened.source);
+  computer_ = opened.computer;
   if (opened.local_daemons.empty()) return absl::OkStatus();
   if (options_.run.budget_bytes || !source.bank_dirs.empty()) {
     return CheckLocalDaemonCaches(opened.local_daemons,
@@ -187,6 +188,7 @@ absl::Status Session::CreateEngine(const PlanFigures& plan) {
   }
   Transformer::Options engine = options.engine;
   engine.engram_store = engram_.get();
+  engine.expert_computer = computer_;
   // The cache's slots: a larger union is read in waves that fit.
   engine.cache_records = plan.max_record_bytes ? budget_.cache_bytes / plan.max_record_bytes : 0;
   if (options.run.learn || !options.run.trace_path.empty()) {

@@ -19,14 +19,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/compute/compute_context.h"
+#include "common/compute/thread_pool.h"
 #include "common/format/container.h"
 #include "common/format/usage_file.h"
 #include "common/memory/memory_governor.h"
 #include "common/memory/memory_limits.h"
 #include "common/store/engram_store.h"
 #include "common/store/expert_source.h"
-#include "computed/engine/compute_context.h"
-#include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
 #include "computed/planner/planner.h"
 #include "computed/run/sources.h"
@@ -164,6 +164,7 @@ class Session {
   std::shared_ptr<const Container> container_;
   BudgetDecision budget_;
   std::unique_ptr<ExpertSource> source_;
+  ExpertComputer* computer_ = nullptr;  // source_'s, when the daemons compute the experts
   std::unique_ptr<EngramStore> engram_;  // models with an engram memory
   std::unique_ptr<MemoryGovernor> governor_;  // resizes source_'s cache; null outside a cgroup
   std::unique_ptr<ThreadPool> pool_;

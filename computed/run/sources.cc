@@ -49,9 +49,12 @@ absl::StatusOr<FanoutExpertSource::Member> BankMember(const std::string& dir, ui
 }
 
 // A daemon: the zero-copy fast path for fastpath:PATH, gRPC otherwise.
+// `computer`: its Compute RPC (gRPC), or null (the fast path has none).
 absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& address,
                                                            const SourceOptions& options,
-                                                           v1::DescribeReply& description) {
+                                                           v1::DescribeReply& description,
+                                                           ExpertComputer*& computer) {
+  computer = nullptr;
   WARP_RETURN_IF_ERROR(CheckStoreAddress(address));
   if (absl::StartsWith(address, "fastpath:")) {
     WARP_ASSIGN_OR_RETURN(
@@ -67,6 +70,7 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& ad
                                               .tls = options.tls,
                                               .retry_deadline = options.store_retry_deadline}));
   description = client->description();
+  if (description.max_compute_rows() > 0) computer = client.get();
   return client;
 }
 
@@ -140,8 +144,9 @@ absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& addres
                                                        uint64_t fingerprint,
                                                        uint64_t& cache_bytes) {
   v1::DescribeReply description;
+  ExpertComputer* computer = nullptr;
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertSource> client,
-                        ConnectStore(address, options, description));
+                        ConnectStore(address, options, description, computer));
   WARP_RETURN_IF_ERROR(
       CheckFingerprint(fingerprint, description.model_fingerprint(), "expertd at " + address));
   cache_bytes = description.cache_bytes();
@@ -156,10 +161,53 @@ absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& addres
   return FanoutExpertSource::Member{.name = address,
                                     .source = std::move(client),
                                     .held = held,
-                                    .engram_layers = engram_layers};
+                                    .engram_layers = engram_layers,
+                                    .computer = computer};
 }
 
 }  // namespace
+
+absl::StatusOr<ExpertCompute> ParseExpertCompute(std::string_view name) {
+  if (name == "auto") return ExpertCompute::kAuto;
+  if (name == "records") return ExpertCompute::kRecords;
+  if (name == "daemons") return ExpertCompute::kDaemons;
+  return absl::InvalidArgumentError(absl::StrCat("--expert-compute ", std::string(name),
+                                                 ": expected auto, records or daemons"));
+}
+
+absl::StatusOr<bool> ComputeOnDaemons(const SourceOptions& options, bool every_member_computes,
+                                      const LocalDaemonCaches& local_daemons) {
+  auto& log = Logger("store");
+  switch (options.expert_compute) {
+    case ExpertCompute::kRecords:
+      return false;
+    case ExpertCompute::kDaemons:
+      if (!every_member_computes) {
+        return absl::FailedPreconditionError(
+            "--expert-compute daemons: every expert source must be an expertd over gRPC "
+            "(unix:, tcp: or tls:) that has the Compute RPC; bank directories and fastpath: "
+            "stores only give records");
+      }
+      log.info("experts computed on the daemons (--expert-compute daemons)");
+      return true;
+    case ExpertCompute::kAuto:
+      break;
+  }
+  // A daemon across a network: a record (megabytes) costs far more of the
+  // link than the rows it multiplies (kilobytes), so send the rows. On this
+  // machine the records come through shared memory or loopback, and this
+  // process's threads are the daemons' too.
+  const bool across_network =
+      every_member_computes && !options.stores.empty() && local_daemons.empty();
+  if (across_network) {
+    log.info("experts computed on the daemons: every store is across a network "
+             "(--expert-compute records reads their records instead)");
+  } else if (!options.stores.empty()) {
+    log.info("expert records read from the stores{} (--expert-compute daemons computes there)",
+             local_daemons.empty() ? "" : ", some of which are on this machine");
+  }
+  return across_network;
+}
 
 std::vector<std::string> SplitList(const std::string& text) {
   std::vector<std::string> items;
@@ -193,7 +241,15 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
     members.push_back(std::move(member));
     if (IsLocalStore(address)) opened.local_daemons.emplace_back(address, cache_bytes);
   }
-  WARP_ASSIGN_OR_RETURN(opened.source, FanoutExpertSource::Create(std::move(members)));
+  bool every_member_computes = !members.empty();
+  for (const FanoutExpertSource::Member& member : members) {
+    every_member_computes &= member.computer != nullptr;
+  }
+  WARP_ASSIGN_OR_RETURN(auto fanout, FanoutExpertSource::Create(std::move(members)));
+  WARP_ASSIGN_OR_RETURN(const bool on_daemons,
+                        ComputeOnDaemons(options, every_member_computes, opened.local_daemons));
+  if (on_daemons) opened.computer = fanout.get();
+  opened.source = std::move(fanout);
   return opened;
 }
 

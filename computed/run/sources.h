@@ -14,9 +14,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/compute/expert_computer.h"
 #include "common/format/container.h"
 #include "common/store/engram_store.h"
 #include "common/store/expert_source.h"
@@ -25,6 +27,14 @@
 #include "computed/planner/planner.h"
 
 namespace warp::computed {
+
+// Where a run's routed experts are computed (--expert-compute): here, from
+// records (kRecords); on the daemons that hold them, from the rows sent
+// (kDaemons, the Compute RPC); kAuto: on the daemons when every store is an
+// expertd across a network, else records.
+enum class ExpertCompute { kAuto, kRecords, kDaemons };
+
+absl::StatusOr<ExpertCompute> ParseExpertCompute(std::string_view name);
 
 struct SourceOptions {
   std::vector<std::string> bank_dirs;  // shard directories of the model, read in-process
@@ -43,6 +53,7 @@ struct SourceOptions {
   // in this process (--engram-cache-mib), in front of the container's files,
   // or of the expertds when there are --stores.
   uint64_t engram_cache_bytes = EngramStore::Options{}.cache_bytes;
+  ExpertCompute expert_compute = ExpertCompute::kAuto;
 };
 
 // Splits "a,b,c" (empty pieces dropped).
@@ -63,7 +74,15 @@ struct OpenedSource {
   uint64_t embedded_cache_bytes = 0;  // what the bank dirs' embedded caches took of cache_bytes
   // The --stores serving each engram table, by the table's layer.
   std::map<uint32_t, std::vector<std::string>> engram_servers;
+  // Where the routed experts are computed when not here (ExpertCompute):
+  // `source` itself, or null.
+  ExpertComputer* computer = nullptr;
 };
+
+// Whether the experts are computed on the daemons, per options.expert_compute
+// (said in the log); FailedPrecondition for kDaemons when a member cannot.
+absl::StatusOr<bool> ComputeOnDaemons(const SourceOptions& options, bool every_member_computes,
+                                      const LocalDaemonCaches& local_daemons);
 
 absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> model,
                                               const SourceOptions& options);

@@ -6,20 +6,21 @@
 # the model, with its own memory cgroup and, with --disk-rate, a blkio read
 # throttle on the model's disk (so that more hosts means more disk, as on real
 # hardware). The embedded store runs under the same disk throttle as the
-# baseline. Per run: decode tok/s, network bytes a decode token (the client's
-# veth counters) and the stats line. Records mode only for now: the compute
-# RPC of issue 47 does not exist yet.
+# baseline. Per run, in each mode (--expert-compute records: the client reads
+# the records and computes; daemons: each daemon computes its experts over the
+# rows the client sends): prefill and decode tok/s, and the client's network
+# bytes a token both ways (its veth counters; prefill included).
 #
 #   tests/bench/lan_shaped.sh [--build build] [--size 6G] [--rates "1gbit 10gbit"]
-#       [--daemons "1 2"] [--tokens 12] [--daemon-budget 1G] [--budget 2G]
-#       [--disk-rate 1500M] [--work /tmp/warp-lan]
+#       [--daemons "1 2"] [--modes "records daemons"] [--tokens 12]
+#       [--daemon-budget 1G] [--budget 2G] [--disk-rate 1500M] [--work /tmp/warp-lan]
 #
 # Needs root (namespaces, tc, cgroups) and openssl. The namespaces and their
 # addresses (10.77.I.0/24) are the only hosts it uses; it removes them, the
 # daemons, the cgroups and the model on exit.
 set -euo pipefail
 
-build=build size=6G rates="1gbit 10gbit" daemons="1 2" tokens=12
+build=build size=6G rates="1gbit 10gbit" daemons="1 2" modes="records daemons" tokens=12
 daemon_budget=1G budget=2G disk_rate="" work=/tmp/warp-lan
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -27,6 +28,7 @@ while [[ $# -gt 0 ]]; do
     --size) size=$2 ;;
     --rates) rates=$2 ;;
     --daemons) daemons=$2 ;;
+    --modes) modes=$2 ;;
     --tokens) tokens=$2 ;;
     --daemon-budget) daemon_budget=$2 ;;
     --budget) budget=$2 ;;
@@ -110,13 +112,15 @@ shape() {  # RATE: every link, both ways
 }
 
 decode_rate() { grep -oE 'decode [0-9]+ tokens? [0-9.]+ tok/s' | grep -oE '[0-9.]+ tok/s' | tail -1; }
-rx_bytes() {  # the client's received bytes over every link
+prefill_rate() { grep -oE 'prefill [0-9]+ tokens? [0-9.]+ tok/s' | grep -oE '[0-9.]+ tok/s' | tail -1; }
+link_bytes() {  # DIRECTION (rx, tx): the client's bytes over every link
   local total=0
   for i in $(seq 1 "$max_daemons"); do
-    total=$(( total + $(ip netns exec warp-c cat "/sys/class/net/wc$i/statistics/rx_bytes") ))
+    total=$(( total + $(ip netns exec warp-c cat "/sys/class/net/wc$i/statistics/$1_bytes") ))
   done
   echo "$total"
 }
+iec() { numfmt --to=iec-i --suffix=B "$1"; }
 run_args=(--log-level warn run --ids "$model" 1,2,3,4 -n "$tokens" --temperature 1 --seed 7
           --budget "$budget")
 
@@ -147,12 +151,15 @@ for n in $daemons; do
   stores=$(IFS=,; echo "${addresses[*]}")
   for rate in $rates; do
     shape "$rate"
-    before=$(rx_bytes)
-    out=$(ip netns exec warp-c "$computed" "${run_args[@]}" --stores "$stores" \
-      --tls-ca "$work/ca.pem" --token-file "$work/token" 2>&1)
-    after=$(rx_bytes)
-    echo "$n daemon(s), records mode, $rate: $(decode_rate <<< "$out"), network" \
-      "$(numfmt --to=iec-i --suffix=B $(( (after - before) / tokens ))) a token (prefill included)"
+    for mode in $modes; do
+      rx=$(link_bytes rx) tx=$(link_bytes tx)
+      out=$(ip netns exec warp-c "$computed" "${run_args[@]}" --stores "$stores" \
+        --expert-compute "$mode" --tls-ca "$work/ca.pem" --token-file "$work/token" 2>&1)
+      rx=$(( $(link_bytes rx) - rx )) tx=$(( $(link_bytes tx) - tx ))
+      echo "$n daemon(s), $mode, $rate: prefill $(prefill_rate <<< "$out"), decode" \
+        "$(decode_rate <<< "$out"), network $(iec $(( rx / (tokens + 4) ))) in +" \
+        "$(iec $(( tx / (tokens + 4) ))) out a token (prompt of 4 included)"
+    done
   done
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true

@@ -33,11 +33,11 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
-#include "computed/kernels/matmul.h"
-#include "computed/kernels/q8_activations.h"
+#include "common/kernels/matmul.h"
+#include "common/kernels/q8_activations.h"
 #include "tests/computed/kernel_matrices.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 namespace {
 
 constexpr uint64_t kRows = 2048, kCols = 7168;
@@ -401,10 +401,10 @@ int Run(size_t size_mib, std::string_view only) {
 }
 
 }  // namespace
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels
 
 int main(int argc, char** argv) {
-  size_t size_mib = warp::computed::kernels::kDefaultMib;
+  size_t size_mib = warp::kernels::kDefaultMib;
   if (argc > 3) {
     std::fprintf(stderr, "usage: %s [size_mib [format]]\n", argv[0]);
     return 2;
@@ -419,5 +419,5 @@ int main(int argc, char** argv) {
     }
     size_mib = static_cast<size_t>(parsed);
   }
-  return warp::computed::kernels::Run(size_mib, argc == 3 ? argv[2] : "");
+  return warp::kernels::Run(size_mib, argc == 3 ? argv[2] : "");
 }

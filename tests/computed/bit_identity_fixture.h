@@ -174,6 +174,9 @@ class BitIdentityTest : public ::testing::Test {
     std::vector<std::string> addresses;
     ASSERT_NO_FATAL_FAILURE(StartHalves("half", "1M", addresses));
     ExpectIdentical(flags + " --stores " + absl::StrJoin(addresses, ","));
+    // The gRPC half computing its own experts (issue 47) with this arithmetic.
+    ExpectIdentical(flags + " --expert-compute daemons --prefill-chunk 3 --stores " +
+                    addresses.at(1));
   }
 
   warp::testing::TempDir dir_;

@@ -344,6 +344,10 @@ class StatefulBitIdentityTest : public BitIdentityTest {
         {"--model", Model(), "--listen", "unix:" + (dir_ / "d").string()});
     WARP_ASSERT_OK(daemon);
     ExpectIdentical("--stores " + (*daemon)->addresses().at(0) + " --prefill-chunk 16");
+    // The daemon computes the experts (issue 47): the family's activation,
+    // sent with the rows, and the same kernels.
+    ExpectIdentical("--expert-compute daemons --stores " + (*daemon)->addresses().at(0) +
+                    " --prefill-chunk 3");
   }
 };
 
@@ -455,6 +459,72 @@ class Vq3rBitIdentityTest : public BitIdentityTest {
 
 TEST_F(Vq3rBitIdentityTest, LogitsDoNotDependOnThreadsChunkingBudgetOrTransport) {
   ExpectIdenticalAcrossThreadsChunksBudgetAndDaemons("");
+}
+
+// Issue 47: experts computed where their records live give the bits of the
+// records read here: one daemon, a row limit that splits each prefill pass,
+// and three shard daemons (two over Unix sockets, one over TLS) computing
+// their own experts; every prefill chunk and thread count. `auto` computes
+// on daemons only across a network: on loopback it reads records, and says so.
+TEST_F(BitIdentityTest, LogitsDoNotDependOnWhereTheExpertsAreComputed) {
+  SetReference("--threads 1");
+  auto one = warp::testing::Daemon::Start({"--model", Model(), "--listen",
+                                           "unix:" + (dir_ / "one").string(), "--max-compute-rows",
+                                           "2", "--compute-threads", "1", "--budget", "1M"});
+  WARP_ASSERT_OK(one);
+  const std::string daemons = "--expert-compute daemons --stores " + (*one)->addresses().at(0);
+  for (const char* mode : {"", "--prefill-chunk 1", "--prefill-chunk 5 --threads 2",
+                           "--no-prefetch --lookahead 0", "--lookahead 16 --prefill-chunk 3"}) {
+    ExpectIdentical(daemons + " " + mode);
+  }
+  std::vector<std::string> shards;
+  for (int i = 0; i < 3; ++i) shards.push_back((dir_ / ("s" + std::to_string(i))).string());
+  auto shard = RunBinary("expertd", "shard " + Model() + " --dirs " + absl::StrJoin(shards, ","));
+  ASSERT_EQ(shard.exit_code, 0) << shard.output;
+  auto certs = warp::testing::MakeTestCertificates(dir_.path());
+  WARP_ASSERT_OK(certs);
+  std::vector<std::unique_ptr<warp::testing::Daemon>> started;
+  std::vector<std::string> addresses;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> args = {"--model", shards[i]};
+    if (i < 2) {
+      args.insert(args.end(), {"--listen", "unix:" + (dir_ / ("c" + std::to_string(i))).string()});
+    } else {
+      args.insert(args.end(), {"--listen", "tcp:127.0.0.1:0", "--tls-cert", certs->server_cert,
+                               "--tls-key", certs->server_key, "--token-file", certs->token});
+    }
+    auto daemon = warp::testing::Daemon::Start(args);
+    WARP_ASSERT_OK(daemon);
+    const std::string address = (*daemon)->addresses().at(0);
+    addresses.push_back(i < 2 ? address : "tls:" + address.substr(4));
+    started.push_back(std::move(*daemon));
+  }
+  const std::string stores = absl::StrCat(" --stores ", absl::StrJoin(addresses, ","), " --tls-ca ",
+                                          certs->ca, " --token-file ", certs->token);
+  ExpectIdentical("--expert-compute daemons --prefill-chunk 3" + stores);
+  ExpectIdentical("--expert-compute daemons --threads 2" + stores);
+
+  // The stats line counts each expert once whichever computes it.
+  const RunStats here = Stats("--no-prefetch --lookahead 0" + stores);
+  const RunStats there = Stats("--expert-compute daemons --no-prefetch --lookahead 0" + stores);
+  EXPECT_EQ(there.hits + there.misses, here.hits + here.misses);
+
+  // auto: these daemons are on this machine, so records, and the log says why.
+  auto log = RunBinary("computed", "--log-level info logits " + Model() + " --tokens " + tokens_ +
+                                       stores);
+  EXPECT_EQ(log.exit_code, 0) << log.output;
+  EXPECT_THAT(log.output, ::testing::HasSubstr("expert records read from the stores, some of "
+                                               "which are on this machine"));
+  // Daemons that cannot compute (the fast path) are refused for it, saying why.
+  auto fast = warp::testing::Daemon::Start(
+      {"--model", Model(), "--listen", "fastpath:" + (dir_ / "fast").string()});
+  WARP_ASSERT_OK(fast);
+  auto refused = RunBinary("computed", "logits " + Model() + " --tokens " + tokens_ +
+                                           " --expert-compute daemons --stores " +
+                                           (*fast)->addresses().at(0));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("--expert-compute daemons: every expert source "
+                                                   "must be an expertd over gRPC"));
 }
 
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {

@@ -10,9 +10,9 @@
 #include <span>
 
 #include "common/format/container.h"
+#include "common/kernels/matrix_view.h"
 #include "computed/convert/converter.h"
 #include "computed/convert/safetensors.h"
-#include "computed/kernels/matrix_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/computed/v41_fp8_layout.h"

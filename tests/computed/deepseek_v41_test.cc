@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "common/compute/compute_context.h"
+#include "common/compute/thread_pool.h"
 #include "common/format/engram_table.h"
 #include "common/store/engram_files.h"
 #include "common/store/engram_store.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
 #include "computed/convert/safetensors.h"
-#include "computed/engine/compute_context.h"
-#include "computed/engine/thread_pool.h"
 #include "computed/engine/transformer.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/parse_model_config.h"

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
+#include "common/kernels/matrix_view.h"
 #include "common/numeric/half.h"
-#include "computed/kernels/matrix_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -4,7 +4,7 @@
 // activations, on one thread and two; a read that ends early is refused, not
 // computed from bytes that never came.
 
-#include "computed/engine/ffns/expert_math.h"
+#include "common/compute/expert_math.h"
 
 #include <algorithm>
 #include <atomic>
@@ -106,11 +106,9 @@ class ExpertMathLandingTest
     const auto [format, q8, threads, activation] = GetParam();
     pool_ = std::make_unique<ThreadPool>(threads);
     compute_ = std::make_unique<ComputeContext>(*pool_, Arithmetic{.q8_activations = q8});
-    FfnPlan plan;
-    plan.activation = activation;
-    plan.swiglu_limit = 7.0f;
+    const ExpertMathSpec spec{.activation = activation, .swiglu_limit = 7.0f};
     absl::StatusOr<std::unique_ptr<ExpertMath>> math =
-        ExpertMath::Create(plan, record.bank, codebooks_, *compute_);
+        ExpertMath::Create(spec, record.bank, codebooks_, *compute_);
     EXPECT_TRUE(math.ok()) << math.status();
     return math.ok() ? *std::move(math) : nullptr;
   }

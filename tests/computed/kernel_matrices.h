@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
+#include "common/kernels/matmul.h"
+#include "common/kernels/matrix_view.h"
 #include "common/numeric/half.h"
-#include "computed/kernels/matmul.h"
-#include "computed/kernels/matrix_view.h"
 
-namespace warp::computed::kernels::kernel_test {
+namespace warp::kernels::kernel_test {
 
 // A matrix and its bytes, owned by the test.
 struct StoredMatrix {
@@ -170,4 +170,4 @@ inline std::vector<float> RandomVector(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
-}  // namespace warp::computed::kernels::kernel_test
+}  // namespace warp::kernels::kernel_test

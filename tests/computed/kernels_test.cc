@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
+#include "common/kernels/matmul.h"
+#include "common/kernels/matrix_view.h"
 #include "common/numeric/half.h"
-#include "computed/kernels/matmul.h"
-#include "computed/kernels/matrix_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/computed/kernel_matrices.h"
@@ -21,7 +21,7 @@ namespace warp {
 void PrintTo(TensorFormat format, std::ostream* os) { *os << TensorFormatName(format); }
 }  // namespace warp
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 namespace {
 
 using namespace kernel_test;  // NOLINT: the shared test matrices
@@ -888,4 +888,4 @@ TEST(MatMulTest, EmptyRangeWritesNothing) {
 }
 
 }  // namespace
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

@@ -1,4 +1,4 @@
-#include "computed/kernels/q8_activations.h"
+#include "common/kernels/q8_activations.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
+#include "common/kernels/matmul.h"
 #include "common/numeric/half.h"
-#include "computed/kernels/matmul.h"
 #include "gtest/gtest.h"
 #include "tests/computed/kernel_matrices.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 namespace {
 
 using kernel_test::RandomMatrix;
@@ -324,4 +324,4 @@ TEST(Q8ActivationsPathTest, OnlyFourBitWeightsHaveOne) {
 }
 
 }  // namespace
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

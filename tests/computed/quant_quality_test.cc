@@ -8,10 +8,10 @@
 #include <fstream>
 #include <string_view>
 
+#include "common/compute/compute_context.h"
 #include "common/format/container.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/transformer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fixtures.h"

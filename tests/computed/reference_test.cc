@@ -13,12 +13,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/compute/compute_context.h"
 #include "common/format/container.h"
 #include "common/store/engine_activity.h"
 #include "common/store/engram_store.h"
 #include "common/store/expert_store.h"
 #include "computed/convert/converter.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/transformer.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/tensor_specs.h"

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/compute/compute_context.h"
 #include "common/format/container.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/early_route.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/model_config.h"

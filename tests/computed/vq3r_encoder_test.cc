@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
+#include "common/kernels/matrix_view.h"
 #include "common/numeric/half.h"
 #include "computed/convert/encode.h"
-#include "computed/kernels/matrix_view.h"
 #include "gtest/gtest.h"
 
 namespace warp::computed {

@@ -70,7 +70,8 @@ class RequestHandlerTest : public ::testing::Test {
     store_ = std::move(*store);
     handler_ = std::make_unique<RequestHandler>(*store_, kMaxKeys);
 
-    service_ = std::make_unique<ExpertServiceImpl>(*handler_, std::chrono::seconds(10));
+    compute_ = std::make_unique<ComputeHandler>(*store_, ComputeHandler::Options{});
+    service_ = std::make_unique<ExpertServiceImpl>(*handler_, *compute_, std::chrono::seconds(10));
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + (dir_ / "g.sock").string(),
                              grpc::InsecureServerCredentials());
@@ -192,6 +193,7 @@ class RequestHandlerTest : public ::testing::Test {
  protected:
   std::unique_ptr<ExpertStore> store_;
   std::unique_ptr<RequestHandler> handler_;
+  std::unique_ptr<ComputeHandler> compute_;
   std::unique_ptr<ExpertServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::ExpertStore::Stub> stub_;

@@ -1,9 +1,10 @@
 // gRPC request handling without the network: the first input byte picks the
 // RPC, the rest is its request message as gRPC would hand the bytes to the
 // service. Describe, Prefetch, CancelSpeculative, Stats and Health go through
-// ExpertServiceImpl itself; Read, whose reply is a stream, through the
-// RequestHandler calls the service makes (fingerprint, keys, each record or
-// its failure as the client would see it).
+// ExpertServiceImpl itself; Read and Compute, whose replies are streams,
+// through the RequestHandler and ComputeHandler calls the service makes
+// (fingerprint, keys or rows, each record, output or failure as the client
+// would see it).
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "common/format/bank_format.h"
 #include "common/format/container.h"
 #include "common/store/expert_store.h"
+#include "expertd/compute_handler.h"
 #include "expertd/grpc_service.h"
 #include "expertd/request_handler.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -24,6 +26,7 @@ using namespace warp;
 struct Daemon {
   std::unique_ptr<ExpertStore> store;
   std::unique_ptr<expertd::RequestHandler> handler;
+  std::unique_ptr<expertd::ComputeHandler> compute;
   std::unique_ptr<expertd::ExpertServiceImpl> service;
 };
 
@@ -36,8 +39,10 @@ Daemon& TheDaemon() {
     if (!store.ok()) std::abort();
     auto* d = new Daemon{.store = std::move(*store)};
     d->handler = std::make_unique<expertd::RequestHandler>(*d->store, 256);
-    d->service =
-        std::make_unique<expertd::ExpertServiceImpl>(*d->handler, std::chrono::seconds(10));
+    d->compute = std::make_unique<expertd::ComputeHandler>(
+        *d->store, expertd::ComputeHandler::Options{.threads = 1, .max_rows = 8});
+    d->service = std::make_unique<expertd::ExpertServiceImpl>(*d->handler, *d->compute,
+                                                              std::chrono::seconds(10));
     return d;
   }();
   return *daemon;
@@ -58,13 +63,20 @@ void Read(const expertd::RequestHandler& handler, const v1::ReadRequest& request
   }
 }
 
+void Compute(const Daemon& daemon, const v1::ComputeRequest& request) {
+  if (!daemon.handler->CheckFingerprint(request.model_fingerprint()).ok()) return;
+  const absl::Status status =
+      daemon.compute->Compute(request, [](uint32_t, std::span<const float>, Served) { return true; });
+  (void)daemon.handler->ForClient(status);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Init();
   if (size == 0) return 0;
   Daemon& daemon = TheDaemon();
-  const uint8_t rpc = data[0] % 6;
+  const uint8_t rpc = data[0] % 7;
   const void* message = data + 1;
   const int message_bytes = static_cast<int>(size - 1);
   switch (rpc) {
@@ -103,6 +115,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (request.ParseFromArray(message, message_bytes)) {
         (void)daemon.service->Stats(nullptr, &request, &reply);
       }
+      break;
+    }
+    case 6: {
+      v1::ComputeRequest request;
+      if (request.ParseFromArray(message, message_bytes)) Compute(daemon, request);
       break;
     }
     default: {

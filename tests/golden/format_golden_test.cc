@@ -13,7 +13,7 @@
 #include "common/format/usage_file.h"
 #include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
-#include "computed/kernels/matrix_view.h"
+#include "common/kernels/matrix_view.h"
 #include "gtest/gtest.h"
 #include "tests/testing/golden_doc.h"
 #include "tests/testing/hex_dump.h"
@@ -152,7 +152,7 @@ TEST(TensorFormatGoldenTest, Mxfp4ExampleMatchesTheDoc) {
   }
   scale[0] = std::byte{0x7f};
   scale[1] = std::byte{0x81};
-  const computed::kernels::MatrixView view{.format = TensorFormat::kMxfp4B32,
+  const kernels::MatrixView view{.format = TensorFormat::kMxfp4B32,
                                            .rows = kRows,
                                            .cols = kCols,
                                            .data = data.data(),
@@ -161,7 +161,7 @@ TEST(TensorFormatGoldenTest, Mxfp4ExampleMatchesTheDoc) {
       "data\n" + warp::testing::HexDump(data, 0) + "scale\n" + warp::testing::HexDump(scale, 0);
   std::vector<float> values(kCols);
   for (uint64_t row = 0; row < kRows; ++row) {
-    computed::kernels::DequantizeRow(view, row, values);
+    kernels::DequantizeRow(view, row, values);
     text += "row " + std::to_string(row) + ":";
     for (uint64_t col = 0; col < kCols; ++col) {
       char value[32];
@@ -181,10 +181,10 @@ TEST(TensorFormatGoldenTest, GgmlBlockExamplesMatchTheDoc) {
     const std::vector<std::byte> data(reinterpret_cast<const std::byte*>(bytes.data()),
                                       reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size());
     ASSERT_EQ(data.size(), DataBytes(format, {1, 32}));
-    const computed::kernels::MatrixView view{
+    const kernels::MatrixView view{
         .format = format, .rows = 1, .cols = 32, .data = data.data()};
     std::vector<float> values(32);
-    computed::kernels::DequantizeRow(view, 0, values);
+    kernels::DequantizeRow(view, 0, values);
     text += std::string(TensorFormatName(format)) + "\n" + warp::testing::HexDump(data, 0);
     for (uint64_t col = 0; col < 32; ++col) {
       char value[32];

@@ -2,7 +2,8 @@
 
 #include <vector>
 
-#include "computed/engine/linear.h"
+#include "common/compute/glu.h"
+#include "common/compute/linear.h"
 #include "computed/engine/ops.h"
 #include "computed/engine/stage_timer.h"
 

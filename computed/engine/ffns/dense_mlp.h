@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "common/compute/compute_context.h"
 #include "computed/engine/ffn.h"
 #include "computed/engine/forward_stats.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/layer_plan.h"
 #include "computed/model/model_config.h"

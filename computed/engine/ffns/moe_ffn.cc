@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <future>
 
+#include "common/compute/linear.h"
 #include "common/status.h"
-#include "computed/engine/linear.h"
 #include "computed/engine/ops.h"
-#include "computed/engine/read_window.h"
+#include "common/store/read_window.h"
 #include "computed/engine/stage_timer.h"
 
 namespace warp::computed {
@@ -190,6 +191,40 @@ absl::Status MoeFfn::ComputeAfterReads(std::span<const float> x, std::span<const
   return absl::OkStatus();
 }
 
+absl::Status MoeFfn::ComputeRemotely(std::span<const float> x, std::span<const float> in,
+                                     std::span<const int32_t> tokens, const ChunkExperts& chunk,
+                                     std::vector<std::vector<float>>& outputs,
+                                     std::vector<float>& shared) {
+  std::vector<ExpertRowsTask> tasks;
+  tasks.reserve(chunk.keys.size());
+  for (size_t u = 0; u < chunk.keys.size(); ++u) {
+    tasks.push_back({.expert = chunk.keys[u].expert, .rows = chunk.tokens[u]});
+  }
+  std::future<absl::StatusOr<ComputedExperts>> remote =
+      options_.remote->Compute({.layer = layer_,
+                                .width = width_,
+                                .rows = in.first(tokens.size() * width_),
+                                .experts = tasks,
+                                .math = math_->spec(),
+                                .q8_activations = compute_.q8_activations()});
+  RunShared(x, tokens, shared);
+  absl::StatusOr<ComputedExperts> computed;
+  {
+    StageTimer timer(stats_.seconds_fetch_wait);
+    computed = remote.get();
+  }
+  if (!computed.ok()) return computed.status();
+  outputs = std::move(computed->outputs);
+  for (size_t u = 0; u < chunk.keys.size(); ++u) {
+    CountUse(ExpertRecord{.key = chunk.keys[u],
+                          .record_bytes = bank_.record_bytes,
+                          .served = computed->served[u]},
+             chunk.tokens[u].size());
+  }
+  stats_.computed_remotely += chunk.keys.size();
+  return absl::OkStatus();
+}
+
 absl::Status MoeFfn::Forward(std::span<const float> x, const PassTokens& pass,
                              std::span<float> out) {
   const uint32_t n = pass.size();
@@ -212,9 +247,10 @@ absl::Status MoeFfn::Forward(std::span<const float> x, const PassTokens& pass,
   const std::span<const float> in = latent_ ? std::span<const float>(latent) : x;
   std::vector<std::vector<float>> outputs(chunk.keys.size());
   std::vector<float> shared;
-  WARP_RETURN_IF_ERROR(options_.prefetch
-                           ? ComputeAsReadsArrive(x, in, tokens, chunk, outputs, shared)
-                           : ComputeAfterReads(x, in, tokens, chunk, outputs, shared));
+  WARP_RETURN_IF_ERROR(
+      options_.remote != nullptr ? ComputeRemotely(x, in, tokens, chunk, outputs, shared)
+      : options_.prefetch        ? ComputeAsReadsArrive(x, in, tokens, chunk, outputs, shared)
+                                 : ComputeAfterReads(x, in, tokens, chunk, outputs, shared));
   // The layer has passed: speculative reads still queued for it are stale.
   experts_.CancelSpeculative(layer_);
   if (early_ != nullptr) {

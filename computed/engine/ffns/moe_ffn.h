@@ -6,8 +6,11 @@
 //   shared experts while they fly -> each expert computed as
 //   its record arrives (a miss row block by row block as its pieces land,
 //   while nothing else has arrived) -> outputs combined in routing-rank order.
-// With prefetch off, the reads are waited for first (the synchronous path);
-// the sums are the same either way.
+// With prefetch off, the reads are waited for first (the synchronous path).
+// With a remote computer (MoeOptions::remote), the experts are computed where
+// their records live instead: the pass's rows go out, each expert's output
+// rows come back, and the shared experts compute meanwhile. The sums are the
+// same on every path.
 //
 // Thread-compatible: one Forward at a time.
 
@@ -17,12 +20,13 @@
 #include <optional>
 #include <vector>
 
+#include "common/compute/expert_computer.h"
+#include "common/compute/expert_math.h"
 #include "common/format/manifest.h"
 #include "common/store/expert_source.h"
 #include "computed/engine/early_route.h"
 #include "computed/engine/ffn.h"
 #include "computed/engine/ffns/dense_mlp.h"
-#include "computed/engine/ffns/expert_math.h"
 #include "computed/engine/forward_stats.h"
 #include "computed/engine/lookahead.h"
 #include "computed/engine/router.h"
@@ -49,6 +53,9 @@ struct MoeOptions {
   // (read_window.h), the next wave's reads flying while one computes; 0: one wave.
   uint64_t cache_records = 0;
   OnRoute on_route;
+  // Computes the routed experts where they live (the daemons' Compute RPC)
+  // instead of reading their records; null: records.
+  ExpertComputer* remote = nullptr;
 };
 
 class MoeFfn : public Ffn {
@@ -100,6 +107,11 @@ class MoeFfn : public Ffn {
                                  std::span<const int32_t> tokens, const ChunkExperts& chunk,
                                  std::vector<std::vector<float>>& outputs,
                                  std::vector<float>& shared);
+  // The experts computed by options_.remote, the shared experts meanwhile.
+  absl::Status ComputeRemotely(std::span<const float> x, std::span<const float> in,
+                               std::span<const int32_t> tokens, const ChunkExperts& chunk,
+                               std::vector<std::vector<float>>& outputs,
+                               std::vector<float>& shared);
   void RunShared(std::span<const float> x, std::span<const int32_t> tokens,
                  std::vector<float>& shared);
 

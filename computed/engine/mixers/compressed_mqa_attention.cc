@@ -3,11 +3,11 @@
 #include <cmath>
 #include <numeric>
 
-#include "computed/engine/linear.h"
+#include "common/compute/linear.h"
+#include "common/kernels/matmul.h"
 #include "computed/engine/mixers/dot.h"
 #include "computed/engine/mixers/grouped_output.h"
 #include "computed/engine/mixers/window_attention.h"
-#include "computed/kernels/matmul.h"
 
 namespace warp::computed {
 

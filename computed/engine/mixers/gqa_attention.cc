@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "computed/engine/linear.h"
+#include "common/compute/linear.h"
 #include "computed/engine/mixers/dot.h"
 
 namespace warp::computed {

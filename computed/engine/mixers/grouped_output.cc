@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "computed/engine/linear.h"
-#include "computed/kernels/matmul.h"
+#include "common/compute/linear.h"
+#include "common/kernels/matmul.h"
 
 namespace warp::computed {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <span>
 
-#include "computed/engine/compute_context.h"
-#include "computed/kernels/matrix_view.h"
+#include "common/compute/compute_context.h"
+#include "common/kernels/matrix_view.h"
 
 namespace warp::computed {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "computed/engine/linear.h"
+#include "common/compute/linear.h"
 #include "computed/engine/mixers/dot.h"
 
 namespace warp::computed {

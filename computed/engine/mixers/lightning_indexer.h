@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "common/compute/compute_context.h"
 #include "computed/engine/mixers/kv_compressor.h"
 #include "computed/engine/ops.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/kinds/compressed_mqa.h"
 #include "computed/model/model_config.h"

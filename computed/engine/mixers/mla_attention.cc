@@ -3,9 +3,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "computed/engine/linear.h"
+#include "common/compute/linear.h"
+#include "common/kernels/matmul.h"
 #include "computed/engine/mixers/dot.h"
-#include "computed/kernels/matmul.h"
 
 namespace warp::computed {
 namespace {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "common/compute/compute_context.h"
 #include "computed/engine/layer_state.h"
-#include "computed/engine/compute_context.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/kinds/mla.h"
 #include "computed/model/model_config.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "computed/engine/linear.h"
+#include "common/compute/linear.h"
 #include "computed/engine/mixers/cache_rounding.h"
 #include "computed/engine/mixers/dot.h"
 #include "computed/engine/mixers/grouped_output.h"

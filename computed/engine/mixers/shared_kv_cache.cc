@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "common/kernels/matmul.h"
 #include "computed/engine/mixers/cache_rounding.h"
-#include "computed/kernels/matmul.h"
 
 namespace warp::computed {
 

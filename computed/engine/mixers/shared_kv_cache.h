@@ -16,9 +16,9 @@
 #include <span>
 #include <vector>
 
+#include "common/kernels/matrix_view.h"
 #include "computed/engine/ops.h"
 #include "computed/engine/trunk_weights.h"
-#include "computed/kernels/matrix_view.h"
 #include "computed/model/kinds/shared_compressed_mqa.h"
 
 namespace warp::computed {

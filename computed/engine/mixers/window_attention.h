@@ -14,9 +14,9 @@
 #include <span>
 #include <vector>
 
-#include "computed/engine/compute_context.h"
+#include "common/compute/compute_context.h"
+#include "common/compute/linear.h"
 #include "computed/engine/layer_state.h"
-#include "computed/engine/linear.h"
 #include "computed/engine/mixers/dot.h"
 #include "computed/engine/ops.h"
 

@@ -16,7 +16,7 @@
 #include "common/format/codebooks.h"
 #include "common/format/tensor_format.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 
 // [rows, cols], row-major. For kQ8B32 / kQ4B32 / kMxfp4B32 cols is a multiple of 32,
 // for the ggml formats of their block's elements (ShapeProblem).
@@ -117,4 +117,4 @@ static_assert(kE8M0HalfScale[0] == 0x1p-128f && kE8M0HalfScale[128] == 1.0f &&
 // 0x7f and 0xff are NaN (returned as a quiet NaN with the code's sign, 0x7fc00000).
 float E4M3ToFloat(uint8_t code);
 
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

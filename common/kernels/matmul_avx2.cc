@@ -15,10 +15,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "computed/kernels/matmul.h"
-#include "computed/kernels/matmul_driver-inl.h"
+#include "common/kernels/matmul.h"
+#include "common/kernels/matmul_driver-inl.h"
 
-namespace warp::computed::kernels::internal {
+namespace warp::kernels::internal {
 namespace {
 
 struct V16 {
@@ -276,4 +276,4 @@ void MatMulRowsAvx2(const MatrixView& w, const float* x, size_t num_tokens, size
   MatMulRowsWith<Avx2Ops>(w, x, num_tokens, row_begin, row_end, y, y_stride);
 }
 
-}  // namespace warp::computed::kernels::internal
+}  // namespace warp::kernels::internal

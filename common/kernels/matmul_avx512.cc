@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "computed/kernels/matmul.h"
-#include "computed/kernels/matmul_driver-inl.h"
+#include "common/kernels/matmul.h"
+#include "common/kernels/matmul_driver-inl.h"
 
-namespace warp::computed::kernels::internal {
+namespace warp::kernels::internal {
 namespace {
 
 inline uint64_t Load64(const std::byte* p) {
@@ -225,4 +225,4 @@ void MatMulRowsAvx512(const MatrixView& w, const float* x, size_t num_tokens, si
   MatMulRowsWith<Avx512Ops>(w, x, num_tokens, row_begin, row_end, y, y_stride);
 }
 
-}  // namespace warp::computed::kernels::internal
+}  // namespace warp::kernels::internal

@@ -7,11 +7,11 @@
 
 #include <cstddef>
 
-#include "computed/engine/compute_context.h"
-#include "computed/kernels/matmul.h"
-#include "computed/kernels/q8_activations.h"
+#include "common/compute/compute_context.h"
+#include "common/kernels/matmul.h"
+#include "common/kernels/q8_activations.h"
 
-namespace warp::computed {
+namespace warp {
 
 namespace internal {
 
@@ -82,4 +82,4 @@ class RowLinear {
   kernels::Q8Activations quantized_;
 };
 
-}  // namespace warp::computed
+}  // namespace warp

@@ -16,7 +16,7 @@
 
 #include "common/store/expert_source.h"
 
-namespace warp::computed {
+namespace warp {
 
 // Records in one wave for a cache of `cache_records` slots; 0: no bound.
 inline uint64_t WaveRecords(uint64_t cache_records) {
@@ -31,4 +31,4 @@ inline std::span<const ExpertKey> FirstWave(std::span<const ExpertKey> keys,
   return keys.first(wave);
 }
 
-}  // namespace warp::computed
+}  // namespace warp

@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "common/format/tensor_format.h"
-#include "computed/kernels/format_kernels.h"
-#include "computed/kernels/matrix_view.h"
+#include "common/kernels/format_kernels.h"
+#include "common/kernels/matrix_view.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 
 // The columns of one group of 4 blocks, as the kernels read them.
 inline constexpr uint64_t kQ8GroupCols = 128;
@@ -151,4 +151,4 @@ inline int32_t NibbleCode(TensorFormat format, uint8_t nibble) {
 }
 }  // namespace internal
 
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

@@ -45,9 +45,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "computed/kernels/matmul.h"
+#include "common/kernels/matmul.h"
 
-namespace warp::computed::kernels::internal {
+namespace warp::kernels::internal {
 namespace {
 
 constexpr uint64_t kLanes = 16;
@@ -637,4 +637,4 @@ void MatMulRowsWith(const MatrixView& w, const float* x, size_t num_tokens, size
 }
 
 }  // namespace
-}  // namespace warp::computed::kernels::internal
+}  // namespace warp::kernels::internal

@@ -15,10 +15,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "computed/kernels/q8_activations.h"
-#include "computed/kernels/q8_activations_tile-inl.h"
+#include "common/kernels/q8_activations.h"
+#include "common/kernels/q8_activations_tile-inl.h"
 
-namespace warp::computed::kernels::internal {
+namespace warp::kernels::internal {
 namespace {
 
 struct Avx2Ops {
@@ -112,4 +112,4 @@ void MatMulRowsQ8Avx2(const MatrixView& w, const Q8Activations& x, size_t row_be
   MatMulRowsQ8With<Avx2Ops>(w, x, row_begin, row_end, y, y_stride);
 }
 
-}  // namespace warp::computed::kernels::internal
+}  // namespace warp::kernels::internal

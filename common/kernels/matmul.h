@@ -34,9 +34,9 @@
 #include <span>
 #include <string_view>
 
-#include "computed/kernels/matrix_view.h"
+#include "common/kernels/matrix_view.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 
 // y[t * y_stride + r] = sum_c W[r][c] * x[t * cols + c], for tokens t in
 // [0, num_tokens) and rows r in [row_begin, row_end), in the order above. Writes
@@ -75,4 +75,4 @@ void MatMulRowsAvx512(const MatrixView& w, const float* x, size_t num_tokens, si
                       size_t row_end, float* y, size_t y_stride);
 }  // namespace internal
 
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

@@ -16,7 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace warp::computed {
+namespace warp {
 
 class ThreadPool {
  public:
@@ -46,4 +46,4 @@ class ThreadPool {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace warp::computed
+}  // namespace warp

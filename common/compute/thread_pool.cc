@@ -1,11 +1,11 @@
-#include "computed/engine/thread_pool.h"
+#include "common/compute/thread_pool.h"
 
 #include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
 
-namespace warp::computed {
+namespace warp {
 namespace {
 
 void PinToCpu(std::thread::native_handle_type handle, int cpu) {
@@ -87,4 +87,4 @@ void ThreadPool::WorkerLoop(size_t index) {
   }
 }
 
-}  // namespace warp::computed
+}  // namespace warp

@@ -13,9 +13,9 @@
 #include <iterator>
 
 #include "common/format/tensor_format.h"
-#include "computed/kernels/matrix_view.h"
+#include "common/kernels/matrix_view.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 
 // Columns [col, col + n) of row `row` of `w`, as DequantizeRow defines them.
 // REQUIRES: n <= 16 and [col, col + n) inside one block (of 16 elements for
@@ -90,4 +90,4 @@ constexpr const FormatKernels& KernelsOf(TensorFormat format) {
   return kFormatKernels[static_cast<size_t>(format)];
 }
 
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

@@ -12,9 +12,9 @@
 #include <cstddef>
 #include <functional>
 
-#include "computed/engine/thread_pool.h"
+#include "common/compute/thread_pool.h"
 
-namespace warp::computed {
+namespace warp {
 
 // The arithmetic a session chooses for its kernels; two sessions of one
 // process may choose differently.
@@ -40,4 +40,4 @@ class ComputeContext {
   const Arithmetic arithmetic_;
 };
 
-}  // namespace warp::computed
+}  // namespace warp

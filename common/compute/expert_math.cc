@@ -1,4 +1,4 @@
-#include "computed/engine/ffns/expert_math.h"
+#include "common/compute/expert_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,12 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/compute/glu.h"
+#include "common/compute/linear.h"
+#include "common/compute/record_matrix.h"
 #include "common/status.h"
-#include "computed/engine/linear.h"
-#include "computed/engine/ops.h"
-#include "computed/model/kinds/expert_record.h"
 
-namespace warp::computed {
+namespace warp {
 namespace {
 
 absl::Status NotInRecords(const BankEntry& bank, std::string_view name) {
@@ -240,16 +240,18 @@ bool ExpertMath::RunLanding(const LandingRecord& landing, std::span<const float>
   return true;
 }
 
-absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const FfnPlan& plan,
+absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const ExpertMathSpec& spec,
                                                                const BankEntry& bank,
                                                                const Codebooks& codebooks,
                                                                ComputeContext& compute) {
-  switch (plan.activation) {
+  std::unique_ptr<ExpertMath> math;
+  switch (spec.activation) {
     case ExpertActivation::kSwiGlu: {
       WARP_ASSIGN_OR_RETURN(BankMatrix gate, Matrix(bank, codebooks, RecordMatrix::kGate));
       WARP_ASSIGN_OR_RETURN(BankMatrix up, Matrix(bank, codebooks, RecordMatrix::kUp));
       WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, RecordMatrix::kDown));
-      return std::make_unique<SwiGluExpert>(gate, up, down, plan.glu, compute);
+      math = std::make_unique<SwiGluExpert>(gate, up, down, spec.glu, compute);
+      break;
     }
     case ExpertActivation::kClampedSwiGlu: {
       WARP_ASSIGN_OR_RETURN(BankMatrix gate_up, Matrix(bank, codebooks, RecordMatrix::kGateUp));
@@ -257,11 +259,14 @@ absl::StatusOr<std::unique_ptr<ExpertMath>> ExpertMath::Create(const FfnPlan& pl
                             Vector(bank, RecordMatrix::kGateUpBias));
       WARP_ASSIGN_OR_RETURN(BankMatrix down, Matrix(bank, codebooks, RecordMatrix::kDown));
       WARP_ASSIGN_OR_RETURN(const TensorEntry* down_bias, Vector(bank, RecordMatrix::kDownBias));
-      return std::make_unique<ClampedSwiGluExpert>(gate_up, *gate_up_bias, down, *down_bias,
-                                                   plan.swiglu_limit, compute);
+      math = std::make_unique<ClampedSwiGluExpert>(gate_up, *gate_up_bias, down, *down_bias,
+                                                   spec.swiglu_limit, compute);
+      break;
     }
   }
-  return absl::InternalError("unknown expert activation");
+  if (math == nullptr) return absl::InternalError("unknown expert activation");
+  math->spec_ = spec;
+  return math;
 }
 
-}  // namespace warp::computed
+}  // namespace warp

@@ -2,7 +2,9 @@
 
 // ExpertMath: how one routed expert's record is computed, per
 // ExpertActivation. The record's matrices are reached by name (gate/up/down,
-// or gate_up), resolved once per bank when the model opens, never by index.
+// or gate_up, record_matrix.h), resolved once per bank when the model opens,
+// never by index. computed's engine and expertd's compute RPC both run it,
+// so an expert's output has the same bits wherever it is computed.
 //
 // Thread-compatible: Run uses the pool for matrix rows.
 
@@ -12,14 +14,14 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "common/compute/compute_context.h"
+#include "common/compute/expert_math_spec.h"
 #include "common/format/codebooks.h"
 #include "common/format/manifest.h"
 #include "common/store/expert_source.h"
 #include "common/store/landing_record.h"
-#include "computed/engine/compute_context.h"
-#include "computed/model/layer_plan.h"
 
-namespace warp::computed {
+namespace warp {
 
 class ExpertMath {
  public:
@@ -40,13 +42,19 @@ class ExpertMath {
   virtual bool RunLanding(const LandingRecord& landing, std::span<const float> xs, uint32_t m,
                           std::span<float> out, WaitForBytes wait) const;
 
-  // The math of `plan`'s experts over the records of `bank`, whose
+  // The math of `spec`'s experts over the records of `bank`, whose
   // vector-quantized matrices decode with `codebooks` (which must outlive it);
   // FailedPrecondition naming the layer and matrix when the bank lacks one.
-  static absl::StatusOr<std::unique_ptr<ExpertMath>> Create(const FfnPlan& plan,
+  static absl::StatusOr<std::unique_ptr<ExpertMath>> Create(const ExpertMathSpec& spec,
                                                             const BankEntry& bank,
                                                             const Codebooks& codebooks,
                                                             ComputeContext& compute);
+
+  // What it computes: what a daemon asked to compute these experts is sent.
+  const ExpertMathSpec& spec() const { return spec_; }
+
+ private:
+  ExpertMathSpec spec_;
 };
 
-}  // namespace warp::computed
+}  // namespace warp

@@ -1,4 +1,4 @@
-#include "computed/kernels/format_kernels.h"
+#include "common/kernels/format_kernels.h"
 
 #include <array>
 #include <bit>
@@ -7,7 +7,7 @@
 #include "common/check.h"
 #include "common/numeric/half.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 namespace {
 
 constexpr float E4M3Value(uint8_t code) {
@@ -303,4 +303,4 @@ void DecodeGgmlQ6_K(const MatrixView& w, uint64_t row, uint64_t col, uint64_t n,
 }
 
 }  // namespace internal
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

@@ -19,10 +19,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "computed/kernels/q8_activations.h"
-#include "computed/kernels/q8_activations_tile-inl.h"
+#include "common/kernels/q8_activations.h"
+#include "common/kernels/q8_activations_tile-inl.h"
 
-namespace warp::computed::kernels::internal {
+namespace warp::kernels::internal {
 namespace {
 
 struct Avx512VnniOps {
@@ -99,4 +99,4 @@ void MatMulRowsQ8Avx512Vnni(const MatrixView& w, const Q8Activations& x, size_t 
   MatMulRowsQ8With<Avx512VnniOps>(w, x, row_begin, row_end, y, y_stride);
 }
 
-}  // namespace warp::computed::kernels::internal
+}  // namespace warp::kernels::internal

@@ -1,4 +1,4 @@
-#include "computed/kernels/q8_activations.h"
+#include "common/kernels/q8_activations.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <limits>
 
 #include "common/check.h"
+#include "common/kernels/matmul.h"
 #include "common/numeric/half.h"
-#include "computed/kernels/matmul.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 namespace {
 
 constexpr uint64_t kBlock = 32;
@@ -192,4 +192,4 @@ void MatMulRowsQ8Scalar(const MatrixView& w, const Q8Activations& x, size_t row_
 }
 
 }  // namespace internal
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

@@ -1,4 +1,4 @@
-#include "computed/kernels/matmul.h"
+#include "common/kernels/matmul.h"
 
 #include <algorithm>
 #include <array>
@@ -12,9 +12,9 @@
 #endif
 
 #include "common/check.h"
-#include "computed/kernels/format_kernels.h"
+#include "common/kernels/format_kernels.h"
 
-namespace warp::computed::kernels {
+namespace warp::kernels {
 namespace {
 
 constexpr uint64_t kLanes = 16;    // accumulator lanes of the summation contract
@@ -144,4 +144,4 @@ std::string_view IsaName(Isa isa) {
   return "unknown";
 }
 
-}  // namespace warp::computed::kernels
+}  // namespace warp::kernels

@@ -26,9 +26,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "computed/kernels/q8_activations.h"
+#include "common/kernels/q8_activations.h"
 
-namespace warp::computed::kernels::internal {
+namespace warp::kernels::internal {
 namespace {
 
 #define WARP_Q8_INLINE inline __attribute__((always_inline))
@@ -199,4 +199,4 @@ void MatMulRowsQ8With(const MatrixView& w, const Q8Activations& x, size_t row_be
 }
 
 }  // namespace
-}  // namespace warp::computed::kernels::internal
+}  // namespace warp::kernels::internal

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -11,6 +12,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -352,6 +354,62 @@ uint64_t CountCacheHits(EvictionPolicy policy, const std::vector<TraceLine>& lin
     cache.ForgetForesight(layer);
   }
   return hits;
+}
+
+namespace {
+
+// owner[(layer, expert)] under `placement`.
+absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> Owners(
+    const std::vector<TraceAccess>& accesses, uint32_t num_shards, Placement placement) {
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint64_t> count;
+  for (const TraceAccess& a : accesses) ++count[{a.layer, a.expert}];
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> owner;
+  if (placement == Placement::kModulo) {
+    for (const auto& [key, n] : count) owner[key] = key.second % num_shards;
+    return owner;
+  }
+  std::map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_layer;  // (accesses, expert)
+  for (const auto& [key, n] : count) by_layer[key.first].push_back({n, key.second});
+  for (auto& [layer, experts] : by_layer) {
+    std::sort(experts.begin(), experts.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::vector<uint64_t> load(num_shards, 0);
+    for (const auto& [n, expert] : experts) {
+      const uint32_t s = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      load[s] += n;
+      owner[{layer, expert}] = s;
+    }
+  }
+  return owner;
+}
+
+std::vector<std::vector<TraceAccess>> SplitByOwner(const std::vector<TraceAccess>& accesses,
+                                                   uint32_t num_shards, Placement placement) {
+  const auto owner = Owners(accesses, num_shards, placement);
+  std::vector<std::vector<TraceAccess>> parts(num_shards);
+  for (const TraceAccess& a : accesses) parts[owner.at({a.layer, a.expert})].push_back(a);
+  return parts;
+}
+
+}  // namespace
+
+uint64_t CountShardedHits(Policy policy, const std::vector<TraceAccess>& accesses,
+                          uint32_t num_shards, uint64_t capacity_each, Placement placement) {
+  uint64_t hits = 0;
+  for (const auto& part : SplitByOwner(accesses, num_shards, placement)) {
+    hits += CountHits(policy, part, capacity_each);
+  }
+  return hits;
+}
+
+double LargestShardShare(const std::vector<TraceAccess>& accesses, uint32_t num_shards,
+                         Placement placement) {
+  size_t largest = 0;
+  for (const auto& part : SplitByOwner(accesses, num_shards, placement)) {
+    largest = std::max(largest, part.size());
+  }
+  return accesses.empty() ? 0 : static_cast<double>(largest) / static_cast<double>(accesses.size());
 }
 
 }  // namespace warp::bench

@@ -67,6 +67,23 @@ uint64_t CountHits(Policy policy, const std::vector<TraceAccess>& accesses,
 // CountHits / accesses.size(); 0 for an empty trace.
 double HitRate(Policy policy, const std::vector<TraceAccess>& accesses, uint64_t capacity_records);
 
+// How shard daemons split the records (issue 47, "caches that add up").
+enum class Placement {
+  kModulo,  // expert e on shard e % N, every layer (expertd --shard I/N)
+  kHeat,    // per layer, the experts by decreasing access count, each to the
+            // shard with the fewest accesses so far (hot experts spread evenly)
+};
+
+// Hits of `num_shards` caches of `capacity_each` records, each seeing only
+// the accesses of the records its shard owns, summed: what N daemons of
+// budget B hit together, to set against one cache of N x B.
+uint64_t CountShardedHits(Policy policy, const std::vector<TraceAccess>& accesses,
+                          uint32_t num_shards, uint64_t capacity_each, Placement placement);
+
+// The largest shard's share of the accesses (1 / num_shards when even).
+double LargestShardShare(const std::vector<TraceAccess>& accesses, uint32_t num_shards,
+                         Placement placement);
+
 // A synthetic routing trace: for each token and each layer in turn, `top_k`
 // distinct experts drawn without replacement with Zipf(s) popularity (weight
 // 1 / rank^s) over a per-layer random permutation of the experts, listed in

@@ -5,7 +5,7 @@
 //   cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]
 //   cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | --fractions ...]
 //
-//   ... [--foresight 0.5,0.8,1]
+//   ... [--foresight 0.5,0.8,1] [--shards 2,4]
 //
 // TRACE is written by `computed run ... --trace FILE`. --zipf generates a
 // synthetic trace instead (Zipf(S) expert popularity per layer, see
@@ -13,6 +13,8 @@
 // 0.05,0.1,0.25,0.5). --foresight adds a table: the runtime's RecordCache
 // (LFRU and DUEL) with evictions sparing the lookahead's predictions of the
 // next layer, right at each RECALL, against the same cache without them.
+// --shards adds another: N daemons, each caching B records of the experts it
+// owns (e % N, and hot experts spread by heat), against one cache of N x B.
 
 #include <algorithm>
 #include <cmath>
@@ -34,7 +36,7 @@ constexpr char kUsage[] =
     "usage: cache_sim TRACE [--budgets 16,64,256 | --fractions 0.05,0.1,0.25,0.5]\n"
     "       cache_sim --zipf N_EXPERTS,LAYERS,TOPK,TOKENS,S [--seed N] [--budgets ... | "
     "--fractions ...]\n"
-    "       ... [--foresight RECALL,...]\n";
+    "       ... [--foresight RECALL,...] [--shards N,...]\n";
 
 int Usage(const std::string& error) {
   std::fprintf(stderr, "cache_sim: %s\n%s", error.c_str(), kUsage);
@@ -105,6 +107,35 @@ void PrintForesight(const std::vector<warp::bench::TraceLine>& lines,
   }
 }
 
+void PrintShards(const std::vector<TraceAccess>& accesses, const std::vector<uint64_t>& budgets,
+                 const std::vector<uint64_t>& shards) {
+  using warp::bench::Placement;
+  std::printf("\nshards: N caches of B records (each the records its shard owns) against one of "
+              "N x B, DUEL and LRU\n%6s %8s %6s %9s %9s %9s %9s %9s %14s\n", "shards", "B",
+              "policy", "one N*B", "e % N", "by heat", "e%N-one", "heat-one",
+              "largest share");
+  for (const uint64_t n : shards) {
+    const uint32_t num_shards = static_cast<uint32_t>(n);
+    for (uint64_t budget : budgets) {
+      for (Policy policy : {Policy::kDuel, Policy::kLru}) {
+        const double total = static_cast<double>(std::max<size_t>(accesses.size(), 1));
+        const double one = 100 * warp::bench::HitRate(policy, accesses, n * budget);
+        const double modulo = 100 * static_cast<double>(warp::bench::CountShardedHits(
+                                        policy, accesses, num_shards, budget, Placement::kModulo)) /
+                              total;
+        const double heat = 100 * static_cast<double>(warp::bench::CountShardedHits(
+                                      policy, accesses, num_shards, budget, Placement::kHeat)) /
+                            total;
+        std::printf("%6llu %8llu %6s %8.2f%% %8.2f%% %8.2f%% %+8.2f %+8.2f %6.3f / %5.3f\n",
+                    static_cast<unsigned long long>(n), static_cast<unsigned long long>(budget),
+                    warp::bench::PolicyName(policy), one, modulo, heat, modulo - one, heat - one,
+                    warp::bench::LargestShardShare(accesses, num_shards, Placement::kModulo),
+                    warp::bench::LargestShardShare(accesses, num_shards, Placement::kHeat));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +144,7 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> budgets;
   std::vector<double> fractions = {0.05, 0.1, 0.25, 0.5};
   std::vector<double> recalls;
+  std::vector<uint64_t> shards;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -132,6 +164,11 @@ int main(int argc, char** argv) {
           std::any_of(recalls.begin(), recalls.end(),
                       [](double r) { return !(r >= 0 && r <= 1); })) {
         return Usage("bad --foresight '" + std::string(argv[i]) + "' (recalls in [0, 1])");
+      }
+    } else if (arg == "--shards" && has_value) {
+      if (!ParseList<uint64_t>(argv[++i], ParseU64, &shards) ||
+          std::any_of(shards.begin(), shards.end(), [](uint64_t n) { return n < 2 || n > 64; })) {
+        return Usage("bad --shards '" + std::string(argv[i]) + "' (2 to 64 each)");
       }
     } else if (arg == "--zipf" && has_value) {
       zipf = argv[++i];
@@ -187,5 +224,6 @@ int main(int argc, char** argv) {
   }
   PrintTable(accesses, budgets);
   if (!recalls.empty()) PrintForesight(lines, accesses, budgets, recalls);
+  if (!shards.empty()) PrintShards(accesses, budgets, shards);
   return 0;
 }

@@ -269,5 +269,26 @@ TEST(CacheSimTest, CacheReplayMatchesTheOrderReplayOnSingleExpertLines) {
   }
 }
 
+// Shard daemons: each caches the records its shard owns. Two hot experts of
+// one parity share a shard under e % N, while heat spreads them; a trace
+// whose every shard fits its cache hits as one cache of the sum does.
+TEST(CacheSimTest, ShardCachesAddUpAndHeatSpreadsHotExperts) {
+  std::vector<TraceAccess> accesses;
+  for (int i = 0; i < 100; ++i) {
+    accesses.push_back({1, 0});
+    accesses.push_back({1, 2});
+    if (i % 10 == 0) accesses.push_back({1, 1});
+  }
+  EXPECT_DOUBLE_EQ(LargestShardShare(accesses, 2, Placement::kModulo), 200.0 / 210);
+  EXPECT_DOUBLE_EQ(LargestShardShare(accesses, 2, Placement::kHeat), 110.0 / 210);
+  // Shard 0 of e % 2 needs 2 records for experts 0 and 2; one each is a miss a time.
+  EXPECT_EQ(CountShardedHits(Policy::kLru, accesses, 2, 1, Placement::kModulo), 10u - 1);
+  // Heat: 0 alone on shard 0 but for the rare 1 (which evicts it), 2 alone on shard 1.
+  EXPECT_EQ(CountShardedHits(Policy::kLru, accesses, 2, 1, Placement::kHeat), 89u + 99);
+  // Enough room everywhere: every access after the first of its record hits, as in one cache.
+  EXPECT_EQ(CountShardedHits(Policy::kLru, accesses, 2, 2, Placement::kModulo),
+            CountHits(Policy::kLru, accesses, 4));
+}
+
 }  // namespace
 }  // namespace warp::bench

@@ -174,9 +174,12 @@ class BitIdentityTest : public ::testing::Test {
     std::vector<std::string> addresses;
     ASSERT_NO_FATAL_FAILURE(StartHalves("half", "1M", addresses));
     ExpectIdentical(flags + " --stores " + absl::StrJoin(addresses, ","));
-    // The gRPC half computing its own experts (issue 47) with this arithmetic.
+    // A daemon computing the experts (issue 47) with this arithmetic.
+    auto computing = warp::testing::Daemon::Start(
+        {"--model", Model(), "--listen", "unix:" + (dir_ / "computing").string()});
+    ASSERT_TRUE(computing.ok()) << computing.status();
     ExpectIdentical(flags + " --expert-compute daemons --prefill-chunk 3 --stores " +
-                    addresses.at(1));
+                    (*computing)->addresses().at(0));
   }
 
   warp::testing::TempDir dir_;

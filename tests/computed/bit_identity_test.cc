@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/byte_size.h"
+#include "common/client/grpc_source.h"
 #include "common/format/container.h"
 #include "common/io/file.h"
 #include "computed/planner/planner.h"
@@ -477,6 +478,12 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnWhereTheExpertsAreComputed) {
                            "--no-prefetch --lookahead 0", "--lookahead 16 --prefill-chunk 3"}) {
     ExpectIdentical(daemons + " " + mode);
   }
+  // The daemon did compute them: every pass's rows, in requests of 2.
+  auto client = GrpcExpertSource::Connect({.address = (*one)->addresses().at(0)});
+  WARP_ASSERT_OK(client);
+  const std::map<std::string, uint64_t> counters = (*client)->Counters();
+  EXPECT_GT(counters.at("expertd.compute.requests"), counters.at("expertd.compute.rows") / 2);
+  EXPECT_GT(counters.at("expertd.compute.expert_rows"), counters.at("expertd.compute.rows"));
   std::vector<std::string> shards;
   for (int i = 0; i < 3; ++i) shards.push_back((dir_ / ("s" + std::to_string(i))).string());
   auto shard = RunBinary("expertd", "shard " + Model() + " --dirs " + absl::StrJoin(shards, ","));

@@ -14,6 +14,7 @@
 #   tests/bench/lan_shaped.sh [--build build] [--size 6G] [--rates "1gbit 10gbit"]
 #       [--daemons "1 2"] [--modes "records daemons"] [--tokens 12]
 #       [--daemon-budget 1G] [--budget 2G] [--disk-rate 1500M] [--work /tmp/warp-lan]
+#       [--daemon-args "--no-prefault"] [--client-args "--lookahead 0"] [--skip-embedded 1]
 #
 # Needs root (namespaces, tc, cgroups) and openssl. The namespaces and their
 # addresses (10.77.I.0/24) are the only hosts it uses; it removes them, the
@@ -21,7 +22,8 @@
 set -euo pipefail
 
 build=build size=6G rates="1gbit 10gbit" daemons="1 2" modes="records daemons" tokens=12
-daemon_budget=1G budget=2G disk_rate="" work=/tmp/warp-lan
+daemon_budget=1G budget=2G disk_rate="" work=/tmp/warp-lan daemon_args="" client_args=""
+skip_embedded=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2 ;;
@@ -34,6 +36,9 @@ while [[ $# -gt 0 ]]; do
     --budget) budget=$2 ;;
     --disk-rate) disk_rate=$2 ;;
     --work) work=$2 ;;
+    --daemon-args) daemon_args=$2 ;;
+    --client-args) client_args=$2 ;;
+    --skip-embedded) skip_embedded=$2 ;;
     *) echo "lan_shaped.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -113,6 +118,7 @@ shape() {  # RATE: every link, both ways
 
 decode_rate() { grep -oE 'decode [0-9]+ tokens? [0-9.]+ tok/s' | grep -oE '[0-9.]+ tok/s' | tail -1; }
 prefill_rate() { grep -oE 'prefill [0-9]+ tokens? [0-9.]+ tok/s' | grep -oE '[0-9.]+ tok/s' | tail -1; }
+hit_rate() { grep -oE 'experts [0-9]+ hit / [0-9]+ miss [0-9]+%' | tail -1; }
 link_bytes() {  # DIRECTION (rx, tx): the client's bytes over every link
   local total=0
   for i in $(seq 1 "$max_daemons"); do
@@ -122,13 +128,18 @@ link_bytes() {  # DIRECTION (rx, tx): the client's bytes over every link
 }
 iec() { numfmt --to=iec-i --suffix=B "$1"; }
 run_args=(--log-level warn run --ids "$model" 1,2,3,4 -n "$tokens" --temperature 1 --seed 7
-          --budget "$budget")
+          --budget "$budget" $client_args)
 
+if [[ $skip_embedded == 0 ]]; then
 group=$(blkio_group embedded)
 out=$(in_group "$group" "$computed" "${run_args[@]}" 2>&1)  # exec'd in the substitution's subshell
-echo "embedded store${disk_rate:+, disk $disk_rate/s}: $(decode_rate <<< "$out")"
+[[ -z ${LAN_VERBOSE:-} ]] || echo "$out"
+echo "embedded store${disk_rate:+, disk $disk_rate/s}: prefill $(prefill_rate <<< "$out"), decode" \
+  "$(decode_rate <<< "$out"), $(hit_rate <<< "$out")"
+fi
 
-for n in $daemons; do
+start_daemons() {  # N: one expertd per storage host, fresh (a cold cache, as the embedded run's)
+  local n=$1 i group shard
   addresses=()
   for i in $(seq 1 "$n"); do
     group=$(blkio_group "s$i")
@@ -137,7 +148,7 @@ for n in $daemons; do
     (in_group "$group" ip netns exec "warp-s$i" "$expertd" serve --model "$model" \
       "${shard[@]}" --budget "$daemon_budget" --listen "tcp:10.77.$i.2:7070" \
       --tls-cert "$work/s$i.pem" --tls-key "$work/s$i.key" --token-file "$work/token" \
-      > "$work/s$i.log" 2>&1) &
+      $daemon_args > "$work/s$i.log" 2>&1) &
     pids+=($!)
     addresses+=("tls:10.77.$i.2:7070")
   done
@@ -148,20 +159,37 @@ for n in $daemons; do
       sleep 0.2
     done
   done
-  stores=$(IFS=,; echo "${addresses[*]}")
+  # A daemon that has run a while: its cache's shared memory faulted in (the
+  # prefault thread; a fresh daemon's misses into unfaulted shmem ran at 0.85
+  # GB/s, docs/EFFICIENCY.md "A daemon's cache faulted in ahead"), its cache
+  # still cold. At most 60 s.
+  local want=$(( $(numfmt --from=iec "$daemon_budget") / 1024 * 9 / 10 )) waited=0
+  for pid in "${pids[@]}"; do
+    until (( waited >= 300 )) || (( $(awk '/RssShmem/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "$want") >= want )); do
+      sleep 0.2; waited=$(( waited + 1 ))
+    done
+  done
+}
+stop_daemons() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+}
+for n in $daemons; do
   for rate in $rates; do
     shape "$rate"
     for mode in $modes; do
+      start_daemons "$n"
+      stores=$(IFS=,; echo "${addresses[*]}")
       rx=$(link_bytes rx) tx=$(link_bytes tx)
       out=$(ip netns exec warp-c "$computed" "${run_args[@]}" --stores "$stores" \
         --expert-compute "$mode" --tls-ca "$work/ca.pem" --token-file "$work/token" 2>&1)
       rx=$(( $(link_bytes rx) - rx )) tx=$(( $(link_bytes tx) - tx ))
+      [[ -z ${LAN_VERBOSE:-} ]] || echo "$out"
       echo "$n daemon(s), $mode, $rate: prefill $(prefill_rate <<< "$out"), decode" \
         "$(decode_rate <<< "$out"), network $(iec $(( rx / (tokens + 4) ))) in +" \
-        "$(iec $(( tx / (tokens + 4) ))) out a token (prompt of 4 included)"
+        "$(iec $(( tx / (tokens + 4) ))) out a token (prompt of 4 included), $(hit_rate <<< "$out")"
+      stop_daemons
     done
   done
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  pids=()
 done

@@ -8,8 +8,9 @@
 # hardware). The embedded store runs under the same disk throttle as the
 # baseline. Per run, in each mode (--expert-compute records: the client reads
 # the records and computes; daemons: each daemon computes its experts over the
-# rows the client sends): prefill and decode tok/s, and the client's network
-# bytes a token both ways (its veth counters; prefill included).
+# rows the client sends): prefill and decode tok/s, hits, and the client's
+# network bytes both ways (its veth counters) per token computed (the prompt's
+# 4 and every sampled one but the last).
 #
 #   tests/bench/lan_shaped.sh [--build build] [--size 6G] [--rates "1gbit 10gbit"]
 #       [--daemons "1 2"] [--modes "records daemons"] [--tokens 12]
@@ -56,6 +57,11 @@ cleanup() {
   [[ -n "$blkio" ]] && rmdir "$blkio"/* "$blkio" 2>/dev/null || true
   rm -rf "$work"
 }
+# Another run's namespaces or work dir: refuse, before the trap could remove them.
+if ip netns list | grep -q '^warp-c\b' || [[ -e "$work" ]]; then
+  echo "lan_shaped.sh: another run is in progress (netns warp-c or $work exists)" >&2
+  exit 1
+fi
 trap cleanup EXIT INT TERM
 mkdir -p "$work"
 model=$work/m.warp
@@ -127,6 +133,7 @@ link_bytes() {  # DIRECTION (rx, tx): the client's bytes over every link
   echo "$total"
 }
 iec() { numfmt --to=iec-i --suffix=B "$1"; }
+passes=$(( 4 + tokens - 1 ))  # tokens computed: the prompt's 4, each sampled but the last
 run_args=(--log-level warn run --ids "$model" 1,2,3,4 -n "$tokens" --temperature 1 --seed 7
           --budget "$budget" $client_args)
 
@@ -187,8 +194,8 @@ for n in $daemons; do
       rx=$(( $(link_bytes rx) - rx )) tx=$(( $(link_bytes tx) - tx ))
       [[ -z ${LAN_VERBOSE:-} ]] || echo "$out"
       echo "$n daemon(s), $mode, $rate: prefill $(prefill_rate <<< "$out"), decode" \
-        "$(decode_rate <<< "$out"), network $(iec $(( rx / (tokens + 4) ))) in +" \
-        "$(iec $(( tx / (tokens + 4) ))) out a token (prompt of 4 included), $(hit_rate <<< "$out")"
+        "$(decode_rate <<< "$out"), network $(iec $(( rx / passes ))) in +" \
+        "$(iec $(( tx / passes ))) out a token computed, $(hit_rate <<< "$out")"
       stop_daemons
     done
   done

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/compute/compute_arrivals.h"
 #include "common/compute/expert_math.h"
 #include "common/compute/record_matrix.h"
 #include "common/status.h"
@@ -56,8 +57,8 @@ uint64_t ComputeHandler::max_request_bytes() const {
   for (const BankEntry& bank : store_.container().manifest().banks) {
     experts = std::max<uint64_t>(experts, bank.num_experts);
   }
-  return std::max<uint64_t>(4 << 20, options_.max_rows * (width * sizeof(float) + 5 * experts) +
-                                         (1 << 20));
+  return std::max<uint64_t>(4 << 20,
+                            options_.max_rows * (width * sizeof(float) + 5 * experts) + (1 << 20));
 }
 
 const BankEntry* ComputeHandler::Bank(uint32_t layer) const {
@@ -140,7 +141,9 @@ absl::Status ComputeHandler::Compute(const v1::ComputeRequest& request, Emit emi
   rows_ += request.num_rows();
   std::vector<ExpertKey> keys;
   keys.reserve(request.experts_size());
-  for (const v1::ExpertRows& expert : request.experts()) keys.push_back({bank->layer, expert.expert()});
+  for (const v1::ExpertRows& expert : request.experts()) {
+    keys.push_back({bank->layer, expert.expert()});
+  }
   // Waves of what the cache holds (common/store/read_window.h): the next
   // wave's reads fly while this one computes.
   const uint64_t slots = store_.slot_bytes() == 0 ? 0 : store_.cache_bytes() / store_.slot_bytes();
@@ -152,18 +155,33 @@ absl::Status ComputeHandler::Compute(const v1::ComputeRequest& request, Emit emi
   std::shared_ptr<ReadBatch> batch = read(0);
   for (size_t begin = 0; begin < keys.size(); begin += wave) {
     std::shared_ptr<ReadBatch> next = begin + wave < keys.size() ? read(begin + wave) : nullptr;
-    while (auto done = batch->Next()) {
-      const absl::StatusOr<ExpertRecord>& record = done->second;
-      if (!record.ok()) return record.status();
-      const v1::ExpertRows& expert = request.experts(static_cast<int>(begin + done->first));
-      const uint32_t m = static_cast<uint32_t>(expert.rows_size());
-      std::vector<float> out(m * uint64_t{request.width()});
-      (*math)->Run(*record, GatherRows(request, expert), m, out);
-      expert_rows_ += m;
-      if (!emit(static_cast<uint32_t>(begin + done->first), out, record->served)) {
-        return absl::CancelledError("compute request: the client has gone");
-      }
-    }
+    // Each expert as its record arrives, a miss row block by row block as
+    // its pieces land (as computed does); its output sent at once.
+    std::vector<std::vector<float>> outputs(batch->size());
+    const auto rows_of = [&](size_t i) -> const v1::ExpertRows& {
+      return request.experts(static_cast<int>(begin + i));
+    };
+    WARP_RETURN_IF_ERROR(ComputeArrivals(
+        [&] { return batch->NextArrival(); },
+        [&](size_t i, const LandingRecord& landing) {
+          const uint32_t m = static_cast<uint32_t>(rows_of(i).rows_size());
+          outputs[i].resize(m * uint64_t{request.width()});
+          return (*math)->RunLanding(landing, GatherRows(request, rows_of(i)), m, outputs[i],
+                                     [&](uint64_t bytes) { return landing.WaitFor(bytes); });
+        },
+        [&](size_t i, const ExpertRecord& record, bool computed_as_landed) {
+          const uint32_t m = static_cast<uint32_t>(rows_of(i).rows_size());
+          if (!computed_as_landed) {
+            outputs[i].resize(m * uint64_t{request.width()});
+            (*math)->Run(record, GatherRows(request, rows_of(i)), m, outputs[i]);
+          }
+          expert_rows_ += m;
+          if (!emit(static_cast<uint32_t>(begin + i), outputs[i], record.served)) {
+            return absl::CancelledError("compute request: the client has gone");
+          }
+          outputs[i] = {};
+          return absl::OkStatus();
+        }));
     batch = std::move(next);
   }
   return absl::OkStatus();

@@ -5,8 +5,9 @@
 // the math), reads the union of its experts through the store as DEMAND
 // reads (in waves when the cache holds fewer records), runs each expert's
 // math (common/compute/expert_math.h, the client's own code and arithmetic)
-// over its rows and hands each expert's output to the transport as soon as
-// it is computed.
+// over its rows as its record arrives (a miss as its pieces land,
+// compute_arrivals.h) and hands each expert's output to the transport as soon
+// as its verified record has come.
 //
 // Thread-safe. One request computes at a time on the handler's pool; the
 // others wait their turn, so memory is bounded by one request's rows, one
@@ -46,7 +47,8 @@ class ComputeHandler {
 
   // Receives expert `index`'s output rows (of ComputeRequest.experts) and how
   // its record was served; false if the client has gone (the call then ends).
-  using Emit = absl::FunctionRef<bool(uint32_t index, std::span<const float> output, Served served)>;
+  using Emit =
+      absl::FunctionRef<bool(uint32_t index, std::span<const float> output, Served served)>;
 
   // Computes `request` (its fingerprint checked by the caller), calling
   // `emit` once per expert. InvalidArgument naming the field for a request

@@ -117,7 +117,8 @@ grpc::Status ExpertServiceImpl::Compute(grpc::ServerContext* context,
   }
   StallWatch::Tracked tracked(stalls_, context);
   const uint64_t row_bytes = uint64_t{request->width()} * sizeof(float);
-  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kMaxChunkBytes / std::max<uint64_t>(1, row_bytes));
+  const uint64_t rows_per_chunk =
+      std::max<uint64_t>(1, kMaxChunkBytes / std::max<uint64_t>(1, row_bytes));
   const absl::Status status = compute_.Compute(
       *request, [&](uint32_t index, std::span<const float> output, Served served) {
         const uint64_t rows = output.size() * sizeof(float) / row_bytes;

@@ -361,8 +361,8 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
 
   // One set of request rules for both transports.
   const RequestHandler handler(*store, config.max_keys_per_request(), engram.get());
-  ComputeHandler compute(*store,
-                         {.threads = config.compute_threads(), .max_rows = config.max_compute_rows()});
+  ComputeHandler compute(
+      *store, {.threads = config.compute_threads(), .max_rows = config.max_compute_rows()});
   ExpertServiceImpl service(handler, compute, std::chrono::seconds(config.stall_timeout_seconds()));
   std::vector<Listener> listeners;
   for (const std::string& spec : config.listen()) listeners.push_back(*ParseListen(spec));

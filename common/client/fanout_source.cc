@@ -122,10 +122,13 @@ void TakeRows(const ComputePass& pass, MemberPass& part) {
   }
   for (size_t i : part.experts) {
     std::vector<uint32_t>& list = part.row_lists.emplace_back();
-    for (uint32_t row : pass.experts[i].rows) list.push_back(static_cast<uint32_t>(renumbered[row]));
+    for (uint32_t row : pass.experts[i].rows) {
+      list.push_back(static_cast<uint32_t>(renumbered[row]));
+    }
   }
   for (size_t j = 0; j < part.experts.size(); ++j) {
-    part.tasks.push_back({.expert = pass.experts[part.experts[j]].expert, .rows = part.row_lists[j]});
+    part.tasks.push_back(
+        {.expert = pass.experts[part.experts[j]].expert, .rows = part.row_lists[j]});
   }
 }
 

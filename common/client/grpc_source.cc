@@ -356,13 +356,15 @@ absl::Status GrpcExpertSource::ComputeAttempt(const v1::ComputeRequest& request,
   };
   while (reader->Read(&chunk)) {
     if (chunk.index() >= static_cast<uint32_t>(request.experts_size())) {
-      return bad_reply(absl::StrCat("expert index ", chunk.index(), " of ", request.experts_size()));
+      return bad_reply(
+          absl::StrCat("expert index ", chunk.index(), " of ", request.experts_size()));
     }
     const uint64_t m = request.experts(chunk.index()).rows_size();
     const uint64_t rows = chunk.output().size() / row_bytes;
     if (chunk.output().size() % row_bytes != 0 || chunk.first_row() + rows > m) {
-      return bad_reply(absl::StrCat("expert ", request.experts(chunk.index()).expert(), ": rows ",
-                                    chunk.first_row(), "+", chunk.output().size(), " bytes of ", m));
+      return bad_reply(absl::StrCat("expert ", request.experts(chunk.index()).expert(),
+                                    ": rows from ", chunk.first_row(), ", ",
+                                    chunk.output().size(), " bytes, of ", m));
     }
     std::memcpy(outputs[chunk.index()].data() + chunk.first_row() * width, chunk.output().data(),
                 chunk.output().size());

@@ -28,11 +28,11 @@ struct ExpertRowsTask {
 
 struct ComputePass {
   uint32_t layer = 0;
-  uint64_t width = 0;             // floats a row, in and out
-  std::span<const float> rows;    // [num_rows][width]
+  uint64_t width = 0;           // floats a row, in and out
+  std::span<const float> rows;  // [num_rows][width]
   std::span<const ExpertRowsTask> experts;
   ExpertMathSpec math;
-  bool q8_activations = false;    // the session's Arithmetic
+  bool q8_activations = false;  // the session's Arithmetic
 };
 
 struct ComputedExperts {

@@ -23,7 +23,8 @@ void GluMul(const GluActivation& act, std::span<float> gate, std::span<const flo
   if (!act.situ) return SiluMul(gate, up);
   for (size_t i = 0; i < gate.size(); ++i) {
     const float g = gate[i];
-    const float u = act.linear_beta > 0 ? act.linear_beta * std::tanh(up[i] / act.linear_beta) : up[i];
+    const float u =
+        act.linear_beta > 0 ? act.linear_beta * std::tanh(up[i] / act.linear_beta) : up[i];
     gate[i] = act.beta * std::tanh(g / act.beta) / (1.0f + std::exp(-g)) * u;
   }
 }

@@ -1,8 +1,8 @@
 #pragma once
 
 // Conversions between absl and the warp.v1 wire types, in one place: status
-// codes, priorities, how a read was served, expert keys, the experts' math. gRPC status <-> absl::Status lives here
-// too.
+// codes, priorities, how a read was served, expert keys, the experts' math.
+// gRPC status <-> absl::Status lives here too.
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -205,7 +205,8 @@ absl::Status Transformer::BuildLayers() {
     }
     const BankEntry& bank = *container_->manifest().FindBank(layer);
     WARP_ASSIGN_OR_RETURN(std::unique_ptr<ExpertMath> math,
-                          ExpertMath::Create(plan.ffn.expert_math(), bank, container_->codebooks(), compute_));
+                          ExpertMath::Create(plan.ffn.expert_math(), bank,
+                                             container_->codebooks(), compute_));
     const MoeTensors tensors = MoeTensors::Of(config_, plan.ffn);
     std::optional<DenseMlp> shared;
     if (tensors.shared) {

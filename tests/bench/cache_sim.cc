@@ -376,7 +376,8 @@ absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> Owners(
     });
     std::vector<uint64_t> load(num_shards, 0);
     for (const auto& [n, expert] : experts) {
-      const uint32_t s = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      const uint32_t s =
+          static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
       load[s] += n;
       owner[{layer, expert}] = s;
     }

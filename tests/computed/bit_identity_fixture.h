@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/format/container.h"
 #include "common/io/file.h"
 #include "computed/planner/planner.h"
@@ -26,6 +27,7 @@
 #include "tests/testing/stats_line.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_certificates.h"
 
 namespace warp::computed {
 
@@ -155,6 +157,38 @@ class BitIdentityTest : public ::testing::Test {
     }
   }
 
+  // The model split in three shards (--banks `shards_`), one daemon each:
+  // two over Unix sockets (the second reading with pread), one over TLS on
+  // TCP; `stores` gets the flags that reach them (--stores, --tls-ca, --token-file).
+  void StartThreeShardDaemons(std::string& stores) {
+    std::vector<std::string> shards;
+    for (int i = 0; i < 3; ++i) shards.push_back((dir_ / ("s" + std::to_string(i))).string());
+    auto shard = RunBinary("expertd", "shard " + Model() + " --dirs " + absl::StrJoin(shards, ","));
+    ASSERT_EQ(shard.exit_code, 0) << shard.output;
+    shards_ = absl::StrJoin(shards, ",");
+    auto certs = warp::testing::MakeTestCertificates(dir_.path());
+    ASSERT_TRUE(certs.ok()) << certs.status();
+    std::vector<std::string> addresses;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<std::string> args = {"--model", shards[i]};
+      if (i < 2) {
+        const std::string socket = (dir_ / ("d" + std::to_string(i))).string();
+        args.insert(args.end(), {"--listen", "unix:" + socket});
+      } else {
+        args.insert(args.end(), {"--listen", "tcp:127.0.0.1:0", "--tls-cert", certs->server_cert,
+                                 "--tls-key", certs->server_key, "--token-file", certs->token});
+      }
+      if (i == 1) args.insert(args.end(), {"--io-engine", "pread"});
+      auto daemon = warp::testing::Daemon::Start(args);
+      ASSERT_TRUE(daemon.ok()) << daemon.status();
+      const std::string address = (*daemon)->addresses().at(0);
+      addresses.push_back(i < 2 ? address : "tls:" + address.substr(4));
+      daemons_.push_back(std::move(*daemon));
+    }
+    stores = absl::StrCat("--stores ", absl::StrJoin(addresses, ","), " --tls-ca ", certs->ca,
+                          " --token-file ", certs->token);
+  }
+
   // The reference with `flags` on one thread, then the same bits on two
   // threads, in prefill chunks of 1 (with lookahead) and 5 (at the floor,
   // where records are evicted and read again: more bytes read than the banks
@@ -183,6 +217,7 @@ class BitIdentityTest : public ::testing::Test {
   }
 
   warp::testing::TempDir dir_;
+  std::string shards_;  // StartThreeShardDaemons's shard directories, comma-separated
   std::vector<std::unique_ptr<warp::testing::Daemon>> daemons_;
   std::string tokens_;
   uint32_t num_tokens_ = 0;

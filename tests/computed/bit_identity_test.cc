@@ -206,37 +206,11 @@ TEST_F(BitIdentityTest, APreloadedCacheReadsNothingWhileItRuns) {
 
 TEST_F(BitIdentityTest, LogitsDoNotDependOnShardsOrTransport) {
   SetReference("");
-  std::vector<std::string> shards;
-  for (int i = 0; i < 3; ++i) shards.push_back((dir_ / ("s" + std::to_string(i))).string());
-  auto shard = RunBinary("expertd", "shard " + Model() + " --dirs " + absl::StrJoin(shards, ","));
-  ASSERT_EQ(shard.exit_code, 0) << shard.output;
-  ExpectIdentical("--banks " + absl::StrJoin(shards, ","));
-
-  // One daemon per shard: two over Unix sockets, one over TLS on TCP.
-  auto certs = warp::testing::MakeTestCertificates(dir_.path());
-  WARP_ASSERT_OK(certs);
-  std::vector<std::unique_ptr<warp::testing::Daemon>> daemons;
-  std::vector<std::string> addresses;
-  for (int i = 0; i < 3; ++i) {
-    // One daemon reads through pread, the others through io_uring (the default).
-    std::vector<std::string> args = {"--model", shards[i]};
-    if (i < 2) {
-      args.insert(args.end(), {"--listen", "unix:" + (dir_ / ("d" + std::to_string(i))).string()});
-    } else {
-      args.insert(args.end(), {"--listen", "tcp:127.0.0.1:0", "--tls-cert", certs->server_cert,
-                               "--tls-key", certs->server_key, "--token-file", certs->token});
-    }
-    if (i == 1) args.insert(args.end(), {"--io-engine", "pread"});
-    auto daemon = warp::testing::Daemon::Start(args);
-    WARP_ASSERT_OK(daemon);
-    const std::string address = (*daemon)->addresses().at(0);
-    addresses.push_back(i < 2 ? address : "tls:" + address.substr(4));
-    daemons.push_back(std::move(*daemon));
-  }
-  const std::string tls = absl::StrCat(" --tls-ca ", certs->ca, " --token-file ", certs->token);
-  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + tls);
-  ExpectIdentical("--stores " + absl::StrJoin(addresses, ",") + tls +
-                  " --no-prefetch --lookahead 0");
+  std::string stores;
+  ASSERT_NO_FATAL_FAILURE(StartThreeShardDaemons(stores));
+  ExpectIdentical("--banks " + shards_);
+  ExpectIdentical(stores);
+  ExpectIdentical(stores + " --no-prefetch --lookahead 0");
 }
 
 // The stats line counts the same hits, misses and disk bytes whatever the
@@ -484,41 +458,19 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnWhereTheExpertsAreComputed) {
   const std::map<std::string, uint64_t> counters = (*client)->Counters();
   EXPECT_GT(counters.at("expertd.compute.requests"), counters.at("expertd.compute.rows") / 2);
   EXPECT_GT(counters.at("expertd.compute.expert_rows"), counters.at("expertd.compute.rows"));
-  std::vector<std::string> shards;
-  for (int i = 0; i < 3; ++i) shards.push_back((dir_ / ("s" + std::to_string(i))).string());
-  auto shard = RunBinary("expertd", "shard " + Model() + " --dirs " + absl::StrJoin(shards, ","));
-  ASSERT_EQ(shard.exit_code, 0) << shard.output;
-  auto certs = warp::testing::MakeTestCertificates(dir_.path());
-  WARP_ASSERT_OK(certs);
-  std::vector<std::unique_ptr<warp::testing::Daemon>> started;
-  std::vector<std::string> addresses;
-  for (int i = 0; i < 3; ++i) {
-    std::vector<std::string> args = {"--model", shards[i]};
-    if (i < 2) {
-      args.insert(args.end(), {"--listen", "unix:" + (dir_ / ("c" + std::to_string(i))).string()});
-    } else {
-      args.insert(args.end(), {"--listen", "tcp:127.0.0.1:0", "--tls-cert", certs->server_cert,
-                               "--tls-key", certs->server_key, "--token-file", certs->token});
-    }
-    auto daemon = warp::testing::Daemon::Start(args);
-    WARP_ASSERT_OK(daemon);
-    const std::string address = (*daemon)->addresses().at(0);
-    addresses.push_back(i < 2 ? address : "tls:" + address.substr(4));
-    started.push_back(std::move(*daemon));
-  }
-  const std::string stores = absl::StrCat(" --stores ", absl::StrJoin(addresses, ","), " --tls-ca ",
-                                          certs->ca, " --token-file ", certs->token);
-  ExpectIdentical("--expert-compute daemons --prefill-chunk 3" + stores);
-  ExpectIdentical("--expert-compute daemons --threads 2" + stores);
+  std::string stores;
+  ASSERT_NO_FATAL_FAILURE(StartThreeShardDaemons(stores));
+  ExpectIdentical("--expert-compute daemons --prefill-chunk 3 " + stores);
+  ExpectIdentical("--expert-compute daemons --threads 2 " + stores);
 
   // The stats line counts each expert once whichever computes it.
-  const RunStats here = Stats("--no-prefetch --lookahead 0" + stores);
-  const RunStats there = Stats("--expert-compute daemons --no-prefetch --lookahead 0" + stores);
+  const RunStats here = Stats("--no-prefetch --lookahead 0 " + stores);
+  const RunStats there = Stats("--expert-compute daemons --no-prefetch --lookahead 0 " + stores);
   EXPECT_EQ(there.hits + there.misses, here.hits + here.misses);
 
   // auto: these daemons are on this machine, so records, and the log says why.
   auto log = RunBinary("computed", "--log-level info logits " + Model() + " --tokens " + tokens_ +
-                                       stores);
+                                       " " + stores);
   EXPECT_EQ(log.exit_code, 0) << log.output;
   EXPECT_THAT(log.output, ::testing::HasSubstr("expert records read from the stores, some of "
                                                "which are on this machine"));

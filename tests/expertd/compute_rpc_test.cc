@@ -62,12 +62,18 @@ class ComputeRpcTest : public ::testing::Test {
 
   // The experts of layer 1 each pass below computes: rows increasing, some shared.
   std::vector<ExpertRowsTask> Tasks() const {
-    return {{.expert = 4, .rows = rows_of_4_}, {.expert = 0, .rows = rows_of_0_}, {.expert = 5, .rows = rows_of_5_}};
+    return {{.expert = 4, .rows = rows_of_4_},
+            {.expert = 0, .rows = rows_of_0_},
+            {.expert = 5, .rows = rows_of_5_}};
   }
 
   ComputePass Pass(std::span<const ExpertRowsTask> tasks, bool q8 = false) const {
-    return {.layer = 1, .width = kWidth, .rows = rows_, .experts = tasks,
-            .math = {.activation = ExpertActivation::kSwiGlu}, .q8_activations = q8};
+    return {.layer = 1,
+            .width = kWidth,
+            .rows = rows_,
+            .experts = tasks,
+            .math = {.activation = ExpertActivation::kSwiGlu},
+            .q8_activations = q8};
   }
 
   // What this process computes for `pass` from the container's own records.
@@ -88,12 +94,23 @@ class ComputeRpcTest : public ::testing::Test {
       EXPECT_TRUE(records[0].ok()) << records[0].status();
       std::vector<float> xs;
       for (uint32_t row : task.rows) {
-        xs.insert(xs.end(), pass.rows.begin() + row * kWidth, pass.rows.begin() + (row + 1) * kWidth);
+        xs.insert(xs.end(), pass.rows.begin() + row * kWidth,
+                  pass.rows.begin() + (row + 1) * kWidth);
       }
       std::vector<float>& out = outputs.emplace_back(task.rows.size() * kWidth);
       (*math)->Run(*records[0], xs, static_cast<uint32_t>(task.rows.size()), out);
     }
     return outputs;
+  }
+
+  // `computer` computes `tasks` with the bits this process gets.
+  void ExpectComputesAsHere(ExpertComputer& computer, const std::vector<ExpertRowsTask>& tasks,
+                            bool q8 = false) {
+    const ComputePass pass = Pass(tasks, q8);
+    absl::StatusOr<ComputedExperts> computed = computer.Compute(pass).get();
+    ASSERT_TRUE(computed.ok()) << computed.status();
+    ExpectSameBits(computed->outputs, Local(pass));
+    EXPECT_EQ(computed->served.size(), tasks.size());
   }
 
   static void ExpectSameBits(const std::vector<std::vector<float>>& got,
@@ -143,20 +160,14 @@ TEST_F(ComputeRpcTest, GivesTheClientsBitsOverAUnixSocketAndOverTls) {
                              "tcp:127.0.0.1:0", "--tls-cert", certs->server_cert, "--tls-key",
                              certs->server_key, "--token-file", certs->token, "--budget", "1M"});
   ASSERT_NE(daemon, nullptr);
-  const std::vector<ExpertRowsTask> tasks = Tasks();
   for (const bool q8 : {false, true}) {
-    const ComputePass pass = Pass(tasks, q8);
-    const std::vector<std::vector<float>> want = Local(pass);
     for (const std::string& address :
          {daemon->addresses().at(0), "tls:" + daemon->addresses().at(1).substr(4)}) {
       SCOPED_TRACE(address);
       auto client = Connect(address, {.ca = certs->ca, .token_file = certs->token});
       ASSERT_NE(client, nullptr);
       EXPECT_EQ(client->description().max_compute_rows(), 256u);
-      absl::StatusOr<ComputedExperts> computed = client->Compute(pass).get();
-      WARP_ASSERT_OK(computed);
-      ExpectSameBits(computed->outputs, want);
-      EXPECT_EQ(computed->served.size(), tasks.size());
+      ExpectComputesAsHere(*client, Tasks(), q8);
     }
   }
   auto client = Connect(daemon->addresses().at(0));
@@ -174,11 +185,7 @@ TEST_F(ComputeRpcTest, APassOverTheRowLimitIsSplitAndGivesTheSameBits) {
   ASSERT_NE(client, nullptr);
   EXPECT_EQ(client->description().max_compute_rows(), 2u);
   EXPECT_EQ(client->description().compute_threads(), 2u);
-  const std::vector<ExpertRowsTask> tasks = Tasks();
-  const ComputePass pass = Pass(tasks);
-  absl::StatusOr<ComputedExperts> computed = client->Compute(pass).get();
-  WARP_ASSERT_OK(computed);
-  ExpectSameBits(computed->outputs, Local(pass));
+  ExpectComputesAsHere(*client, Tasks());
   // 5 rows in requests of at most 2: three requests.
   EXPECT_EQ(client->Counters().at("expertd.compute.requests"), 3u);
 }
@@ -204,11 +211,7 @@ TEST_F(ComputeRpcTest, TwoShardDaemonsEachComputeTheirOwnExperts) {
   }
   auto fanout = FanoutExpertSource::Create(std::move(members));
   WARP_ASSERT_OK(fanout);
-  const std::vector<ExpertRowsTask> tasks = Tasks();  // experts 4 and 0 on shard 0, 5 on shard 1
-  const ComputePass pass = Pass(tasks);
-  absl::StatusOr<ComputedExperts> computed = (*fanout)->Compute(pass).get();
-  WARP_ASSERT_OK(computed);
-  ExpectSameBits(computed->outputs, Local(pass));
+  ExpectComputesAsHere(**fanout, Tasks());  // experts 4 and 0 on shard 0, 5 on shard 1
 }
 
 TEST_F(ComputeRpcTest, BadRequestsAreRefusedNamingTheFieldAndTheDaemonGoesOn) {
@@ -229,7 +232,8 @@ TEST_F(ComputeRpcTest, BadRequestsAreRefusedNamingTheFieldAndTheDaemonGoesOn) {
           "width 31: layer 1's experts take rows of 32 floats");
   request = Request();
   request.set_rows(request.rows() + "abcd");
-  refused(request, grpc::StatusCode::INVALID_ARGUMENT, "rows: 260 bytes, not num_rows 2 x width 32");
+  refused(request, grpc::StatusCode::INVALID_ARGUMENT,
+          "rows: 260 bytes, not num_rows 2 x width 32");
   request = Request();
   request.mutable_experts(0)->set_expert(3);  // shard 1's
   refused(request, grpc::StatusCode::NOT_FOUND, "expert 3 of layer 1 is not held by this daemon");
@@ -263,11 +267,7 @@ TEST_F(ComputeRpcTest, BadRequestsAreRefusedNamingTheFieldAndTheDaemonGoesOn) {
   // Still serving, and a good request still computes.
   auto client = Connect(address);
   ASSERT_NE(client, nullptr);
-  const std::vector<ExpertRowsTask> tasks = {{.expert = 4, .rows = rows_of_4_}};
-  const ComputePass pass = Pass(tasks);
-  absl::StatusOr<ComputedExperts> computed = client->Compute(pass).get();
-  WARP_ASSERT_OK(computed);
-  ExpectSameBits(computed->outputs, Local(pass));
+  ExpectComputesAsHere(*client, {{.expert = 4, .rows = rows_of_4_}});
   EXPECT_EQ(client->Counters().at("expertd.compute.refused"), 11u);
 }
 

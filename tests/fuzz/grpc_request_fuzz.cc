@@ -66,7 +66,9 @@ void Read(const expertd::RequestHandler& handler, const v1::ReadRequest& request
 void Compute(const Daemon& daemon, const v1::ComputeRequest& request) {
   if (!daemon.handler->CheckFingerprint(request.model_fingerprint()).ok()) return;
   const absl::Status status =
-      daemon.compute->Compute(request, [](uint32_t, std::span<const float>, Served) { return true; });
+      daemon.compute->Compute(request, [](uint32_t, std::span<const float>, Served) {
+        return true;
+      });
   (void)daemon.handler->ForClient(status);
 }
 

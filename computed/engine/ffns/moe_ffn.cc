@@ -5,10 +5,11 @@
 #include <cstdint>
 #include <future>
 
+#include "common/compute/compute_arrivals.h"
 #include "common/compute/linear.h"
 #include "common/status.h"
-#include "computed/engine/ops.h"
 #include "common/store/read_window.h"
+#include "computed/engine/ops.h"
 #include "computed/engine/stage_timer.h"
 
 namespace warp::computed {
@@ -123,29 +124,25 @@ std::vector<MoeFfn::Wave> MoeFfn::Waves(size_t keys) const {
 absl::Status MoeFfn::ComputeWave(ReadBatch& batch, Wave wave, std::span<const float> in,
                                  const ChunkExperts& chunk,
                                  std::vector<std::vector<float>>& outputs) {
-  // Experts computed from their records as they landed, kept once verified.
-  std::vector<bool> computed_landing(wave.end - wave.begin, false);
-  while (true) {
-    std::optional<ReadBatch::Arrival> next;
-    {
-      StageTimer timer(stats_.seconds_fetch_wait);
-      next = batch.NextArrival();
-    }
-    if (!next) return absl::OkStatus();
-    const size_t i = next->index, u = wave.begin + i;
-    if (next->landing) {
-      computed_landing[i] = RunLandingExpert(*next->landing, in, chunk.tokens[u], outputs[u]);
-      continue;
-    }
-    const absl::StatusOr<ExpertRecord>& record = *next->done;
-    if (!record.ok()) return record.status();
-    if (computed_landing[i]) {
-      CountUse(*record, chunk.tokens[u].size());
-      ++stats_.computed_as_landed;
-    } else {
-      RunExpert(*record, in, chunk.tokens[u], outputs[u]);
-    }
-  }
+  return ComputeArrivals(
+      [&] {
+        StageTimer timer(stats_.seconds_fetch_wait);
+        return batch.NextArrival();
+      },
+      [&](size_t i, const LandingRecord& landing) {
+        const size_t u = wave.begin + i;
+        return RunLandingExpert(landing, in, chunk.tokens[u], outputs[u]);
+      },
+      [&](size_t i, const ExpertRecord& record, bool computed_as_landed) {
+        const size_t u = wave.begin + i;
+        if (computed_as_landed) {
+          CountUse(record, chunk.tokens[u].size());
+          ++stats_.computed_as_landed;
+        } else {
+          RunExpert(record, in, chunk.tokens[u], outputs[u]);
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status MoeFfn::ComputeAsReadsArrive(std::span<const float> x, std::span<const float> in,

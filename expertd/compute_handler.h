@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -23,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/compute/compute_context.h"
+#include "common/compute/math_fingerprint.h"
 #include "common/compute/thread_pool.h"
 #include "common/store/expert_store.h"
 #include "warp/v1/expert_service.pb.h"
@@ -34,6 +36,9 @@ class ComputeHandler {
   struct Options {
     uint32_t threads = 1;     // >= 1
     uint32_t max_rows = 256;  // rows a request may carry, >= 1
+    // What Describe states of its math (MathFingerprint() unless set: a test
+    // stands for a daemon on a machine whose libm differs).
+    std::optional<uint64_t> math_fingerprint;
   };
 
   // REQUIRES: `store` outlives the handler.
@@ -41,6 +46,7 @@ class ComputeHandler {
 
   uint32_t max_rows() const { return options_.max_rows; }
   uint32_t threads() const { return options_.threads; }
+  uint64_t math_fingerprint() const { return math_fingerprint_; }
   // The largest request a transport must accept: max_rows of the widest
   // layer's rows, plus room for the expert lists.
   uint64_t max_request_bytes() const;
@@ -67,6 +73,7 @@ class ComputeHandler {
 
   ExpertStore& store_;
   const Options options_;
+  const uint64_t math_fingerprint_ = options_.math_fingerprint.value_or(MathFingerprint());
   ThreadPool pool_;
   ComputeContext plain_, q8_;
   absl::Mutex turn_;  // held while a request computes

@@ -73,6 +73,7 @@ grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::Describ
   handler_.Describe(reply);
   reply->set_max_compute_rows(compute_.max_rows());
   reply->set_compute_threads(compute_.threads());
+  reply->set_math_fingerprint(compute_.math_fingerprint());
   return grpc::Status::OK;
 }
 

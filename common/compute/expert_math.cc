@@ -153,11 +153,9 @@ class SwiGluExpert : public ExpertMath {
 };
 
 // gpt-oss: gate_up rows interleaved (gate j = row 2j, up j = row 2j + 1), both
-// biased; gate <= limit, |up| <= limit; down((up + 1) * gate * sigmoid(1.702 gate)) + bias.
+// biased; gate <= limit, |up| <= limit; down((up + 1) * GptOssGlu(gate)) + bias.
 class ClampedSwiGluExpert : public ExpertMath {
  public:
-  static constexpr float kAlpha = 1.702f;
-
   ClampedSwiGluExpert(BankMatrix gate_up, const TensorEntry& gate_up_bias, BankMatrix down,
                       const TensorEntry& down_bias, float limit, ComputeContext& compute)
       : gate_up_(gate_up),
@@ -209,7 +207,7 @@ class ClampedSwiGluExpert : public ExpertMath {
       for (uint64_t j = 0; j < inter; ++j) {
         const float gate = std::min(row[2 * j] + gate_up_bias[2 * j], limit_);
         const float up = std::clamp(row[2 * j + 1] + gate_up_bias[2 * j + 1], -limit_, limit_);
-        const float glu = gate / (1.0f + std::exp(-gate * kAlpha));
+        const float glu = GptOssGlu(gate);
         act[t * inter + j] = (up + 1.0f) * glu;
       }
     }

@@ -5,6 +5,7 @@
 //
 // Thread-safe: pure functions.
 
+#include <cmath>
 #include <span>
 
 namespace warp {
@@ -18,6 +19,12 @@ struct GluActivation {
   float beta = 0.0f;         // activation_situ_beta
   float linear_beta = 0.0f;  // activation_situ_linear_beta; <= 0: u as it is
 };
+
+// gpt-oss's gated unit of a clamped gate: gate * sigmoid(1.702 gate).
+inline float GptOssGlu(float gate) {
+  constexpr float kAlpha = 1.702f;
+  return gate / (1.0f + std::exp(-gate * kAlpha));
+}
 
 // gate[i] = silu(gate[i]) * up[i].
 void SiluMul(std::span<float> gate, std::span<const float> up);

@@ -8,6 +8,7 @@
 #include "common/client/fanout_source.h"
 #include "common/client/grpc_source.h"
 #include "common/client/uds_source.h"
+#include "common/compute/math_fingerprint.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/store/expert_store.h"
@@ -70,7 +71,18 @@ absl::StatusOr<std::unique_ptr<ExpertSource>> ConnectStore(const std::string& ad
                                               .tls = options.tls,
                                               .retry_deadline = options.store_retry_deadline}));
   description = client->description();
-  if (description.max_compute_rows() > 0) computer = client.get();
+  if (description.max_compute_rows() > 0) {
+    if (description.math_fingerprint() == MathFingerprint()) {
+      computer = client.get();
+    } else {
+      // A daemon whose libm rounds exp or tanh otherwise would change the bits.
+      Logger("store").warn(
+          "expertd at {} computes the experts' activations with other bits than this machine "
+          "(math fingerprint {:016x}, here {:016x}: another libm or build); its experts are "
+          "read as records",
+          address, description.math_fingerprint(), MathFingerprint());
+    }
+  }
   return client;
 }
 
@@ -185,8 +197,9 @@ absl::StatusOr<bool> ComputeOnDaemons(const SourceOptions& options, bool every_m
       if (!every_member_computes) {
         return absl::FailedPreconditionError(
             "--expert-compute daemons: every expert source must be an expertd over gRPC "
-            "(unix:, tcp: or tls:) that has the Compute RPC; bank directories and fastpath: "
-            "stores only give records");
+            "(unix:, tcp: or tls:) that has the Compute RPC and this machine's math "
+            "fingerprint (see the warnings above); bank directories and fastpath: stores only "
+            "give records");
       }
       log.info("experts computed on the daemons (--expert-compute daemons)");
       return true;

@@ -296,6 +296,13 @@ def grpc_seeds(out):
     write(out, "grpc_request", "describe", b"\x03")
     write(out, "grpc_request", "stats", b"\x04")
     write(out, "grpc_request", "health", b"\x05")
+    # Compute over the tiny container's experts (width 32): two rows, two experts.
+    rows = struct.pack("<64f", *[0.5 - i / 64 for i in range(64)])
+    experts = field(6, field(1, 1) + field(2, b"\x00\x01")) + field(6, field(1, 2) + field(2, b"\x01"))
+    compute = field(1, FINGERPRINT) + field(2, 1) + field(3, 32) + field(4, 2) + field(5, rows) + experts
+    write(out, "grpc_request", "compute", b"\x06" + compute)
+    write(out, "grpc_request", "compute-bad-width",
+          b"\x06" + field(2, 1) + field(3, 31) + field(4, 2) + field(5, rows) + experts)
 
 
 def main():

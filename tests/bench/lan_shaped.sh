@@ -15,7 +15,8 @@
 #   tests/bench/lan_shaped.sh [--build build] [--size 6G] [--rates "1gbit 10gbit"]
 #       [--daemons "1 2"] [--modes "records daemons"] [--tokens 12]
 #       [--daemon-budget 1G] [--budget 2G] [--disk-rate 1500M] [--work /tmp/warp-lan]
-#       [--daemon-args "--no-prefault"] [--client-args "--lookahead 0"] [--skip-embedded 1]
+#       [--daemon-args "--no-prefault"] [--client-args "--stages"] [--skip-embedded 1]
+# LAN_VERBOSE=1 prints each run's whole output (its stats line, --stages).
 #
 # Needs root (namespaces, tc, cgroups) and openssl. The namespaces and their
 # addresses (10.77.I.0/24) are the only hosts it uses; it removes them, the

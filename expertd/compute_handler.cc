@@ -48,13 +48,11 @@ ComputeHandler::ComputeHandler(ExpertStore& store, const Options& options)
       q8_(pool_, Arithmetic{.q8_activations = true}) {}
 
 uint64_t ComputeHandler::max_request_bytes() const {
-  uint64_t width = 0;
+  // The widest rows, and expert lists of at most every row of every expert
+  // (5 bytes a varint).
+  uint64_t width = 0, experts = 0;
   for (const BankEntry& bank : store_.container().manifest().banks) {
     width = std::max(width, ExpertWidth(bank));
-  }
-  // Expert lists: at most every row of every expert, 5 bytes a varint.
-  uint64_t experts = 0;
-  for (const BankEntry& bank : store_.container().manifest().banks) {
     experts = std::max<uint64_t>(experts, bank.num_experts);
   }
   return std::max<uint64_t>(4 << 20,

@@ -11,7 +11,7 @@
 //
 // Thread-safe. One request computes at a time on the handler's pool; the
 // others wait their turn, so memory is bounded by one request's rows, one
-// expert's output and scratch, and the records of one wave.
+// wave's outputs and scratch, and the records of one wave.
 
 #include <atomic>
 #include <cstdint>

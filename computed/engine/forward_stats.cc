@@ -18,7 +18,6 @@ void EachCounter(ForwardStats& a, const ForwardStats& b, Op op) {
   op(a.early_routed, b.early_routed);
   op(a.early_unused, b.early_unused);
   op(a.computed_as_landed, b.computed_as_landed);
-  op(a.computed_remotely, b.computed_remotely);
   for (size_t i = 0; i < kServedKinds; ++i) {
     op(a.served[i], b.served[i]);
     op(a.served_bytes[i], b.served_bytes[i]);

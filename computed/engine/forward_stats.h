@@ -30,8 +30,6 @@ struct ForwardStats {
   uint64_t early_unused = 0;
   // Demand records computed row block by row block as their pieces landed.
   uint64_t computed_as_landed = 0;
-  // Demand experts computed where their records live (MoeOptions::remote).
-  uint64_t computed_remotely = 0;
   // The demand records computed, by how the source served them (Served), and
   // their bytes: hits, a prediction's hits and misses, the same on every transport.
   uint64_t served[kServedKinds] = {};

@@ -167,13 +167,12 @@ start_daemons() {  # N: one expertd per storage host, fresh (a cold cache, as th
       sleep 0.2
     done
   done
-  # A daemon that has run a while: its cache's shared memory faulted in (the
-  # prefault thread; a fresh daemon's misses into unfaulted shmem ran at 0.85
-  # GB/s, docs/EFFICIENCY.md "A daemon's cache faulted in ahead"), its cache
-  # still cold. At most 60 s.
+  # A daemon that has run a while: its cache's memory faulted in by the
+  # prefault thread (VmRSS: these daemons have no fast path, so their cache is
+  # private memory), its cache still cold. At most 60 s.
   local want=$(( $(numfmt --from=iec "$daemon_budget") / 1024 * 9 / 10 )) waited=0
   for pid in "${pids[@]}"; do
-    until (( waited >= 300 )) || (( $(awk '/RssShmem/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "$want") >= want )); do
+    until (( waited >= 300 )) || (( $(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "$want") >= want )); do
       sleep 0.2; waited=$(( waited + 1 ))
     done
   done

@@ -1,8 +1,9 @@
 // Where a run's experts are computed (--expert-compute, issue 47), as
 // OpenExpertSource decides it against real gRPC daemons: a daemon whose math
 // fingerprint (its libm's bits for the experts' activations) is this
-// machine's may compute; one whose differs is read as records under `auto`
-// and refused, named, under `daemons`.
+// machine's may compute; one whose differs is refused, named, under
+// `daemons` and still serves records. (`auto` on this machine reads records
+// whatever the fingerprint, so it cannot tell the two apart here.)
 
 #include <memory>
 #include <string>

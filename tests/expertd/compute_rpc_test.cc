@@ -209,9 +209,27 @@ TEST_F(ComputeRpcTest, TwoShardDaemonsEachComputeTheirOwnExperts) {
                        .held = held,
                        .computer = computer});
   }
+  const std::vector<ExpertKey> held_by_1 = members[1].held;
   auto fanout = FanoutExpertSource::Create(std::move(members));
   WARP_ASSERT_OK(fanout);
   ExpectComputesAsHere(**fanout, Tasks());  // experts 4 and 0 on shard 0, 5 on shard 1
+
+  // A member that cannot compute fails a pass needing it, and a key held by
+  // nobody fails the pass, each named.
+  std::vector<FanoutExpertSource::Member> halves;
+  halves.push_back({.name = "records-only",
+                    .source = Connect(daemons[1]->addresses().at(0)),
+                    .held = held_by_1});
+  auto half = FanoutExpertSource::Create(std::move(halves));
+  WARP_ASSERT_OK(half);
+  const std::vector<ExpertRowsTask> of_shard_1 = {{.expert = 5, .rows = rows_of_5_}};
+  EXPECT_THAT((*half)->Compute(Pass(of_shard_1)).get().status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("records-only cannot compute experts (layer 1)")));
+  const std::vector<ExpertRowsTask> of_shard_0 = {{.expert = 4, .rows = rows_of_4_}};
+  EXPECT_THAT((*half)->Compute(Pass(of_shard_0)).get().status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("expert 4 of layer 1: held by no shard")));
 }
 
 TEST_F(ComputeRpcTest, BadRequestsAreRefusedNamingTheFieldAndTheDaemonGoesOn) {
@@ -252,6 +270,12 @@ TEST_F(ComputeRpcTest, BadRequestsAreRefusedNamingTheFieldAndTheDaemonGoesOn) {
   request.mutable_experts(0)->add_rows(2);
   refused(request, grpc::StatusCode::INVALID_ARGUMENT, "expert 2 of layer 1: row 2 of num_rows 2");
   request = Request();
+  request.clear_experts();
+  refused(request, grpc::StatusCode::INVALID_ARGUMENT, "experts: none");
+  request = Request();
+  request.mutable_experts(0)->clear_rows();
+  refused(request, grpc::StatusCode::INVALID_ARGUMENT, "expert 2 of layer 1: no rows");
+  request = Request();
   *request.add_experts() = request.experts(0);
   refused(request, grpc::StatusCode::INVALID_ARGUMENT, "expert 2 of layer 1 listed twice");
   request = Request();
@@ -268,7 +292,7 @@ TEST_F(ComputeRpcTest, BadRequestsAreRefusedNamingTheFieldAndTheDaemonGoesOn) {
   auto client = Connect(address);
   ASSERT_NE(client, nullptr);
   ExpectComputesAsHere(*client, {{.expert = 4, .rows = rows_of_4_}});
-  EXPECT_EQ(client->Counters().at("expertd.compute.refused"), 11u);
+  EXPECT_EQ(client->Counters().at("expertd.compute.refused"), 13u);
 }
 
 TEST_F(ComputeRpcTest, ACorruptRecordFailsTheCallNamingTheExpert) {

@@ -44,6 +44,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::warp::testing::CommandResult;
 using ::warp::testing::Daemon;
+using ::warp::testing::StatusIs;
 
 // `expertd ARGS`, killed after 10 s: a regression that lets a misconfigured
 // daemon start serving must fail its test, not hang the suite.
@@ -230,6 +231,20 @@ TEST(NormalizeConfigTest, StagingSlotsAreTwicePerIoThreadWithAFastPathListenerOn
   normalized = NormalizeConfig(config);
   WARP_ASSERT_OK(normalized);
   EXPECT_EQ(normalized->staging_slots(), 0u);
+}
+
+TEST(NormalizeConfigTest, ComputeDefaultsAndTheRowLimit) {
+  v1::ExpertdConfig config;
+  config.set_model("m.warp");
+  config.add_listen("unix:/tmp/g.sock");
+  absl::StatusOr<v1::ExpertdConfig> normalized = NormalizeConfig(config);
+  WARP_ASSERT_OK(normalized);
+  EXPECT_EQ(normalized->max_compute_rows(), 256u);
+  EXPECT_GE(normalized->compute_threads(), 1u);
+  config.set_max_compute_rows(5000);
+  EXPECT_THAT(NormalizeConfig(config).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("max_compute_rows 5000: at most 4096")));
 }
 
 TEST_F(ServeTest, AMissingSocketDirectoryIsNamedNotCalledAddressInUse) {

@@ -1,5 +1,5 @@
 // expertd: the expert-storage daemon of one disk, and its offline tools.
-// Subcommands: serve, verify, shard.
+// Subcommands: serve, verify, shard, probe.
 
 #include <algorithm>
 #include <cstdio>
@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/byte_size.h"
 #include "common/logging.h"
 #include "common/memory/heap_reuse.h"
+#include "expertd/probe.h"
 #include "expertd/serve.h"
 #include "expertd/serve_command.h"
 #include "expertd/shard.h"
@@ -69,23 +72,45 @@ int RunVerifySet(const std::vector<std::string>& dirs, bool quiet) {
 }
 
 int RunShard(const std::string& model, const std::vector<std::string>& dirs,
-             const std::vector<double>& weights, bool quiet) {
+             const warp::expertd::ShardOptions& options) {
   const std::vector<std::filesystem::path> paths(dirs.begin(), dirs.end());
-  auto report = warp::expertd::ShardContainer(model, paths, weights, !quiet);
+  auto report = warp::expertd::ShardContainer(model, paths, options);
   if (!report.ok()) {
     std::fprintf(stderr, "expertd shard: %s\n", std::string(report.status().message()).c_str());
     return 1;
   }
   for (size_t s = 0; s < dirs.size(); ++s) {
-    const auto experts = std::count(report->owner.begin(), report->owner.end(), s);
-    std::printf("%s: shard %zu of %zu, %lld experts per layer, %llu records\n", dirs[s].c_str(), s,
-                dirs.size(), static_cast<long long>(experts),
-                static_cast<unsigned long long>(report->records[s]));
+    std::printf("%s: shard %zu of %zu, %llu records (%llu replicated on another shard)\n",
+                dirs[s].c_str(), s, dirs.size(), static_cast<unsigned long long>(report->records[s]),
+                static_cast<unsigned long long>(report->replicated[s]));
   }
   std::printf(
       "%s: sharded into %zu directories, %s in %.2f s (%s/s)\n", model.c_str(), dirs.size(),
       warp::FormatBytes(report->bytes_copied).c_str(), report->seconds,
       warp::FormatBytes(report->seconds > 0 ? report->bytes_copied / report->seconds : 0).c_str());
+  return 0;
+}
+
+// `expertd probe DIR...`: each directory's disk, and the --weights they give.
+int RunProbe(const std::vector<std::string>& dirs) {
+  std::vector<std::string> weights;
+  for (const std::string& dir : dirs) {
+    auto probe = warp::expertd::ProbeDirectory(dir);
+    if (!probe.ok()) {
+      std::fprintf(stderr, "expertd probe: %s\n", std::string(probe.status().message()).c_str());
+      return 1;
+    }
+    const double rate = probe->bytes_per_second();
+    std::printf("%s: %s/s (%s read in %.3f s%s)\n", dir.c_str(),
+                warp::FormatBytes(static_cast<uint64_t>(rate)).c_str(),
+                warp::FormatBytes(probe->bytes).c_str(), probe->seconds,
+                probe->direct ? " with O_DIRECT" : ", not O_DIRECT: the page cache, not the disk");
+    weights.push_back(absl::StrFormat("%.2f", rate / 1e9));
+  }
+  if (dirs.size() > 1) {
+    std::printf("expertd shard ... --dirs %s --weights %s\n", absl::StrJoin(dirs, ",").c_str(),
+                absl::StrJoin(weights, ",").c_str());
+  }
   return 0;
 }
 
@@ -108,7 +133,8 @@ int main(int argc, char** argv) {
 
   std::string shard_model;
   std::vector<std::string> shard_dirs;
-  std::vector<double> shard_weights;
+  warp::expertd::ShardOptions shard_options;
+  uint64_t replicate_mib = 0;
   CLI::App* shard = app.add_subcommand(
       "shard", "Split the expert banks of a container across directories (one per disk)");
   shard->add_option("model", shard_model, "MODEL.warp")->required();
@@ -117,12 +143,26 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)  // one A,B list: a positional after it stays the model
       ->required();
   shard
-      ->add_option("--weights", shard_weights,
+      ->add_option("--weights", shard_options.weights,
                    "W1,W2,...: one positive weight per directory; experts in proportion "
                    "(default: expert e to shard e % N)")
       ->delimiter(',')
       ->allow_extra_args(false);
+  shard->add_option("--usage", shard_options.usage_file,
+                    "usage.warp of this model (computed --learn): hot experts spread evenly "
+                    "over the shards, each layer's heat in proportion to the weights");
+  shard->add_option("--replicate-mib", replicate_mib,
+                    "MiB per shard for replicas of the hottest experts (needs --usage); a "
+                    "client reads a replicated expert from the holder with the shortest queue "
+                    "and from another while one is down");
   shard->add_flag("--quiet", quiet, "No progress bar");
+
+  std::vector<std::string> probe_dirs;
+  CLI::App* probe = app.add_subcommand(
+      "probe", "Measure the disk under each directory (large O_DIRECT reads), for shard --weights");
+  probe->add_option("dirs", probe_dirs, "DIR ...: a container (its bank files are read) or any "
+                                        "directory (a 256 MiB scratch file is written, read, removed)")
+      ->required();
 
   auto serve = warp::expertd::AddServeCommand(app);
 
@@ -132,7 +172,12 @@ int main(int argc, char** argv) {
     return verify_dirs.size() > 1 ? RunVerifySet(verify_dirs, quiet)
                                   : RunVerify(verify_dirs, quiet);
   }
-  if (shard->parsed()) return RunShard(shard_model, shard_dirs, shard_weights, quiet);
+  if (probe->parsed()) return RunProbe(probe_dirs);
+  if (shard->parsed()) {
+    shard_options.replica_bytes = replicate_mib << 20;
+    shard_options.show_progress = !quiet;
+    return RunShard(shard_model, shard_dirs, shard_options);
+  }
   // Before any thread starts, so every thread inherits the mask and sigwait sees the signal.
   warp::expertd::BlockTerminationSignals();
   if (int code = serve(); code >= 0) return code;

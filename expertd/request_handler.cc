@@ -84,6 +84,7 @@ void RequestHandler::Describe(v1::DescribeReply* reply) const {
   reply->set_shard_index(container.shard().first);
   reply->set_num_shards(container.shard().second);
   reply->set_cache_bytes(store_.cache_bytes());
+  reply->set_disk_read_bytes_per_second(disk_read_bytes_per_second_);
   for (const BankEntry& bank : manifest.banks) {
     v1::BankInfo* info = reply->add_banks();
     info->set_layer(bank.layer);

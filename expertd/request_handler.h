@@ -27,8 +27,13 @@ class RequestHandler {
 
   // REQUIRES: `store` (and `engram`, the engram tables' records, if the
   // model has any) outlive the handler; max_keys_per_request > 0.
-  RequestHandler(ExpertStore& store, uint32_t max_keys_per_request, EngramStore* engram = nullptr)
-      : store_(store), max_keys_(max_keys_per_request), engram_(engram) {}
+  // `disk_read_bytes_per_second`: the daemon's disk as measured at start (0: not).
+  RequestHandler(ExpertStore& store, uint32_t max_keys_per_request, EngramStore* engram = nullptr,
+                 uint64_t disk_read_bytes_per_second = 0)
+      : store_(store),
+        max_keys_(max_keys_per_request),
+        engram_(engram),
+        disk_read_bytes_per_second_(disk_read_bytes_per_second) {}
 
   ExpertStore& store() const { return store_; }
   uint32_t max_keys_per_request() const { return max_keys_; }
@@ -65,6 +70,7 @@ class RequestHandler {
   ExpertStore& store_;
   const uint32_t max_keys_;
   EngramStore* const engram_;
+  const uint64_t disk_read_bytes_per_second_;
 };
 
 }  // namespace warp::expertd

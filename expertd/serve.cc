@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/byte_size.h"
 #include "common/format/container.h"
+#include "common/io/disk_probe.h"
 #include "common/io/file.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -211,6 +212,23 @@ absl::Status CheckTcpSecurity(const v1::ExpertdConfig& config) {
   return absl::OkStatus();
 }
 
+// The disk's large O_DIRECT reads over the bank files, for Describe (clients
+// and placement weigh daemons by it) and the log; 0 if it cannot be measured.
+uint64_t ProbeDisk(const Container& container) {
+  auto& log = Logger("expertd");
+  std::vector<std::filesystem::path> files;
+  for (const BankEntry& bank : container.manifest().banks) files.push_back(container.BankPath(bank));
+  absl::StatusOr<DiskProbe> probe = ProbeDiskReads(files, {});
+  if (!probe.ok()) {
+    log.warn("disk not measured: {}", std::string(probe.status().message()));
+    return 0;
+  }
+  log.info("disk: {}/s ({} of its bank files read in {:.3f} s{})",
+           FormatBytes(static_cast<uint64_t>(probe->bytes_per_second())), FormatBytes(probe->bytes),
+           probe->seconds, probe->direct ? " with O_DIRECT" : ", not O_DIRECT: the page cache");
+  return static_cast<uint64_t>(probe->bytes_per_second());
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ExpertdConfig> LoadConfig(const std::string& path) {
@@ -360,8 +378,10 @@ absl::Status Serve(const v1::ExpertdConfig& config) {
              FormatBytes(engram->cache_bytes()));
   }
 
+  const uint64_t disk_bytes_per_second = ProbeDisk(*container);
   // One set of request rules for both transports.
-  const RequestHandler handler(*store, config.max_keys_per_request(), engram.get());
+  const RequestHandler handler(*store, config.max_keys_per_request(), engram.get(),
+                               disk_bytes_per_second);
   ComputeHandler compute(
       *store, {.threads = config.compute_threads(), .max_rows = config.max_compute_rows()});
   ExpertServiceImpl service(handler, compute, std::chrono::seconds(config.stall_timeout_seconds()));

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,9 @@
 #include "common/io/file.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "common/format/usage_file.h"
 #include "expertd/bank_scanner.h"
+#include "expertd/placement.h"
 
 namespace warp::expertd {
 namespace {
@@ -73,13 +76,13 @@ absl::Status CheckTargets(const std::vector<fs::path>& dirs) {
 // The shard's manifest: the model's, with the trunk, the engram tables and
 // the kept tensors left behind (the original serves them) and a shard_map.
 Manifest ShardManifest(const Manifest& model, uint32_t num_shards, uint32_t index,
-                       const std::vector<uint32_t>& owner) {
+                       const ExpertsByLayer& held) {
   Manifest shard = model;
   shard.trunk.clear();
   shard.trunk_bytes = 0;
   shard.engram.clear();
   shard.kept.clear();
-  shard.shard_map = ShardMap{.num_shards = num_shards, .shard_index = index, .owner = owner};
+  shard.shard_map = ShardMap{.num_shards = num_shards, .shard_index = index, .held = held};
   return shard;
 }
 
@@ -121,8 +124,12 @@ struct Copier {
 };
 
 // Reads the bank of the original in large chunks, checks every record and
-// appends it to its owner's output.
+// appends it to the output of each shard holding it.
 absl::Status CopyRecords(Copier& c, const BankEntry& bank, std::vector<BankOutput>& outputs) {
+  std::vector<std::vector<uint32_t>> holders(bank.num_experts);  // [expert]: shards, increasing
+  for (uint32_t s = 0; s < c.report.held.size(); ++s) {
+    for (uint32_t expert : c.report.held[s].at(bank.layer)) holders[expert].push_back(s);
+  }
   WARP_RETURN_IF_ERROR(ScanBank(c.model, bank, c.read_buffer, [&](const BankChunk& chunk) {
     for (size_t i = 0; i < chunk.size(); ++i) {
       if (!chunk.checks[i].ok()) {
@@ -130,9 +137,12 @@ absl::Status CopyRecords(Copier& c, const BankEntry& bank, std::vector<BankOutpu
             chunk.checks[i].message(),
             "; not sharding a container with a corrupt record: repair or rebuild it first"));
       }
-      const uint32_t shard = c.report.owner[chunk.experts[i]];
-      Append(outputs[shard], chunk.record(i), c.stage_bytes, c.io);
-      ++c.report.records[shard];
+      const std::vector<uint32_t>& shards = holders[chunk.experts[i]];
+      for (uint32_t shard : shards) {
+        Append(outputs[shard], chunk.record(i), c.stage_bytes, c.io);
+        ++c.report.records[shard];
+        c.report.replicated[shard] += shards.size() > 1;
+      }
     }
     c.report.bytes_copied += chunk.bytes.size();
     c.progress.Advance(chunk.bytes.size());
@@ -184,7 +194,7 @@ absl::Status WriteShards(const Container& model, const std::vector<fs::path>& di
   // Manifests last, once every bank is on disk: until then no shard is a container.
   for (uint32_t s = 0; s < dirs.size(); ++s) {
     const Manifest shard =
-        ShardManifest(manifest, static_cast<uint32_t>(dirs.size()), s, report.owner);
+        ShardManifest(manifest, static_cast<uint32_t>(dirs.size()), s, report.held[s]);
     WARP_RETURN_IF_ERROR(
         WriteFileAtomically(dirs[s] / kManifestFile, ManifestToJson(shard).dump(1) + "\n"));
   }
@@ -208,30 +218,14 @@ void RemovePartialShards(const Manifest& model, const std::vector<fs::path>& dir
 
 }  // namespace
 
-std::vector<uint32_t> AssignExperts(uint32_t num_experts, uint32_t num_shards,
-                                    const std::vector<double>& weights) {
-  WARP_CHECK(num_shards > 0);
-  WARP_CHECK(weights.empty() || weights.size() == num_shards);
-  std::vector<uint32_t> owner(num_experts);
-  std::vector<uint64_t> assigned(num_shards, 0);
-  for (uint32_t expert = 0; expert < num_experts; ++expert) {
-    uint32_t best = expert % num_shards;
-    if (!weights.empty()) {
-      best = 0;
-      for (uint32_t s = 1; s < num_shards; ++s) {
-        // assigned[s] / weights[s] < assigned[best] / weights[best], without dividing.
-        if (assigned[s] * weights[best] < assigned[best] * weights[s]) best = s;
-      }
-    }
-    owner[expert] = best;
-    ++assigned[best];
-  }
-  return owner;
-}
-
 absl::StatusOr<ShardReport> ShardContainer(const fs::path& model, const std::vector<fs::path>& dirs,
-                                           const std::vector<double>& weights, bool show_progress) {
-  WARP_RETURN_IF_ERROR(CheckArguments(dirs, weights));
+                                           const ShardOptions& options) {
+  WARP_RETURN_IF_ERROR(CheckArguments(dirs, options.weights));
+  if (options.replica_bytes > 0 && options.usage_file.empty()) {
+    return absl::InvalidArgumentError(
+        "replicas need a usage file (--usage, from computed --learn): it says which experts are "
+        "hot");
+  }
   WARP_ASSIGN_OR_RETURN(auto container, Container::Open(model));
   const Manifest& manifest = container->manifest();
   if (manifest.shard_map) {
@@ -241,12 +235,22 @@ absl::StatusOr<ShardReport> ShardContainer(const fs::path& model, const std::vec
   }
   WARP_RETURN_IF_ERROR(CheckTargets(dirs));
 
-  uint32_t max_experts = 0;
-  for (const BankEntry& bank : manifest.banks)
-    max_experts = std::max(max_experts, bank.num_experts);
+  std::optional<UsageTable> usage;
+  if (!options.usage_file.empty()) {
+    WARP_ASSIGN_OR_RETURN(usage, ReadUsageFile(options.usage_file));
+    if (usage->fingerprint != manifest.fingerprint) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          options.usage_file.string(), ": counts model ", FingerprintHex(usage->fingerprint),
+          ", not ", model.string(), " (", FingerprintHex(manifest.fingerprint), ")"));
+    }
+  }
   ShardReport report;
-  report.owner = AssignExperts(max_experts, static_cast<uint32_t>(dirs.size()), weights);
+  report.held = PlaceExperts(manifest.banks, static_cast<uint32_t>(dirs.size()),
+                             {.weights = options.weights,
+                              .usage = usage ? &*usage : nullptr,
+                              .replica_bytes = options.replica_bytes});
   report.records.assign(dirs.size(), 0);
+  report.replicated.assign(dirs.size(), 0);
 
   std::vector<fs::path> created;
   for (const fs::path& dir : dirs) {
@@ -257,7 +261,7 @@ absl::StatusOr<ShardReport> ShardContainer(const fs::path& model, const std::vec
       return absl::InternalError(absl::StrCat(dir.string(), ": ", error.message()));
     }
   }
-  absl::Status status = WriteShards(*container, dirs, show_progress, report);
+  absl::Status status = WriteShards(*container, dirs, options.show_progress, report);
   if (!status.ok()) {
     RemovePartialShards(manifest, dirs, created);
     return status;

@@ -1,7 +1,8 @@
 #pragma once
 
 // `expertd shard`: splits the banks of a container across directories (one per
-// disk or machine), as docs/FORMAT.md#shards lays out. Each shard directory is
+// disk or machine), as docs/FORMAT.md#shards lays out, hot experts spread and
+// replicated by measured heat where a usage file is given. Each shard directory is
 // a container of its own: the model's manifest with an empty trunk and a
 // shard_map, and bank files holding only its experts' records, copied verbatim
 // from the original with large O_DIRECT reads and their CRCs re-checked on
@@ -12,34 +13,37 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/format/manifest.h"
 
 namespace warp::expertd {
 
-// Which shard holds each of `num_experts` experts (the same for every layer).
-// Without weights, expert e goes to shard e % num_shards. With weights (one per
-// shard, all positive), experts are dealt out in increasing order, each to the
-// shard whose assigned/weight ratio is lowest, ties to the lower index; equal
-// weights give e % num_shards again. REQUIRES: num_shards > 0, weights empty
-// or of size num_shards with every weight > 0.
-std::vector<uint32_t> AssignExperts(uint32_t num_experts, uint32_t num_shards,
-                                    const std::vector<double>& weights);
+struct ShardOptions {
+  std::vector<double> weights;  // one positive weight per directory; empty: even
+  // A usage.warp of this model (computed --learn): hot experts spread evenly
+  // and replicated; empty: experts spread by number.
+  std::filesystem::path usage_file;
+  uint64_t replica_bytes = 0;  // per shard, for replicas of the hottest experts
+  bool show_progress = false;
+};
 
 struct ShardReport {
-  std::vector<uint32_t> owner;    // owner[e]: the shard_map.owner every shard got
-  std::vector<uint64_t> records;  // records written to each shard, over all banks
-  uint64_t bytes_copied = 0;      // bank bytes read from the original (= written)
+  std::vector<ExpertsByLayer> held;  // [shard]: its shard_map.held
+  std::vector<uint64_t> records;     // records written to each shard, over all banks
+  std::vector<uint64_t> replicated;  // of those, of experts another shard holds too
+  uint64_t bytes_copied = 0;         // bank bytes read from the original
   double seconds = 0;
 };
 
 // Shards the container `model` into `dirs` (created if needed; none may hold a
-// manifest.json). `weights` is empty for an even split, else one positive
-// weight per directory. Errors name what is wrong: fewer than 2 dirs, a weight
-// count or value that does not fit, a target that already holds a container, a
+// manifest.json), placed by expertd/placement.h. Errors name what is wrong:
+// fewer than 2 dirs, a weight count or value that does not fit, a usage file
+// that cannot be read or belongs to another model, replicas without a usage
+// file, a target that already holds a container, a
 // model that is itself a shard, a corrupt record in the original (DataLoss,
 // "expert E of layer L: checksum mismatch (FILE @ OFFSET) ..."). On failure
 // the files written so far are removed and no shard has a manifest.
 absl::StatusOr<ShardReport> ShardContainer(const std::filesystem::path& model,
                                            const std::vector<std::filesystem::path>& dirs,
-                                           const std::vector<double>& weights, bool show_progress);
+                                           const ShardOptions& options);
 
 }  // namespace warp::expertd

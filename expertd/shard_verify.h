@@ -5,7 +5,8 @@
 // what `expertd verify` checks in each directory (footers and CRC32C of every
 // record, the model's trunk), it checks that every shard belongs to the model
 // (fingerprint, bank layout), that the shard maps agree and the set is
-// complete, that every expert of every layer is held by exactly one shard, and
+// complete, that every expert of every layer is held by a shard (several hold
+// a replicated one), and
 // that every shard record is byte-identical to the original's. The model and
 // the shards are each read once, in large O_DIRECT reads.
 

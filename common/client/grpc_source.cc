@@ -21,6 +21,13 @@ namespace warp {
 
 namespace {
 
+bool NeverRetry(const absl::Status&) { return false; }
+
+// Which failures are attempted again: those a daemon coming back clears, or
+// none for a read or pass that a replica can serve instead.
+using RetryablePredicate = bool (*)(const absl::Status&);
+RetryablePredicate RetryRule(bool once) { return once ? NeverRetry : Retryable; }
+
 // A daemon that is not listening yet (starting, restarting): worth waiting
 // for. Anything else (a TLS handshake refused, a plain client talking to a
 // TLS port, a token refused) will not change by waiting.
@@ -122,6 +129,14 @@ std::shared_ptr<ReadBatch> GrpcExpertSource::Read(std::span<const ExpertKey> key
   return batch;
 }
 
+std::shared_ptr<ReadBatch> GrpcExpertSource::ReadOnce(std::span<const ExpertKey> keys,
+                                                      Priority priority) {
+  auto batch = std::make_shared<ReadBatch>(keys.size());
+  jobs_->Push(
+      {.keys = {keys.begin(), keys.end()}, .priority = priority, .batch = batch, .once = true});
+  return batch;
+}
+
 void GrpcExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority priority) {
   // Queued for a reader thread: a hint must never hold up the compute thread,
   // least of all while the daemon is down.
@@ -205,7 +220,8 @@ void GrpcExpertSource::WaitForDaemon(std::chrono::milliseconds pause) {
 void GrpcExpertSource::RunJob(const Job& job) {
   if (job.batch == nullptr) return SendPrefetch(job);
   std::vector<bool> done(job.keys.size(), false);
-  const absl::Status failure = retry_.Run([&] { return Attempt(job, done); });
+  const absl::Status failure =
+      retry_.Run([&] { return Attempt(job, done); }, nullptr, RetryRule(job.once));
   if (failure.ok()) return;
   for (size_t i = 0; i < job.keys.size(); ++i) {
     if (!done[i]) job.batch->Complete(i, failure);
@@ -325,7 +341,8 @@ absl::StatusOr<ComputedExperts> GrpcExpertSource::ComputeNow(const ComputePass& 
     if (pass_index.empty()) continue;
     std::vector<std::vector<float>> outputs;
     std::vector<Served> served;
-    WARP_RETURN_IF_ERROR(retry_.Run([&] { return ComputeAttempt(request, outputs, served); }));
+    WARP_RETURN_IF_ERROR(retry_.Run([&] { return ComputeAttempt(request, outputs, served); },
+                                    nullptr, RetryRule(pass.once)));
     for (size_t j = 0; j < pass_index.size(); ++j) {
       std::vector<float>& whole = computed.outputs[pass_index[j]];
       whole.insert(whole.end(), outputs[j].begin(), outputs[j].end());

@@ -58,6 +58,7 @@ class GrpcExpertSource : public ExpertSource, public ExpertComputer {
   ~GrpcExpertSource() override;
 
   std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) override;
+  std::shared_ptr<ReadBatch> ReadOnce(std::span<const ExpertKey> keys, Priority priority) override;
   void Prefetch(std::span<const ExpertKey> keys, Priority priority) override;
   // Sent by a thread of its own (the CancelSpeculative RPC), not queued
   // behind the reads it is meant to cancel; returns at once. Calls made while

@@ -24,6 +24,7 @@ class ReadJobQueue {
     std::vector<ExpertKey> keys;
     Priority priority = Priority::kDemand;
     std::shared_ptr<ReadBatch> batch;  // null: a Prefetch hint
+    bool once = false;                 // ReadOnce: one attempt, no waiting
   };
 
   // `run` is called on one of `num_threads` owned threads (at least one).

@@ -33,6 +33,9 @@ struct ComputePass {
   std::span<const ExpertRowsTask> experts;
   ExpertMathSpec math;
   bool q8_activations = false;  // the session's Arithmetic
+  // A replica holds these experts too: a daemon that is away fails the pass
+  // after one attempt instead of being waited for (ExpertSource::ReadOnce).
+  bool once = false;
 };
 
 struct ComputedExperts {

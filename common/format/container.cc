@@ -44,12 +44,15 @@ Container::Container(fs::path dir, Manifest manifest)
     : dir_(std::move(dir)), manifest_(std::move(manifest)) {
   for (const BankEntry& bank : manifest_.banks) {
     std::vector<uint32_t> held;
+    if (manifest_.shard_map) {
+      const std::span<const uint32_t> experts = manifest_.shard_map->HeldExperts(bank.layer);
+      held.assign(experts.begin(), experts.end());
+    } else {
+      for (uint32_t expert = 0; expert < bank.num_experts; ++expert) held.push_back(expert);
+    }
     std::vector<int32_t> slots(bank.num_experts, -1);
-    for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
-      const ShardMap* map = manifest_.shard_map ? &*manifest_.shard_map : nullptr;
-      if (map && map->owner[expert] != map->shard_index) continue;
-      slots[expert] = static_cast<int32_t>(held.size());
-      held.push_back(expert);
+    for (size_t slot = 0; slot < held.size(); ++slot) {
+      slots[held[slot]] = static_cast<int32_t>(slot);
     }
     held_experts_.push_back(std::move(held));
     slot_of_expert_.push_back(std::move(slots));

@@ -187,7 +187,24 @@ absl::StatusOr<TokenizerRef> ParseTokenizer(const FieldReader& parent) {
   return tokenizer;
 }
 
-absl::StatusOr<ShardMap> ParseShardMap(const FieldReader& parent) {
+// The experts of one layer in `held`: increasing numbers, each one once.
+absl::StatusOr<std::vector<uint32_t>> ParseHeldExperts(const FieldReader& reader) {
+  WARP_ASSIGN_OR_RETURN(const json* experts, reader.Array("experts"));
+  std::vector<uint32_t> held;
+  for (const json& expert : *experts) {
+    if (!expert.is_number_unsigned() || expert.get<uint64_t>() > UINT32_MAX ||
+        (!held.empty() && expert.get<uint64_t>() <= held.back())) {
+      return reader.Error("experts", "must be increasing expert numbers");
+    }
+    held.push_back(expert.get<uint32_t>());
+  }
+  return held;
+}
+
+// `held` ([{layer, experts}]), or the first format's `owner` (owner[e]: the
+// shard holding expert e in every layer), read as the same `held`.
+absl::StatusOr<ShardMap> ParseShardMap(const FieldReader& parent,
+                                       const std::vector<BankEntry>& banks) {
   WARP_ASSIGN_OR_RETURN(const json* value, parent.Object("shard_map"));
   FieldReader reader(*value, "shard_map");
   ShardMap map;
@@ -197,12 +214,37 @@ absl::StatusOr<ShardMap> ParseShardMap(const FieldReader& parent) {
     return reader.Error("shard_index",
                         absl::StrCat(map.shard_index, " is not below num_shards ", map.num_shards));
   }
+  if (reader.HasNonNull("held")) {
+    WARP_ASSIGN_OR_RETURN(const json* held, reader.Array("held"));
+    for (size_t i = 0; i < held->size(); ++i) {
+      const std::string path = absl::StrCat("shard_map.held[", i, "]");
+      if (!(*held)[i].is_object()) return absl::InvalidArgumentError(path + ": must be an object");
+      FieldReader layer_reader((*held)[i], path);
+      WARP_ASSIGN_OR_RETURN(uint32_t layer, layer_reader.Uint32("layer"));
+      WARP_ASSIGN_OR_RETURN(std::vector<uint32_t> experts, ParseHeldExperts(layer_reader));
+      if (!map.held.emplace(layer, std::move(experts)).second) {
+        return layer_reader.Error("layer", absl::StrCat(layer, " is listed twice"));
+      }
+    }
+    return map;
+  }
   WARP_ASSIGN_OR_RETURN(const json* owner, reader.Array("owner"));
+  for (const BankEntry& bank : banks) {
+    if (owner->size() < bank.num_experts) {
+      return reader.Error("owner", absl::StrCat("names ", owner->size(), " experts, the bank of layer ",
+                                                bank.layer, " ", bank.num_experts));
+    }
+  }
   for (const json& shard : *owner) {
     if (!shard.is_number_unsigned() || shard.get<uint64_t>() >= map.num_shards) {
       return reader.Error("owner", "must hold shard indices below num_shards");
     }
-    map.owner.push_back(shard.get<uint32_t>());
+  }
+  for (const BankEntry& bank : banks) {
+    std::vector<uint32_t>& held = map.held[bank.layer];
+    for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+      if ((*owner)[expert].get<uint32_t>() == map.shard_index) held.push_back(expert);
+    }
   }
   return map;
 }
@@ -268,7 +310,7 @@ absl::StatusOr<Manifest> ParseManifestJson(const json& root) {
     }
   }
   if (reader.HasNonNull("shard_map")) {
-    WARP_ASSIGN_OR_RETURN(manifest.shard_map, ParseShardMap(reader));
+    WARP_ASSIGN_OR_RETURN(manifest.shard_map, ParseShardMap(reader, manifest.banks));
   }
   return manifest;
 }
@@ -345,9 +387,13 @@ json ManifestToJson(const Manifest& manifest) {
     out["kept"] = std::move(kept);
   }
   if (manifest.shard_map) {
+    json held = json::array();
+    for (const auto& [layer, experts] : manifest.shard_map->held) {
+      held.push_back({{"layer", layer}, {"experts", experts}});
+    }
     out["shard_map"] = {{"num_shards", manifest.shard_map->num_shards},
                         {"shard_index", manifest.shard_map->shard_index},
-                        {"owner", manifest.shard_map->owner}};
+                        {"held", std::move(held)}};
   }
   return out;
 }
@@ -374,11 +420,13 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view s
 
 uint32_t ExpertsHeld(const BankEntry& bank, const std::optional<ShardMap>& shard_map) {
   if (!shard_map) return bank.num_experts;
-  uint32_t held = 0;
-  for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
-    held += shard_map->owner[expert] == shard_map->shard_index;
-  }
-  return held;
+  return static_cast<uint32_t>(shard_map->HeldExperts(bank.layer).size());
+}
+
+std::span<const uint32_t> ShardMap::HeldExperts(uint32_t layer) const {
+  auto it = held.find(layer);
+  if (it == held.end()) return {};
+  return it->second;
 }
 
 }  // namespace warp

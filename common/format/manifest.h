@@ -6,7 +6,9 @@
 // footers) are the Container's job at open.
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,11 +74,20 @@ struct TokenizerRef {
   std::string chat_template;       // relative path of the Jinja template, "" if none
 };
 
-// Which shard holds which experts. Absent from an unsharded container.
+// Experts by layer: [layer] = expert numbers, increasing.
+using ExpertsByLayer = std::map<uint32_t, std::vector<uint32_t>>;
+
+// Which experts a shard directory holds (docs/FORMAT.md#shards). Absent from
+// an unsharded container.
 struct ShardMap {
   uint32_t num_shards = 1;
-  uint32_t shard_index = 0;     // the shard this directory holds
-  std::vector<uint32_t> owner;  // owner[expert] = shard index; same for every layer
+  uint32_t shard_index = 0;  // the shard this directory holds
+  // held[layer]: the experts of that layer's bank this shard holds, increasing;
+  // a layer not listed holds none. Shards may hold the same expert (replicas).
+  ExpertsByLayer held;
+
+  // The experts of `layer` held here; empty for a layer not listed.
+  std::span<const uint32_t> HeldExperts(uint32_t layer) const;
 };
 
 struct Manifest {
@@ -105,8 +116,7 @@ nlohmann::ordered_json ManifestToJson(const Manifest& manifest);
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source_name);
 
 // Number of experts of `bank` held by the shard described by `shard_map`
-// (all of them when unsharded). REQUIRES: shard_map->owner covers every
-// expert of the bank (Container::Open checks it).
+// (all of them when unsharded).
 uint32_t ExpertsHeld(const BankEntry& bank, const std::optional<ShardMap>& shard_map);
 
 // Lower-case 16-digit hex, the manifest's spelling of a fingerprint.

@@ -75,10 +75,13 @@ absl::Status CheckBankEntry(const BankEntry& bank, const std::optional<ShardMap>
                      kRecordFooterBytes, "-byte footer in record_bytes ", bank.record_bytes));
   }
   WARP_RETURN_IF_ERROR(CheckPlainFileName(bank.file, where));
-  if (shard_map && shard_map->owner.size() < bank.num_experts) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": shard_map.owner names ",
-                                                   shard_map->owner.size(), " experts, the bank ",
-                                                   bank.num_experts));
+  if (shard_map) {
+    const std::span<const uint32_t> held = shard_map->HeldExperts(bank.layer);
+    if (!held.empty() && held.back() >= bank.num_experts) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": shard_map.held names expert ",
+                                                     held.back(), ", the bank has ",
+                                                     bank.num_experts));
+    }
   }
   return CheckTensors(bank.matrices, kSubTensorAlignment, bank.payload_bytes, where);
 }
@@ -136,6 +139,14 @@ absl::Status CheckManifest(const Manifest& manifest) {
                                                      " is not above the previous bank's layer"));
     }
     WARP_RETURN_IF_ERROR(CheckBankEntry(manifest.banks[i], manifest.shard_map));
+  }
+  if (manifest.shard_map) {
+    for (const auto& [layer, experts] : manifest.shard_map->held) {
+      if (manifest.FindBank(layer) == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("shard_map.held: layer ", layer, " has no bank"));
+      }
+    }
   }
   for (size_t i = 0; i < manifest.engram.size(); ++i) {
     WARP_RETURN_IF_ERROR(CheckEngramTable(manifest.engram[i], i > 0 ? &manifest.engram[i - 1] : nullptr,

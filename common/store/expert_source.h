@@ -140,6 +140,13 @@ class ExpertSource {
   // expert and file or address.
   virtual std::shared_ptr<ReadBatch> Read(std::span<const ExpertKey> keys, Priority priority) = 0;
 
+  // Like Read, but a source that would wait for a daemon that went away
+  // (common/client/retry.h) fails the keys after one attempt instead: the
+  // caller holds another copy of them (a replica) and reads that.
+  virtual std::shared_ptr<ReadBatch> ReadOnce(std::span<const ExpertKey> keys, Priority priority) {
+    return Read(keys, priority);
+  }
+
   // Hints: fetch these into the source's cache if it has one. Returns at once.
   virtual void Prefetch(std::span<const ExpertKey> keys, Priority priority) {
     (void)keys;

@@ -166,6 +166,11 @@ absl::StatusOr<FanoutExpertSource::Member> StoreMember(const std::string& addres
   for (const v1::BankInfo& bank : description.banks()) {
     for (uint32_t expert : bank.experts()) held.push_back({bank.layer(), expert});
   }
+  Logger("store").info("expertd at {}: {} experts, cache {}, disk {}", address, held.size(),
+                       FormatBytes(description.cache_bytes()),
+                       description.disk_read_bytes_per_second() == 0
+                           ? std::string("not measured")
+                           : FormatBytes(description.disk_read_bytes_per_second()) + "/s");
   std::vector<uint32_t> engram_layers;
   for (const v1::EngramTableInfo& table : description.engram_tables()) {
     engram_layers.push_back(table.layer());

@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "common/store/eviction_order.h"
 #include "common/store/record_cache.h"
+#include "expertd/placement.h"
 
 namespace warp::bench {
 namespace {
@@ -358,28 +359,28 @@ uint64_t CountCacheHits(EvictionPolicy policy, const std::vector<TraceLine>& lin
 
 namespace {
 
-// owner[(layer, expert)] under `placement`.
+// owner[(layer, expert)] under `placement`: expertd shard's own placement
+// (expertd/placement.h), by number or by the trace's heat, without replicas.
 absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> Owners(
     const std::vector<TraceAccess>& accesses, uint32_t num_shards, Placement placement) {
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint64_t> count;
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> count;  // sorted: usage.warp's order
   for (const TraceAccess& a : accesses) ++count[{a.layer, a.expert}];
-  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> owner;
-  if (placement == Placement::kModulo) {
-    for (const auto& [key, n] : count) owner[key] = key.second % num_shards;
-    return owner;
+  UsageTable usage;
+  std::map<uint32_t, uint32_t> experts;  // per layer: the highest expert seen + 1
+  for (const auto& [key, n] : count) {
+    usage.entries.push_back({key.first, key.second, n});
+    experts[key.first] = std::max(experts[key.first], key.second + 1);
   }
-  std::map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_layer;  // (accesses, expert)
-  for (const auto& [key, n] : count) by_layer[key.first].push_back({n, key.second});
-  for (auto& [layer, experts] : by_layer) {
-    std::sort(experts.begin(), experts.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    std::vector<uint64_t> load(num_shards, 0);
-    for (const auto& [n, expert] : experts) {
-      const uint32_t s =
-          static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-      load[s] += n;
-      owner[{layer, expert}] = s;
+  std::vector<BankEntry> banks;
+  for (const auto& [layer, num_experts] : experts) {
+    banks.push_back(BankEntry{.layer = layer, .num_experts = num_experts});
+  }
+  const std::vector<ExpertsByLayer> held = expertd::PlaceExperts(
+      banks, num_shards, {.usage = placement == Placement::kHeat ? &usage : nullptr});
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> owner;
+  for (uint32_t s = 0; s < num_shards; ++s) {
+    for (const auto& [layer, list] : held[s]) {
+      for (uint32_t expert : list) owner[{layer, expert}] = s;
     }
   }
   return owner;

@@ -70,8 +70,9 @@ double HitRate(Policy policy, const std::vector<TraceAccess>& accesses, uint64_t
 // How shard daemons split the records (issue 47, "caches that add up").
 enum class Placement {
   kModulo,  // expert e on shard e % N, every layer (expertd --shard I/N)
-  kHeat,    // per layer, the experts by decreasing access count, each to the
-            // shard with the fewest accesses so far (hot experts spread evenly)
+  kHeat,    // expertd shard --usage: per layer, the experts by decreasing access
+            // count, each to the shard with the fewest accesses so far that has
+            // room for it (each shard keeps as many experts as e % N gives it)
 };
 
 // Hits of `num_shards` caches of `capacity_each` records, each seeing only

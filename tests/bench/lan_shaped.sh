@@ -12,10 +12,19 @@
 # network bytes both ways (its veth counters) per token computed (the prompt's
 # 4 and every sampled one but the last).
 #
+# --replicate-mib MIB (with 2 or more daemons): instead of --shard I/N over
+# one copy, the model is learned (`computed run --learn`, the same prompt and
+# seed: the replicas cover exactly the experts the run uses, which flatters
+# them) and split with `expertd shard --usage --replicate-mib MIB`, each
+# daemon serving its own shard directory. --kill-after K SIGKILLs the first
+# daemon once the client has streamed K tokens (tests/bench/token_gaps.py):
+# the line then says how long the next token took.
+#
 #   tests/bench/lan_shaped.sh [--build build] [--size 6G] [--rates "1gbit 10gbit"]
 #       [--daemons "1 2"] [--modes "records daemons"] [--tokens 12]
 #       [--daemon-budget 1G] [--budget 2G] [--disk-rate 1500M] [--work /tmp/warp-lan]
 #       [--daemon-args "--no-prefault"] [--client-args "--stages"] [--skip-embedded 1]
+#       [--replicate-mib 8192] [--kill-after 6]
 # LAN_VERBOSE=1 prints each run's whole output (its stats line, --stages).
 #
 # Needs root (namespaces, tc, cgroups) and openssl. The namespaces and their
@@ -25,7 +34,7 @@ set -euo pipefail
 
 build=build size=6G rates="1gbit 10gbit" daemons="1 2" modes="records daemons" tokens=12
 daemon_budget=1G budget=2G disk_rate="" work=/tmp/warp-lan daemon_args="" client_args=""
-skip_embedded=0
+skip_embedded=0 replicate_mib="" kill_after=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2 ;;
@@ -41,10 +50,13 @@ while [[ $# -gt 0 ]]; do
     --daemon-args) daemon_args=$2 ;;
     --client-args) client_args=$2 ;;
     --skip-embedded) skip_embedded=$2 ;;
+    --replicate-mib) replicate_mib=$2 ;;
+    --kill-after) kill_after=$2 ;;
     *) echo "lan_shaped.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift 2
 done
+here=$(dirname "$(realpath "$0")")
 computed=$(realpath "$build/bin/computed")
 expertd=$(realpath "$build/bin/expertd")
 max_daemons=$(tr ' ' '\n' <<< "$daemons" | sort -n | tail -1)
@@ -146,15 +158,25 @@ echo "embedded store${disk_rate:+, disk $disk_rate/s}: prefill $(prefill_rate <<
   "$(decode_rate <<< "$out"), $(hit_rate <<< "$out")"
 fi
 
+if [[ -n "$replicate_mib" ]]; then
+  "$computed" "${run_args[@]}" --learn > /dev/null 2>&1
+  for n in $daemons; do
+    [[ $n -gt 1 ]] || continue
+    dirs=$(seq 1 "$n" | sed "s|.*|$work/r$n-&|" | paste -sd,)
+    "$expertd" shard --quiet "$model" --dirs "$dirs" --usage "$model/usage.warp" \
+      --replicate-mib "$replicate_mib" | sed 's/^/expertd shard: /'
+  done
+fi
+
 start_daemons() {  # N: one expertd per storage host, fresh (a cold cache, as the embedded run's)
-  local n=$1 i group shard
+  local n=$1 i group serves
   addresses=()
   for i in $(seq 1 "$n"); do
     group=$(blkio_group "s$i")
-    shard=()
-    [[ $n -gt 1 ]] && shard=(--shard "$(( i - 1 ))/$n")
-    (in_group "$group" ip netns exec "warp-s$i" "$expertd" serve --model "$model" \
-      "${shard[@]}" --budget "$daemon_budget" --listen "tcp:10.77.$i.2:7070" \
+    serves=(--model "$model")
+    [[ $n -gt 1 ]] && serves=(--model "$model" --shard "$(( i - 1 ))/$n")
+    [[ $n -gt 1 && -n "$replicate_mib" ]] && serves=(--model "$work/r$n-$i")
+    (in_group "$group" ip netns exec "warp-s$i" "$expertd" serve "${serves[@]}" --budget "$daemon_budget" --listen "tcp:10.77.$i.2:7070" \
       --tls-cert "$work/s$i.pem" --tls-key "$work/s$i.key" --token-file "$work/token" \
       $daemon_args > "$work/s$i.log" 2>&1) &
     pids+=($!)
@@ -189,13 +211,18 @@ for n in $daemons; do
       start_daemons "$n"
       stores=$(IFS=,; echo "${addresses[*]}")
       rx=$(link_bytes rx) tx=$(link_bytes tx)
-      out=$(ip netns exec warp-c "$computed" "${run_args[@]}" --stores "$stores" \
-        --expert-compute "$mode" --tls-ca "$work/ca.pem" --token-file "$work/token" 2>&1)
+      kill=()
+      [[ -n "$kill_after" ]] && kill=(--kill-pid "${pids[0]}" --kill-after "$kill_after")
+      gaps=$(ip netns exec warp-c "$computed" "${run_args[@]}" --stores "$stores" \
+        --expert-compute "$mode" --tls-ca "$work/ca.pem" --token-file "$work/token" \
+        2> "$work/client.err" | python3 "$here/token_gaps.py" "${kill[@]}")
+      out=$(cat "$work/client.err")
       rx=$(( $(link_bytes rx) - rx )) tx=$(( $(link_bytes tx) - tx ))
       [[ -z ${LAN_VERBOSE:-} ]] || echo "$out"
-      echo "$n daemon(s), $mode, $rate: prefill $(prefill_rate <<< "$out"), decode" \
-        "$(decode_rate <<< "$out"), network $(iec $(( rx / passes ))) in +" \
-        "$(iec $(( tx / passes ))) out a token computed, $(hit_rate <<< "$out")"
+      echo "$n daemon(s), $mode, $rate${replicate_mib:+, replicas $replicate_mib MiB}:" \
+        "prefill $(prefill_rate <<< "$out"), decode $(decode_rate <<< "$out"), network" \
+        "$(iec $(( rx / passes ))) in + $(iec $(( tx / passes ))) out a token computed," \
+        "$(hit_rate <<< "$out"); $gaps"
       stop_daemons
     done
   done

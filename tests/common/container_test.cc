@@ -112,7 +112,7 @@ void ExpectManifestsEqual(const Manifest& actual, const Manifest& expected) {
   if (expected.shard_map) {
     EXPECT_EQ(actual.shard_map->num_shards, expected.shard_map->num_shards);
     EXPECT_EQ(actual.shard_map->shard_index, expected.shard_map->shard_index);
-    EXPECT_EQ(actual.shard_map->owner, expected.shard_map->owner);
+    EXPECT_EQ(actual.shard_map->held, expected.shard_map->held);
   }
 }
 
@@ -355,7 +355,7 @@ Manifest FullManifest() {
   bank.layer = 5;
   bank.file = "experts-L5.bin";
   m.banks.push_back(bank);
-  m.shard_map = ShardMap{.num_shards = 3, .shard_index = 2, .owner = {0, 1, 2, 2}};
+  m.shard_map = ShardMap{.num_shards = 3, .shard_index = 2, .held = {{3, {2, 3}}, {5, {0, 3}}}};
   return m;
 }
 

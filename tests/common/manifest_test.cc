@@ -165,13 +165,52 @@ TEST(ParseManifestTest, AbsentOptionalFieldsAreAccepted) {
 
 TEST(ParseManifestTest, ShardMapParses) {
   json root = ValidManifestJson();
-  root["shard_map"] = {{"num_shards", 2}, {"shard_index", 1}, {"owner", {0, 1, 0, 1}}};
+  root["shard_map"] = {{"num_shards", 2},
+                       {"shard_index", 1},
+                       {"held", {{{"layer", 1}, {"experts", {0, 2, 3}}}}}};
   absl::StatusOr<Manifest> manifest = Parse(root);
   WARP_ASSERT_OK(manifest);
   ASSERT_TRUE(manifest->shard_map.has_value());
   EXPECT_EQ(manifest->shard_map->num_shards, 2u);
   EXPECT_EQ(manifest->shard_map->shard_index, 1u);
-  EXPECT_THAT(manifest->shard_map->owner, ElementsAre(0, 1, 0, 1));
+  EXPECT_EQ(manifest->shard_map->held, (ExpertsByLayer{{1, {0, 2, 3}}}));
+  EXPECT_THAT(manifest->shard_map->HeldExperts(1), ElementsAre(0, 2, 3));
+  EXPECT_THAT(manifest->shard_map->HeldExperts(2), IsEmpty());
+}
+
+TEST(ParseManifestTest, FirstFormatOwnerIsReadAsTheExpertsHeldInEveryLayer) {
+  json root = ValidManifestJson();
+  root["shard_map"] = {{"num_shards", 2}, {"shard_index", 1}, {"owner", {0, 1, 0, 1}}};
+  absl::StatusOr<Manifest> manifest = Parse(root);
+  WARP_ASSERT_OK(manifest);
+  EXPECT_EQ(manifest->shard_map->held, (ExpertsByLayer{{1, {1, 3}}}));
+  // Written back in the current form.
+  EXPECT_EQ(ManifestToJson(*manifest)["shard_map"]["held"],
+            json::parse(R"([{"layer": 1, "experts": [1, 3]}])"));
+}
+
+TEST(ParseManifestTest, BadHeldListsAreRejectedByField) {
+  auto with_held = [](json held) {
+    json root = ValidManifestJson();
+    root["shard_map"] = {{"num_shards", 2}, {"shard_index", 0}, {"held", std::move(held)}};
+    return Parse(root);
+  };
+  EXPECT_THAT(with_held({{{"layer", 1}, {"experts", {2, 1}}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shard_map.held[0].experts: must be increasing expert numbers")));
+  EXPECT_THAT(with_held({{{"layer", 1}, {"experts", {1, 1}}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be increasing")));
+  EXPECT_THAT(with_held({{{"layer", 1}, {"experts", {4}}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bank of layer 1: shard_map.held names expert 4, the bank has 4")));
+  EXPECT_THAT(with_held({{{"layer", 7}, {"experts", {0}}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shard_map.held: layer 7 has no bank")));
+  EXPECT_THAT(with_held({{{"layer", 1}, {"experts", {0}}}, {{"layer", 1}, {"experts", {1}}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shard_map.held[1].layer: 1 is listed twice")));
+  EXPECT_THAT(with_held({1}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("shard_map.held[0]: must be an object")));
 }
 
 TEST(ParseManifestTest, ShardIndexNotBelowNumShardsIsRejected) {
@@ -208,20 +247,16 @@ TEST(ExpertsHeldTest, UnshardedHoldsEveryExpert) {
   EXPECT_EQ(ExpertsHeld(bank, std::nullopt), 6u);
 }
 
-TEST(ExpertsHeldTest, ShardHoldsTheExpertsItOwns) {
+TEST(ExpertsHeldTest, ShardHoldsTheExpertsListedForTheBanksLayer) {
   BankEntry bank;
+  bank.layer = 2;
   bank.num_experts = 5;
-  const ShardMap map{.num_shards = 3, .shard_index = 0, .owner = {0, 1, 2, 0, 0}};
+  const ShardMap map{.num_shards = 3, .shard_index = 0, .held = {{2, {0, 3, 4}}, {3, {1}}}};
   EXPECT_EQ(ExpertsHeld(bank, map), 3u);
-  EXPECT_EQ(ExpertsHeld(bank, ShardMap{.num_shards = 3, .shard_index = 1, .owner = map.owner}), 1u);
-  EXPECT_EQ(ExpertsHeld(bank, ShardMap{.num_shards = 4, .shard_index = 3, .owner = map.owner}), 0u);
-}
-
-TEST(ExpertsHeldTest, OwnerEntriesBeyondNumExpertsAreIgnored) {
-  BankEntry bank;
-  bank.num_experts = 2;
-  EXPECT_EQ(ExpertsHeld(bank, ShardMap{.num_shards = 2, .shard_index = 1, .owner = {1, 0, 1, 1}}),
-            1u);
+  bank.layer = 3;
+  EXPECT_EQ(ExpertsHeld(bank, map), 1u);
+  bank.layer = 4;
+  EXPECT_EQ(ExpertsHeld(bank, map), 0u);
 }
 
 TEST(ManifestLookupTest, FindBankAndFindTrunkTensorReturnNullWhenAbsent) {
@@ -273,8 +308,13 @@ class ShardedContainerTest : public ::testing::Test {
       WriteAll(shard_.path() / bank.file, shard_bank);
     }
     Manifest manifest = full_manifest_;
-    manifest.shard_map =
-        ShardMap{.num_shards = num_shards, .shard_index = shard_index, .owner = owner};
+    manifest.shard_map = ShardMap{.num_shards = num_shards, .shard_index = shard_index};
+    for (const BankEntry& bank : full_manifest_.banks) {
+      std::vector<uint32_t>& held = manifest.shard_map->held[bank.layer];
+      for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+        if (owner[expert] == shard_index) held.push_back(expert);
+      }
+    }
     WriteAll(shard_.path() / kManifestFile, ManifestToJson(manifest).dump(1));
   }
 
@@ -349,10 +389,12 @@ TEST_F(ShardedContainerTest, BankHoldingEveryExpertIsTooLongForTheShard) {
 }
 
 TEST_F(ShardedContainerTest, RecordsOfAnotherShardAreDataLoss) {
-  // Shard 1's manifest over shard 0's bank files: the first record's footer names expert 0.
+  // Shard 1's map over shard 0's bank files: the first record's footer names expert 0.
   MakeShard({0, 1, 0, 1}, 2, 0);
   json root = json::parse(ReadAll(shard_.path() / kManifestFile));
   root["shard_map"]["shard_index"] = 1;
+  root["shard_map"]["held"] = json::parse(
+      R"([{"layer": 1, "experts": [1, 3]}, {"layer": 2, "experts": [1, 3]}])");
   WriteAll(shard_.path() / kManifestFile, root.dump(1));
   EXPECT_THAT(Container::Open(shard_.path()).status(),
               StatusIs(absl::StatusCode::kDataLoss,
@@ -360,15 +402,16 @@ TEST_F(ShardedContainerTest, RecordsOfAnotherShardAreDataLoss) {
                              HasSubstr("footer names expert 0 of layer 1"))));
 }
 
-TEST_F(ShardedContainerTest, OwnerShorterThanBankIsRejected) {
+TEST_F(ShardedContainerTest, FirstFormatOwnerShorterThanBankIsRejected) {
   MakeShard({0, 1, 0, 1}, 2, 0);
   json root = json::parse(ReadAll(shard_.path() / kManifestFile));
+  root["shard_map"].erase("held");
   root["shard_map"]["owner"] = {0, 1, 0};
   WriteAll(shard_.path() / kManifestFile, root.dump(1));
   EXPECT_THAT(Container::Open(shard_.path()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("manifest.json"), HasSubstr("bank of layer 1"),
-                             HasSubstr("shard_map.owner names 3 experts, the bank 4"))));
+                       AllOf(HasSubstr("manifest.json"),
+                             HasSubstr("shard_map.owner: names 3 experts, the bank of layer 1 4"))));
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include "common/format/container.h"
+#include "common/format/usage_file.h"
 #include "computed/convert/converter.h"
 #include "computed/run/session.h"
 #include "gmock/gmock.h"
@@ -126,6 +128,66 @@ TEST_F(DaemonFailureTest, DaemonGoneForGoodStopsTheRunNamingIt) {
   EXPECT_THAT(remote->Step(9),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("expertd at " + Listen() + " is unreachable after waiting 0.")));
+}
+
+// Issue 47: with every expert on two of three daemons (expertd shard --usage
+// --replicate-mib), killing a daemon mid-generation costs no token and no
+// wait: the step reads or computes its experts from the replicas at once,
+// with the logits it would have had.
+TEST_F(DaemonFailureTest, ReplicasServeAtOnceWhenADaemonDiesMidGeneration) {
+  std::unique_ptr<Session> embedded = Open({});
+  ASSERT_NE(embedded, nullptr);
+  WARP_ASSERT_OK(embedded->Prefill(prompt_));
+  auto expected = embedded->Step(9);
+  WARP_ASSERT_OK(expected);
+
+  // Every expert used once: with room enough, each gets a second copy.
+  auto model = Container::Open(Model());
+  WARP_ASSERT_OK(model);
+  UsageTable usage{.fingerprint = (*model)->manifest().fingerprint, .tokens = 1};
+  for (const BankEntry& bank : (*model)->manifest().banks) {
+    for (uint32_t expert = 0; expert < bank.num_experts; ++expert) {
+      usage.entries.push_back({bank.layer, expert, 1});
+    }
+  }
+  WARP_ASSERT_OK(WriteUsageFile(dir_ / "usage.warp", usage));
+  std::vector<std::string> shards;
+  for (int i = 0; i < 3; ++i) shards.push_back((dir_ / ("r" + std::to_string(i))).string());
+  const CommandResult sharded = RunBinary(
+      "expertd", "shard --quiet " + Model().string() + " --dirs " + shards[0] + "," + shards[1] +
+                     "," + shards[2] + " --usage " + (dir_ / "usage.warp").string() +
+                     " --replicate-mib 64");
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+
+  for (ExpertCompute mode : {ExpertCompute::kRecords, ExpertCompute::kDaemons}) {
+    SCOPED_TRACE(mode == ExpertCompute::kRecords ? "records" : "compute");
+    std::vector<std::unique_ptr<Daemon>> daemons;
+    std::vector<std::string> stores;
+    for (int i = 0; i < 3; ++i) {
+      const std::string listen = "unix:" + (dir_ / ("r" + std::to_string(i) + ".sock")).string();
+      auto daemon = Daemon::Start({"--model", shards[i], "--listen", listen});
+      WARP_ASSERT_OK(daemon);
+      daemons.push_back(std::move(*daemon));
+      stores.push_back(listen);
+    }
+    SessionOptions options{.model = Model().string()};
+    options.source.stores = stores;
+    options.source.expert_compute = mode;
+    options.engine.max_positions = 32;
+    options.compute.threads = 1;
+    auto remote = Session::Open(options);  // the default wait: 30 s
+    WARP_ASSERT_OK(remote);
+    WARP_ASSERT_OK((*remote)->Prefill(prompt_));
+    daemons[0]->Stop(SIGKILL);
+    const auto killed = std::chrono::steady_clock::now();
+    auto step = (*remote)->Step(9);
+    const auto took = std::chrono::steady_clock::now() - killed;
+    WARP_ASSERT_OK(step);
+    ASSERT_EQ(step->size(), expected->size());
+    EXPECT_EQ(0, std::memcmp(step->data(), expected->data(), step->size() * sizeof(float)));
+    EXPECT_LT(took, std::chrono::seconds(1));
+    WARP_EXPECT_OK((*remote)->Step(10));  // and on, without it
+  }
 }
 
 // `computed --store-retry-seconds`: a store not up is waited for that long,

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/format/container.h"
+#include "common/format/usage_file.h"
 #include "expertd/shard_verify.h"
 #include "expertd/verify.h"
 #include "gmock/gmock.h"
@@ -76,30 +77,12 @@ class ShardTest : public ::testing::Test {
   Manifest manifest_;
 };
 
-TEST(AssignExpertsTest, DefaultIsExpertModuloShards) {
-  EXPECT_THAT(AssignExperts(5, 2, {}), ElementsAre(0, 1, 0, 1, 0));
-  EXPECT_THAT(AssignExperts(7, 3, {}), ElementsAre(0, 1, 2, 0, 1, 2, 0));
-}
-
-TEST(AssignExpertsTest, EqualWeightsAreTheDefault) {
-  EXPECT_EQ(AssignExperts(11, 3, {2.5, 2.5, 2.5}), AssignExperts(11, 3, {}));
-}
-
-TEST(AssignExpertsTest, WeightsDealExpertsToTheLowestAssignedPerWeight) {
-  // 0: tie, lower index; 1: 1/3 vs 0; 2: 1/3 vs 1; 3: 2/3 vs 1; 4: 1 vs 1, tie;
-  // 5: 4/3 vs 1; 6: 4/3 vs 2; 7: 5/3 vs 2.
-  EXPECT_THAT(AssignExperts(8, 2, {3, 1}), ElementsAre(0, 1, 0, 0, 0, 1, 0, 0));
-  const std::vector<uint32_t> owner = AssignExperts(256, 3, {1, 2, 1});
-  EXPECT_EQ(std::count(owner.begin(), owner.end(), 1u), 128);
-  EXPECT_EQ(std::count(owner.begin(), owner.end(), 0u), 64);
-}
-
 class ShardCountTest : public ShardTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(ShardCountTest, EachShardIsAContainerHoldingExpertModuloNVerbatim) {
   const uint32_t n = GetParam();
   const std::vector<fs::path> dirs = Dirs(n);
-  auto report = ShardContainer(model_, dirs, {}, /*show_progress=*/false);
+  auto report = ShardContainer(model_, dirs, {});
   WARP_ASSERT_OK(report);
   EXPECT_EQ(report->bytes_copied, kLayers * kExperts * RecordBytes());
   for (uint32_t s = 0; s < n; ++s) {
@@ -118,9 +101,9 @@ TEST_P(ShardCountTest, EachShardIsAContainerHoldingExpertModuloNVerbatim) {
     ASSERT_TRUE(m.shard_map.has_value());
     EXPECT_EQ(m.shard_map->num_shards, n);
     EXPECT_EQ(m.shard_map->shard_index, s);
-    EXPECT_EQ(m.shard_map->owner, AssignExperts(kExperts, n, {}));
     std::vector<uint32_t> want;
     for (uint32_t e = s; e < kExperts; e += n) want.push_back(e);
+    EXPECT_EQ(m.shard_map->held, (ExpertsByLayer{{1, want}, {2, want}}));
     EXPECT_EQ(report->records[s], kLayers * want.size());
     ASSERT_EQ(m.banks.size(), kLayers);
     for (const BankEntry& bank : m.banks) {
@@ -152,7 +135,7 @@ TEST_F(ShardTest, WeightsThreeToOneGiveShardZeroThreeQuarters) {
   const fs::path model = dir / "m8.warp";
   WARP_ASSERT_OK(warp::testing::WriteTinyContainer(model, {.num_experts = 8}));
   const std::vector<fs::path> dirs = {dir / "big", dir / "small"};
-  auto report = ShardContainer(model, dirs, {3, 1}, /*show_progress=*/false);
+  auto report = ShardContainer(model, dirs, {.weights = {3, 1}});
   WARP_ASSERT_OK(report);
   EXPECT_THAT(report->records, ElementsAre(2 * 6, 2 * 2));
   auto big = Container::Open(dirs[0]);
@@ -165,7 +148,7 @@ TEST_F(ShardTest, WeightsThreeToOneGiveShardZeroThreeQuarters) {
 
 TEST_F(ShardTest, FlippedShardByteIsAChecksumMismatchAndDiffersFromTheOriginal) {
   const std::vector<fs::path> dirs = Dirs(2);
-  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}));
   // Shard 1 holds experts 1 and 3: expert 3 is in slot 1.
   const fs::path bank = dirs[1] / "experts-L2.bin";
   FlipByte(bank, RecordBytes() + 100);
@@ -183,7 +166,7 @@ TEST_F(ShardTest, FlippedShardByteIsAChecksumMismatchAndDiffersFromTheOriginal) 
 
 TEST_F(ShardTest, DifferentPaddingIsCaughtOnlyByTheComparison) {
   const std::vector<fs::path> dirs = Dirs(2);
-  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}));
   FlipByte(dirs[0] / "experts-L1.bin", RecordBytes() - 64);  // expert 0, padding
   auto report = VerifyShardSet(model_, dirs, {});
   WARP_ASSERT_OK(report);
@@ -199,7 +182,7 @@ TEST_F(ShardTest, ManyLargeRecordsAreWrittenInSeveralPiecesAndVerifiedInSmallChu
       warp::testing::WriteTinyContainer(model, {.num_layers = 1, .num_experts = 400, .rows = 256});
   WARP_ASSERT_OK(manifest);
   const std::vector<fs::path> dirs = {dir / "a", dir / "b"};
-  WARP_ASSERT_OK(ShardContainer(model, dirs, {}, false));
+  WARP_ASSERT_OK(ShardContainer(model, dirs, {}));
   const uint64_t record_bytes = manifest->banks[0].record_bytes;
   EXPECT_EQ(fs::file_size(dirs[1] / "experts-L1.bin"), 200 * record_bytes);
   EXPECT_EQ(ReadBytes(dirs[1] / "experts-L1.bin", 150 * record_bytes, record_bytes),
@@ -213,9 +196,47 @@ TEST_F(ShardTest, ManyLargeRecordsAreWrittenInSeveralPiecesAndVerifiedInSmallChu
   EXPECT_EQ(report->records_checked, 800u);
 }
 
+TEST_F(ShardTest, UsageSpreadsHotExpertsAndReplicatesTheHottest) {
+  // Layer 1: experts 3 and 4 are hot; layer 2: expert 0. With room for two
+  // replicas a shard, the four hottest get a second copy.
+  const fs::path usage_file = dir_ / "usage.warp";
+  UsageTable usage{.fingerprint = manifest_.fingerprint, .tokens = 100};
+  usage.entries = {{1, 0, 1}, {1, 3, 50}, {1, 4, 40}, {2, 0, 60}, {2, 1, 2}};
+  WARP_ASSERT_OK(WriteUsageFile(usage_file, usage));
+  const std::vector<fs::path> dirs = Dirs(2);
+  auto report = ShardContainer(
+      model_, dirs, {.usage_file = usage_file, .replica_bytes = 2 * RecordBytes()});
+  WARP_ASSERT_OK(report);
+  EXPECT_THAT(report->replicated, ElementsAre(4, 4));
+  EXPECT_EQ(report->records[0] + report->records[1], kLayers * kExperts + 4);
+  // Layer 1 by heat: 3 to s0, 4 and 0 to s1 (40 < 50, then s1 is full), 1
+  // and 2 to s0. Replicas, hottest first: layer 2's 0 and layer 1's 3 to s1,
+  // layer 1's 4 and layer 2's 1 to s0; layer 1's 0 finds no room.
+  auto s0 = Container::Open(dirs[0]);
+  auto s1 = Container::Open(dirs[1]);
+  WARP_ASSERT_OK(s0);
+  WARP_ASSERT_OK(s1);
+  EXPECT_THAT((*s0)->HeldExperts((*s0)->manifest().banks[0]), ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT((*s1)->HeldExperts((*s1)->manifest().banks[0]), ElementsAre(0, 3, 4));
+  auto set = VerifyShardSet(model_, dirs, {});
+  WARP_ASSERT_OK(set);
+  EXPECT_THAT(set->problems, IsEmpty());  // every copy byte-identical to the original
+  EXPECT_EQ(set->records_checked, 2 * kLayers * kExperts + 4);
+
+  EXPECT_THAT(ShardContainer(model_, Dirs(2, "r"), {.replica_bytes = RecordBytes()}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("replicas need a usage file")));
+  usage.fingerprint = 42;
+  WARP_ASSERT_OK(WriteUsageFile(usage_file, usage));
+  EXPECT_THAT(ShardContainer(model_, Dirs(2, "u"), {.usage_file = usage_file}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(usage_file.string() + ": counts model 000000000000002a, not ")));
+  EXPECT_THAT(ShardContainer(model_, Dirs(2, "v"), {.usage_file = dir_ / "none.warp"}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("none.warp")));
+}
+
 TEST_F(ShardTest, MissingShardIsReported) {
   const std::vector<fs::path> dirs = Dirs(2);
-  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}));
   auto report = VerifyShardSet(model_, {dirs[0]}, {});
   WARP_ASSERT_OK(report);
   EXPECT_THAT(report->problems, ElementsAre("shard 1 of 2 is missing",
@@ -223,23 +244,20 @@ TEST_F(ShardTest, MissingShardIsReported) {
                                             "layer 2: 2 of 5 experts held by no shard: 1, 3"));
 }
 
-TEST_F(ShardTest, ShardGivenTwiceHoldsItsExpertsTwice) {
+TEST_F(ShardTest, ShardGivenTwiceIsReported) {
   const std::vector<fs::path> dirs = Dirs(2);
-  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}, false));
+  WARP_ASSERT_OK(ShardContainer(model_, dirs, {}));
   auto report = VerifyShardSet(model_, {dirs[0], dirs[1], dirs[0]}, {});
   WARP_ASSERT_OK(report);
-  EXPECT_THAT(report->problems, Contains(absl::StrCat(dirs[0].string(), ": shard_index 0 is also ",
-                                                      dirs[0].string(), "'s")));
-  EXPECT_THAT(report->problems,
-              Contains(absl::StrCat("expert 2 of layer 1: held by 2 shards (", dirs[0].string(),
-                                    ", ", dirs[0].string(), ")")));
+  EXPECT_THAT(report->problems, ElementsAre(absl::StrCat(dirs[0].string(), ": shard_index 0 is also ",
+                                                         dirs[0].string(), "'s")));
 }
 
 TEST_F(ShardTest, ShardsOfAnotherModelOrMixedSplitsAreReported) {
   const std::vector<fs::path> two = Dirs(2);
   const std::vector<fs::path> three = Dirs(3, "t");
-  WARP_ASSERT_OK(ShardContainer(model_, two, {}, false));
-  WARP_ASSERT_OK(ShardContainer(model_, three, {}, false));
+  WARP_ASSERT_OK(ShardContainer(model_, two, {}));
+  WARP_ASSERT_OK(ShardContainer(model_, three, {}));
   auto mixed = VerifyShardSet(model_, {two[0], three[1]}, {});
   WARP_ASSERT_OK(mixed);
   EXPECT_THAT(mixed->problems, Contains(HasSubstr(": num_shards 3 differs from")));
@@ -248,7 +266,7 @@ TEST_F(ShardTest, ShardsOfAnotherModelOrMixedSplitsAreReported) {
   WARP_ASSERT_OK(warp::testing::WriteTinyContainer(
       other, {.num_layers = kLayers, .num_experts = kExperts, .fingerprint = 42}));
   const std::vector<fs::path> others = Dirs(2, "o");
-  WARP_ASSERT_OK(ShardContainer(other, others, {}, false));
+  WARP_ASSERT_OK(ShardContainer(other, others, {}));
   auto report = VerifyShardSet(model_, {two[0], others[1]}, {});
   WARP_ASSERT_OK(report);
   EXPECT_THAT(report->problems,
@@ -261,31 +279,31 @@ TEST_F(ShardTest, ShardsOfAnotherModelOrMixedSplitsAreReported) {
 }
 
 TEST_F(ShardTest, BadArgumentsAreRefusedByName) {
-  EXPECT_THAT(ShardContainer(model_, Dirs(1), {}, false),
+  EXPECT_THAT(ShardContainer(model_, Dirs(1), {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("at least 2 shard directories, got 1")));
   EXPECT_THAT(
-      ShardContainer(model_, Dirs(2), {1, 2, 3}, false),
+      ShardContainer(model_, Dirs(2), {.weights = {1, 2, 3}}),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 weights for 2 shard directories")));
-  EXPECT_THAT(ShardContainer(model_, Dirs(2), {1, 0}, false),
+  EXPECT_THAT(ShardContainer(model_, Dirs(2), {.weights = {1, 0}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("weight 2 (0, for " + Dirs(2)[1].string() +
                                  ") is not a positive number")));
-  EXPECT_THAT(ShardContainer(model_, Dirs(2), {-1, 1}, false),
+  EXPECT_THAT(ShardContainer(model_, Dirs(2), {.weights = {-1, 1}}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("weight 1 (-1")));
-  EXPECT_THAT(ShardContainer(model_, {dir_ / "a", dir_ / "b" / ".." / "a"}, {}, false),
+  EXPECT_THAT(ShardContainer(model_, {dir_ / "a", dir_ / "b" / ".." / "a"}, {}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("given twice")));
-  EXPECT_THAT(ShardContainer(model_, {dir_ / "a", model_}, {}, false),
+  EXPECT_THAT(ShardContainer(model_, {dir_ / "a", model_}, {}),
               StatusIs(absl::StatusCode::kAlreadyExists,
                        HasSubstr(model_.string() + ": already holds a container")));
-  EXPECT_THAT(ShardContainer(dir_ / "nope.warp", Dirs(2), {}, false),
+  EXPECT_THAT(ShardContainer(dir_ / "nope.warp", Dirs(2), {}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope.warp/manifest.json")));
   EXPECT_FALSE(fs::exists(dir_ / "s0"));  // nothing was written
 
-  WARP_ASSERT_OK(ShardContainer(model_, Dirs(2), {}, false));
-  EXPECT_THAT(ShardContainer(model_, Dirs(2), {}, false),
+  WARP_ASSERT_OK(ShardContainer(model_, Dirs(2), {}));
+  EXPECT_THAT(ShardContainer(model_, Dirs(2), {}),
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("s0: already holds")));
-  EXPECT_THAT(ShardContainer(Dirs(2)[0], Dirs(2, "t"), {}, false),
+  EXPECT_THAT(ShardContainer(Dirs(2)[0], Dirs(2, "t"), {}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("is itself shard 0 of 2; shard the original")));
 }
@@ -293,7 +311,7 @@ TEST_F(ShardTest, BadArgumentsAreRefusedByName) {
 TEST_F(ShardTest, CorruptOriginalRecordIsNeverCopied) {
   FlipByte(model_ / "experts-L1.bin", 2 * RecordBytes() + 5);
   const std::vector<fs::path> dirs = Dirs(2);
-  EXPECT_THAT(ShardContainer(model_, dirs, {}, false),
+  EXPECT_THAT(ShardContainer(model_, dirs, {}),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr(absl::StrCat("expert 2 of layer 1: checksum mismatch (",
                                               (model_ / "experts-L1.bin").string(), " @",
@@ -310,9 +328,9 @@ TEST_F(ShardTest, CommandShardsAndVerifiesTheSet) {
       warp::testing::RunBinary("expertd", "shard --quiet " + model_.string() + " --dirs " + list);
   ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
   EXPECT_THAT(sharded.output,
-              HasSubstr(dirs[0].string() + ": shard 0 of 2, 3 experts per layer, 6 records"));
+              HasSubstr(dirs[0].string() + ": shard 0 of 2, 6 records (0 replicated on another shard)"));
   EXPECT_THAT(sharded.output,
-              HasSubstr(dirs[1].string() + ": shard 1 of 2, 2 experts per layer, 4 records"));
+              HasSubstr(dirs[1].string() + ": shard 1 of 2, 4 records (0 replicated on another shard)"));
   EXPECT_THAT(sharded.output, HasSubstr("sharded into 2 directories"));
 
   const std::string set = model_.string() + " " + dirs[0].string() + " " + dirs[1].string();

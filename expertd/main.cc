@@ -160,8 +160,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> probe_dirs;
   CLI::App* probe = app.add_subcommand(
       "probe", "Measure the disk under each directory (large O_DIRECT reads), for shard --weights");
-  probe->add_option("dirs", probe_dirs, "DIR ...: a container (its bank files are read) or any "
-                                        "directory (a 256 MiB scratch file is written, read, removed)")
+  probe->add_option("dirs", probe_dirs,
+                    "DIR ...: a 256 MiB scratch file is written in each, read back, removed")
       ->required();
 
   auto serve = warp::expertd::AddServeCommand(app);

@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/format/container.h"
 #include "common/io/aligned_buffer.h"
 #include "common/io/file.h"
 #include "common/status.h"
@@ -33,14 +31,6 @@ absl::Status WriteScratch(const fs::path& path) {
 }  // namespace
 
 absl::StatusOr<DiskProbe> ProbeDirectory(const fs::path& dir) {
-  if (fs::exists(dir / kManifestFile)) {
-    WARP_ASSIGN_OR_RETURN(auto container, Container::Open(dir, {.check_footers = false}));
-    std::vector<fs::path> files;
-    for (const BankEntry& bank : container->manifest().banks) {
-      files.push_back(container->BankPath(bank));
-    }
-    return ProbeDiskReads(files, {});
-  }
   if (!fs::is_directory(dir)) {
     return absl::NotFoundError(absl::StrCat(dir.string(), ": not a directory"));
   }

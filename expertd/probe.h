@@ -1,8 +1,8 @@
 #pragma once
 
-// `expertd probe DIR...`: each directory's disk, as a daemon would measure it
-// at start (common/io/disk_probe.h), so that `expertd shard --weights` can
-// follow the disks the shards will live on.
+// `expertd probe DIR...`: the disk under each directory, read as a daemon
+// reads its own at start (common/io/disk_probe.h), so that `expertd shard
+// --weights` can follow the disks the shards will live on.
 
 #include <filesystem>
 
@@ -11,8 +11,10 @@
 
 namespace warp::expertd {
 
-// A container's bank files are read; any other directory gets a 256 MiB
-// scratch file, written, read back and removed. Errors name the directory.
+// A 256 MiB scratch file is written in `dir` (with O_DIRECT, and synced),
+// read back as ProbeDiskReads reads, and removed: the disk under it, whatever
+// the directory holds (a small container's banks would measure latency).
+// Errors name the directory or the file.
 absl::StatusOr<DiskProbe> ProbeDirectory(const std::filesystem::path& dir);
 
 }  // namespace warp::expertd

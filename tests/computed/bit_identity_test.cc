@@ -486,6 +486,40 @@ TEST_F(BitIdentityTest, LogitsDoNotDependOnWhereTheExpertsAreComputed) {
                                                    "must be an expertd over gRPC"));
 }
 
+// Issue 47: experts placed by learned heat with the hottest replicated
+// (expertd shard --usage --replicate-mib), over 2 and 4 daemons, read as
+// records or computed there: whichever holder serves a replicated expert,
+// the bits are the embedded store's.
+TEST_F(BitIdentityTest, LogitsDoNotDependOnReplicasOrTheNumberOfDaemons) {
+  SetReference("");
+  auto learned = RunBinary("computed", "--log-level warn run --ids " + Model() + " " + tokens_ +
+                                           " -n 3 --learn");
+  ASSERT_EQ(learned.exit_code, 0) << learned.output;
+  for (int n : {2, 4}) {
+    SCOPED_TRACE(n);
+    std::vector<std::string> dirs;
+    for (int i = 0; i < n; ++i) dirs.push_back((dir_ / absl::StrCat("r", n, "-", i)).string());
+    auto shard = RunBinary("expertd", "shard --quiet " + Model() + " --dirs " +
+                                          absl::StrJoin(dirs, ",") + " --usage " + Model() +
+                                          "/usage.warp --replicate-mib 1");
+    ASSERT_EQ(shard.exit_code, 0) << shard.output;
+    ASSERT_THAT(shard.output, ::testing::Not(::testing::HasSubstr("(0 replicated")));
+    std::vector<std::string> addresses;
+    for (int i = 0; i < n; ++i) {
+      auto daemon = warp::testing::Daemon::Start(
+          {"--model", dirs[i], "--listen", "unix:" + dirs[i] + ".sock", "--budget", "1M"});
+      WARP_ASSERT_OK(daemon);
+      addresses.push_back((*daemon)->addresses().at(0));
+      daemons_.push_back(std::move(*daemon));
+    }
+    const std::string stores = "--stores " + absl::StrJoin(addresses, ",");
+    ExpectIdentical(stores);
+    ExpectIdentical(stores + " --threads 2 --prefill-chunk 1 --lookahead 16");
+    ExpectIdentical("--expert-compute daemons --prefill-chunk 3 " + stores);
+    ExpectIdentical("--banks " + absl::StrJoin(dirs, ","));
+  }
+}
+
 TEST_F(BitIdentityTest, TwoDaemonsSplittingOneCopyOfTheBanks) {
   SetReference("");
   std::vector<std::string> addresses;

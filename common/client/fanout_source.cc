@@ -73,14 +73,19 @@ FanoutExpertSource::Holders FanoutExpertSource::HoldersOf(const ExpertKey& key) 
   return it == holders_.end() ? Holders() : it->second;
 }
 
-std::optional<uint32_t> FanoutExpertSource::Pick(const Holders& holders, const Holders& tried,
+std::optional<uint32_t> FanoutExpertSource::Pick(const ExpertKey& key, const Holders& holders,
+                                                 const Holders& tried,
                                                  const std::vector<int64_t>& planned,
                                                  bool can_compute) const {
   const int64_t now = NowNs();
   std::optional<uint32_t> best;
   bool best_down = false;
   int64_t best_load = 0;
-  for (uint32_t m : holders) {
+  // From the key's home holder on: it wins ties, so that an idle set of
+  // holders reads (and caches, and is hinted) each expert on one of them.
+  const size_t home = holders.empty() ? 0 : HomeIndex(key, holders.size());
+  for (size_t j = 0; j < holders.size(); ++j) {
+    const uint32_t m = holders[(home + j) % holders.size()];
     if (Contains(tried, m) || (can_compute && members_[m].computer == nullptr)) continue;
     const bool down = states_[m].down_until_ns.load(std::memory_order_relaxed) > now;
     const int64_t load = states_[m].in_flight.load(std::memory_order_relaxed) + planned[m];
@@ -123,7 +128,7 @@ void FanoutExpertSource::Dispatch(std::vector<PendingKey> keys,
   std::vector<int64_t> planned(members_.size(), 0);
   for (PendingKey& pending : keys) {
     const Holders holders = HoldersOf(pending.key);
-    const std::optional<uint32_t> m = Pick(holders, pending.tried, planned, false);
+    const std::optional<uint32_t> m = Pick(pending.key, holders, pending.tried, planned, false);
     if (!m) {
       whole->Complete(pending.position, HeldByNoShard(pending.key));
       continue;
@@ -197,7 +202,7 @@ void FanoutExpertSource::Prefetch(std::span<const ExpertKey> keys, Priority prio
   std::vector<std::vector<ExpertKey>> parts(members_.size());
   std::vector<int64_t> planned(members_.size(), 0);
   for (const ExpertKey& key : keys) {
-    if (std::optional<uint32_t> m = Pick(HoldersOf(key), {}, planned, false)) {
+    if (std::optional<uint32_t> m = Pick(key, HoldersOf(key), {}, planned, false)) {
       ++planned[*m];
       parts[*m].push_back(key);
     }
@@ -263,7 +268,7 @@ absl::StatusOr<ComputedExperts> FanoutExpertSource::ComputeNow(const ComputePass
       const ExpertKey key{pass.layer, pass.experts[i].expert};
       const Holders holders = HoldersOf(key);
       if (holders.empty()) return HeldByNoShard(key);
-      const std::optional<uint32_t> m = Pick(holders, tried[i], planned, true);
+      const std::optional<uint32_t> m = Pick(key, holders, tried[i], planned, true);
       if (!m) {
         return absl::FailedPreconditionError(
             absl::StrCat(members_[holders[0]].name, " cannot compute experts (layer ", pass.layer,

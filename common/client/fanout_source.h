@@ -11,7 +11,9 @@
 // indices.
 //
 // Replicas: a key several members hold goes to the holder with the fewest
-// reads (or computed experts) in flight, one not seen failing first. It is
+// reads (or computed experts) in flight, one not seen failing first, ties
+// to its home holder (HomeIndex), so that idle holders split the replicated
+// experts between them, each read, hinted and cached on one. It is
 // asked without waiting (ReadOnce, ComputePass::once); if it fails as an
 // unreachable daemon does, or with a corrupt record, the key goes to the next
 // holder at once, and the failed member is passed over for replicated keys
@@ -34,6 +36,12 @@
 #include "common/store/expert_source.h"
 
 namespace warp {
+
+// Which of a key's `num_holders` holders is its home: (31 × layer + expert)
+// modulo their number, so that consecutive experts alternate.
+inline size_t HomeIndex(const ExpertKey& key, size_t num_holders) {
+  return (size_t{31} * key.layer + key.expert) % num_holders;
+}
 
 class FanoutExpertSource : public ExpertSource, public ExpertComputer {
  public:
@@ -87,11 +95,12 @@ class FanoutExpertSource : public ExpertSource, public ExpertComputer {
   explicit FanoutExpertSource(std::vector<Member> members);
   // The holders of `key` (engram records: the one serving its record); empty if none.
   Holders HoldersOf(const ExpertKey& key) const;
-  // The holder to ask among `holders` not in `tried`, given `planned` more
-  // per member already chosen in this call: one not down first, then the
-  // fewest in flight, ties to the lower index. nullopt if all were tried.
-  // `can_compute`: only members that compute.
-  std::optional<uint32_t> Pick(const Holders& holders, const Holders& tried,
+  // The holder of `key` to ask among `holders` not in `tried`, given
+  // `planned` more per member already chosen in this call: one not down
+  // first, then the fewest in flight, ties to the key's home holder, then
+  // those after it. nullopt if all were tried. `can_compute`: only members
+  // that compute.
+  std::optional<uint32_t> Pick(const ExpertKey& key, const Holders& holders, const Holders& tried,
                                const std::vector<int64_t>& planned, bool can_compute) const;
   // A failure as unreachable: passed over for replicated keys for kDownPause.
   void MarkDown(uint32_t member);

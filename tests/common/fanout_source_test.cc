@@ -164,7 +164,8 @@ class ReplicaSource : public ExpertSource, public ExpertComputer {
   std::vector<Call> computes_ ABSL_GUARDED_BY(mu_);
 };
 
-// Two members holding expert 0 of layer 1 both; `a` alone holds expert 1.
+// Two members holding expert 1 of layer 1 both (its home, HomeIndex, is `a`);
+// `a` alone holds expert 0.
 class ReplicaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -175,7 +176,7 @@ class ReplicaTest : public ::testing::Test {
     std::vector<FanoutExpertSource::Member> members;
     members.push_back(
         {.name = "a", .source = std::move(a), .held = {{1, 0}, {1, 1}}, .computer = a_});
-    members.push_back({.name = "b", .source = std::move(b), .held = {{1, 0}}, .computer = b_});
+    members.push_back({.name = "b", .source = std::move(b), .held = {{1, 1}}, .computer = b_});
     auto fanout = FanoutExpertSource::Create(std::move(members));
     WARP_ASSERT_OK(fanout);
     fanout_ = std::move(*fanout);
@@ -200,7 +201,7 @@ class ReplicaTest : public ::testing::Test {
 TEST_F(ReplicaTest, ReplicatedKeysAreAskedOnceAndSpreadOverTheirHolders) {
   // Two copies of the replicated key in one batch: one to each holder, without
   // waiting; the key only `a` holds is waited for.
-  EXPECT_EQ(ServedBy({{1, 0}, {1, 0}, {1, 1}}), "aba");
+  EXPECT_EQ(ServedBy({{1, 1}, {1, 1}, {1, 0}}), "aba");
   EXPECT_THAT(a_->calls(), ElementsAre(ReplicaSource::Call{1, false}, ReplicaSource::Call{1, true}));
   EXPECT_THAT(b_->calls(), ElementsAre(ReplicaSource::Call{1, true}));
   EXPECT_EQ(fanout_->Counters().at("fanout.failovers"), 0u);
@@ -208,35 +209,35 @@ TEST_F(ReplicaTest, ReplicatedKeysAreAskedOnceAndSpreadOverTheirHolders) {
 
 TEST_F(ReplicaTest, AFailedHolderIsRoutedAroundAtOnceAndPassedOverAfter) {
   a_->failure = absl::UnavailableError("expertd at a: connection refused");
-  EXPECT_EQ(ServedBy({{1, 0}}), "b");
+  EXPECT_EQ(ServedBy({{1, 1}}), "b");
   EXPECT_THAT(a_->calls(), ElementsAre(ReplicaSource::Call{1, true}));
   EXPECT_EQ(fanout_->Counters().at("fanout.failovers"), 1u);
   // `a` is down: the replicated key goes to `b` first; `a`'s own key waits on `a`.
-  EXPECT_EQ(ServedBy({{1, 0}, {1, 0}}), "bb");
+  EXPECT_EQ(ServedBy({{1, 1}, {1, 1}}), "bb");
   EXPECT_THAT(a_->calls(), ElementsAre(ReplicaSource::Call{1, true}));
-  EXPECT_EQ(ServedBy({{1, 1}}), "!");
-  EXPECT_EQ(fanout_->Read(std::vector<ExpertKey>{{1, 1}}, Priority::kDemand)->WaitAll()[0].status(),
+  EXPECT_EQ(ServedBy({{1, 0}}), "!");
+  EXPECT_EQ(fanout_->Read(std::vector<ExpertKey>{{1, 0}}, Priority::kDemand)->WaitAll()[0].status(),
             a_->failure);
   // Both failing: the last holder's error.
   b_->failure = absl::UnavailableError("expertd at b: connection refused");
-  auto both = fanout_->Read(std::vector<ExpertKey>{{1, 0}}, Priority::kDemand)->WaitAll();
+  auto both = fanout_->Read(std::vector<ExpertKey>{{1, 1}}, Priority::kDemand)->WaitAll();
   EXPECT_THAT(both[0], StatusIs(absl::StatusCode::kUnavailable, HasSubstr("expertd at")));
 }
 
 TEST_F(ReplicaTest, ACorruptCopyIsReadFromTheOtherHolder) {
-  a_->failure = absl::DataLossError("expert 0 of layer 1: checksum mismatch");
-  b_->failure = absl::DataLossError("expert 0 of layer 1: checksum mismatch");
-  auto both = fanout_->Read(std::vector<ExpertKey>{{1, 0}}, Priority::kDemand)->WaitAll();
+  a_->failure = absl::DataLossError("expert 1 of layer 1: checksum mismatch");
+  b_->failure = absl::DataLossError("expert 1 of layer 1: checksum mismatch");
+  auto both = fanout_->Read(std::vector<ExpertKey>{{1, 1}}, Priority::kDemand)->WaitAll();
   EXPECT_THAT(both[0], StatusIs(absl::StatusCode::kDataLoss, HasSubstr("checksum mismatch")));
   EXPECT_EQ(fanout_->Counters().at("fanout.failovers"), 1u);
   b_->failure = absl::OkStatus();
   // A corrupt copy does not mark `a` down: it is still asked, and b serves.
-  EXPECT_EQ(ServedBy({{1, 0}, {1, 0}}), "bb");
+  EXPECT_EQ(ServedBy({{1, 1}, {1, 1}}), "bb");
   // A refusal would be the same on every holder: not sent on.
   a_->failure = absl::InvalidArgumentError("no such expert");
   b_->failure = absl::OkStatus();
   const size_t b_calls = b_->calls().size();
-  EXPECT_EQ(ServedBy({{1, 0}}), "!");
+  EXPECT_EQ(ServedBy({{1, 1}}), "!");
   EXPECT_EQ(b_->calls().size(), b_calls);
 }
 
@@ -248,7 +249,7 @@ TEST_F(ReplicaTest, AComputeAFailedHolderLeavesGoesToTheReplica) {
   const ComputePass pass{.layer = 1, .width = 2, .rows = rows, .experts = tasks};
   a_->failure = absl::UnavailableError("expertd at a: connection refused");
   absl::StatusOr<ComputedExperts> failed = fanout_->Compute(pass).get();
-  // Expert 1 has no other holder: waited for (here: failed) on `a`.
+  // Expert 0 has no other holder: waited for (here: failed) on `a`.
   EXPECT_THAT(failed, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("expertd at a")));
   a_->failure = absl::OkStatus();
   b_->failure = absl::UnavailableError("expertd at b: connection refused");
@@ -257,8 +258,32 @@ TEST_F(ReplicaTest, AComputeAFailedHolderLeavesGoesToTheReplica) {
   ASSERT_EQ(computed->outputs.size(), 2u);
   EXPECT_THAT(computed->outputs[0], ElementsAre('a', 'a', 'a', 'a'));
   EXPECT_THAT(computed->outputs[1], ElementsAre('a', 'a', 'a', 'a'));
-  // b was asked expert 0 (a being down) and failed; then a computed it.
-  EXPECT_THAT(b_->computes(), ElementsAre(ReplicaSource::Call{1, true}));
+  // b computed expert 1 in the first pass (a had expert 0 in flight), was
+  // asked it again in the second (a being down) and failed; then a computed it.
+  EXPECT_THAT(b_->computes(),
+              ElementsAre(ReplicaSource::Call{1, true}, ReplicaSource::Call{1, true}));
+}
+
+// Idle holders split the replicated experts: each goes to its home holder
+// (31 x layer + expert, modulo the holders), read after read.
+TEST(FanoutExpertSourceTest, IdleHoldersServeEachReplicatedExpertFromItsHome) {
+  auto a = std::make_unique<ReplicaSource>(std::byte{'a'});
+  auto b = std::make_unique<ReplicaSource>(std::byte{'b'});
+  std::vector<FanoutExpertSource::Member> members;
+  members.push_back({.name = "a", .source = std::move(a), .held = {{1, 0}, {1, 1}}});
+  members.push_back({.name = "b", .source = std::move(b), .held = {{1, 0}, {1, 1}}});
+  auto fanout = FanoutExpertSource::Create(std::move(members));
+  WARP_ASSERT_OK(fanout);
+  EXPECT_EQ(HomeIndex({1, 0}, 2), 1u);
+  EXPECT_EQ(HomeIndex({1, 1}, 2), 0u);
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t expert : {0u, 1u}) {
+      auto records =
+          (*fanout)->Read(std::vector<ExpertKey>{{1, expert}}, Priority::kDemand)->WaitAll();
+      WARP_ASSERT_OK(records[0]);
+      EXPECT_EQ(static_cast<char>(records[0]->bytes()[0]), expert == 0 ? 'b' : 'a');
+    }
+  }
 }
 
 }  // namespace

@@ -44,6 +44,11 @@ void InitLogging(std::string_view level) {
   const auto parsed = spdlog::level::from_str(std::string(level));
   CurrentLevel() = parsed == spdlog::level::off && level != "off" ? spdlog::level::info : parsed;
   for (const char* name : kLoggerNames) CreateLocked(name)->set_level(CurrentLevel());
+  // And every logger made since by name (Logger("store"), ...): a level set
+  // again (the C API's warp_set_log_level) reaches them too.
+  spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& logger) {
+    logger->set_level(CurrentLevel());
+  });
 }
 
 spdlog::logger& Logger(std::string_view name) {

@@ -149,9 +149,11 @@ void FanoutExpertSource::Dispatch(std::vector<PendingKey> keys,
     part->ForwardTo([this, m, whole, priority, sent = std::move(groups[g])](
                         size_t i, absl::StatusOr<ExpertRecord> record) {
       --states_[m].in_flight;
-      if (record.ok()) MarkUp(m);
-      if (!record.ok() && AnotherHolderMayServe(record.status()) && !stopping_ &&
-          Eligible(HoldersOf(sent[i].key), false) > sent[i].tried.size() + 1) {
+      if (stopping_) return whole->Complete(sent[i].position, std::move(record));
+      if (record.ok()) {
+        MarkUp(m);
+      } else if (AnotherHolderMayServe(record.status()) &&
+                 Eligible(HoldersOf(sent[i].key), false) > sent[i].tried.size() + 1) {
         if (Retryable(record.status())) MarkDown(m);
         ++failovers_;
         PendingKey retry = sent[i];

@@ -114,13 +114,14 @@ class FanoutExpertSource : public ExpertSource, public ExpertComputer {
   absl::StatusOr<ComputedExperts> ComputeNow(const ComputePass& pass);
 
   // Declared before members_, so that completions the members deliver while
-  // they are destroyed still find them.
+  // they are destroyed still find them (with stopping_ set, they only pass
+  // each completion on).
   std::unique_ptr<MemberState[]> states_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> failovers_{0};
-  std::vector<Member> members_;
   absl::flat_hash_map<ExpertKey, Holders> holders_;
   absl::flat_hash_map<uint32_t, std::vector<uint32_t>> engram_holders_;  // by key layer
+  std::vector<Member> members_;
 };
 
 }  // namespace warp

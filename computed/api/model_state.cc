@@ -73,6 +73,16 @@ absl::StatusOr<bool> WantsQ8Activations(const warp_model_options& options) {
       absl::StrCat("options.activations: \"", activations, "\" is not f32 or q8"));
 }
 
+// options.expert_compute: NULL is auto.
+absl::StatusOr<computed::ExpertCompute> ExpertComputeOf(const warp_model_options& options) {
+  const std::string mode = OrEmpty(options.expert_compute);
+  if (mode.empty()) return computed::ExpertCompute::kAuto;
+  absl::StatusOr<computed::ExpertCompute> parsed = computed::ParseExpertCompute(mode);
+  if (parsed.ok()) return parsed;
+  return absl::InvalidArgumentError(absl::StrCat("options.expert_compute: \"", mode,
+                                                 "\" is not auto, records or daemons"));
+}
+
 // A path that is missing or not a container directory, said plainly before
 // Container::Open reports the manifest it could not find.
 absl::Status CheckModelPath(const std::string& path) {
@@ -97,7 +107,7 @@ absl::Status CheckModelPath(const std::string& path) {
 // The C options into the session's tree; what they leave unset (0, null)
 // keeps the tree's default, the one the command line starts from.
 SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t context,
-                                bool q8_activations) {
+                                bool q8_activations, computed::ExpertCompute expert_compute) {
   SessionOptions session{.model = options.path};
   computed::SourceOptions& source = session.source;
   source.bank_dirs = computed::SplitList(OrEmpty(options.bank_dirs));
@@ -110,6 +120,7 @@ SessionOptions ToSessionOptions(const warp_model_options& options, uint32_t cont
   if (options.store_timeout_ms != 0) {
     source.store_retry_deadline = std::chrono::milliseconds(options.store_timeout_ms);
   }
+  source.expert_compute = expert_compute;
   session.engine.max_positions = context;
   session.compute = {.threads = options.threads, .q8_activations = q8_activations};
   session.run.prefill_chunk = options.prefill_chunk;
@@ -125,6 +136,7 @@ absl::StatusOr<std::shared_ptr<const ModelState>> ModelState::Open(
   WARP_RETURN_IF_ERROR(CheckList("stores", options.stores));
   WARP_RETURN_IF_ERROR(CheckList("bank_dirs", options.bank_dirs));
   WARP_ASSIGN_OR_RETURN(const bool q8_activations, WantsQ8Activations(options));
+  WARP_ASSIGN_OR_RETURN(const computed::ExpertCompute expert_compute, ExpertComputeOf(options));
   const std::string path = OrEmpty(options.path);
   WARP_RETURN_IF_ERROR(CheckModelPath(path));
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<Container> container, Container::Open(path));
@@ -142,7 +154,7 @@ absl::StatusOr<std::shared_ptr<const ModelState>> ModelState::Open(
     const uint32_t trained = config.max_position_embeddings;
     context = trained ? std::min(trained, kDefaultContext) : kDefaultContext;
   }
-  state->session_options_ = ToSessionOptions(options, context, q8_activations);
+  state->session_options_ = ToSessionOptions(options, context, q8_activations, expert_compute);
   return state;
 }
 

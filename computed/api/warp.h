@@ -36,7 +36,7 @@
 
 /* Bumped when a function or a struct field is added; older programs keep
  * working (the option structs carry their size). */
-#define WARP_API_VERSION 2
+#define WARP_API_VERSION 3
 
 #if defined(__GNUC__)
 #define WARP_EXPORT __attribute__((visibility("default")))
@@ -106,6 +106,10 @@ typedef struct warp_model_options {
                                * warp_session_create and when one goes away mid-run
                                * (`computed --store-retry-seconds`); 0: 30 s for unix: and
                                * fastpath:, 60 s for tcp: and tls: (API version 2) */
+  const char* expert_compute; /* "auto" (NULL), "records" or "daemons": whether the daemons of
+                               * `stores` compute their experts over the rows sent, or send
+                               * records (`computed --expert-compute`; auto: compute when every
+                               * store is beyond this machine) (API version 3) */
 } warp_model_options;
 
 /* Fills the defaults and struct_size. */

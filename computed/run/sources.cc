@@ -239,6 +239,8 @@ absl::StatusOr<OpenedSource> OpenExpertSource(std::shared_ptr<const Container> m
                                               const SourceOptions& options) {
   const uint64_t fingerprint = model->manifest().fingerprint;
   if (options.bank_dirs.empty() && options.stores.empty()) {
+    // `--expert-compute daemons` with no daemon is refused, not run here.
+    WARP_RETURN_IF_ERROR(ComputeOnDaemons(options, false, {}).status());
     WARP_ASSIGN_OR_RETURN(auto store, ExpertStore::Open(std::move(model), options.store));
     Logger("store").info("embedded: {}", store->Settings());
     return OpenedSource{.source = std::move(store),

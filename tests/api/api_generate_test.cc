@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "tests/api/api_fixture.h"
+#include "tests/testing/daemon.h"
 
 namespace warp::api {
 namespace {
@@ -135,6 +136,53 @@ TEST(ApiGenerateTest, ActivationsAreTheCliFlagAndDefaultToEightBits) {
   };
   EXPECT_EQ(api(nullptr), default_ids) << "seed " << seed;
   EXPECT_EQ(api("f32"), f32_ids) << "seed " << seed;
+}
+
+// options.expert_compute is `computed --expert-compute`: a daemon computing
+// the experts gives the embedded greedy ids, and the log says it computes; a
+// mode the sources cannot take, or a misspelt one, is refused by name.
+TEST(ApiGenerateTest, ExpertComputeIsTheCliFlag) {
+  const auto greedy_ids = [](const warp_model_options& options) {
+    ModelPtr model = OpenModel(options);
+    const std::vector<int32_t> prompt =
+        Tokenize(model.get(), kPrompt, /*add_special_tokens=*/true);
+    SessionPtr session = OpenSession(model.get());
+    EXPECT_EQ(warp_session_prefill(session.get(), prompt.data(), prompt.size()), WARP_OK)
+        << warp_last_error();
+    Collected collected;
+    EXPECT_EQ(Generate(session.get(), Greedy(10, /*ignore_eos=*/true), collected).status,
+              WARP_OK)
+        << warp_last_error();
+    return absl::StrJoin(collected.ids, ",");
+  };
+  const std::string embedded = greedy_ids(DemoOptions());
+  auto daemon = warp::testing::Daemon::Start(
+      {"--model", DemoModel(), "--listen", "unix:" + (ScratchDir() / "compute.sock").string()});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const std::string address = (*daemon)->addresses().at(0);
+  warp_model_options options = DemoOptions();
+  options.stores = address.c_str();
+  options.expert_compute = "daemons";
+  warp_set_log_level("info");
+  ::testing::internal::CaptureStderr();
+  const std::string computed = greedy_ids(options);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  warp_set_log_level("warn");
+  EXPECT_EQ(computed, embedded);
+  EXPECT_THAT(log, HasSubstr("experts computed on the daemons (--expert-compute daemons)"));
+
+  warp_model_options bad = DemoOptions();
+  bad.expert_compute = "remote";
+  warp_model* model = nullptr;
+  EXPECT_EQ(warp_model_open(&bad, &model), WARP_INVALID_ARGUMENT);
+  EXPECT_THAT(warp_last_error(),
+              HasSubstr("options.expert_compute: \"remote\" is not auto, records or daemons"));
+  warp_model_options embedded_daemons = DemoOptions();
+  embedded_daemons.expert_compute = "daemons";
+  ModelPtr no_daemons = OpenModel(embedded_daemons);
+  warp_session* none = nullptr;
+  EXPECT_EQ(warp_session_create(no_daemons.get(), &none), WARP_FAILED_PRECONDITION);
+  EXPECT_THAT(warp_last_error(), HasSubstr("--expert-compute daemons: every expert source"));
 }
 
 TEST(ApiGenerateTest, ChatTextEqualsComputedRun) {

@@ -13,6 +13,7 @@
 
 #include "common/byte_size.h"
 #include "common/format/container.h"
+#include "common/memory/heap_reuse.h"
 #include "tests/bench/daemon_load.h"
 
 namespace {
@@ -26,6 +27,7 @@ void PrintFigures(const char* when, const warp::bench::ProcessFigures& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  warp::KeepFreedHeapMemory();  // as computed does: common/memory/heap_reuse.h
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: daemon_load MODEL.warp ADDRESS --pid PID [--clients N] [--seconds S] "

@@ -79,6 +79,10 @@ int RunShard(const std::string& model, const std::vector<std::string>& dirs,
     std::fprintf(stderr, "expertd shard: %s\n", std::string(report.status().message()).c_str());
     return 1;
   }
+  for (size_t s = 0; s < report->probed.size(); ++s) {
+    std::printf("%s: disk %s/s, its weight\n", dirs[s].c_str(),
+                warp::FormatBytes(static_cast<uint64_t>(report->probed[s])).c_str());
+  }
   for (size_t s = 0; s < dirs.size(); ++s) {
     std::printf("%s: shard %zu of %zu, %llu records (%llu replicated on another shard)\n",
                 dirs[s].c_str(), s, dirs.size(), static_cast<unsigned long long>(report->records[s]),
@@ -148,6 +152,9 @@ int main(int argc, char** argv) {
                    "(default: expert e to shard e % N)")
       ->delimiter(',')
       ->allow_extra_args(false);
+  shard->add_flag("--probe-weights", shard_options.probe_weights,
+                  "Weights from each directory's disk, measured first (expertd probe): for "
+                  "shards on this machine's disks");
   shard->add_option("--usage", shard_options.usage_file,
                     "usage.warp of this model (computed --learn): hot experts spread evenly "
                     "over the shards, each layer's heat in proportion to the weights");

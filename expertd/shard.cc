@@ -21,6 +21,7 @@
 #include "common/format/usage_file.h"
 #include "expertd/bank_scanner.h"
 #include "expertd/placement.h"
+#include "expertd/probe.h"
 
 namespace warp::expertd {
 namespace {
@@ -221,6 +222,9 @@ void RemovePartialShards(const Manifest& model, const std::vector<fs::path>& dir
 absl::StatusOr<ShardReport> ShardContainer(const fs::path& model, const std::vector<fs::path>& dirs,
                                            const ShardOptions& options) {
   WARP_RETURN_IF_ERROR(CheckArguments(dirs, options.weights));
+  if (options.probe_weights && !options.weights.empty()) {
+    return absl::InvalidArgumentError("give weights or probe them (--probe-weights), not both");
+  }
   if (options.replica_bytes > 0 && options.usage_file.empty()) {
     return absl::InvalidArgumentError(
         "replicas need a usage file (--usage, from computed --learn): it says which experts are "
@@ -245,10 +249,6 @@ absl::StatusOr<ShardReport> ShardContainer(const fs::path& model, const std::vec
     }
   }
   ShardReport report;
-  report.held = PlaceExperts(manifest.banks, static_cast<uint32_t>(dirs.size()),
-                             {.weights = options.weights,
-                              .usage = usage ? &*usage : nullptr,
-                              .replica_bytes = options.replica_bytes});
   report.records.assign(dirs.size(), 0);
   report.replicated.assign(dirs.size(), 0);
 
@@ -261,6 +261,21 @@ absl::StatusOr<ShardReport> ShardContainer(const fs::path& model, const std::vec
       return absl::InternalError(absl::StrCat(dir.string(), ": ", error.message()));
     }
   }
+  std::vector<double> weights = options.weights;
+  for (size_t s = 0; options.probe_weights && s < dirs.size(); ++s) {
+    absl::StatusOr<DiskProbe> probe = ProbeDirectory(dirs[s]);
+    if (!probe.ok() || !(probe->bytes_per_second() > 0)) {
+      RemovePartialShards(manifest, {}, created);
+      return probe.ok() ? absl::InternalError(absl::StrCat(dirs[s].string(), ": read nothing"))
+                        : probe.status();
+    }
+    report.probed.push_back(probe->bytes_per_second());
+    weights.push_back(probe->bytes_per_second());
+  }
+  report.held = PlaceExperts(manifest.banks, static_cast<uint32_t>(dirs.size()),
+                             {.weights = weights,
+                              .usage = usage ? &*usage : nullptr,
+                              .replica_bytes = options.replica_bytes});
   absl::Status status = WriteShards(*container, dirs, options.show_progress, report);
   if (!status.ok()) {
     RemovePartialShards(manifest, dirs, created);

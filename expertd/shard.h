@@ -19,6 +19,9 @@ namespace warp::expertd {
 
 struct ShardOptions {
   std::vector<double> weights;  // one positive weight per directory; empty: even
+  // Weights from each directory's disk, measured (expertd/probe.h) before any
+  // record is written: for shards on this machine's disks. Not with `weights`.
+  bool probe_weights = false;
   // A usage.warp of this model (computed --learn): hot experts spread evenly
   // and replicated; empty: experts spread by number.
   std::filesystem::path usage_file;
@@ -30,13 +33,15 @@ struct ShardReport {
   std::vector<ExpertsByLayer> held;  // [shard]: its shard_map.held
   std::vector<uint64_t> records;     // records written to each shard, over all banks
   std::vector<uint64_t> replicated;  // of those, of experts another shard holds too
+  std::vector<double> probed;        // with probe_weights: each disk's bytes/s, the weights
   uint64_t bytes_copied = 0;         // bank bytes read from the original
   double seconds = 0;
 };
 
 // Shards the container `model` into `dirs` (created if needed; none may hold a
 // manifest.json), placed by expertd/placement.h. Errors name what is wrong:
-// fewer than 2 dirs, a weight count or value that does not fit, a usage file
+// fewer than 2 dirs, a weight count or value that does not fit, weights both
+// given and probed, a disk that cannot be probed, a usage file
 // that cannot be read or belongs to another model, replicas without a usage
 // file, a target that already holds a container, a
 // model that is itself a shard, a corrupt record in the original (DataLoss,

@@ -234,6 +234,23 @@ TEST_F(ShardTest, UsageSpreadsHotExpertsAndReplicatesTheHottest) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("none.warp")));
 }
 
+// --probe-weights: each target's disk measured first, its bytes/s the weight
+// (here both directories are on one disk: nearly even, whatever the noise).
+TEST_F(ShardTest, ProbedWeightsAreEachDisksRate) {
+  const std::vector<fs::path> dirs = Dirs(2);
+  auto report = ShardContainer(model_, dirs, {.probe_weights = true});
+  WARP_ASSERT_OK(report);
+  ASSERT_EQ(report->probed.size(), 2u);
+  EXPECT_GT(report->probed[0], 0);
+  EXPECT_GT(report->probed[1], 0);
+  EXPECT_EQ(report->records[0] + report->records[1], kLayers * kExperts);
+  auto set = VerifyShardSet(model_, dirs, {});
+  WARP_ASSERT_OK(set);
+  EXPECT_THAT(set->problems, IsEmpty());
+  EXPECT_THAT(ShardContainer(model_, Dirs(2, "w"), {.weights = {1, 1}, .probe_weights = true}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not both")));
+}
+
 TEST_F(ShardTest, MissingShardIsReported) {
   const std::vector<fs::path> dirs = Dirs(2);
   WARP_ASSERT_OK(ShardContainer(model_, dirs, {}));

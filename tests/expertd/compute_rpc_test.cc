@@ -153,7 +153,7 @@ class ComputeRpcTest : public ::testing::Test {
   const std::vector<uint32_t> rows_of_4_ = {0, 1, 3}, rows_of_0_ = {2}, rows_of_5_ = {1, 2, 3, 4};
 };
 
-TEST_F(ComputeRpcTest, GivesTheClientsBitsOverAUnixSocketAndOverTls) {
+TEST_F(ComputeRpcTest, GivesTheClientsBitsOverEveryGrpcTransport) {
   auto certs = warp::testing::MakeTestCertificates(dir_.path());
   WARP_ASSERT_OK(certs);
   auto daemon = StartDaemon({"--listen", "unix:" + (dir_.path() / "d").string(), "--listen",
@@ -175,6 +175,12 @@ TEST_F(ComputeRpcTest, GivesTheClientsBitsOverAUnixSocketAndOverTls) {
   const std::map<std::string, uint64_t> counters = client->Counters();
   EXPECT_EQ(counters.at("expertd.compute.requests"), 4u);
   EXPECT_EQ(counters.at("expertd.compute.expert_rows"), 4u * (3 + 1 + 4));
+  // And plain TCP on loopback (--insecure), the last transport gRPC has.
+  auto plain = StartDaemon({"--listen", "tcp:127.0.0.1:0", "--insecure"});
+  ASSERT_NE(plain, nullptr);
+  auto tcp = Connect(plain->addresses().at(0));
+  ASSERT_NE(tcp, nullptr);
+  ExpectComputesAsHere(*tcp, Tasks(), /*q8=*/true);
 }
 
 TEST_F(ComputeRpcTest, APassOverTheRowLimitIsSplitAndGivesTheSameBits) {

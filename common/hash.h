@@ -8,8 +8,11 @@
 
 namespace warp {
 
+// FNV-1a's 64-bit offset basis: the hash of no bytes, where a chain starts.
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+
 // FNV-1a, 64-bit. Stable across builds and platforms: fingerprints depend on it.
-constexpr uint64_t Fnv1a64(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ull) {
+constexpr uint64_t Fnv1a64(std::string_view bytes, uint64_t hash = kFnv1a64Basis) {
   for (char c : bytes) {
     hash ^= static_cast<uint8_t>(c);
     hash *= 0x100000001b3ull;

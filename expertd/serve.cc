@@ -213,7 +213,7 @@ absl::Status CheckTcpSecurity(const v1::ExpertdConfig& config) {
 }
 
 // The disk's large O_DIRECT reads over the bank files, for Describe (clients
-// and placement weigh daemons by it) and the log; 0 if it cannot be measured.
+// log it per store) and the daemon's log; 0 if it cannot be measured.
 uint64_t ProbeDisk(const Container& container) {
   auto& log = Logger("expertd");
   std::vector<std::filesystem::path> files;

@@ -13,12 +13,12 @@
 #include "common/format/bank_format.h"
 #include "common/format/container.h"
 #include "common/format/manifest.h"
+#include "common/format/usage_file.h"
 #include "common/io/aligned_buffer.h"
 #include "common/io/background_writer.h"
 #include "common/io/file.h"
 #include "common/progress.h"
 #include "common/status.h"
-#include "common/format/usage_file.h"
 #include "expertd/bank_scanner.h"
 #include "expertd/placement.h"
 #include "expertd/probe.h"
@@ -261,19 +261,17 @@ absl::StatusOr<ShardReport> ShardContainer(const fs::path& model, const std::vec
       return absl::InternalError(absl::StrCat(dir.string(), ": ", error.message()));
     }
   }
-  std::vector<double> weights = options.weights;
+  // A probe reads at least its first 8 MiB piece, so every rate is positive.
   for (size_t s = 0; options.probe_weights && s < dirs.size(); ++s) {
     absl::StatusOr<DiskProbe> probe = ProbeDirectory(dirs[s]);
-    if (!probe.ok() || !(probe->bytes_per_second() > 0)) {
+    if (!probe.ok()) {
       RemovePartialShards(manifest, {}, created);
-      return probe.ok() ? absl::InternalError(absl::StrCat(dirs[s].string(), ": read nothing"))
-                        : probe.status();
+      return probe.status();
     }
     report.probed.push_back(probe->bytes_per_second());
-    weights.push_back(probe->bytes_per_second());
   }
   report.held = PlaceExperts(manifest.banks, static_cast<uint32_t>(dirs.size()),
-                             {.weights = weights,
+                             {.weights = options.probe_weights ? report.probed : options.weights,
                               .usage = usage ? &*usage : nullptr,
                               .replica_bytes = options.replica_bytes});
   absl::Status status = WriteShards(*container, dirs, options.show_progress, report);

@@ -31,7 +31,7 @@ uint64_t Hash(const std::vector<float>& values, uint64_t hash) {
 
 uint64_t MathFingerprint() {
   const std::vector<float> up = Inputs(7.0f);
-  uint64_t hash = 0xcbf29ce484222325ull;
+  uint64_t hash = kFnv1a64Basis;
   for (const GluActivation act : {GluActivation{},                         // SiLU
                                   GluActivation{.limit = 10.0f},           // DeepSeek V4
                                   GluActivation{.situ = true, .beta = 2.5f, .linear_beta = 4.0f}}) {

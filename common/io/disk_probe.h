@@ -32,7 +32,8 @@ struct DiskProbe {
 };
 
 // Reads the files front to back (whole 4 KiB blocks; a shorter tail is
-// skipped). Errors name the file: it cannot be opened or read.
+// skipped), the first piece whatever the time limit. Errors name the file:
+// it cannot be opened or read.
 absl::StatusOr<DiskProbe> ProbeDiskReads(const std::vector<std::filesystem::path>& files,
                                          const DiskProbeOptions& options);
 

@@ -264,6 +264,18 @@ TEST_F(ReplicaTest, AComputeAFailedHolderLeavesGoesToTheReplica) {
               ElementsAre(ReplicaSource::Call{1, true}, ReplicaSource::Call{1, true}));
 }
 
+// Several members may hold a key (replicas); one member listing it twice is
+// a mistake in its list, refused by name.
+TEST(FanoutExpertSourceTest, AMemberListingAKeyTwiceIsRefused) {
+  std::vector<FanoutExpertSource::Member> members;
+  members.push_back({.name = "a",
+                     .source = std::make_unique<ReplicaSource>(std::byte{'a'}),
+                     .held = {{1, 0}, {1, 0}}});
+  EXPECT_THAT(FanoutExpertSource::Create(std::move(members)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a lists expert 0 of layer 1 twice")));
+}
+
 // Idle holders split the replicated experts: each goes to its home holder
 // (31 x layer + expert, modulo the holders), read after read.
 TEST(FanoutExpertSourceTest, IdleHoldersServeEachReplicatedExpertFromItsHome) {

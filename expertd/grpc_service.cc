@@ -4,38 +4,41 @@
 #include <optional>
 
 #include "common/format/bank_format.h"
+#include "grpcpp/support/method_handler.h"
 #include "common/wire/proto_convert.h"
 
 namespace warp::expertd {
 namespace {
 
-// Writes one record (or its per-key failure) as ReadChunks of at most 1 MiB.
+// Writes one record (or its per-key failure) as ReadChunks of at most 1 MiB,
+// each chunk's bytes sent from the record's slot (the slices hold its lease).
 bool SendRecord(const RequestHandler& handler, uint32_t index,
                 const absl::StatusOr<ExpertRecord>& record,
-                grpc::ServerWriter<v1::ReadChunk>* writer, StallWatch::Tracked& call) {
-  const auto write = [&](const v1::ReadChunk& chunk) {
+                ExpertServiceImpl::ReadStream* writer, StallWatch::Tracked& call) {
+  const auto write = [&](const OutgoingReadChunk& chunk) {
     call.WriteStarted();
     const bool sent = writer->Write(chunk);
     call.WriteDone();
     return sent;
   };
-  v1::ReadChunk chunk;
-  chunk.set_index(index);
+  OutgoingReadChunk chunk;
+  chunk.head.set_index(index);
   if (!record.ok()) {
-    *chunk.mutable_status() = ToProto(handler.ForClient(record.status()));
-    chunk.set_last(true);
+    *chunk.head.mutable_status() = ToProto(handler.ForClient(record.status()));
+    chunk.head.set_last(true);
     return write(chunk);
   }
   std::span<const std::byte> bytes = record->bytes();
-  chunk.set_record_bytes(bytes.size());
-  chunk.set_served(ToProto(record->served));
+  chunk.keeper = record->owner;
+  chunk.head.set_record_bytes(bytes.size());
+  chunk.head.set_served(ToProto(record->served));
   for (uint64_t offset = 0; offset < bytes.size(); offset += kMaxChunkBytes) {
     const uint64_t n = std::min<uint64_t>(kMaxChunkBytes, bytes.size() - offset);
-    chunk.set_offset(offset);
-    chunk.set_data(reinterpret_cast<const char*>(bytes.data() + offset), n);
+    chunk.head.set_offset(offset);
+    chunk.data = bytes.subspan(offset, n);
     const bool last = offset + n == bytes.size();
-    chunk.set_last(last);
-    if (last) chunk.set_crc32c(DecodeFooter(bytes).payload_crc32c);
+    chunk.head.set_last(last);
+    if (last) chunk.head.set_crc32c(DecodeFooter(bytes).payload_crc32c);
     if (!write(chunk)) return false;
   }
   return true;
@@ -46,6 +49,20 @@ grpc::Status ShuttingDown() {
 }
 
 }  // namespace
+
+ExpertServiceImpl::ExpertServiceImpl(const RequestHandler& handler, ComputeHandler& compute,
+                                     std::chrono::milliseconds stall_timeout)
+    : handler_(handler), compute_(compute), stalls_(stall_timeout) {
+  // The generated handler would copy each chunk twice; split streaming is the
+  // same server-streaming method on the wire (one request, then replies).
+  constexpr int kReadMethodIndex = 1;  // Read's place among warp.v1.ExpertStore's rpcs
+  MarkMethodStreamed(kReadMethodIndex,
+                     new grpc::internal::SplitServerStreamingHandler<v1::ReadRequest,
+                                                                     OutgoingReadChunk>(
+                         [this](grpc::ServerContext* context, ReadStream* stream) {
+                           return ReadRecords(context, stream);
+                         }));
+}
 
 ExpertServiceImpl::InFlight::InFlight(ExpertServiceImpl& service) : service_(service) {
   absl::MutexLock lock(&service_.mu_);
@@ -77,15 +94,18 @@ grpc::Status ExpertServiceImpl::Describe(grpc::ServerContext*, const v1::Describ
   return grpc::Status::OK;
 }
 
-grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::ReadRequest* request,
-                                     grpc::ServerWriter<v1::ReadChunk>* writer) {
+grpc::Status ExpertServiceImpl::ReadRecords(grpc::ServerContext* context, ReadStream* stream) {
   const InFlight call(*this);
   if (!call.admitted()) return ShuttingDown();
-  if (absl::Status status = handler_.CheckFingerprint(request->model_fingerprint()); !status.ok()) {
+  v1::ReadRequest request;
+  if (!stream->Read(&request)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Read without a ReadRequest");
+  }
+  if (absl::Status status = handler_.CheckFingerprint(request.model_fingerprint()); !status.ok()) {
     return ToGrpc(status);
   }
   absl::StatusOr<std::shared_ptr<ReadBatch>> batch =
-      handler_.Read(request->keys(), request->priority());
+      handler_.Read(request.keys(), request.priority());
   if (!batch.ok()) return ToGrpc(batch.status());
   // Send each record as soon as it and every record before it have landed:
   // request order is kept, and sending overlaps the reads still in flight.
@@ -98,11 +118,11 @@ grpc::Status ExpertServiceImpl::Read(grpc::ServerContext* context, const v1::Rea
     landed[next->first] = std::move(next->second);
     for (; next_to_send < num_keys && landed[next_to_send]; ++next_to_send) {
       if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-      if (!SendRecord(handler_, static_cast<uint32_t>(next_to_send), *landed[next_to_send], writer,
+      if (!SendRecord(handler_, static_cast<uint32_t>(next_to_send), *landed[next_to_send], stream,
                       tracked)) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
       }
-      landed[next_to_send].reset();  // drop the lease as soon as it is sent
+      landed[next_to_send].reset();  // gRPC's slices hold the lease until they are written
     }
   }
   return grpc::Status::OK;

@@ -9,7 +9,10 @@
 //
 // Thread-safe. Each Read issues all its fetches at once and streams each
 // record as soon as it and those before it have landed, on the gRPC thread
-// (the synchronous server; see docs/LEARNED.md).
+// (the synchronous server; see docs/LEARNED.md). Read's handler is gRPC's
+// split streaming over OutgoingReadChunk: each chunk's bytes go from the
+// record's cache slot to gRPC without a copy (common/wire/read_chunk_wire.h);
+// the wire is the generated one's.
 
 #include <chrono>
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/wire/read_chunk_wire.h"
 #include "expertd/compute_handler.h"
 #include "expertd/request_handler.h"
 #include "expertd/stall_watch.h"
@@ -33,13 +37,13 @@ class ExpertServiceImpl final : public v1::ExpertStore::Service {
   // whose client takes no reply bytes for `stall_timeout` is cancelled
   // (StallWatch).
   ExpertServiceImpl(const RequestHandler& handler, ComputeHandler& compute,
-                    std::chrono::milliseconds stall_timeout)
-      : handler_(handler), compute_(compute), stalls_(stall_timeout) {}
+                    std::chrono::milliseconds stall_timeout);
 
   grpc::Status Describe(grpc::ServerContext* context, const v1::DescribeRequest* request,
                         v1::DescribeReply* reply) override;
-  grpc::Status Read(grpc::ServerContext* context, const v1::ReadRequest* request,
-                    grpc::ServerWriter<v1::ReadChunk>* writer) override;
+  using ReadStream = grpc::ServerSplitStreamer<v1::ReadRequest, OutgoingReadChunk>;
+  // warp.v1.ExpertStore/Read: one ReadRequest in, its records out.
+  grpc::Status ReadRecords(grpc::ServerContext* context, ReadStream* stream);
   grpc::Status Compute(grpc::ServerContext* context, const v1::ComputeRequest* request,
                        grpc::ServerWriter<v1::ComputeChunk>* writer) override;
   grpc::Status Prefetch(grpc::ServerContext* context, const v1::PrefetchRequest* request,

@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/wire/proto_convert.h"
+#include "common/wire/read_chunk_wire.h"
 #include "grpcpp/grpcpp.h"
 
 namespace warp {
@@ -106,6 +107,7 @@ GrpcExpertSource::GrpcExpertSource(const Options& options, std::shared_ptr<grpc:
       client_(RandomClientId()),
       channel_(std::move(channel)),
       stub_(v1::ExpertStore::NewStub(channel_)),
+      read_method_(kReadMethod, grpc::internal::RpcMethod::SERVER_STREAMING, channel_),
       retry_({.address = options.address,
               .deadline = options.retry_deadline.value_or(DefaultRetryDeadline(options.address)),
               .wait = [this](std::chrono::milliseconds pause) { WaitForDaemon(pause); }}),
@@ -244,11 +246,20 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
   // Fail fast while the daemon is down; RunJob's backoff decides how long to wait for it.
   context.set_wait_for_ready(false);
   context.set_deadline(std::chrono::system_clock::now() + options_.attempt_timeout);
-  std::unique_ptr<grpc::ClientReader<v1::ReadChunk>> reader = stub_->Read(&context, request);
-  v1::ReadChunk chunk;
+  // The generated stub's Read, over IncomingReadChunk: each chunk's bytes are
+  // copied once, from gRPC's buffer into the record's.
+  std::unique_ptr<grpc::ClientReader<IncomingReadChunk>> reader(
+      grpc::internal::ClientReaderFactory<IncomingReadChunk>::Create(channel_.get(), read_method_,
+                                                                     &context, request));
+  IncomingReadChunk received;
+  const v1::ReadChunk& chunk = received.head;
   std::shared_ptr<AlignedBuffer> buffer;
   Served served = Served::kUnknown;  // of the record being received
-  while (reader->Read(&chunk)) {
+  while (reader->Read(&received)) {
+    if (!received.decoded.ok()) {
+      return absl::DataLossError(absl::StrCat(received.decoded.message(), " (from expertd at ",
+                                              options_.address, ")"));
+    }
     if (chunk.index() >= index_of.size()) {
       return absl::DataLossError(
           absl::StrCat("chunk for request index ", chunk.index(), " of ", index_of.size()));
@@ -264,11 +275,13 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
       buffer = buffers_->Get(chunk.record_bytes());
       served = FromProto(chunk.served());
     }
-    if (buffer == nullptr || chunk.offset() + chunk.data().size() > buffer->size()) {
+    const size_t data_bytes = received.data_bytes();
+    if (buffer == nullptr || chunk.offset() > buffer->size() ||
+        data_bytes > buffer->size() - chunk.offset()) {
       return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
                                               ": chunk outside the record"));
     }
-    std::memcpy(buffer->data() + chunk.offset(), chunk.data().data(), chunk.data().size());
+    received.CopyDataTo(buffer->data() + chunk.offset());
     if (!chunk.last()) continue;
     const uint64_t record_bytes = chunk.record_bytes();
     absl::Status status =

@@ -31,6 +31,7 @@
 #include "common/io/buffer_pool.h"
 #include "common/store/expert_source.h"
 #include "common/wire/lan_auth.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "warp/v1/expert_service.grpc.pb.h"
 
 namespace warp {
@@ -98,10 +99,14 @@ class GrpcExpertSource : public ExpertSource, public ExpertComputer {
   const ClientId client_;  // sent with its hints and cancels (PrefetchRequest.client)
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ExpertStore::Stub> stub_;
+  const grpc::internal::RpcMethod read_method_;  // Read, registered as the stub would
   v1::DescribeReply description_;
   RetryWindow retry_;
-  // Receive buffers, reused: a fresh record buffer costs its zero fill and page faults.
-  std::shared_ptr<BufferPool> buffers_ = BufferPool::Create(4);
+  // Receive buffers, reused: a fresh record buffer costs its zero fill and page
+  // faults. 16 idle: a layer's records (top-8 in K2) twice over. With 4, half
+  // of each K2 layer's records came in fresh buffers: 40% of the reading
+  // client's CPU zeroed pages (docs/EFFICIENCY.md, records over gRPC).
+  std::shared_ptr<BufferPool> buffers_ = BufferPool::Create(16);
   // Not gRPC's callback API: with Debian's gRPC 1.51 its completion-queue
   // thread aborted ("ref_counted.h:183 assertion failed: prior > 0" in
   // grpc_cq_internal_unref) when a channel reconnected after a daemon restart.

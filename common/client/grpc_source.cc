@@ -255,6 +255,7 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
   const v1::ReadChunk& chunk = received.head;
   std::shared_ptr<AlignedBuffer> buffer;
   Served served = Served::kUnknown;  // of the record being received
+  ReceivedDigest digest;             // of the record being received
   while (reader->Read(&received)) {
     if (!received.decoded.ok()) {
       return absl::DataLossError(absl::StrCat(received.decoded.message(), " (from expertd at ",
@@ -274,6 +275,7 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
     if (chunk.offset() == 0) {
       buffer = buffers_->Get(chunk.record_bytes());
       served = FromProto(chunk.served());
+      digest = ReceivedDigest();
     }
     const size_t data_bytes = received.data_bytes();
     if (buffer == nullptr || chunk.offset() > buffer->size() ||
@@ -281,11 +283,17 @@ absl::Status GrpcExpertSource::Attempt(const Job& job, std::vector<bool>& done) 
       return absl::DataLossError(absl::StrCat("expert ", key.expert, " of layer ", key.layer,
                                               ": chunk outside the record"));
     }
-    received.CopyDataTo(buffer->data() + chunk.offset());
-    if (!chunk.last()) continue;
+    if (chunk.last()) {
+      received.CopyDataTo(buffer->data() + chunk.offset());
+    } else {  // the payload's end is in the footer, not known before the last chunk
+      received.CopyDataTo(buffer->data() + chunk.offset(), [&](std::span<const std::byte> copied) {
+        digest.Copied(copied.data() - buffer->data(), copied);
+      });
+      continue;
+    }
     const uint64_t record_bytes = chunk.record_bytes();
-    absl::Status status =
-        CheckReceived(buffer->span().first(record_bytes), key, description_.model_fingerprint());
+    absl::Status status = CheckReceived(buffer->span().first(record_bytes), key,
+                                        description_.model_fingerprint(), digest);
     done[i] = true;
     if (!status.ok()) {
       job.batch->Complete(

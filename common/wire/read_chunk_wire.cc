@@ -1,5 +1,6 @@
 #include "common/wire/read_chunk_wire.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -99,9 +100,18 @@ size_t IncomingReadChunk::data_bytes() const {
 }
 
 void IncomingReadChunk::CopyDataTo(std::byte* out) const {
+  CopyDataTo(out, [](std::span<const std::byte>) {});
+}
+
+void IncomingReadChunk::CopyDataTo(
+    std::byte* out, absl::FunctionRef<void(std::span<const std::byte> copied)> copied) const {
   for (const grpc::Slice& slice : data) {
-    std::memcpy(out, slice.begin(), slice.size());
-    out += slice.size();
+    for (size_t at = 0; at < slice.size(); at += kCopyPieceBytes) {
+      const size_t n = std::min(kCopyPieceBytes, slice.size() - at);
+      std::memcpy(out, slice.begin() + at, n);
+      copied(std::span<const std::byte>(out, n));
+      out += n;
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/impl/serialization_traits.h"
@@ -49,6 +50,11 @@ struct IncomingReadChunk {
   size_t data_bytes() const;
   // Copies data's bytes to `out` (data_bytes() long).
   void CopyDataTo(std::byte* out) const;
+  // The same, calling `copied` with each piece of at most kCopyPieceBytes
+  // just written, while it is in cache (ReceivedDigest).
+  void CopyDataTo(std::byte* out,
+                  absl::FunctionRef<void(std::span<const std::byte> copied)> copied) const;
+  static constexpr size_t kCopyPieceBytes = 64 << 10;
 };
 
 // `chunk` as the slices of `out`: head's encoding, data's tag and length,

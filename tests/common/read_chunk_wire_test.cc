@@ -112,6 +112,28 @@ TEST(ReadChunkWireTest, AGeneratedMessageDecodesWhereverItsSlicesSplit) {
   EXPECT_EQ(received.data_bytes(), 0u);
 }
 
+TEST(ReadChunkWireTest, TheCopyReportsEachPieceItWrote) {
+  v1::ReadChunk sent;
+  sent.set_data(std::string(200 << 10, 'x'));
+  IncomingReadChunk received;
+  ASSERT_TRUE(DecodeReadChunk(Sliced(sent.SerializeAsString(), 150 << 10), &received).ok());
+  std::string out(received.data_bytes(), '\0');
+  std::byte* const begin = reinterpret_cast<std::byte*>(out.data());
+  std::vector<std::pair<size_t, size_t>> pieces;  // (offset, size)
+  received.CopyDataTo(begin, [&](std::span<const std::byte> copied) {
+    pieces.emplace_back(copied.data() - begin, copied.size());
+  });
+  EXPECT_EQ(out, sent.data());
+  size_t next = 0;
+  for (const auto& [offset, size] : pieces) {
+    EXPECT_EQ(offset, next);
+    EXPECT_LE(size, IncomingReadChunk::kCopyPieceBytes);
+    next = offset + size;
+  }
+  EXPECT_EQ(next, sent.data().size());
+  EXPECT_GE(pieces.size(), 4u);
+}
+
 TEST(ReadChunkWireTest, AMalformedMessageIsDataLossNamingWhatAndWhere) {
   const struct {
     std::string bytes;

@@ -2,8 +2,9 @@
 # Records over gRPC against the link (issue 47, section 2): one client reading
 # records from a daemon whose cache holds them all (so the disk is out of it),
 # against one raw TCP stream over the same link in the same run
-# (tests/bench/loopback_tcp.py, the iperf-like bound). Three runs of each;
-# prints every run's bytes/s.
+# (tests/bench/loopback_tcp.py, the iperf-like bound). Each daemon is read
+# once first (its cache filled from disk), then three runs of each; prints
+# every run's bytes/s.
 #   - unshaped: gRPC on a Unix socket and over TLS on loopback TCP;
 #   - with RATES (needs root): in a network namespace of its own whose loopback
 #     `tc tbf` shapes to each rate (as tests/bench/lan_shaped.sh's links), gRPC
@@ -49,7 +50,10 @@ load() {  # [PREFIX...] -- ADDRESS PID [daemon_load ARGS...]: one line of bytes/
   shift
   local address=$1 pid=$2; shift 2
   "${prefix[@]}" "$build/bench/daemon_load" "$work/m.warp" "$address" --pid "$pid" --clients 1 \
-    --seconds "$seconds" --keys-per-read 8 "$@" | head -1
+    --seconds "${load_seconds:-$seconds}" --keys-per-read 8 "$@" | head -1
+}
+warm() {  # the same as load, unprinted: the daemon's cache filled from disk first
+  load_seconds=2 load "$@" > /dev/null
 }
 tls_args=(--tls-ca "$work/ca.pem" --token-file "$work/token")
 
@@ -57,8 +61,9 @@ serve local -- --listen "unix:$work/g.sock" --listen tcp:127.0.0.1:0 \
   --tls-cert "$work/server.pem" --tls-key "$work/server.key" --token-file "$work/token"
 local_pid=${pids[-1]}
 tls="tls:$(grep -o 'tcp:.*' "$work/local.out" | cut -c5-)"
+warm -- "unix:$work/g.sock" "$local_pid"
 echo "unshaped:"
-for run in 1 2 3; do
+for run in $(seq "${RUNS:-3}"); do
   python3 "$here/loopback_tcp.py" --seconds "$seconds"
   load -- "unix:$work/g.sock" "$local_pid"
   load -- "$tls" "$local_pid" "${tls_args[@]}"
@@ -74,10 +79,12 @@ plain_pid=${pids[-1]}
 serve tls "${in_ns[@]}" -- --listen tcp:127.0.0.1:7071 \
   --tls-cert "$work/server.pem" --tls-key "$work/server.key" --token-file "$work/token"
 tls_pid=${pids[-1]}
+warm "${in_ns[@]}" -- tcp:127.0.0.1:7070 "$plain_pid"
+warm "${in_ns[@]}" -- tls:127.0.0.1:7071 "$tls_pid" "${tls_args[@]}"
 for rate in $rates; do
   "${in_ns[@]}" tc qdisc replace dev lo root tbf rate "$rate" burst 1mb latency 50ms
   echo "loopback shaped to $rate:"
-  for run in 1 2 3; do
+  for run in $(seq "${RUNS:-3}"); do
     "${in_ns[@]}" python3 "$here/loopback_tcp.py" --seconds "$seconds"
     load "${in_ns[@]}" -- tcp:127.0.0.1:7070 "$plain_pid"
     load "${in_ns[@]}" -- tls:127.0.0.1:7071 "$tls_pid" "${tls_args[@]}"

@@ -15,7 +15,7 @@
 #   tests/sanitize.sh                      build, then run everything above
 #   SANITIZE_SCOPE=daemon tests/sanitize.sh  the store, expertd and conformance tests and the
 #                                          replays of the daemon's parsers (bank_footer,
-#                                          fastpath_frame, grpc_request) only: no computed
+#                                          fastpath_frame, grpc_request) and the client's read_chunk only: no computed
 #                                          library to build, what .ci/run has time for
 #   MUTANTS=N tests/sanitize.sh            mutants per family (default 300; the unsanitized
 #                                          suite runs 1000)
@@ -38,7 +38,7 @@ SCOPE=${SANITIZE_SCOPE:-all}
 replays=()
 targets=(expertd store_test expertd_test conformance_test)
 if [[ $SCOPE == daemon ]]; then
-  replays=(bank_footer_replay fastpath_frame_replay grpc_request_replay)
+  replays=(bank_footer_replay fastpath_frame_replay grpc_request_replay read_chunk_replay)
 else
   for corpus in "$ROOT"/tests/fuzz/corpus/*/; do replays+=("$(basename "$corpus")_replay"); done
   targets+=(computed mutation_test computed_test)

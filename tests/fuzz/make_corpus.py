@@ -305,6 +305,19 @@ def grpc_seeds(out):
           b"\x06" + field(2, 1) + field(3, 31) + field(4, 2) + field(5, rows) + experts)
 
 
+def read_chunk_seeds(out):
+    """The first byte sets the slice size (1 + byte): 0 cuts every byte apart."""
+    head = field(1, 3) + field(2, 8192) + field(3, 4096) + field(7, 1) + field(8, 4)
+    data = field(4, bytes(range(256)) * 4)
+    crc = varint(5 << 3 | 5) + struct.pack("<I", 0xDEADBEEF)
+    write(out, "read_chunk", "chunk", b"\x0f" + head + data + crc)
+    write(out, "read_chunk", "chunk-byte-slices", b"\x00" + data + head)
+    write(out, "read_chunk", "failure", b"\x03" + field(1, 2) + field(6, field(1, 5) + field(2, b"expert 3 of layer 1: not held")) + field(7, 1))
+    write(out, "read_chunk", "two-data-fields", b"\x07" + data + data)
+    write(out, "read_chunk", "truncated-data", b"\x20" + head + data[:-9])
+    write(out, "read_chunk", "group-wire-type", b"\x01" + head + b"\x0b\x0c")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", required=True, help="a tiny container directory")
@@ -320,6 +333,7 @@ def main():
     chat_seeds(args.out)
     fastpath_seeds(args.out)
     grpc_seeds(args.out)
+    read_chunk_seeds(args.out)
 
 
 if __name__ == "__main__":

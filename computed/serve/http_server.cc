@@ -19,7 +19,9 @@
 #include "computed/serve/chat_page.h"
 #include "computed/serve/event_channel.h"
 #include "computed/serve/metrics.h"
+#include "computed/serve/openai_encoder.h"
 #include "computed/serve/openai_json.h"
+#include "computed/serve/reply_state.h"
 #include "computed/serve/stop_strings.h"
 #include "computed/text/tokenizer.h"
 
@@ -56,130 +58,6 @@ int64_t UnixSeconds() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-// One reply as it is generated, shared by the engine thread (which feeds it
-// tokens) and the connection's thread (which sends what it produced).
-// Thread contract: the engine thread calls OnPrefilled/OnToken/OnDone; the
-// channel and `cancelled` are the only parts the connection touches.
-class ReplyState {
- public:
-  ReplyState(const text::Tokenizer& tokenizer, Endpoint endpoint, ReplyFormat format,
-             bool starts_in_reasoning, std::vector<std::string> stops, ResponseHeader header,
-             bool stream, bool include_usage)
-      : decoder_(tokenizer, /*skip_special_tokens=*/format == ReplyFormat::kPlain),
-        endpoint_(endpoint),
-        stops_(std::move(stops)),
-        parser_(format, {.starts_in_reasoning = starts_in_reasoning,
-                         .call_id_seed = std::random_device{}()}),
-        header_(std::move(header)),
-        stream_(stream),
-        include_usage_(include_usage) {}
-
-  EventChannel& channel() { return channel_; }
-  const std::shared_ptr<std::atomic<bool>>& cancelled() const { return cancelled_; }
-  // The non-streamed response, once the channel is closed.
-  int http_status() const { return http_status_; }
-  const std::string& body() const { return body_; }
-
-  void OnPrefilled() {
-    if (stream_ && endpoint_ == Endpoint::kChat) {
-      channel_.Push(
-          SseEvent(ChatChunkJson(header_, {{"role", "assistant"}, {"content", ""}}, nullptr)));
-    }
-  }
-
-  // False once a stop string ended the reply.
-  bool OnToken(int32_t id) {
-    absl::StatusOr<std::string> piece = decoder_.Push(id);
-    if (!piece.ok()) {
-      decode_error_ = piece.status();
-      return false;
-    }
-    Add(stops_.Push(*piece));
-    return !stops_.matched();
-  }
-
-  void OnDone(const absl::Status& status, FinishReason reason, const GenerationFigures& figures) {
-    if (status.ok() && decode_error_.ok()) {
-      if (!stops_.matched()) Add(stops_.Push(decoder_.Flush()) + stops_.Flush());
-      if (endpoint_ == Endpoint::kChat) Send(parser_.Finish());
-      const bool calls = !reply_.tool_calls.empty();
-      const std::string finish = FinishReasonName(reason, calls);
-      if (!stream_) {
-        body_ = Dump(endpoint_ == Endpoint::kChat
-                         ? ChatCompletionJson(header_, reply_, finish, figures)
-                         : TextCompletionJson(header_, text_, finish, figures));
-      } else {
-        Json last = endpoint_ == Endpoint::kChat ? ChatChunkJson(header_, Json::object(), finish)
-                                                 : TextChunkJson(header_, "", finish);
-        last["warp"] = WarpFiguresJson(figures);
-        channel_.Push(SseEvent(last));
-        if (include_usage_) {
-          Json usage = endpoint_ == Endpoint::kChat ? ChatChunkJson(header_, {}, nullptr)
-                                                    : TextChunkJson(header_, "", nullptr);
-          usage["choices"] = Json::array();
-          usage["usage"] = UsageJson(figures);
-          channel_.Push(SseEvent(usage));
-        }
-        channel_.Push("data: [DONE]\n\n");
-      }
-      if (reply_.malformed_tool_calls > 0) {
-        Log().warn("{}: {} tool calls did not parse; their text is in the content", header_.id,
-                   reply_.malformed_tool_calls);
-      }
-    } else {
-      const ApiError error = FromStatus(status.ok() ? decode_error_ : status);
-      Log().error("{}: {}", header_.id, error.message);
-      http_status_ = error.http_status;
-      body_ = Dump(error.ToJson());
-      if (stream_) channel_.Push(SseEvent(error.ToJson()));
-    }
-    channel_.Close();
-  }
-
- private:
-  // Text past the stop strings: parsed (chat) and streamed.
-  void Add(const std::string& text) {
-    if (text.empty()) return;
-    if (endpoint_ == Endpoint::kText) {
-      text_ += text;
-      if (stream_) channel_.Push(SseEvent(TextChunkJson(header_, text, nullptr)));
-      return;
-    }
-    Send(parser_.Push(text));
-  }
-
-  void Send(const ReplyDelta& delta) {
-    const int first_call = static_cast<int>(reply_.tool_calls.size());
-    reply_.Append(delta);
-    if (!stream_) return;
-    if (!delta.reasoning.empty()) {
-      channel_.Push(
-          SseEvent(ChatChunkJson(header_, {{"reasoning_content", delta.reasoning}}, nullptr)));
-    }
-    if (!delta.content.empty()) {
-      channel_.Push(SseEvent(ChatChunkJson(header_, {{"content", delta.content}}, nullptr)));
-    }
-    if (!delta.tool_calls.empty()) {
-      channel_.Push(SseEvent(ChatChunkJson(
-          header_, {{"tool_calls", ToolCallsDeltaJson(delta.tool_calls, first_call)}}, nullptr)));
-    }
-  }
-
-  text::StreamingDecoder decoder_;
-  const Endpoint endpoint_;
-  StopStrings stops_;
-  ReplyParser parser_;
-  const ResponseHeader header_;
-  const bool stream_, include_usage_;
-  Reply reply_;       // kChat
-  std::string text_;  // kText
-  absl::Status decode_error_;
-  int http_status_ = 200;
-  std::string body_;
-  EventChannel channel_;
-  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-};
 
 // Sends what `state` produces as it comes, keeping the connection alive
 // (`keepalive` text after each quiet interval). False when the client is
@@ -493,9 +371,10 @@ void HttpServer::Complete(const httplib::Request& request, httplib::Response& re
       .id = RandomId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
       .created = UnixSeconds(),
       .model = p.request.model.empty() ? options_.model_name : p.request.model};
-  auto state = std::make_shared<ReplyState>(*text_.tokenizer, endpoint, p.format,
-                                            p.starts_in_reasoning, p.request.stop, header,
-                                            p.request.stream, p.request.include_usage);
+  auto state = std::make_shared<ReplyState>(
+      *text_.tokenizer, p.format, p.starts_in_reasoning, p.request.stop,
+      MakeOpenAiEncoder(endpoint, header, p.request.stream, p.request.include_usage), header.id,
+      endpoint == Endpoint::kChat);
   GenerationJob job;
   job.prompt = std::move(p.ids);
   job.max_tokens = p.max_tokens;
@@ -503,7 +382,7 @@ void HttpServer::Complete(const httplib::Request& request, httplib::Response& re
   if (!p.request.seeded) job.sampling.seed = std::random_device{}();
   if (!p.request.ignore_eos) job.stop_ids = text_.stop_ids;
   job.cancelled = state->cancelled();
-  job.on_prefilled = [state](const GenerationFigures&) { state->OnPrefilled(); };
+  job.on_prefilled = [state](const GenerationFigures& figures) { state->OnPrefilled(figures); };
   job.on_token = [state](int32_t id) { return state->OnToken(id); };
   job.on_done = [state](const absl::Status& status, FinishReason reason,
                         const GenerationFigures& figures) {
@@ -521,7 +400,7 @@ void HttpServer::Complete(const httplib::Request& request, httplib::Response& re
     response.set_chunked_content_provider(
         "text/event-stream",
         [state, interval](size_t, httplib::DataSink& sink) {
-          if (Relay(*state, sink, interval, ": keep-alive\n\n")) sink.done();
+          if (Relay(*state, sink, interval, state->encoder().KeepAlive())) sink.done();
           return true;
         },
         [state](bool) { state->cancelled()->store(true); });  // a no-op once it ended

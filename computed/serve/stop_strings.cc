@@ -9,7 +9,13 @@ std::string StopStrings::Push(std::string_view piece) {
   pending_.append(piece);
   // The earliest match wins: the reply ends at the first stop in its text.
   size_t first = std::string::npos;
-  for (const std::string& stop : stops_) first = std::min(first, pending_.find(stop));
+  for (const std::string& stop : stops_) {
+    const size_t at = pending_.find(stop);
+    if (at < first) {
+      first = at;
+      matched_stop_ = stop;
+    }
+  }
   if (first != std::string::npos) {
     matched_ = true;
     std::string out = pending_.substr(0, first);

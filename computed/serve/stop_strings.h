@@ -23,11 +23,14 @@ class StopStrings {
   // What was held back, at the end of the reply.
   std::string Flush();
   bool matched() const { return matched_; }
+  // The stop string that matched; empty before.
+  const std::string& matched_stop() const { return matched_stop_; }
 
  private:
   std::vector<std::string> stops_;
   std::string pending_;
   bool matched_ = false;
+  std::string matched_stop_;
 };
 
 }  // namespace warp::computed::serve

@@ -11,6 +11,22 @@ nlohmann::json ApiError::ToJson() const {
   return {{"error", error}};
 }
 
+nlohmann::json ApiError::ToAnthropicJson() const {
+  const char* anthropic_type = "api_error";
+  switch (http_status) {
+    case 400: anthropic_type = "invalid_request_error"; break;
+    case 401: anthropic_type = "authentication_error"; break;
+    case 403: anthropic_type = "permission_error"; break;
+    case 404: anthropic_type = "not_found_error"; break;
+    case 408: anthropic_type = "timeout_error"; break;
+    case 413: anthropic_type = "request_too_large"; break;
+    case 429: anthropic_type = "rate_limit_error"; break;
+    case 503:
+    case 529: anthropic_type = "overloaded_error"; break;
+  }
+  return {{"type", "error"}, {"error", {{"type", anthropic_type}, {"message", message}}}};
+}
+
 ApiError BadRequest(std::string param, std::string message) {
   return ApiError{.http_status = 400, .message = std::move(message), .param = std::move(param)};
 }

@@ -2,7 +2,8 @@
 
 // ApiError: a request the server refuses, as the OpenAI API reports it — an
 // HTTP status and the body {"error": {"message", "type", "param", "code"}}
-// that the `openai` client libraries turn into their exceptions.
+// that the `openai` client libraries turn into their exceptions — or as
+// Anthropic's does.
 
 #include <string>
 
@@ -19,6 +20,11 @@ struct ApiError {
   std::string code;   // e.g. "invalid_api_key", "context_length_exceeded"; empty: none
 
   nlohmann::json ToJson() const;
+  // Anthropic's shape: {"type": "error", "error": {"type", "message"}}, the
+  // type from the HTTP status (invalid_request_error, authentication_error,
+  // not_found_error, request_too_large, rate_limit_error, overloaded_error,
+  // api_error).
+  nlohmann::json ToAnthropicJson() const;
 };
 
 // 400 invalid_request_error naming `param`.

@@ -18,6 +18,8 @@
 #include "common/wire/lan_auth.h"
 #include "computed/serve/chat_page.h"
 #include "computed/serve/event_channel.h"
+#include "computed/serve/messages_encoder.h"
+#include "computed/serve/messages_request.h"
 #include "computed/serve/metrics.h"
 #include "computed/serve/openai_encoder.h"
 #include "computed/serve/openai_json.h"
@@ -43,9 +45,20 @@ std::string Dump(const Json& json) {
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-void SendError(httplib::Response& response, const ApiError& error) {
+// Anthropic's endpoints answer errors in Anthropic's shape, the rest in OpenAI's.
+bool IsMessagesPath(const std::string& path) { return absl::StartsWith(path, "/v1/messages"); }
+
+void SendError(httplib::Response& response, const ApiError& error, const std::string& path) {
   response.status = error.http_status;
-  response.set_content(Dump(error.ToJson()), "application/json");
+  response.set_content(
+      Dump(IsMessagesPath(path) ? error.ToAnthropicJson() : error.ToJson()), "application/json");
+}
+
+// Anthropic's clients send the API version they speak; any is served, none is refused as the
+// Messages API refuses it.
+std::optional<ApiError> MissingAnthropicVersion(const httplib::Request& request) {
+  if (request.has_header("anthropic-version")) return std::nullopt;
+  return BadRequest("anthropic-version", "anthropic-version: header is required");
 }
 
 std::string RandomId(std::string_view prefix) {
@@ -248,10 +261,16 @@ void HttpServer::Stop() {
 
 bool HttpServer::Authorized(const httplib::Request& request, httplib::Response& response) const {
   if (options_.api_key.empty()) return true;
-  const std::string header = request.get_header_value("Authorization");
+  // OpenAI's clients send "Authorization: Bearer KEY", Anthropic's "x-api-key: KEY".
+  std::string header = request.get_header_value("Authorization");
   constexpr absl::string_view kBearer = "Bearer ";
   if (absl::StartsWith(header, kBearer) &&
       TokensEqual(std::string_view(header).substr(kBearer.size()), options_.api_key)) {
+    return true;
+  }
+  if (header.empty()) header = request.get_header_value("x-api-key");
+  if (request.has_header("x-api-key") &&
+      TokensEqual(request.get_header_value("x-api-key"), options_.api_key)) {
     return true;
   }
   uint64_t dropped = 0;
@@ -262,9 +281,11 @@ bool HttpServer::Authorized(const httplib::Request& request, httplib::Response& 
   }
   SendError(response,
             ApiError{.http_status = 401,
-                     .message = header.empty() ? "no API key: send Authorization: Bearer KEY"
-                                               : "incorrect API key provided",
-                     .code = "invalid_api_key"});
+                     .message = header.empty()
+                                    ? "no API key: send Authorization: Bearer KEY or x-api-key: KEY"
+                                    : "incorrect API key provided",
+                     .code = "invalid_api_key"},
+            request.path);
   return false;
 }
 
@@ -288,14 +309,18 @@ void HttpServer::Route() {
   http_->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
     if (!response.body.empty()) return;
     if (response.status == 404) {
-      SendError(response, ApiError{.http_status = 404,
-                                   .message = absl::StrCat("no such endpoint: ", request.method,
-                                                           " ", request.path),
-                                   .type = "not_found_error"});
+      SendError(response,
+                ApiError{.http_status = 404,
+                         .message = absl::StrCat("no such endpoint: ", request.method, " ",
+                                                 request.path),
+                         .type = "not_found_error"},
+                request.path);
     } else if (response.status == 413) {
-      SendError(response, ApiError{.http_status = 413,
-                                   .message = absl::StrCat("the request body is larger than ",
-                                                           kMaxBodyBytes, " bytes")});
+      SendError(response,
+                ApiError{.http_status = 413,
+                         .message = absl::StrCat("the request body is larger than ",
+                                                 kMaxBodyBytes, " bytes")},
+                request.path);
     }
   });
   http_->Post("/v1/chat/completions",
@@ -305,6 +330,13 @@ void HttpServer::Route() {
   http_->Post("/v1/completions",
               [this](const httplib::Request& request, httplib::Response& response) {
                 Complete(request, response, Endpoint::kText);
+              });
+  http_->Post("/v1/messages", [this](const httplib::Request& request, httplib::Response& response) {
+    Messages(request, response);
+  });
+  http_->Post("/v1/messages/count_tokens",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                CountTokens(request, response);
               });
   http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& response) {
     const Json model = {{"id", options_.model_name},
@@ -326,7 +358,7 @@ void HttpServer::Route() {
   });
 }
 
-std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
+std::variant<HttpServer::Prepared, ApiError> HttpServer::Tokenize(
     const CompletionRequest& request) const {
   Prepared out{.request = request};
   absl::StatusOr<std::vector<int32_t>> ids;
@@ -343,38 +375,86 @@ std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
   }
   if (!ids.ok()) return BadRequest("", std::string(ids.status().message()));
   if (ids->empty()) return BadRequest("", "the prompt is empty once tokenized");
-  std::variant<uint32_t, ApiError> max_tokens =
-      ReplyBudget(request, ids->size(), engine_.context(), engine_.trained_positions());
-  if (ApiError* error = std::get_if<ApiError>(&max_tokens)) return *error;
-  out.max_tokens = std::get<uint32_t>(max_tokens);
   out.ids = *std::move(ids);
   return out;
+}
+
+std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
+    const CompletionRequest& request) const {
+  std::variant<Prepared, ApiError> out = Tokenize(request);
+  if (ApiError* error = std::get_if<ApiError>(&out)) return *error;
+  Prepared& p = std::get<Prepared>(out);
+  std::variant<uint32_t, ApiError> max_tokens =
+      ReplyBudget(request, p.ids.size(), engine_.context(), engine_.trained_positions());
+  if (ApiError* error = std::get_if<ApiError>(&max_tokens)) return *error;
+  p.max_tokens = std::get<uint32_t>(max_tokens);
+  return out;
+}
+
+void HttpServer::Refuse(const httplib::Request& request, httplib::Response& response,
+                        const ApiError& error) const {
+  uint64_t dropped = 0;
+  if (refusal_log_.Allow(&dropped)) {
+    Log().warn("{}: {} for {}: {}{}", request.get_header_value(kPeerField), error.http_status,
+               request.path, error.message,
+               dropped ? absl::StrCat(" (", dropped, " more not logged)") : "");
+  }
+  SendError(response, error, request.path);
 }
 
 void HttpServer::Complete(const httplib::Request& request, httplib::Response& response,
                           Endpoint endpoint) {
   std::variant<CompletionRequest, ApiError> parsed = ParseCompletionRequest(request.body, endpoint);
-  if (ApiError* error = std::get_if<ApiError>(&parsed)) {
-    uint64_t dropped = 0;
-    if (refusal_log_.Allow(&dropped)) {
-      Log().warn("{}: {} for {}: {}{}", request.get_header_value(kPeerField), error->http_status,
-                 request.path, error->message,
-                 dropped ? absl::StrCat(" (", dropped, " more not logged)") : "");
-    }
-    return SendError(response, *error);
-  }
+  if (ApiError* error = std::get_if<ApiError>(&parsed)) return Refuse(request, response, *error);
   std::variant<Prepared, ApiError> prepared = Prepare(std::get<CompletionRequest>(parsed));
-  if (ApiError* error = std::get_if<ApiError>(&prepared)) return SendError(response, *error);
+  if (ApiError* error = std::get_if<ApiError>(&prepared)) {
+    return SendError(response, *error, request.path);
+  }
   Prepared& p = std::get<Prepared>(prepared);
+  ResponseHeader header{.id = RandomId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
+                        .created = UnixSeconds(),
+                        .model = p.request.model.empty() ? options_.model_name : p.request.model};
+  std::unique_ptr<ReplyEncoder> encoder =
+      MakeOpenAiEncoder(endpoint, header, p.request.stream, p.request.include_usage);
+  Run(request, response, p, std::move(encoder), header.id);
+}
 
-  const ResponseHeader header{
-      .id = RandomId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
-      .created = UnixSeconds(),
-      .model = p.request.model.empty() ? options_.model_name : p.request.model};
-  auto state = std::make_shared<ReplyState>(
-      *text_.tokenizer, p.format, p.starts_in_reasoning, p.request.stop,
-      MakeOpenAiEncoder(endpoint, header, p.request.stream, p.request.include_usage), header.id,
-      endpoint == Endpoint::kChat);
+void HttpServer::Messages(const httplib::Request& request, httplib::Response& response) {
+  if (std::optional<ApiError> error = MissingAnthropicVersion(request)) {
+    return Refuse(request, response, *error);
+  }
+  std::variant<CompletionRequest, ApiError> parsed =
+      ParseMessagesRequest(request.body, /*count_tokens=*/false);
+  if (ApiError* error = std::get_if<ApiError>(&parsed)) return Refuse(request, response, *error);
+  std::variant<Prepared, ApiError> prepared = Prepare(std::get<CompletionRequest>(parsed));
+  if (ApiError* error = std::get_if<ApiError>(&prepared)) {
+    return SendError(response, *error, request.path);
+  }
+  Prepared& p = std::get<Prepared>(prepared);
+  ResponseHeader header{.id = RandomId("msg_"), .created = UnixSeconds(), .model = p.request.model};
+  Run(request, response, p, MakeMessagesEncoder(header, p.request.stream), header.id);
+}
+
+void HttpServer::CountTokens(const httplib::Request& request, httplib::Response& response) {
+  if (std::optional<ApiError> error = MissingAnthropicVersion(request)) {
+    return Refuse(request, response, *error);
+  }
+  std::variant<CompletionRequest, ApiError> parsed =
+      ParseMessagesRequest(request.body, /*count_tokens=*/true);
+  if (ApiError* error = std::get_if<ApiError>(&parsed)) return Refuse(request, response, *error);
+  std::variant<Prepared, ApiError> tokenized = Tokenize(std::get<CompletionRequest>(parsed));
+  if (ApiError* error = std::get_if<ApiError>(&tokenized)) {
+    return SendError(response, *error, request.path);
+  }
+  response.set_content(Dump({{"input_tokens", std::get<Prepared>(tokenized).ids.size()}}),
+                       "application/json");
+}
+
+void HttpServer::Run(const httplib::Request& request, httplib::Response& response, Prepared& p,
+                     std::unique_ptr<ReplyEncoder> encoder, const std::string& id) {
+  auto state = std::make_shared<ReplyState>(*text_.tokenizer, p.format, p.starts_in_reasoning,
+                                            p.request.stop, std::move(encoder), id,
+                                            p.request.endpoint == Endpoint::kChat);
   GenerationJob job;
   job.prompt = std::move(p.ids);
   job.max_tokens = p.max_tokens;
@@ -388,10 +468,10 @@ void HttpServer::Complete(const httplib::Request& request, httplib::Response& re
                         const GenerationFigures& figures) {
     state->OnDone(status, reason, figures);
   };
-  Log().info("{}: {} prompt tokens, at most {} to generate", header.id, job.prompt.size(),
+  Log().info("{}: {} prompt tokens, at most {} to generate", id, job.prompt.size(),
              job.max_tokens);
   if (absl::Status submitted = engine_.Submit(std::move(job)); !submitted.ok()) {
-    return SendError(response, FromStatus(submitted));
+    return SendError(response, FromStatus(submitted), request.path);
   }
 
   const std::chrono::milliseconds interval = options_.keepalive;

@@ -5,13 +5,16 @@
 //   POST /v1/chat/completions  chat through the model's template (stream or not,
 //                              tools, reasoning_content, usage)
 //   POST /v1/completions       a raw prompt
+//   POST /v1/messages          Anthropic's Messages API (stream or not, tools,
+//                              thinking, usage); errors in Anthropic's shape
+//   POST /v1/messages/count_tokens  the prompt's tokens
 //   GET  /v1/models            the one model
 //   GET  /health               200 when the engine runs
 //   GET  /metrics              Prometheus text: the engine's and the store's counters
 //   GET  /                     the chat page
 //
-// With an API key, /v1/* and /metrics need "Authorization: Bearer KEY" (401
-// otherwise). Requests are checked before they queue (400 with an OpenAI
+// With an API key, /v1/* and /metrics need "Authorization: Bearer KEY" or
+// "x-api-key: KEY" (401 otherwise). Requests are checked before they queue (400 with an OpenAI
 // error body naming the field) and run one at a time in arrival order on
 // the EngineWorker. A response waits for its request with keep-alives: SSE
 // comments while streaming, whitespace before a JSON body that takes long;
@@ -33,6 +36,7 @@
 #include "computed/serve/engine_worker.h"
 #include "computed/serve/http_front.h"
 #include "computed/serve/log_budget.h"
+#include "computed/serve/reply_encoder.h"
 #include "computed/serve/reply_parser.h"
 #include "nlohmann/json.hpp"
 
@@ -75,8 +79,20 @@ class HttpServer {
   struct Prepared;  // a request checked, rendered and tokenized
   void Route();
   bool Authorized(const httplib::Request& request, httplib::Response& response) const;
+  // The prompt's tokens; Prepare adds the reply's budget.
+  std::variant<Prepared, ApiError> Tokenize(const CompletionRequest& request) const;
   std::variant<Prepared, ApiError> Prepare(const CompletionRequest& request) const;
+  // A malformed request: logged (a few a minute) and answered.
+  void Refuse(const httplib::Request& request, httplib::Response& response,
+              const ApiError& error) const;
+  // OpenAI's chat completions and completions.
   void Complete(const httplib::Request& request, httplib::Response& response, Endpoint endpoint);
+  // Anthropic's messages and messages/count_tokens.
+  void Messages(const httplib::Request& request, httplib::Response& response);
+  void CountTokens(const httplib::Request& request, httplib::Response& response);
+  // Queues `p` and sends its reply as `encoder` writes it.
+  void Run(const httplib::Request& request, httplib::Response& response, Prepared& p,
+           std::unique_ptr<ReplyEncoder> encoder, const std::string& id);
 
   EngineWorker& engine_;
   const ModelText& text_;

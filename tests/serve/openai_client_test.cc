@@ -30,23 +30,11 @@ using ::testing::HasSubstr;
 using ::warp::testing::RunBinary;
 using ::warp::testing::TestServer;
 
-// openai_client.mjs CALL REQUEST against `server`: its printed JSON, or a
-// failure (the script's message is on stderr).
+// openai_client.mjs CALL REQUEST against `server`.
 Json Client(const TestServer& server, const std::string& call, const Json& request = {},
             int expect_status = 0, const std::string& api_key = "") {
-  if (auto npm = warp::testing::NodeModulesDir("openai"); !npm.ok()) {
-    ADD_FAILURE() << npm.status();
-    return Json();
-  }
-  std::vector<std::string> args = {server.url(), api_key, call, request.dump()};
-  if (expect_status != 0) args.push_back(std::to_string(expect_status));
-  absl::StatusOr<std::string> out =
-      warp::testing::RunNode(warp::testing::SourceDir() / "tests/serve/openai_client.mjs", args);
-  if (!out.ok()) {
-    ADD_FAILURE() << out.status();
-    return Json();
-  }
-  return Json::parse(*out);
+  return warp::testing::RunClientScript("openai_client.mjs", "openai", server, call, request,
+                                        expect_status, api_key);
 }
 
 // `computed run ARGS`, greedy: its text and the prompt's token count.
@@ -76,29 +64,7 @@ std::string WriteJson(const fs::path& path, const Json& json) {
 
 const Json kHello = {{{"role", "user"}, {"content", "In the beginning"}}};
 
-// One model for a suite (`Convert` into a temp dir, once) and one server
-// with `kContext` positions.
-template <absl::StatusOr<fs::path> (*Convert)(const fs::path&), int kContext>
-class ServedModelTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new warp::testing::TempDir();
-    absl::StatusOr<fs::path> model = Convert(dir_->path());
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = new std::string(model->string());
-    server_ = new TestServer({*model_, "--context", std::to_string(kContext)});
-    ASSERT_NE(server_->port(), 0) << server_->output();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete model_;
-    delete dir_;
-  }
-
-  static inline warp::testing::TempDir* dir_ = nullptr;
-  static inline std::string* model_ = nullptr;
-  static inline TestServer* server_ = nullptr;
-};
+using ::warp::testing::ServedModelTest;
 
 class OpenAiClientTest : public ServedModelTest<&warp::testing::ConvertDemoModel, 256> {};
 

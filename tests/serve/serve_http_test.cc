@@ -230,6 +230,55 @@ TEST_F(ServeHttpTest, SeededSamplingRepeats) {
             Post("/v1/chat/completions", request)["choices"][0]["message"]["content"]);
 }
 
+// What the Anthropic SDK cannot send (anthropic_client_test has the rest):
+// no anthropic-version, a body that is not JSON, an unknown path under
+// /v1/messages; each an error in Anthropic's shape. And the stream's bytes:
+// each event's name is its data's type.
+TEST_F(ServeHttpTest, MessagesErrorsAndEventsAreAnthropicsShape) {
+  httplib::Client client = ClientOf(*server_);
+  const std::string body =
+      Json({{"model", "kjv.warp"}, {"messages", kHello}, {"max_tokens", 4}}).dump();
+  auto unversioned = client.Post("/v1/messages", body, "application/json");
+  ASSERT_TRUE(unversioned);
+  EXPECT_EQ(unversioned->status, 400);
+  EXPECT_EQ(Json::parse(unversioned->body),
+            Json({{"type", "error"},
+                  {"error",
+                   {{"type", "invalid_request_error"},
+                    {"message", "anthropic-version: header is required"}}}}));
+  const httplib::Headers versioned = {{"anthropic-version", "2023-06-01"}};
+  auto malformed = client.Post("/v1/messages", versioned, "{\"messages\": [", "application/json");
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  EXPECT_THAT(Json::parse(malformed->body)["error"]["message"].get<std::string>(),
+              HasSubstr("not valid JSON"));
+  auto unknown = client.Post("/v1/messages/batches", versioned, body, "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(Json::parse(unknown->body)["error"]["type"], "not_found_error");
+
+  Json streamed = Json::parse(body);
+  streamed["stream"] = true;
+  auto events = client.Post("/v1/messages", versioned, streamed.dump(), "application/json");
+  ASSERT_TRUE(events);
+  EXPECT_EQ(events->status, 200);
+  EXPECT_EQ(events->get_header_value("Content-Type"), "text/event-stream");
+  std::vector<std::string> names;
+  for (size_t at = 0; (at = events->body.find("event: ", at)) != std::string::npos;) {
+    const size_t end = events->body.find('\n', at);
+    const std::string name = events->body.substr(at + 7, end - at - 7);
+    ASSERT_EQ(events->body.compare(end + 1, 6, "data: "), 0) << events->body;
+    const size_t data_end = events->body.find('\n', end + 1);
+    EXPECT_EQ(Json::parse(events->body.substr(end + 7, data_end - end - 7))["type"], name);
+    names.push_back(name);
+    at = data_end;
+  }
+  ASSERT_GE(names.size(), 6u) << events->body;
+  EXPECT_EQ(names[0], "message_start");
+  EXPECT_EQ(names[1], "ping");
+  EXPECT_EQ(names.back(), "message_stop");
+}
+
 TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
   httplib::Client client = ClientOf(*server_);
   auto malformed = client.Post("/v1/chat/completions", "{\"messages\": [", "application/json");

@@ -169,4 +169,22 @@ absl::StatusOr<fs::path> ConvertTinyQwen3(const fs::path& dir) {
   return Convert(checkpoint, dir / "qwen3.warp");
 }
 
+nlohmann::json RunClientScript(const std::string& script, const std::string& package,
+                               const TestServer& server, const std::string& call,
+                               const nlohmann::json& request, int expect_status,
+                               const std::string& api_key) {
+  if (auto npm = NodeModulesDir(package); !npm.ok()) {
+    ADD_FAILURE() << npm.status();
+    return nlohmann::json();
+  }
+  std::vector<std::string> args = {server.url(), api_key, call, request.dump()};
+  if (expect_status != 0) args.push_back(std::to_string(expect_status));
+  absl::StatusOr<std::string> out = RunNode(SourceDir() / "tests/serve" / script, args);
+  if (!out.ok()) {
+    ADD_FAILURE() << out.status();
+    return nlohmann::json();
+  }
+  return nlohmann::json::parse(*out);
+}
+
 }  // namespace warp::testing

@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/interactive_process.h"
+#include "tests/testing/temp_dir.h"
 
 namespace warp::testing {
 
@@ -42,5 +45,38 @@ absl::StatusOr<std::filesystem::path> ConvertDemoModel(const std::filesystem::pa
 // English word tokens (every other output row is zero), so a greedy reply is
 // words that never end, and never a special token. Written as DIR/qwen3.warp.
 absl::StatusOr<std::filesystem::path> ConvertTinyQwen3(const std::filesystem::path& dir);
+
+// A suite's model (`Convert` into a temp dir, once) and one server of it
+// with `kContext` positions.
+template <absl::StatusOr<std::filesystem::path> (*Convert)(const std::filesystem::path&),
+          int kContext>
+class ServedModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    absl::StatusOr<std::filesystem::path> model = Convert(dir_->path());
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = new std::string(model->string());
+    server_ = new TestServer({*model_, "--context", std::to_string(kContext)});
+    ASSERT_NE(server_->port(), 0) << server_->output();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete model_;
+    delete dir_;
+  }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline std::string* model_ = nullptr;
+  static inline TestServer* server_ = nullptr;
+};
+
+// `node tests/serve/SCRIPT BASE_URL API_KEY CALL REQUEST [EXPECT_STATUS]`, a
+// real client library (npm `package`, tests/npm) against `server`: the JSON
+// it printed, or a test failure (the script's message is on its stderr).
+nlohmann::json RunClientScript(const std::string& script, const std::string& package,
+                               const TestServer& server, const std::string& call,
+                               const nlohmann::json& request, int expect_status,
+                               const std::string& api_key);
 
 }  // namespace warp::testing

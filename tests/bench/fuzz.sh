@@ -41,6 +41,7 @@ gguf            65536  10 2048
 grpc_request    4096   10 2048
 manifest        16384  10 2048
 model_config    8192   10 2048
+read_chunk      8192   10 2048
 safetensors     16384  10 2048
 tiktoken        16384  10 2048
 tokenizer_json  65536  10 2048

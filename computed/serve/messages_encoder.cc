@@ -79,7 +79,8 @@ class MessagesEncoder final : public ReplyEncoder {
       content.push_back(
           {{"type", "thinking"}, {"thinking", reply.reasoning_content}, {"signature", ""}});
     }
-    if (!reply.content.empty() || reply.tool_calls.empty()) {
+    // A reply of reasoning or tool calls alone has no text block; an empty reply an empty one.
+    if (!reply.content.empty() || (content.empty() && reply.tool_calls.empty())) {
       content.push_back({{"type", "text"}, {"text", reply.content}});
     }
     for (const ToolCall& call : reply.tool_calls) content.push_back(ToolUseBlock(call, InputOf(call)));

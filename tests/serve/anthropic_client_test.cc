@@ -6,6 +6,7 @@
 // classes; a tool round trip (tool_use, tool_result) must reach the chat
 // template of a tool-calling family as the same conversation in OpenAI's shape.
 
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -239,6 +240,44 @@ TEST_F(AnthropicClientToolsTest, AToolRoundTripIsTheSameConversationAsOpenAis) {
   EXPECT_EQ(message["content"][0]["text"], completion["choices"][0]["message"]["content"]);
   EXPECT_EQ(message["stop_reason"], "max_tokens");
   EXPECT_EQ(out["streamed"]["text"], completion["choices"][0]["message"]["content"]);
+}
+
+// A template of Qwen3's dialect whose generation prompt opens the reasoning
+// when thinking is on (as DeepSeek V3.1's and Kimi K2 Thinking's do) and
+// closes it empty when off (as Qwen3's does): the random model's words are
+// then all reasoning, or all text.
+constexpr char kThinkingTemplate[] =
+    "{%- for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}"
+    "<|im_end|>\n{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n"
+    "{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+    "{%- else %}<think>\n{%- endif %}{%- endif %}";
+
+TEST_F(AnthropicClientToolsTest, ThinkingIsAThinkingBlockAndItsDeltas) {
+  const std::string path = (dir_->path() / "thinking.jinja").string();
+  std::ofstream(path) << kThinkingTemplate;
+  TestServer thinking({*model_, "--context", "256", "--chat-template", path});
+  ASSERT_NE(thinking.port(), 0) << thinking.output();
+  Json request = {{"model", "qwen3.warp"},
+                  {"messages", {kAsk}},
+                  {"max_tokens", 8},
+                  {"temperature", 0},
+                  {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}};
+  const Json on = Anthropic(thinking, "messages", request);
+  const Json& message = on["message"];
+  ASSERT_EQ(message["content"].size(), 1u) << message;
+  EXPECT_EQ(message["content"][0]["type"], "thinking");
+  const std::string reasoning = message["content"][0]["thinking"];
+  EXPECT_FALSE(reasoning.empty());
+  EXPECT_EQ(message["stop_reason"], "max_tokens");
+  EXPECT_THAT(on["streamed"]["blocks"], ElementsAre("thinking"));
+  EXPECT_EQ(on["streamed"]["thinking"], reasoning);
+  EXPECT_EQ(on["streamed"]["final"]["content"][0]["thinking"], reasoning);
+
+  request["thinking"] = {{"type", "disabled"}};
+  const Json off = Anthropic(thinking, "messages", request);
+  ASSERT_EQ(off["message"]["content"].size(), 1u) << off;
+  EXPECT_EQ(off["message"]["content"][0]["type"], "text");
+  EXPECT_THAT(off["streamed"]["blocks"], ElementsAre("text"));
 }
 
 }  // namespace

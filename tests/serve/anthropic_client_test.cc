@@ -180,7 +180,8 @@ TEST_F(AnthropicClientTest, AWrongApiKeyIsTheClientsAuthenticationError) {
 
 // The tiny Qwen3 (a tool-calling template; random weights never call a tool):
 // the tools and a tool round trip in Anthropic's blocks reach the template as
-// the same conversation in OpenAI's shape does.
+// the same conversation in OpenAI's shape does; thinking is a thinking block
+// (and the chat completion's reasoning_content).
 class AnthropicClientToolsTest : public ServedModelTest<&warp::testing::ConvertTinyQwen3, 1024> {};
 
 const Json kAsk = {{"role", "user"}, {"content", "What is the weather in Paris?"}};
@@ -272,6 +273,16 @@ TEST_F(AnthropicClientToolsTest, ThinkingIsAThinkingBlockAndItsDeltas) {
   EXPECT_THAT(on["streamed"]["blocks"], ElementsAre("thinking"));
   EXPECT_EQ(on["streamed"]["thinking"], reasoning);
   EXPECT_EQ(on["streamed"]["final"]["content"][0]["thinking"], reasoning);
+
+  // The chat completion's reasoning_content is the same reasoning, streamed or not.
+  const Json chat = OpenAi(thinking, {{"model", "qwen3.warp"},
+                                      {"messages", {kAsk}},
+                                      {"max_tokens", 8},
+                                      {"temperature", 0},
+                                      {"chat_template_kwargs", {{"enable_thinking", true}}}});
+  EXPECT_EQ(chat["completion"]["choices"][0]["message"]["reasoning_content"], reasoning) << chat;
+  EXPECT_EQ(chat["streamed"]["reasoning_content"], reasoning);
+  EXPECT_EQ(chat["streamed"]["content"], "");
 
   request["thinking"] = {{"type", "disabled"}};
   const Json off = Anthropic(thinking, "messages", request);

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/json_depth.h"
+#include "computed/serve/request_fields.h"
 
 namespace warp::computed::serve {
 namespace {
@@ -46,7 +46,7 @@ bool Refused(const Json& body, const std::string& key, std::string* why) {
 
 class Parser {
  public:
-  Parser(const Json& body, CompletionRequest& out) : body_(body), out_(out) {}
+  Parser(const Json& body, CompletionRequest& out) : body_(body), out_(out), fields_(body) {}
 
   std::optional<ApiError> Run() {
     if (!body_.is_object()) return BadRequest("", "the request body must be a JSON object");
@@ -56,7 +56,7 @@ class Parser {
       std::string why;
       if (Refused(body_, key, &why)) return BadRequest(key, absl::StrCat(key, " ", why));
     }
-    if (auto e = String("model", &out_.model, /*required=*/false)) return e;
+    if (auto e = fields_.String("model", &out_.model, /*required=*/false)) return e;
     if (out_.endpoint == Endpoint::kChat) {
       if (auto e = Messages()) return e;
       if (auto e = Tools()) return e;
@@ -83,8 +83,8 @@ class Parser {
     if (auto e = MaxTokens()) return e;
     if (auto e = Sampling()) return e;
     if (auto e = Stop()) return e;
-    if (auto e = Bool("stream", &out_.stream)) return e;
-    if (auto e = Bool("ignore_eos", &out_.ignore_eos)) return e;
+    if (auto e = fields_.Bool("stream", &out_.stream)) return e;
+    if (auto e = fields_.Bool("ignore_eos", &out_.ignore_eos)) return e;
     if (const Json* options = Find("stream_options")) {
       if (!options->is_object()) return BadRequest("stream_options", "must be an object");
       if (!out_.stream) {
@@ -102,43 +102,7 @@ class Parser {
   }
 
  private:
-  const Json* Find(const std::string& key) const {
-    const auto it = body_.find(key);
-    return it == body_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  std::optional<ApiError> String(const std::string& key, std::string* out, bool required) {
-    const Json* value = Find(key);
-    if (value == nullptr) {
-      if (required) return BadRequest(key, absl::StrCat(key, " is required"));
-      return std::nullopt;
-    }
-    if (!value->is_string()) return BadRequest(key, absl::StrCat(key, " must be a string"));
-    *out = value->get<std::string>();
-    return std::nullopt;
-  }
-
-  std::optional<ApiError> Bool(const std::string& key, bool* out) {
-    const Json* value = Find(key);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_boolean()) return BadRequest(key, absl::StrCat(key, " must be a boolean"));
-    *out = value->get<bool>();
-    return std::nullopt;
-  }
-
-  // A finite number in [low, high]; low excluded when `open_low`.
-  std::optional<ApiError> Number(const std::string& key, double low, double high, bool open_low,
-                                 float* out) {
-    const Json* value = Find(key);
-    if (value == nullptr) return std::nullopt;
-    const double x = value->is_number() ? value->get<double>() : std::nan("");
-    if (!std::isfinite(x) || x < low || x > high || (open_low && x == low)) {
-      return BadRequest(key, absl::StrCat(key, " must be a number in ", open_low ? "(" : "[", low,
-                                          ", ", high, "]"));
-    }
-    *out = static_cast<float>(x);
-    return std::nullopt;
-  }
+  const Json* Find(const std::string& key) const { return fields_.Find(key); }
 
   std::optional<ApiError> Messages() {
     const Json* messages = Find("messages");
@@ -230,30 +194,17 @@ class Parser {
   }
 
   std::optional<ApiError> MaxTokens() {
+    // max_completion_tokens is the newer name; it wins when both are sent.
     for (const char* key : {"max_completion_tokens", "max_tokens"}) {
-      const Json* value = Find(key);
-      if (value == nullptr) continue;
-      if (!value->is_number_integer() ||
-          (!value->is_number_unsigned() && value->get<int64_t>() < 1) ||
-          (value->is_number_unsigned() && value->get<uint64_t>() < 1)) {
-        return BadRequest(key, absl::StrCat(key, " must be an integer of at least 1"));
-      }
-      if (value->is_number_unsigned() &&
-          value->get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
-        return BadRequest(key, absl::StrCat(key, " is ", value->get<uint64_t>(), "; at most ",
-                                            std::numeric_limits<uint32_t>::max(),
-                                            " (and the context bounds the reply)"));
-      }
-      out_.max_tokens = static_cast<uint32_t>(value->get<int64_t>());
-      return std::nullopt;
+      if (Find(key) != nullptr) return fields_.MaxTokens(key, &out_.max_tokens);
     }
     return std::nullopt;
   }
 
   std::optional<ApiError> Sampling() {
     out_.sampling.temperature = 1.0f;
-    if (auto e = Number("temperature", 0, 2, false, &out_.sampling.temperature)) return e;
-    if (auto e = Number("top_p", 0, 1, true, &out_.sampling.top_p)) return e;
+    if (auto e = fields_.Number("temperature", 0, 2, false, &out_.sampling.temperature)) return e;
+    if (auto e = fields_.Number("top_p", 0, 1, true, &out_.sampling.top_p)) return e;
     if (const Json* top_k = Find("top_k")) {
       if (!top_k->is_number_integer() || top_k->get<int64_t>() < 0 ||
           top_k->get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
@@ -292,24 +243,18 @@ class Parser {
 
   const Json& body_;
   CompletionRequest& out_;
+  const RequestFields fields_;
 };
 
 }  // namespace
 
 std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_view body,
                                                                  Endpoint endpoint) {
-  if (absl::Status depth = CheckJsonDepth(body, "the request body"); !depth.ok()) {
-    return BadRequest("", std::string(depth.message()));
-  }
-  Json json;
-  try {
-    json = Json::parse(body);
-  } catch (const Json::exception& error) {  // nlohmann reports syntax errors only this way
-    return BadRequest("", absl::StrCat("the request body is not valid JSON: ", error.what()));
-  }
+  absl::StatusOr<Json> json = ParseRequestBody(body);
+  if (!json.ok()) return BadRequest("", std::string(json.status().message()));
   CompletionRequest request;
   request.endpoint = endpoint;
-  if (std::optional<ApiError> error = Parser(json, request).Run()) return *std::move(error);
+  if (std::optional<ApiError> error = Parser(*json, request).Run()) return *std::move(error);
   return request;
 }
 

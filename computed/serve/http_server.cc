@@ -24,6 +24,8 @@
 #include "computed/serve/openai_encoder.h"
 #include "computed/serve/openai_json.h"
 #include "computed/serve/reply_state.h"
+#include "computed/serve/responses_encoder.h"
+#include "computed/serve/responses_request.h"
 #include "computed/serve/stop_strings.h"
 #include "computed/text/tokenizer.h"
 
@@ -331,6 +333,9 @@ void HttpServer::Route() {
               [this](const httplib::Request& request, httplib::Response& response) {
                 Complete(request, response, Endpoint::kText);
               });
+  http_->Post("/v1/responses", [this](const httplib::Request& request, httplib::Response& response) {
+    Responses(request, response);
+  });
   http_->Post("/v1/messages", [this](const httplib::Request& request, httplib::Response& response) {
     Messages(request, response);
   });
@@ -433,6 +438,21 @@ void HttpServer::Messages(const httplib::Request& request, httplib::Response& re
   Prepared& p = std::get<Prepared>(prepared);
   ResponseHeader header{.id = RandomId("msg_"), .created = UnixSeconds(), .model = p.request.model};
   Run(request, response, p, MakeMessagesEncoder(header, p.request.stream), header.id);
+}
+
+void HttpServer::Responses(const httplib::Request& request, httplib::Response& response) {
+  std::variant<ResponsesRequest, ApiError> parsed = ParseResponsesRequest(request.body, responses_);
+  if (ApiError* error = std::get_if<ApiError>(&parsed)) return Refuse(request, response, *error);
+  const ResponsesRequest& responses_request = std::get<ResponsesRequest>(parsed);
+  std::variant<Prepared, ApiError> prepared = Prepare(responses_request.chat);
+  if (ApiError* error = std::get_if<ApiError>(&prepared)) {
+    return SendError(response, *error, request.path);
+  }
+  Prepared& p = std::get<Prepared>(prepared);
+  ResponseHeader header{.id = RandomId("resp_"),
+                        .created = UnixSeconds(),
+                        .model = p.request.model.empty() ? options_.model_name : p.request.model};
+  Run(request, response, p, MakeResponsesEncoder(header, responses_request, responses_), header.id);
 }
 
 void HttpServer::CountTokens(const httplib::Request& request, httplib::Response& response) {

@@ -5,6 +5,8 @@
 //   POST /v1/chat/completions  chat through the model's template (stream or not,
 //                              tools, reasoning_content, usage)
 //   POST /v1/completions       a raw prompt
+//   POST /v1/responses         OpenAI's Responses API (stream or not, function
+//                              tools, previous_response_id, usage)
 //   POST /v1/messages          Anthropic's Messages API (stream or not, tools,
 //                              thinking, usage); errors in Anthropic's shape
 //   POST /v1/messages/count_tokens  the prompt's tokens
@@ -38,6 +40,7 @@
 #include "computed/serve/log_budget.h"
 #include "computed/serve/reply_encoder.h"
 #include "computed/serve/reply_parser.h"
+#include "computed/serve/response_store.h"
 #include "nlohmann/json.hpp"
 
 namespace httplib {
@@ -63,6 +66,9 @@ struct ServerOptions {
   nlohmann::ordered_json template_context = nlohmann::ordered_json::object();
 };
 
+// Responses API replies kept for previous_response_id, newest first.
+inline constexpr size_t kStoredResponses = 256;
+
 class HttpServer {
  public:
   HttpServer(EngineWorker& engine, const ModelText& text, ServerOptions options);
@@ -87,6 +93,8 @@ class HttpServer {
               const ApiError& error) const;
   // OpenAI's chat completions and completions.
   void Complete(const httplib::Request& request, httplib::Response& response, Endpoint endpoint);
+  // OpenAI's responses.
+  void Responses(const httplib::Request& request, httplib::Response& response);
   // Anthropic's messages and messages/count_tokens.
   void Messages(const httplib::Request& request, httplib::Response& response);
   void CountTokens(const httplib::Request& request, httplib::Response& response);
@@ -101,6 +109,7 @@ class HttpServer {
   const std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<HttpFront> front_;
   std::string socket_dir_;  // httplib's Unix socket is in it; removed after
+  ResponseStore responses_{kStoredResponses};  // previous_response_id's conversations
   mutable LogBudget refusal_log_{20};  // 401s and malformed requests, a few a minute
 };
 

@@ -1,6 +1,5 @@
 #include "computed/serve/messages_request.h"
 
-#include <cmath>
 #include <limits>
 #include <set>
 #include <string>
@@ -8,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/json_depth.h"
+#include "computed/serve/request_fields.h"
 
 namespace warp::computed::serve {
 namespace {
@@ -29,7 +28,7 @@ const std::set<std::string> kCountFields = {"model", "messages", "system", "tool
 class MessagesParser {
  public:
   MessagesParser(const Json& body, bool count_tokens, CompletionRequest& out)
-      : body_(body), count_tokens_(count_tokens), out_(out) {}
+      : body_(body), count_tokens_(count_tokens), out_(out), fields_(body) {}
 
   std::optional<ApiError> Run() {
     if (!body_.is_object()) return BadRequest("", "the request body must be a JSON object");
@@ -63,10 +62,7 @@ class MessagesParser {
   }
 
  private:
-  const Json* Find(const std::string& key) const {
-    const auto it = body_.find(key);
-    return it == body_.end() || it->is_null() ? nullptr : &*it;
-  }
+  const Json* Find(const std::string& key) const { return fields_.Find(key); }
 
   // A text block list's text, or the error naming `at`.
   static std::optional<ApiError> TextOf(const Json& content, const std::string& at,
@@ -272,36 +268,14 @@ class MessagesParser {
   }
 
   std::optional<ApiError> MaxTokens() {
-    const Json* value = Find("max_tokens");
-    if (value == nullptr) return BadRequest("max_tokens", "max_tokens is required");
-    if (!value->is_number_integer() || value->get<int64_t>() < 1 ||
-        (value->is_number_unsigned() &&
-         value->get<uint64_t>() > std::numeric_limits<uint32_t>::max())) {
-      return BadRequest("max_tokens", absl::StrCat("max_tokens must be an integer in [1, ",
-                                                   std::numeric_limits<uint32_t>::max(), "]"));
-    }
-    out_.max_tokens = static_cast<uint32_t>(value->get<int64_t>());
-    return std::nullopt;
-  }
-
-  // A finite number in [low, high]; low excluded when `open_low`.
-  std::optional<ApiError> Number(const std::string& key, double low, double high, bool open_low,
-                                 float* out) {
-    const Json* value = Find(key);
-    if (value == nullptr) return std::nullopt;
-    const double x = value->is_number() ? value->get<double>() : std::nan("");
-    if (!std::isfinite(x) || x < low || x > high || (open_low && x == low)) {
-      return BadRequest(key, absl::StrCat(key, " must be a number in ", open_low ? "(" : "[", low,
-                                          ", ", high, "]"));
-    }
-    *out = static_cast<float>(x);
-    return std::nullopt;
+    if (Find("max_tokens") == nullptr) return BadRequest("max_tokens", "max_tokens is required");
+    return fields_.MaxTokens("max_tokens", &out_.max_tokens);
   }
 
   std::optional<ApiError> Sampling() {
     out_.sampling.temperature = 1.0f;  // Anthropic's default
-    if (auto e = Number("temperature", 0, 1, false, &out_.sampling.temperature)) return e;
-    if (auto e = Number("top_p", 0, 1, true, &out_.sampling.top_p)) return e;
+    if (auto e = fields_.Number("temperature", 0, 1, false, &out_.sampling.temperature)) return e;
+    if (auto e = fields_.Number("top_p", 0, 1, true, &out_.sampling.top_p)) return e;
     if (const Json* top_k = Find("top_k")) {
       if (!top_k->is_number_integer() || top_k->get<int64_t>() < 0 ||
           top_k->get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
@@ -333,6 +307,7 @@ class MessagesParser {
   const Json& body_;
   const bool count_tokens_;
   CompletionRequest& out_;
+  const RequestFields fields_;
   std::set<std::string> tool_use_ids_;  // of the assistant turns so far
 };
 
@@ -340,19 +315,12 @@ class MessagesParser {
 
 std::variant<CompletionRequest, ApiError> ParseMessagesRequest(std::string_view body,
                                                                bool count_tokens) {
-  if (absl::Status depth = CheckJsonDepth(body, "the request body"); !depth.ok()) {
-    return BadRequest("", std::string(depth.message()));
-  }
-  Json json;
-  try {
-    json = Json::parse(body);
-  } catch (const Json::exception& error) {  // nlohmann reports syntax errors only this way
-    return BadRequest("", absl::StrCat("the request body is not valid JSON: ", error.what()));
-  }
+  absl::StatusOr<Json> json = ParseRequestBody(body);
+  if (!json.ok()) return BadRequest("", std::string(json.status().message()));
   CompletionRequest request;
   request.endpoint = Endpoint::kChat;
   request.messages = Json::array();
-  if (std::optional<ApiError> error = MessagesParser(json, count_tokens, request).Run()) {
+  if (std::optional<ApiError> error = MessagesParser(*json, count_tokens, request).Run()) {
     return *std::move(error);
   }
   return request;

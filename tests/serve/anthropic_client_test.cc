@@ -19,18 +19,21 @@
 namespace {
 
 using Json = nlohmann::json;
+// Requests whose tools must reach the template in the order written.
+using OJson = nlohmann::ordered_json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::warp::testing::ServedModelTest;
 using ::warp::testing::TestServer;
 
-Json Anthropic(const TestServer& server, const std::string& call, const Json& request,
-               int expect_status = 0, const std::string& api_key = "") {
+Json Anthropic(const TestServer& server, const std::string& call,
+               const nlohmann::ordered_json& request, int expect_status = 0,
+               const std::string& api_key = "") {
   return warp::testing::RunClientScript("anthropic_client.mjs", "@anthropic-ai/sdk", server, call,
                                         request, expect_status, api_key);
 }
 
-Json OpenAi(const TestServer& server, const Json& request) {
+Json OpenAi(const TestServer& server, const nlohmann::ordered_json& request) {
   return warp::testing::RunClientScript("openai_client.mjs", "openai", server, "chat", request, 0,
                                         "");
 }
@@ -184,20 +187,20 @@ TEST_F(AnthropicClientTest, AWrongApiKeyIsTheClientsAuthenticationError) {
 // (and the chat completion's reasoning_content).
 class AnthropicClientToolsTest : public ServedModelTest<&warp::testing::ConvertTinyQwen3, 1024> {};
 
-const Json kAsk = {{"role", "user"}, {"content", "What is the weather in Paris?"}};
+const OJson kAsk = {{"role", "user"}, {"content", "What is the weather in Paris?"}};
 
 TEST_F(AnthropicClientToolsTest, AToolRoundTripIsTheSameConversationAsOpenAis) {
-  const Json schema = {{"type", "object"},
+  const OJson schema = {{"type", "object"},
                        {"properties", {{"city", {{"type", "string"}}}}},
                        {"required", {"city"}}};
-  const Json anthropic_tools = {
+  const OJson anthropic_tools = {
       {{"name", "get_weather"}, {"description", "The weather in a city."}, {"input_schema", schema}}};
-  const Json openai_tools = {{{"type", "function"},
+  const OJson openai_tools = {{{"type", "function"},
                               {"function",
                                {{"name", "get_weather"},
                                 {"description", "The weather in a city."},
                                 {"parameters", schema}}}}};
-  const Json anthropic_messages = {
+  const OJson anthropic_messages = {
       kAsk,
       {{"role", "assistant"},
        {"content",
@@ -206,7 +209,7 @@ TEST_F(AnthropicClientToolsTest, AToolRoundTripIsTheSameConversationAsOpenAis) {
       {{"role", "user"},
        {"content",
         {{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", R"({"celsius": 21})"}}}}}};
-  const Json openai_messages = {
+  const OJson openai_messages = {
       kAsk,
       {{"role", "assistant"},
        {"content", "Let me look."},
@@ -216,18 +219,18 @@ TEST_F(AnthropicClientToolsTest, AToolRoundTripIsTheSameConversationAsOpenAis) {
           {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}}}}},
       {{"role", "tool"}, {"tool_call_id", "toolu_1"}, {"content", R"({"celsius": 21})"}}};
 
-  const Json plain = Anthropic(*server_, "count", {{"model", "qwen3.warp"}, {"messages", {kAsk}}});
+  const Json plain = Anthropic(*server_, "count", OJson{{"model", "qwen3.warp"}, {"messages", {kAsk}}});
   const Json with_tools = Anthropic(
-      *server_, "count", {{"model", "qwen3.warp"}, {"messages", {kAsk}}, {"tools", anthropic_tools}});
+      *server_, "count", OJson{{"model", "qwen3.warp"}, {"messages", {kAsk}}, {"tools", anthropic_tools}});
   EXPECT_GT(with_tools["input_tokens"].get<int>(), plain["input_tokens"].get<int>() + 50);
 
   const Json out = Anthropic(*server_, "messages",
-                             {{"model", "qwen3.warp"},
+                             OJson{{"model", "qwen3.warp"},
                               {"messages", anthropic_messages},
                               {"tools", anthropic_tools},
                               {"max_tokens", 8},
                               {"temperature", 0}});
-  const Json reference = OpenAi(*server_, {{"model", "qwen3.warp"},
+  const Json reference = OpenAi(*server_, OJson{{"model", "qwen3.warp"},
                                            {"messages", openai_messages},
                                            {"tools", openai_tools},
                                            {"max_tokens", 8},

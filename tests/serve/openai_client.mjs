@@ -9,9 +9,13 @@
 //   chat         chat.completions.create, once as sent and once streamed;
 //   completions  completions.create, likewise;
 //   models       models.list (REQUEST_JSON ignored);
+//   responses    responses.create, once as sent and once through
+//                responses.stream (the event types in order, the text and
+//                reasoning deltas joined, each function call's arguments,
+//                and the SDK's finalResponse());
 //   error        chat.completions.create, which must throw an APIError with
 //                status EXPECT_STATUS (and REQUEST_JSON may name the endpoint
-//                as {"endpoint": "completions", ...}).
+//                as {"endpoint": "completions" | "responses", ...}).
 // Prints one JSON object; any other outcome exits non-zero with a message.
 
 import { createRequire } from 'node:module';
@@ -81,6 +85,29 @@ async function streamCompletion(body) {
   return out;
 }
 
+// A streamed response, through the SDK's ResponseStream.
+async function streamResponse(body) {
+  const stream = client.responses.stream(body);
+  const out = { events: [], text: '', reasoning: '', calls: [], sequence: [] };
+  for await (const event of stream) {
+    out.events.push(event.type);
+    out.sequence.push(event.sequence_number);
+    if (event.type === 'response.output_text.delta') out.text += event.delta;
+    if (event.type === 'response.reasoning_text.delta') out.reasoning += event.delta;
+    if (event.type === 'response.function_call_arguments.done') out.calls.push(event.arguments);
+    if (event.type === 'response.completed' || event.type === 'response.incomplete') {
+      out.status = event.response.status;
+      out.usage = event.response.usage;
+    }
+  }
+  // finalResponse() carries no output_text (responses.create's helper): joined here.
+  out.final = await stream.finalResponse();
+  out.final_text = out.final.output.filter((item) => item.type === 'message')
+      .flatMap((item) => item.content).filter((part) => part.type === 'output_text')
+      .map((part) => part.text).join('');
+  return out;
+}
+
 async function main() {
   switch (call) {
     case 'chat': {
@@ -93,6 +120,11 @@ async function main() {
       const streamed = await streamCompletion(request);
       return { completion, streamed };
     }
+    case 'responses': {
+      const response = await client.responses.create(request);
+      const streamed = await streamResponse(request);
+      return { response: { ...response, output_text: response.output_text }, streamed };
+    }
     case 'models': {
       const ids = [];
       for await (const model of client.models.list()) ids.push(model.id);
@@ -102,6 +134,7 @@ async function main() {
       const { endpoint = 'chat', ...body } = request;
       try {
         if (endpoint === 'completions') await client.completions.create(body);
+        else if (endpoint === 'responses') await client.responses.create(body);
         else await client.chat.completions.create(body);
       } catch (e) {
         if (!(e instanceof OpenAI.APIError)) fail('not an APIError: ' + e);

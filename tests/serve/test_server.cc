@@ -171,7 +171,7 @@ absl::StatusOr<fs::path> ConvertTinyQwen3(const fs::path& dir) {
 
 nlohmann::json RunClientScript(const std::string& script, const std::string& package,
                                const TestServer& server, const std::string& call,
-                               const nlohmann::json& request, int expect_status,
+                               const nlohmann::ordered_json& request, int expect_status,
                                const std::string& api_key) {
   if (auto npm = NodeModulesDir(package); !npm.ok()) {
     ADD_FAILURE() << npm.status();

@@ -73,10 +73,12 @@ class ServedModelTest : public ::testing::Test {
 
 // `node tests/serve/SCRIPT BASE_URL API_KEY CALL REQUEST [EXPECT_STATUS]`, a
 // real client library (npm `package`, tests/npm) against `server`: the JSON
-// it printed, or a test failure (the script's message is on its stderr).
+// it printed, or a test failure (the script's message is on its stderr). The
+// request is sent in its own key order (an ordered_json's is the order written;
+// a json's is sorted): templates render tools in the order they arrive.
 nlohmann::json RunClientScript(const std::string& script, const std::string& package,
                                const TestServer& server, const std::string& call,
-                               const nlohmann::json& request, int expect_status,
+                               const nlohmann::ordered_json& request, int expect_status,
                                const std::string& api_key);
 
 }  // namespace warp::testing

@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARP_WERROR=ON
 
-.PHONY: all deps configure build check check-sanitize demo bench fuzz fuzz-smoke clean
+.PHONY: all deps configure build binaries check check-sanitize demo bench fuzz fuzz-smoke clean
 
 all: build
 
@@ -17,6 +17,11 @@ configure: deps
 
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
+
+# The programs alone (computed, expertd), without the tests, benchmarks and
+# libwarp: what `make demo` runs.
+binaries: configure
+	@cmake --build $(BUILD) -j$(JOBS) --target computed expertd
 
 # Every unit, golden and integration test, through ctest.
 check: build
@@ -47,8 +52,9 @@ fuzz:
 	@bash deploy/install-deps.sh --fuzz
 	@JOBS=$(JOBS) bash tests/bench/fuzz.sh
 
-# The main job on the embedded default, in a temp dir that is removed after.
-demo: build
+# The main job on the embedded default, in a temp dir that is removed after;
+# it builds only the two programs it runs (`make check` builds the rest).
+demo: binaries
 	@bash tests/demo.sh $(BUILD)/bin
 
 bench: build

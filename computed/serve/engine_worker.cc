@@ -162,7 +162,13 @@ void EngineWorker::End(Slot& slot, const absl::Status& status, FinishReason reas
     if (figures.completion_tokens > 1 && figures.decode_seconds > 0) {
       stats_.last_decode_tokens_per_second =
           (figures.completion_tokens - 1) / figures.decode_seconds;
+      stats_.time_per_output_token.Observe(figures.decode_seconds /
+                                           (figures.completion_tokens - 1));
     }
+    if (figures.completion_tokens > 0) {
+      stats_.time_to_first_token.Observe(figures.queue_seconds + figures.prefill_seconds);
+    }
+    stats_.queue_wait.Observe(figures.queue_seconds);
     // A remote store's counters may cost a call: read per request, not per step.
     stats_.source_counters = session_->SourceCounters();
   }

@@ -32,6 +32,7 @@
 #include "computed/engine/sampler.h"
 #include "computed/run/prompt_cache.h"
 #include "computed/run/session.h"
+#include "computed/serve/latency_histogram.h"
 
 namespace warp::computed::serve {
 
@@ -79,6 +80,9 @@ struct EngineStats {
   ForwardStats forward;
   LookaheadStats lookahead;
   std::map<std::string, uint64_t> source_counters;
+  // Per request that produced a token: queue and prefill until its first
+  // token; each later token's share of the decode; the wait for a sequence.
+  LatencyHistogram time_to_first_token, time_per_output_token, queue_wait;
 };
 
 class EngineWorker {

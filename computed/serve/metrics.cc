@@ -28,6 +28,18 @@ class Writer {
     absl::StrAppend(&out_, std::string(name), labels.empty() ? "" : "{", std::string(labels),
                     labels.empty() ? "" : "}", " ", absl::StrFormat("%.17g", value), "\n");
   }
+  // A histogram family: cumulative buckets by `le`, then the sum and count.
+  void Histogram(std::string_view name, std::string_view help, const LatencyHistogram& h) {
+    Family(name, "histogram", help);
+    const std::string bucket = absl::StrCat(std::string(name), "_bucket");
+    for (size_t i = 0; i < LatencyHistogram::kBounds.size(); ++i) {
+      Sample(bucket, h.CumulativeCount(i),
+             absl::StrCat("le=\"", absl::StrFormat("%g", LatencyHistogram::kBounds[i]), "\""));
+    }
+    Sample(bucket, h.count(), "le=\"+Inf\"");
+    Sample(absl::StrCat(std::string(name), "_sum"), h.sum());
+    Sample(absl::StrCat(std::string(name), "_count"), h.count());
+  }
   std::string Take() { return std::move(out_); }
 
  private:
@@ -99,6 +111,13 @@ std::string PrometheusText(const EngineStats& s) {
   w.Family("warp_seconds_total", "counter", "Engine time by phase.");
   w.Sample("warp_seconds_total", s.prefill_seconds, "phase=\"prefill\"");
   w.Sample("warp_seconds_total", s.decode_seconds, "phase=\"decode\"");
+  w.Histogram("warp_time_to_first_token_seconds",
+              "From a request's arrival at the engine to its first token: queue and prefill.",
+              s.time_to_first_token);
+  w.Histogram("warp_time_per_output_token_seconds",
+              "A reply's decode time per token after its first.", s.time_per_output_token);
+  w.Histogram("warp_queue_wait_seconds", "How long a request waited for a free sequence.",
+              s.queue_wait);
   w.Family("warp_decode_tokens_per_second", "gauge", "Decode speed of the last reply.");
   w.Sample("warp_decode_tokens_per_second", s.last_decode_tokens_per_second);
   w.Family("warp_expert_records_total", "counter",

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -387,6 +388,51 @@ TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
     if (absl::StartsWith(line, "#")) continue;
     double value = 0;
     EXPECT_TRUE(absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &value)) << line;
+  }
+}
+
+// The latency histograms, on a server of its own (known counts): each
+// request adds one observation, buckets are cumulative, and the sums are
+// the replies' own figures (queue + prefill; decode per token after the first).
+TEST_F(ServeHttpTest, LatencyHistogramsCountEachRequestWithItsOwnFigures) {
+  TestServer fresh({Model(), "--context", "64"});
+  ASSERT_NE(fresh.port(), 0) << fresh.output();
+  httplib::Client client = ClientOf(fresh);
+  double first_token = 0, per_token = 0, queue = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto reply = client.Post(
+        "/v1/chat/completions",
+        Json({{"messages", kHello}, {"max_tokens", 4}, {"ignore_eos", true}}).dump(),
+        "application/json");
+    ASSERT_TRUE(reply && reply->status == 200);
+    const Json warp = Json::parse(reply->body)["warp"];
+    first_token += warp["queue_seconds"].get<double>() + warp["prefill_seconds"].get<double>();
+    per_token += warp["decode_seconds"].get<double>() / 3;
+    queue += warp["queue_seconds"].get<double>();
+  }
+  auto response = client.Get("/metrics");
+  ASSERT_TRUE(response);
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(response->body, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "#")) continue;
+    const size_t space = line.rfind(' ');
+    ASSERT_TRUE(absl::SimpleAtod(line.substr(space + 1), &samples[std::string(line.substr(0, space))]));
+  }
+  for (const auto& [name, sum] : {std::pair{"warp_time_to_first_token_seconds", first_token},
+                                  std::pair{"warp_time_per_output_token_seconds", per_token},
+                                  std::pair{"warp_queue_wait_seconds", queue}}) {
+    const std::string family(name);
+    EXPECT_THAT(response->body, HasSubstr("# TYPE " + family + " histogram"));
+    EXPECT_EQ(samples[family + "_count"], 2) << family;
+    EXPECT_EQ(samples[family + "_bucket{le=\"+Inf\"}"], 2) << family;
+    EXPECT_NEAR(samples[family + "_sum"], sum, 1e-6 + sum * 1e-6) << family;
+    double previous = 0;
+    for (const char* le : {"0.005", "0.01", "0.1", "1", "10", "600"}) {
+      const double count = samples[absl::StrCat(family, "_bucket{le=\"", le, "\"}")];
+      EXPECT_GE(count, previous) << family << " le=" << le;
+      previous = count;
+    }
+    EXPECT_EQ(previous, 2) << family << ": every request within 600 s";
   }
 }
 

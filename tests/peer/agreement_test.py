@@ -2,8 +2,8 @@
 """WARP against llama.cpp on the same GGUF files (issue 13, part 2).
 
 For each architecture: a tiny random model written as F32 GGUF by
-tests/gguf/make_gguf.py, and copies of it that llama.cpp's own llama-quantize
-makes at each quantized type (--pure: every matrix in that type). WARP
+tests/gguf/make_gguf.py, and copies of it that llama.cpp's own quantizer
+(llama_model_quantize, as llama-quantize calls it: llama_probe quantize) makes at each quantized type (--pure: every matrix in that type). WARP
 converts each file as it is and, with `--activations f32` (its default rounds
 activations to 8 bits for 4-bit weights, as llama.cpp does), computes in f32
 from the dequantized blocks, so its target is llama.cpp run on an F32 copy of the dequantized weights
@@ -38,7 +38,7 @@ MAKE_GGUF = os.path.join(HERE, "..", "gguf", "make_gguf.py")
 TOLERANCE = 1e-4
 PROMPT = [5, 77, 260, 13, 300, 42, 8, 191, 64, 250, 3, 120]
 GREEDY = 8
-# The quantized copies: llama-quantize's type name, and whether every matrix
+# The quantized copies: llama-quantize's name of the type, and whether every matrix
 # is that type (--pure) or only the experts (MXFP4_MOE).
 # The types whose dots WARP's default rounds activations to 8 bits for
 # (--activations q8): 4-bit blocks.
@@ -101,8 +101,7 @@ class Tools:
     def __init__(self, computed, peer):
         self.computed = computed
         self.probe = os.path.join(peer, "llama_probe")
-        self.quantize = os.path.join(peer, "llama-quantize")
-        for tool in (self.computed, self.probe, self.quantize):
+        for tool in (self.computed, self.probe):
             if not os.access(tool, os.X_OK):
                 sys.exit(f"FAILED: {tool} is missing: run tests/peer/install.sh (make check does)")
 
@@ -168,7 +167,7 @@ def check_architecture(tools, arch, work):
     files = [("F32", f32, f32)]
     for quant, pure in QUANTS:
         quantized = os.path.join(work, f"{arch}-{quant.lower()}.gguf")
-        run([tools.quantize] + (["--pure"] if pure else []) + [f32, quantized, quant])
+        run([tools.probe, "quantize", f32, quantized, quant] + (["--pure"] if pure else []))
         dequantized = quantized[:-5] + "-dequantized.gguf"
         run([tools.probe, "dequantize", quantized, dequantized])
         files.append((quant, quantized, dequantized))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the llama.cpp test peer: llama.cpp's source from the npm package
-# node-llama-cpp (llama/gitRelease.bundle), its CPU library, llama-quantize and
-# tests/peer/llama_probe.cc, in $WARP_PEER_DIR (default build/peer), never in
+# node-llama-cpp (llama/gitRelease.bundle), its CPU library and
+# tests/peer/llama_probe.cc (which quantizes too: no llama-quantize, whose
+# common library would double the build), in $WARP_PEER_DIR (default build/peer), never in
 # the repository. Idempotent: a stamp of the version and flags skips a build
 # that is already there. Prints nothing but errors and the first build's steps.
 #
@@ -27,7 +28,7 @@ stamp_text="node-llama-cpp $version ${isa_flags[*]} $(sha256sum "$here/llama_pro
 # The tools are checked too: a stamp beside broken links (a build dir copied
 # from elsewhere) is no build.
 if [[ -f "$peer/stamp" && "$(cat "$peer/stamp")" == "$stamp_text" &&
-      -x "$peer/bin/llama_probe" && -x "$peer/bin/llama-quantize" ]]; then
+      -x "$peer/bin/llama_probe" ]]; then
   exit 0
 fi
 
@@ -44,14 +45,14 @@ fi
 cmake -S "$here" -B "$peer/build" -DLLAMA_CPP_SOURCE="$peer/llama.cpp" \
   -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF "${isa_flags[@]}" \
   -DGGML_BACKEND_DL=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_OPENMP=ON \
-  -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
+  -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
   -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > "$peer/configure.log" 2>&1 ||
   { echo "tests/peer: configuring llama.cpp failed; see $peer/configure.log" >&2; exit 1; }
-cmake --build "$peer/build" -j"$jobs" --target llama_probe llama-quantize > "$peer/build.log" 2>&1 ||
+cmake --build "$peer/build" -j"$jobs" --target llama_probe > "$peer/build.log" 2>&1 ||
   { echo "tests/peer: the llama.cpp build failed; the end of $peer/build.log:" >&2; tail -30 "$peer/build.log" >&2; exit 1; }
 mkdir -p "$peer/bin"
-for tool in llama_probe llama-quantize; do
+for tool in llama_probe; do
   found=$(find "$peer/build" -type f -name "$tool" -perm -u+x | head -1)
   [[ -n "$found" ]] || { echo "tests/peer: $tool was not built (see $peer/build.log)" >&2; exit 1; }
   ln -sfr "$found" "$peer/bin/$tool"  # relative: the peer dir may be moved whole

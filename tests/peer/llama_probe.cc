@@ -9,6 +9,11 @@
 //       dequantizer: the target of an engine that computes in f32 from
 //       dequantized weights. Integer tensors (DeepSeek-V4's I32 tid2eid
 //       routing table) are copied as they are.
+//   llama_probe quantize IN.gguf OUT.gguf TYPE [--pure]
+//       llama_model_quantize, as llama.cpp's llama-quantize calls it (TYPE its
+//       names: Q4_0 ... Q8_0, Q2_K ... Q6_K with _S/_M, MXFP4_MOE); --pure:
+//       every matrix in TYPE. Here so that the peer needs no llama-quantize,
+//       whose build doubles the peer's (llama.cpp's common library).
 //   llama_probe bench MODEL.gguf --tokens 1,2,3 --gen N [--threads N] [--f32-kv]
 //                     [--temperature T --seed S] [--repack]
 //       prefill the tokens, then decode tokens one at a time, N in all (greedy,
@@ -51,12 +56,23 @@ struct Args {
   bool repack = false;
   double temperature = 0;  // 0: greedy
   unsigned seed = 0;
+  std::string type;   // quantize: llama-quantize's name of the type
+  bool pure = false;  // quantize: every matrix in `type`
 };
 
 Args ParseArgs(int argc, char** argv) {
-  if (argc < 3) Die("usage: llama_probe logits|dequantize|bench MODEL.gguf [options]");
+  if (argc < 3) Die("usage: llama_probe logits|dequantize|quantize|bench MODEL.gguf [options]");
   Args args{.mode = argv[1], .model = argv[2]};
   int i = 3;
+  if (args.mode == "quantize") {
+    if (argc < 5 || argc > 6 || (argc == 6 && std::strcmp(argv[5], "--pure") != 0)) {
+      Die("usage: llama_probe quantize IN.gguf OUT.gguf TYPE [--pure]");
+    }
+    args.out = argv[3];
+    args.type = argv[4];
+    args.pure = argc == 6;
+    return args;
+  }
   if (args.mode == "dequantize") {
     if (argc != 4) Die("usage: llama_probe dequantize IN.gguf OUT.gguf");
     args.out = argv[3];
@@ -276,6 +292,37 @@ int RunDequantize(const Args& args) {
   return 0;
 }
 
+int RunQuantize(const Args& args) {
+  // llama-quantize's names of the types the agreement test makes.
+  static const struct {
+    const char* name;
+    llama_ftype ftype;
+  } kTypes[] = {
+      {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},       {"Q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+      {"MXFP4_MOE", LLAMA_FTYPE_MOSTLY_MXFP4_MOE}, {"Q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},
+      {"Q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},       {"Q2_K", LLAMA_FTYPE_MOSTLY_Q2_K},
+      {"Q3_K", LLAMA_FTYPE_MOSTLY_Q3_K_M},     {"Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M},
+      {"Q4_K", LLAMA_FTYPE_MOSTLY_Q4_K_M},     {"Q4_K_S", LLAMA_FTYPE_MOSTLY_Q4_K_S},
+      {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M},   {"Q5_K", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+      {"Q5_K_S", LLAMA_FTYPE_MOSTLY_Q5_K_S},   {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+      {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},       {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+  };
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  bool known = false;
+  for (const auto& type : kTypes) {
+    if (args.type == type.name) {
+      params.ftype = type.ftype;
+      known = true;
+    }
+  }
+  if (!known) Die("unknown quantization type " + args.type);
+  params.pure = args.pure;
+  if (llama_model_quantize(args.model.c_str(), args.out.c_str(), &params) != 0) {
+    Die("llama_model_quantize failed for " + args.model);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -293,6 +340,8 @@ int main(int argc, char** argv) {
     rc = RunBench(args);
   } else if (args.mode == "dequantize") {
     rc = RunDequantize(args);
+  } else if (args.mode == "quantize") {
+    rc = RunQuantize(args);
   } else {
     Die("unknown mode " + args.mode);
   }

@@ -16,15 +16,17 @@ configure: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > /dev/null
 
 build: configure
-	@cmake --build $(BUILD) -j$(JOBS)
+	@cmake --build $(BUILD) -j$(JOBS) --target all warp_benches
 
 # The programs alone (computed, expertd), without the tests, benchmarks and
 # libwarp: what `make demo` runs.
 binaries: configure
 	@cmake --build $(BUILD) -j$(JOBS) --target computed expertd
 
-# Every unit, golden and integration test, through ctest.
-check: build
+# Every unit, golden and integration test, through ctest: everything but the
+# benchmarks, which no test runs (`make build` builds them too).
+check: configure
+	@cmake --build $(BUILD) -j$(JOBS)
 	@bash tests/npm/install.sh
 	@WARP_PEER_DIR=$(abspath $(BUILD))/peer JOBS=$(JOBS) bash tests/peer/install.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)

@@ -2,12 +2,13 @@
 // and operand type, separately for `x|f` and `x|f(args)` (so `x|f` and
 // `x|f()` do not always both exist). Supported:
 //   x|f     safe tojson; list: list first last length reverse sort join string
-//           unique; str: length upper lower title capitalize trim indent join
+//           unique select reject; str: length upper lower title capitalize trim indent join
 //           string int float; numbers: abs int float string; dict: items
 //           length get keys values dictsort; bool: bool int float string
 //   x|f()   tojson(indent, ensure_ascii, separators) join(sep) int(default)
 //           float(default) default(value, boolean); list: sort(reverse,
-//           case_sensitive, attribute) selectattr rejectattr map(attribute=);
+//           case_sensitive, attribute) selectattr rejectattr select(test, arg)
+//           reject(test, arg) map(attribute=);
 //           str: indent(width, first, blank) replace(old, new, count);
 //           dict: get keys values items dictsort
 
@@ -118,6 +119,13 @@ absl::StatusOr<Value> ListFilter(const Value& operand, std::string_view name) {
   }
   if (name == "join") return Join(items, "");
   if (name == "unique") return Unique(operand);
+  if (name == "select" || name == "reject") {  // Jinja2: the items that are (not) truthy
+    std::vector<Value> kept;
+    for (const Value& item : items) {
+      if (Truthy(item) == (name == "select")) kept.push_back(item);
+    }
+    return Value::Array(std::move(kept));
+  }
   return NoSuchFilter(name, operand);
 }
 
@@ -212,10 +220,10 @@ bool IsKnownFilter(std::string_view name, bool with_arguments) {
   static const std::set<std::string_view> kSimple = {
       "safe", "tojson", "list", "first", "last", "length", "reverse", "sort", "join", "string", "unique",
       "upper", "lower", "title", "capitalize", "trim", "indent", "int", "float", "abs", "items", "bool",
-      "get", "keys", "values", "dictsort"};
+      "get", "keys", "values", "dictsort", "select", "reject"};
   static const std::set<std::string_view> kWithArguments = {
       "tojson", "join", "int", "float", "default", "sort", "selectattr", "rejectattr", "map", "indent",
-      "replace", "trim", "get", "items", "keys", "values", "dictsort"};
+      "replace", "trim", "get", "items", "keys", "values", "dictsort", "select", "reject"};
   return with_arguments ? kWithArguments.count(name) > 0 : kSimple.count(name) > 0;
 }
 
@@ -267,7 +275,8 @@ absl::StatusOr<Value> Interpreter::ApplyCallFilter(const Value& operand, const C
     for (std::string& c : CodePoints(operand.string())) chars.push_back(Value::String(std::move(c)));
     return ApplyListCallFilter(Value::Array(std::move(chars)), name, call, scope);
   }
-  if (operand.is(Type::kArray) && (name == "sort" || name == "selectattr" || name == "rejectattr" || name == "map")) {
+  if (operand.is(Type::kArray) && (name == "sort" || name == "selectattr" || name == "rejectattr" ||
+                                    name == "select" || name == "reject" || name == "map")) {
     return ApplyListCallFilter(operand, name, call, scope);
   }
   WARP_ASSIGN_OR_RETURN(auto evaluated, EvaluateArguments(call.args, scope));
@@ -349,6 +358,17 @@ absl::StatusOr<Value> Interpreter::ApplyListCallFilter(const Value& operand, std
   }
   WARP_ASSIGN_OR_RETURN(auto evaluated, EvaluateArguments(call.args, scope));
   const auto& [args, kwargs] = evaluated;
+  if (name == "select" || name == "reject") {  // Jinja2: the items that pass (fail) the test
+    if (args.empty()) return ListFilter(operand, name);
+    if (!args[0].is(Type::kString)) return Error(Cat(name, ": the first argument names a test"));
+    std::vector<Value> kept;
+    for (const Value& item : items) {
+      WARP_ASSIGN_OR_RETURN(const bool passed,
+                            RunTest(args[0].string(), item, args.size() > 1 ? args[1] : Value()));
+      if (passed == (name == "select")) kept.push_back(item);
+    }
+    return Value::Array(std::move(kept));
+  }
   if (name == "map") {
     const Value* attribute = kwargs.Find("attribute");
     if (attribute == nullptr) return absl::UnimplementedError("unsupported Jinja feature: map() without attribute=");

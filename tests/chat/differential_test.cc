@@ -136,6 +136,16 @@ std::vector<Case> Cases() {
       {"sort_mixed_error", "{{ [1, 'a'] | sort }}"},
       {"selectattr", "{{ m | selectattr('role', 'equalto', 'user') | map(attribute='content') | join('|') }}{{ m | rejectattr('role', 'equalto', 'user') | length }}{{ xs | selectattr('ok') | length }}",
        {{"m", kMessages}, {"xs", json::parse(R"([{"ok": true}, {"ok": 0}, {}])")}}},
+      {"select_reject",
+       "{{ xs | select | join(',') }}|{{ xs | reject | list | length }}|"
+       "{{ ys | select('equalto', 2) | join(',') }}|{{ ys | reject('equalto', 2) | join(',') }}|"
+       "{{ ws | select('string') | join(',') }}|{{ ws | reject('string') | join(',') }}|"
+       "{{ ts | reject('none') | join(',') }}|{{ ys | select('eq', 3) | list | length }}",
+       {{"xs", json::parse(R"([0, 1, "", "a", null, true])")},
+        {"ys", {1, 2, 3, 2}},
+        {"ws", json::parse(R"(["a", 1, "b"])")},
+        {"ts", json::parse(R"(["x", null, "y"])")}}},
+      {"select_unknown_test_error", "{{ [1, 2] | select('nosuchtest') | join }}"},
       {"map_default", "{{ xs | map(attribute='a.b', default='-') | join(',') }}",
        {{"xs", json::parse(R"([{"a": {"b": 1}}, {"a": {}}, {}])")}}},
       {"dictsort", "{{ d | dictsort }}{{ d | dictsort(reverse=true) }}{{ d | dictsort(by='value') }}{{ d | items }}{{ d | length }}",

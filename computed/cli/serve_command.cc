@@ -1,4 +1,4 @@
-// computed serve MODEL.warp [--listen HOST:PORT]
+// computed serve MODEL.warp [--listen HOST:PORT] [--ssl-cert-file PEM --ssl-key-file PEM]
 //                [--api-key KEY | --api-key-file FILE | --no-api-key]
 //                [--parallel N] [--context N] [--max-queue N] [template options]
 //                [engine options]
@@ -43,6 +43,7 @@ struct ServeFlags {
   bool no_api_key = false;
   uint32_t max_connections_per_client = 64;
   double head_timeout_seconds = 10;
+  std::string tls_cert, tls_key;
   std::string model_name;
   uint32_t context = 0;  // 0: the model's trained context, at most kDefaultContext
   uint32_t max_queue = 64;
@@ -138,6 +139,11 @@ absl::Status Run(const ServeFlags& flags) {
   }
   front.head_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(flags.head_timeout_seconds * 1000));
+  if (flags.tls_cert.empty() != flags.tls_key.empty()) {
+    return absl::InvalidArgumentError("--ssl-cert-file and --ssl-key-file go together");
+  }
+  front.tls_cert = flags.tls_cert;
+  front.tls_key = flags.tls_key;
   front.body_read_timeout = front.head_timeout;
   if (!(flags.keepalive_seconds >= 0.1 && flags.keepalive_seconds <= 3600)) {
     return absl::InvalidArgumentError("--keepalive-seconds must be in [0.1, 3600]");
@@ -178,8 +184,9 @@ absl::Status Run(const ServeFlags& flags) {
   if (!port.ok()) return port.status();
   absl::Status served;
   std::thread http([&] { served = server.Serve(); });
-  Logger("serve").info("serving {} on http://{}:{} ({} requests at once, context {} positions{})",
-                       options.model_name, front.host, *port, flags.parallel, context,
+  Logger("serve").info("serving {} on {}://{}:{} ({} requests at once, context {} positions{})",
+                       options.model_name, front.tls_cert.empty() ? "http" : "https", front.host,
+                       *port, flags.parallel, context,
                        options.api_key.empty() ? ", no API key" : ", API key required");
   // One stdout line, for scripts and tests that bound port 0.
   std::printf("listening %s:%d\n", front.host.c_str(), *port);
@@ -225,6 +232,11 @@ CommandRunner AddServeCommand(CLI::App& app) {
   cmd->add_option("--max-connections-per-client", flags->max_connections_per_client,
                   "Connections one address may hold; more get 503")
       ->capture_default_str();
+  // llama-server's names: --tls-cert/--tls-key are the certificate computed
+  // shows expertd daemons (session_flags.cc).
+  cmd->add_option("--ssl-cert-file", flags->tls_cert,
+                  "Serve HTTPS: the PEM certificate chain (with --ssl-key-file)");
+  cmd->add_option("--ssl-key-file", flags->tls_key, "The PEM private key of --ssl-cert-file");
   cmd->add_option("--head-timeout-seconds", flags->head_timeout_seconds,
                   "Seconds a client has to send a request's head (from its first byte), and "
                   "between reads of its body; slower clients get 408")

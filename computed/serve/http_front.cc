@@ -386,6 +386,12 @@ HttpFront::~HttpFront() {
 }
 
 absl::StatusOr<int> HttpFront::Bind() {
+  if (!options_.tls_cert.empty()) {
+    absl::StatusOr<std::unique_ptr<TlsTerminator>> tls =
+        TlsTerminator::Create(options_.tls_cert, options_.tls_key);
+    if (!tls.ok()) return tls.status();
+    tls_ = *std::move(tls);
+  }
   const std::string address = absl::StrCat(options_.host, ":", options_.port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -429,7 +435,7 @@ void HttpFront::Serve() {
   while (true) {
     sockaddr_storage peer{};
     socklen_t length = sizeof(peer);
-    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC);
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       std::lock_guard lock(mutex_);
@@ -451,6 +457,13 @@ void HttpFront::Serve() {
       ::send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(fd);
       continue;
+    }
+    if (tls_ != nullptr) {  // the front reads and writes the plaintext end
+      fd = tls_->Wrap(fd, options_.head_timeout, options_.idle_timeout);
+      if (fd < 0) {
+        Leave(client);
+        continue;
+      }
     }
     Track(fd);
     std::thread([this, fd, client] { Run(fd, client); }).detach();

@@ -33,12 +33,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "computed/serve/http_head.h"
+#include "computed/serve/tls_terminator.h"
 
 namespace warp::computed::serve {
 
@@ -58,6 +60,8 @@ struct FrontOptions {
   std::chrono::milliseconds write_timeout{30'000};      // a client that takes nothing
   size_t max_connections = 512;
   size_t max_connections_per_client = 64;
+  // Both set: clients speak TLS (TlsTerminator); the handshake has head_timeout.
+  std::string tls_cert, tls_key;
 };
 
 // What the front refused, for tests and logs.
@@ -96,6 +100,7 @@ class HttpFront {
   void Count(uint64_t FrontCounters::*counter);
 
   const FrontOptions options_;
+  std::unique_ptr<TlsTerminator> tls_;  // null: plain HTTP
   int listen_fd_ = -1;
   mutable std::mutex mutex_;
   std::condition_variable idle_;

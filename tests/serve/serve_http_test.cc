@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/serve/test_server.h"
+#include "tests/testing/test_certificates.h"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/temp_dir.h"
@@ -434,6 +435,60 @@ TEST_F(ServeHttpTest, LatencyHistogramsCountEachRequestWithItsOwnFigures) {
     }
     EXPECT_EQ(previous, 2) << family << ": every request within 600 s";
   }
+}
+
+// HTTPS (--ssl-cert-file, --ssl-key-file): the same API through cpp-httplib's
+// OpenSSL client, which checks the certificate against the test CA; a client
+// trusting another CA, or speaking plain HTTP, gets nothing; bad flags are
+// refused at start, naming the flag and file.
+TEST_F(ServeHttpTest, HttpsServesTheSameApiAndRefusesWhatIsNotTls) {
+  warp::testing::TempDir dir;
+  absl::StatusOr<warp::testing::TestCertificates> certs =
+      warp::testing::MakeTestCertificates(dir.path());
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  TestServer https({Model(), "--context", "64", "--ssl-cert-file", certs->server_cert,
+                    "--ssl-key-file", certs->server_key});
+  ASSERT_NE(https.port(), 0) << https.output();
+  httplib::SSLClient client("127.0.0.1", https.port());
+  client.set_ca_cert_path(certs->ca.c_str());
+  client.enable_server_certificate_verification(true);
+  client.set_read_timeout(120, 0);
+  auto health = client.Get("/health");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  const Json request = {{"messages", kHello}, {"max_tokens", 3}, {"ignore_eos", true}};
+  auto reply = client.Post("/v1/chat/completions", request.dump(), "application/json");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(Json::parse(reply->body)["usage"]["completion_tokens"], 3);
+  Json streamed = request;
+  streamed["stream"] = true;
+  auto events = client.Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(events);
+  EXPECT_THAT(events->body, HasSubstr("data: [DONE]"));
+
+  httplib::SSLClient stranger("127.0.0.1", https.port());
+  stranger.set_ca_cert_path(certs->other_ca.c_str());
+  stranger.enable_server_certificate_verification(true);
+  EXPECT_FALSE(stranger.Get("/health"));
+  httplib::Client plain("127.0.0.1", https.port());
+  plain.set_read_timeout(5, 0);
+  auto refused = plain.Get("/health");
+  EXPECT_TRUE(!refused || refused->status != 200);
+  // The server is still there for a proper client.
+  EXPECT_TRUE(client.Get("/health"));
+
+  auto alone = RunBinary("computed", "serve " + Model() + " --ssl-cert-file " + certs->server_cert);
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_THAT(alone.output, HasSubstr("--ssl-cert-file and --ssl-key-file go together"));
+  auto missing = RunBinary("computed", "serve " + Model() + " --listen 127.0.0.1:0 --ssl-cert-file " +
+                                           certs->server_cert + " --ssl-key-file /nonexistent.key");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.output, HasSubstr("--ssl-key-file /nonexistent.key: not a readable PEM private key"));
+  auto mismatched = RunBinary("computed", "serve " + Model() + " --listen 127.0.0.1:0 --ssl-cert-file " +
+                                              certs->client_cert + " --ssl-key-file " +
+                                              certs->server_key);
+  EXPECT_NE(mismatched.exit_code, 0);
+  EXPECT_THAT(mismatched.output, HasSubstr("is not the key of --ssl-cert-file"));
 }
 
 TEST_F(ServeHttpTest, AnApiKeyGuardsTheApiButNotTheHealthCheck) {

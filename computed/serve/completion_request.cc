@@ -105,11 +105,8 @@ class Parser {
   const Json* Find(const std::string& key) const { return fields_.Find(key); }
 
   std::optional<ApiError> Messages() {
-    const Json* messages = Find("messages");
-    if (messages == nullptr) return BadRequest("messages", "messages is required");
-    if (!messages->is_array() || messages->empty()) {
-      return BadRequest("messages", "messages must be a non-empty array");
-    }
+    const Json* messages = nullptr;
+    if (auto e = fields_.NonEmptyArray("messages", &messages)) return e;
     for (size_t i = 0; i < messages->size(); ++i) {
       const Json& m = (*messages)[i];
       const std::string at = absl::StrCat("messages[", i, "]");
@@ -205,13 +202,7 @@ class Parser {
     out_.sampling.temperature = 1.0f;
     if (auto e = fields_.Number("temperature", 0, 2, false, &out_.sampling.temperature)) return e;
     if (auto e = fields_.Number("top_p", 0, 1, true, &out_.sampling.top_p)) return e;
-    if (const Json* top_k = Find("top_k")) {
-      if (!top_k->is_number_integer() || top_k->get<int64_t>() < 0 ||
-          top_k->get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
-        return BadRequest("top_k", "top_k must be an integer of at least 0 (0: off)");
-      }
-      out_.sampling.top_k = static_cast<uint32_t>(top_k->get<int64_t>());
-    }
+    if (auto e = fields_.TopK(&out_.sampling.top_k)) return e;
     if (const Json* seed = Find("seed")) {
       if (!seed->is_number_integer()) return BadRequest("seed", "seed must be an integer");
       out_.sampling.seed = seed->is_number_unsigned() ? seed->get<uint64_t>()

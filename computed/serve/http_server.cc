@@ -411,17 +411,11 @@ void HttpServer::Complete(const httplib::Request& request, httplib::Response& re
                           Endpoint endpoint) {
   std::variant<CompletionRequest, ApiError> parsed = ParseCompletionRequest(request.body, endpoint);
   if (ApiError* error = std::get_if<ApiError>(&parsed)) return Refuse(request, response, *error);
-  std::variant<Prepared, ApiError> prepared = Prepare(std::get<CompletionRequest>(parsed));
-  if (ApiError* error = std::get_if<ApiError>(&prepared)) {
-    return SendError(response, *error, request.path);
-  }
-  Prepared& p = std::get<Prepared>(prepared);
-  ResponseHeader header{.id = RandomId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
-                        .created = UnixSeconds(),
-                        .model = p.request.model.empty() ? options_.model_name : p.request.model};
-  std::unique_ptr<ReplyEncoder> encoder =
-      MakeOpenAiEncoder(endpoint, header, p.request.stream, p.request.include_usage);
-  Run(request, response, p, std::move(encoder), header.id);
+  Answer(request, response, std::get<CompletionRequest>(parsed),
+         endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-",
+         [&](const ResponseHeader& header, const CompletionRequest& chat) {
+           return MakeOpenAiEncoder(endpoint, header, chat.stream, chat.include_usage);
+         });
 }
 
 void HttpServer::Messages(const httplib::Request& request, httplib::Response& response) {
@@ -431,28 +425,35 @@ void HttpServer::Messages(const httplib::Request& request, httplib::Response& re
   std::variant<CompletionRequest, ApiError> parsed =
       ParseMessagesRequest(request.body, /*count_tokens=*/false);
   if (ApiError* error = std::get_if<ApiError>(&parsed)) return Refuse(request, response, *error);
-  std::variant<Prepared, ApiError> prepared = Prepare(std::get<CompletionRequest>(parsed));
-  if (ApiError* error = std::get_if<ApiError>(&prepared)) {
-    return SendError(response, *error, request.path);
-  }
-  Prepared& p = std::get<Prepared>(prepared);
-  ResponseHeader header{.id = RandomId("msg_"), .created = UnixSeconds(), .model = p.request.model};
-  Run(request, response, p, MakeMessagesEncoder(header, p.request.stream), header.id);
+  Answer(request, response, std::get<CompletionRequest>(parsed), "msg_",
+         [](const ResponseHeader& header, const CompletionRequest& chat) {
+           return MakeMessagesEncoder(header, chat.stream);
+         });
 }
 
 void HttpServer::Responses(const httplib::Request& request, httplib::Response& response) {
   std::variant<ResponsesRequest, ApiError> parsed = ParseResponsesRequest(request.body, responses_);
   if (ApiError* error = std::get_if<ApiError>(&parsed)) return Refuse(request, response, *error);
   const ResponsesRequest& responses_request = std::get<ResponsesRequest>(parsed);
-  std::variant<Prepared, ApiError> prepared = Prepare(responses_request.chat);
+  Answer(request, response, responses_request.chat, "resp_",
+         [&](const ResponseHeader& header, const CompletionRequest&) {
+           return MakeResponsesEncoder(header, responses_request, responses_);
+         });
+}
+
+void HttpServer::Answer(const httplib::Request& request, httplib::Response& response,
+                        const CompletionRequest& chat, std::string_view id_prefix,
+                        const EncoderFactory& make_encoder) {
+  std::variant<Prepared, ApiError> prepared = Prepare(chat);
   if (ApiError* error = std::get_if<ApiError>(&prepared)) {
     return SendError(response, *error, request.path);
   }
   Prepared& p = std::get<Prepared>(prepared);
-  ResponseHeader header{.id = RandomId("resp_"),
-                        .created = UnixSeconds(),
-                        .model = p.request.model.empty() ? options_.model_name : p.request.model};
-  Run(request, response, p, MakeResponsesEncoder(header, responses_request, responses_), header.id);
+  const ResponseHeader header{
+      .id = RandomId(id_prefix),
+      .created = UnixSeconds(),
+      .model = p.request.model.empty() ? options_.model_name : p.request.model};
+  Run(request, response, p, make_encoder(header, p.request), header.id);
 }
 
 void HttpServer::CountTokens(const httplib::Request& request, httplib::Response& response) {

@@ -29,6 +29,7 @@
 // Thread-safe: connections are served on httplib's pool; Stop from any thread.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,7 @@
 #include "computed/run/model_text.h"
 #include "computed/serve/completion_request.h"
 #include "computed/serve/engine_worker.h"
+#include "computed/serve/openai_json.h"
 #include "computed/serve/http_front.h"
 #include "computed/serve/log_budget.h"
 #include "computed/serve/reply_encoder.h"
@@ -98,6 +100,14 @@ class HttpServer {
   // Anthropic's messages and messages/count_tokens.
   void Messages(const httplib::Request& request, httplib::Response& response);
   void CountTokens(const httplib::Request& request, httplib::Response& response);
+  // The API's writer of one reply, made once the reply has its header.
+  using EncoderFactory = std::function<std::unique_ptr<ReplyEncoder>(const ResponseHeader&,
+                                                                     const CompletionRequest&)>;
+  // Prepares `chat` (400s sent as the path's API answers them) and runs it,
+  // its reply written by the encoder `make_encoder` makes; ids `id_prefix`HEX.
+  void Answer(const httplib::Request& request, httplib::Response& response,
+              const CompletionRequest& chat, std::string_view id_prefix,
+              const EncoderFactory& make_encoder);
   // Queues `p` and sends its reply as `encoder` writes it.
   void Run(const httplib::Request& request, httplib::Response& response, Prepared& p,
            std::unique_ptr<ReplyEncoder> encoder, const std::string& id);

@@ -103,11 +103,8 @@ class MessagesParser {
   }
 
   std::optional<ApiError> Messages() {
-    const Json* messages = Find("messages");
-    if (messages == nullptr) return BadRequest("messages", "messages is required");
-    if (!messages->is_array() || messages->empty()) {
-      return BadRequest("messages", "messages must be a non-empty array");
-    }
+    const Json* messages = nullptr;
+    if (auto e = fields_.NonEmptyArray("messages", &messages)) return e;
     for (size_t i = 0; i < messages->size(); ++i) {
       if (auto e = Message((*messages)[i], absl::StrCat("messages[", i, "]"))) return e;
     }
@@ -276,13 +273,7 @@ class MessagesParser {
     out_.sampling.temperature = 1.0f;  // Anthropic's default
     if (auto e = fields_.Number("temperature", 0, 1, false, &out_.sampling.temperature)) return e;
     if (auto e = fields_.Number("top_p", 0, 1, true, &out_.sampling.top_p)) return e;
-    if (const Json* top_k = Find("top_k")) {
-      if (!top_k->is_number_integer() || top_k->get<int64_t>() < 0 ||
-          top_k->get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
-        return BadRequest("top_k", "top_k must be an integer of at least 0 (0: off)");
-      }
-      out_.sampling.top_k = static_cast<uint32_t>(top_k->get<int64_t>());
-    }
+    if (auto e = fields_.TopK(&out_.sampling.top_k)) return e;
     return std::nullopt;
   }
 

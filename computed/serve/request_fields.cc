@@ -75,4 +75,25 @@ std::optional<ApiError> RequestFields::MaxTokens(const std::string& key,
   return std::nullopt;
 }
 
+std::optional<ApiError> RequestFields::NonEmptyArray(const std::string& key,
+                                                     const Json** out) const {
+  *out = Find(key);
+  if (*out == nullptr) return BadRequest(key, absl::StrCat(key, " is required"));
+  if (!(*out)->is_array() || (*out)->empty()) {
+    return BadRequest(key, absl::StrCat(key, " must be a non-empty array"));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> RequestFields::TopK(uint32_t* out) const {
+  const Json* top_k = Find("top_k");
+  if (top_k == nullptr) return std::nullopt;
+  if (!top_k->is_number_integer() || top_k->get<int64_t>() < 0 ||
+      top_k->get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
+    return BadRequest("top_k", "top_k must be an integer of at least 0 (0: off)");
+  }
+  *out = static_cast<uint32_t>(top_k->get<int64_t>());
+  return std::nullopt;
+}
+
 }  // namespace warp::computed::serve

@@ -35,6 +35,10 @@ class RequestFields {
                                  float* out) const;
   // An integer in [1, 2^32 - 1].
   std::optional<ApiError> MaxTokens(const std::string& key, std::optional<uint32_t>* out) const;
+  // A required, non-empty array.
+  std::optional<ApiError> NonEmptyArray(const std::string& key, const Json** out) const;
+  // top_k: an integer in [0, 2^32 - 1] (0: off).
+  std::optional<ApiError> TopK(uint32_t* out) const;
 
  private:
   const Json& body_;

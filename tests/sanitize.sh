@@ -33,6 +33,8 @@ if [[ ! -f $BUILD/CMakeCache.txt ]]; then
     -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" \
     -DWARP_SANITIZE=address,undefined \
     -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=all -D_GLIBCXX_ASSERTIONS" >/dev/null
+else
+  cmake "$BUILD" >/dev/null  # a target added since (a new harness) must be known by name
 fi
 SCOPE=${SANITIZE_SCOPE:-all}
 replays=()

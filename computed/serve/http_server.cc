@@ -17,6 +17,7 @@
 #include "common/logging.h"
 #include "common/wire/lan_auth.h"
 #include "computed/serve/chat_page.h"
+#include "computed/serve/dashboard_page.h"
 #include "computed/serve/event_channel.h"
 #include "computed/serve/messages_encoder.h"
 #include "computed/serve/messages_request.h"
@@ -360,6 +361,9 @@ void HttpServer::Route() {
   });
   http_->Get("/", [](const httplib::Request&, httplib::Response& response) {
     response.set_content(std::string(ChatPageHtml()), "text/html; charset=utf-8");
+  });
+  http_->Get("/dashboard", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content(std::string(DashboardHtml()), "text/html; charset=utf-8");
   });
 }
 

@@ -14,6 +14,7 @@
 //   GET  /health               200 when the engine runs
 //   GET  /metrics              Prometheus text: the engine's and the store's counters
 //   GET  /                     the chat page
+//   GET  /dashboard            the engine's figures from /metrics, plotted
 //
 // With an API key, /v1/* and /metrics need "Authorization: Bearer KEY" or
 // "x-api-key: KEY" (401 otherwise). Requests are checked before they queue (400 with an OpenAI

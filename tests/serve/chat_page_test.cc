@@ -9,11 +9,14 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -33,8 +36,9 @@ using ::warp::testing::TestServer;
 
 constexpr char kChromium[] = "/usr/bin/chromium";
 
-// chat_page.mjs ARGS: its printed JSON, or a failure saying what is missing.
-Json Page(const std::vector<std::string>& args) {
+// SCRIPT ARGS (chat_page.mjs, dashboard.mjs): its printed JSON, or a failure
+// saying what is missing.
+Json Page(const std::vector<std::string>& args, const std::string& script = "chat_page.mjs") {
   if (access(kChromium, X_OK) != 0) {
     ADD_FAILURE() << kChromium
                   << " is missing: install Debian's chromium (deploy/install-deps.sh does)";
@@ -45,9 +49,9 @@ Json Page(const std::vector<std::string>& args) {
     return Json();
   }
   absl::StatusOr<std::string> out =
-      warp::testing::RunNode(warp::testing::SourceDir() / "tests/serve/chat_page.mjs", args);
+      warp::testing::RunNode(warp::testing::SourceDir() / "tests/serve" / script, args);
   if (!out.ok()) {
-    ADD_FAILURE() << out.status() << " (chat_page.mjs's message is on stderr)";
+    ADD_FAILURE() << out.status() << " (" << script << "'s message is on stderr)";
     return Json();
   }
   return Json::parse(*out);
@@ -131,6 +135,54 @@ TEST_F(ChatPageTest, StopEndsALongReplyAndTheServerCancelsIt) {
     metrics = response ? response->body : "";
   }
   EXPECT_THAT(metrics, ::testing::HasSubstr("warp_requests_total{outcome=\"cancelled\"} 1"));
+}
+
+// /dashboard after a request: the figures it shows are /metrics' (read after
+// it, with nothing in between), every chart has a point, it fetched nothing
+// beyond the server, and it raised no error.
+TEST_F(ChatPageTest, TheDashboardShowsTheMetricsFiguresAndFetchesNothingOutside) {
+  absl::StatusOr<std::filesystem::path> model = warp::testing::ConvertDemoModel(dir_->path());
+  ASSERT_TRUE(model.ok()) << model.status();
+  TestServer server({model->string(), "--context", "128"});
+  ASSERT_NE(server.port(), 0) << server.output();
+  ASSERT_FALSE(GreedyReply(server, {{{"role", "user"}, {"content", "In the beginning"}}}).empty());
+
+  const Json out = Page({server.url()}, "dashboard.mjs");
+  ASSERT_TRUE(out.is_object());
+  EXPECT_THAT(out["problems"], IsEmpty());
+  for (const Json& url : out["fetched"]) {
+    EXPECT_TRUE(absl::StartsWith(url.get<std::string>(), server.url())) << url;
+  }
+  for (const char* legend : {"tps-legend", "hits-legend", "bytes-legend", "disk-legend",
+                             "cache-legend"}) {
+    EXPECT_FALSE(out["legends"][legend].get<std::string>().empty()) << legend;
+  }
+  httplib::Client client("127.0.0.1", server.port());
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(metrics->body, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "#")) continue;
+    const size_t space = line.rfind(' ');
+    ASSERT_TRUE(absl::SimpleAtod(line.substr(space + 1), &samples[std::string(line.substr(0, space))]));
+  }
+  double read_bytes = 0;
+  for (const auto& [name, value] : samples) {
+    if (absl::StartsWith(name, "warp_store_read_bytes_total{")) read_bytes += value;
+  }
+  const Json& figures = out["figures"];
+  EXPECT_EQ(figures["requests"], samples["warp_requests_total{outcome=\"ok\"}"]);
+  EXPECT_EQ(figures["requests"], 1);
+  EXPECT_EQ(figures["completion-tokens"], samples["warp_tokens_total{kind=\"completion\"}"]);
+  EXPECT_EQ(figures["prompt-tokens"], samples["warp_tokens_total{kind=\"prompt\"}"]);
+  EXPECT_EQ(figures["cache-hits"], samples["warp_expert_records_total{served=\"cache\"}"]);
+  EXPECT_EQ(figures["disk-records"], samples["warp_expert_records_total{served=\"disk\"}"]);
+  EXPECT_EQ(figures["read-bytes"], read_bytes);
+  EXPECT_GT(read_bytes, 0);
+  EXPECT_EQ(figures["cache-used"], samples["warp_store_cache_used_bytes"]);
+  EXPECT_EQ(figures["cache-capacity"], samples["warp_store_cache_capacity_bytes"]);
+  EXPECT_GT(figures["cache-capacity"].get<double>(), 0);
+  EXPECT_EQ(figures["ttft-count"], samples["warp_time_to_first_token_seconds_count"]);
 }
 
 }  // namespace

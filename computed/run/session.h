@@ -121,6 +121,9 @@ class Session {
   // The expert source's own counters ("expertd.store.NAME"), since it opened.
   // The expert source's counters, and the engram store's (engram.*).
   std::map<std::string, uint64_t> SourceCounters() const { return AllCounters(); }
+  // The experts this run routed to (with --learn; empty without): each
+  // (layer, expert)'s count. Read on the thread that runs the forward passes.
+  const UsageTable& usage() const { return usage_; }
 
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }

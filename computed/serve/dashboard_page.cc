@@ -42,6 +42,8 @@ std::string_view DashboardHtml() {
   <section><h2>Disk reads (MB/s)</h2><canvas id="disk"></canvas><div class="legend" id="disk-legend"></div></section>
   <section><h2>Expert cache fill against its budget (MiB)</h2><canvas id="cache"></canvas><div class="legend" id="cache-legend"></div></section>
   <section><h2>Figures now</h2><table id="figures"></table></section>
+  <section style="grid-column: 1 / -1"><h2>Experts' heat: routes by layer (rows) and expert (columns)</h2>
+    <canvas id="heat" style="height:auto"></canvas><div class="legend" id="heat-note"></div></section>
 </main>
 <script>
 'use strict';
@@ -138,6 +140,37 @@ const kFigures = [
   ['ttft-count', 'first tokens timed', (m) => value(m, 'warp_time_to_first_token_seconds_count')],
 ];
 
+// The routes counted by layer (serve --learn): each row shaded against its hottest expert.
+function drawHeat(heat) {
+  const canvas = document.getElementById('heat');
+  const layers = heat.layers;
+  const note = document.getElementById('heat-note');
+  if (!layers.length) {
+    canvas.height = 0;
+    note.textContent = 'no routes counted: start computed serve with --learn';
+    return 0;
+  }
+  const experts = Math.max(...layers.map((l) => l.experts.length));
+  const row = Math.max(2, Math.min(12, Math.floor(400 / layers.length)));
+  const width = canvas.width = canvas.clientWidth * devicePixelRatio;
+  const height = canvas.height = layers.length * row * devicePixelRatio;
+  canvas.style.height = layers.length * row + 'px';
+  const g = canvas.getContext('2d');
+  const cell = width / experts;
+  let total = 0;
+  layers.forEach((layer, i) => {
+    const hottest = Math.max(1, ...layer.experts);
+    layer.experts.forEach((count, e) => {
+      total += count;
+      g.fillStyle = `rgba(200, 60, 30, ${count / hottest})`;
+      g.fillRect(e * cell, i * row * devicePixelRatio, Math.ceil(cell), row * devicePixelRatio);
+    });
+  });
+  note.textContent = `${layers.length} layers (${layers[0].layer}..${layers[layers.length - 1].layer}), ` +
+                     `${experts} experts, ${total} routes`;
+  return total;
+}
+
 async function poll() {
   try {
     const headers = key.value ? {Authorization: 'Bearer ' + key.value} : {};
@@ -151,8 +184,12 @@ async function poll() {
     }
     previous = {t, metrics};
     for (const chart of ['tps', 'hits', 'bytes', 'disk', 'cache']) draw(chart);
+    const heat = await fetch('/metrics/heat', {headers});
+    if (!heat.ok) throw new Error('/metrics/heat: ' + heat.status);
+    const routes = drawHeat(await heat.json());
     document.getElementById('figures').innerHTML = kFigures.map(([id, label, get]) =>
-      `<tr><td>${label}</td><td class="v" id="${id}">${get(metrics)}</td></tr>`).join('');
+      `<tr><td>${label}</td><td class="v" id="${id}">${get(metrics)}</td></tr>`).join('') +
+      `<tr><td>expert routes counted</td><td class="v" id="routes">${routes}</td></tr>`;
     document.getElementById('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
   } catch (e) {
     document.getElementById('updated').textContent = String(e.message || e);

@@ -171,6 +171,9 @@ void EngineWorker::End(Slot& slot, const absl::Status& status, FinishReason reas
     stats_.queue_wait.Observe(figures.queue_seconds);
     // A remote store's counters may cost a call: read per request, not per step.
     stats_.source_counters = session_->SourceCounters();
+    if (!session_->usage().entries.empty()) {
+      stats_.usage = std::make_shared<const UsageTable>(session_->usage());
+    }
   }
   GenerationJob job = std::move(run.job);
   slot.running.reset();

@@ -83,6 +83,8 @@ struct EngineStats {
   // Per request that produced a token: queue and prefill until its first
   // token; each later token's share of the decode; the wait for a sequence.
   LatencyHistogram time_to_first_token, time_per_output_token, queue_wait;
+  // The routes counted so far (serve --learn), as of the last request's end.
+  std::shared_ptr<const UsageTable> usage;
 };
 
 class EngineWorker {

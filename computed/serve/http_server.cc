@@ -304,7 +304,8 @@ void HttpServer::Route() {
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_pre_routing_handler(
       [this](const httplib::Request& request, httplib::Response& response) {
-        const bool guarded = absl::StartsWith(request.path, "/v1/") || request.path == "/metrics";
+        const bool guarded =
+            absl::StartsWith(request.path, "/v1/") || absl::StartsWith(request.path, "/metrics");
         if (guarded && !Authorized(request, response))
           return httplib::Server::HandlerResponse::Handled;
         return httplib::Server::HandlerResponse::Unhandled;
@@ -361,6 +362,9 @@ void HttpServer::Route() {
   });
   http_->Get("/", [](const httplib::Request&, httplib::Response& response) {
     response.set_content(std::string(ChatPageHtml()), "text/html; charset=utf-8");
+  });
+  http_->Get("/metrics/heat", [this](const httplib::Request&, httplib::Response& response) {
+    response.set_content(Dump(HeatJson(engine_.Stats().usage.get())), "application/json");
   });
   http_->Get("/dashboard", [](const httplib::Request&, httplib::Response& response) {
     response.set_content(std::string(DashboardHtml()), "text/html; charset=utf-8");

@@ -168,4 +168,19 @@ std::string PrometheusText(const EngineStats& s) {
   return w.Take();
 }
 
+nlohmann::json HeatJson(const UsageTable* usage) {
+  nlohmann::json layers = nlohmann::json::array();
+  if (usage != nullptr) {
+    for (const ExpertUsage& entry : usage->entries) {  // sorted by (layer, expert)
+      if (layers.empty() || layers.back()["layer"] != entry.layer) {
+        layers.push_back({{"layer", entry.layer}, {"experts", nlohmann::json::array()}});
+      }
+      nlohmann::json& experts = layers.back()["experts"];
+      while (experts.size() < entry.expert) experts.push_back(0);
+      experts.push_back(entry.count);
+    }
+  }
+  return {{"layers", std::move(layers)}};
+}
+
 }  // namespace warp::computed::serve

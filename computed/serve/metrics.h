@@ -18,9 +18,16 @@
 #include <string>
 
 #include "computed/serve/engine_worker.h"
+#include "nlohmann/json.hpp"
 
 namespace warp::computed::serve {
 
 std::string PrometheusText(const EngineStats& stats);
+
+// GET /metrics/heat: the routes counted so far (serve --learn) by layer,
+// {"layers": [{"layer": L, "experts": [count of expert 0, ...]}]};
+// no layers without --learn. For the dashboard's heat map: one series per
+// expert would bloat /metrics.
+nlohmann::json HeatJson(const UsageTable* usage);
 
 }  // namespace warp::computed::serve

@@ -138,12 +138,14 @@ TEST_F(ChatPageTest, StopEndsALongReplyAndTheServerCancelsIt) {
 }
 
 // /dashboard after a request: the figures it shows are /metrics' (read after
-// it, with nothing in between), every chart has a point, it fetched nothing
-// beyond the server, and it raised no error.
+// it, with nothing in between) and its heat map's routes /metrics/heat's,
+// every chart has a point, it fetched nothing beyond the server, and it
+// raised no error.
 TEST_F(ChatPageTest, TheDashboardShowsTheMetricsFiguresAndFetchesNothingOutside) {
   absl::StatusOr<std::filesystem::path> model = warp::testing::ConvertDemoModel(dir_->path());
   ASSERT_TRUE(model.ok()) << model.status();
-  TestServer server({model->string(), "--context", "128"});
+  // --learn: the routes are counted, and the heat map has them.
+  TestServer server({model->string(), "--context", "128", "--learn"});
   ASSERT_NE(server.port(), 0) << server.output();
   ASSERT_FALSE(GreedyReply(server, {{{"role", "user"}, {"content", "In the beginning"}}}).empty());
 
@@ -183,6 +185,17 @@ TEST_F(ChatPageTest, TheDashboardShowsTheMetricsFiguresAndFetchesNothingOutside)
   EXPECT_EQ(figures["cache-capacity"], samples["warp_store_cache_capacity_bytes"]);
   EXPECT_GT(figures["cache-capacity"].get<double>(), 0);
   EXPECT_EQ(figures["ttft-count"], samples["warp_time_to_first_token_seconds_count"]);
+
+  auto heat = client.Get("/metrics/heat");
+  ASSERT_TRUE(heat);
+  double routes = 0;
+  const Json layers = Json::parse(heat->body)["layers"];
+  for (const Json& layer : layers) {
+    for (const Json& count : layer["experts"]) routes += count.get<double>();
+  }
+  EXPECT_FALSE(layers.empty());
+  EXPECT_GT(routes, 0);
+  EXPECT_EQ(figures["routes"], routes);
 }
 
 }  // namespace

@@ -124,6 +124,9 @@ class Session {
   // The experts this run routed to (with --learn; empty without): each
   // (layer, expert)'s count. Read on the thread that runs the forward passes.
   const UsageTable& usage() const { return usage_; }
+  // The memory governor's actions on the expert cache (0 without a governor).
+  uint64_t governor_shrinks() const { return governor_ ? governor_->shrinks() : 0; }
+  uint64_t governor_grows() const { return governor_ ? governor_->grows() : 0; }
 
   Transformer& transformer() { return *transformer_; }
   const BudgetDecision& budget() const { return budget_; }

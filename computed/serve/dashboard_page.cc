@@ -136,6 +136,8 @@ const kFigures = [
   ['read-bytes', 'bytes read', (m) => sum(m, 'warp_store_read_bytes_total')],
   ['cache-used', 'cache used (bytes)', (m) => value(m, 'warp_store_cache_used_bytes')],
   ['cache-capacity', 'cache budget (bytes)', (m) => value(m, 'warp_store_cache_capacity_bytes')],
+  ['governor-shrinks', 'governor: cache shrunk', (m) => value(m, 'warp_governor_actions_total', 'action="shrink"')],
+  ['governor-grows', 'governor: cache grown', (m) => value(m, 'warp_governor_actions_total', 'action="grow"')],
   ['decode-tps', 'last reply decode tok/s', (m) => value(m, 'warp_decode_tokens_per_second')],
   ['ttft-count', 'first tokens timed', (m) => value(m, 'warp_time_to_first_token_seconds_count')],
 ];

@@ -171,6 +171,8 @@ void EngineWorker::End(Slot& slot, const absl::Status& status, FinishReason reas
     stats_.queue_wait.Observe(figures.queue_seconds);
     // A remote store's counters may cost a call: read per request, not per step.
     stats_.source_counters = session_->SourceCounters();
+    stats_.governor_shrinks = session_->governor_shrinks();
+    stats_.governor_grows = session_->governor_grows();
     if (!session_->usage().entries.empty()) {
       stats_.usage = std::make_shared<const UsageTable>(session_->usage());
     }

@@ -83,6 +83,7 @@ struct EngineStats {
   // Per request that produced a token: queue and prefill until its first
   // token; each later token's share of the decode; the wait for a sequence.
   LatencyHistogram time_to_first_token, time_per_output_token, queue_wait;
+  uint64_t governor_shrinks = 0, governor_grows = 0;  // the memory governor's cache resizes
   // The routes counted so far (serve --learn), as of the last request's end.
   std::shared_ptr<const UsageTable> usage;
 };

@@ -118,6 +118,10 @@ std::string PrometheusText(const EngineStats& s) {
               "A reply's decode time per token after its first.", s.time_per_output_token);
   w.Histogram("warp_queue_wait_seconds", "How long a request waited for a free sequence.",
               s.queue_wait);
+  w.Family("warp_governor_actions_total", "counter",
+           "The memory governor's resizes of the expert cache (inside a memory cgroup).");
+  w.Sample("warp_governor_actions_total", s.governor_shrinks, "action=\"shrink\"");
+  w.Sample("warp_governor_actions_total", s.governor_grows, "action=\"grow\"");
   w.Family("warp_decode_tokens_per_second", "gauge", "Decode speed of the last reply.");
   w.Sample("warp_decode_tokens_per_second", s.last_decode_tokens_per_second);
   w.Family("warp_expert_records_total", "counter",

@@ -8,6 +8,7 @@
 //   warp_seconds_total{phase="prefill|decode"}, warp_decode_tokens_per_second,
 //   histograms warp_time_to_first_token_seconds, warp_time_per_output_token_seconds,
 //   warp_queue_wait_seconds (_bucket{le}, _sum, _count),
+//   warp_governor_actions_total{action="shrink|grow"},
 //   warp_expert_records_total{served="cache|lookahead|certain|disk|unknown"},
 //   warp_expert_record_bytes_total{served=...}, warp_lookahead_*_total,
 //   warp_queue_depth, warp_busy, warp_kv_positions, and every store counter

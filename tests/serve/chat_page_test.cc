@@ -185,6 +185,9 @@ TEST_F(ChatPageTest, TheDashboardShowsTheMetricsFiguresAndFetchesNothingOutside)
   EXPECT_EQ(figures["cache-capacity"], samples["warp_store_cache_capacity_bytes"]);
   EXPECT_GT(figures["cache-capacity"].get<double>(), 0);
   EXPECT_EQ(figures["ttft-count"], samples["warp_time_to_first_token_seconds_count"]);
+  EXPECT_EQ(figures["governor-shrinks"], samples["warp_governor_actions_total{action=\"shrink\"}"]);
+  EXPECT_EQ(figures["governor-grows"], samples["warp_governor_actions_total{action=\"grow\"}"]);
+  EXPECT_EQ(samples.count("warp_governor_actions_total{action=\"grow\"}"), 1u);
 
   auto heat = client.Get("/metrics/heat");
   ASSERT_TRUE(heat);

@@ -4,6 +4,11 @@
 // or not, from a cold or a reused KV cache); bad requests get OpenAI errors.
 
 #include <httplib.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <openssl/ssl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <algorithm>
 #include <atomic>
@@ -446,7 +451,7 @@ TEST_F(ServeHttpTest, HttpsServesTheSameApiAndRefusesWhatIsNotTls) {
   absl::StatusOr<warp::testing::TestCertificates> certs =
       warp::testing::MakeTestCertificates(dir.path());
   ASSERT_TRUE(certs.ok()) << certs.status();
-  TestServer https({Model(), "--context", "64", "--ssl-cert-file", certs->server_cert,
+  TestServer https({Model(), "--context", "256", "--ssl-cert-file", certs->server_cert,
                     "--ssl-key-file", certs->server_key});
   ASSERT_NE(https.port(), 0) << https.output();
   httplib::SSLClient client("127.0.0.1", https.port());
@@ -465,6 +470,34 @@ TEST_F(ServeHttpTest, HttpsServesTheSameApiAndRefusesWhatIsNotTls) {
   auto events = client.Post("/v1/chat/completions", streamed.dump(), "application/json");
   ASSERT_TRUE(events);
   EXPECT_THAT(events->body, HasSubstr("data: [DONE]"));
+
+  // A TLS client that leaves mid-stream, closing its socket with the reply
+  // unread (a reset): the pump's next writes fail (EPIPE, never SIGPIPE for
+  // the process) and the server answers the next client.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{.sin_family = AF_INET, .sin_port = htons(https.port())};
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+    SSL* ssl = SSL_new(context);
+    SSL_set_fd(ssl, fd);
+    ASSERT_EQ(SSL_connect(ssl), 1);
+    Json long_reply = streamed;
+    long_reply["max_tokens"] = 200;
+    const std::string body = long_reply.dump();
+    const std::string head = absl::StrCat(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: ", body.size(), "\r\n\r\n", body);
+    ASSERT_GT(SSL_write(ssl, head.data(), static_cast<int>(head.size())), 0);
+    char first[64];
+    ASSERT_GT(SSL_read(ssl, first, sizeof(first)), 0);
+    ::close(fd);  // the rest of the reply unread: a reset
+    SSL_free(ssl);
+    SSL_CTX_free(context);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_TRUE(client.Get("/health")) << https.output();
+  }
 
   httplib::SSLClient stranger("127.0.0.1", https.port());
   stranger.set_ca_cert_path(certs->other_ca.c_str());

@@ -128,9 +128,10 @@ void EncodeReadChunk(const OutgoingReadChunk& chunk, grpc::ByteBuffer* out) {
   // slice after the writer has returned.
   grpc::Slice slices[2] = {
       grpc::Slice(head),
-      grpc::Slice(const_cast<std::byte*>(chunk.data.data()), chunk.data.size(),
-                  [](void* keeper) { delete static_cast<std::shared_ptr<const void>*>(keeper); },
-                  new std::shared_ptr<const void>(chunk.keeper))};
+      grpc::Slice(
+          const_cast<std::byte*>(chunk.data.data()), chunk.data.size(),
+          [](void* keeper) { delete static_cast<std::shared_ptr<const void>*>(keeper); },
+          new std::shared_ptr<const void>(chunk.keeper))};
   *out = grpc::ByteBuffer(slices, 2);
 }
 
@@ -139,7 +140,8 @@ absl::Status DecodeReadChunk(const grpc::ByteBuffer& in, IncomingReadChunk* chun
   chunk->data.clear();
   std::vector<grpc::Slice> slices;
   if (grpc::Status dumped = in.Dump(&slices); !dumped.ok()) {
-    return absl::DataLossError(absl::StrCat("ReadChunk: unreadable buffer: ", dumped.error_message()));
+    return absl::DataLossError(
+        absl::StrCat("ReadChunk: unreadable buffer: ", dumped.error_message()));
   }
   SliceCursor cursor(slices);
   std::string head;  // every field but data, re-encoded for the generated parser
@@ -147,8 +149,8 @@ absl::Status DecodeReadChunk(const grpc::ByteBuffer& in, IncomingReadChunk* chun
   while (!cursor.done()) {
     const uint64_t at = cursor.offset();
     const auto malformed = [&](std::string_view what) {
-      return absl::DataLossError(absl::StrCat("ReadChunk: ", std::string(what), " at byte ", at,
-                                              " of ", in.Length()));
+      return absl::DataLossError(
+          absl::StrCat("ReadChunk: ", std::string(what), " at byte ", at, " of ", in.Length()));
     };
     uint64_t tag;
     if (!cursor.ReadVarint(&tag)) return malformed("truncated tag");

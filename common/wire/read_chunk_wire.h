@@ -9,7 +9,7 @@
 //
 // The bytes on the wire are a v1::ReadChunk's: a client built on the generated
 // stub reads what this daemon sends, and this client reads a daemon that
-// sends generated messages. Both ends name the method by kReadMethod.
+// sends generated messages.
 //
 // Values; thread-compatible.
 
@@ -20,16 +20,17 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/impl/serialization_traits.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "grpcpp/support/status.h"
 #include "warp/v1/expert_service.pb.h"
 
 namespace warp {
 
-// The full name of warp.v1.ExpertStore's Read, which both ends register by
-// hand to use the types below (a test checks it against the generated service).
+// The full name of warp.v1.ExpertStore's Read, which the client registers by
+// hand to read IncomingReadChunk (a test checks it against the generated
+// service; the daemon replaces the generated handler in place).
 inline constexpr char kReadMethod[] = "/warp.v1.ExpertStore/Read";
 
 // One chunk as the daemon sends it.

@@ -27,6 +27,7 @@
 #include "computed/serve/reply_state.h"
 #include "computed/serve/responses_encoder.h"
 #include "computed/serve/responses_request.h"
+#include "computed/serve/sse.h"
 #include "computed/serve/stop_strings.h"
 #include "computed/text/tokenizer.h"
 
@@ -44,9 +45,6 @@ constexpr const char* kReservedVariables[] = {"messages", "tools", "documents",
 
 spdlog::logger& Log() { return Logger("serve"); }
 
-std::string Dump(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
 
 // Anthropic's endpoints answer errors in Anthropic's shape, the rest in OpenAI's.
 bool IsMessagesPath(const std::string& path) { return absl::StartsWith(path, "/v1/messages"); }

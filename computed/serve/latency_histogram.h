@@ -14,9 +14,8 @@ namespace warp::computed::serve {
 
 class LatencyHistogram {
  public:
-  static constexpr std::array<double, 16> kBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                     0.5,   1,    2.5,   5,    10,  30,
-                                                     60,    120,  300,   600};
+  static constexpr std::array<double, 16> kBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                     2.5,   5,    10,    30,   60,  120,  300, 600};
 
   void Observe(double seconds) {
     size_t i = 0;

@@ -2,14 +2,12 @@
 
 #include <utility>
 
+#include "computed/serve/sse.h"
+
 namespace warp::computed::serve {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string Dump(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
 
 // A tool call's arguments as the input object Anthropic's clients expect;
 // arguments that are not a JSON object (the parser lets only valid JSON
@@ -36,8 +34,8 @@ class MessagesEncoder final : public ReplyEncoder {
     message["stop_reason"] = nullptr;
     message["stop_sequence"] = nullptr;
     message["usage"] = MessagesUsageJson(figures);
-    return NamedEvent({{"type", "message_start"}, {"message", std::move(message)}}) +
-           NamedEvent({{"type", "ping"}});
+    return NamedSseEvent({{"type", "message_start"}, {"message", std::move(message)}}) +
+           NamedSseEvent({{"type", "ping"}});
   }
 
   std::string Delta(const ReplyDelta& delta, int) override {
@@ -63,16 +61,16 @@ class MessagesEncoder final : public ReplyEncoder {
   std::string Finish(const Reply& reply, const ReplyEnd& end,
                      const GenerationFigures& figures) override {
     const std::string stop_reason = StopReasonName(end, !reply.tool_calls.empty());
-    const Json stop_sequence =
-        end.stop_sequence.empty() ? Json(nullptr) : Json(end.stop_sequence);
+    const Json stop_sequence = end.stop_sequence.empty() ? Json(nullptr) : Json(end.stop_sequence);
     if (stream_) {
       Json usage = {{"output_tokens", figures.completion_tokens}};
       return Close() +
-             NamedEvent({{"type", "message_delta"},
-                         {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence}}},
-                         {"usage", std::move(usage)},
-                         {"warp", WarpFiguresJson(figures)}}) +
-             NamedEvent({{"type", "message_stop"}});
+             NamedSseEvent(
+                 {{"type", "message_delta"},
+                  {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence}}},
+                  {"usage", std::move(usage)},
+                  {"warp", WarpFiguresJson(figures)}}) +
+             NamedSseEvent({{"type", "message_stop"}});
     }
     Json content = Json::array();
     if (!reply.reasoning_content.empty()) {
@@ -83,7 +81,8 @@ class MessagesEncoder final : public ReplyEncoder {
     if (!reply.content.empty() || (content.empty() && reply.tool_calls.empty())) {
       content.push_back({{"type", "text"}, {"text", reply.content}});
     }
-    for (const ToolCall& call : reply.tool_calls) content.push_back(ToolUseBlock(call, InputOf(call)));
+    for (const ToolCall& call : reply.tool_calls)
+      content.push_back(ToolUseBlock(call, InputOf(call)));
     Json message = MessageHead();
     message["content"] = std::move(content);
     message["stop_reason"] = stop_reason;
@@ -94,15 +93,18 @@ class MessagesEncoder final : public ReplyEncoder {
   }
 
   std::string Error(const ApiError& error) override {
-    return stream_ ? NamedEvent(error.ToAnthropicJson()) : Dump(error.ToAnthropicJson());
+    return stream_ ? NamedSseEvent(error.ToAnthropicJson()) : Dump(error.ToAnthropicJson());
   }
 
-  std::string_view KeepAlive() const override { return "event: ping\ndata: {\"type\":\"ping\"}\n\n"; }
+  std::string_view KeepAlive() const override {
+    return "event: ping\ndata: {\"type\":\"ping\"}\n\n";
+  }
   bool streamed() const override { return stream_; }
 
  private:
   Json MessageHead() const {
-    return {{"id", header_.id}, {"type", "message"}, {"role", "assistant"}, {"model", header_.model}};
+    return {
+        {"id", header_.id}, {"type", "message"}, {"role", "assistant"}, {"model", header_.model}};
   }
 
   // Opens a block of `type` unless one is open: closes another first.
@@ -110,17 +112,18 @@ class MessagesEncoder final : public ReplyEncoder {
     if (open_ == type) return "";
     std::string events = Close();
     open_ = type;
-    return events + NamedEvent({{"type", "content_block_start"},
-                                {"index", index_},
-                                {"content_block", std::move(block)}});
+    return events + NamedSseEvent({{"type", "content_block_start"},
+                                   {"index", index_},
+                                   {"content_block", std::move(block)}});
   }
   std::string BlockDelta(Json delta) {
-    return NamedEvent({{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
+    return NamedSseEvent(
+        {{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
   }
   std::string Close() {
     if (open_.empty()) return "";
     open_.clear();
-    return NamedEvent({{"type", "content_block_stop"}, {"index", index_++}});
+    return NamedSseEvent({{"type", "content_block_stop"}, {"index", index_++}});
   }
 
   const ResponseHeader header_;
@@ -147,10 +150,6 @@ Json MessagesUsageJson(const GenerationFigures& figures) {
           {"cache_creation_input_tokens", 0},
           {"cache_read_input_tokens", figures.reused_tokens},
           {"output_tokens", figures.completion_tokens}};
-}
-
-std::string NamedEvent(const Json& data) {
-  return "event: " + data.value("type", std::string("message")) + "\ndata: " + Dump(data) + "\n\n";
 }
 
 }  // namespace warp::computed::serve

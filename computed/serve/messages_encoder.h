@@ -23,7 +23,5 @@ std::string StopReasonName(const ReplyEnd& end, bool tool_calls);
 // usage: input_tokens (those not read from the prompt cache),
 // cache_read_input_tokens, cache_creation_input_tokens, output_tokens.
 nlohmann::json MessagesUsageJson(const GenerationFigures& figures);
-// "event: TYPE\ndata: JSON\n\n", TYPE being data's "type".
-std::string NamedEvent(const nlohmann::json& data);
 
 }  // namespace warp::computed::serve

@@ -18,12 +18,12 @@ constexpr size_t kMaxStopSequences = 16;
 
 // Top-level fields of a Messages request that WARP reads or may ignore.
 const std::set<std::string> kKnownFields = {
-    "model",       "messages", "system",     "max_tokens",     "temperature", "top_p",
-    "top_k",       "stream",   "tools",      "tool_choice",    "stop_sequences",
-    "metadata",    "thinking", "service_tier"};
+    "model",          "messages", "system",   "max_tokens",  "temperature",
+    "top_p",          "top_k",    "stream",   "tools",       "tool_choice",
+    "stop_sequences", "metadata", "thinking", "service_tier"};
 // Fields count_tokens takes.
-const std::set<std::string> kCountFields = {"model", "messages", "system", "tools",
-                                            "tool_choice", "thinking"};
+const std::set<std::string> kCountFields = {"model", "messages",    "system",
+                                            "tools", "tool_choice", "thinking"};
 
 class MessagesParser {
  public:
@@ -113,7 +113,8 @@ class MessagesParser {
 
   std::optional<ApiError> Message(const Json& m, const std::string& at) {
     if (!m.is_object()) return BadRequest(at, absl::StrCat(at, " must be an object"));
-    const std::string role = m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "";
+    const std::string role =
+        m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "";
     if (role != "user" && role != "assistant") {
       return BadRequest(at + ".role", absl::StrCat(at, ".role must be \"user\" or \"assistant\""));
     }
@@ -149,10 +150,10 @@ class MessagesParser {
                                                    "STRING, \"name\": STRING, \"input\": OBJECT}"));
         }
         tool_use_ids_.insert(block["id"].get<std::string>());
-        tool_calls.push_back({{"id", block["id"]},
-                              {"type", "function"},
-                              {"function",
-                               {{"name", block["name"]}, {"arguments", block["input"].dump()}}}});
+        tool_calls.push_back(
+            {{"id", block["id"]},
+             {"type", "function"},
+             {"function", {{"name", block["name"]}, {"arguments", block["input"].dump()}}}});
       } else if (type == "tool_result" && role == "user") {
         const auto id = block.find("tool_use_id");
         if (id == block.end() || !id->is_string()) {
@@ -181,9 +182,9 @@ class MessagesParser {
                                                  " blocks are not supported (WARP serves text "
                                                  "models)"));
       } else {
-        return BadRequest(block_at,
-                          absl::StrCat(block_at, ": a ", role, " message cannot hold a block of type \"",
-                                       type.empty() ? "(none)" : type, "\""));
+        return BadRequest(block_at, absl::StrCat(block_at, ": a ", role,
+                                                 " message cannot hold a block of type \"",
+                                                 type.empty() ? "(none)" : type, "\""));
       }
     }
     for (Json& result : tool_results) out_.messages.push_back(std::move(result));
@@ -221,10 +222,10 @@ class MessagesParser {
       if (!functions.empty()) out_.tools = std::move(functions);
     }
     if (const Json* choice = Find("tool_choice")) {
-      const std::string type = choice->is_object() && choice->contains("type") &&
-                                       (*choice)["type"].is_string()
-                                   ? (*choice)["type"].get<std::string>()
-                                   : "";
+      const std::string type =
+          choice->is_object() && choice->contains("type") && (*choice)["type"].is_string()
+              ? (*choice)["type"].get<std::string>()
+              : "";
       if (type == "auto" || type == "none") {
         out_.tool_choice = type;
       } else if (type == "any" || type == "tool") {
@@ -244,10 +245,10 @@ class MessagesParser {
   std::optional<ApiError> Thinking() {
     const Json* thinking = Find("thinking");
     if (thinking == nullptr) return std::nullopt;
-    const std::string type = thinking->is_object() && thinking->contains("type") &&
-                                     (*thinking)["type"].is_string()
-                                 ? (*thinking)["type"].get<std::string>()
-                                 : "";
+    const std::string type =
+        thinking->is_object() && thinking->contains("type") && (*thinking)["type"].is_string()
+            ? (*thinking)["type"].get<std::string>()
+            : "";
     if (type == "enabled") {
       const auto budget = thinking->find("budget_tokens");
       if (budget == thinking->end() || !budget->is_number_integer() || budget->get<int64_t>() < 1) {
@@ -258,8 +259,9 @@ class MessagesParser {
     } else if (type == "disabled") {
       out_.template_kwargs["enable_thinking"] = false;
     } else {
-      return BadRequest("thinking", "thinking must be {\"type\": \"enabled\", \"budget_tokens\": "
-                                    "N} or {\"type\": \"disabled\"}");
+      return BadRequest("thinking",
+                        "thinking must be {\"type\": \"enabled\", \"budget_tokens\": "
+                        "N} or {\"type\": \"disabled\"}");
     }
     return std::nullopt;
   }

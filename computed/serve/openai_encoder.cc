@@ -2,14 +2,12 @@
 
 #include <utility>
 
+#include "computed/serve/sse.h"
+
 namespace warp::computed::serve {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string Dump(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
 
 class OpenAiEncoder final : public ReplyEncoder {
  public:
@@ -26,7 +24,8 @@ class OpenAiEncoder final : public ReplyEncoder {
 
   std::string Delta(const ReplyDelta& delta, int first_call) override {
     if (!stream_) return "";
-    if (!chat_) return delta.content.empty() ? "" : SseEvent(TextChunkJson(header_, delta.content, nullptr));
+    if (!chat_)
+      return delta.content.empty() ? "" : SseEvent(TextChunkJson(header_, delta.content, nullptr));
     std::string events;
     if (!delta.reasoning.empty()) {
       events += SseEvent(ChatChunkJson(header_, {{"reasoning_content", delta.reasoning}}, nullptr));
@@ -48,12 +47,13 @@ class OpenAiEncoder final : public ReplyEncoder {
       return Dump(chat_ ? ChatCompletionJson(header_, reply, finish, figures)
                         : TextCompletionJson(header_, reply.content, finish, figures));
     }
-    Json last = chat_ ? ChatChunkJson(header_, Json::object(), finish)
-                      : TextChunkJson(header_, "", finish);
+    Json last =
+        chat_ ? ChatChunkJson(header_, Json::object(), finish) : TextChunkJson(header_, "", finish);
     last["warp"] = WarpFiguresJson(figures);
     std::string events = SseEvent(last);
     if (include_usage_) {
-      Json usage = chat_ ? ChatChunkJson(header_, {}, nullptr) : TextChunkJson(header_, "", nullptr);
+      Json usage =
+          chat_ ? ChatChunkJson(header_, {}, nullptr) : TextChunkJson(header_, "", nullptr);
       usage["choices"] = Json::array();
       usage["usage"] = UsageJson(figures);
       events += SseEvent(usage);

@@ -91,9 +91,4 @@ Json TextChunkJson(const ResponseHeader& header, const std::string& text,
                                     {"finish_reason", finish_reason}}})}};
 }
 
-std::string SseEvent(const Json& data) {
-  // Invalid UTF-8 (a model's half character) is replaced, never thrown on.
-  return "data: " + data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
-}
-
 }  // namespace warp::computed::serve

@@ -10,6 +10,7 @@
 
 #include "computed/serve/engine_worker.h"
 #include "computed/serve/reply_parser.h"
+#include "computed/serve/sse.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed::serve {
@@ -41,7 +42,5 @@ nlohmann::json TextCompletionJson(const ResponseHeader& header, const std::strin
 nlohmann::json TextChunkJson(const ResponseHeader& header, const std::string& text,
                              const nlohmann::json& finish_reason);
 
-// "data: JSON\n\n".
-std::string SseEvent(const nlohmann::json& data);
 
 }  // namespace warp::computed::serve

@@ -40,8 +40,8 @@ void ReplyState::OnDone(const absl::Status& status, FinishReason reason,
     const ReplyEnd end{.reason = reason, .stop_sequence = stops_.matched_stop()};
     End(encoder_->Finish(reply_, end, figures));
     if (reply_.malformed_tool_calls > 0) {
-      Logger("serve").warn("{}: {} tool calls did not parse; their text is in the content",
-                           log_id_, reply_.malformed_tool_calls);
+      Logger("serve").warn("{}: {} tool calls did not parse; their text is in the content", log_id_,
+                           reply_.malformed_tool_calls);
     }
   } else {
     const ApiError error = FromStatus(status.ok() ? decode_error_ : status);

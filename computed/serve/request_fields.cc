@@ -12,7 +12,8 @@ absl::StatusOr<nlohmann::ordered_json> ParseRequestBody(std::string_view body) {
   if (absl::Status depth = CheckJsonDepth(body, "the request body"); !depth.ok()) return depth;
   try {
     return nlohmann::ordered_json::parse(body);
-  } catch (const nlohmann::ordered_json::exception& error) {  // nlohmann reports syntax errors only this way
+  } catch (const nlohmann::ordered_json::exception&
+               error) {  // nlohmann reports syntax errors only this way
     return absl::InvalidArgumentError(
         absl::StrCat("the request body is not valid JSON: ", error.what()));
   }
@@ -60,8 +61,7 @@ std::optional<ApiError> RequestFields::MaxTokens(const std::string& key,
                                                  std::optional<uint32_t>* out) const {
   const Json* value = Find(key);
   if (value == nullptr) return std::nullopt;
-  if (!value->is_number_integer() ||
-      (!value->is_number_unsigned() && value->get<int64_t>() < 1) ||
+  if (!value->is_number_integer() || (!value->is_number_unsigned() && value->get<int64_t>() < 1) ||
       (value->is_number_unsigned() && value->get<uint64_t>() < 1)) {
     return BadRequest(key, absl::StrCat(key, " must be an integer of at least 1"));
   }

@@ -4,15 +4,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "computed/serve/sse.h"
 
 namespace warp::computed::serve {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string Dump(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
 
 // `value`, or `otherwise` when the request did not send it.
 Json Or(const Json& value, Json otherwise) { return value.is_null() ? otherwise : value; }
@@ -38,10 +35,11 @@ class ResponsesEncoder final : public ReplyEncoder {
   std::string Delta(const ReplyDelta& delta, int first_call) override {
     std::string events;
     if (!delta.reasoning.empty()) {
-      events += Open("reasoning", {{"id", "rs_" + suffix_},
-                                   {"type", "reasoning"},
-                                   {"summary", Json::array()},
-                                   {"content", Json::array()}},
+      events += Open("reasoning",
+                     {{"id", "rs_" + suffix_},
+                      {"type", "reasoning"},
+                      {"summary", Json::array()},
+                      {"content", Json::array()}},
                      Json{{"type", "reasoning_text"}, {"text", ""}});
       text_ += delta.reasoning;
       events += Event({{"type", "response.reasoning_text.delta"},
@@ -51,11 +49,12 @@ class ResponsesEncoder final : public ReplyEncoder {
                        {"delta", delta.reasoning}});
     }
     if (!delta.content.empty()) {
-      events += Open("message", {{"id", "msg_" + suffix_},
-                                 {"type", "message"},
-                                 {"status", "in_progress"},
-                                 {"role", "assistant"},
-                                 {"content", Json::array()}},
+      events += Open("message",
+                     {{"id", "msg_" + suffix_},
+                      {"type", "message"},
+                      {"status", "in_progress"},
+                      {"role", "assistant"},
+                      {"content", Json::array()}},
                      Json{{"type", "output_text"}, {"text", ""}, {"annotations", Json::array()}});
       text_ += delta.content;
       events += Event({{"type", "response.output_text.delta"},
@@ -75,7 +74,8 @@ class ResponsesEncoder final : public ReplyEncoder {
                    {"call_id", call.id},
                    {"name", call.name}};
       const size_t index = output_.size();
-      events += Event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
+      events +=
+          Event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
       events += Event({{"type", "response.function_call_arguments.delta"},
                        {"item_id", item["id"]},
                        {"output_index", index},
@@ -86,7 +86,8 @@ class ResponsesEncoder final : public ReplyEncoder {
                        {"arguments", call.arguments}});
       item["arguments"] = call.arguments;
       item["status"] = "completed";
-      events += Event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
+      events +=
+          Event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
       output_.push_back(std::move(item));
     }
     return stream_ ? events : "";
@@ -95,8 +96,7 @@ class ResponsesEncoder final : public ReplyEncoder {
   std::string Finish(const Reply&, const ReplyEnd& end, const GenerationFigures& figures) override {
     std::string events = Close();
     const bool complete = end.reason != FinishReason::kLength;
-    const Json incomplete =
-        complete ? Json(nullptr) : Json{{"reason", "max_output_tokens"}};
+    const Json incomplete = complete ? Json(nullptr) : Json{{"reason", "max_output_tokens"}};
     Json usage = {{"input_tokens", figures.prompt_tokens},
                   {"input_tokens_details", {{"cached_tokens", figures.reused_tokens}}},
                   {"output_tokens", figures.completion_tokens},
@@ -160,7 +160,8 @@ class ResponsesEncoder final : public ReplyEncoder {
     if (!open_.is_null() && open_["type"] == kind) return "";
     std::string events = Close();
     const size_t index = output_.size();
-    events += Event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
+    events +=
+        Event({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
     events += Event({{"type", "response.content_part.added"},
                      {"item_id", item["id"]},
                      {"output_index", index},
@@ -177,12 +178,12 @@ class ResponsesEncoder final : public ReplyEncoder {
     const size_t index = output_.size();
     const bool message = open_["type"] == "message";
     part_["text"] = text_;
-    std::string events = Event({{"type", message ? "response.output_text.done"
-                                                 : "response.reasoning_text.done"},
-                                {"item_id", open_["id"]},
-                                {"output_index", index},
-                                {"content_index", 0},
-                                {"text", text_}});
+    std::string events =
+        Event({{"type", message ? "response.output_text.done" : "response.reasoning_text.done"},
+               {"item_id", open_["id"]},
+               {"output_index", index},
+               {"content_index", 0},
+               {"text", text_}});
     events += Event({{"type", "response.content_part.done"},
                      {"item_id", open_["id"]},
                      {"output_index", index},
@@ -190,7 +191,8 @@ class ResponsesEncoder final : public ReplyEncoder {
                      {"part", part_}});
     open_["content"] = Json::array({part_});
     if (message) open_["status"] = "completed";
-    events += Event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", open_}});
+    events +=
+        Event({{"type", "response.output_item.done"}, {"output_index", index}, {"item", open_}});
     output_.push_back(std::move(open_));
     open_ = Json();
     return events;
@@ -200,7 +202,7 @@ class ResponsesEncoder final : public ReplyEncoder {
   std::string Event(Json data) {
     if (!stream_) return "";
     data["sequence_number"] = sequence_++;
-    return "event: " + data["type"].get<std::string>() + "\ndata: " + Dump(data) + "\n\n";
+    return NamedSseEvent(data);
   }
 
   const ResponseHeader header_;

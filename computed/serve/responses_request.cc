@@ -15,12 +15,28 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // Fields WARP reads, or that change nothing here.
-const std::set<std::string> kKnownFields = {
-    "model",        "input",         "instructions",   "tools",     "tool_choice",
-    "max_output_tokens", "temperature", "top_p",       "text",      "reasoning",
-    "stream",       "previous_response_id", "store",   "metadata",  "user",
-    "parallel_tool_calls", "truncation", "service_tier", "include", "prompt_cache_key",
-    "safety_identifier", "background"};
+const std::set<std::string> kKnownFields = {"model",
+                                            "input",
+                                            "instructions",
+                                            "tools",
+                                            "tool_choice",
+                                            "max_output_tokens",
+                                            "temperature",
+                                            "top_p",
+                                            "text",
+                                            "reasoning",
+                                            "stream",
+                                            "previous_response_id",
+                                            "store",
+                                            "metadata",
+                                            "user",
+                                            "parallel_tool_calls",
+                                            "truncation",
+                                            "service_tier",
+                                            "include",
+                                            "prompt_cache_key",
+                                            "safety_identifier",
+                                            "background"};
 const std::set<std::string> kRoles = {"user", "assistant", "system", "developer"};
 
 class ResponsesParser {
@@ -61,15 +77,16 @@ class ResponsesParser {
           effort != reasoning->end() && !effort->is_null()) {
         if (!effort->is_string() || (*effort != "minimal" && *effort != "low" &&
                                      *effort != "medium" && *effort != "high")) {
-          return BadRequest("reasoning.effort",
-                            "reasoning.effort must be \"minimal\", \"low\", \"medium\" or \"high\"");
+          return BadRequest(
+              "reasoning.effort",
+              "reasoning.effort must be \"minimal\", \"low\", \"medium\" or \"high\"");
         }
         chat.template_kwargs["reasoning_effort"] = *effort;
       }
     }
-    for (const char* key : {"instructions", "tools", "tool_choice", "temperature", "top_p",
-                            "max_output_tokens", "previous_response_id", "text", "reasoning",
-                            "metadata", "parallel_tool_calls"}) {
+    for (const char* key :
+         {"instructions", "tools", "tool_choice", "temperature", "top_p", "max_output_tokens",
+          "previous_response_id", "text", "reasoning", "metadata", "parallel_tool_calls"}) {
       const Json* value = fields_.Find(key);
       out_.echo[key] = value != nullptr ? *value : Json(nullptr);
     }
@@ -87,11 +104,11 @@ class ResponsesParser {
     }
     std::optional<Json> conversation = store_.Get(previous->get<std::string>());
     if (!conversation) {
-      return BadRequest("previous_response_id",
-                        absl::StrCat("previous_response_id: no response \"",
-                                     previous->get<std::string>(),
-                                     "\" is held (the server keeps the last ", store_.capacity(),
-                                     " stored responses in memory, none from before a restart)"));
+      return BadRequest(
+          "previous_response_id",
+          absl::StrCat("previous_response_id: no response \"", previous->get<std::string>(),
+                       "\" is held (the server keeps the last ", store_.capacity(),
+                       " stored responses in memory, none from before a restart)"));
     }
     out_.conversation = *std::move(conversation);
     return std::nullopt;
@@ -130,9 +147,8 @@ class ResponsesParser {
     const Json& items = out_.conversation;
     for (size_t i = 0; i < items.size(); ++i) {
       const Json& item = items[i];
-      const std::string at =
-          i >= first_new_ ? absl::StrCat("input[", i - first_new_, "]")
-                          : absl::StrCat("the previous response's item ", i);
+      const std::string at = i >= first_new_ ? absl::StrCat("input[", i - first_new_, "]")
+                                             : absl::StrCat("the previous response's item ", i);
       if (!item.is_object()) return BadRequest(at, absl::StrCat(at, " must be an object"));
       const std::string type = item.value("type", item.contains("role") ? "message" : "");
       if (type == "message") {
@@ -183,9 +199,8 @@ class ResponsesParser {
   }
 
   std::optional<ApiError> Message(const Json& item, const std::string& at) {
-    const std::string role = item.contains("role") && item["role"].is_string()
-                                 ? item["role"].get<std::string>()
-                                 : "";
+    const std::string role =
+        item.contains("role") && item["role"].is_string() ? item["role"].get<std::string>() : "";
     if (!kRoles.contains(role)) {
       return BadRequest(at + ".role",
                         absl::StrCat(at, ".role must be user, assistant, system or developer"));

@@ -64,7 +64,8 @@ void Pump(SSL* ssl, int client, int plain) {
       pollfd polls[2] = {{.fd = client, .events = POLLIN, .revents = 0},
                          {.fd = plain, .events = POLLIN, .revents = 0}};
       int ready;
-      do ready = ::poll(polls, 2, -1); while (ready < 0 && errno == EINTR);
+      do ready = ::poll(polls, 2, -1);
+      while (ready < 0 && errno == EINTR);
       if (ready < 0) return;
       if (polls[1].revents != 0) {
         const ssize_t n = ::recv(plain, buffer, sizeof(buffer), 0);
@@ -82,13 +83,14 @@ void Pump(SSL* ssl, int client, int plain) {
 absl::StatusOr<std::unique_ptr<TlsTerminator>> TlsTerminator::Create(const std::string& cert_path,
                                                                      const std::string& key_path) {
   SSL_CTX* context = ::SSL_CTX_new(::TLS_server_method());
-  if (context == nullptr) return absl::InternalError("cannot make a TLS context: " + OpenSslError());
+  if (context == nullptr)
+    return absl::InternalError("cannot make a TLS context: " + OpenSslError());
   ::SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
   if (::SSL_CTX_use_certificate_chain_file(context, cert_path.c_str()) != 1) {
     ::SSL_CTX_free(context);
-    return absl::InvalidArgumentError(
-        absl::StrCat("--ssl-cert-file ", cert_path, ": not a readable PEM certificate chain (",
-                     OpenSslError(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("--ssl-cert-file ", cert_path,
+                                                   ": not a readable PEM certificate chain (",
+                                                   OpenSslError(), ")"));
   }
   if (::SSL_CTX_use_PrivateKey_file(context, key_path.c_str(), SSL_FILETYPE_PEM) != 1 &&
       ERR_GET_REASON(::ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
@@ -98,8 +100,8 @@ absl::StatusOr<std::unique_ptr<TlsTerminator>> TlsTerminator::Create(const std::
   }
   if (::SSL_CTX_check_private_key(context) != 1) {
     ::SSL_CTX_free(context);
-    return absl::InvalidArgumentError(absl::StrCat("--ssl-key-file ", key_path,
-                                                   " is not the key of --ssl-cert-file ", cert_path));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ssl-key-file ", key_path, " is not the key of --ssl-cert-file ", cert_path));
   }
   return std::unique_ptr<TlsTerminator>(new TlsTerminator(context));
 }

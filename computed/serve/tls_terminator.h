@@ -1,11 +1,11 @@
 #pragma once
 
 // TlsTerminator: TLS for the server's client connections (`serve
-// --ssl-cert-file --ssl-key-file`, llama-server's flags). Each accepted socket gets a pump thread of
-// its own that does the handshake and the records with OpenSSL and hands the
-// plaintext to HttpFront over a socketpair, so that every bound the front
-// applies to a client (heads, bodies, timeouts, connection caps) applies to a
-// TLS client unchanged, and the front stays the one place that parses HTTP.
+// --ssl-cert-file --ssl-key-file`, llama-server's flags). Each accepted socket gets a pump thread
+// of its own that does the handshake and the records with OpenSSL and hands the plaintext to
+// HttpFront over a socketpair, so that every bound the front applies to a client (heads, bodies,
+// timeouts, connection caps) applies to a TLS client unchanged, and the front stays the one place
+// that parses HTTP.
 //
 // Thread-safe: Wrap from any thread; each pump owns its connection.
 

@@ -56,15 +56,15 @@ std::string DataOf(const IncomingReadChunk& chunk) {
 }
 
 TEST(ReadChunkWireTest, TheMethodIsTheGeneratedServicesRead) {
-  EXPECT_EQ(std::string(kReadMethod), absl::StrCat("/", v1::ExpertStore::service_full_name(), "/Read"));
+  EXPECT_EQ(std::string(kReadMethod),
+            absl::StrCat("/", v1::ExpertStore::service_full_name(), "/Read"));
 }
 
 TEST(ReadChunkWireTest, TheSentChunkIsTheGeneratedMessageAndHoldsItsRecordUntilSent) {
   const v1::ReadChunk expected = FullChunk();
   auto record = std::make_shared<std::string>(expected.data());
-  OutgoingReadChunk chunk{.head = expected,
-                          .data = std::as_bytes(std::span(*record)),
-                          .keeper = record};
+  OutgoingReadChunk chunk{
+      .head = expected, .data = std::as_bytes(std::span(*record)), .keeper = record};
   chunk.head.clear_data();
   auto buffer = std::make_unique<grpc::ByteBuffer>();
   EncodeReadChunk(chunk, buffer.get());
@@ -141,8 +141,16 @@ TEST(ReadChunkWireTest, AMalformedMessageIsDataLossNamingWhatAndWhere) {
   } cases[] = {
       {std::string("\x08\x07\x80", 3), "truncated tag at byte 2 of 3"},
       {std::string("\x20\x05", 2), "data field not length-delimited at byte 0"},
-      {std::string("\x22\x09" "abc", 5), "truncated data field at byte 0"},
-      {std::string("\x22\x01" "a" "\x22\x01" "b", 6), "a second data field at byte 3"},
+      {std::string("\x22\x09"
+                   "abc",
+                   5),
+       "truncated data field at byte 0"},
+      {std::string("\x22\x01"
+                   "a"
+                   "\x22\x01"
+                   "b",
+                   6),
+       "a second data field at byte 3"},
       {std::string("\x0b", 1), "wire type 3 of field 1 at byte 0"},
       {std::string("\x00\x01", 2), "field number 0 at byte 0"},
       {std::string("\x2d\x01\x02", 3), "truncated field 5 at byte 0"},
@@ -158,8 +166,7 @@ TEST(ReadChunkWireTest, AMalformedMessageIsDataLossNamingWhatAndWhere) {
   }
   // Well framed, but not a ReadChunk: its status (field 6) holds a truncated varint.
   IncomingReadChunk received;
-  const absl::Status status =
-      DecodeReadChunk(Sliced(std::string("\x32\x01\x80", 3), 2), &received);
+  const absl::Status status = DecodeReadChunk(Sliced(std::string("\x32\x01\x80", 3), 2), &received);
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(status.message()), HasSubstr("do not parse as warp.v1.ReadChunk"));
 }

@@ -43,8 +43,9 @@ const Json kHello = {{{"role", "user"}, {"content", "In the beginning"}}};
 class AnthropicClientTest : public ServedModelTest<&warp::testing::ConvertDemoModel, 256> {};
 
 TEST_F(AnthropicClientTest, AMessageStreamedOrNotIsTheChatCompletionsReply) {
-  const Json chat = OpenAi(
-      *server_, {{"model", "kjv.warp"}, {"messages", kHello}, {"max_tokens", 24}, {"temperature", 0}});
+  const Json chat =
+      OpenAi(*server_,
+             {{"model", "kjv.warp"}, {"messages", kHello}, {"max_tokens", 24}, {"temperature", 0}});
   const Json& completion = chat["completion"];
   const std::string expected = completion["choices"][0]["message"]["content"];
   ASSERT_FALSE(expected.empty()) << chat;
@@ -111,7 +112,8 @@ TEST_F(AnthropicClientTest, AStopSequenceOrMaxTokensIsTheStopReason) {
   const Json greedy = {{"model", "kjv.warp"}, {"messages", kHello}, {"temperature", 0}};
   Json request = greedy;
   request["max_tokens"] = 24;
-  const std::string text = Anthropic(*server_, "messages", request)["message"]["content"][0]["text"];
+  const std::string text =
+      Anthropic(*server_, "messages", request)["message"]["content"][0]["text"];
   const size_t space = text.find(' ', 3);
   ASSERT_NE(space, std::string::npos) << text;
   const std::string stop = text.substr(space, 3);
@@ -145,23 +147,35 @@ TEST_F(AnthropicClientTest, BadRequestsAreTheClientsBadRequestError) {
           "temperature must be a number in [0, 1]");
   refused({{"messages", {{{"role", "system"}, {"content", "hi"}}}}, {"max_tokens", 4}},
           "messages[0].role must be \"user\" or \"assistant\"");
-  refused({{"messages",
-            {{{"role", "user"},
-              {"content",
-               {{{"type", "text"}, {"text", "what is this?"}},
-                {{"type", "image"},
-                 {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", "AAAA"}}}}}}}}},
-           {"max_tokens", 4}},
-          "messages[0].content[1]: image blocks are not supported");
-  refused({{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}}}}}}}, {"max_tokens", 4}},
-          "messages[0].content[0] must be {\"type\": \"text\", \"text\": STRING}");
-  refused({{"messages",
-            {{{"role", "user"},
-              {"content", {{{"type", "tool_result"}, {"tool_use_id", "toolu_9"}, {"content", "21"}}}}}}},
-           {"max_tokens", 4}},
-          "messages[0].content[0].tool_use_id: no tool_use block with id \"toolu_9\" comes before it");
+  refused(
+      {{"messages",
+        {{{"role", "user"},
+          {"content",
+           {{{"type", "text"}, {"text", "what is this?"}},
+            {{"type", "image"},
+             {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", "AAAA"}}}}}}}}},
+       {"max_tokens", 4}},
+      "messages[0].content[1]: image blocks are not supported");
+  refused(
+      {{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}}}}}}}, {"max_tokens", 4}},
+      "messages[0].content[0] must be {\"type\": \"text\", \"text\": STRING}");
+  refused(
+      {{"messages",
+        {{{"role", "user"},
+          {"content",
+           {{{"type", "tool_result"}, {"tool_use_id", "toolu_9"}, {"content", "21"}}}}}}},
+       {"max_tokens", 4}},
+      "messages[0].content[0].tool_use_id: no tool_use block with id \"toolu_9\" comes before it");
   refused({{"messages", kHello}, {"max_tokens", 4}, {"tool_choice", {{"type", "any"}}}},
           "tool_choice {\"type\": \"any\"} is not supported");
+  refused({{"messages", kHello},
+           {"max_tokens", 4},
+           {"thinking", {{"type", "enabled"}, {"budget_tokens", 0}}}},
+          "thinking.budget_tokens must be an integer of at least 1");
+  refused({{"messages", kHello},
+           {"max_tokens", 4},
+           {"tools", {{{"type", "web_search_20250305"}, {"name", "web_search"}}}}},
+          "server tools (type \"web_search_20250305\") are not supported");
   refused({{"messages", kHello}, {"max_tokens", 4}, {"frequency_penalty", 1}},
           "frequency_penalty: not a field WARP serves");
   std::string long_prompt;
@@ -190,25 +204,29 @@ class AnthropicClientToolsTest : public ServedModelTest<&warp::testing::ConvertT
 const OJson kAsk = {{"role", "user"}, {"content", "What is the weather in Paris?"}};
 
 TEST_F(AnthropicClientToolsTest, AToolRoundTripIsTheSameConversationAsOpenAis) {
-  const OJson schema = {{"type", "object"},
-                       {"properties", {{"city", {{"type", "string"}}}}},
-                       {"required", {"city"}}};
-  const OJson anthropic_tools = {
-      {{"name", "get_weather"}, {"description", "The weather in a city."}, {"input_schema", schema}}};
+  const OJson schema = {
+      {"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}};
+  const OJson anthropic_tools = {{{"name", "get_weather"},
+                                  {"description", "The weather in a city."},
+                                  {"input_schema", schema}}};
   const OJson openai_tools = {{{"type", "function"},
-                              {"function",
-                               {{"name", "get_weather"},
-                                {"description", "The weather in a city."},
-                                {"parameters", schema}}}}};
-  const OJson anthropic_messages = {
-      kAsk,
-      {{"role", "assistant"},
-       {"content",
-        {{{"type", "text"}, {"text", "Let me look."}},
-         {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "get_weather"}, {"input", {{"city", "Paris"}}}}}}},
-      {{"role", "user"},
-       {"content",
-        {{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", R"({"celsius": 21})"}}}}}};
+                               {"function",
+                                {{"name", "get_weather"},
+                                 {"description", "The weather in a city."},
+                                 {"parameters", schema}}}}};
+  const OJson anthropic_messages = {kAsk,
+                                    {{"role", "assistant"},
+                                     {"content",
+                                      {{{"type", "text"}, {"text", "Let me look."}},
+                                       {{"type", "tool_use"},
+                                        {"id", "toolu_1"},
+                                        {"name", "get_weather"},
+                                        {"input", {{"city", "Paris"}}}}}}},
+                                    {{"role", "user"},
+                                     {"content",
+                                      {{{"type", "tool_result"},
+                                        {"tool_use_id", "toolu_1"},
+                                        {"content", R"({"celsius": 21})"}}}}}};
   const OJson openai_messages = {
       kAsk,
       {{"role", "assistant"},
@@ -219,22 +237,24 @@ TEST_F(AnthropicClientToolsTest, AToolRoundTripIsTheSameConversationAsOpenAis) {
           {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}}}}},
       {{"role", "tool"}, {"tool_call_id", "toolu_1"}, {"content", R"({"celsius": 21})"}}};
 
-  const Json plain = Anthropic(*server_, "count", OJson{{"model", "qwen3.warp"}, {"messages", {kAsk}}});
-  const Json with_tools = Anthropic(
-      *server_, "count", OJson{{"model", "qwen3.warp"}, {"messages", {kAsk}}, {"tools", anthropic_tools}});
+  const Json plain =
+      Anthropic(*server_, "count", OJson{{"model", "qwen3.warp"}, {"messages", {kAsk}}});
+  const Json with_tools =
+      Anthropic(*server_, "count",
+                OJson{{"model", "qwen3.warp"}, {"messages", {kAsk}}, {"tools", anthropic_tools}});
   EXPECT_GT(with_tools["input_tokens"].get<int>(), plain["input_tokens"].get<int>() + 50);
 
   const Json out = Anthropic(*server_, "messages",
                              OJson{{"model", "qwen3.warp"},
-                              {"messages", anthropic_messages},
-                              {"tools", anthropic_tools},
-                              {"max_tokens", 8},
-                              {"temperature", 0}});
+                                   {"messages", anthropic_messages},
+                                   {"tools", anthropic_tools},
+                                   {"max_tokens", 8},
+                                   {"temperature", 0}});
   const Json reference = OpenAi(*server_, OJson{{"model", "qwen3.warp"},
-                                           {"messages", openai_messages},
-                                           {"tools", openai_tools},
-                                           {"max_tokens", 8},
-                                           {"temperature", 0}});
+                                                {"messages", openai_messages},
+                                                {"tools", openai_tools},
+                                                {"max_tokens", 8},
+                                                {"temperature", 0}});
   const Json& message = out["message"];
   const Json& completion = reference["completion"];
   ASSERT_TRUE(message.is_object() && completion.is_object()) << out << reference;

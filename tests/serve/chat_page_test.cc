@@ -15,8 +15,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -162,12 +160,7 @@ TEST_F(ChatPageTest, TheDashboardShowsTheMetricsFiguresAndFetchesNothingOutside)
   httplib::Client client("127.0.0.1", server.port());
   auto metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics);
-  std::map<std::string, double> samples;
-  for (absl::string_view line : absl::StrSplit(metrics->body, '\n', absl::SkipEmpty())) {
-    if (absl::StartsWith(line, "#")) continue;
-    const size_t space = line.rfind(' ');
-    ASSERT_TRUE(absl::SimpleAtod(line.substr(space + 1), &samples[std::string(line.substr(0, space))]));
-  }
+  std::map<std::string, double> samples = warp::testing::PrometheusSamples(metrics->body);
   double read_bytes = 0;
   for (const auto& [name, value] : samples) {
     if (absl::StartsWith(name, "warp_store_read_bytes_total{")) read_bytes += value;

@@ -135,18 +135,24 @@ TEST_F(ResponsesClientTest, BadRequestsAreTheClientsBadRequestError) {
     EXPECT_THAT(error["message"].get<std::string>(), HasSubstr(what));
   };
   refused(Json::object(), "input", "input is required");
-  refused({{"input",
-            {{{"role", "user"},
-              {"content", {{{"type", "input_image"}, {"image_url", "https://example.com/a.png"}}}}}}}},
-          "input[0].content[0]", "parts of type \"input_image\" are not supported");
-  refused({{"input", {{{"type", "function_call_output"}, {"call_id", "call_9"}, {"output", "21"}}}}},
-          "input[0].call_id", "no function_call with call_id \"call_9\" comes before it");
+  refused(
+      {{"input",
+        {{{"role", "user"},
+          {"content", {{{"type", "input_image"}, {"image_url", "https://example.com/a.png"}}}}}}}},
+      "input[0].content[0]", "parts of type \"input_image\" are not supported");
+  refused(
+      {{"input", {{{"type", "function_call_output"}, {"call_id", "call_9"}, {"output", "21"}}}}},
+      "input[0].call_id", "no function_call with call_id \"call_9\" comes before it");
   refused({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}, "tools[0].type",
           "tools of type \"web_search\" are not supported");
   refused({{"input", "hi"}, {"text", {{"format", {{"type", "json_object"}}}}}}, "text.format",
           "text.format of type \"json_object\" is not supported");
   refused({{"input", "hi"}, {"tool_choice", "required"}}, "tool_choice",
           "tool_choice \"required\" or a named function is not supported");
+  refused({{"input", "hi"}, {"background", true}}, "background",
+          "background: true is not supported");
+  refused({{"input", {{{"type", "web_search_call"}, {"id", "ws_1"}}}}}, "input[0].type",
+          "items of type \"web_search_call\" are not supported");
   refused({{"input", "hi"}, {"max_output_tokens", 0}}, "max_output_tokens",
           "max_output_tokens must be an integer of at least 1");
 }
@@ -156,51 +162,48 @@ TEST_F(ResponsesClientTest, BadRequestsAreTheClientsBadRequestError) {
 class ResponsesClientToolsTest : public ServedModelTest<&warp::testing::ConvertTinyQwen3, 1024> {};
 
 TEST_F(ResponsesClientToolsTest, AFunctionCallRoundTripIsTheSameConversationAsChats) {
-  const OJson schema = {{"type", "object"},
-                       {"properties", {{"city", {{"type", "string"}}}}},
-                       {"required", {"city"}}};
+  const OJson schema = {
+      {"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}};
   const std::string ask = "What is the weather in Paris?";
-  const Json out = Client(*server_, "responses", OJson
-                          {{"model", "qwen3.warp"},
-                           {"input",
-                            {{{"role", "user"}, {"content", ask}},
-                             {{"type", "function_call"},
-                              {"call_id", "call_1"},
-                              {"name", "get_weather"},
-                              {"arguments", R"({"city": "Paris"})"}},
-                             {{"type", "function_call_output"},
-                              {"call_id", "call_1"},
-                              {"output", R"({"celsius": 21})"}}}},
-                           {"tools",
-                            {{{"type", "function"},
-                              {"name", "get_weather"},
-                              {"description", "The weather in a city."},
-                              {"parameters", schema}}}},
-                           {"max_output_tokens", 8},
-                           {"temperature", 0}});
-  const Json chat = Client(*server_, "chat", OJson
-                           {{"model", "qwen3.warp"},
-                            {"messages",
-                             {{{"role", "user"}, {"content", ask}},
-                              {{"role", "assistant"},
-                               {"content", ""},
-                               {"tool_calls",
-                                {{{"id", "call_1"},
-                                  {"type", "function"},
-                                  {"function",
-                                   {{"name", "get_weather"},
-                                    {"arguments", R"({"city": "Paris"})"}}}}}}},
-                              {{"role", "tool"},
-                               {"tool_call_id", "call_1"},
-                               {"content", R"({"celsius": 21})"}}}},
-                            {"tools",
-                             {{{"type", "function"},
-                               {"function",
-                                {{"name", "get_weather"},
-                                 {"description", "The weather in a city."},
-                                 {"parameters", schema}}}}}},
-                            {"max_tokens", 8},
-                            {"temperature", 0}});
+  const Json out = Client(*server_, "responses",
+                          OJson{{"model", "qwen3.warp"},
+                                {"input",
+                                 {{{"role", "user"}, {"content", ask}},
+                                  {{"type", "function_call"},
+                                   {"call_id", "call_1"},
+                                   {"name", "get_weather"},
+                                   {"arguments", R"({"city": "Paris"})"}},
+                                  {{"type", "function_call_output"},
+                                   {"call_id", "call_1"},
+                                   {"output", R"({"celsius": 21})"}}}},
+                                {"tools",
+                                 {{{"type", "function"},
+                                   {"name", "get_weather"},
+                                   {"description", "The weather in a city."},
+                                   {"parameters", schema}}}},
+                                {"max_output_tokens", 8},
+                                {"temperature", 0}});
+  const Json chat = Client(
+      *server_, "chat",
+      OJson{
+          {"model", "qwen3.warp"},
+          {"messages",
+           {{{"role", "user"}, {"content", ask}},
+            {{"role", "assistant"},
+             {"content", ""},
+             {"tool_calls",
+              {{{"id", "call_1"},
+                {"type", "function"},
+                {"function", {{"name", "get_weather"}, {"arguments", R"({"city": "Paris"})"}}}}}}},
+            {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", R"({"celsius": 21})"}}}},
+          {"tools",
+           {{{"type", "function"},
+             {"function",
+              {{"name", "get_weather"},
+               {"description", "The weather in a city."},
+               {"parameters", schema}}}}}},
+          {"max_tokens", 8},
+          {"temperature", 0}});
   const Json& response = out["response"];
   const Json& completion = chat["completion"];
   ASSERT_TRUE(response.is_object() && completion.is_object()) << out << chat;

@@ -390,11 +390,7 @@ TEST_F(ServeHttpTest, MetricsCarryTheEngineAndStoreCounters) {
     EXPECT_THAT(text, HasSubstr(family));
   }
   // Every sample line is NAME{LABELS} VALUE with a number.
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    if (absl::StartsWith(line, "#")) continue;
-    double value = 0;
-    EXPECT_TRUE(absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &value)) << line;
-  }
+  EXPECT_FALSE(warp::testing::PrometheusSamples(text).empty());
 }
 
 // The latency histograms, on a server of its own (known counts): each
@@ -418,12 +414,7 @@ TEST_F(ServeHttpTest, LatencyHistogramsCountEachRequestWithItsOwnFigures) {
   }
   auto response = client.Get("/metrics");
   ASSERT_TRUE(response);
-  std::map<std::string, double> samples;
-  for (absl::string_view line : absl::StrSplit(response->body, '\n', absl::SkipEmpty())) {
-    if (absl::StartsWith(line, "#")) continue;
-    const size_t space = line.rfind(' ');
-    ASSERT_TRUE(absl::SimpleAtod(line.substr(space + 1), &samples[std::string(line.substr(0, space))]));
-  }
+  std::map<std::string, double> samples = warp::testing::PrometheusSamples(response->body);
   for (const auto& [name, sum] : {std::pair{"warp_time_to_first_token_seconds", first_token},
                                   std::pair{"warp_time_per_output_token_seconds", per_token},
                                   std::pair{"warp_queue_wait_seconds", queue}}) {
@@ -513,6 +504,12 @@ TEST_F(ServeHttpTest, HttpsServesTheSameApiAndRefusesWhatIsNotTls) {
   auto alone = RunBinary("computed", "serve " + Model() + " --ssl-cert-file " + certs->server_cert);
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_THAT(alone.output, HasSubstr("--ssl-cert-file and --ssl-key-file go together"));
+  auto no_cert = RunBinary("computed", "serve " + Model() +
+                                          " --listen 127.0.0.1:0 --ssl-cert-file /nonexistent.pem "
+                                          "--ssl-key-file " + certs->server_key);
+  EXPECT_NE(no_cert.exit_code, 0);
+  EXPECT_THAT(no_cert.output,
+              HasSubstr("--ssl-cert-file /nonexistent.pem: not a readable PEM certificate chain"));
   auto missing = RunBinary("computed", "serve " + Model() + " --listen 127.0.0.1:0 --ssl-cert-file " +
                                            certs->server_cert + " --ssl-key-file /nonexistent.key");
   EXPECT_NE(missing.exit_code, 0);

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/fixtures.h"
 #include "tests/testing/node_peers.h"
@@ -185,6 +186,20 @@ nlohmann::json RunClientScript(const std::string& script, const std::string& pac
     return nlohmann::json();
   }
   return nlohmann::json::parse(*out);
+}
+
+std::map<std::string, double> PrometheusSamples(const std::string& text) {
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "#")) continue;
+    const size_t space = line.rfind(' ');
+    double value = 0;
+    EXPECT_TRUE(space != absl::string_view::npos &&
+                absl::SimpleAtod(line.substr(space + 1), &value))
+        << line;
+    samples[std::string(line.substr(0, space))] = value;
+  }
+  return samples;
 }
 
 }  // namespace warp::testing

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,5 +81,9 @@ nlohmann::json RunClientScript(const std::string& script, const std::string& pac
                                const TestServer& server, const std::string& call,
                                const nlohmann::ordered_json& request, int expect_status,
                                const std::string& api_key);
+
+// /metrics' text as its samples by "NAME{LABELS}" (comments skipped); a
+// line whose value is not a number is a test failure.
+std::map<std::string, double> PrometheusSamples(const std::string& text);
 
 }  // namespace warp::testing

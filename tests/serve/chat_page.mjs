@@ -10,12 +10,7 @@
 //     prints the text when stopped and a second later.
 // Prints one JSON object; anything else (a page error, a timeout) exits 1.
 
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-
-const require = createRequire(new URL('../npm/package.json', import.meta.url));
-const playwright = await import(pathToFileURL(require.resolve('playwright-core')).href);
-const chromium = playwright.chromium ?? playwright.default.chromium;  // CommonJS
+import { launchBrowser, watchedPage } from './browser.mjs';
 
 const [mode, url, message, temperature, screenshot] = process.argv.slice(2);
 if (!['reply', 'stop'].includes(mode) || !url || !message || temperature === undefined) {
@@ -23,17 +18,10 @@ if (!['reply', 'stop'].includes(mode) || !url || !message || temperature === und
   process.exit(2);
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.WARP_CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox'],  // root in containers and CI; the page is our own
-});
+const browser = await launchBrowser();
 const problems = [];
 try {
-  const page = await browser.newPage({ viewport: { width: 900, height: 640 } });
-  page.setDefaultTimeout(20_000);
-  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`); });
+  const page = await watchedPage(browser, { width: 900, height: 640 }, problems);
   await page.goto(url + '/');
   // The model's name, fetched from /v1/models, shows the page's API works.
   await page.waitForFunction(() => document.getElementById('model').textContent !== '');

@@ -6,31 +6,19 @@
 //   node dashboard.mjs URL
 // Prints one JSON object; a page that never shows its figures exits 1.
 
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-
-const require = createRequire(new URL('../npm/package.json', import.meta.url));
-const playwright = await import(pathToFileURL(require.resolve('playwright-core')).href);
-const chromium = playwright.chromium ?? playwright.default.chromium;  // CommonJS
+import { launchBrowser, watchedPage } from './browser.mjs';
 
 const [url] = process.argv.slice(2);
 if (!url) {
   console.error('usage: dashboard.mjs URL');
   process.exit(2);
 }
-const browser = await chromium.launch({
-  executablePath: process.env.WARP_CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox'],  // root in containers and CI; the page is our own
-});
+const browser = await launchBrowser();
 const problems = [];
 const fetched = [];
 try {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-  page.setDefaultTimeout(20_000);
-  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
+  const page = await watchedPage(browser, { width: 1200, height: 800 }, problems);
   page.on('request', (r) => fetched.push(r.url()));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`); });
   await page.goto(url + '/dashboard');
   await page.fill('#every', '0.5');
   // Two polls: the figures, and a first point on every chart (its legend).

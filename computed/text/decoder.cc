@@ -9,6 +9,24 @@
 namespace warp::text {
 namespace {
 
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
+
+int ParseByteFallbackToken(std::string_view token) {
+  if (token.size() != 6 || !token.starts_with("<0x") || token.back() != '>') return -1;
+  const int high = HexValue(token[3]);
+  const int low = HexValue(token[4]);
+  return high < 0 || low < 0 ? -1 : high * 16 + low;
+}
+
+namespace {
+
 // Byte-level tokens back to text. A token with a character outside the byte
 // map keeps its own UTF-8 bytes, as tokenizers does.
 class ByteLevelDecoder : public Decoder {
@@ -66,7 +84,7 @@ class ByteFallbackDecoder : public Decoder {
       num_byte_tokens = 0;
     };
     for (DecodePiece& piece : pieces) {
-      if (const int byte = ParseByteToken(piece.text); byte >= 0) {
+      if (const int byte = ParseByteFallbackToken(piece.text); byte >= 0) {
         bytes.push_back(static_cast<char>(byte));
         ++num_byte_tokens;
       } else {
@@ -78,20 +96,6 @@ class ByteFallbackDecoder : public Decoder {
     return out;
   }
 
- private:
-  static int HexValue(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  }
-  // The byte of "<0xXX>", or -1.
-  static int ParseByteToken(std::string_view token) {
-    if (token.size() != 6 || !token.starts_with("<0x") || token.back() != '>') return -1;
-    const int high = HexValue(token[3]);
-    const int low = HexValue(token[4]);
-    return high < 0 || low < 0 ? -1 : high * 16 + low;
-  }
 };
 
 // The replacement character back to spaces. The space the pre-tokenizer

@@ -36,6 +36,9 @@ class Decoder {
       std::vector<DecodePiece> pieces, const DecodeContext& context) const = 0;
 };
 
+// The byte a ByteFallback token "<0xXX>" stands for, or -1.
+int ParseByteFallbackToken(std::string_view token);
+
 // nullptr for JSON null. `path` names `config` in errors ("decoder").
 absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(const Json& config, std::string_view path);
 

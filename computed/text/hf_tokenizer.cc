@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "computed/text/byte_level.h"
+#include "computed/text/decoder.h"
 #include "computed/text/utf8.h"
 
 namespace warp::text {
@@ -184,6 +186,26 @@ std::optional<std::string> HfTokenizer::IdToToken(int32_t id) const {
 bool HfTokenizer::IsSpecial(int32_t id) const {
   const auto it = added_by_id_.find(id);
   return it != added_by_id_.end() && it->second.special;
+}
+
+std::optional<std::string> HfTokenizer::PieceBytes(int32_t id) const {
+  if (added_by_id_.contains(id)) return std::nullopt;
+  const std::string* token = model_->IdToToken(id);
+  if (token == nullptr) return std::nullopt;
+  absl::StatusOr<std::string> text =
+      DecodeWith({id}, /*skip_special_tokens=*/false, DecodeContext{.at_text_start = false});
+  if (text.ok() && text->find(kReplacementChar) == std::string::npos) return *std::move(text);
+  // Half a character: the raw bytes, as a byte-level (Ġ...) or <0xXX> token spells them.
+  if (const int byte = ParseByteFallbackToken(*token); byte >= 0) return std::string(1, char(byte));
+  std::string bytes;
+  bool mapped = true;
+  ForEachCodePoint(*token, [&](char32_t code_point, size_t, size_t) {
+    const int byte = CharToByte(code_point);
+    mapped &= byte >= 0;
+    if (mapped) bytes.push_back(static_cast<char>(byte));
+  });
+  if (mapped) return bytes;
+  return text.ok() ? std::optional<std::string>(*std::move(text)) : std::nullopt;
 }
 
 }  // namespace warp::text

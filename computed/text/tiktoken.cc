@@ -277,4 +277,12 @@ bool TiktokenTokenizer::IsSpecial(int32_t id) const {
   return it != special_by_id_.end() && it->second.special;
 }
 
+std::optional<std::string> TiktokenTokenizer::PieceBytes(int32_t id) const {
+  if (special_by_id_.contains(id) || id < 0 || static_cast<size_t>(id) >= id_to_bytes_.size() ||
+      id_to_bytes_[id].empty()) {
+    return std::nullopt;
+  }
+  return id_to_bytes_[id];
+}
+
 }  // namespace warp::text

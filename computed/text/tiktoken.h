@@ -45,6 +45,7 @@ class TiktokenTokenizer : public Tokenizer {
   std::optional<int32_t> TokenToId(std::string_view token) const override;
   std::optional<std::string> IdToToken(int32_t id) const override;
   bool IsSpecial(int32_t id) const override;
+  std::optional<std::string> PieceBytes(int32_t id) const override;
 
  private:
   TiktokenTokenizer() = default;

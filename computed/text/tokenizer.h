@@ -78,6 +78,11 @@ class Tokenizer {
   // token of `id`; nullopt for an id with no token or out of range.
   virtual std::optional<std::string> IdToToken(int32_t id) const = 0;
   virtual bool IsSpecial(int32_t id) const = 0;
+  // The bytes a vocabulary token adds to a text it continues, before any
+  // UTF-8 repair (a byte-level token may hold half a character); nullopt for
+  // added tokens (markers), holes and out-of-range ids. For constrained
+  // decoding, which matches tokens against a grammar byte by byte.
+  virtual std::optional<std::string> PieceBytes(int32_t id) const = 0;
 };
 
 // Turns ids into text one id at a time, as they are generated. Push returns

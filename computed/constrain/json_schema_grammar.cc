@@ -15,7 +15,7 @@ using Json = nlohmann::ordered_json;
 constexpr int64_t kMaxBoundedLength = 1024;  // minLength/maxLength/maxItems expand into rules
 constexpr int64_t kIntegerDigits = 16;
 constexpr int64_t kFractionDigits = 16;
-constexpr int64_t kExponentDigits = 3;
+constexpr int64_t kExponentDigits = 2;  // 1e+99: within a double (1e+701 is not, parsers refuse it)
 
 const std::set<std::string, std::less<>>& Annotations() {
   static const auto* const kAnnotations = new std::set<std::string, std::less<>>{
@@ -83,6 +83,7 @@ std::string PythonJsonDump(const Json& value) {
 
 absl::StatusOr<int32_t> JsonSchemaGrammar::Compile(const Json& schema) {
   root_ = &schema;
+  refs_.clear();  // another document's names
   return Value(schema, "$");
 }
 

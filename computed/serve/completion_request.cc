@@ -37,9 +37,6 @@ bool Refused(const Json& body, const std::string& key, std::string* why) {
   } else if (key == "frequency_penalty" || key == "presence_penalty") {
     if (it->is_number() && it->get<double>() == 0) return false;
     *why = "is not supported (only 0)";
-  } else if (key == "response_format") {
-    if (it->is_object() && it->value("type", "") == "text") return false;
-    *why = "is not supported (only {\"type\": \"text\"})";
   }
   return true;
 }
@@ -52,7 +49,7 @@ class Parser {
     if (!body_.is_object()) return BadRequest("", "the request body must be a JSON object");
     for (const char* key :
          {"n", "logprobs", "echo", "top_logprobs", "best_of", "suffix", "logit_bias",
-          "frequency_penalty", "presence_penalty", "response_format"}) {
+          "frequency_penalty", "presence_penalty"}) {
       std::string why;
       if (Refused(body_, key, &why)) return BadRequest(key, absl::StrCat(key, " ", why));
     }
@@ -60,6 +57,13 @@ class Parser {
     if (out_.endpoint == Endpoint::kChat) {
       if (auto e = Messages()) return e;
       if (auto e = Tools()) return e;
+      if (auto e = fields_.Bool("parallel_tool_calls", &out_.parallel_tool_calls)) return e;
+      if (const Json* format = Find("response_format")) {
+        std::variant<Json, ApiError> parsed =
+            ParseOutputFormat(*format, "response_format", /*schema_nested=*/true);
+        if (ApiError* error = std::get_if<ApiError>(&parsed)) return *error;
+        out_.output_format = std::get<Json>(std::move(parsed));
+      }
       if (const Json* kwargs = Find("chat_template_kwargs")) {
         if (!kwargs->is_object()) return BadRequest("chat_template_kwargs", "must be an object");
         out_.template_kwargs = *kwargs;

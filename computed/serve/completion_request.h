@@ -2,9 +2,9 @@
 
 // CompletionRequest: the body of POST /v1/chat/completions or
 // /v1/completions, checked field by field as the OpenAI API documents them.
-// What WARP does not do (n > 1, logprobs, logit_bias, penalties, a JSON
-// schema) is refused by name rather than silently ignored; fields that
-// change nothing here (user, metadata, store, parallel_tool_calls) pass.
+// What WARP does not do (n > 1, logprobs, logit_bias, penalties) is refused
+// by name rather than silently ignored; fields that change nothing here
+// (user, metadata, store) pass.
 // Two extensions other servers share: chat_template_kwargs and ignore_eos.
 
 #include <cstdint>
@@ -29,6 +29,11 @@ struct CompletionRequest {
   std::string prompt;                  // kText
   nlohmann::ordered_json tools;        // kChat: null or the array, passed to the template
   nlohmann::ordered_json tool_choice;  // null, "none", "auto", "required" or a function
+  bool parallel_tool_calls = true;     // a forced reply may call more than one tool
+  // The reply's form (reply_grammar.h): null, {"type": "json_object"} or
+  // {"type": "json_schema", "schema": S}; from output_format_field.
+  nlohmann::ordered_json output_format;
+  std::string output_format_field = "response_format";
   nlohmann::ordered_json template_kwargs =
       nlohmann::ordered_json::object();  // chat_template_kwargs
   std::optional<uint32_t>

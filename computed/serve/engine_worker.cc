@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "computed/run/generation.h"
 
@@ -223,15 +225,38 @@ std::optional<Transformer::SequenceChunk> EngineWorker::NextChunk(Slot& slot, in
   // stepped; a stop string, a cancel or max_tokens ends the reply after the
   // token, unstepped.
   sampled = run.sampler.Sample(run.logits);
+  constrain::TokenConstraint* constraint = run.job.constraint.get();
+  if (constraint != nullptr && !constraint->Allows(sampled)) {
+    // Only then the mask (token_constraint.h): an allowed sample stays.
+    if (!constraint->Mask(run.logits)) {
+      End(slot,
+          absl::FailedPreconditionError(absl::StrCat(
+              "constrained decoding: no token of the vocabulary continues the reply's grammar "
+              "after ",
+              run.figures.completion_tokens, " tokens")),
+          FinishReason::kStop);
+      return std::nullopt;
+    }
+    sampled = run.sampler.Sample(run.logits);
+  }
   if (run.job.stop_ids.contains(sampled)) {
     End(slot, absl::OkStatus(), FinishReason::kStop);
     return std::nullopt;
   }
+  if (constraint != nullptr) {
+    if (absl::Status accepted = constraint->Accept(sampled); !accepted.ok()) {
+      End(slot, accepted, FinishReason::kStop);
+      return std::nullopt;
+    }
+  }
   ++run.figures.completion_tokens;
   const bool stop_string = !run.job.on_token(sampled);
+  // A grammar matched in full with no end token to sample (ignore_eos) ends here.
+  const bool grammar_done =
+      constraint != nullptr && constraint->finished() && run.job.stop_ids.empty();
   if (run.job.cancelled->load()) {
     End(slot, absl::OkStatus(), FinishReason::kCancelled);
-  } else if (stop_string) {
+  } else if (stop_string || grammar_done) {
     End(slot, absl::OkStatus(), FinishReason::kStop);
   } else if (run.figures.completion_tokens == run.job.max_tokens) {
     End(slot, absl::OkStatus(), FinishReason::kLength);

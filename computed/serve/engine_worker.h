@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "computed/constrain/token_constraint.h"
 #include "computed/engine/forward_stats.h"
 #include "computed/engine/sampler.h"
 #include "computed/run/prompt_cache.h"
@@ -55,6 +56,9 @@ struct GenerationJob {
   uint32_t max_tokens = 1;
   SamplerOptions sampling;
   std::set<int32_t> stop_ids;  // end the reply; never passed to on_token
+  // The grammar the reply must match (reply_grammar.h), or null: a token it
+  // refuses is never sampled.
+  std::shared_ptr<constrain::TokenConstraint> constraint;
   // Set from any thread (a client gone): the job ends before its next token.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   // Run on the worker thread. on_prefilled once the prompt is in the KV cache;

@@ -24,6 +24,7 @@
 #include "computed/serve/metrics.h"
 #include "computed/serve/openai_encoder.h"
 #include "computed/serve/openai_json.h"
+#include "computed/serve/reply_grammar.h"
 #include "computed/serve/reply_state.h"
 #include "computed/serve/responses_encoder.h"
 #include "computed/serve/responses_request.h"
@@ -145,11 +146,6 @@ std::variant<std::string, ApiError> RenderChat(const ModelText& text,
                       "the model has no chat template (serve it with --chat-template FILE, or "
                       "use /v1/completions)");
   }
-  if (request.tool_choice.is_object() || request.tool_choice == "required") {
-    return BadRequest("tool_choice",
-                      "tool_choice \"required\" or a named function is not supported (WARP "
-                      "does not constrain decoding); use \"auto\" or \"none\"");
-  }
   std::variant<OrderedJson, ApiError> context = TemplateContext(template_context, request);
   if (ApiError* error = std::get_if<ApiError>(&context)) return *error;
   absl::StatusOr<std::string> rendered =
@@ -197,6 +193,8 @@ struct HttpServer::Prepared {
   uint32_t max_tokens = 0;
   ReplyFormat format = ReplyFormat::kPlain;
   bool starts_in_reasoning = false;
+  ReplyDialect dialect;
+  std::shared_ptr<const constrain::Grammar> grammar;  // null: the reply is free
 };
 
 HttpServer::HttpServer(EngineWorker& engine, const ModelText& text, ServerOptions options)
@@ -380,6 +378,7 @@ std::variant<HttpServer::Prepared, ApiError> HttpServer::Tokenize(
     const std::string& prompt = std::get<std::string>(rendered);
     out.format = chat_format_;
     out.starts_in_reasoning = ReplyStartsInReasoning(chat_format_, prompt);
+    out.dialect = DialectOf(chat_format_, text_.chat_template->source(), prompt);
     ids = text_.tokenizer->Encode(prompt);
   } else {
     ids = text_.tokenizer->Encode(request.prompt, /*add_special_tokens=*/true);
@@ -399,7 +398,21 @@ std::variant<HttpServer::Prepared, ApiError> HttpServer::Prepare(
       ReplyBudget(request, p.ids.size(), engine_.context(), engine_.trained_positions());
   if (ApiError* error = std::get_if<ApiError>(&max_tokens)) return *error;
   p.max_tokens = std::get<uint32_t>(max_tokens);
+  if (request.endpoint == Endpoint::kChat) {
+    std::variant<std::shared_ptr<const constrain::Grammar>, ApiError> grammar =
+        ReplyGrammar(request, p.dialect, *text_.tokenizer);
+    if (ApiError* error = std::get_if<ApiError>(&grammar)) return *error;
+    p.grammar = std::get<std::shared_ptr<const constrain::Grammar>>(std::move(grammar));
+  }
   return out;
+}
+
+std::shared_ptr<const constrain::Vocabulary> HttpServer::Vocabulary() const {
+  std::call_once(vocabulary_once_, [this] {
+    vocabulary_ = std::make_shared<const constrain::Vocabulary>(
+        constrain::Vocabulary::FromTokenizer(*text_.tokenizer));
+  });
+  return vocabulary_;
 }
 
 void HttpServer::Refuse(const httplib::Request& request, httplib::Response& response,
@@ -488,6 +501,10 @@ void HttpServer::Run(const httplib::Request& request, httplib::Response& respons
   job.sampling = p.request.sampling;
   if (!p.request.seeded) job.sampling.seed = std::random_device{}();
   if (!p.request.ignore_eos) job.stop_ids = text_.stop_ids;
+  if (p.grammar) {
+    job.constraint = std::make_shared<constrain::TokenConstraint>(
+        p.grammar, Vocabulary(), std::vector<int32_t>(job.stop_ids.begin(), job.stop_ids.end()));
+  }
   job.cancelled = state->cancelled();
   job.on_prefilled = [state](const GenerationFigures& figures) { state->OnPrefilled(figures); };
   job.on_token = [state](int32_t id) { return state->OnToken(id); };

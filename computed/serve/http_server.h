@@ -32,9 +32,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "computed/constrain/vocabulary.h"
 #include "computed/run/model_text.h"
 #include "computed/serve/completion_request.h"
 #include "computed/serve/engine_worker.h"
@@ -112,6 +114,8 @@ class HttpServer {
   // Queues `p` and sends its reply as `encoder` writes it.
   void Run(const httplib::Request& request, httplib::Response& response, Prepared& p,
            std::unique_ptr<ReplyEncoder> encoder, const std::string& id);
+  // The tokenizer's tokens for constrained decoding, made at the first use.
+  std::shared_ptr<const constrain::Vocabulary> Vocabulary() const;
 
   EngineWorker& engine_;
   const ModelText& text_;
@@ -121,6 +125,8 @@ class HttpServer {
   std::unique_ptr<HttpFront> front_;
   std::string socket_dir_;  // httplib's Unix socket is in it; removed after
   ResponseStore responses_{kStoredResponses};  // previous_response_id's conversations
+  mutable std::once_flag vocabulary_once_;
+  mutable std::shared_ptr<const constrain::Vocabulary> vocabulary_;  // set once, by Vocabulary()
   mutable LogBudget refusal_log_{20};  // 401s and malformed requests, a few a minute
 };
 

@@ -228,15 +228,21 @@ class MessagesParser {
               : "";
       if (type == "auto" || type == "none") {
         out_.tool_choice = type;
-      } else if (type == "any" || type == "tool") {
-        return BadRequest("tool_choice",
-                          absl::StrCat("tool_choice {\"type\": \"", type,
-                                       "\"} is not supported (WARP does not constrain decoding "
-                                       "yet); use \"auto\" or \"none\""));
+      } else if (type == "any") {
+        out_.tool_choice = "required";
+      } else if (type == "tool" && choice->contains("name") && (*choice)["name"].is_string()) {
+        out_.tool_choice = {{"type", "function"}, {"function", {{"name", (*choice)["name"]}}}};
       } else {
         return BadRequest("tool_choice",
-                          "tool_choice must be {\"type\": \"auto\" | \"none\" | \"any\" | "
-                          "\"tool\"}");
+                          "tool_choice must be {\"type\": \"auto\" | \"none\" | \"any\"} or "
+                          "{\"type\": \"tool\", \"name\": STRING}");
+      }
+      if (const auto disable = choice->find("disable_parallel_tool_use"); disable != choice->end()) {
+        if (!disable->is_boolean()) {
+          return BadRequest("tool_choice",
+                            "tool_choice.disable_parallel_tool_use must be a boolean");
+        }
+        out_.parallel_tool_calls = !disable->get<bool>();
       }
     }
     return std::nullopt;

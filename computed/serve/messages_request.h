@@ -10,9 +10,11 @@
 //     "tool" message with its tool_call_id;
 //   - tools ({name, description, input_schema}) become functions;
 //   - thinking {type: enabled|disabled} becomes the templates' enable_thinking;
-//   - stop_sequences become stop strings.
+//   - stop_sequences become stop strings;
+//   - tool_choice any becomes "required", tool a named function
+//     (reply_grammar.h), disable_parallel_tool_use parallel_tool_calls false.
 // What WARP does not do is refused by name: image and document blocks, server
-// tools, tool_choice any/tool (no constrained decoding), unknown fields.
+// tools, unknown fields.
 
 #include <string_view>
 #include <variant>

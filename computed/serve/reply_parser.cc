@@ -3,41 +3,14 @@
 #include <algorithm>
 #include <utility>
 
+#include "computed/serve/reply_markers.h"
+
 namespace warp::computed::serve {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr std::string_view kSpace = " \t\r\n";
-
-constexpr std::string_view kThinkOpen = "<think>";
-constexpr std::string_view kThinkClose = "</think>";
-
-// Qwen3 (Hermes).
-constexpr std::string_view kQwenCallOpen = "<tool_call>";
-constexpr std::string_view kQwenCallClose = "</tool_call>";
-
-// DeepSeek V3 / R1 / V3.1.
-constexpr std::string_view kDsSectionOpen = "<｜tool▁calls▁begin｜>";
-constexpr std::string_view kDsSectionClose = "<｜tool▁calls▁end｜>";
-constexpr std::string_view kDsCallOpen = "<｜tool▁call▁begin｜>";
-constexpr std::string_view kDsCallClose = "<｜tool▁call▁end｜>";
-constexpr std::string_view kDsSep = "<｜tool▁sep｜>";
-
-// Kimi K2.
-constexpr std::string_view kKimiSectionOpen = "<|tool_calls_section_begin|>";
-constexpr std::string_view kKimiSectionClose = "<|tool_calls_section_end|>";
-constexpr std::string_view kKimiCallOpen = "<|tool_call_begin|>";
-constexpr std::string_view kKimiCallClose = "<|tool_call_end|>";
-constexpr std::string_view kKimiArgs = "<|tool_call_argument_begin|>";
-
-// Harmony (gpt-oss).
-constexpr std::string_view kHarmonyStart = "<|start|>";
-constexpr std::string_view kHarmonyChannel = "<|channel|>";
-constexpr std::string_view kHarmonyMessage = "<|message|>";
-constexpr std::string_view kHarmonyEnd = "<|end|>";
-constexpr std::string_view kHarmonyCall = "<|call|>";
-constexpr std::string_view kHarmonyReturn = "<|return|>";
 
 bool Contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;

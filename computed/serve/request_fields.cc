@@ -96,4 +96,35 @@ std::optional<ApiError> RequestFields::TopK(uint32_t* out) const {
   return std::nullopt;
 }
 
+std::variant<nlohmann::ordered_json, ApiError> ParseOutputFormat(const nlohmann::ordered_json& format,
+                                                                 const std::string& field,
+                                                                 bool schema_nested) {
+  using Json = nlohmann::ordered_json;
+  const std::string type = format.is_object() && format.contains("type") && format["type"].is_string()
+                               ? format["type"].get<std::string>()
+                               : "";
+  if (type == "text") return Json();
+  if (type == "json_object") return Json{{"type", "json_object"}};
+  if (type != "json_schema") {
+    return BadRequest(field, absl::StrCat(field,
+                                          " must be {\"type\": \"text\"}, {\"type\": "
+                                          "\"json_object\"} or {\"type\": \"json_schema\", ...}"));
+  }
+  const Json* holder = &format;
+  std::string at = field;
+  if (schema_nested) {
+    const auto nested = format.find("json_schema");
+    if (nested == format.end() || !nested->is_object()) {
+      return BadRequest(field + ".json_schema", absl::StrCat(field, ".json_schema must be an object"));
+    }
+    holder = &*nested;
+    at += ".json_schema";
+  }
+  const auto schema = holder->find("schema");
+  if (schema == holder->end() || !(schema->is_object() || schema->is_boolean())) {
+    return BadRequest(at + ".schema", absl::StrCat(at, ".schema must be a JSON schema object"));
+  }
+  return Json{{"type", "json_schema"}, {"schema", *schema}};
+}
+
 }  // namespace warp::computed::serve

@@ -10,12 +10,21 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "absl/status/statusor.h"
 #include "computed/serve/api_error.h"
 #include "nlohmann/json.hpp"
 
 namespace warp::computed::serve {
+
+// A response_format (chat: the schema under "json_schema") or text.format
+// (Responses: the schema beside "type") named `field`, as
+// CompletionRequest::output_format: null for text, {"type": "json_object"} or
+// {"type": "json_schema", "schema": S}.
+std::variant<nlohmann::ordered_json, ApiError> ParseOutputFormat(const nlohmann::ordered_json& format,
+                                                                 const std::string& field,
+                                                                 bool schema_nested);
 
 // The body as JSON: InvalidArgument if it nests too deep or does not parse.
 absl::StatusOr<nlohmann::ordered_json> ParseRequestBody(std::string_view body);

@@ -146,7 +146,8 @@ class ResponsesEncoder final : public ReplyEncoder {
             {"reasoning", std::move(reasoning)},
             {"store", keep_},
             {"temperature", Or(echo_.value("temperature", Json()), 1.0)},
-            {"text", {{"format", {{"type", "text"}}}}},
+            {"text", echo_.value("text", Json()).is_object() ? echo_["text"]
+                                                              : Json{{"format", {{"type", "text"}}}}},
             {"tool_choice", Or(echo_.value("tool_choice", Json()), "auto")},
             {"tools", Or(echo_.value("tools", Json()), Json::array())},
             {"top_p", Or(echo_.value("top_p", Json()), 1.0)},

@@ -260,16 +260,19 @@ class ResponsesParser {
       if (!functions.empty()) out_.chat.tools = std::move(functions);
     }
     if (const Json* choice = fields_.Find("tool_choice")) {
-      if (*choice == "auto" || *choice == "none") {
+      if (*choice == "auto" || *choice == "none" || *choice == "required") {
         out_.chat.tool_choice = *choice;
-      } else if (*choice == "required" || choice->is_object()) {
-        return BadRequest("tool_choice",
-                          "tool_choice \"required\" or a named function is not supported (WARP "
-                          "does not constrain decoding yet); use \"auto\" or \"none\"");
+      } else if (choice->is_object() && choice->value("type", "") == "function" &&
+                 choice->contains("name") && (*choice)["name"].is_string()) {
+        out_.chat.tool_choice = {{"type", "function"},
+                                 {"function", {{"name", (*choice)["name"]}}}};
       } else {
-        return BadRequest("tool_choice", "tool_choice must be \"auto\", \"none\" or \"required\"");
+        return BadRequest("tool_choice",
+                          "tool_choice must be \"auto\", \"none\", \"required\" or "
+                          "{\"type\": \"function\", \"name\": STRING}");
       }
     }
+    if (auto e = fields_.Bool("parallel_tool_calls", &out_.chat.parallel_tool_calls)) return e;
     return std::nullopt;
   }
 
@@ -279,12 +282,12 @@ class ResponsesParser {
     if (!text->is_object()) return BadRequest("text", "text must be an object");
     const auto format = text->find("format");
     if (format == text->end() || format->is_null()) return std::nullopt;
-    const std::string type = format->is_object() ? format->value("type", "") : "";
-    if (type == "text") return std::nullopt;
-    return BadRequest("text.format",
-                      absl::StrCat("text.format of type \"", type,
-                                   "\" is not supported (WARP does not constrain decoding yet); "
-                                   "use {\"type\": \"text\"}"));
+    std::variant<Json, ApiError> parsed =
+        ParseOutputFormat(*format, "text.format", /*schema_nested=*/false);
+    if (ApiError* error = std::get_if<ApiError>(&parsed)) return *error;
+    out_.chat.output_format = std::get<Json>(std::move(parsed));
+    out_.chat.output_format_field = "text.format";
+    return std::nullopt;
   }
 
   const Json& body_;

@@ -13,10 +13,11 @@
 //     output a "tool" message, refused when no earlier call has its call_id;
 //     reasoning items are dropped (the templates drop past reasoning too);
 //   - function tools become chat tools, `reasoning.effort` the templates'
-//     reasoning_effort, `max_output_tokens` max_tokens.
+//     reasoning_effort, `max_output_tokens` max_tokens;
+//   - tool_choice and text.format (json_schema, json_object) constrain the
+//     reply as the chat API's tool_choice and response_format do.
 // What WARP does not do is refused by name: images and files, built-in tools,
-// tool_choice "required" or a named function and text.format json_schema /
-// json_object (no constrained decoding yet), background, unknown fields.
+// background, unknown fields.
 
 #include <string>
 #include <string_view>

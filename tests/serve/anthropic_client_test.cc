@@ -167,7 +167,22 @@ TEST_F(AnthropicClientTest, BadRequestsAreTheClientsBadRequestError) {
        {"max_tokens", 4}},
       "messages[0].content[0].tool_use_id: no tool_use block with id \"toolu_9\" comes before it");
   refused({{"messages", kHello}, {"max_tokens", 4}, {"tool_choice", {{"type", "any"}}}},
-          "tool_choice {\"type\": \"any\"} is not supported");
+          "tool_choice forces a tool call, but the request has no tools");
+  const Json search = {{"name", "search"},
+                       {"input_schema",
+                        {{"type", "object"},
+                         {"properties", {{"q", {{"type", "string"}, {"pattern", "^a"}}}}}}}};
+  refused({{"messages", kHello},
+           {"max_tokens", 4},
+           {"tools", {search}},
+           {"tool_choice", {{"type", "tool"}, {"name", "find"}}}},
+          "tool_choice names \"find\", which is not in tools");
+  // The demo model's template has no tool-call syntax to force.
+  refused({{"messages", kHello},
+           {"max_tokens", 4},
+           {"tools", {search}},
+           {"tool_choice", {{"type", "any"}}}},
+          "the model's chat template writes no tool calls WARP can read");
   refused({{"messages", kHello},
            {"max_tokens", 4},
            {"thinking", {{"type", "enabled"}, {"budget_tokens", 0}}}},

@@ -145,10 +145,17 @@ TEST_F(ResponsesClientTest, BadRequestsAreTheClientsBadRequestError) {
       "input[0].call_id", "no function_call with call_id \"call_9\" comes before it");
   refused({{"input", "hi"}, {"tools", {{{"type", "web_search"}}}}}, "tools[0].type",
           "tools of type \"web_search\" are not supported");
-  refused({{"input", "hi"}, {"text", {{"format", {{"type", "json_object"}}}}}}, "text.format",
-          "text.format of type \"json_object\" is not supported");
+  refused({{"input", "hi"}, {"text", {{"format", {{"type", "xml"}}}}}}, "text.format",
+          "text.format must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or");
+  refused({{"input", "hi"},
+           {"text",
+            {{"format",
+              {{"type", "json_schema"},
+               {"name", "n"},
+               {"schema", {{"type", "string"}, {"pattern", "^a"}}}}}}}},
+          "text.format", "schema at $: \"pattern\" is not supported");
   refused({{"input", "hi"}, {"tool_choice", "required"}}, "tool_choice",
-          "tool_choice \"required\" or a named function is not supported");
+          "tool_choice forces a tool call, but the request has no tools");
   refused({{"input", "hi"}, {"background", true}}, "background",
           "background: true is not supported");
   refused({{"input", {{{"type", "web_search_call"}, {"id", "ws_1"}}}}}, "input[0].type",

@@ -312,6 +312,18 @@ TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
             "reasoning_effort");
   EXPECT_EQ(error({{"messages", Json::array()}})["param"], "messages");
   EXPECT_EQ(error({{"messages", kHello}, {"tool_choice", "required"}})["param"], "tool_choice");
+  EXPECT_EQ(error({{"messages", kHello}, {"response_format", {{"type", "xml"}}}})["param"],
+            "response_format");
+  Json schema = error({{"messages", kHello},
+                       {"response_format",
+                        {{"type", "json_schema"},
+                         {"json_schema",
+                          {{"name", "n"},
+                           {"schema", {{"type", "object"}, {"patternProperties", Json::object()}}}}}}}});
+  EXPECT_EQ(schema["param"], "response_format");
+  EXPECT_EQ(schema["message"], "schema at $: \"patternProperties\" is not supported");
+  EXPECT_EQ(error({{"messages", kHello}, {"response_format", {{"type", "json_schema"}}}})["param"],
+            "response_format.json_schema");
   EXPECT_EQ(
       error({{"messages", kHello},
              {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}})["param"],

@@ -118,6 +118,9 @@ absl::StatusOr<fs::path> ConvertTinyQwen3(const fs::path& dir) {
   const uint64_t old_vocab = config["vocab_size"];
   config["vocab_size"] = kVocab;
   config["max_position_embeddings"] = 4096;
+  // Qwen3's own end of turn, <|im_end|>, not the fixture's 1 (which is '"' in
+  // this tokenizer, a token JSON replies need).
+  config["eos_token_id"] = 151645;
   if (auto s = WriteFile(checkpoint / "config.json", config.dump(2)); !s.ok()) return s;
 
   // safetensors: an 8-byte little-endian header size, a JSON header of

@@ -44,7 +44,8 @@ absl::StatusOr<std::filesystem::path> ConvertDemoModel(const std::filesystem::pa
 // tests/fixtures/qwen3_moe_bf16, its 256-token vocabulary widened to the
 // tokenizer's: the embedding rows repeat, and the output rows go to 256
 // English word tokens (every other output row is zero), so a greedy reply is
-// words that never end, and never a special token. Written as DIR/qwen3.warp.
+// words that never end, and never a special token; eos_token_id is Qwen3's
+// <|im_end|>. Written as DIR/qwen3.warp.
 absl::StatusOr<std::filesystem::path> ConvertTinyQwen3(const std::filesystem::path& dir);
 
 // A suite's model (`Convert` into a temp dir, once) and one server of it

@@ -10,43 +10,50 @@ namespace {
 
 // Masks kept per reply; a JSON reply visits a few dozen distinct states.
 constexpr size_t kCachedMasks = 64;
+// States kept per reply (256 transitions each, 1 KiB): past it the table
+// starts again from the current state.
+constexpr size_t kKeptStates = 4096;
 
 }  // namespace
 
 TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar,
                                  std::shared_ptr<const Vocabulary> vocabulary,
                                  std::vector<int32_t> end_tokens)
-    : grammar_(std::move(grammar)),
-      vocabulary_(std::move(vocabulary)),
+    : vocabulary_(std::move(vocabulary)),
       end_tokens_(std::move(end_tokens)),
-      state_(GrammarState::Start(*grammar_)) {}
+      table_(std::move(grammar)),
+      current_(table_.Intern(GrammarState::Start(table_.grammar()))) {}
 
 bool TokenConstraint::IsEnd(int32_t token) const {
   return std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end();
 }
 
-bool TokenConstraint::Allows(int32_t token) const {
-  if (IsEnd(token)) return state_.can_end();
-  if (token < 0 || token >= vocabulary_->size()) return false;
-  const std::optional<std::string>& piece = vocabulary_->piece(token);
-  if (!piece) return state_.AcceptsMarker(*grammar_, token);
-  if (piece->empty()) return false;
-  GrammarState state = state_;
-  for (const char byte : *piece) {
-    if (!state.Accepts(*grammar_, static_cast<uint8_t>(byte))) return false;
-    state = state.AfterByte(*grammar_, static_cast<uint8_t>(byte));
+int32_t TokenConstraint::After(int32_t token) {
+  if (current_ == StateTable::kDead || token < 0 || token >= vocabulary_->size()) {
+    return StateTable::kDead;
   }
-  return !state.dead();
+  const std::optional<std::string>& piece = vocabulary_->piece(token);
+  if (!piece) return table_.AfterMarker(current_, token);
+  if (piece->empty()) return StateTable::kDead;
+  int32_t state = current_;
+  for (const char byte : *piece) {
+    state = table_.AfterByte(state, static_cast<uint8_t>(byte));
+    if (state == StateTable::kDead) break;
+  }
+  return state;
 }
 
-void TokenConstraint::Walk(int32_t node, const GrammarState& state,
-                           std::vector<uint64_t>& bits) const {
+bool TokenConstraint::Allows(int32_t token) {
+  if (IsEnd(token)) return state().can_end();
+  return After(token) != StateTable::kDead;
+}
+
+void TokenConstraint::Walk(int32_t node, int32_t state, std::vector<uint64_t>& bits) {
   const Vocabulary::Node& parent = vocabulary_->node(node);
   for (int32_t c = parent.first_child; c < parent.first_child + parent.child_count; ++c) {
     const Vocabulary::Node& child = vocabulary_->node(c);
-    if (!state.Accepts(*grammar_, child.byte)) continue;
-    const GrammarState next = state.AfterByte(*grammar_, child.byte);
-    if (next.dead()) continue;
+    const int32_t next = table_.AfterByte(state, child.byte);
+    if (next == StateTable::kDead) continue;
     for (int32_t k = child.first_token; k < child.first_token + child.token_count; ++k) {
       const int32_t token = vocabulary_->token(k);
       bits[token / 64] |= uint64_t{1} << (token % 64);
@@ -56,36 +63,48 @@ void TokenConstraint::Walk(int32_t node, const GrammarState& state,
 }
 
 const std::vector<uint64_t>& TokenConstraint::AllowedBits() {
-  std::string key = state_.Key();
-  if (const auto found = masks_.find(key); found != masks_.end()) return found->second;
+  if (const auto found = masks_.find(current_); found != masks_.end()) return found->second;
+  if (table_.size() > kKeptStates) {
+    GrammarState now = state();
+    table_.Clear();
+    masks_.clear();
+    current_ = table_.Intern(std::move(now));
+  }
   if (masks_.size() >= kCachedMasks) masks_.clear();
   ++masks_computed_;
   std::vector<uint64_t> bits((vocabulary_->size() + 63) / 64, 0);
-  Walk(0, state_, bits);
-  for (int32_t token = 0; token < vocabulary_->size(); ++token) {
-    if (!vocabulary_->piece(token) && state_.AcceptsMarker(*grammar_, token)) {
+  Walk(0, current_, bits);
+  for (const int32_t token : vocabulary_->markers()) {
+    if (state().AcceptsMarker(table_.grammar(), token)) {
       bits[token / 64] |= uint64_t{1} << (token % 64);
     }
   }
-  return masks_.emplace(std::move(key), std::move(bits)).first->second;
+  return masks_.emplace(current_, std::move(bits)).first->second;
 }
 
 bool TokenConstraint::Mask(std::span<float> logits) {
   const std::vector<uint64_t>& bits = AllowedBits();
-  const bool can_end = state_.can_end();
-  bool any = false;
-  for (size_t token = 0; token < logits.size(); ++token) {
-    const bool end = IsEnd(static_cast<int32_t>(token));
-    const bool allowed = end ? can_end
-                             : token < static_cast<size_t>(vocabulary_->size()) &&
-                                   (bits[token / 64] >> (token % 64) & 1) != 0;
-    if (allowed) {
-      any = true;
-    } else {
-      logits[token] = -std::numeric_limits<float>::infinity();
+  constexpr float kRefused = -std::numeric_limits<float>::infinity();
+  // End tokens go by the state alone, whatever their bytes: kept aside.
+  const bool can_end = state().can_end();
+  std::vector<std::pair<int32_t, float>> ends;
+  for (const int32_t token : end_tokens_) {
+    if (token >= 0 && static_cast<size_t>(token) < logits.size()) {
+      ends.push_back({token, can_end ? logits[token] : kRefused});
     }
   }
-  return any;
+  const size_t pieces = std::min(logits.size(), static_cast<size_t>(vocabulary_->size()));
+  for (size_t word = 0; word * 64 < pieces; ++word) {
+    const uint64_t allowed = bits[word];
+    if (allowed == ~uint64_t{0}) continue;
+    const size_t end = std::min(pieces, word * 64 + 64);
+    for (size_t token = word * 64; token < end; ++token) {
+      if ((allowed >> (token % 64) & 1) == 0) logits[token] = kRefused;
+    }
+  }
+  std::fill(logits.begin() + pieces, logits.end(), kRefused);  // past the vocabulary
+  for (const auto& [token, logit] : ends) logits[token] = logit;
+  return std::any_of(logits.begin(), logits.end(), [](float l) { return l != kRefused; });
 }
 
 absl::Status TokenConstraint::Accept(int32_t token) {
@@ -94,12 +113,7 @@ absl::Status TokenConstraint::Accept(int32_t token) {
         absl::StrCat("token ", token, " does not continue the reply's grammar"));
   }
   if (IsEnd(token)) return absl::OkStatus();  // the reply ends
-  const std::optional<std::string>& piece = vocabulary_->piece(token);
-  if (!piece) {
-    state_ = state_.AfterMarker(*grammar_, token);
-  } else {
-    for (const char byte : *piece) state_ = state_.AfterByte(*grammar_, static_cast<uint8_t>(byte));
-  }
+  current_ = After(token);
   return absl::OkStatus();
 }
 

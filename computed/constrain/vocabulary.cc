@@ -17,6 +17,7 @@ Vocabulary Vocabulary::FromPieces(std::vector<std::optional<std::string>> pieces
   std::vector<int32_t> order;
   for (int32_t id = 0; id < vocabulary.size(); ++id) {
     const std::optional<std::string>& piece = vocabulary.pieces_[id];
+    if (!piece) vocabulary.markers_.push_back(id);
     if (piece && !piece->empty()) {
       order.push_back(id);
       vocabulary.longest_ = std::max(vocabulary.longest_, piece->size());

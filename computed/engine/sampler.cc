@@ -6,6 +6,11 @@
 #include <vector>
 
 namespace warp::computed {
+namespace {
+
+constexpr double kZeroExponent = -746;  // exp(x) is 0 in double (and float) below it
+
+}  // namespace
 
 int32_t ArgmaxToken(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -13,14 +18,32 @@ int32_t ArgmaxToken(std::span<const float> logits) {
 
 int32_t Sampler::Sample(std::span<const float> logits) {
   if (options_.temperature <= 0.0f || options_.top_k == 1) return ArgmaxToken(logits);
-  // Candidates by decreasing logit (ties: lower id), cut to top-k.
-  std::vector<int32_t> ids(logits.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  const size_t k = options_.top_k == 0 ? ids.size() : std::min<size_t>(options_.top_k, ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  });
-  ids.resize(k);
+  // Candidates by decreasing logit (ties: lower id), cut to top-k. Tokens
+  // whose probability is 0 at this temperature (a masked -inf logit) are
+  // left out first: they could never be drawn, and a constrained reply masks
+  // all but a few of 150K. Sorting (logit, id) pairs, not ids through the
+  // logits, keeps the comparisons in cache; the order is the same total order.
+  const float top = logits[ArgmaxToken(logits)];
+  const double lowest = top + kZeroExponent * options_.temperature;  // exp of less is 0
+  std::vector<std::pair<float, int32_t>> candidates;
+  candidates.reserve(logits.size());
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (logits[id] >= lowest) {
+      candidates.push_back({logits[id], static_cast<int32_t>(id)});
+    }
+  }
+  auto before = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  const size_t k = options_.top_k == 0 ? candidates.size()
+                                        : std::min<size_t>(options_.top_k, candidates.size());
+  if (k < candidates.size()) {
+    std::partial_sort(candidates.begin(), candidates.begin() + k, candidates.end(), before);
+  } else {
+    std::sort(candidates.begin(), candidates.end(), before);
+  }
+  std::vector<int32_t> ids(k);
+  for (size_t i = 0; i < k; ++i) ids[i] = candidates[i].second;
   // Softmax at temperature, in double for a stable nucleus sum.
   std::vector<double> probs(k);
   double sum = 0;

@@ -1,8 +1,10 @@
 #include "computed/engine/engram_reader.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "common/status.h"
 
 namespace warp::computed {
@@ -151,6 +153,20 @@ absl::Status EngramReader::Rows(uint32_t table, std::vector<float>& out, Forward
     }
   }
   return absl::OkStatus();
+}
+
+void EngramReader::ArchiveHistory(uint32_t sequence, uint32_t positions,
+                                  StateArchive& archive) {
+  std::vector<int32_t>& history = history_[sequence];
+  std::vector<int32_t> held(history.begin(), history.begin() + std::min<size_t>(positions, history.size()));
+  archive.IdVector(held);
+  if (!archive.ok()) return;
+  if (held.size() > history.size()) {
+    archive.Refuse(absl::StrCat(held.size(), " engram positions, past this context's ",
+                                history.size()));
+    return;
+  }
+  std::copy(held.begin(), held.end(), history.begin());
 }
 
 }  // namespace warp::computed

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "common/store/engram_store.h"
 #include "computed/engine/forward_stats.h"
+#include "computed/engine/state_archive.h"
 #include "computed/model/engram/engram_addressing.h"
 
 namespace warp::computed {
@@ -49,6 +50,10 @@ class EngramReader {
   absl::Status Rows(uint32_t table, std::vector<float>& out, ForwardStats& stats);
 
   const EngramStore& store() const { return store_; }
+
+  // The compressed ids of `sequence` at positions [0, positions): what the
+  // hash of a later token looks back at (state_archive.h).
+  void ArchiveHistory(uint32_t sequence, uint32_t positions, StateArchive& archive);
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 #include "computed/model/layer_plan.h"
 
 namespace warp::computed {
@@ -29,6 +31,21 @@ uint32_t PositionRows::Rewind(uint32_t position) {
   return position;
 }
 
+void PositionRows::Archive(StateArchive& archive) {
+  archive.U32(end_);
+  if (archive.reading() && window_ == 0 && end_ > capacity_) {
+    archive.Refuse(absl::StrCat(end_, " positions, past this context's ", capacity_));
+  }
+  if (!archive.ok()) return;
+  const uint32_t held = std::min(end_, capacity_);
+  for (size_t kind = 0; kind < rows_.size(); ++kind) {
+    if (widths_[kind] == 0) continue;
+    for (uint32_t pos = end_ - held; pos < end_ && archive.ok(); ++pos) {
+      archive.Floats(std::span<float>(Row(kind, pos), widths_[kind]));
+    }
+  }
+}
+
 RecurrentState::RecurrentState(std::vector<uint64_t> sizes) {
   for (uint64_t size : sizes) {
     parts_.emplace_back(size, 0.0f);
@@ -54,6 +71,15 @@ uint32_t RecurrentState::Rewind(uint32_t position) {
   for (auto& part : parts_) std::fill(part.begin(), part.end(), 0.0f);
   end_ = 0;
   return 0;
+}
+
+void RecurrentState::Archive(StateArchive& archive) {
+  archive.U32(end_);
+  for (auto& part : parts_) archive.Floats(part);
+  archive.Optional(saved_at_, [&](uint32_t& at) {
+    archive.U32(at);
+    for (auto& part : saved_) archive.Floats(part);
+  });
 }
 
 void RecurrentState::Checkpoint() {

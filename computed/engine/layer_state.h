@@ -14,6 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "computed/engine/state_archive.h"
+
 namespace warp::computed {
 
 class LayerState {
@@ -33,6 +35,10 @@ class LayerState {
   // (chat calls it at the end of each turn's prompt). A cache of positions
   // can return anywhere and ignores it.
   virtual void Checkpoint() {}
+
+  // Writes or reads every field a later Forward or Rewind depends on
+  // (state_archive.h): the positions held, their rows, the checkpoint.
+  virtual void Archive(StateArchive& archive) = 0;
 };
 
 // Rows of float32 per position (e.g. K and V, or latent and rope key), for
@@ -64,6 +70,8 @@ class PositionRows : public LayerState {
 
   uint64_t bytes() const override;
   uint32_t Rewind(uint32_t position) override;
+  // The held positions only (a 4K-token prompt in an 8K context: half the rows).
+  void Archive(StateArchive& archive) override;
 
  private:
   uint64_t Slot(uint32_t pos) const { return pos % capacity_; }
@@ -93,6 +101,7 @@ class RecurrentState : public LayerState {
   // checkpoint when it lies at or before `position`, else starts over at 0.
   uint32_t Rewind(uint32_t position) override;
   void Checkpoint() override;
+  void Archive(StateArchive& archive) override;
 
  private:
   std::vector<std::vector<float>> parts_, saved_;

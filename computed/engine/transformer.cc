@@ -277,6 +277,50 @@ void Transformer::Checkpoint(uint32_t sequence) {
   for (const auto& mixer : sequences_[sequence].mixers) mixer->state().Checkpoint();
 }
 
+namespace {
+
+// The fields of one sequence, in the order they are written.
+void ArchiveSequence(StateArchive& archive, uint32_t& position,
+                     std::vector<std::unique_ptr<TokenMixer>>& mixers, EngramReader* engram,
+                     uint32_t sequence) {
+  archive.U32(position);
+  for (const auto& mixer : mixers) {
+    if (!archive.ok()) return;
+    mixer->state().Archive(archive);
+  }
+  if (engram != nullptr && archive.ok()) engram->ArchiveHistory(sequence, position, archive);
+}
+
+}  // namespace
+
+std::string Transformer::SaveSequence(uint32_t sequence) {
+  std::string out;
+  StateArchive archive = StateArchive::Writer(&out);
+  Sequence& s = sequences_[sequence];
+  ArchiveSequence(archive, s.position, s.mixers, engram_reader_.get(), sequence);
+  return out;
+}
+
+absl::Status Transformer::LoadSequence(std::string_view state, uint32_t sequence) {
+  Sequence& s = sequences_[sequence];
+  // An empty state to go back to if `state` turns out bad halfway (fields
+  // already read would be half of another state).
+  Rewind(0, sequence);
+  const std::string empty = SaveSequence(sequence);
+  StateArchive archive = StateArchive::Reader(state);
+  ArchiveSequence(archive, s.position, s.mixers, engram_reader_.get(), sequence);
+  if (archive.ok() && s.position > options_.max_positions) {
+    archive.Refuse(absl::StrCat("position ", s.position, " past the context's ",
+                                options_.max_positions));
+  }
+  absl::Status status = archive.Finish();
+  if (!status.ok()) {
+    StateArchive back = StateArchive::Reader(empty);
+    ArchiveSequence(back, s.position, s.mixers, engram_reader_.get(), sequence);
+  }
+  return status;
+}
+
 void Transformer::IssueCertainReads(std::span<const int32_t> tokens) {
   for (uint32_t layer = 0; layer < routers_.size(); ++layer) {
     const Router* router = routers_[layer].get();

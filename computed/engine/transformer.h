@@ -125,6 +125,13 @@ class Transformer {
   // Marks position(sequence) as one Rewind can return to (recurrent states
   // keep a copy).
   void Checkpoint(uint32_t sequence = 0);
+  // One sequence's whole state (every layer's, the engram's token history,
+  // the position) as bytes, and back (state_archive.h): a later Forward of
+  // the loaded sequence gives the bits the saved one would have.
+  std::string SaveSequence(uint32_t sequence = 0);
+  // DataLoss naming the byte offset when `state` is not a state of this
+  // model and context; the sequence is then reset to position 0.
+  absl::Status LoadSequence(std::string_view state, uint32_t sequence = 0);
   // Bytes of every layer's state in every sequence (KV caches, recurrent
   // states and their checkpoints), allocated at creation.
   uint64_t StateBytes() const;

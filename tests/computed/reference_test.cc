@@ -401,6 +401,54 @@ TEST_P(ReferenceTest, BatchedSequencesGiveTheBitsOfEachAlone) {
   EXPECT_EQ(batched->position(2), n);
 }
 
+// The prompt cache on disk: a sequence's state saved partway (after a
+// checkpoint, as a prompt's end leaves one) and loaded into another engine's
+// second sequence continues with the bits of a run never saved, and a rewind
+// to the checkpoint after loading too; a truncated state is refused and
+// leaves the sequence empty.
+TEST_P(ReferenceTest, ASavedStateContinuesWithTheBitsOfARunNeverSaved) {
+  const size_t n = tokens_.size(), cut = n / 2;
+  Model whole(model_dir_, 2);
+  const std::vector<float> every = whole.Prefill(tokens_, n);
+  const size_t vocab = whole->config().vocab_size;
+  const std::span<const int32_t> tokens(tokens_);
+  Model first(model_dir_, 2);
+  WARP_ASSERT_OK(first->Forward(tokens.first(cut - 1), Transformer::Logits::kNone));
+  first->Checkpoint();
+  WARP_ASSERT_OK(first->Forward(tokens.subspan(cut - 1, 1)));
+  const std::string state = first->SaveSequence();
+
+  Model second(model_dir_, 2, 128, /*sequences=*/2);
+  WARP_ASSERT_OK(second->LoadSequence(state, 1));
+  EXPECT_EQ(second->position(1), cut);
+  EXPECT_EQ(second->position(0), 0u);
+  auto rest = second->Forward(tokens.subspan(cut), Transformer::Logits::kEvery, 1);
+  WARP_ASSERT_OK(rest);
+  ASSERT_EQ(rest->size(), (n - cut) * vocab);
+  EXPECT_EQ(0, std::memcmp(rest->data(), &every[cut * vocab], rest->size() * sizeof(float)));
+  // Saved again, the continued state is the same bytes as the uninterrupted one's.
+  Model straight(model_dir_, 2);
+  WARP_ASSERT_OK(straight->Forward(tokens.first(cut - 1), Transformer::Logits::kNone));
+  straight->Checkpoint();
+  WARP_ASSERT_OK(straight->Forward(tokens.subspan(cut - 1)));
+  EXPECT_TRUE(second->SaveSequence(1) == straight->SaveSequence()) << "states differ";
+
+  Model third(model_dir_, 2);
+  WARP_ASSERT_OK(third->LoadSequence(state));
+  const uint32_t from = third->Rewind(static_cast<uint32_t>(cut - 1));
+  auto again = third->Forward(tokens.subspan(from));
+  WARP_ASSERT_OK(again);
+  EXPECT_EQ(0, std::memcmp(again->data(), &every[from * vocab], again->size() * sizeof(float)));
+
+  const absl::Status truncated =
+      third->LoadSequence(std::string_view(state).substr(0, state.size() - 3));
+  EXPECT_EQ(truncated.code(), absl::StatusCode::kDataLoss) << truncated;
+  EXPECT_EQ(third->position(), 0u);
+  auto fresh = third->Forward(tokens);
+  WARP_ASSERT_OK(fresh);
+  EXPECT_EQ(0, std::memcmp(fresh->data(), every.data(), every.size() * sizeof(float)));
+}
+
 // A prompt's chunks before its last run no head, and the last gives the bits
 // of a whole prefill's last row: through the engine and through a session's
 // PrefillLast and Feed.

@@ -31,6 +31,11 @@ void CompressedMqaState::Checkpoint() {
   for (KvCompressor* compressor : compressors_) compressor->Checkpoint();
 }
 
+void CompressedMqaState::Archive(StateArchive& archive) {
+  window_.Archive(archive);
+  for (KvCompressor* compressor : compressors_) compressor->Archive(archive);
+}
+
 CompressedMqaAttention::CompressedMqaAttention(const ModelConfig& c, const MixerPlan& plan,
                                                const CompressedMqaParams& params,
                                                const TrunkWeights& w, uint32_t context,

@@ -37,6 +37,7 @@ class CompressedMqaState : public LayerState {
   uint64_t bytes() const override;
   uint32_t Rewind(uint32_t position) override;
   void Checkpoint() override;
+  void Archive(StateArchive& archive) override;
 
  private:
   PositionRows window_;

@@ -1,5 +1,7 @@
 #include "computed/engine/mixers/kv_compressor.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -100,6 +102,31 @@ uint32_t KvCompressor::Rewind(uint32_t position) {
   count_ = 0;
   end_ = 0;
   return 0;
+}
+
+void KvCompressor::Archive(StateArchive& archive) {
+  archive.U32(count_);
+  archive.U32(end_);
+  if (archive.reading() && uint64_t{count_} * dim_ > entries_.size()) {
+    archive.Refuse(absl::StrCat(count_, " compressed entries, past this context's ",
+                                entries_.size() / dim_));
+  }
+  if (!archive.ok()) return;
+  archive.Floats(std::span<float>(entries_.data(), uint64_t{count_} * dim_));
+  auto open = [&](Open& o) {
+    archive.FloatVector(o.kv);
+    archive.FloatVector(o.gate);
+    archive.U32(o.filled);
+    archive.FloatVector(o.prev_kv);
+    archive.FloatVector(o.prev_gate);
+    archive.Bool(o.has_prev);
+  };
+  open(open_);
+  archive.Optional(saved_, [&](Saved& saved) {
+    open(saved.open);
+    archive.U32(saved.count);
+    archive.U32(saved.end);
+  });
 }
 
 void KvCompressor::Checkpoint() { saved_ = Saved{.open = open_, .count = count_, .end = end_}; }

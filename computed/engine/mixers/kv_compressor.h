@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "computed/engine/ops.h"
+#include "computed/engine/state_archive.h"
 #include "computed/engine/trunk_weights.h"
 
 namespace warp::computed {
@@ -50,6 +51,8 @@ class KvCompressor {
   // when it lies at or before `position`, else 0.
   uint32_t Rewind(uint32_t position);
   void Checkpoint();
+  // The entries so far, the open window and the checkpoint (state_archive.h).
+  void Archive(StateArchive& archive);
 
  private:
   struct Open {                             // what is not yet an entry

@@ -53,6 +53,11 @@ void SharedCompressedState::Checkpoint() {
   if (cache_ != nullptr) cache_->Checkpoint();
 }
 
+void SharedCompressedState::Archive(StateArchive& archive) {
+  window_.Archive(archive);
+  if (cache_ != nullptr) cache_->Archive(archive);
+}
+
 SharedCompressedAttention::SharedCompressedAttention(
     const ModelConfig& c, const MixerPlan& plan, const SharedCompressedMqaParams& params,
     const TrunkWeights& w, uint32_t context, ComputeContext& compute,

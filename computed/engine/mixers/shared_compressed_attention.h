@@ -39,6 +39,7 @@ class SharedCompressedState : public LayerState {
   uint64_t bytes() const override;
   uint32_t Rewind(uint32_t position) override;
   void Checkpoint() override;
+  void Archive(StateArchive& archive) override;
 
  private:
   PositionRows window_;

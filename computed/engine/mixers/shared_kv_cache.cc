@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 #include "common/kernels/matmul.h"
 #include "computed/engine/mixers/cache_rounding.h"
 
@@ -94,5 +96,28 @@ uint32_t SharedKvCache::Rewind(uint32_t position) {
 }
 
 void SharedKvCache::Checkpoint() { saved_ = Saved{open_, count_, end_}; }
+
+void SharedKvCache::Archive(StateArchive& archive) {
+  archive.U32(count_);
+  archive.U32(end_);
+  if (archive.reading() && uint64_t{count_} * dim_ > entries_.size()) {
+    archive.Refuse(absl::StrCat(count_, " pooled entries, past this context's ",
+                                entries_.size() / dim_));
+  }
+  if (!archive.ok()) return;
+  archive.Floats(std::span<float>(entries_.data(), uint64_t{count_} * dim_));
+  archive.Floats(std::span<float>(keys_.data(), uint64_t{count_} * key_dim_));
+  auto open = [&](Open& o) {
+    archive.FloatVector(o.kv);
+    archive.FloatVector(o.gate);
+    archive.U32(o.filled);
+  };
+  open(open_);
+  archive.Optional(saved_, [&](Saved& saved) {
+    open(saved.open);
+    archive.U32(saved.count);
+    archive.U32(saved.end);
+  });
+}
 
 }  // namespace warp::computed

@@ -18,6 +18,7 @@
 
 #include "common/kernels/matrix_view.h"
 #include "computed/engine/ops.h"
+#include "computed/engine/state_archive.h"
 #include "computed/engine/trunk_weights.h"
 #include "computed/model/kinds/shared_compressed_mqa.h"
 
@@ -52,6 +53,8 @@ class SharedKvCache {
   // group, else the checkpoint when it lies at or before, else the group's start.
   uint32_t Rewind(uint32_t position);
   void Checkpoint();
+  // The entries so far, the open window and the checkpoint (state_archive.h).
+  void Archive(StateArchive& archive);
 
  private:
   struct Open {                   // the positions not yet pooled

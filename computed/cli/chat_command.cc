@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "computed/cli/commands.h"
 #include "computed/cli/interrupt.h"
+#include "computed/cli/prompt_cache_flags.h"
 #include "computed/cli/session_flags.h"
 #include "computed/cli/template_flags.h"
 #include "computed/run/conversation.h"
@@ -36,6 +37,7 @@ struct ChatFlags {
   bool ignore_eos = false;
   SamplerOptions sampling;
   TemplateFlags template_flags;
+  PromptCacheFlags prompt_cache;
 };
 
 // KV positions when --context is not given: a chat, not a book.
@@ -82,6 +84,7 @@ absl::StatusOr<std::string> Reply(Session& session, Conversation& conversation,
     return absl::OkStatus();
   };
   auto generated = Generate(session, sampler, *logits, limits, stream);
+  if (generated.ok()) conversation.SaveToDisk();  // the next turn starts with it
   const std::string rest = decoder.Flush();
   reply += rest;
   std::printf("%s\n", rest.c_str());
@@ -89,9 +92,12 @@ absl::StatusOr<std::string> Reply(Session& session, Conversation& conversation,
   if (!generated.ok()) return generated.status();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "[%zu tokens %.1f tok/s | prompt %u new + %u from the KV cache%s]\n",
+  std::fprintf(stderr, "[%zu tokens %.1f tok/s | prompt %u new + %u from the KV cache%s%s]\n",
                generated->ids.size(), generated->ids.size() / std::max(seconds, 1e-9),
                conversation.new_tokens(), conversation.reused_tokens(),
+               conversation.disk_tokens() > 0
+                   ? absl::StrCat(" (", conversation.disk_tokens(), " loaded from disk)").c_str()
+                   : "",
                generated->interrupted ? " | stopped by Ctrl-C" : "");
   return reply;
 }
@@ -116,7 +122,9 @@ absl::Status Run(const ChatFlags& flags) {
   if (!options.ok()) return options.status();
   auto session = Session::Open(*options);
   if (!session.ok()) return session.status();
-  Conversation conversation(**session, *text, *std::move(template_context));
+  auto disk_cache = OpenPromptCache(flags.prompt_cache, **session);
+  if (!disk_cache.ok()) return disk_cache.status();
+  Conversation conversation(**session, *text, *std::move(template_context), disk_cache->get());
   if (!flags.system.empty()) conversation.Add("system", flags.system);
   Sampler sampler(flags.sampling);
   InterruptScope interrupts;
@@ -163,6 +171,7 @@ CommandRunner AddChatCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("chat", "Talk with a model; the history stays in the KV cache");
   AddSessionFlags(cmd, flags->session);
+  AddPromptCacheFlags(cmd, flags->prompt_cache);
   cmd->add_option("--system", flags->system, "A system message to start the conversation");
   AddTemplateFlags(cmd, flags->template_flags);
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Longest reply, in tokens")

@@ -24,6 +24,7 @@
 #include "common/logging.h"
 #include "common/wire/lan_auth.h"
 #include "computed/cli/commands.h"
+#include "computed/cli/prompt_cache_flags.h"
 #include "computed/cli/session_flags.h"
 #include "computed/cli/template_flags.h"
 #include "computed/engine/transformer.h"
@@ -50,6 +51,7 @@ struct ServeFlags {
   uint32_t parallel = 4;  // requests decoded together, each with a KV cache of `context`
   double keepalive_seconds = 5;
   TemplateFlags template_flags;
+  PromptCacheFlags prompt_cache;
 };
 
 // KV positions when --context is not given, as `chat`.
@@ -178,7 +180,9 @@ absl::Status Run(const ServeFlags& flags) {
   auto session = Session::Open(*session_options);
   if (!session.ok()) return session.status();
 
-  serve::EngineWorker engine(*std::move(session), flags.max_queue);
+  auto disk_cache = OpenPromptCache(flags.prompt_cache, **session);
+  if (!disk_cache.ok()) return disk_cache.status();
+  serve::EngineWorker engine(*std::move(session), flags.max_queue, disk_cache->get());
   serve::HttpServer server(engine, *text, options);
   absl::StatusOr<int> port = server.Bind();
   if (!port.ok()) return port.status();
@@ -214,6 +218,7 @@ CommandRunner AddServeCommand(CLI::App& app) {
       "An OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, ...) "
       "with a chat page at /");
   AddSessionFlags(cmd, flags->session);
+  AddPromptCacheFlags(cmd, flags->prompt_cache);
   AddTemplateFlags(cmd, flags->template_flags);
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (port 0: any free one)")
       ->capture_default_str();

@@ -7,8 +7,8 @@
 namespace warp::computed {
 
 Conversation::Conversation(Session& session, const ModelText& text,
-                           nlohmann::ordered_json template_context)
-    : cache_(session), text_(text), template_context_(std::move(template_context)) {
+                           nlohmann::ordered_json template_context, DiskPromptCache* disk)
+    : cache_(session, /*sequence=*/0, disk), text_(text), template_context_(std::move(template_context)) {
   WARP_CHECK(text_.chat_template.has_value());
 }
 

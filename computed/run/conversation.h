@@ -23,8 +23,11 @@ class Conversation {
  public:
   // `text` must have a chat template; both must outlive the conversation.
   // `template_context` (tools, template kwargs) is passed to every render.
+  // `disk` (may be null; it must outlive the conversation): the prompt cache
+  // on disk its turns load from and save to.
   Conversation(Session& session, const ModelText& text,
-               nlohmann::ordered_json template_context = nlohmann::ordered_json::object());
+               nlohmann::ordered_json template_context = nlohmann::ordered_json::object(),
+               DiskPromptCache* disk = nullptr);
 
   void Add(std::string role, std::string content);
   // Takes back the last message (a turn that was refused before any of it
@@ -39,9 +42,12 @@ class Conversation {
 
   // A reply token now in the KV cache (fed by the decode loop).
   void Fed(int32_t id) { cache_.Fed(id); }
+  // After a reply: its state goes to the disk cache, for the next turn.
+  void SaveToDisk() { cache_.SaveToDisk(); }
 
   uint32_t reused_tokens() const { return cache_.reused_tokens(); }  // of the last Prepare
   uint32_t new_tokens() const { return cache_.new_tokens(); }
+  uint32_t disk_tokens() const { return cache_.disk_tokens(); }
 
  private:
   PromptCache cache_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace warp::computed {
@@ -20,8 +21,11 @@ absl::StatusOr<size_t> PromptCache::Keep(std::span<const int32_t> ids, uint32_t 
         what, " needs ", ids.size(), " positions plus ", reserve,
         " for the reply; the context holds ", session_.max_positions(), " (--context)"));
   }
+  size_t shared = SharedPrefix(ids);
+  from_disk_ = 0;
+  if (disk_ != nullptr) shared = LoadFromDisk(ids, shared);
   // Keep at least the last prompt token to recompute: its logits start the reply.
-  size_t shared = std::min(SharedPrefix(ids), ids.size() - 1);
+  shared = std::min(shared, ids.size() - 1);
   // A sliding-window layer may no longer hold what precedes `shared`: it says
   // where it can continue from, and that much more is prefilled.
   shared = session_.Rewind(static_cast<uint32_t>(shared), sequence_);
@@ -46,7 +50,30 @@ absl::StatusOr<std::vector<float>> PromptCache::BringUpTo(std::span<const int32_
   session_.Checkpoint(sequence_);
   WARP_ASSIGN_OR_RETURN(std::vector<float> logits, session_.PrefillLast(rest, sequence_));
   in_cache_.push_back(rest[0]);
+  if (new_ > 0) SaveToDisk();
   return logits;
+}
+
+size_t PromptCache::LoadFromDisk(std::span<const int32_t> ids, size_t shared) {
+  std::optional<DiskPromptCache::Hit> hit = disk_->Lookup(ids, shared);
+  if (!hit) return shared;
+  const absl::Status loaded = session_.transformer().LoadSequence(hit->state, sequence_);
+  if (!loaded.ok()) {
+    Logger("computed").warn("prompt cache: an entry of {} tokens does not load ({}); recomputed",
+                            hit->ids.size(), std::string(loaded.message()));
+    in_cache_.clear();
+    return 0;
+  }
+  in_cache_ = std::move(hit->ids);
+  from_disk_ = static_cast<uint32_t>(in_cache_.size());
+  return in_cache_.size();
+}
+
+void PromptCache::SaveToDisk() {
+  if (disk_ == nullptr || in_cache_.empty() || session_.position(sequence_) != in_cache_.size()) {
+    return;
+  }
+  disk_->Store(in_cache_, session_.transformer().SaveSequence(sequence_));
 }
 
 size_t PromptCache::SharedPrefix(std::span<const int32_t> ids) const {

@@ -5,7 +5,9 @@
 // the cache already holds (as far as every layer can rewind: a sliding
 // window or a recurrent state may send it further back) and prefills the
 // rest — a chat turn, or a server request that shares its system prompt with
-// the one before, costs its new tokens only.
+// the one before, costs its new tokens only. With a DiskPromptCache, a
+// longer prefix found on disk is loaded into the sequence first, and
+// SaveToDisk stores what the sequence holds (a prompt's end, a reply's end).
 
 #include <cstdint>
 #include <span>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "computed/run/disk_prompt_cache.h"
 #include "computed/run/session.h"
 
 namespace warp::computed {
@@ -23,8 +26,9 @@ namespace warp::computed {
 class PromptCache {
  public:
   // Caches what `sequence` of the session holds.
-  explicit PromptCache(Session& session, uint32_t sequence = 0)
-      : session_(session), sequence_(sequence) {}
+  explicit PromptCache(Session& session, uint32_t sequence = 0,
+                       DiskPromptCache* disk = nullptr)
+      : session_(session), sequence_(sequence), disk_(disk) {}
 
   // Brings the KV cache to exactly `ids` and returns the last position's
   // logits. `reserve` positions must remain free after it (the reply):
@@ -45,6 +49,9 @@ class PromptCache {
 
   // A generated token the decode loop stepped: now in the KV cache.
   void Fed(int32_t id) { in_cache_.push_back(id); }
+  // Queues the sequence's state, as the prefix it holds, for the disk cache
+  // (none: nothing); the next prompt that starts with it loads it.
+  void SaveToDisk();
   // Forgets everything (a failed forward leaves the cache unknown).
   void Clear() { in_cache_.clear(); }
 
@@ -54,13 +61,21 @@ class PromptCache {
   uint32_t sequence() const { return sequence_; }
   uint32_t reused_tokens() const { return reused_; }  // of the last BringUpTo or Keep
   uint32_t new_tokens() const { return new_; }
+  uint32_t disk_tokens() const { return from_disk_; }  // of reused_tokens, loaded from disk
 
  private:
+  // Loads the longest entry of the disk cache that starts `ids` and holds
+  // more than the `shared` tokens the sequence already does; the new shared
+  // count (a refused entry leaves the sequence empty: 0).
+  size_t LoadFromDisk(std::span<const int32_t> ids, size_t shared);
+
   Session& session_;
   const uint32_t sequence_;
+  DiskPromptCache* const disk_;
   std::vector<int32_t> in_cache_;  // the ids at KV positions 0 .. size-1
   uint32_t reused_ = 0;
   uint32_t new_ = 0;
+  uint32_t from_disk_ = 0;
 };
 
 }  // namespace warp::computed

@@ -509,4 +509,10 @@ std::string Session::StageReport() const {
   return report;
 }
 
+std::string Session::state_key() const {
+  return absl::StrCat(FingerprintHex(container_->manifest().fingerprint), " context ",
+                      options_.engine.max_positions, " activations ",
+                      options_.compute.q8_activations ? "q8" : "f32");
+}
+
 }  // namespace warp::computed

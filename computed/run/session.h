@@ -129,6 +129,9 @@ class Session {
   uint64_t governor_grows() const { return governor_ ? governor_->grows() : 0; }
 
   Transformer& transformer() { return *transformer_; }
+  // What a saved sequence state is valid for (the disk prompt cache's key):
+  // the model's fingerprint, the context, the activations' arithmetic.
+  std::string state_key() const;
   const BudgetDecision& budget() const { return budget_; }
   uint32_t vocab_size() const { return transformer_->config().vocab_size; }
 

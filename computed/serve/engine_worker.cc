@@ -20,13 +20,14 @@ double SecondsSince(Clock::time_point start) {
 
 }  // namespace
 
-EngineWorker::EngineWorker(std::unique_ptr<Session> session, size_t max_queued)
+EngineWorker::EngineWorker(std::unique_ptr<Session> session, size_t max_queued,
+                           DiskPromptCache* disk)
     : session_(std::move(session)),
       max_queued_(max_queued),
       context_(session_->max_positions()),
       trained_positions_(session_->trained_positions()) {
   for (uint32_t sequence = 0; sequence < session_->sequences(); ++sequence) {
-    slots_.emplace_back(*session_, sequence);
+    slots_.emplace_back(*session_, sequence, disk);
   }
   running_cancel_.resize(slots_.size());
   stats_.context = context_ * session_->sequences();
@@ -149,6 +150,8 @@ void EngineWorker::End(Slot& slot, const absl::Status& status, FinishReason reas
   if (figures.completion_tokens > 0) figures.decode_seconds = SecondsSince(run.decode_start);
   // A failed forward leaves the KV cache unknown; a refused prompt left it as it was.
   if (!status.ok() && !absl::IsResourceExhausted(status)) slot.cache.Clear();
+  // The reply's end: the prompt and the reply, what an agent's next turn starts with.
+  if (status.ok() && figures.completion_tokens > 0) slot.cache.SaveToDisk();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running_cancel_[slot.cache.sequence()].reset();
@@ -300,6 +303,12 @@ void EngineWorker::Step() {
     run.logits = std::move((*logits)[i]);
     if (run.pending.empty()) continue;  // decoding
     run.pending.erase(run.pending.begin(), run.pending.begin() + batch[i].tokens.size());
+    // The prompt's end, and with --prefill-chunk each chunk's: a prefix the
+    // next prompt (or this one, after a restart) may start with. The last
+    // token goes alone after a checkpoint; the chunk before it is no boundary.
+    if (run.pending.empty() || (session_->prefill_chunk() > 0 && run.pending.size() > 1)) {
+      slot.cache.SaveToDisk();
+    }
     if (!run.pending.empty()) continue;
     run.figures.prefill_seconds = SecondsSince(run.prefill_start);
     if (run.job.on_prefilled) run.job.on_prefilled(run.figures);

@@ -96,7 +96,11 @@ class EngineWorker {
  public:
   // Runs up to session->sequences() requests at once; up to `max_queued`
   // more wait, and more still are refused (Unavailable).
-  EngineWorker(std::unique_ptr<Session> session, size_t max_queued);
+  // `disk` (may be null; it must outlive the worker): the prompt cache on
+  // disk each sequence loads prefixes from and saves to, at the end of each
+  // prompt chunk, of each prompt and of each reply.
+  EngineWorker(std::unique_ptr<Session> session, size_t max_queued,
+               DiskPromptCache* disk = nullptr);
   // Shutdown, then joins.
   ~EngineWorker();
 
@@ -128,7 +132,8 @@ class EngineWorker {
     std::chrono::steady_clock::time_point prefill_start, decode_start;
   };
   struct Slot {
-    explicit Slot(Session& session, uint32_t sequence) : cache(session, sequence) {}
+    Slot(Session& session, uint32_t sequence, DiskPromptCache* disk)
+        : cache(session, sequence, disk) {}
     PromptCache cache;
     std::optional<Running> running;
     uint64_t last_used = 0;  // the step it last finished a request at: free slots go LRU

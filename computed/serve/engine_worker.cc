@@ -23,6 +23,7 @@ double SecondsSince(Clock::time_point start) {
 EngineWorker::EngineWorker(std::unique_ptr<Session> session, size_t max_queued,
                            DiskPromptCache* disk)
     : session_(std::move(session)),
+      disk_(disk),
       max_queued_(max_queued),
       context_(session_->max_positions()),
       trained_positions_(session_->trained_positions()) {
@@ -142,6 +143,7 @@ void EngineWorker::PublishEngineStats() {
   }
   stats_.forward = session_->transformer().stats();
   stats_.lookahead = session_->transformer().lookahead_stats();
+  if (disk_ != nullptr) stats_.prompt_cache = disk_->stats();
 }
 
 void EngineWorker::End(Slot& slot, const absl::Status& status, FinishReason reason) {

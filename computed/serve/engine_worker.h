@@ -88,6 +88,8 @@ struct EngineStats {
   // token; each later token's share of the decode; the wait for a sequence.
   LatencyHistogram time_to_first_token, time_per_output_token, queue_wait;
   uint64_t governor_shrinks = 0, governor_grows = 0;  // the memory governor's cache resizes
+  // The prompt cache on disk's counters (serve --prompt-cache-dir), else none.
+  std::optional<DiskPromptCacheStats> prompt_cache;
   // The routes counted so far (serve --learn), as of the last request's end.
   std::shared_ptr<const UsageTable> usage;
 };
@@ -159,6 +161,7 @@ class EngineWorker {
   void PublishEngineStats();  // under mutex_
 
   const std::unique_ptr<Session> session_;  // only the worker thread touches it
+  DiskPromptCache* const disk_;             // may be null; thread-safe
   std::vector<Slot> slots_;                 // [sequence]; only the worker thread touches them
   uint64_t steps_ = 0;                      // the worker's iterations
   const size_t max_queued_;

@@ -122,6 +122,29 @@ std::string PrometheusText(const EngineStats& s) {
            "The memory governor's resizes of the expert cache (inside a memory cgroup).");
   w.Sample("warp_governor_actions_total", s.governor_shrinks, "action=\"shrink\"");
   w.Sample("warp_governor_actions_total", s.governor_grows, "action=\"grow\"");
+  if (s.prompt_cache) {  // serve --prompt-cache-dir
+    const DiskPromptCacheStats& c = *s.prompt_cache;
+    w.Family("warp_prompt_cache_lookups_total", "counter",
+             "Prompts that looked for a prefix in the prompt cache on disk, by outcome.");
+    w.Sample("warp_prompt_cache_lookups_total", c.hits, "outcome=\"hit\"");
+    w.Sample("warp_prompt_cache_lookups_total", c.misses, "outcome=\"miss\"");
+    w.Family("warp_prompt_cache_hit_tokens_total", "counter",
+             "Prompt tokens loaded from the prompt cache on disk instead of prefilled.");
+    w.Sample("warp_prompt_cache_hit_tokens_total", c.hit_tokens);
+    w.Family("warp_prompt_cache_writes_total", "counter",
+             "Entries written to the prompt cache on disk, by outcome.");
+    w.Sample("warp_prompt_cache_writes_total", c.writes, "outcome=\"written\"");
+    w.Sample("warp_prompt_cache_writes_total", c.write_failures, "outcome=\"failed\"");
+    w.Sample("warp_prompt_cache_writes_total", c.dropped, "outcome=\"dropped\"");
+    w.Family("warp_prompt_cache_removed_total", "counter",
+             "Entries removed: refused (corrupt, truncated) or evicted past the size bound.");
+    w.Sample("warp_prompt_cache_removed_total", c.refused, "reason=\"refused\"");
+    w.Sample("warp_prompt_cache_removed_total", c.evictions, "reason=\"evicted\"");
+    w.Family("warp_prompt_cache_entries", "gauge", "Entries of this model in the prompt cache.");
+    w.Sample("warp_prompt_cache_entries", c.entries);
+    w.Family("warp_prompt_cache_bytes", "gauge", "Bytes of this model's prompt cache entries.");
+    w.Sample("warp_prompt_cache_bytes", c.bytes);
+  }
   w.Family("warp_decode_tokens_per_second", "gauge", "Decode speed of the last reply.");
   w.Sample("warp_decode_tokens_per_second", s.last_decode_tokens_per_second);
   w.Family("warp_expert_records_total", "counter",

@@ -155,6 +155,9 @@ absl::StatusOr<std::shared_ptr<const ModelState>> ModelState::Open(
     context = trained ? std::min(trained, kDefaultContext) : kDefaultContext;
   }
   state->session_options_ = ToSessionOptions(options, context, q8_activations, expert_compute);
+  state->prompt_cache_dir_ = OrEmpty(options.prompt_cache_dir);
+  state->prompt_cache_bytes_ = options.prompt_cache_bytes ? options.prompt_cache_bytes
+                                                          : uint64_t{20} << 30;
   return state;
 }
 

@@ -41,6 +41,9 @@ class ModelState {
   // Null for a model without a tokenizer (token ids only).
   const computed::ModelText* text() const { return text_ ? &*text_ : nullptr; }
   uint32_t vocab_size() const { return vocab_size_; }  // the model's, as prefill checks
+  // options.prompt_cache_dir (empty: none) and its bound.
+  const std::string& prompt_cache_dir() const { return prompt_cache_dir_; }
+  uint64_t prompt_cache_bytes() const { return prompt_cache_bytes_; }
 
  private:
   ModelState() = default;
@@ -50,6 +53,8 @@ class ModelState {
   computed::SessionOptions session_options_;
   std::optional<computed::ModelText> text_;
   uint32_t vocab_size_ = 0;
+  std::string prompt_cache_dir_;
+  uint64_t prompt_cache_bytes_ = 0;
 };
 
 }  // namespace warp::api

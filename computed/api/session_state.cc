@@ -31,7 +31,17 @@ absl::StatusOr<std::unique_ptr<SessionState>> SessionState::Open(
     std::shared_ptr<const ModelState> model) {
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<computed::Session> session,
                         computed::Session::Open(model->session_options()));
-  return std::unique_ptr<SessionState>(new SessionState(std::move(model), std::move(session)));
+  std::unique_ptr<computed::DiskPromptCache> disk;
+  if (!model->prompt_cache_dir().empty()) {
+    WARP_ASSIGN_OR_RETURN(disk, computed::DiskPromptCache::Open(
+                                    {.dir = model->prompt_cache_dir(),
+                                     .max_bytes = model->prompt_cache_bytes(),
+                                     .key = session->state_key()}));
+  }
+  auto state =
+      std::unique_ptr<SessionState>(new SessionState(std::move(model), std::move(session)));
+  state->disk_ = std::move(disk);
+  return state;
 }
 
 absl::Status SessionState::CheckUsable() const {
@@ -58,7 +68,29 @@ absl::Status SessionState::Prefill(std::span<const int32_t> ids) {
                      session_->max_positions(), " positions; ", ids.size(),
                      " more tokens do not fit (options.context_positions)"));
   }
-  return Feed(ids);
+  if (disk_ != nullptr && history_.empty() && unfed_.empty()) {
+    ids = LoadFromDisk(ids);
+    if (ids.empty()) return absl::OkStatus();  // all of it loaded; generate recomputes the logits
+  }
+  WARP_RETURN_IF_ERROR(Feed(ids));
+  SaveToDisk();
+  return absl::OkStatus();
+}
+
+std::span<const int32_t> SessionState::LoadFromDisk(std::span<const int32_t> ids) {
+  std::optional<computed::DiskPromptCache::Hit> hit = disk_->Lookup(ids, 0);
+  if (!hit) return ids;
+  if (!session_->transformer().LoadSequence(hit->state).ok()) return ids;  // left empty
+  history_ = std::move(hit->ids);
+  logits_.clear();
+  disk_tokens_ += history_.size();
+  return ids.subspan(history_.size());
+}
+
+void SessionState::SaveToDisk() {
+  if (disk_ != nullptr && !history_.empty() && session_->position() == history_.size()) {
+    disk_->Store(history_, session_->transformer().SaveSequence());
+  }
 }
 
 absl::Status SessionState::Feed(std::span<const int32_t> ids, bool count) {
@@ -95,6 +127,7 @@ absl::StatusOr<GenerateOutcome> SessionState::Generate(const GenerateRequest& re
                                request.max_tokens == 0 ? WARP_STOP_LENGTH : WARP_STOP_CONTEXT_FULL};
   }
   WARP_ASSIGN_OR_RETURN(GenerateOutcome outcome, Decode(request, max_tokens, sink));
+  SaveToDisk();  // the prompt and the reply: what a next turn starts with
   if (outcome.stop_reason == WARP_STOP_LENGTH && max_tokens < request.max_tokens) {
     outcome.stop_reason = WARP_STOP_CONTEXT_FULL;
   }
@@ -198,6 +231,7 @@ warp_stats SessionState::Stats() const {
   stats.expert_hits = forward.CountOf(Served::kCache);
   stats.expert_misses = forward.CountOf(Served::kDisk);
   stats.lookahead_hits = forward.CountOf(Served::kLookahead);
+  stats.prompt_cache_tokens = disk_tokens_;
   stats.expert_miss_bytes = forward.BytesOf(Served::kDisk);
   return stats;
 }

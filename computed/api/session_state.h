@@ -19,6 +19,7 @@
 #include "computed/api/model_state.h"
 #include "computed/api/warp.h"
 #include "computed/engine/sampler.h"
+#include "computed/run/disk_prompt_cache.h"
 #include "computed/run/session.h"
 
 namespace warp::api {
@@ -55,6 +56,12 @@ class SessionState {
   SessionState(std::shared_ptr<const ModelState> model, std::unique_ptr<computed::Session> session)
       : model_(std::move(model)), session_(std::move(session)) {}
 
+  // An empty context's prefill: the longest prefix of `ids` the disk cache
+  // holds, loaded (history_ then holds it); the ids still to run.
+  std::span<const int32_t> LoadFromDisk(std::span<const int32_t> ids);
+  // What the KV cache holds, to the disk cache (none: nothing).
+  void SaveToDisk();
+
   // Refuses to go on after an engine error left the KV cache unknown.
   absl::Status CheckUsable() const;
   // Runs unfed_ + `ids` (the last position's logits into logits_);
@@ -71,12 +78,13 @@ class SessionState {
 
   std::shared_ptr<const ModelState> model_;  // kept alive: the tokenizer and stop ids
   std::unique_ptr<computed::Session> session_;
+  std::unique_ptr<computed::DiskPromptCache> disk_;  // options.prompt_cache_dir; may be null
   std::vector<int32_t> history_;  // the ids in the KV cache: position() of them
   std::vector<float> logits_;     // [vocab] of the last position run; empty: none kept
   std::vector<int32_t> unfed_;    // generated, not yet in the KV cache (at most one)
   absl::Status broken_;           // an engine error mid-run: only Reset clears it
   std::atomic<bool> cancelled_{false};
-  uint64_t prefill_tokens_ = 0, decode_tokens_ = 0;
+  uint64_t prefill_tokens_ = 0, decode_tokens_ = 0, disk_tokens_ = 0;
   double prefill_seconds_ = 0, decode_seconds_ = 0;
 };
 

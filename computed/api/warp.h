@@ -36,7 +36,7 @@
 
 /* Bumped when a function or a struct field is added; older programs keep
  * working (the option structs carry their size). */
-#define WARP_API_VERSION 3
+#define WARP_API_VERSION 4
 
 #if defined(__GNUC__)
 #define WARP_EXPORT __attribute__((visibility("default")))
@@ -110,6 +110,12 @@ typedef struct warp_model_options {
                                * `stores` compute their experts over the rows sent, or send
                                * records (`computed --expert-compute`; auto: compute when every
                                * store is beyond this machine) (API version 3) */
+  const char* prompt_cache_dir; /* keep prompt states here (NULL: no cache on disk), as
+                                 * `computed serve --prompt-cache-dir`: a session's first
+                                 * prefill loads the longest saved prefix of its ids and runs
+                                 * only the rest; prefill and generate save what the context
+                                 * holds (API version 4) */
+  uint64_t prompt_cache_bytes;  /* what the directory may hold of this model; 0: 20 GiB */
 } warp_model_options;
 
 /* Fills the defaults and struct_size. */
@@ -252,6 +258,8 @@ typedef struct warp_stats {
   uint64_t expert_misses;     /* demand records read from disk */
   uint64_t lookahead_hits;    /* records a prediction brought in first */
   uint64_t expert_miss_bytes; /* bytes the misses read */
+  uint64_t prompt_cache_tokens; /* prefill tokens loaded from prompt_cache_dir, not run
+                                 * (API version 4) */
 } warp_stats;
 
 /* The session's counters; the caller sets stats->struct_size. */

@@ -337,3 +337,43 @@ TEST(ApiGenerateTest, ASessionOutlivesTheModelHandle) {
 
 }  // namespace
 }  // namespace warp::api
+
+namespace warp::api {
+namespace {
+
+// options.prompt_cache_dir: a session of a model opened again (a restart)
+// loads the prompt's prefix from disk instead of running it, and generates
+// the ids a session without the cache generates.
+TEST(ApiGenerateTest, APromptCacheDirLoadsThePrefixInANewSession) {
+  warp::testing::TempDir cache;
+  const std::string dir = (cache.path() / "prompts").string();
+  warp_model_options options = DemoOptions();
+  options.prompt_cache_dir = dir.c_str();
+  std::vector<int32_t> cold_ids, warm_ids;
+  std::vector<int32_t> prompt;
+  {
+    ModelPtr model = OpenModel(options);
+    prompt = Tokenize(model.get(), kPrompt, /*add_special_tokens=*/true);
+    SessionPtr session = OpenSession(model.get());
+    ASSERT_EQ(warp_session_prefill(session.get(), prompt.data(), prompt.size()), WARP_OK)
+        << warp_last_error();
+    Collected collected;
+    ASSERT_EQ(Generate(session.get(), Greedy(12, true), collected).status, WARP_OK);
+    cold_ids = collected.ids;
+  }
+  ModelPtr model = OpenModel(options);
+  SessionPtr session = OpenSession(model.get());
+  ASSERT_EQ(warp_session_prefill(session.get(), prompt.data(), prompt.size()), WARP_OK)
+      << warp_last_error();
+  Collected collected;
+  ASSERT_EQ(Generate(session.get(), Greedy(12, true), collected).status, WARP_OK);
+  EXPECT_EQ(collected.ids, cold_ids);
+  warp_stats stats;
+  stats.struct_size = sizeof(stats);
+  ASSERT_EQ(warp_session_stats(session.get(), &stats), WARP_OK);
+  EXPECT_EQ(stats.prompt_cache_tokens, prompt.size());
+  EXPECT_EQ(stats.prefill_tokens, 0u) << "the prompt was run, not loaded";
+}
+
+}  // namespace
+}  // namespace warp::api

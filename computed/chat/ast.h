@@ -167,11 +167,12 @@ struct FilterNode : Node {  // operand | filter
   NodePtr filter;  // IdentifierNode or CallNode with an identifier callee
 };
 
-struct TestNode : Node {  // operand is [not] name
+struct TestNode : Node {  // operand is [not] name [argument]
   explicit TestNode(SourcePos p) : Node(NodeKind::kTest, p) {}
   NodePtr operand;
   bool negate = false;
   std::string name;
+  NodePtr argument;  // `is divisibleby 3`, `is divisibleby(3)`; null: none
 };
 
 struct SelectNode : Node {  // `lhs if test` without else: undefined when false

@@ -38,6 +38,12 @@ bool IsGlobalName(std::string_view name);
 // namespace(...): every scope resolves this name, unless it set it itself.
 const Value& NamespaceFunction();
 
+// The Jinja2 builtin filters beyond the reference's (python_filters.cc):
+// whether `name` is one, with or without arguments, and applying it.
+bool IsPythonFilter(std::string_view name, bool with_arguments);
+absl::StatusOr<Value> ApplyPythonFilter(const Value& operand, std::string_view name, const Args& args,
+                                        const ObjectMap& kwargs);
+
 // -1, 0 or 1; fails for mixed or unordered types (compareRuntimeValues).
 absl::StatusOr<int> CompareValues(const Value& a, const Value& b, bool case_sensitive);
 // Stable sort of `items` by the parallel `keys`.

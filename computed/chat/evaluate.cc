@@ -149,7 +149,11 @@ absl::StatusOr<Value> Interpreter::EvaluateBinary(const BinaryNode& node, const 
 
 absl::StatusOr<Value> Interpreter::EvaluateTest(const TestNode& node, const ScopePtr& scope) {
   WARP_ASSIGN_OR_RETURN(Value operand, Evaluate(*node.operand, scope));
-  WARP_ASSIGN_OR_RETURN(bool result, RunTest(node.name, operand, Value()));
+  Value argument;
+  if (node.argument != nullptr) {
+    WARP_ASSIGN_OR_RETURN(argument, Evaluate(*node.argument, scope));
+  }
+  WARP_ASSIGN_OR_RETURN(bool result, RunTest(node.name, operand, argument));
   return Value::Bool(node.negate ? !result : result);
 }
 

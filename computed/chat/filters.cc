@@ -11,6 +11,7 @@
 //           reject(test, arg) map(attribute=);
 //           str: indent(width, first, blank) replace(old, new, count);
 //           dict: get keys values items dictsort
+// and the Jinja2 builtins the reference lacks (python_filters.cc).
 
 #include <algorithm>
 #include <cmath>
@@ -172,6 +173,8 @@ absl::StatusOr<Value> StringFilter(const Value& operand, std::string_view name) 
 
 absl::StatusOr<Value> SimpleFilter(const Value& operand, std::string_view name) {
   if (name == "safe") return operand;
+  if (IsPythonFilter(name, /*with_arguments=*/false)) return ApplyPythonFilter(operand, name, {}, {});
+  if (name == "default") return operand.is(Type::kUndefined) ? Value::String("") : operand;
   if (name == "string" && !operand.is(Type::kString)) {  // str(): "True", "None", "['a']", "" for undefined
     WARP_ASSIGN_OR_RETURN(std::string text, ToDisplayString(operand));
     return Value::String(std::move(text));
@@ -220,10 +223,11 @@ bool IsKnownFilter(std::string_view name, bool with_arguments) {
   static const std::set<std::string_view> kSimple = {
       "safe", "tojson", "list", "first", "last", "length", "reverse", "sort", "join", "string", "unique",
       "upper", "lower", "title", "capitalize", "trim", "indent", "int", "float", "abs", "items", "bool",
-      "get", "keys", "values", "dictsort", "select", "reject"};
+      "get", "keys", "values", "dictsort", "select", "reject", "default"};
   static const std::set<std::string_view> kWithArguments = {
       "tojson", "join", "int", "float", "default", "sort", "selectattr", "rejectattr", "map", "indent",
       "replace", "trim", "get", "items", "keys", "values", "dictsort", "select", "reject"};
+  if (IsPythonFilter(name, with_arguments)) return true;
   return with_arguments ? kWithArguments.count(name) > 0 : kSimple.count(name) > 0;
 }
 
@@ -281,6 +285,7 @@ absl::StatusOr<Value> Interpreter::ApplyCallFilter(const Value& operand, const C
   }
   WARP_ASSIGN_OR_RETURN(auto evaluated, EvaluateArguments(call.args, scope));
   auto& [args, kwargs] = evaluated;
+  if (IsPythonFilter(name, /*with_arguments=*/true)) return ApplyPythonFilter(operand, name, args, kwargs);
   if (name == "join") {
     const Value separator = Option(args, kwargs, 0, "separator", Value::String(""));
     if (!separator.is(Type::kString)) return Error("join: separator must be a string");

@@ -169,11 +169,19 @@ absl::StatusOr<NodePtr> Parser::ParseTest() {
     const SourcePos name_pos = Here();
     node->name = Peek().value;
     ++current_;
-    if (Is(TokenType::kOpenParen)) {
-      return Unsupported(name_pos, Cat("tests with arguments (is ", node->name, "(...))"));
-    }
     if (!IsKnownTest(node->name)) {
       return ErrorAt(absl::StatusCode::kUnimplemented, name_pos, Cat("unsupported Jinja test: ", node->name));
+    }
+    // One argument, as Jinja2's parse_test takes it: a primary with its
+    // postfix (`divisibleby 3`, `divisibleby(3)`, `in [1, 2]`), unless what
+    // follows is else/or/and (or ends the expression).
+    const bool argument_starts =
+        Is(TokenType::kNumericLiteral) || Is(TokenType::kStringLiteral) || Is(TokenType::kOpenParen) ||
+        Is(TokenType::kOpenSquareBracket) || Is(TokenType::kOpenCurlyBracket) ||
+        (Is(TokenType::kIdentifier) && !IsIdentifier("else") && !IsIdentifier("or") && !IsIdentifier("and"));
+    if (argument_starts) {
+      if (IsIdentifier("is")) return SyntaxError("You cannot chain multiple tests with is");
+      WARP_ASSIGN_OR_RETURN(node->argument, ParseCallMember());
     }
     node->operand = std::move(operand);
     operand = std::move(node);

@@ -45,8 +45,8 @@ TEST(JinjaErrorTest, UnknownFiltersAndTestsFailAtParse) {
               StatusIs(absl::StatusCode::kUnimplemented, "chat template line 1, column 8: unsupported Jinja filter: frobnicate"));
   EXPECT_THAT(ParseError("{{ x | upper(1) }}"),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported Jinja filter: upper(...)")));
-  EXPECT_THAT(ParseError("{% if x is divisibleby(3) %}{% endif %}"),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported Jinja feature: tests with arguments (is divisibleby(...))")));
+  EXPECT_THAT(ParseError("{% if x is sameas is none %}{% endif %}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("You cannot chain multiple tests with is")));
   EXPECT_THAT(ParseError("{{ x is frob }}"),
               StatusIs(absl::StatusCode::kUnimplemented, "chat template line 1, column 9: unsupported Jinja test: frob"));
   EXPECT_THAT(ParseError("{% for x in xs recursive %}{% endfor %}"),

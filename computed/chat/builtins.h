@@ -38,6 +38,10 @@ bool IsGlobalName(std::string_view name);
 // namespace(...): every scope resolves this name, unless it set it itself.
 const Value& NamespaceFunction();
 
+// The value at a dotted path of dict keys and list indices ("a.b.0"; the
+// reference's getAttributeValue); undefined where a step is missing.
+Value AttributePath(const Value& item, const std::string& path);
+
 // The Jinja2 builtin filters beyond the reference's (python_filters.cc):
 // whether `name` is one, with or without arguments, and applying it.
 bool IsPythonFilter(std::string_view name, bool with_arguments);

@@ -69,24 +69,6 @@ std::string Indent(const std::string& text, size_t width, bool first, bool blank
   return out;
 }
 
-// "a.b.0": keys of dicts/namespaces and list indices (getAttributeValue).
-Value AttributePath(const Value& item, const std::string& path) {
-  Value value = item;
-  for (std::string_view part : SplitString(path, ".")) {
-    if (value.is_mapping()) {
-      const Value* found = value.object().Find(part);
-      value = found != nullptr ? *found : Value();
-    } else if (value.is(Type::kArray)) {
-      const double index = ParseJsInt(part);
-      if (std::isnan(index) || index < 0 || index >= static_cast<double>(value.array().size())) return Value();
-      value = Value(value.array()[static_cast<size_t>(index)]);
-    } else {
-      return Value();
-    }
-  }
-  return value;
-}
-
 absl::StatusOr<Value> CallMethod(const Value& operand, std::string_view name, Args args) {
   const Value method = BuiltinMember(operand, name);
   if (!method.is(Type::kFunction)) return method;
@@ -218,6 +200,24 @@ Value Option(const Args& args, const ObjectMap& kwargs, size_t index, std::strin
 }
 
 }  // namespace
+
+// "a.b.0": keys of dicts/namespaces and list indices (getAttributeValue).
+Value AttributePath(const Value& item, const std::string& path) {
+  Value value = item;
+  for (std::string_view part : SplitString(path, ".")) {
+    if (value.is_mapping()) {
+      const Value* found = value.object().Find(part);
+      value = found != nullptr ? *found : Value();
+    } else if (value.is(Type::kArray)) {
+      const double index = ParseJsInt(part);
+      if (std::isnan(index) || index < 0 || index >= static_cast<double>(value.array().size())) return Value();
+      value = Value(value.array()[static_cast<size_t>(index)]);
+    } else {
+      return Value();
+    }
+  }
+  return value;
+}
 
 bool IsKnownFilter(std::string_view name, bool with_arguments) {
   static const std::set<std::string_view> kSimple = {

@@ -256,26 +256,10 @@ absl::StatusOr<Value> Round(const Value& operand, const Args& args, const Object
   return Value::Float(rounded);
 }
 
-// Value at the dotted `attribute` of `item` (Jinja2's make_attrgetter).
+// Value at the dotted `attribute` of `item` (Jinja2's make_attrgetter); the item itself for none.
 Value Attribute(const Value& item, const Value& attribute) {
   if (attribute.is(Type::kNone)) return item;
-  Value value = item;
-  const std::string path =
-      attribute.is(Type::kInt) ? FormatPyInt(attribute.number()) : attribute.string();
-  for (std::string_view part : SplitString(path, ".")) {
-    if (value.is_mapping()) {
-      const Value* found = value.object().Find(part);
-      value = found != nullptr ? *found : Value();
-    } else if (value.is(Type::kArray)) {
-      const std::optional<double> index = ParsePyInt(part);
-      if (!index || *index < 0 || *index >= static_cast<double>(value.array().size()))
-        return Value();
-      value = Value(value.array()[static_cast<size_t>(*index)]);
-    } else {
-      return Value();
-    }
-  }
-  return value;
+  return AttributePath(item, attribute.is(Type::kInt) ? FormatPyInt(attribute.number()) : attribute.string());
 }
 
 absl::StatusOr<Value> Sum(const Value& operand, const Args& args, const ObjectMap& kwargs) {

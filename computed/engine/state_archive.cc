@@ -44,33 +44,24 @@ void StateArchive::Floats(std::span<float> values) {
   Bytes(values.data(), values.size() * sizeof(float));
 }
 
-void StateArchive::FloatVector(std::vector<float>& values) {
+template <typename T>
+void StateArchive::Vector(std::vector<T>& values, std::string_view what) {
   uint64_t count = values.size();
   Bytes(&count, sizeof(count));
   if (!ok()) return;
   if (reading()) {
-    if (count > (in_.size() - offset_) / sizeof(float)) {
-      Fail(absl::StrCat(count, " floats, past the end"));
+    if (count > (in_.size() - offset_) / sizeof(T)) {
+      Fail(absl::StrCat(count, " ", std::string(what), ", past the end"));
       return;
     }
     values.resize(count);
   }
-  Bytes(values.data(), values.size() * sizeof(float));
+  Bytes(values.data(), values.size() * sizeof(T));
 }
 
-void StateArchive::IdVector(std::vector<int32_t>& values) {
-  uint64_t count = values.size();
-  Bytes(&count, sizeof(count));
-  if (!ok()) return;
-  if (reading()) {
-    if (count > (in_.size() - offset_) / sizeof(int32_t)) {
-      Fail(absl::StrCat(count, " ids, past the end"));
-      return;
-    }
-    values.resize(count);
-  }
-  Bytes(values.data(), values.size() * sizeof(int32_t));
-}
+void StateArchive::FloatVector(std::vector<float>& values) { Vector(values, "floats"); }
+
+void StateArchive::IdVector(std::vector<int32_t>& values) { Vector(values, "ids"); }
 
 absl::Status StateArchive::Finish() {
   if (ok() && reading() && offset_ != in_.size()) {

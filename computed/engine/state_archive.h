@@ -60,6 +60,8 @@ class StateArchive {
  private:
   StateArchive(std::string* out, std::string_view in) : out_(out), in_(in) {}
   void Bytes(void* data, size_t size);
+  template <typename T>
+  void Vector(std::vector<T>& values, std::string_view what);
   void Fail(std::string what);
 
   std::string* out_;

@@ -148,6 +148,11 @@ absl::StatusOr<Value> StringFilter(const Value& operand, std::string_view name) 
   if (name == "trim") return Value::String(PyStrip(s, nullptr, true, true));
   if (name == "indent") return Value::String(Indent(s, 4, false, false));
   if (name == "join" || name == "string") return operand;
+  if (name == "list") {  // Python's list(str): its characters
+    std::vector<Value> chars;
+    for (std::string& c : CodePoints(s)) chars.push_back(Value::String(std::move(c)));
+    return Value::Array(std::move(chars));
+  }
   if (name == "int") return IntFilter(operand, Value::Int(0));
   if (name == "float") return FloatFilter(operand, Value::Float(0));
   return NoSuchFilter(name, operand);
@@ -179,6 +184,7 @@ absl::StatusOr<Value> SimpleFilter(const Value& operand, std::string_view name) 
       return NoSuchFilter(name, operand);
     case Type::kObject:
       if (name == "length") return Value::Int(static_cast<double>(operand.object().size()));
+      if (name == "list") return CallMethod(operand, "keys", {});  // Python's list(dict)
       if (IsDictMethod(name)) return CallMethod(operand, name, {});
       return NoSuchFilter(name, operand);
     case Type::kBool:
@@ -373,6 +379,24 @@ absl::StatusOr<Value> Interpreter::ApplyListCallFilter(const Value& operand, std
       if (passed == (name == "select")) kept.push_back(item);
     }
     return Value::Array(std::move(kept));
+  }
+  if (name == "map" && !args.empty()) {  // map('filter', args...): the filter on each item
+    if (!args[0].is(Type::kString)) return Error("map: the first argument names a filter");
+    const std::string& filter = args[0].string();
+    const Args rest(args.begin() + 1, args.end());
+    std::vector<Value> mapped;
+    for (const Value& item : items) {
+      if (rest.empty() && kwargs.empty() && IsKnownFilter(filter, /*with_arguments=*/false)) {
+        WARP_ASSIGN_OR_RETURN(Value value, SimpleFilter(item, filter));
+        mapped.push_back(std::move(value));
+      } else if (IsPythonFilter(filter, /*with_arguments=*/true)) {
+        WARP_ASSIGN_OR_RETURN(Value value, ApplyPythonFilter(item, filter, rest, kwargs));
+        mapped.push_back(std::move(value));
+      } else {
+        return absl::UnimplementedError(Cat("unsupported Jinja feature: map('", filter, "', ...)"));
+      }
+    }
+    return Value::Array(std::move(mapped));
   }
   if (name == "map") {
     const Value* attribute = kwargs.Find("attribute");

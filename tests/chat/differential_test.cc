@@ -142,6 +142,7 @@ std::vector<Case> Cases() {
       {"builtin_batch_slice", "{{ [1, 2, 3, 4, 5] | batch(2) | list }}|{{ [1, 2, 3] | batch(2, 'x') | list }}|{{ [1, 2, 3, 4, 5, 6, 7] | slice(3) | list }}|{{ [1, 2, 3, 4] | slice(3, 0) | list }}|{{ [] | slice(2) | list }}"},
       {"builtin_tests", "{{ 4 is divisibleby 2 }}{{ 5 is divisibleby(2) }}{{ 3 is ne 4 }}{{ 3 is lt 4 }}{{ 'b' is gt 'a' }}{{ 2 is ge 2 }}{{ 2 is le 1 }}{{ 5 is greaterthan 4 }}{{ 1 is lessthan 0 }}{{ 'a' is in 'cat' }}{{ 2 is in [1, 2] }}{{ 'k' is in {'k': 1} }}{{ none is sameas none }}{{ 1.0 is float }}{{ 1 is float }}{{ 'x' is escaped }}"},
       {"builtin_test_errors", "{{ 'a' is lt 1 }}"},
+      {"builtin_map_filter_list", "{{ [' a ', 'b '] | map('trim') | list }}|{{ ['x', 'yy'] | map('length') | list }}|{{ ['1', '2.5'] | map('float') | list }}|{{ [1.26, 2.5] | map('round', 1) | list }}|{{ 'ab' | list }}|{{ {'k': 1, 'j': 2} | list }}"},
       // Filters.
       {"filters_strings", "{{ s | trim }}|{{ s | length }}|{{ s | upper }}|{{ s | lower }}|{{ s | title }}|{{ s | capitalize }}|{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}",
        {{"s", " Mixed Case ✓ "}}},

@@ -107,7 +107,9 @@ TEST(JinjaErrorTest, TypeErrorsNameTheOperation) {
 
 TEST(JinjaErrorTest, UnsupportedFilterOptionsFailAtRender) {
   // tojson(sort_keys=true) is supported now: Python sorts by code point (issue 16).
-  EXPECT_THAT(RenderError("{{ [] | map('upper') }}"),
+  EXPECT_THAT(RenderError("{{ ['a'] | map('wordwrap') }}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported Jinja feature: map('wordwrap', ...)")));
+  EXPECT_THAT(RenderError("{{ [] | map(reverse=true) }}"),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("map() without attribute=")));
 }
 

@@ -1,14 +1,14 @@
 // Filters of the Interpreter, dispatched as @huggingface/jinja does: by name
 // and operand type, separately for `x|f` and `x|f(args)` (so `x|f` and
 // `x|f()` do not always both exist). Supported:
-//   x|f     safe tojson; list: list first last length reverse sort join string
+//   x|f     safe tojson default; list: list first last length reverse sort join string
 //           unique select reject; str: length upper lower title capitalize trim indent join
-//           string int float; numbers: abs int float string; dict: items
+//           string int float list; numbers: abs int float string; dict: items
 //           length get keys values dictsort; bool: bool int float string
 //   x|f()   tojson(indent, ensure_ascii, separators) join(sep) int(default)
 //           float(default) default(value, boolean); list: sort(reverse,
 //           case_sensitive, attribute) selectattr rejectattr select(test, arg)
-//           reject(test, arg) map(attribute=);
+//           reject(test, arg) map(attribute=) map('filter', args);
 //           str: indent(width, first, blank) replace(old, new, count);
 //           dict: get keys values items dictsort
 // and the Jinja2 builtins the reference lacks (python_filters.cc).

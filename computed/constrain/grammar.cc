@@ -122,8 +122,9 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int32_t root) && {
   return grammar;
 }
 
-void GrammarState::Expand(const Grammar& grammar, Stack stack, std::vector<Stack>& out) {
+bool GrammarState::Expand(const Grammar& grammar, Stack stack, std::vector<Stack>& out) {
   while (!stack.empty()) {
+    if (stack.size() > kMaxStackDepth || out.size() >= kMaxStacks) return false;
     const int32_t position = stack.back();
     const Element& element = grammar.at(position);
     if (element.kind == Element::Kind::kEnd) {
@@ -138,11 +139,18 @@ void GrammarState::Expand(const Grammar& grammar, Stack stack, std::vector<Stack
     for (size_t k = 0; k + 1 < starts.size(); ++k) {
       Stack alternative = stack;
       alternative.push_back(starts[k]);
-      Expand(grammar, std::move(alternative), out);
+      if (!Expand(grammar, std::move(alternative), out)) return false;
     }
     stack.push_back(starts.back());
   }
+  if (out.size() >= kMaxStacks) return false;
   out.push_back(std::move(stack));
+  return true;
+}
+
+void GrammarState::Overflow() {
+  stacks_.clear();
+  overflowed_ = true;
 }
 
 void GrammarState::Normalize() {
@@ -153,7 +161,10 @@ void GrammarState::Normalize() {
 GrammarState GrammarState::Start(const Grammar& grammar) {
   GrammarState state;
   for (const int32_t start : grammar.starts(grammar.root())) {
-    Expand(grammar, Stack{start}, state.stacks_);
+    if (!Expand(grammar, Stack{start}, state.stacks_)) {
+      state.Overflow();
+      return state;
+    }
   }
   state.Normalize();
   return state;
@@ -175,7 +186,10 @@ GrammarState GrammarState::After(const Grammar& grammar, Match match) const {
     if (stack.empty() || !match(grammar.at(stack.back()))) continue;
     Stack advanced = stack;
     ++advanced.back();
-    Expand(grammar, std::move(advanced), next.stacks_);
+    if (!Expand(grammar, std::move(advanced), next.stacks_)) {
+      next.Overflow();
+      return next;
+    }
   }
   if (next.stacks_.size() > 1) next.Normalize();
   return next;

@@ -78,12 +78,20 @@ class GrammarBuilder {
   std::vector<ByteSet> byte_sets_;
 };
 
+// Bounds on one state: a schema whose alternatives stay open together (nested
+// anyOf of the same shape) doubles the stacks at each level, and a deep
+// nesting makes each stack long; past either the state is `overflowed` (and
+// dead), so that one request cannot take the engine's memory.
+inline constexpr size_t kMaxStacks = 1024;
+inline constexpr size_t kMaxStackDepth = 1024;
+
 class GrammarState {
  public:
   // The state before any text.
   static GrammarState Start(const Grammar& grammar);
 
   bool dead() const { return stacks_.empty(); }  // no text continues to a match
+  bool overflowed() const { return overflowed_; }  // dead because a bound was passed
   bool can_end() const;                          // the text so far is a match
   bool finished() const;                         // a match that nothing may extend
   // Whether a byte or marker could come next.
@@ -99,10 +107,13 @@ class GrammarState {
   using Stack = std::vector<int32_t>;  // positions in Grammar::elements, innermost last
   template <typename Match>
   GrammarState After(const Grammar& grammar, Match match) const;
-  static void Expand(const Grammar& grammar, Stack stack, std::vector<Stack>& out);
+  // False when a bound was passed (`out` is then incomplete).
+  static bool Expand(const Grammar& grammar, Stack stack, std::vector<Stack>& out);
   void Normalize();
+  void Overflow();
 
   std::vector<Stack> stacks_;
+  bool overflowed_ = false;
 };
 
 }  // namespace warp::computed::constrain

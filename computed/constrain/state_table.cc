@@ -3,7 +3,10 @@
 namespace warp::computed::constrain {
 
 int32_t StateTable::Intern(GrammarState state) {
-  if (state.dead()) return kDead;
+  if (state.dead()) {
+    saw_overflow_ |= state.overflowed();
+    return kDead;
+  }
   std::string key = state.Key();
   if (const auto found = ids_.find(key); found != ids_.end()) return found->second;
   const auto id = static_cast<int32_t>(states_.size());

@@ -32,6 +32,8 @@ class StateTable {
   const GrammarState& state(int32_t id) const { return states_[id]; }
   const Grammar& grammar() const { return *grammar_; }
   size_t size() const { return states_.size(); }
+  // Some state reached passed the grammar's bounds (GrammarState::overflowed).
+  bool saw_overflow() const { return saw_overflow_; }
   // Forgets every state (ids are no longer valid): bounds the memory.
   void Clear();
 
@@ -41,6 +43,7 @@ class StateTable {
   std::vector<GrammarState> states_;
   std::vector<std::array<int32_t, 256>> after_byte_;  // kUnknown until taken
   std::unordered_map<std::string, int32_t> ids_;      // by GrammarState::Key
+  bool saw_overflow_ = false;
 };
 
 }  // namespace warp::computed::constrain

@@ -64,12 +64,7 @@ void TokenConstraint::Walk(int32_t node, int32_t state, std::vector<uint64_t>& b
 
 const std::vector<uint64_t>& TokenConstraint::AllowedBits() {
   if (const auto found = masks_.find(current_); found != masks_.end()) return found->second;
-  if (table_.size() > kKeptStates) {
-    GrammarState now = state();
-    table_.Clear();
-    masks_.clear();
-    current_ = table_.Intern(std::move(now));
-  }
+  BoundTable();
   if (masks_.size() >= kCachedMasks) masks_.clear();
   ++masks_computed_;
   std::vector<uint64_t> bits((vocabulary_->size() + 63) / 64, 0);
@@ -107,6 +102,17 @@ bool TokenConstraint::Mask(std::span<float> logits) {
   return std::any_of(logits.begin(), logits.end(), [](float l) { return l != kRefused; });
 }
 
+absl::Status TokenConstraint::Refusal() const {
+  if (table_.saw_overflow()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("constrained decoding: the reply's grammar holds more than ", kMaxStacks,
+                     " parses at once or nests deeper than ", kMaxStackDepth,
+                     " (a schema of nested anyOf, or a reply nested that deep)"));
+  }
+  return absl::FailedPreconditionError(
+      "constrained decoding: no token of the vocabulary continues the reply's grammar");
+}
+
 absl::Status TokenConstraint::Accept(int32_t token) {
   if (!Allows(token)) {
     return absl::FailedPreconditionError(
@@ -114,7 +120,18 @@ absl::Status TokenConstraint::Accept(int32_t token) {
   }
   if (IsEnd(token)) return absl::OkStatus();  // the reply ends
   current_ = After(token);
+  BoundTable();
   return absl::OkStatus();
+}
+
+void TokenConstraint::BoundTable() {
+  // The states of a long reply add up: past the bound the table starts again
+  // from the current state (ids change; the masks go with them).
+  if (table_.size() <= kKeptStates) return;
+  GrammarState now = state();
+  table_.Clear();
+  masks_.clear();
+  current_ = table_.Intern(std::move(now));
 }
 
 }  // namespace warp::computed::constrain

@@ -37,7 +37,10 @@ class TokenConstraint {
   // Sets every refused logit to -infinity; false when no token is allowed
   // (a literal the vocabulary cannot spell), which ends the reply.
   bool Mask(std::span<float> logits);
-  // Advances past `token`; FailedPrecondition naming it if not allowed.
+  // Why Mask allowed nothing: the grammar's bounds, or a literal no token spells.
+  absl::Status Refusal() const;
+  // Advances past `token`; FailedPrecondition naming it if not allowed,
+  // ResourceExhausted when the grammar's state passed its bounds (grammar.h).
   absl::Status Accept(int32_t token);
   // The text is a whole match that nothing may extend: only an end token may come.
   bool finished() const { return table_.state(current_).finished(); }
@@ -51,6 +54,7 @@ class TokenConstraint {
   // Bit t set: token t allowed in the current state.
   const std::vector<uint64_t>& AllowedBits();
   void Walk(int32_t node, int32_t state, std::vector<uint64_t>& bits);
+  void BoundTable();
 
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::vector<int32_t> end_tokens_;

@@ -24,6 +24,8 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   // all but a few of 150K. Sorting (logit, id) pairs, not ids through the
   // logits, keeps the comparisons in cache; the order is the same total order.
   const float top = logits[ArgmaxToken(logits)];
+  // NaN logits (a numeric blow-up) leave no candidate: the greedy token, as before.
+  if (!std::isfinite(top)) return ArgmaxToken(logits);
   const double lowest = top + kZeroExponent * options_.temperature;  // exp of less is 0
   std::vector<std::pair<float, int32_t>> candidates;
   candidates.reserve(logits.size());

@@ -42,7 +42,7 @@ class StateArchive {
   void Optional(std::optional<T>& value, Fn&& fields) {
     bool present = value.has_value();
     Bool(present);
-    if (reading() && present) value.emplace();
+    if (reading() && present) value = T{};
     if (reading() && !present) value.reset();
     if (present && ok()) fields(*value);
   }

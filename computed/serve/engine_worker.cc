@@ -234,11 +234,10 @@ std::optional<Transformer::SequenceChunk> EngineWorker::NextChunk(Slot& slot, in
   if (constraint != nullptr && !constraint->Allows(sampled)) {
     // Only then the mask (token_constraint.h): an allowed sample stays.
     if (!constraint->Mask(run.logits)) {
+      const absl::Status why = constraint->Refusal();
       End(slot,
-          absl::FailedPreconditionError(absl::StrCat(
-              "constrained decoding: no token of the vocabulary continues the reply's grammar "
-              "after ",
-              run.figures.completion_tokens, " tokens")),
+          absl::Status(why.code(), absl::StrCat(why.message(), " (after ",
+                                                run.figures.completion_tokens, " tokens)")),
           FinishReason::kStop);
       return std::nullopt;
     }

@@ -118,3 +118,29 @@ TEST(TokenConstraintTest, MasksEqualAllowsOnQwen3sVocabulary) {
 
 }  // namespace
 }  // namespace warp::computed::constrain
+
+namespace warp::computed::constrain {
+namespace {
+
+// Identical alternatives stay open together, doubling the parses at each
+// "[": past kMaxStacks the state is refused, not grown (one request must not
+// take the engine's memory), and the refusal says why.
+TEST(TokenConstraintTest, AGrammarPastItsBoundsIsRefusedNotGrown) {
+  auto vocabulary = std::make_shared<const Vocabulary>(Vocabulary::FromPieces({"[", "]", "0"}));
+  TokenConstraint constraint(SchemaGrammar(Json::parse(R"({"$defs": {"x": {"anyOf": [
+      {"type": "array", "items": {"$ref": "#/$defs/x"}},
+      {"type": "array", "items": {"$ref": "#/$defs/x"}}]}}, "$ref": "#/$defs/x"})")),
+                             vocabulary, {});
+  int depth = 0;
+  while (constraint.Allows(0) && depth < 64) {
+    ASSERT_TRUE(constraint.Accept(0).ok());
+    ++depth;
+  }
+  EXPECT_LT(depth, 16) << "the parses should pass 1024 within a few levels";
+  std::vector<float> logits(3, 0.0f);
+  EXPECT_FALSE(constraint.Mask(logits) && constraint.Allows(0));
+  EXPECT_EQ(constraint.Refusal().code(), absl::StatusCode::kResourceExhausted) << constraint.Refusal();
+}
+
+}  // namespace
+}  // namespace warp::computed::constrain

@@ -161,6 +161,20 @@ absl::StatusOr<std::shared_ptr<const ModelState>> ModelState::Open(
   return state;
 }
 
+absl::StatusOr<std::shared_ptr<computed::DiskPromptCache>> ModelState::PromptCache(
+    const std::string& key) const {
+  if (prompt_cache_dir_.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(prompt_cache_mutex_);
+  if (prompt_cache_ == nullptr) {
+    WARP_ASSIGN_OR_RETURN(std::unique_ptr<computed::DiskPromptCache> cache,
+                          computed::DiskPromptCache::Open({.dir = prompt_cache_dir_,
+                                                           .max_bytes = prompt_cache_bytes_,
+                                                           .key = key}));
+    prompt_cache_ = std::move(cache);
+  }
+  return prompt_cache_;
+}
+
 absl::StatusOr<const ModelText*> ModelState::RequireText() const {
   if (!text_) {
     return absl::FailedPreconditionError(

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "computed/api/warp.h"
+#include "computed/run/disk_prompt_cache.h"
 #include "computed/run/model_text.h"
 #include "computed/run/session.h"
 #include "nlohmann/json.hpp"
@@ -41,9 +43,11 @@ class ModelState {
   // Null for a model without a tokenizer (token ids only).
   const computed::ModelText* text() const { return text_ ? &*text_ : nullptr; }
   uint32_t vocab_size() const { return vocab_size_; }  // the model's, as prefill checks
-  // options.prompt_cache_dir (empty: none) and its bound.
-  const std::string& prompt_cache_dir() const { return prompt_cache_dir_; }
-  uint64_t prompt_cache_bytes() const { return prompt_cache_bytes_; }
+  // The prompt cache on disk of options.prompt_cache_dir, one for all the
+  // model's sessions (their states share `key`), opened at the first call;
+  // null without a directory. Thread-safe.
+  absl::StatusOr<std::shared_ptr<computed::DiskPromptCache>> PromptCache(
+      const std::string& key) const;
 
  private:
   ModelState() = default;
@@ -55,6 +59,8 @@ class ModelState {
   uint32_t vocab_size_ = 0;
   std::string prompt_cache_dir_;
   uint64_t prompt_cache_bytes_ = 0;
+  mutable std::mutex prompt_cache_mutex_;
+  mutable std::shared_ptr<computed::DiskPromptCache> prompt_cache_;  // guarded by the mutex
 };
 
 }  // namespace warp::api

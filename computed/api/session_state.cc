@@ -31,13 +31,8 @@ absl::StatusOr<std::unique_ptr<SessionState>> SessionState::Open(
     std::shared_ptr<const ModelState> model) {
   WARP_ASSIGN_OR_RETURN(std::unique_ptr<computed::Session> session,
                         computed::Session::Open(model->session_options()));
-  std::unique_ptr<computed::DiskPromptCache> disk;
-  if (!model->prompt_cache_dir().empty()) {
-    WARP_ASSIGN_OR_RETURN(disk, computed::DiskPromptCache::Open(
-                                    {.dir = model->prompt_cache_dir(),
-                                     .max_bytes = model->prompt_cache_bytes(),
-                                     .key = session->state_key()}));
-  }
+  WARP_ASSIGN_OR_RETURN(std::shared_ptr<computed::DiskPromptCache> disk,
+                        model->PromptCache(session->state_key()));
   auto state =
       std::unique_ptr<SessionState>(new SessionState(std::move(model), std::move(session)));
   state->disk_ = std::move(disk);
@@ -80,7 +75,10 @@ absl::Status SessionState::Prefill(std::span<const int32_t> ids) {
 std::span<const int32_t> SessionState::LoadFromDisk(std::span<const int32_t> ids) {
   std::optional<computed::DiskPromptCache::Hit> hit = disk_->Lookup(ids, 0);
   if (!hit) return ids;
-  if (!session_->transformer().LoadSequence(hit->state).ok()) return ids;  // left empty
+  if (absl::Status loaded = session_->transformer().LoadSequence(hit->state); !loaded.ok()) {
+    disk_->Refuse(hit->ids, loaded);  // logged and removed; the session was left empty
+    return ids;
+  }
   history_ = std::move(hit->ids);
   logits_.clear();
   disk_tokens_ += history_.size();
@@ -88,7 +86,8 @@ std::span<const int32_t> SessionState::LoadFromDisk(std::span<const int32_t> ids
 }
 
 void SessionState::SaveToDisk() {
-  if (disk_ != nullptr && !history_.empty() && session_->position() == history_.size()) {
+  if (disk_ != nullptr && !history_.empty() && session_->position() == history_.size() &&
+      !disk_->Holds(history_)) {
     disk_->Store(history_, session_->transformer().SaveSequence());
   }
 }

@@ -78,7 +78,7 @@ class SessionState {
 
   std::shared_ptr<const ModelState> model_;  // kept alive: the tokenizer and stop ids
   std::unique_ptr<computed::Session> session_;
-  std::unique_ptr<computed::DiskPromptCache> disk_;  // options.prompt_cache_dir; may be null
+  std::shared_ptr<computed::DiskPromptCache> disk_;  // the model's (prompt_cache_dir); may be null
   std::vector<int32_t> history_;  // the ids in the KV cache: position() of them
   std::vector<float> logits_;     // [vocab] of the last position run; empty: none kept
   std::vector<int32_t> unfed_;    // generated, not yet in the KV cache (at most one)

@@ -42,7 +42,7 @@ absl::StatusOr<int64_t> Bound(const Json& schema, const char* key, int64_t absen
                               const std::string& path) {
   const auto found = schema.find(key);
   if (found == schema.end()) return absent;
-  if (!found->is_number_unsigned() || found->get<int64_t>() > kMaxBoundedLength) {
+  if (!found->is_number_unsigned() || found->get<uint64_t>() > uint64_t{kMaxBoundedLength}) {
     return Refuse(path,
                   absl::StrCat("\"", key, "\" must be an integer from 0 to ", kMaxBoundedLength));
   }
@@ -132,28 +132,42 @@ int32_t JsonSchemaGrammar::Repeat(int32_t item, int64_t min, int64_t max, const 
 
 int32_t JsonSchemaGrammar::StringChar() {
   if (string_char_ >= 0) return string_char_;
-  ByteSet plain;
-  plain.set();
-  for (int c = 0; c < 0x20; ++c) plain.reset(c);
-  plain.reset('"');
-  plain.reset('\\');
+  auto range = [](int first, int last) {
+    ByteSet set;
+    for (int c = first; c <= last; ++c) set.set(c);
+    return set;
+  };
   auto set_of = [](std::string_view bytes) {
     ByteSet set;
     for (const char c : bytes) set.set(static_cast<uint8_t>(c));
     return set;
   };
+  ByteSet ascii = range(0x20, 0x7f);
+  ascii.reset('"');
+  ascii.reset('\\');
+  const Element tail = b_.Bytes(range(0x80, 0xbf));
   const Element h = b_.Bytes(set_of("0123456789abcdefABCDEF"));
   const Element u = b_.Byte('u'), backslash = b_.Byte('\\');
-  // \uXXXX other than a surrogate, or a high and a low surrogate in a pair:
-  // a lone surrogate is not text (strict parsers refuse it).
   const Element d = b_.Bytes(set_of("dD"));
-  string_char_ =
-      b_.AddRule("char", {{b_.Bytes(plain)},
-                          {backslash, b_.Bytes(set_of("\"\\/bfnrt"))},
-                          {backslash, u, b_.Bytes(set_of("0123456789abcABCeEfF")), h, h, h},
-                          {backslash, u, d, b_.Bytes(set_of("01234567")), h, h},
-                          {backslash, u, d, b_.Bytes(set_of("89abAB")), h, h, backslash, u, d,
-                           b_.Bytes(set_of("cdefCDEF")), h, h}});
+  // One character: printable ASCII other than '"' and '\', a UTF-8 sequence
+  // (well formed: no overlong form, no surrogate, nothing past U+10FFFF), or
+  // an escape; \uXXXX never a lone surrogate (strict parsers refuse one).
+  // minLength and maxLength count these, as JSON Schema counts characters.
+  string_char_ = b_.AddRule(
+      "char", {{b_.Bytes(ascii)},
+               {b_.Bytes(range(0xc2, 0xdf)), tail},
+               {b_.Byte(0xe0), b_.Bytes(range(0xa0, 0xbf)), tail},
+               {b_.Bytes(range(0xe1, 0xec)), tail, tail},
+               {b_.Byte(0xed), b_.Bytes(range(0x80, 0x9f)), tail},
+               {b_.Bytes(range(0xee, 0xef)), tail, tail},
+               {b_.Byte(0xf0), b_.Bytes(range(0x90, 0xbf)), tail, tail},
+               {b_.Bytes(range(0xf1, 0xf3)), tail, tail, tail},
+               {b_.Byte(0xf4), b_.Bytes(range(0x80, 0x8f)), tail, tail},
+               {backslash, b_.Bytes(set_of("\"\\/bfnrt"))},
+               {backslash, u, b_.Bytes(set_of("0123456789abcABCeEfF")), h, h, h},
+               {backslash, u, d, b_.Bytes(set_of("01234567")), h, h},
+               {backslash, u, d, b_.Bytes(set_of("89abAB")), h, h, backslash, u, d,
+                b_.Bytes(set_of("cdefCDEF")), h, h}});
   return string_char_;
 }
 

@@ -1,9 +1,11 @@
 #include "computed/run/disk_prompt_cache.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -36,8 +38,16 @@ static_assert(sizeof(Header) == 32);
 
 spdlog::logger& Log() { return Logger("computed"); }
 
-uint64_t EntryBytes(const Header& h) {
-  return sizeof(Header) + h.key_bytes + h.ids * sizeof(int32_t) + h.state_bytes + sizeof(uint32_t);
+// The entry's size from its header, or 0 when the header's counts cannot be
+// a file of `file_bytes` (a flipped bit must not size a vector).
+uint64_t EntryBytes(const Header& h, uint64_t file_bytes) {
+  const uint64_t fixed = sizeof(Header) + sizeof(uint32_t);
+  if (file_bytes < fixed || h.key_bytes > file_bytes || h.state_bytes > file_bytes ||
+      h.ids > file_bytes / sizeof(int32_t)) {
+    return 0;
+  }
+  const uint64_t total = fixed + h.key_bytes + h.ids * sizeof(int32_t) + h.state_bytes;
+  return total == file_bytes ? total : 0;
 }
 
 int64_t ModifiedNanos(const fs::path& path) {
@@ -62,7 +72,7 @@ std::string EncodePromptCacheEntry(std::string_view key, std::span<const int32_t
   header.ids = ids.size();
   header.state_bytes = state.size();
   std::string out;
-  out.reserve(EntryBytes(header));
+  out.reserve(sizeof(Header) + key.size() + ids.size_bytes() + state.size() + sizeof(uint32_t));
   out.append(reinterpret_cast<const char*>(&header), sizeof(header));
   out.append(key);
   out.append(reinterpret_cast<const char*>(ids.data()), ids.size_bytes());
@@ -106,8 +116,10 @@ void DiskPromptCache::Scan() {
   std::error_code error;
   for (const fs::directory_entry& file : fs::directory_iterator(options_.dir, error)) {
     const fs::path& path = file.path();
-    if (path.string().ends_with(".wpc.tmp")) {  // a write a crash cut short
-      fs::remove(path, error);
+    if (path.string().find(".wpc.tmp") != std::string::npos) {
+      // A write a crash cut short, if it is old: another process may be writing a new one.
+      const auto age = fs::file_time_type::clock::now() - fs::last_write_time(path, error);
+      if (!error && age > std::chrono::hours(1)) fs::remove(path, error);
       continue;
     }
     if (path.extension() != kSuffix) continue;
@@ -129,9 +141,10 @@ void DiskPromptCache::Scan() {
       continue;
     }
     absl::StatusOr<uint64_t> size = FileSize(opened->fd.get(), path.string());
-    if (!size.ok() || *size != EntryBytes(header)) {
-      Log().warn("prompt cache: {}: {} bytes where its header says {}; removed", path.string(),
-                 size.ok() ? *size : 0, EntryBytes(header));
+    if (!size.ok()) continue;
+    if (EntryBytes(header, *size) == 0) {
+      Log().warn("prompt cache: {}: {} bytes, which its header's sizes do not add up to; removed",
+                 path.string(), *size);
       fs::remove(path, error);
       continue;
     }
@@ -172,9 +185,9 @@ absl::StatusOr<std::string> DiskPromptCache::ReadEntry(const Entry& entry) const
   if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 || header.version != kVersion) {
     return absl::DataLossError("not a prompt cache entry of this version");
   }
-  if (bytes.size() != EntryBytes(header)) {
+  if (EntryBytes(header, bytes.size()) == 0) {
     return absl::DataLossError(
-        absl::StrCat(bytes.size(), " bytes where its header says ", EntryBytes(header)));
+        absl::StrCat(bytes.size(), " bytes, which its header's sizes do not add up to"));
   }
   uint32_t stored = 0;
   std::memcpy(&stored, bytes.data() + bytes.size() - sizeof(stored), sizeof(stored));
@@ -200,16 +213,46 @@ void DiskPromptCache::Refuse(const Entry& entry, const absl::Status& why) {
   Log().warn("prompt cache: {}: {}; removed, the prefix is recomputed", entry.path.string(),
              std::string(why.message()));
   ++stats_.refused;
+  // Only the file that was read: the same ids may have been written again since.
+  for (const Entry& held : entries_) {
+    if (held.path == entry.path && held.used != entry.used) return;
+  }
   std::error_code error;
   fs::remove(entry.path, error);
+  Forget(entry.path);
+}
+
+void DiskPromptCache::Forget(const fs::path& path) {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if (it->path == entry.path) {
+    if (it->path == path) {
       stats_.bytes -= it->bytes;
       entries_.erase(it);
       break;
     }
   }
   stats_.entries = entries_.size();
+}
+
+void DiskPromptCache::Refuse(std::span<const int32_t> ids, const absl::Status& why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Entry& entry : entries_) {
+    if (std::equal(entry.ids.begin(), entry.ids.end(), ids.begin(), ids.end())) {
+      const Entry copy = entry;
+      Refuse(copy, why);
+      return;
+    }
+  }
+}
+
+bool DiskPromptCache::Holds(std::span<const int32_t> ids) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Entry& entry : entries_) {
+    if (std::equal(entry.ids.begin(), entry.ids.end(), ids.begin(), ids.end())) {
+      entry.used = Touch(entry.path);
+      return true;
+    }
+  }
+  return false;
 }
 
 std::optional<DiskPromptCache::Hit> DiskPromptCache::Lookup(std::span<const int32_t> ids,
@@ -231,7 +274,13 @@ std::optional<DiskPromptCache::Hit> DiskPromptCache::Lookup(std::span<const int3
     absl::StatusOr<std::string> state = ReadEntry(chosen);
     lock.lock();
     if (!state.ok()) {
-      Refuse(chosen, state.status());
+      if (absl::IsDataLoss(state.status())) {
+        Refuse(chosen, state.status());
+      } else {  // gone (evicted meanwhile) or unreadable for now: a miss, the file left alone
+        Forget(chosen.path);
+        ++stats_.misses;
+        return std::nullopt;
+      }
       continue;
     }
     for (Entry& entry : entries_) {
@@ -291,7 +340,7 @@ void DiskPromptCache::Write(std::vector<int32_t> ids, std::string state) {
     return;
   }
   const fs::path path = PathOf(ids);
-  const absl::Status written = WriteFileAtomically(path, bytes);
+  const absl::Status written = WriteEntry(path, bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!written.ok()) {
     ++stats_.write_failures;
@@ -312,6 +361,24 @@ void DiskPromptCache::Write(std::vector<int32_t> ids, std::string state) {
   stats_.bytes += bytes.size();
   stats_.entries = entries_.size();
   EvictLocked();
+}
+
+absl::Status DiskPromptCache::WriteEntry(const fs::path& path, std::string_view bytes) {
+  // A name of this process and write: two servers sharing the directory never
+  // write one temp file, and Scan removes only old ones.
+  const fs::path tmp =
+      absl::StrCat(path.string(), ".tmp.", ::getpid(), ".", temp_counter_.fetch_add(1));
+  absl::Status status = [&]() -> absl::Status {
+    WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForWrite(tmp, /*want_direct=*/false));
+    WARP_RETURN_IF_ERROR(PwriteFull(file.fd.get(), std::as_bytes(std::span(bytes)), 0, tmp.string()));
+    if (::fsync(file.fd.get()) != 0) return ErrnoToStatus(errno, tmp.string());
+    return absl::OkStatus();
+  }();
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    status = ErrnoToStatus(errno, path.string());
+  }
+  if (!status.ok()) ::unlink(tmp.c_str());
+  return status;
 }
 
 void DiskPromptCache::EvictLocked() {

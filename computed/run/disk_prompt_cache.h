@@ -17,6 +17,7 @@
 //
 // Thread-safe.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -65,6 +66,12 @@ class DiskPromptCache {
   // Queues the state of the prefix `ids` to be written (dropped when an entry
   // holds the same ids, or when it alone is past the size bound).
   void Store(std::vector<int32_t> ids, std::string state);
+  // Whether an entry holds exactly `ids` (it counts as used): a caller skips
+  // serializing a state the cache has.
+  bool Holds(std::span<const int32_t> ids);
+  // Removes the entry of `ids` with a log line naming `why`: its state did
+  // not load (Transformer::LoadSequence refused it).
+  void Refuse(std::span<const int32_t> ids, const absl::Status& why);
   // Waits until every queued entry is written or dropped.
   void Flush();
 
@@ -86,6 +93,8 @@ class DiskPromptCache {
   // Reads and checks `entry`'s file: its state, or why it is refused.
   absl::StatusOr<std::string> ReadEntry(const Entry& entry) const;
   void Refuse(const Entry& entry, const absl::Status& why);  // under mutex_
+  void Forget(const std::filesystem::path& path);             // under mutex_: out of the index
+  absl::Status WriteEntry(const std::filesystem::path& path, std::string_view bytes);
   std::filesystem::path PathOf(std::span<const int32_t> ids) const;
 
   const DiskPromptCacheOptions options_;
@@ -100,6 +109,7 @@ class DiskPromptCache {
   bool writing_ = false;        // guarded by mutex_
   bool stopping_ = false;       // guarded by mutex_
   DiskPromptCacheStats stats_;  // guarded by mutex_
+  std::atomic<uint64_t> temp_counter_{0};
   std::thread writer_;
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/logging.h"
 #include "common/status.h"
 
 namespace warp::computed {
@@ -58,9 +57,8 @@ size_t PromptCache::LoadFromDisk(std::span<const int32_t> ids, size_t shared) {
   std::optional<DiskPromptCache::Hit> hit = disk_->Lookup(ids, shared);
   if (!hit) return shared;
   const absl::Status loaded = session_.transformer().LoadSequence(hit->state, sequence_);
-  if (!loaded.ok()) {
-    Logger("computed").warn("prompt cache: an entry of {} tokens does not load ({}); recomputed",
-                            hit->ids.size(), std::string(loaded.message()));
+  if (!loaded.ok()) {  // logged and removed by the cache; the sequence was left empty
+    disk_->Refuse(hit->ids, loaded);
     in_cache_.clear();
     return 0;
   }
@@ -70,7 +68,8 @@ size_t PromptCache::LoadFromDisk(std::span<const int32_t> ids, size_t shared) {
 }
 
 void PromptCache::SaveToDisk() {
-  if (disk_ == nullptr || in_cache_.empty() || session_.position(sequence_) != in_cache_.size()) {
+  if (disk_ == nullptr || in_cache_.empty() || session_.position(sequence_) != in_cache_.size() ||
+      disk_->Holds(in_cache_)) {  // held already: no state serialized for nothing
     return;
   }
   disk_->Store(in_cache_, session_.transformer().SaveSequence(sequence_));

@@ -510,9 +510,12 @@ std::string Session::StageReport() const {
 }
 
 std::string Session::state_key() const {
+  // Everything that changes the bits of the state (--experts-per-token its
+  // routes), and the archive's own format.
   return absl::StrCat(FingerprintHex(container_->manifest().fingerprint), " context ",
                       options_.engine.max_positions, " activations ",
-                      options_.compute.q8_activations ? "q8" : "f32");
+                      options_.compute.q8_activations ? "q8" : "f32", " experts-per-token ",
+                      options_.engine.experts_per_token, " state v1");
 }
 
 }  // namespace warp::computed

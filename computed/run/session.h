@@ -130,7 +130,8 @@ class Session {
 
   Transformer& transformer() { return *transformer_; }
   // What a saved sequence state is valid for (the disk prompt cache's key):
-  // the model's fingerprint, the context, the activations' arithmetic.
+  // the model's fingerprint, the context, the activations' arithmetic, the
+  // experts per token, the state format's version.
   std::string state_key() const;
   const BudgetDecision& budget() const { return budget_; }
   uint32_t vocab_size() const { return transformer_->config().vocab_size; }

@@ -66,6 +66,7 @@ TEST(JsonSchemaGrammarTest, AcceptsWhatTheSchemaDoes) {
            R"({"city": "\"Ko\u00e9\\n", "unit": "celsius", "days": 12, "hourly": true})",
            R"({"city": "", "days": 1, "tags": ["a", "bcd"]})",
            R"({"city": "x", "days": 1, "tags": []})",
+           R"({"city": "x", "days": 1, "tags": ["日本語"]})",  // maxLength counts characters
            R"({"city": "\ud83d\ude00", "days": 1})",  // a surrogate pair
        }) {
     EXPECT_TRUE(Matches(*grammar, text)) << text;
@@ -170,6 +171,8 @@ TEST(JsonSchemaGrammarTest, RefusesWhatItCannotTakeByName) {
        "schema at $: \"$ref\": \"#/$defs/missing\" names no definition"},
       {R"({"type": "string", "maxLength": 5000})",
        "schema at $: \"maxLength\" must be an integer from 0 to 1024"},
+      {R"({"type": "string", "minLength": 9223372036854775808})",
+       "schema at $: \"minLength\" must be an integer from 0 to 1024"},
       {R"({"allOf": [{"type": "string"}, {"maxLength": 2}]})",
        "schema at $: \"allOf\" of more than one schema is not supported"},
       {R"({"items": false})", "schema at $.items: the schema false accepts no value"},

@@ -105,27 +105,35 @@ uint32_t KvCompressor::Rewind(uint32_t position) {
 }
 
 void KvCompressor::Archive(StateArchive& archive) {
+  const uint64_t capacity = entries_.size() / dim_;
   archive.U32(count_);
   archive.U32(end_);
-  if (archive.reading() && uint64_t{count_} * dim_ > entries_.size()) {
-    archive.Refuse(absl::StrCat(count_, " compressed entries, past this context's ",
-                                entries_.size() / dim_));
+  if (archive.reading() && count_ > capacity) {
+    archive.Refuse(absl::StrCat(count_, " compressed entries, past this context's ", capacity));
   }
   if (!archive.ok()) return;
   archive.Floats(std::span<float>(entries_.data(), uint64_t{count_} * dim_));
+  // An open window has this compressor's sizes, whichever copy it is.
   auto open = [&](Open& o) {
-    archive.FloatVector(o.kv);
-    archive.FloatVector(o.gate);
-    archive.U32(o.filled);
-    archive.FloatVector(o.prev_kv);
-    archive.FloatVector(o.prev_gate);
+    o.kv.resize(open_.kv.size());
+    o.gate.resize(open_.gate.size());
+    o.prev_kv.resize(open_.prev_kv.size());
+    o.prev_gate.resize(open_.prev_gate.size());
+    for (std::vector<float>* part : {&o.kv, &o.gate, &o.prev_kv, &o.prev_gate}) archive.Floats(*part);
     archive.Bool(o.has_prev);
+    archive.U32(o.filled);
+    if (archive.reading() && o.filled >= rate_) {
+      archive.Refuse(absl::StrCat("an open window of ", o.filled, " positions at rate ", rate_));
+    }
   };
   open(open_);
   archive.Optional(saved_, [&](Saved& saved) {
     open(saved.open);
     archive.U32(saved.count);
     archive.U32(saved.end);
+    if (archive.reading() && saved.count > count_) {
+      archive.Refuse(absl::StrCat("a checkpoint of ", saved.count, " entries past the ", count_, " held"));
+    }
   });
 }
 

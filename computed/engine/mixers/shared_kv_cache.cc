@@ -98,25 +98,34 @@ uint32_t SharedKvCache::Rewind(uint32_t position) {
 void SharedKvCache::Checkpoint() { saved_ = Saved{open_, count_, end_}; }
 
 void SharedKvCache::Archive(StateArchive& archive) {
+  const uint64_t capacity = entries_.size() / dim_;
   archive.U32(count_);
   archive.U32(end_);
-  if (archive.reading() && uint64_t{count_} * dim_ > entries_.size()) {
-    archive.Refuse(absl::StrCat(count_, " pooled entries, past this context's ",
-                                entries_.size() / dim_));
+  if (archive.reading() && count_ > capacity) {
+    archive.Refuse(absl::StrCat(count_, " pooled entries, past this context's ", capacity));
   }
   if (!archive.ok()) return;
   archive.Floats(std::span<float>(entries_.data(), uint64_t{count_} * dim_));
   archive.Floats(std::span<float>(keys_.data(), uint64_t{count_} * key_dim_));
+  // An open group has this cache's sizes, whichever copy it is.
   auto open = [&](Open& o) {
-    archive.FloatVector(o.kv);
-    archive.FloatVector(o.gate);
+    o.kv.resize(open_.kv.size());
+    o.gate.resize(open_.gate.size());
+    archive.Floats(o.kv);
+    archive.Floats(o.gate);
     archive.U32(o.filled);
+    if (archive.reading() && o.filled >= rate_) {
+      archive.Refuse(absl::StrCat("an open group of ", o.filled, " positions at rate ", rate_));
+    }
   };
   open(open_);
   archive.Optional(saved_, [&](Saved& saved) {
     open(saved.open);
     archive.U32(saved.count);
     archive.U32(saved.end);
+    if (archive.reading() && saved.count > count_) {
+      archive.Refuse(absl::StrCat("a checkpoint of ", saved.count, " entries past the ", count_, " held"));
+    }
   });
 }
 

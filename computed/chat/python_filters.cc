@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/status/status.h"
@@ -63,8 +65,8 @@ std::string Escape(std::string_view s) {
   return out;
 }
 
-// Markup.striptags: comments and tags out, the basic entities back, the
-// whitespace collapsed to single spaces.
+// Markup.striptags: comments and tags out, the whitespace collapsed to single
+// spaces (str.split()), then the basic entities unescaped, in Jinja2's order.
 std::string StripTags(std::string_view s) {
   std::string text;
   for (size_t i = 0; i < s.size();) {
@@ -84,23 +86,24 @@ std::string StripTags(std::string_view s) {
     }
     text += s[i++];
   }
+  std::string out;
+  bool space = false;
+  for (const char c : text) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
   static const std::pair<std::string_view, std::string_view> kEntities[] = {
       {"&lt;", "<"},   {"&gt;", ">"},  {"&quot;", "\""},
       {"&#34;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}};
   for (const auto& [entity, plain] : kEntities) {
-    for (size_t at = text.find(entity); at != std::string::npos;
-         at = text.find(entity, at + plain.size())) {
-      text.replace(at, entity.size(), plain);
-    }
-  }
-  std::string out;
-  for (const std::string_view word : SplitString(text, " ")) {
-    for (const std::string_view part : SplitString(word, "\n")) {
-      for (const std::string_view piece : SplitString(part, "\t")) {
-        if (piece.empty()) continue;
-        if (!out.empty()) out += ' ';
-        out += piece;
-      }
+    for (size_t at = out.find(entity); at != std::string::npos;
+         at = out.find(entity, at + plain.size())) {
+      out.replace(at, entity.size(), plain);
     }
   }
   return out;
@@ -207,10 +210,12 @@ absl::StatusOr<Value> Format(const std::string& format, const Args& args) {
           return Error(
               Cat("format: %", std::string(1, conversion), " needs a number, not ", TypeName(arg)));
         }
-        if (conversion == 'x') {
+        if (conversion == 'x') {  // Python: a sign, then the magnitude's digits
+          const double value = std::trunc(arg.number());
           char hex[32];
-          std::snprintf(hex, sizeof(hex), "%llx", static_cast<long long>(std::trunc(arg.number())));
-          out += hex;
+          std::snprintf(hex, sizeof(hex), "%llx",
+                        static_cast<unsigned long long>(std::fabs(value)));
+          out += value < 0 ? Cat("-", hex) : std::string(hex);
         } else {
           out += FormatPyInt(std::trunc(arg.number()));
         }
@@ -245,7 +250,16 @@ absl::StatusOr<Value> Round(const Value& operand, const Args& args, const Object
   double rounded;
   if (method.string() == "common") {
     if (operand.is(Type::kInt)) return operand;  // round(int, n) is the int
-    rounded = std::nearbyint(operand.number() * scale) / scale;
+    if (precision.number() < 0 || precision.number() > 300) {
+      rounded = std::nearbyint(operand.number() * scale) / scale;
+    } else {
+      // Python rounds the float's exact binary value, ties to even, as printf
+      // does (2.675 is 2.67499..., so 2.67); the digits are then read back.
+      char text[400];
+      std::snprintf(text, sizeof(text), "%.*f", static_cast<int>(precision.number()),
+                    operand.number());
+      rounded = std::strtod(text, nullptr);
+    }
   } else if (method.string() == "ceil") {
     rounded = std::ceil(operand.number() * scale) / scale;
   } else if (method.string() == "floor") {
@@ -259,7 +273,8 @@ absl::StatusOr<Value> Round(const Value& operand, const Args& args, const Object
 // Value at the dotted `attribute` of `item` (Jinja2's make_attrgetter); the item itself for none.
 Value Attribute(const Value& item, const Value& attribute) {
   if (attribute.is(Type::kNone)) return item;
-  return AttributePath(item, attribute.is(Type::kInt) ? FormatPyInt(attribute.number()) : attribute.string());
+  return AttributePath(
+      item, attribute.is(Type::kInt) ? FormatPyInt(attribute.number()) : attribute.string());
 }
 
 absl::StatusOr<Value> Sum(const Value& operand, const Args& args, const ObjectMap& kwargs) {

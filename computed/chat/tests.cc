@@ -77,6 +77,7 @@ absl::StatusOr<bool> RunTest(std::string_view name, const Value& v, const Value&
     return std::fmod(v.number(), argument.number()) == 0;
   }
   if (name == "in") {
+    if (argument.is(Type::kUndefined)) return false;  // Jinja2's Undefined is an empty iterable
     if (argument.is(Type::kArray)) {
       return std::any_of(argument.array().begin(), argument.array().end(),
                          [&](const Value& item) { return PyEquals(v, item); });

@@ -24,25 +24,34 @@ class Builder {
 
   // `marker` as its special token, or its bytes where the tokenizer has none.
   void Mark(std::string_view marker, Sequence& sequence) {
-    const std::optional<int32_t> id = tokenizer_.TokenToId(marker);
-    if (id && !tokenizer_.PieceBytes(*id)) {
-      sequence.push_back(GrammarBuilder::Marker(*id));
+    if (IsToken(marker)) {
+      sequence.push_back(GrammarBuilder::Marker(*tokenizer_.TokenToId(marker)));
     } else {
       b_.AppendLiteral(marker, sequence);
     }
   }
   void Text(std::string_view text, Sequence& sequence) { b_.AppendLiteral(text, sequence); }
 
-  // Free text (reasoning): any bytes, no markers.
-  Element FreeText() {
-    if (free_text_ < 0) {
-      constrain::ByteSet any;
-      any.set();
-      free_text_ = b_.AddRule("text");
-      b_.AddAlternative(free_text_, {b_.Bytes(any), GrammarBuilder::Ref(free_text_)});
-      b_.AddAlternative(free_text_, {});
+  // Whether `marker` is one token of this tokenizer.
+  bool IsToken(std::string_view marker) const {
+    const std::optional<int32_t> id = tokenizer_.TokenToId(marker);
+    return id && !tokenizer_.PieceBytes(*id);
+  }
+
+  // Free text (reasoning) up to `close`: any bytes when `close` is one token
+  // (the text cannot spell it); else any but '<', so that the text cannot
+  // hold the close's bytes and the parser ends the reasoning where this does.
+  Element FreeText(std::string_view close) {
+    int32_t& rule = IsToken(close) ? free_text_ : free_text_no_tag_;
+    if (rule < 0) {
+      constrain::ByteSet bytes;
+      bytes.set();
+      if (!IsToken(close)) bytes.reset('<');
+      rule = b_.AddRule("text");
+      b_.AddAlternative(rule, {b_.Bytes(bytes), GrammarBuilder::Ref(rule)});
+      b_.AddAlternative(rule, {});
     }
-    return GrammarBuilder::Ref(free_text_);
+    return GrammarBuilder::Ref(rule);
   }
 
   // What may come before the answer: reasoning to its close when the reply
@@ -56,14 +65,14 @@ class Builder {
         Text("analysis", analysis);
         Mark(kHarmonyMessage, analysis);
       }
-      analysis.push_back(FreeText());
+      analysis.push_back(FreeText(kHarmonyEnd));
       Mark(kHarmonyEnd, analysis);
       Mark(kHarmonyStart, analysis);
       Text("assistant", analysis);
       if (dialect_.starts_in_reasoning) return analysis;
       out.push_back(GrammarBuilder::Ref(b_.AddRule("analysis", {analysis, {}})));
     } else if (dialect_.starts_in_reasoning) {
-      out.push_back(FreeText());
+      out.push_back(FreeText(kThinkClose));
       Mark(kThinkClose, out);
       const int32_t newlines = b_.AddRule("newlines", {b_.Literal("\n\n"), b_.Literal("\n"), {}});
       out.push_back(GrammarBuilder::Ref(newlines));
@@ -136,7 +145,9 @@ class Builder {
         Text(absl::StrCat("functions.", name, ":"), out);
         constrain::ByteSet digit;
         for (char c = '0'; c <= '9'; ++c) digit.set(c);
-        out.push_back(b_.Bytes(digit));  // the call's index
+        const Element d = b_.Bytes(digit);
+        // The call's index, 0 to 999.
+        out.push_back(GrammarBuilder::Ref(b_.AddRule("index", {{d}, {d, d}, {d, d, d}})));
         Mark(kKimiArgs, out);
         out.push_back(args);
         Mark(kKimiCallClose, out);
@@ -164,8 +175,9 @@ class Builder {
       if (!one.ok()) return one.status();
       b_.AddAlternative(call, *std::move(one));
     }
-    Sequence separator;
-    if (dialect_.format == ReplyFormat::kQwen3 || dialect_.format == ReplyFormat::kDeepSeekV3) {
+    Sequence separator;  // what the templates write between calls
+    if (dialect_.format == ReplyFormat::kQwen3 ||
+        (dialect_.format == ReplyFormat::kDeepSeekV3 && dialect_.fenced_arguments)) {
       Text("\n", separator);
     }
     const bool many = parallel && dialect_.format != ReplyFormat::kGptOss;
@@ -199,7 +211,7 @@ class Builder {
   const text::Tokenizer& tokenizer_;
   GrammarBuilder b_;
   constrain::JsonSchemaGrammar schemas_;
-  int32_t free_text_ = -1;
+  int32_t free_text_ = -1, free_text_no_tag_ = -1;
 };
 
 // The functions tool_choice forces ({"name", "parameters"}), none when it forces none.

@@ -801,7 +801,8 @@ absl::StatusOr<ConvertResult> ConvertCheckpoint(const fs::path& from, const fs::
   // multi-token-prediction layer; WARP decodes one token a step.
   const std::string next_layer = absl::StrCat("layers.", model->num_layers, ".");
   size_t mtp = 0;
-  for (const auto& [name, tensor] : checkpoint.tensors()) {
+  for (const auto& entry : checkpoint.tensors()) {
+    const std::string& name = entry.first;  // a named reference: clang 15 captures no binding
     if (keep && std::any_of(keep->prefixes.begin(), keep->prefixes.end(),
                             [&](const std::string& p) { return absl::StartsWith(name, p); })) {
       continue;

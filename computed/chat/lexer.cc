@@ -1,5 +1,7 @@
 #include "computed/chat/lexer.h"
 
+#include "common/status.h"
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -71,6 +73,8 @@ class Lexer {
   }
   absl::Status SkipTagWhitespace();
   absl::StatusOr<std::string> Digits();
+  // Appends a fraction (".5") and an exponent ("e-3") that follow `num`'s digits.
+  absl::Status FractionAndExponent(std::string& num);
   absl::StatusOr<bool> LexSign();
   bool LexOperator();
   absl::Status LexString();
@@ -161,11 +165,8 @@ absl::StatusOr<bool> Lexer::LexSign() {
   const size_t start = pos_++;
   auto num = Digits();
   if (!num.ok()) return num.status();
-  if (!num->empty() && At(pos_) == '.' && IsDigit(At(pos_ + 1))) {
-    ++pos_;
-    auto frac = Digits();
-    if (!frac.ok()) return frac.status();
-    *num += "." + *frac;
+  if (!num->empty()) {
+    WARP_RETURN_IF_ERROR(FractionAndExponent(*num));
   }
   Push(num->empty() ? TokenType::kUnaryOperator : TokenType::kNumericLiteral,
        std::string(1, sign) + *num, start);
@@ -248,13 +249,29 @@ absl::Status Lexer::LexNumber() {
   const size_t start = pos_;
   auto num = Digits();
   if (!num.ok()) return num.status();
-  if (LastType() != TokenType::kDot && At(pos_) == '.' && IsDigit(At(pos_ + 1))) {
+  if (LastType() != TokenType::kDot) WARP_RETURN_IF_ERROR(FractionAndExponent(*num));
+  Push(TokenType::kNumericLiteral, *std::move(num), start);
+  return absl::OkStatus();
+}
+
+absl::Status Lexer::FractionAndExponent(std::string& num) {
+  if (At(pos_) == '.' && IsDigit(At(pos_ + 1))) {
     ++pos_;
     auto frac = Digits();
     if (!frac.ok()) return frac.status();
-    *num += "." + *frac;
+    num += "." + *frac;
   }
-  Push(TokenType::kNumericLiteral, *std::move(num), start);
+  // Jinja2's float literals also take an exponent: 1e20, 2.5E-3.
+  const int e = At(pos_);
+  const size_t sign = (At(pos_ + 1) == '+' || At(pos_ + 1) == '-') ? 1 : 0;
+  if ((e == 'e' || e == 'E') && IsDigit(At(pos_ + 1 + sign))) {
+    num += 'e';
+    if (sign) num += src_[pos_ + 1];
+    pos_ += 1 + sign;
+    auto exponent = Digits();
+    if (!exponent.ok()) return exponent.status();
+    num += *exponent;
+  }
   return absl::OkStatus();
 }
 

@@ -179,7 +179,7 @@ absl::StatusOr<NodePtr> Parser::ParsePrimary() {
     case TokenType::kNumericLiteral: {
       ++current_;
       const double value = std::strtod(token.value.c_str(), nullptr);
-      const bool is_float = token.value.find('.') != std::string::npos;
+      const bool is_float = token.value.find_first_of(".e") != std::string::npos;
       return std::make_unique<NumberNode>(is_float ? NodeKind::kFloatLiteral : NodeKind::kIntLiteral, pos, value);
     }
     case TokenType::kStringLiteral: {

@@ -134,7 +134,7 @@ std::vector<Case> Cases() {
       {"builtin_striptags", "{{ '<p>Hello <b>World</b></p>\n<!-- c -->  x &amp; y &lt;z&gt;\\r\\n z' | striptags }}|{{ 'no tags' | striptags }}"},
       {"builtin_format", "{{ '%s - %d - %.2f - %%' | format('a', 3, 2.5) }}|{{ '%r|%s' | format('q', none) }}|{{ '%x' | format(255) }}|{{ '%x' | format(-255) }}"},
       {"builtin_format_error", "{{ '%s %s' | format('only one') }}"},
-      {"builtin_round", "{{ 2.5 | round }}|{{ 3.5 | round }}|{{ 1.25 | round(1) }}|{{ 2.1 | round(0, 'ceil') }}|{{ -2.1 | round(method='floor') }}|{{ 3 | round }}|{{ 3 | round(1, 'ceil') }}|{{ 2.675 | round(2) }}|{{ 0.125 | round(2) }}|{{ 123456789012.345 | round(2) }}"},
+      {"builtin_round", "{{ 2.5 | round }}|{{ 3.5 | round }}|{{ 1.25 | round(1) }}|{{ 2.1 | round(0, 'ceil') }}|{{ -2.1 | round(method='floor') }}|{{ 3 | round }}|{{ 3 | round(1, 'ceil') }}|{{ 2.675 | round(2) }}|{{ 0.125 | round(2) }}|{{ 123456789012.345 | round(2) }}|{{ 1e20 | round(2) }}|{{ 2.5E-3 }}|{{ 1e+2 }}|{{ -3e2 }}"},
       {"builtin_sum", "{{ [1, 2, 3.5] | sum }}|{{ items | sum(attribute='n') }}|{{ [1] | sum(start=10) }}|{{ [] | sum }}|{{ [true, 2] | sum }}",
        {{"items", json::parse(R"([{"n": 1}, {"n": 2}])")}}},
       {"builtin_min_max", "{{ ['b', 'A', 'c'] | min }}|{{ ['b', 'A', 'c'] | max }}|{{ ['b', 'a', 'C'] | max(case_sensitive=true) }}|{{ items | max(attribute='n') }}|{{ items | min(attribute='n') }}|[{{ [] | max }}]|{{ [3, 1.5, 2] | min }}",

@@ -27,6 +27,13 @@ void StateArchive::Bytes(void* data, size_t size) {
 
 void StateArchive::U32(uint32_t& value) { Bytes(&value, sizeof(value)); }
 
+void StateArchive::Count(uint32_t& value, uint64_t most, std::string_view what) {
+  U32(value);
+  if (reading() && ok() && value > most) {
+    Fail(absl::StrCat(value, " ", std::string(what), ", past the ", most, " this state holds"));
+  }
+}
+
 void StateArchive::Bool(bool& value) {
   uint8_t byte = value ? 1 : 0;
   Bytes(&byte, 1);

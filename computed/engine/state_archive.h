@@ -31,6 +31,9 @@ class StateArchive {
   bool reading() const { return out_ == nullptr; }
 
   void U32(uint32_t& value);
+  // A count this state can hold at most `most` of; reading more is refused,
+  // naming `what` ("compressed entries").
+  void Count(uint32_t& value, uint64_t most, std::string_view what);
   void Bool(bool& value);
   // Exactly `values.size()` floats (a span into an allocated state).
   void Floats(std::span<float> values);

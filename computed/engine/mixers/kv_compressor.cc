@@ -1,6 +1,5 @@
 #include "computed/engine/mixers/kv_compressor.h"
 
-#include "absl/strings/str_cat.h"
 
 #include <algorithm>
 #include <cmath>
@@ -105,12 +104,8 @@ uint32_t KvCompressor::Rewind(uint32_t position) {
 }
 
 void KvCompressor::Archive(StateArchive& archive) {
-  const uint64_t capacity = entries_.size() / dim_;
-  archive.U32(count_);
+  archive.Count(count_, entries_.size() / dim_, "compressed entries");
   archive.U32(end_);
-  if (archive.reading() && count_ > capacity) {
-    archive.Refuse(absl::StrCat(count_, " compressed entries, past this context's ", capacity));
-  }
   if (!archive.ok()) return;
   archive.Floats(std::span<float>(entries_.data(), uint64_t{count_} * dim_));
   // An open window has this compressor's sizes, whichever copy it is.
@@ -121,19 +116,13 @@ void KvCompressor::Archive(StateArchive& archive) {
     o.prev_gate.resize(open_.prev_gate.size());
     for (std::vector<float>* part : {&o.kv, &o.gate, &o.prev_kv, &o.prev_gate}) archive.Floats(*part);
     archive.Bool(o.has_prev);
-    archive.U32(o.filled);
-    if (archive.reading() && o.filled >= rate_) {
-      archive.Refuse(absl::StrCat("an open window of ", o.filled, " positions at rate ", rate_));
-    }
+    archive.Count(o.filled, rate_ - 1, "positions in an open window");
   };
   open(open_);
   archive.Optional(saved_, [&](Saved& saved) {
     open(saved.open);
-    archive.U32(saved.count);
+    archive.Count(saved.count, count_, "entries at the checkpoint");
     archive.U32(saved.end);
-    if (archive.reading() && saved.count > count_) {
-      archive.Refuse(absl::StrCat("a checkpoint of ", saved.count, " entries past the ", count_, " held"));
-    }
   });
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
 
 #include "common/kernels/matmul.h"
 #include "computed/engine/mixers/cache_rounding.h"
@@ -98,12 +97,8 @@ uint32_t SharedKvCache::Rewind(uint32_t position) {
 void SharedKvCache::Checkpoint() { saved_ = Saved{open_, count_, end_}; }
 
 void SharedKvCache::Archive(StateArchive& archive) {
-  const uint64_t capacity = entries_.size() / dim_;
-  archive.U32(count_);
+  archive.Count(count_, entries_.size() / dim_, "pooled entries");
   archive.U32(end_);
-  if (archive.reading() && count_ > capacity) {
-    archive.Refuse(absl::StrCat(count_, " pooled entries, past this context's ", capacity));
-  }
   if (!archive.ok()) return;
   archive.Floats(std::span<float>(entries_.data(), uint64_t{count_} * dim_));
   archive.Floats(std::span<float>(keys_.data(), uint64_t{count_} * key_dim_));
@@ -113,19 +108,13 @@ void SharedKvCache::Archive(StateArchive& archive) {
     o.gate.resize(open_.gate.size());
     archive.Floats(o.kv);
     archive.Floats(o.gate);
-    archive.U32(o.filled);
-    if (archive.reading() && o.filled >= rate_) {
-      archive.Refuse(absl::StrCat("an open group of ", o.filled, " positions at rate ", rate_));
-    }
+    archive.Count(o.filled, rate_ - 1, "positions in an open group");
   };
   open(open_);
   archive.Optional(saved_, [&](Saved& saved) {
     open(saved.open);
-    archive.U32(saved.count);
+    archive.Count(saved.count, count_, "entries at the checkpoint");
     archive.U32(saved.end);
-    if (archive.reading() && saved.count > count_) {
-      archive.Refuse(absl::StrCat("a checkpoint of ", saved.count, " entries past the ", count_, " held"));
-    }
   });
 }
 

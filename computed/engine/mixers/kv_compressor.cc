@@ -1,6 +1,5 @@
 #include "computed/engine/mixers/kv_compressor.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <limits>

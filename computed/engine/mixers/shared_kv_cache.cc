@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 #include "common/kernels/matmul.h"
 #include "computed/engine/mixers/cache_rounding.h"
 

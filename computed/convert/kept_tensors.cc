@@ -34,7 +34,8 @@ absl::StatusOr<std::optional<KeptTensorsEntry>> WriteKeptTensors(
     const Checkpoint& checkpoint, const KeptTensorsRule& rule, const std::filesystem::path& dir,
     const std::function<void(uint64_t)>& advance) {
   std::vector<const SourceTensor*> kept;
-  for (const auto& [name, tensor] : checkpoint.tensors()) {  // a map: in name order
+  for (const auto& [key, tensor] : checkpoint.tensors()) {  // a map: in name order
+    const std::string& name = key;  // a named reference: clang 15 captures no binding
     if (std::none_of(rule.prefixes.begin(), rule.prefixes.end(),
                      [&](const std::string& prefix) { return absl::StartsWith(name, prefix); })) {
       continue;

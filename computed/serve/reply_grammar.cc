@@ -71,11 +71,18 @@ class Builder {
       Text("assistant", analysis);
       if (dialect_.starts_in_reasoning) return analysis;
       out.push_back(GrammarBuilder::Ref(b_.AddRule("analysis", {analysis, {}})));
-    } else if (dialect_.starts_in_reasoning) {
-      out.push_back(FreeText(kThinkClose));
-      Mark(kThinkClose, out);
+    } else if (dialect_.format != ReplyFormat::kPlain) {
+      // The reasoning block: open already (the rest of it, then the answer),
+      // or one the model may open itself (Qwen3 and the others that write
+      // <think> first) before the answer.
+      Sequence reasoning;
+      if (!dialect_.starts_in_reasoning) Mark(kThinkOpen, reasoning);
+      reasoning.push_back(FreeText(kThinkClose));
+      Mark(kThinkClose, reasoning);
       const int32_t newlines = b_.AddRule("newlines", {b_.Literal("\n\n"), b_.Literal("\n"), {}});
-      out.push_back(GrammarBuilder::Ref(newlines));
+      reasoning.push_back(GrammarBuilder::Ref(newlines));
+      if (dialect_.starts_in_reasoning) return reasoning;
+      out.push_back(GrammarBuilder::Ref(b_.AddRule("reasoning", {reasoning, {}})));
     }
     return out;
   }

@@ -9,9 +9,10 @@
 //     call of one of those tools in the dialect's tool-call syntax, its
 //     arguments valid under the tool's parameters; more calls may follow
 //     unless parallel_tool_calls is false (harmony: one call, which ends the turn).
-// A reply that starts inside a reasoning block (ReplyStartsInReasoning) may
-// reason freely first, up to the block's close; gpt-oss may write an analysis
-// message first. Markers are their special tokens where the tokenizer has them.
+// A reply may reason freely first: up to the block's close when it starts
+// inside one (ReplyStartsInReasoning), else in a <think> block the model
+// opens itself; gpt-oss in an analysis message. Markers are their special
+// tokens where the tokenizer has them.
 
 #include <memory>
 #include <string_view>

@@ -128,7 +128,7 @@ TEST(ReplyGrammarTest, ForcedCallsParseAsToolCallsInEveryDialect) {
       auto grammar = ReplyGrammar(Forced(parallel), c.dialect, tokenizer);
       ASSERT_TRUE(std::holds_alternative<std::shared_ptr<const constrain::Grammar>>(grammar));
       const auto& g = *std::get<std::shared_ptr<const constrain::Grammar>>(grammar);
-      size_t most_calls = 0;
+      size_t most_calls = 0, reasoned = 0;
       for (int k = 0; k < 40; ++k) {
         const std::string text = RandomReply(g, tokenizer, rng);
         SCOPED_TRACE(text);
@@ -141,6 +141,7 @@ TEST(ReplyGrammarTest, ForcedCallsParseAsToolCallsInEveryDialect) {
           ASSERT_EQ(reply.tool_calls.size(), 1u);
         }
         most_calls = std::max(most_calls, reply.tool_calls.size());
+        reasoned += !reply.reasoning_content.empty();
         for (const ToolCall& call : reply.tool_calls) {
           const Json args = Json::parse(call.arguments);
           ASSERT_TRUE(args.is_object());
@@ -151,6 +152,7 @@ TEST(ReplyGrammarTest, ForcedCallsParseAsToolCallsInEveryDialect) {
           }
         }
       }
+      EXPECT_GT(reasoned, 0u) << "no reply reasoned before its call";
       const bool one_call_dialect = c.dialect.format == ReplyFormat::kGptOss;
       if (parallel && !one_call_dialect) {
         EXPECT_GT(most_calls, 1u);

@@ -13,7 +13,7 @@ void StateArchive::Fail(std::string what) {
 }
 
 void StateArchive::Bytes(void* data, size_t size) {
-  if (!status_.ok()) return;
+  if (!status_.ok() || size == 0) return;  // an empty vector's data() may be null
   if (!reading()) {
     out_->append(static_cast<const char*>(data), size);
   } else if (in_.size() - offset_ < size) {

@@ -120,8 +120,9 @@ absl::StatusOr<std::string> ReadFileToString(const std::filesystem::path& path) 
   return contents;
 }
 
-absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
+absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
+                                 std::string_view temp_suffix) {
+  const std::filesystem::path tmp = path.string() + std::string(temp_suffix);
   absl::Status status = [&]() -> absl::Status {
     WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForWrite(tmp, /*want_direct=*/false));
     WARP_RETURN_IF_ERROR(

@@ -58,8 +58,10 @@ absl::StatusOr<uint64_t> FileSize(int fd, std::string_view path);
 
 absl::StatusOr<std::string> ReadFileToString(const std::filesystem::path& path);
 
-// Writes `contents` to `path` through a temporary file and rename, so a
-// reader never sees a half-written file.
-absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
+// Writes `contents` to `path` through a temporary file (`path` +
+// `temp_suffix`) and rename, so a reader never sees a half-written file. A
+// suffix of its own lets writers of one directory never share a temp file.
+absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
+                                 std::string_view temp_suffix = ".tmp");
 
 }  // namespace warp

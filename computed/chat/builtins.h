@@ -38,6 +38,10 @@ bool IsGlobalName(std::string_view name);
 // namespace(...): every scope resolves this name, unless it set it itself.
 const Value& NamespaceFunction();
 
+// A filter's argument: args[index], else kwargs[key], else `fallback`.
+Value FilterArgument(const Args& args, const ObjectMap& kwargs, size_t index, std::string_view key,
+                     Value fallback);
+
 // The value at a dotted path of dict keys and list indices ("a.b.0"; the
 // reference's getAttributeValue); undefined where a step is missing.
 Value AttributePath(const Value& item, const std::string& path);

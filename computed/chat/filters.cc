@@ -198,14 +198,15 @@ absl::StatusOr<Value> SimpleFilter(const Value& operand, std::string_view name) 
   }
 }
 
+
+}  // namespace
+
 // args[index], else kwargs[key], else `fallback`.
-Value Option(const Args& args, const ObjectMap& kwargs, size_t index, std::string_view key, Value fallback) {
+Value FilterArgument(const Args& args, const ObjectMap& kwargs, size_t index, std::string_view key, Value fallback) {
   if (index < args.size()) return args[index];
   if (const Value* found = kwargs.Find(key)) return *found;
   return fallback;
 }
-
-}  // namespace
 
 // "a.b.0": keys of dicts/namespaces and list indices (getAttributeValue).
 Value AttributePath(const Value& item, const std::string& path) {
@@ -251,7 +252,7 @@ absl::StatusOr<Value> Interpreter::ApplyTojson(const Value& operand, const CallN
   const Args& args = evaluated.first;
   const ObjectMap& kwargs = evaluated.second;
   JsonOptions options;
-  const Value indent = Option(args, kwargs, 1, "indent", Value::None());
+  const Value indent = FilterArgument(args, kwargs, 1, "indent", Value::None());
   if (indent.is(Type::kInt)) {
     if (indent.number() > 1000) return Error("tojson: indent must be at most 1000");
     options.indent = std::string(static_cast<size_t>(std::max(indent.number(), 0.0)), ' ');
@@ -260,10 +261,10 @@ absl::StatusOr<Value> Interpreter::ApplyTojson(const Value& operand, const CallN
   } else if (!indent.is(Type::kNone)) {
     return Error("tojson: indent must be an int or a string");
   }
-  const Value ensure_ascii = Option(args, kwargs, 0, "ensure_ascii", Value::Bool(false));
+  const Value ensure_ascii = FilterArgument(args, kwargs, 0, "ensure_ascii", Value::Bool(false));
   options.ensure_ascii = Truthy(ensure_ascii);
-  options.sort_keys = Truthy(Option(args, kwargs, 3, "sort_keys", Value::Bool(false)));
-  const Value separators = Option(args, kwargs, 2, "separators", Value::None());
+  options.sort_keys = Truthy(FilterArgument(args, kwargs, 3, "sort_keys", Value::Bool(false)));
+  const Value separators = FilterArgument(args, kwargs, 2, "separators", Value::None());
   if (separators.is(Type::kArray)) {
     const std::vector<Value>& parts = separators.array();
     if (parts.size() != 2 || !parts[0].is(Type::kString) || !parts[1].is(Type::kString)) {
@@ -293,7 +294,7 @@ absl::StatusOr<Value> Interpreter::ApplyCallFilter(const Value& operand, const C
   auto& [args, kwargs] = evaluated;
   if (IsPythonFilter(name, /*with_arguments=*/true)) return ApplyPythonFilter(operand, name, args, kwargs);
   if (name == "join") {
-    const Value separator = Option(args, kwargs, 0, "separator", Value::String(""));
+    const Value separator = FilterArgument(args, kwargs, 0, "separator", Value::String(""));
     if (!separator.is(Type::kString)) return Error("join: separator must be a string");
     if (operand.is(Type::kString)) {
       std::vector<Value> chars;
@@ -305,25 +306,25 @@ absl::StatusOr<Value> Interpreter::ApplyCallFilter(const Value& operand, const C
   }
   if (name == "int" || name == "float") {
     const bool is_int = name == "int";
-    const Value fallback = Option(args, kwargs, 0, "default", is_int ? Value::Int(0) : Value::Float(0));
+    const Value fallback = FilterArgument(args, kwargs, 0, "default", is_int ? Value::Int(0) : Value::Float(0));
     return is_int ? IntFilter(operand, fallback) : FloatFilter(operand, fallback);
   }
   if (name == "default") {
     const Value fallback = args.empty() ? Value::String("") : args[0];
-    const Value boolean = Option(args, kwargs, 1, "boolean", Value::Bool(false));
+    const Value boolean = FilterArgument(args, kwargs, 1, "boolean", Value::Bool(false));
     if (!boolean.is(Type::kBool)) return Error("default: the boolean flag must be a boolean");
     if (operand.is(Type::kUndefined) || (boolean.boolean() && !Truthy(operand))) return fallback;
     return operand;
   }
   if (operand.is(Type::kString) && name == "indent") {
-    const Value width = Option(args, kwargs, 0, "width", Value::Int(4));
+    const Value width = FilterArgument(args, kwargs, 0, "width", Value::Int(4));
     if (!width.is(Type::kInt) || width.number() < 0) return Error("indent: width must be a non-negative int");
-    const bool first = JsTruthy(Option(args, kwargs, 1, "first", Value::Bool(false)));
-    const bool blank = JsTruthy(Option(args, kwargs, 2, "blank", Value::Bool(false)));
+    const bool first = JsTruthy(FilterArgument(args, kwargs, 1, "first", Value::Bool(false)));
+    const bool blank = JsTruthy(FilterArgument(args, kwargs, 2, "blank", Value::Bool(false)));
     return Value::String(Indent(operand.string(), static_cast<size_t>(width.number()), first, blank));
   }
   if (operand.is(Type::kString) && name == "trim") {  // trim(chars), Python's str.strip(chars)
-    const Value chars = Option(args, kwargs, 0, "chars", Value::None());
+    const Value chars = FilterArgument(args, kwargs, 0, "chars", Value::None());
     if (chars.is_none_or_undefined()) return Value::String(PyStrip(operand.string(), nullptr, true, true));
     if (!chars.is(Type::kString)) return Error("trim: chars must be a string");
     return Value::String(PyStrip(operand.string(), &chars.string(), true, true));
@@ -412,9 +413,9 @@ absl::StatusOr<Value> Interpreter::ApplyListCallFilter(const Value& operand, std
     return Value::Array(std::move(mapped));
   }
   // sort(reverse, case_sensitive, attribute)
-  const Value reverse = Option(args, kwargs, 0, "reverse", Value::Bool(false));
-  const Value case_sensitive = Option(args, kwargs, 1, "case_sensitive", Value::Bool(false));
-  const Value attribute = Option(args, kwargs, 2, "attribute", Value::None());
+  const Value reverse = FilterArgument(args, kwargs, 0, "reverse", Value::Bool(false));
+  const Value case_sensitive = FilterArgument(args, kwargs, 1, "case_sensitive", Value::Bool(false));
+  const Value attribute = FilterArgument(args, kwargs, 2, "attribute", Value::None());
   if (!reverse.is(Type::kBool)) return Error("sort: reverse must be a boolean");
   if (!case_sensitive.is(Type::kBool)) return Error("sort: case_sensitive must be a boolean");
   if (!attribute.is(Type::kString) && !attribute.is(Type::kInt) && !attribute.is(Type::kNone)) {

@@ -28,13 +28,6 @@ absl::Status Error(std::string_view message) {
   return absl::InvalidArgumentError(std::string(message));
 }
 
-// args[index], else kwargs[key], else `fallback`.
-Value Argument(const Args& args, const ObjectMap& kwargs, size_t index, std::string_view key,
-               Value fallback) {
-  if (index < args.size()) return args[index];
-  if (const Value* found = kwargs.Find(key)) return *found;
-  return fallback;
-}
 
 absl::StatusOr<std::string> Str(const Value& v) { return ToDisplayString(v); }
 
@@ -142,10 +135,10 @@ int64_t WordCount(std::string_view s) {
 
 // Jinja2's truncate(length=255, killwords=False, end='...', leeway=5).
 absl::StatusOr<Value> Truncate(const std::string& s, const Args& args, const ObjectMap& kwargs) {
-  const Value length = Argument(args, kwargs, 0, "length", Value::Int(255));
-  const Value killwords = Argument(args, kwargs, 1, "killwords", Value::Bool(false));
-  const Value end = Argument(args, kwargs, 2, "end", Value::String("..."));
-  const Value leeway = Argument(args, kwargs, 3, "leeway", Value::Int(5));
+  const Value length = FilterArgument(args, kwargs, 0, "length", Value::Int(255));
+  const Value killwords = FilterArgument(args, kwargs, 1, "killwords", Value::Bool(false));
+  const Value end = FilterArgument(args, kwargs, 2, "end", Value::String("..."));
+  const Value leeway = FilterArgument(args, kwargs, 3, "leeway", Value::Int(5));
   if (!length.is(Type::kInt) || !leeway.is(Type::kInt) || !end.is(Type::kString)) {
     return Error("truncate: length and leeway must be ints, end a string");
   }
@@ -241,8 +234,8 @@ absl::StatusOr<Value> Format(const std::string& format, const Args& args) {
 // Python's round(x, n): half to even on the value's binary value.
 absl::StatusOr<Value> Round(const Value& operand, const Args& args, const ObjectMap& kwargs) {
   if (!operand.is_number()) return Error(Cat("round applies to a number, not ", TypeName(operand)));
-  const Value precision = Argument(args, kwargs, 0, "precision", Value::Int(0));
-  const Value method = Argument(args, kwargs, 1, "method", Value::String("common"));
+  const Value precision = FilterArgument(args, kwargs, 0, "precision", Value::Int(0));
+  const Value method = FilterArgument(args, kwargs, 1, "method", Value::String("common"));
   if (!precision.is(Type::kInt) || !method.is(Type::kString)) {
     return Error("round: precision must be an int, method a string");
   }
@@ -280,8 +273,8 @@ Value Attribute(const Value& item, const Value& attribute) {
 absl::StatusOr<Value> Sum(const Value& operand, const Args& args, const ObjectMap& kwargs) {
   if (!operand.is(Type::kArray))
     return Error(Cat("sum applies to a list, not ", TypeName(operand)));
-  const Value attribute = Argument(args, kwargs, 0, "attribute", Value::None());
-  Value total = Argument(args, kwargs, 1, "start", Value::Int(0));
+  const Value attribute = FilterArgument(args, kwargs, 0, "attribute", Value::None());
+  Value total = FilterArgument(args, kwargs, 1, "start", Value::Int(0));
   for (const Value& item : operand.array()) {
     const Value term = Attribute(item, attribute);
     if (!(term.is_number() || term.is(Type::kBool)) ||
@@ -307,8 +300,8 @@ absl::StatusOr<Value> MinMax(const Value& operand, bool max, const Args& args,
   } else {
     return Error(Cat(max ? "max" : "min", " applies to a list, not ", TypeName(operand)));
   }
-  const Value case_sensitive = Argument(args, kwargs, 0, "case_sensitive", Value::Bool(false));
-  const Value attribute = Argument(args, kwargs, 1, "attribute", Value::None());
+  const Value case_sensitive = FilterArgument(args, kwargs, 0, "case_sensitive", Value::Bool(false));
+  const Value attribute = FilterArgument(args, kwargs, 1, "attribute", Value::None());
   if (items.empty()) return Value();  // undefined: "No aggregated item, sequence was empty."
   size_t best = 0;
   for (size_t i = 1; i < items.size(); ++i) {
@@ -323,8 +316,8 @@ absl::StatusOr<Value> MinMax(const Value& operand, bool max, const Args& args,
 absl::StatusOr<Value> Batch(const Value& operand, const Args& args, const ObjectMap& kwargs) {
   if (!operand.is(Type::kArray))
     return Error(Cat("batch applies to a list, not ", TypeName(operand)));
-  const Value size = Argument(args, kwargs, 0, "linecount", Value::None());
-  const Value fill = Argument(args, kwargs, 1, "fill_with", Value::None());
+  const Value size = FilterArgument(args, kwargs, 0, "linecount", Value::None());
+  const Value fill = FilterArgument(args, kwargs, 1, "fill_with", Value::None());
   if (!size.is(Type::kInt) || size.number() < 1)
     return Error("batch: linecount must be a positive int");
   const size_t n = static_cast<size_t>(size.number());
@@ -343,8 +336,8 @@ absl::StatusOr<Value> Batch(const Value& operand, const Args& args, const Object
 absl::StatusOr<Value> Slice(const Value& operand, const Args& args, const ObjectMap& kwargs) {
   if (!operand.is(Type::kArray))
     return Error(Cat("slice applies to a list, not ", TypeName(operand)));
-  const Value count = Argument(args, kwargs, 0, "slices", Value::None());
-  const Value fill = Argument(args, kwargs, 1, "fill_with", Value::None());
+  const Value count = FilterArgument(args, kwargs, 0, "slices", Value::None());
+  const Value fill = FilterArgument(args, kwargs, 1, "fill_with", Value::None());
   if (!count.is(Type::kInt) || count.number() < 1)
     return Error("slice: slices must be a positive int");
   const std::vector<Value>& items = operand.array();
@@ -383,8 +376,8 @@ bool IsPythonFilter(std::string_view name, bool with_arguments) {
 absl::StatusOr<Value> ApplyPythonFilter(const Value& operand, std::string_view name,
                                         const Args& args, const ObjectMap& kwargs) {
   if (name == "d") {  // default(value='', boolean=False)
-    const Value fallback = Argument(args, kwargs, 0, "default_value", Value::String(""));
-    const bool boolean = Truthy(Argument(args, kwargs, 1, "boolean", Value::Bool(false)));
+    const Value fallback = FilterArgument(args, kwargs, 0, "default_value", Value::String(""));
+    const bool boolean = Truthy(FilterArgument(args, kwargs, 1, "boolean", Value::Bool(false)));
     if (operand.is(Type::kUndefined) || (boolean && !Truthy(operand))) return fallback;
     return operand;
   }
@@ -407,7 +400,7 @@ absl::StatusOr<Value> ApplyPythonFilter(const Value& operand, std::string_view n
   // The rest take str(value).
   WARP_ASSIGN_OR_RETURN(const std::string text, Str(operand));
   if (name == "center") {
-    const Value width = Argument(args, kwargs, 0, "width", Value::Int(80));
+    const Value width = FilterArgument(args, kwargs, 0, "width", Value::Int(80));
     if (!width.is(Type::kInt)) return Error("center: width must be an int");
     return Value::String(Center(text, static_cast<int64_t>(width.number())));
   }

@@ -108,7 +108,6 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int32_t root) && {
   }
 
   Grammar grammar;
-  grammar.names_ = std::move(names_);
   grammar.byte_sets_ = std::move(byte_sets_);
   grammar.root_ = root;
   grammar.starts_.resize(count);

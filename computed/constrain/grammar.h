@@ -40,13 +40,11 @@ class Grammar {
   const Element& at(int32_t position) const { return elements_[position]; }
   const ByteSet& bytes(int32_t index) const { return byte_sets_[index]; }
   int32_t root() const { return root_; }
-  const std::string& rule_name(int32_t rule) const { return names_[rule]; }
 
  private:
   friend class GrammarBuilder;
   std::vector<Element> elements_;  // every alternative's elements, each followed by kEnd
   std::vector<std::vector<int32_t>> starts_;
-  std::vector<std::string> names_;
   std::vector<ByteSet> byte_sets_;
   int32_t root_ = 0;
 };

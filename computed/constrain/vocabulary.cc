@@ -18,10 +18,7 @@ Vocabulary Vocabulary::FromPieces(std::vector<std::optional<std::string>> pieces
   for (int32_t id = 0; id < vocabulary.size(); ++id) {
     const std::optional<std::string>& piece = vocabulary.pieces_[id];
     if (!piece) vocabulary.markers_.push_back(id);
-    if (piece && !piece->empty()) {
-      order.push_back(id);
-      vocabulary.longest_ = std::max(vocabulary.longest_, piece->size());
-    }
+    if (piece && !piece->empty()) order.push_back(id);
   }
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return *vocabulary.pieces_[a] != *vocabulary.pieces_[b]

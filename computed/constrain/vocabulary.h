@@ -35,15 +35,12 @@ class Vocabulary {
   int32_t token(int32_t index) const { return tokens_[index]; }
   // The ids with no piece (markers, holes), in order.
   const std::vector<int32_t>& markers() const { return markers_; }
-  // Of the longest piece, a bound on a walk's depth.
-  size_t longest_piece() const { return longest_; }
 
  private:
   std::vector<std::optional<std::string>> pieces_;
   std::vector<Node> nodes_;
   std::vector<int32_t> tokens_;
   std::vector<int32_t> markers_;
-  size_t longest_ = 0;
 };
 
 }  // namespace warp::computed::constrain

@@ -340,7 +340,10 @@ void DiskPromptCache::Write(std::vector<int32_t> ids, std::string state) {
     return;
   }
   const fs::path path = PathOf(ids);
-  const absl::Status written = WriteEntry(path, bytes);
+  // A temp name of this process and write: two servers sharing the directory
+  // never write one temp file, and Scan removes only old ones.
+  const absl::Status written = WriteFileAtomically(
+      path, bytes, absl::StrCat(".tmp.", ::getpid(), ".", temp_counter_.fetch_add(1)));
   std::lock_guard<std::mutex> lock(mutex_);
   if (!written.ok()) {
     ++stats_.write_failures;
@@ -361,24 +364,6 @@ void DiskPromptCache::Write(std::vector<int32_t> ids, std::string state) {
   stats_.bytes += bytes.size();
   stats_.entries = entries_.size();
   EvictLocked();
-}
-
-absl::Status DiskPromptCache::WriteEntry(const fs::path& path, std::string_view bytes) {
-  // A name of this process and write: two servers sharing the directory never
-  // write one temp file, and Scan removes only old ones.
-  const fs::path tmp =
-      absl::StrCat(path.string(), ".tmp.", ::getpid(), ".", temp_counter_.fetch_add(1));
-  absl::Status status = [&]() -> absl::Status {
-    WARP_ASSIGN_OR_RETURN(OpenedFile file, OpenForWrite(tmp, /*want_direct=*/false));
-    WARP_RETURN_IF_ERROR(PwriteFull(file.fd.get(), std::as_bytes(std::span(bytes)), 0, tmp.string()));
-    if (::fsync(file.fd.get()) != 0) return ErrnoToStatus(errno, tmp.string());
-    return absl::OkStatus();
-  }();
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = ErrnoToStatus(errno, path.string());
-  }
-  if (!status.ok()) ::unlink(tmp.c_str());
-  return status;
 }
 
 void DiskPromptCache::EvictLocked() {

@@ -94,7 +94,6 @@ class DiskPromptCache {
   absl::StatusOr<std::string> ReadEntry(const Entry& entry) const;
   void Refuse(const Entry& entry, const absl::Status& why);  // under mutex_
   void Forget(const std::filesystem::path& path);             // under mutex_: out of the index
-  absl::Status WriteEntry(const std::filesystem::path& path, std::string_view bytes);
   std::filesystem::path PathOf(std::span<const int32_t> ids) const;
 
   const DiskPromptCacheOptions options_;

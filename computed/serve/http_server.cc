@@ -191,9 +191,7 @@ struct HttpServer::Prepared {
   CompletionRequest request;
   std::vector<int32_t> ids;
   uint32_t max_tokens = 0;
-  ReplyFormat format = ReplyFormat::kPlain;
-  bool starts_in_reasoning = false;
-  ReplyDialect dialect;
+  ReplyDialect dialect;  // of the reply (kPlain for /v1/completions)
   std::shared_ptr<const constrain::Grammar> grammar;  // null: the reply is free
 };
 
@@ -376,8 +374,6 @@ std::variant<HttpServer::Prepared, ApiError> HttpServer::Tokenize(
         RenderChat(text_, options_.template_context, request);
     if (ApiError* error = std::get_if<ApiError>(&rendered)) return *error;
     const std::string& prompt = std::get<std::string>(rendered);
-    out.format = chat_format_;
-    out.starts_in_reasoning = ReplyStartsInReasoning(chat_format_, prompt);
     out.dialect = DialectOf(chat_format_, text_.chat_template->source(), prompt);
     ids = text_.tokenizer->Encode(prompt);
   } else {
@@ -492,7 +488,8 @@ void HttpServer::CountTokens(const httplib::Request& request, httplib::Response&
 
 void HttpServer::Run(const httplib::Request& request, httplib::Response& response, Prepared& p,
                      std::unique_ptr<ReplyEncoder> encoder, const std::string& id) {
-  auto state = std::make_shared<ReplyState>(*text_.tokenizer, p.format, p.starts_in_reasoning,
+  auto state = std::make_shared<ReplyState>(*text_.tokenizer, p.dialect.format,
+                                            p.dialect.starts_in_reasoning,
                                             p.request.stop, std::move(encoder), id,
                                             p.request.endpoint == Endpoint::kChat);
   GenerationJob job;

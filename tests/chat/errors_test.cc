@@ -105,6 +105,27 @@ TEST(JinjaErrorTest, TypeErrorsNameTheOperation) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot compare int with string")));
 }
 
+// The Jinja2 builtins' bad arguments are named (python_filters.cc).
+TEST(JinjaErrorTest, BuiltinFilterArgumentsAreNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{{ [1] | batch(0) }}", "batch: linecount must be a positive int"},
+      {"{{ [1] | slice(0) }}", "slice: slices must be a positive int"},
+      {"{{ 1.5 | round(1, 'up') }}", "round: method must be 'common', 'ceil' or 'floor'"},
+      {"{{ 'x' | round }}", "round applies to a number, not string"},
+      {"{{ ['a'] | sum }}", "sum: unsupported operand types for +: int and string"},
+      {"{{ 3 | min }}", "min applies to a list, not int"},
+      {"{{ 'x' | center('w') }}", "center: width must be an int"},
+      {"{{ '%d' | format('a') }}", "format: %d needs a number, not string"},
+      {"{{ 'a' | format(1) }}", "format: not all arguments converted during string formatting"},
+      {"{{ 3 | count }}", "count applies to a string, list or dict, not int"},
+  };
+  for (const auto& [source, message] : cases) {
+    EXPECT_THAT(RenderError(source), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message))) << source;
+  }
+  EXPECT_THAT(RenderError("{{ '%q' | format(1) }}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("format: the conversion %q is not supported")));
+}
+
 TEST(JinjaErrorTest, UnsupportedFilterOptionsFailAtRender) {
   // tojson(sort_keys=true) is supported now: Python sorts by code point (issue 16).
   EXPECT_THAT(RenderError("{{ ['a'] | map('wordwrap') }}"),

@@ -177,6 +177,16 @@ TEST(JsonSchemaGrammarTest, RefusesWhatItCannotTakeByName) {
        "schema at $: \"allOf\" of more than one schema is not supported"},
       {R"({"items": false})", "schema at $.items: the schema false accepts no value"},
       {R"(3)", "schema at $: a schema must be an object or a boolean"},
+      {R"({"type": "string", "minLength": 3, "maxLength": 2})", "schema at $: maxLength is below minLength"},
+      {R"({"type": "array", "minItems": 3, "maxItems": 2})", "schema at $: maxItems is below minItems"},
+      {R"({"required": "a"})", "schema at $: \"required\" must be an array of names"},
+      {R"({"required": [1]})", "schema at $: \"required\" must be an array of names"},
+      {R"({"properties": []})", "schema at $: \"properties\" must be an object"},
+      {R"({"$ref": 3})", "schema at $: \"$ref\" must be a string"},
+      {R"({"enum": []})", "schema at $: \"enum\" must be a non-empty array"},
+      {R"({"anyOf": []})", "schema at $: \"anyOf\" must be a non-empty array"},
+      {R"({"type": []})", "schema at $: \"type\" must be a type name or a non-empty list of them"},
+      {R"({"type": ["string", 3]})", "schema at $: \"type\" must be a type name or a list of them"},
   };
   for (const auto& [schema, message] : cases) {
     absl::StatusOr<Grammar> grammar = Compile(Json::parse(schema));

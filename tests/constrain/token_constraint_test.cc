@@ -144,3 +144,25 @@ TEST(TokenConstraintTest, AGrammarPastItsBoundsIsRefusedNotGrown) {
 
 }  // namespace
 }  // namespace warp::computed::constrain
+
+namespace warp::computed::constrain {
+namespace {
+
+// A literal no token of the vocabulary can spell: nothing is allowed, and
+// the refusal says so (not the bounds).
+TEST(TokenConstraintTest, ALiteralNoTokenSpellsIsNamed) {
+  GrammarBuilder builder;
+  const int32_t root = builder.AddRule("root", {builder.Literal("xz")});
+  auto grammar = std::make_shared<const Grammar>(*std::move(builder).Build(root));
+  TokenConstraint constraint(
+      grammar, std::make_shared<const Vocabulary>(Vocabulary::FromPieces({"x", "y"})), {});
+  ASSERT_TRUE(constraint.Accept(0).ok());
+  std::vector<float> logits(2, 0.0f);
+  EXPECT_FALSE(constraint.Mask(logits));
+  EXPECT_EQ(constraint.Refusal().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(constraint.Refusal().message(),
+            "constrained decoding: no token of the vocabulary continues the reply's grammar");
+}
+
+}  // namespace
+}  // namespace warp::computed::constrain

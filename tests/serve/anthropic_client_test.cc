@@ -185,6 +185,13 @@ TEST_F(AnthropicClientTest, BadRequestsAreTheClientsBadRequestError) {
           "the model's chat template writes no tool calls WARP can read");
   refused({{"messages", kHello},
            {"max_tokens", 4},
+           {"tools", {search}},
+           {"tool_choice", {{"type", "any"}, {"disable_parallel_tool_use", "yes"}}}},
+          "tool_choice.disable_parallel_tool_use must be a boolean");
+  refused({{"messages", kHello}, {"max_tokens", 4}, {"tool_choice", {{"type", "tool"}}}},
+          "tool_choice must be {\"type\": \"auto\" | \"none\" | \"any\"} or {\"type\": \"tool\", \"name\": STRING}");
+  refused({{"messages", kHello},
+           {"max_tokens", 4},
            {"thinking", {{"type", "enabled"}, {"budget_tokens", 0}}}},
           "thinking.budget_tokens must be an integer of at least 1");
   refused({{"messages", kHello},

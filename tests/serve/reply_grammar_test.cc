@@ -216,6 +216,11 @@ TEST(ReplyGrammarTest, RefusalsNameWhatCannotBeConstrained) {
   EXPECT_EQ(schema.message,
             "tool \"get_weather\": schema at $.properties.city: \"pattern\" is not supported");
 
+  CompletionRequest nameless = Forced(false);
+  nameless.tool_choice = Json::parse(R"({"type": "function", "function": {"name": 3}})");
+  EXPECT_EQ(refusal(nameless, ReplyFormat::kQwen3).message,
+            "tool_choice.function.name must be a string");
+
   CompletionRequest both = Forced(false);
   both.output_format = Json::parse(R"({"type": "json_object"})");
   EXPECT_EQ(refusal(both, ReplyFormat::kQwen3).message,

@@ -156,6 +156,8 @@ TEST_F(ResponsesClientTest, BadRequestsAreTheClientsBadRequestError) {
           "text.format", "schema at $: \"pattern\" is not supported");
   refused({{"input", "hi"}, {"tool_choice", "required"}}, "tool_choice",
           "tool_choice forces a tool call, but the request has no tools");
+  refused({{"input", "hi"}, {"tool_choice", {{"type", "function"}}}}, "tool_choice",
+          "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\": STRING}");
   refused({{"input", "hi"}, {"background", true}}, "background",
           "background: true is not supported");
   refused({{"input", {{{"type", "web_search_call"}, {"id", "ws_1"}}}}}, "input[0].type",

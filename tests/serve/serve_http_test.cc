@@ -324,6 +324,10 @@ TEST_F(ServeHttpTest, BadRequestsGetOpenAiErrorsNamingTheField) {
   EXPECT_EQ(schema["message"], "schema at $: \"patternProperties\" is not supported");
   EXPECT_EQ(error({{"messages", kHello}, {"response_format", {{"type", "json_schema"}}}})["param"],
             "response_format.json_schema");
+  Json no_schema = error({{"messages", kHello},
+                          {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}}}}}});
+  EXPECT_EQ(no_schema["param"], "response_format.json_schema.schema");
+  EXPECT_EQ(no_schema["message"], "response_format.json_schema.schema must be a JSON schema object");
   EXPECT_EQ(
       error({{"messages", kHello},
              {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}})["param"],
